@@ -1,0 +1,14 @@
+#include "commands.h"
+
+namespace tlaloc::cli {
+
+namespace {
+int g_exit_code = 0;
+}
+
+int ExitCode() { return g_exit_code; }
+void SetExitCode(int code) { g_exit_code = code; }
+
+void RegisterCommands(CLI::App& app) { RegisterExampleCommand(app); }
+
+}  // namespace tlaloc::cli

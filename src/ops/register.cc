@@ -1,0 +1,13 @@
+#include "op_areas.h"
+
+namespace tlaloc {
+
+void RegisterBuiltinOps(OpRegistry& registry) {
+  ops::RegisterCoreOps(registry);
+  ops::RegisterElementwiseOps(registry);
+  ops::RegisterDataMovementOps(registry);
+  ops::RegisterReductionOps(registry);
+  ops::RegisterControlFlowOps(registry);
+}
+
+}  // namespace tlaloc

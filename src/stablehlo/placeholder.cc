@@ -1,0 +1,1 @@
+// Placeholder so the stablehlo layer has a translation unit until its sources land.

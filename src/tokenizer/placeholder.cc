@@ -1,0 +1,1 @@
+// Placeholder so the tokenizer layer has a translation unit until its sources land.
