@@ -9,6 +9,11 @@ int g_exit_code = 0;
 int ExitCode() { return g_exit_code; }
 void SetExitCode(int code) { g_exit_code = code; }
 
-void RegisterCommands(CLI::App& app) { RegisterExampleCommand(app); }
+void RegisterCommands(CLI::App& app) {
+  RegisterExampleCommand(app);
+  RegisterRunCommand(app);
+  RegisterInspectCommand(app);
+  RegisterTokenizeCommand(app);
+}
 
 }  // namespace tlaloc::cli

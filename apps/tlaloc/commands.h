@@ -10,6 +10,9 @@ void RegisterCommands(CLI::App& app);
 int ExitCode();
 void SetExitCode(int code);
 
-void RegisterExampleCommand(CLI::App& app);
+void RegisterExampleCommand(CLI::App& app);   // example_command.cc
+void RegisterRunCommand(CLI::App& app);       // run_command.cc: tlaloc run FILE.mlir
+void RegisterInspectCommand(CLI::App& app);   // inspect_command.cc: tlaloc inspect DIR
+void RegisterTokenizeCommand(CLI::App& app);  // tokenize_command.cc: tlaloc tokenize
 
 }  // namespace tlaloc::cli
