@@ -57,10 +57,18 @@ Attribute Attribute::Elements(Literal v) {
   a.elements_ = std::make_shared<const Literal>(std::move(v));
   return a;
 }
-Attribute Attribute::Enum(std::string v) {
+Attribute Attribute::Enum(std::string v, std::string kind) {
   Attribute a;
   a.kind_ = Kind::kEnum;
   a.str_ = std::move(v);
+  a.kind_name_ = std::move(kind);
+  return a;
+}
+Attribute Attribute::Struct(std::string kind, AttrDict fields) {
+  Attribute a;
+  a.kind_ = Kind::kStruct;
+  a.kind_name_ = std::move(kind);
+  a.dict_ = std::make_shared<const AttrDict>(std::move(fields));
   return a;
 }
 Attribute Attribute::TypeAttr(Type v) {
@@ -92,9 +100,10 @@ bool Attribute::operator==(const Attribute& o) const {
       return scalar_type_ == o.scalar_type_ &&
              (std::memcmp(&float_, &o.float_, sizeof(double)) == 0 || float_ == o.float_);
     case Kind::kString:
-    case Kind::kEnum:
     case Kind::kSymbol:
     case Kind::kOpaque: return str_ == o.str_;
+    case Kind::kEnum: return str_ == o.str_ && kind_name_ == o.kind_name_;
+    case Kind::kStruct: return kind_name_ == o.kind_name_ && *dict_ == *o.dict_;
     case Kind::kIntArray: return ints_ == o.ints_;
     case Kind::kArray: return *array_ == *o.array_;
     case Kind::kDict: return *dict_ == *o.dict_;
@@ -124,14 +133,15 @@ std::string Attribute::DebugString() const {
       for (size_t i = 0; i < array_->size(); ++i) s += (i ? ", " : "") + (*array_)[i].DebugString();
       return s + "]";
     }
+    case Kind::kStruct:
     case Kind::kDict: {
-      std::string s = "{";
+      std::string s = kind_ == Kind::kStruct ? "#" + kind_name_ + "<" : "{";
       bool first = true;
       for (const auto& [k, v] : *dict_) {
         s += (first ? "" : ", ") + k + " = " + v.DebugString();
         first = false;
       }
-      return s + "}";
+      return s + (kind_ == Kind::kStruct ? ">" : "}");
     }
     case Kind::kElements: return elements_->ToString(16);
     case Kind::kType: return type_->ToString();

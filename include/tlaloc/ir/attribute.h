@@ -1,6 +1,6 @@
-// Attributes of operations, functions and modules. Op-specific structured attributes (for
-// example #stablehlo.dot<...>) are stored flattened under their field names; each op's syntax
-// hooks convert between the flat form and the printed form.
+// Attributes of operations, functions and modules, stored as StableHLO's generic attribute
+// dictionary has them: dialect enums keep their kind (#stablehlo<comparison_direction LT>) and
+// structured attributes (#stablehlo.dot<...>) are a kStruct with named fields.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +29,8 @@ class Attribute {
     kArray,     // [attr, attr]
     kDict,      // {name = attr}
     kElements,  // dense<...> : tensor<...>
-    kEnum,      // a keyword such as LT, FLOAT, THREE_FRY (the op prints its wrapper)
+    kEnum,      // #stablehlo<comparison_direction LT>: value "LT", enum_kind "comparison_direction"
+    kStruct,    // #stablehlo.dot<lhs_batching_dimensions = [0], ...>: struct_kind + fields
     kType,      // a type used as an attribute
     kSymbol,    // @name
     kOpaque,    // any other attribute text, carried verbatim
@@ -45,7 +46,10 @@ class Attribute {
   static Attribute Array(std::vector<Attribute> v);
   static Attribute Dict(AttrDict v);
   static Attribute Elements(Literal v);
-  static Attribute Enum(std::string v);
+  // `kind` is the enum's name in #stablehlo<kind VALUE>; empty for a bare keyword.
+  static Attribute Enum(std::string v, std::string kind = "");
+  // A structured dialect attribute, e.g. kind "stablehlo.dot" with its fields.
+  static Attribute Struct(std::string kind, AttrDict fields);
   static Attribute TypeAttr(Type v);
   static Attribute Symbol(std::string v);
   static Attribute Opaque(std::string v);
@@ -58,7 +62,10 @@ class Attribute {
   const std::string& as_string() const { return str_; }
   const std::vector<int64_t>& as_int_array() const { return ints_; }
   const std::vector<Attribute>& as_array() const { return *array_; }
+  // Fields of a dict or struct attribute.
   const AttrDict& as_dict() const { return *dict_; }
+  const std::string& enum_kind() const { return kind_name_; }
+  const std::string& struct_kind() const { return kind_name_; }
   const Literal& as_elements() const { return *elements_; }
   const Type& as_type() const { return *type_; }
   // Element type an int or float attribute is printed with.
@@ -74,6 +81,7 @@ class Attribute {
   int64_t int_ = 0;
   double float_ = 0;
   std::string str_;
+  std::string kind_name_;
   std::vector<int64_t> ints_;
   std::shared_ptr<const std::vector<Attribute>> array_;
   std::shared_ptr<const AttrDict> dict_;
