@@ -124,12 +124,6 @@ class OpParser {
   // `implicit_args`, for pretty forms that declare them outside the braces).
   virtual StatusOr<std::unique_ptr<Region>> ParseRegion(
       const std::vector<std::pair<std::string, Type>>* implicit_args = nullptr) = 0;
-  // A value name being defined (not a use), such as %iterArg in
-  // "stablehlo.while(%iterArg = %0)" or %arg1 in a reducer's "(%arg1: tensor<f32>, ...)";
-  // returned in the form ParseRegion's `implicit_args` takes.
-  virtual StatusOr<std::string> ParseValueName() {
-    return Error("this parser cannot read value names");
-  }
   // True when the next token is the given punctuation or keyword (not consumed).
   virtual bool Peek(std::string_view token) const = 0;
   virtual Status Error(std::string_view message) const = 0;
