@@ -81,6 +81,11 @@ Function::Function(std::string name, const std::vector<Type>& arg_types,
   result_attrs_.resize(result_types_.size());
 }
 
+Value Function::AddArgument(Type type) {
+  arg_attrs_.emplace_back();
+  return entry().AddArgument(std::move(type));
+}
+
 void Function::set_result_types(std::vector<Type> t) {
   result_types_ = std::move(t);
   result_attrs_.resize(result_types_.size());

@@ -144,6 +144,8 @@ class Function {
   Region& body() { return body_; }
   const Region& body() const { return body_; }
   int num_arguments() const { return entry().num_arguments(); }
+  // Appends a parameter (keeps the per-argument attribute slots in step).
+  Value AddArgument(Type type);
   std::vector<Type> argument_types() const { return entry().argument_types(); }
   const std::vector<Type>& result_types() const { return result_types_; }
   void set_result_types(std::vector<Type> t);

@@ -1,0 +1,112 @@
+// Neural-network conveniences built from the ops: softmax, norms, activations, lookups, top-k.
+#include <cmath>
+
+#include "builder/internal.h"
+
+namespace tlaloc {
+
+using namespace builder_internal;
+
+Tensor Softmax(const Tensor& x, int64_t axis) {
+  if (!x.valid()) return Tensor();
+  Tensor e = Exp(x - ReduceMax(x, {axis}, true));
+  return e / Sum(e, {axis}, true);
+}
+
+Tensor LogSoftmax(const Tensor& x, int64_t axis) {
+  if (!x.valid()) return Tensor();
+  Tensor shifted = x - ReduceMax(x, {axis}, true);
+  return shifted - Log(Sum(Exp(shifted), {axis}, true));
+}
+
+Tensor RmsNorm(const Tensor& x, const Tensor& weight, double eps) {
+  if (!x.valid()) return Tensor();
+  Tensor xf = Convert(x, ElementType::kF32);
+  Tensor normed = xf * Rsqrt(Mean(xf * xf, {-1}, true) + eps);
+  return Convert(normed, x.element_type()) * weight;
+}
+
+Tensor Silu(const Tensor& x) { return x * Logistic(x); }
+
+Tensor Gelu(const Tensor& x, bool tanh_approximation) {
+  if (!x.valid()) return Tensor();
+  if (tanh_approximation) {
+    const double k = std::sqrt(2.0 / M_PI);
+    return 0.5 * x * (1.0 + Tanh(k * (x + 0.044715 * x * x * x)));
+  }
+  return 0.5 * x * (1.0 + Erf(x * (1.0 / std::sqrt(2.0))));
+}
+
+Tensor OneHot(const Tensor& indices, int64_t depth, ElementType et) {
+  OpBuilder* b = indices.builder();
+  if (!b || !indices.valid()) return Tensor();
+  std::vector<int64_t> d = indices.dims();
+  d.push_back(depth);
+  Tensor ids = Iota(*b, d, static_cast<int64_t>(d.size()) - 1, indices.element_type());
+  Tensor hit = Eq(ExpandDims(indices, -1), ids);
+  return Convert(hit, et);
+}
+
+Tensor Take(const Tensor& table, const Tensor& indices) {
+  OpBuilder* b = BuilderOf({&table, &indices});
+  if (!b || !table.valid() || !indices.valid()) return Tensor();
+  int64_t ir = indices.rank();
+  std::vector<int64_t> offset_dims, slice_sizes{1}, out = indices.dims();
+  for (int64_t i = 1; i < table.rank(); ++i) {
+    offset_dims.push_back(ir + i - 1);
+    slice_sizes.push_back(table.dims()[i]);
+    out.push_back(table.dims()[i]);
+  }
+  AttrDict dn{{"offset_dims", I64Array(offset_dims)},
+              {"collapsed_slice_dims", I64Array({0})},
+              {"operand_batching_dims", I64Array({})},
+              {"start_indices_batching_dims", I64Array({})},
+              {"start_index_map", I64Array({0})},
+              {"index_vector_dim", I64(ir)}};
+  return Wrap(b, b->CreateOne("stablehlo.gather", {table.value(), indices.value()},
+                              {{"dimension_numbers", Attribute::Struct("stablehlo.gather", dn)},
+                               {"slice_sizes", I64Array(slice_sizes)},
+                               {"indices_are_sorted", Attribute::Bool(false)}},
+                              std::vector<Type>{TensorType(table.element_type(), out)}));
+}
+
+std::pair<Tensor, Tensor> TopK(const Tensor& x, int64_t k) {
+  OpBuilder* b = x.builder();
+  if (!b || !x.valid()) return {};
+  int64_t axis = x.rank() - 1;
+  if (k < 0 || k > x.dim(-1)) {
+    b->Fail(InvalidArgument("TopK: k=" + std::to_string(k) + " is out of range for size " +
+                            std::to_string(x.dim(-1))));
+    return {};
+  }
+  Tensor idx = Iota(*b, x.dims(), axis, ElementType::kS32);
+  // Comparator: descending by value (NaN first, as the largest); the stable sort keeps the
+  // lower index first among equal values.
+  auto region = std::make_unique<Region>();
+  Block& blk = region->AddBlock();
+  TensorType sv(x.element_type(), {}), si(ElementType::kS32, {});
+  Value a0 = blk.AddArgument(sv), a1 = blk.AddArgument(sv);
+  blk.AddArgument(si);
+  blk.AddArgument(si);
+  OpBuilder rb(&blk);
+  const char* type = IsFloat(x.element_type()) ? "TOTALORDER"
+                     : IsSignedInt(x.element_type()) ? "SIGNED"
+                                                     : "UNSIGNED";
+  Value gt = rb.CreateOne("stablehlo.compare", {a0, a1},
+                          {{"comparison_direction", Attribute::Enum("GT", "comparison_direction")},
+                           {"compare_type", Attribute::Enum(type, "comparison_type")}});
+  rb.Create("stablehlo.return", {gt});
+  if (!rb.ok()) {
+    b->Fail(rb.status());
+    return {};
+  }
+  std::vector<std::unique_ptr<Region>> regions;
+  regions.push_back(std::move(region));
+  auto sorted = b->Create("stablehlo.sort", {x.value(), idx.value()},
+                          {{"dimension", I64(axis)}, {"is_stable", Attribute::Bool(true)}},
+                          std::nullopt, std::move(regions));
+  if (sorted.size() != 2) return {};
+  return {SliceAxis(Wrap(b, sorted[0]), -1, 0, k), SliceAxis(Wrap(b, sorted[1]), -1, 0, k)};
+}
+
+}  // namespace tlaloc

@@ -1,0 +1,263 @@
+// Reductions and contractions: reduce, argmax, cumsum, dot_general, matmul, einsum.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "builder/internal.h"
+
+namespace tlaloc {
+
+using namespace builder_internal;
+
+namespace builder_internal {
+
+Tensor ReduceWith(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims,
+                  const std::string& body_op, double init) {
+  OpBuilder* b = x.builder();
+  if (!b || !x.valid()) return Tensor();
+  std::vector<int64_t> ax;
+  for (int64_t a : axes) ax.push_back(NormalizeAxis(b, a, x.rank()));
+  std::sort(ax.begin(), ax.end());
+  ax.erase(std::unique(ax.begin(), ax.end()), ax.end());
+  Tensor init_v = Scalar(*b, init, x.element_type());
+  std::vector<std::unique_ptr<Region>> regions;
+  regions.push_back(ScalarBinaryRegion(body_op, x.element_type()));
+  Tensor r = Wrap(b, b->CreateOne("stablehlo.reduce", {x.value(), init_v.value()},
+                                  {{"dimensions", I64Array(ax)}}, std::nullopt, std::move(regions)));
+  if (!keepdims) return r;
+  std::vector<int64_t> d = x.dims();
+  for (int64_t a : ax) d[a] = 1;
+  return Reshape(r, d);
+}
+
+}  // namespace builder_internal
+
+namespace {
+double LowestOf(ElementType et) {
+  if (IsFloat(et)) return -std::numeric_limits<double>::infinity();
+  if (IsUnsignedInt(et) || et == ElementType::kPred) return 0;
+  return -std::ldexp(1.0, BitWidth(et) - 1);
+}
+double HighestOf(ElementType et) {
+  if (IsFloat(et)) return std::numeric_limits<double>::infinity();
+  if (et == ElementType::kPred) return 1;
+  if (IsUnsignedInt(et)) return std::ldexp(1.0, BitWidth(et)) - 1;
+  return std::ldexp(1.0, BitWidth(et) - 1) - 1;
+}
+std::vector<int64_t> AllAxesIfEmpty(const Tensor& x, const std::vector<int64_t>& axes) {
+  if (!axes.empty()) return axes;
+  std::vector<int64_t> all;
+  for (int64_t i = 0; i < x.rank(); ++i) all.push_back(i);
+  return all;
+}
+}  // namespace
+
+// An empty axes list reduces over every axis.
+Tensor Sum(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
+  return ReduceWith(x, AllAxesIfEmpty(x, axes), keepdims, "stablehlo.add", 0);
+}
+Tensor ReduceMax(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
+  return ReduceWith(x, AllAxesIfEmpty(x, axes), keepdims, "stablehlo.maximum",
+                    LowestOf(x.element_type()));
+}
+Tensor ReduceMin(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
+  return ReduceWith(x, AllAxesIfEmpty(x, axes), keepdims, "stablehlo.minimum",
+                    HighestOf(x.element_type()));
+}
+Tensor Mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
+  if (!x.valid()) return Tensor();
+  int64_t count = 1;
+  for (int64_t a : AllAxesIfEmpty(x, axes)) count *= x.dim(a);
+  return Sum(x, axes, keepdims) / static_cast<double>(count);
+}
+Tensor Var(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
+  if (!x.valid()) return Tensor();
+  Tensor centered = x - Mean(x, axes, true);
+  return Mean(centered * centered, axes, keepdims);
+}
+
+Tensor LogSumExp(const Tensor& x, int64_t axis, bool keepdims) {
+  if (!x.valid()) return Tensor();
+  // Shift by the (finite) maximum for stability; an all -inf row gives -inf.
+  Tensor m = ReduceMax(x, {axis}, true);
+  Tensor finite_m = Where(Eq(Abs(m), FullLike(m, INFINITY)), FullLike(m, 0), m);
+  Tensor r = Log(Sum(Exp(x - finite_m), {axis}, true)) + finite_m;
+  return keepdims ? r : Squeeze(r, axis);
+}
+
+Tensor Argmax(const Tensor& x, int64_t axis, ElementType index_type) {
+  OpBuilder* b = x.builder();
+  if (!b || !x.valid()) return Tensor();
+  int64_t a = NormalizeAxis(b, axis, x.rank());
+  ElementType et = x.element_type();
+  Tensor idx = Iota(*b, x.dims(), a, index_type);
+  // Body: pick (v1, i1) over (v2, i2) when v1 > v2, or v1 is NaN, or equal with lower index.
+  auto region = std::make_unique<Region>();
+  Block& blk = region->AddBlock();
+  TensorType sv(et, {}), si(index_type, {});
+  Tensor v1(blk.AddArgument(sv), nullptr), i1(blk.AddArgument(si), nullptr);
+  Tensor v2(blk.AddArgument(sv), nullptr), i2(blk.AddArgument(si), nullptr);
+  OpBuilder rb(&blk);
+  v1 = Tensor(v1.value(), &rb);
+  i1 = Tensor(i1.value(), &rb);
+  v2 = Tensor(v2.value(), &rb);
+  i2 = Tensor(i2.value(), &rb);
+  Tensor gt = Gt(v1, v2);
+  if (IsFloat(et)) gt = gt | Ne(v1, v1);
+  Tensor eq = Eq(v1, v2);
+  if (IsFloat(et)) eq = eq | (Ne(v1, v1) & Ne(v2, v2));
+  Tensor pick1 = gt | (eq & Lt(i1, i2));
+  Tensor v = Where(pick1, v1, v2), i = Where(pick1, i1, i2);
+  rb.Create("stablehlo.return", {v.value(), i.value()});
+  if (!rb.ok()) {
+    b->Fail(rb.status());
+    return Tensor();
+  }
+  std::vector<std::unique_ptr<Region>> regions;
+  regions.push_back(std::move(region));
+  Tensor init_v = Scalar(*b, LowestOf(et), et), init_i = Scalar(*b, 0, index_type);
+  auto rs = b->Create("stablehlo.reduce", {x.value(), idx.value(), init_v.value(), init_i.value()},
+                      {{"dimensions", I64Array({a})}}, std::nullopt, std::move(regions));
+  return rs.size() == 2 ? Wrap(b, rs[1]) : Tensor();
+}
+
+Tensor Cumsum(const Tensor& x, int64_t axis) {
+  OpBuilder* b = x.builder();
+  if (!b || !x.valid()) return Tensor();
+  int64_t a = NormalizeAxis(b, axis, x.rank());
+  int64_t n = x.dims()[a];
+  std::vector<int64_t> window(x.rank(), 1), strides(x.rank(), 1);
+  window[a] = n;
+  std::vector<int64_t> pad(static_cast<size_t>(x.rank()) * 2, 0);
+  pad[2 * a] = n - 1;
+  Literal padding = Literal::FromVector<int64_t>({x.rank(), 2}, pad);
+  std::vector<std::unique_ptr<Region>> regions;
+  regions.push_back(ScalarBinaryRegion("stablehlo.add", x.element_type()));
+  Tensor init_v = Scalar(*b, 0, x.element_type());
+  return Wrap(b, b->CreateOne("stablehlo.reduce_window", {x.value(), init_v.value()},
+                              {{"window_dimensions", I64Array(window)},
+                               {"window_strides", I64Array(strides)},
+                               {"padding", Attribute::Elements(padding)}},
+                              std::nullopt, std::move(regions)));
+}
+
+Tensor DotGeneral(const Tensor& lhs, const Tensor& rhs, const std::vector<int64_t>& lhs_batch,
+                  const std::vector<int64_t>& rhs_batch, const std::vector<int64_t>& lhs_contract,
+                  const std::vector<int64_t>& rhs_contract, ElementType result_type,
+                  bool same_as_lhs) {
+  OpBuilder* b = BuilderOf({&lhs, &rhs});
+  if (!b || !lhs.valid() || !rhs.valid()) return Tensor();
+  AttrDict dims{{"lhs_batching_dimensions", I64Array(lhs_batch)},
+                {"rhs_batching_dimensions", I64Array(rhs_batch)},
+                {"lhs_contracting_dimensions", I64Array(lhs_contract)},
+                {"rhs_contracting_dimensions", I64Array(rhs_contract)}};
+  std::vector<int64_t> out;
+  for (int64_t d : lhs_batch) out.push_back(lhs.dims()[d]);
+  for (int64_t i = 0; i < lhs.rank(); ++i)
+    if (std::find(lhs_batch.begin(), lhs_batch.end(), i) == lhs_batch.end() &&
+        std::find(lhs_contract.begin(), lhs_contract.end(), i) == lhs_contract.end())
+      out.push_back(lhs.dims()[i]);
+  for (int64_t i = 0; i < rhs.rank(); ++i)
+    if (std::find(rhs_batch.begin(), rhs_batch.end(), i) == rhs_batch.end() &&
+        std::find(rhs_contract.begin(), rhs_contract.end(), i) == rhs_contract.end())
+      out.push_back(rhs.dims()[i]);
+  ElementType et = same_as_lhs ? lhs.element_type() : result_type;
+  return Wrap(b, b->CreateOne("stablehlo.dot_general", {lhs.value(), rhs.value()},
+                              {{"dot_dimension_numbers", Attribute::Struct("stablehlo.dot", dims)}},
+                              std::vector<Type>{TensorType(et, out)}));
+}
+
+Tensor Matmul(const Tensor& a_in, const Tensor& b_in) {
+  OpBuilder* b = BuilderOf({&a_in, &b_in});
+  if (!b || !a_in.valid() || !b_in.valid()) return Tensor();
+  Tensor a = a_in.rank() == 1 ? ExpandDims(a_in, 0) : a_in;
+  Tensor c = b_in.rank() == 1 ? ExpandDims(b_in, 1) : b_in;
+  std::vector<int64_t> ab(a.dims().begin(), a.dims().end() - 2);
+  std::vector<int64_t> cb(c.dims().begin(), c.dims().end() - 2);
+  std::vector<int64_t> batch = BroadcastShapes(b, ab, cb);
+  auto with_batch = [&](const Tensor& t) {
+    std::vector<int64_t> d = batch;
+    d.push_back(t.dim(-2));
+    d.push_back(t.dim(-1));
+    return BroadcastTo(t, d);
+  };
+  a = with_batch(a);
+  c = with_batch(c);
+  int64_t nb = static_cast<int64_t>(batch.size());
+  std::vector<int64_t> bd;
+  for (int64_t i = 0; i < nb; ++i) bd.push_back(i);
+  Tensor r = DotGeneral(a, c, bd, bd, {nb + 1}, {nb});
+  if (a_in.rank() == 1) r = Squeeze(r, -2);
+  if (b_in.rank() == 1) r = Squeeze(r, -1);
+  return r;
+}
+
+Tensor Einsum(const std::string& spec, const Tensor& a_in, const Tensor& b_in) {
+  OpBuilder* b = BuilderOf({&a_in, &b_in});
+  if (!b || !a_in.valid() || !b_in.valid()) return Tensor();
+  auto arrow = spec.find("->");
+  auto comma = spec.find(',');
+  if (arrow == std::string::npos || comma == std::string::npos || comma > arrow) {
+    b->Fail(InvalidArgument("Einsum: expected \"ab,bc->ac\", got \"" + spec + "\""));
+    return Tensor();
+  }
+  std::string la = spec.substr(0, comma), lb = spec.substr(comma + 1, arrow - comma - 1),
+              lo = spec.substr(arrow + 2);
+  if (static_cast<int64_t>(la.size()) != a_in.rank() ||
+      static_cast<int64_t>(lb.size()) != b_in.rank()) {
+    b->Fail(InvalidArgument("Einsum: \"" + spec + "\" does not match the operand ranks"));
+    return Tensor();
+  }
+  // Sum out letters that appear in one operand only and not in the output.
+  auto presum = [&](Tensor t, std::string& labels, const std::string& other) {
+    std::vector<int64_t> axes;
+    std::string kept;
+    for (size_t i = 0; i < labels.size(); ++i) {
+      char c = labels[i];
+      if (other.find(c) == std::string::npos && lo.find(c) == std::string::npos)
+        axes.push_back(static_cast<int64_t>(i));
+      else
+        kept += c;
+    }
+    labels = kept;
+    return axes.empty() ? t : Sum(t, axes);
+  };
+  Tensor a = presum(a_in, la, lb), c = presum(b_in, lb, la);
+  std::vector<int64_t> ab, cbt, ac, cc;
+  std::string batch, afree, cfree;
+  for (size_t i = 0; i < la.size(); ++i) {
+    char ch = la[i];
+    size_t j = lb.find(ch);
+    if (j == std::string::npos) {
+      afree += ch;
+    } else if (lo.find(ch) != std::string::npos) {
+      batch += ch;
+      ab.push_back(static_cast<int64_t>(i));
+      cbt.push_back(static_cast<int64_t>(j));
+    } else {
+      ac.push_back(static_cast<int64_t>(i));
+      cc.push_back(static_cast<int64_t>(j));
+    }
+  }
+  for (char ch : lb)
+    if (la.find(ch) == std::string::npos) cfree += ch;
+  Tensor r = DotGeneral(a, c, ab, cbt, ac, cc);
+  std::string got = batch + afree + cfree;
+  if (got.size() != lo.size()) {
+    b->Fail(InvalidArgument("Einsum: output \"" + lo + "\" does not match the inputs"));
+    return Tensor();
+  }
+  std::vector<int64_t> perm;
+  for (char ch : lo) {
+    size_t p = got.find(ch);
+    if (p == std::string::npos) {
+      b->Fail(InvalidArgument(std::string("Einsum: output letter '") + ch + "' is not in the inputs"));
+      return Tensor();
+    }
+    perm.push_back(static_cast<int64_t>(p));
+  }
+  return Transpose(r, perm);
+}
+
+}  // namespace tlaloc
