@@ -1,0 +1,219 @@
+// The elementwise chlo ops the conformance programs use. XLA expands these composites into
+// StableHLO; the interpreter evaluates them directly, in double with libm (or the short routines
+// below where libm has none), then rounds to the element type.
+//   chlo.acosh %0 : tensor<20x20xf16> -> tensor<20x20xf16>
+//   chlo.next_after %0, %1 : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+#include <numbers>
+
+#include "elementwise_kernels.h"
+
+namespace tlaloc::ops::ew {
+
+namespace {
+
+using Values = std::vector<Value>;
+constexpr double kPi = std::numbers::pi;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+double LogGamma(double x) {
+  int sign;
+  return lgamma_r(x, &sign);  // lgamma itself writes the global signgam: a data race in threads
+}
+
+// psi(x): reflection for negative x, the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 20,
+// then the asymptotic series. Poles (0, -1, -2, ...) give NaN.
+double Digamma(double x) {
+  if (std::isnan(x) || x == kInf) return x;
+  if (x <= 0 && x == std::floor(x)) return kNaN;
+  if (x < 0) {
+    // psi(1 - x) - psi(x) = pi / tan(pi x); tan has period 1, so reduce x first for accuracy.
+    double frac = x - std::floor(x);
+    return Digamma(1 - x) - kPi / std::tan(kPi * frac);
+  }
+  double result = 0;
+  while (x < 20) {
+    result -= 1 / x;
+    x += 1;
+  }
+  // -sum B_2k / (2k x^2k) for k = 1..6; the first term left out is below 1e-18 at x >= 20.
+  const double f = 1 / (x * x);
+  const double series =
+      f *
+      (1.0 / 12 -
+       f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f * (1.0 / 132 - f * (691.0 / 32760))))));
+  return result + std::log(x) - 0.5 / x - series;
+}
+
+// erf^-1(y): a rough closed-form start (Winitzki's approximation), then Halley steps on
+// erf(x) - y, using erfc near |y| = 1 where erf(x) - y would cancel.
+double ErfInv(double y) {
+  if (std::isnan(y) || y < -1 || y > 1) return kNaN;
+  if (y == 1) return kInf;
+  if (y == -1) return -kInf;
+  if (y == 0) return y;
+  const double ay = std::fabs(y);
+  const double a = 0.147;
+  const double ln = std::log((1 - ay) * (1 + ay));
+  const double t = 2 / (kPi * a) + ln / 2;
+  double x = std::sqrt(std::sqrt(t * t - ln / a) - t);
+  for (int i = 0; i < 5; ++i) {
+    const double err = ay < 0.5 ? std::erf(x) - ay : (1 - ay) - std::erfc(x);
+    const double deriv = 2 / std::sqrt(kPi) * std::exp(-x * x);
+    if (deriv == 0) break;
+    const double step = err / (deriv + x * err);
+    x -= step;
+    if (std::fabs(step) <= 1e-17 * std::fabs(x)) break;
+  }
+  return std::copysign(x, y);
+}
+
+// Exponentially scaled modified Bessel function of order one: exp(-|x|) I1(x), an odd function.
+double BesselI1e(double x) {
+  if (std::isnan(x) || x == 0) return x;
+  const double ax = std::fabs(x);
+  double r;
+  if (ax == kInf) {
+    r = 0;
+  } else if (ax <= 500) {
+    r = std::cyl_bessel_i(1.0, ax) * std::exp(-ax);
+  } else {
+    // Hankel's asymptotic expansion; exp(x) I1(x) itself would overflow.
+    const double mu = 4;  // 4 nu^2
+    double term = 1, sum = 1;
+    for (int k = 1; k <= 12; ++k) {
+      const double odd = 2.0 * k - 1;
+      term *= -(mu - odd * odd) / (k * 8 * ax);
+      sum += term;
+    }
+    r = sum / std::sqrt(2 * kPi * ax);
+  }
+  return std::copysign(r, x);
+}
+
+// The next representable value after x in the direction of y, on the element type's bits.
+template <typename T>
+T NextAfter(T x, T y) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::nextafter(x, y);
+  } else {
+    const float fx = x.f(), fy = y.f();
+    if (std::isnan(fx)) return x;
+    if (std::isnan(fy)) return y;
+    if (fx == fy) return y;
+    const uint16_t sign = 0x8000;
+    if (fx == 0) return T::FromBits(static_cast<uint16_t>((y.bits & sign) | 1));
+    const bool away_from_zero = (fx < fy) == (fx > 0);
+    return T::FromBits(static_cast<uint16_t>(away_from_zero ? x.bits + 1 : x.bits - 1));
+  }
+}
+
+// "%a, %b {attrs} : t, t -> t"
+void PrintChlo(const Operation& op, OpPrinter& p) {
+  p.Print(" ");
+  p.PrintOperands(op.operands());
+  p.PrintOptionalAttrDict(op.attrs(), {});
+  p.Print(" : ");
+  for (int i = 0; i < op.num_operands(); ++i) {
+    if (i) p.Print(", ");
+    p.PrintType(op.operand(i).type());
+  }
+  p.Print(" -> ");
+  p.PrintType(op.result(0).type());
+}
+
+Status ParseChlo(OpParser& p, ParsedOp& op) {
+  TL_ASSIGN_OR_RETURN(op.operands, p.ParseOperandList());
+  TL_RETURN_IF_ERROR(p.ParseOptionalAttrDict(op.attrs));
+  TL_RETURN_IF_ERROR(p.ParsePunct(":"));
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    if (i) TL_RETURN_IF_ERROR(p.ParsePunct(","));
+    TL_ASSIGN_OR_RETURN(Type t, p.ParseType());
+    if (!(t == op.operands[i].type()))
+      return p.Error("operand " + std::to_string(i) + " has type " +
+                     op.operands[i].type().ToString() + ", but the signature says " + t.ToString());
+  }
+  TL_RETURN_IF_ERROR(p.ParsePunct("->"));
+  TL_ASSIGN_OR_RETURN(Type r, p.ParseType());
+  op.result_types = {r};
+  return OkStatus();
+}
+
+OpDef& DefineChlo(OpRegistry& r, const std::string& name, int num_operands, EvalFn eval,
+                  bool result_pred = false) {
+  OpDef& d = DefineSameType(r, name, num_operands, kFloatK, std::move(eval), result_pred);
+  d.print = PrintChlo;
+  d.parse = ParseChlo;
+  return d;
+}
+
+void DefineChloUnary(OpRegistry& r, const std::string& name, double (*f)(double)) {
+  DefineChlo(r, name, 1,
+             [f](const Operation& op, std::span<const Literal> in, std::vector<Literal>& out,
+                 EvalContext& ctx) -> Status {
+               return DispatchElementType(in[0].element_type(), [&]<typename T>() -> Status {
+                 if constexpr (kIsFloatLike<T>) {
+                   Map1<T, T>(ctx, in[0], out[0],
+                              [f](T v) { return FromDouble<T>(f(ToDouble(v))); });
+                   return OkStatus();
+                 } else {
+                   return UnsupportedElementType(op, in[0].element_type());
+                 }
+               });
+             });
+}
+
+void DefineChloClassify(OpRegistry& r, const std::string& name, bool (*f)(double)) {
+  DefineChlo(
+      r, name, 1,
+      [f](const Operation& op, std::span<const Literal> in, std::vector<Literal>& out,
+          EvalContext& ctx) -> Status {
+        return DispatchElementType(in[0].element_type(), [&]<typename T>() -> Status {
+          if constexpr (kIsFloatLike<T>) {
+            Map1<T, bool>(ctx, in[0], out[0], [f](T v) { return f(ToDouble(v)); });
+            return OkStatus();
+          } else {
+            return UnsupportedElementType(op, in[0].element_type());
+          }
+        });
+      },
+      /*result_pred=*/true);
+}
+
+}  // namespace
+
+void RegisterChloOps(OpRegistry& r) {
+  DefineChloUnary(r, "chlo.acos", [](double x) { return std::acos(x); });
+  DefineChloUnary(r, "chlo.acosh", [](double x) { return std::acosh(x); });
+  DefineChloUnary(r, "chlo.asin", [](double x) { return std::asin(x); });
+  DefineChloUnary(r, "chlo.asinh", [](double x) { return std::asinh(x); });
+  DefineChloUnary(r, "chlo.atan", [](double x) { return std::atan(x); });
+  DefineChloUnary(r, "chlo.atanh", [](double x) { return std::atanh(x); });
+  DefineChloUnary(r, "chlo.cosh", [](double x) { return std::cosh(x); });
+  DefineChloUnary(r, "chlo.sinh", [](double x) { return std::sinh(x); });
+  DefineChloUnary(r, "chlo.tan", [](double x) { return std::tan(x); });
+  DefineChloUnary(r, "chlo.erf", [](double x) { return std::erf(x); });
+  DefineChloUnary(r, "chlo.erfc", [](double x) { return std::erfc(x); });
+  DefineChloUnary(r, "chlo.erf_inv", ErfInv);
+  DefineChloUnary(r, "chlo.lgamma", LogGamma);
+  DefineChloUnary(r, "chlo.digamma", Digamma);
+  DefineChloUnary(r, "chlo.bessel_i1e", BesselI1e);
+  DefineChloClassify(r, "chlo.is_inf", [](double x) { return std::isinf(x); });
+  DefineChloClassify(r, "chlo.is_pos_inf", [](double x) { return x == kInf; });
+  DefineChloClassify(r, "chlo.is_neg_inf", [](double x) { return x == -kInf; });
+  DefineChlo(r, "chlo.next_after", 2,
+             [](const Operation& op, std::span<const Literal> in, std::vector<Literal>& out,
+                EvalContext& ctx) -> Status {
+               return DispatchElementType(in[0].element_type(), [&]<typename T>() -> Status {
+                 if constexpr (kIsFloatLike<T>) {
+                   Map2<T, T, T>(ctx, in[0], in[1], out[0],
+                                 [](T x, T y) { return NextAfter(x, y); });
+                   return OkStatus();
+                 } else {
+                   return UnsupportedElementType(op, in[0].element_type());
+                 }
+               });
+             });
+}
+
+}  // namespace tlaloc::ops::ew

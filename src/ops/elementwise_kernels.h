@@ -1,0 +1,232 @@
+// Shared pieces of the elementwise op area (elementwise*.cc): element-kind checks, typed
+// parallel map loops, wrap-around integer arithmetic and the factories that build the OpDefs of
+// the many ops that differ only in their scalar function.
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "op_helpers.h"
+#include "tlaloc/ir/builder.h"
+
+namespace tlaloc::ops::ew {
+
+// Element kinds an op accepts (a bit set).
+enum Kinds : unsigned {
+  kPredK = 1,
+  kSignedK = 2,
+  kUnsignedK = 4,
+  kFloatK = 8,
+  kIntK = kSignedK | kUnsignedK,
+  kNumericK = kIntK | kFloatK,
+  kIntOrPredK = kIntK | kPredK,
+  kAnyK = kNumericK | kPredK,
+};
+
+template <typename T>
+constexpr unsigned KindOf() {
+  if constexpr (std::is_same_v<T, bool>)
+    return kPredK;
+  else if constexpr (kIsFloatLike<T>)
+    return kFloatK;
+  else if constexpr (std::is_signed_v<T>)
+    return kSignedK;
+  else
+    return kUnsignedK;
+}
+unsigned KindOf(ElementType et);
+// "expected <what> of float type, got tensor<2xi32>" style errors.
+Status CheckKinds(const Type& t, unsigned allowed, const std::string& what);
+std::string KindsToString(unsigned kinds);
+
+// Loops of at least this many elements are split over the interpreter's threads.
+inline constexpr int64_t kGrain = 1 << 14;
+
+template <typename Body>
+void ParallelRange(EvalContext& ctx, int64_t n, Body&& body) {
+  if (n <= 0) return;
+  if (n <= kGrain) {
+    body(int64_t{0}, n);
+    return;
+  }
+  ctx.ParallelFor(n, kGrain, [&](int64_t b, int64_t e) { body(b, e); });
+}
+
+// Arithmetic happens in float for f16/bf16 (then rounds to nearest even), natively otherwise.
+template <typename T>
+struct ComputeTypeOf {
+  using type = T;
+};
+template <>
+struct ComputeTypeOf<f16> {
+  using type = float;
+};
+template <>
+struct ComputeTypeOf<bf16> {
+  using type = float;
+};
+template <typename T>
+using ComputeType = typename ComputeTypeOf<T>::type;
+
+template <typename T>
+inline ComputeType<T> Up(T v) {
+  if constexpr (kIsHalfLike<T>)
+    return v.f();
+  else
+    return v;
+}
+template <typename T>
+inline T Down(ComputeType<T> v) {
+  if constexpr (kIsHalfLike<T>)
+    return T(v);
+  else
+    return v;
+}
+
+// Integer arithmetic that wraps: done in an unsigned type at least as wide as int, so neither
+// signed overflow nor the promotion of small unsigned types to int can be undefined.
+template <typename T>
+using WideUnsigned =
+    std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+template <typename T>
+inline T WrapAdd(T a, T b) {
+  return static_cast<T>(static_cast<WideUnsigned<T>>(a) + static_cast<WideUnsigned<T>>(b));
+}
+template <typename T>
+inline T WrapSub(T a, T b) {
+  return static_cast<T>(static_cast<WideUnsigned<T>>(a) - static_cast<WideUnsigned<T>>(b));
+}
+template <typename T>
+inline T WrapMul(T a, T b) {
+  return static_cast<T>(static_cast<WideUnsigned<T>>(a) * static_cast<WideUnsigned<T>>(b));
+}
+template <typename T>
+inline T WrapNeg(T a) {
+  return WrapSub<T>(T{0}, a);
+}
+
+// IEEE-754 maximum / minimum: NaN propagates, -0 orders below +0; on i1 they are or / and.
+template <typename C>
+inline C Maximum(C a, C b) {
+  if constexpr (std::is_same_v<C, bool>) {
+    return a || b;
+  } else if constexpr (std::is_floating_point_v<C>) {
+    if (std::isnan(a)) return a;
+    if (std::isnan(b)) return b;
+    if (a == b) return std::signbit(a) ? b : a;  // max(-0, +0) = +0
+    return a > b ? a : b;
+  } else {
+    return a > b ? a : b;
+  }
+}
+
+template <typename C>
+inline C Minimum(C a, C b) {
+  if constexpr (std::is_same_v<C, bool>) {
+    return a && b;
+  } else if constexpr (std::is_floating_point_v<C>) {
+    if (std::isnan(a)) return a;
+    if (std::isnan(b)) return b;
+    if (a == b) return std::signbit(a) ? a : b;  // min(-0, +0) = -0
+    return a < b ? a : b;
+  } else {
+    return a < b ? a : b;
+  }
+}
+
+// Typed map loops. Operands flagged `scalar` are rank-0 values broadcast to every element.
+template <typename In, typename Out, typename F>
+void Map1(EvalContext& ctx, const Literal& a, Literal& out, F f) {
+  const In* x = reinterpret_cast<const In*>(a.data());
+  Out* y = reinterpret_cast<Out*>(out.data());
+  ParallelRange(ctx, out.num_elements(), [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) y[i] = f(x[i]);
+  });
+}
+
+template <typename A, typename B, typename Out, typename F>
+void Map2(EvalContext& ctx, const Literal& a, const Literal& b, Literal& out, F f) {
+  const A* x = reinterpret_cast<const A*>(a.data());
+  const B* z = reinterpret_cast<const B*>(b.data());
+  Out* y = reinterpret_cast<Out*>(out.data());
+  ParallelRange(ctx, out.num_elements(), [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) y[i] = f(x[i], z[i]);
+  });
+}
+
+template <typename A, typename B, typename C, typename Out, typename F>
+void Map3(EvalContext& ctx, const Literal& a, const Literal& b, const Literal& c, Literal& out,
+          F f) {
+  const int64_t n = out.num_elements();
+  const A* x = reinterpret_cast<const A*>(a.data());
+  const B* z = reinterpret_cast<const B*>(b.data());
+  const C* w = reinterpret_cast<const C*>(c.data());
+  // Scalar operands are read at index 0 (stride 0).
+  const int64_t sa = a.num_elements() == n ? 1 : 0;
+  const int64_t sb = b.num_elements() == n ? 1 : 0;
+  const int64_t sc = c.num_elements() == n ? 1 : 0;
+  Out* y = reinterpret_cast<Out*>(out.data());
+  ParallelRange(ctx, n, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) y[i] = f(x[i * sa], z[i * sb], w[i * sc]);
+  });
+}
+
+// Error for a kind the op's checked shape rule should already have refused.
+Status UnsupportedElementType(const Operation& op, ElementType et);
+
+// Defines an op with one result, elementwise trait and the "same type or functional" pretty
+// syntax. `kinds` restricts operand element types (checked on operand 0; all operands must have
+// the same type). `result_pred` makes the result i1 of the operand's shape (is_finite).
+OpDef& DefineSameType(OpRegistry& r, const std::string& name, int num_operands, unsigned kinds,
+                      EvalFn eval, bool result_pred = false);
+
+// Eval of a unary op whose scalar function `f` is called on the compute type (float for halves)
+// of every element type in `Kinds`.
+template <unsigned Kinds, typename F>
+EvalFn UnaryEval(F f) {
+  return [f](const Operation& op, std::span<const Literal> in, std::vector<Literal>& out,
+             EvalContext& ctx) -> Status {
+    return DispatchElementType(in[0].element_type(), [&]<typename T>() -> Status {
+      if constexpr ((KindOf<T>() & Kinds) != 0) {
+        Map1<T, T>(ctx, in[0], out[0], [&](T v) { return Down<T>(f(Up(v))); });
+        return OkStatus();
+      } else {
+        return UnsupportedElementType(op, in[0].element_type());
+      }
+    });
+  };
+}
+
+// Eval of a binary op with scalar function f(a, b) on compute types.
+template <unsigned Kinds, typename F>
+EvalFn BinaryEval(F f) {
+  return [f](const Operation& op, std::span<const Literal> in, std::vector<Literal>& out,
+             EvalContext& ctx) -> Status {
+    return DispatchElementType(in[0].element_type(), [&]<typename T>() -> Status {
+      if constexpr ((KindOf<T>() & Kinds) != 0) {
+        Map2<T, T, T>(ctx, in[0], in[1], out[0],
+                      [&](T a, T b) { return Down<T>(f(Up(a), Up(b))); });
+        return OkStatus();
+      } else {
+        return UnsupportedElementType(op, in[0].element_type());
+      }
+    });
+  };
+}
+
+// Builds a constant of `type` (any shape) holding `value` in every element, for VJP rules.
+Value SplatConstant(OpBuilder& b, const TensorType& type, double value);
+
+// The area's file-local registration helpers, called by RegisterElementwiseOps.
+void RegisterElementwiseMathOps(OpRegistry& r);
+void RegisterElementwiseArithmeticOps(OpRegistry& r);
+void RegisterElementwiseBitwiseOps(OpRegistry& r);
+void RegisterElementwiseCompareOps(OpRegistry& r);
+void RegisterElementwiseConvertOps(OpRegistry& r);
+void RegisterChloOps(OpRegistry& r);
+
+}  // namespace tlaloc::ops::ew
