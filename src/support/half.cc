@@ -55,7 +55,7 @@ static float RoundToOddFloat(double d) {
   float af = static_cast<float>(ad);
   if (static_cast<double>(af) > ad) af = std::nextafter(af, 0.0f);
   if (static_cast<double>(af) != ad) af = std::bit_cast<float>(std::bit_cast<uint32_t>(af) | 1u);
-  return d < 0 ? -af : af;
+  return std::signbit(d) ? -af : af;  // keeps the sign of -0
 }
 
 uint16_t DoubleToHalfBits(double d) {
