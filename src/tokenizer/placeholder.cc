@@ -1,1 +1,0 @@
-// Placeholder so the tokenizer layer has a translation unit until its sources land.

@@ -1,0 +1,62 @@
+// Internal state of a Tokenizer, shared by the loader (tokenizer_json.cc) and the encoder and
+// decoder (tokenizer.cc).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "regex_splitter.h"
+#include "tlaloc/tokenizer/tokenizer.h"
+
+namespace tlaloc {
+
+struct Tokenizer::Impl {
+  // ---- Model (BPE) ----
+  struct Merge {
+    int32_t rank;
+    int32_t new_id;
+  };
+  // Key: (left id << 32) | right id.
+  std::unordered_map<uint64_t, Merge> merges;
+  size_t num_merges = 0;
+  std::unordered_map<std::string, int32_t> token_to_id;  // model vocab and added tokens
+  std::vector<std::string> id_to_token;                  // "" for ids that do not exist
+  std::vector<std::string> id_to_bytes;                  // what each id decodes to
+  std::vector<uint8_t> id_kind;                          // 0 none, 1 model, 2 added, 3 special
+  std::array<int32_t, 256> byte_ids{};                   // id of each single byte's symbol
+  bool ignore_merges = false;
+
+  // ---- Added tokens ----
+  std::vector<AddedToken> added;
+  // Indices into `added` by the content's first byte, longest content first.
+  std::array<std::vector<uint32_t>, 256> added_by_first_byte;
+
+  // ---- Normalizer and pre-tokenizer ----
+  bool nfc = false;
+  std::vector<std::unique_ptr<tokenizer_internal::RegexSplitter>> splitters;  // applied in order
+
+  // ---- Pre-token cache ----
+  mutable std::mutex cache_mutex;
+  mutable std::unordered_map<std::string, std::vector<int32_t>> cache;
+  size_t cache_capacity = 65536;
+
+  // BPE of one pre-token's bytes, appended to `out`.
+  void EncodeWord(std::string_view bytes, std::vector<int32_t>* out) const;
+  void EncodeWordCached(std::string_view bytes, std::vector<int32_t>* out) const;
+  // Normalizes, pre-tokenizes and BPE-encodes text between added tokens.
+  void EncodeSection(std::string_view text, std::vector<int32_t>* out) const;
+};
+
+namespace tokenizer_internal {
+// The GPT-2 byte -> code point table: printable bytes map to themselves, the rest to U+0100+.
+const std::array<char32_t, 256>& ByteToCodePoint();
+// UTF-8 of a code point.
+std::string EncodeUtf8(char32_t c);
+}  // namespace tokenizer_internal
+
+}  // namespace tlaloc
