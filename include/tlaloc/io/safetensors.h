@@ -1,0 +1,121 @@
+// safetensors: Hugging Face's tensor file format (8-byte little-endian header length, a JSON
+// header naming each tensor's dtype, shape and byte range, then the raw little-endian data).
+// Reading maps the file and hands out Literals that view the mapping in place; the mapping
+// stays alive as long as any such Literal does. Parsing works on a byte buffer too, so the
+// header parser can be fuzzed without files.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tlaloc/ir/element_type.h"
+#include "tlaloc/ir/literal.h"
+#include "tlaloc/ir/type.h"
+#include "tlaloc/support/status.h"
+
+namespace tlaloc::io {
+
+// The reference implementation refuses headers above 100 MB; so do we.
+inline constexpr uint64_t kSafetensorsMaxHeaderSize = 100'000'000;
+
+// "F32", "BF16", "BOOL", ... for a Tlaloc element type (every one has a safetensors name).
+std::string_view SafetensorsDtypeName(ElementType t);
+// The element type of a safetensors dtype name. Names safetensors defines but Tlaloc's IR lacks
+// (F8_E4M3, F4, C64, ...) are refused by name, as are names safetensors does not define.
+StatusOr<ElementType> ElementTypeFromSafetensorsDtype(std::string_view dtype);
+
+struct SafetensorsTensorInfo {
+  std::string name;
+  ElementType dtype = ElementType::kF32;
+  std::vector<int64_t> shape;
+  // Byte range within the data region (which starts right after the header).
+  uint64_t data_begin = 0;
+  uint64_t data_end = 0;
+
+  uint64_t byte_size() const { return data_end - data_begin; }
+  int64_t num_elements() const { return NumElements(shape); }
+  TensorType type() const { return TensorType(dtype, shape); }
+};
+
+struct SafetensorsHeader {
+  uint64_t header_size = 0;  // N: the JSON bytes, padding included
+  uint64_t data_size = 0;    // bytes after the header; equal to the last tensor's end
+  // Ordered by data offset (the order of the bytes in the file).
+  std::vector<SafetensorsTensorInfo> tensors;
+  // The optional "__metadata__" string map.
+  std::map<std::string, std::string> metadata;
+
+  uint64_t data_offset() const { return 8 + header_size; }
+  // nullptr when absent.
+  const SafetensorsTensorInfo* Find(std::string_view name) const;
+
+ private:
+  friend StatusOr<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte>,
+                                                            std::string_view);
+  std::map<std::string, size_t, std::less<>> index_;
+};
+
+// Parses and validates the header of a complete safetensors image (the whole file's bytes):
+// the header length against the cap and the buffer, the JSON, every tensor's dtype, shape and
+// byte range, and that the tensors cover the data region exactly, without gaps or overlaps, as
+// the format requires. `source` (a file name) starts every error message.
+StatusOr<SafetensorsHeader> ParseSafetensorsHeader(std::span<const std::byte> bytes,
+                                                   std::string_view source = "<buffer>");
+
+// One safetensors file (or buffer), validated, with zero-copy access to its tensors.
+class SafetensorsFile {
+ public:
+  // Maps `path` copy-on-write: Literals view the file's pages without copying, and writes
+  // through them (an in-place update) never reach the file.
+  static StatusOr<std::shared_ptr<const SafetensorsFile>> Open(const std::filesystem::path& path);
+  // Parses an in-memory image, copied once into aligned storage.
+  static StatusOr<std::shared_ptr<const SafetensorsFile>> FromBytes(
+      std::span<const std::byte> bytes, std::string source = "<buffer>");
+
+  const std::string& source() const { return source_; }
+  const SafetensorsHeader& header() const { return header_; }
+  const std::vector<SafetensorsTensorInfo>& tensors() const { return header_.tensors; }
+  const std::map<std::string, std::string>& metadata() const { return header_.metadata; }
+  const SafetensorsTensorInfo* Find(std::string_view name) const { return header_.Find(name); }
+  // The whole image (the mapping).
+  std::span<const std::byte> bytes() const { return {data_, size_}; }
+
+  // The tensor as a Literal viewing the image in place. When its bytes are not aligned to the
+  // element size (possible only in files not written by the reference writer) it is copied
+  // into aligned storage instead, so typed spans stay valid.
+  StatusOr<Literal> Get(std::string_view name) const;
+  Literal Load(const SafetensorsTensorInfo& info) const;
+
+ private:
+  SafetensorsFile() = default;
+  std::string source_;
+  std::shared_ptr<void> owner_;  // keeps the mapping (or buffer) alive
+  std::byte* data_ = nullptr;
+  size_t size_ = 0;
+  SafetensorsHeader header_;
+};
+
+// A tensor to write.
+struct NamedTensor {
+  std::string name;
+  Literal value;
+};
+
+// The bytes of a safetensors file as the reference writer lays them out: tensors sorted by
+// descending dtype alignment (the reference's dtype order), then by name; the JSON header
+// compact, "__metadata__" first (omitted when empty), padded with spaces to a multiple of 8.
+StatusOr<std::vector<std::byte>> SerializeSafetensors(
+    std::span<const NamedTensor> tensors, const std::map<std::string, std::string>& metadata = {});
+// Writes the same bytes to `path`, streaming the tensor data, through a temporary file renamed
+// into place so a crash never leaves a half-written checkpoint under the final name.
+Status WriteSafetensors(const std::filesystem::path& path, std::span<const NamedTensor> tensors,
+                        const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace tlaloc::io

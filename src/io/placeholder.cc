@@ -1,1 +1,0 @@
-// Placeholder so the io layer has a translation unit until its sources land.

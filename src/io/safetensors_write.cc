@@ -1,0 +1,141 @@
+// safetensors writer, laid out byte for byte as the reference implementation does.
+#include <algorithm>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "io/io_util.h"
+#include "tlaloc/io/safetensors.h"
+
+namespace tlaloc::io {
+
+namespace {
+
+// The position of each dtype in the reference implementation's Dtype enum, which lists types in
+// increasing alignment; the writer sorts by descending position so every tensor starts aligned.
+int ReferenceDtypeRank(ElementType t) {
+  switch (t) {
+    case ElementType::kPred:
+      return 0;
+    case ElementType::kU8:
+      return 4;
+    case ElementType::kS8:
+      return 5;
+    case ElementType::kS16:
+      return 11;
+    case ElementType::kU16:
+      return 12;
+    case ElementType::kF16:
+      return 13;
+    case ElementType::kBF16:
+      return 14;
+    case ElementType::kS32:
+      return 15;
+    case ElementType::kU32:
+      return 16;
+    case ElementType::kF32:
+      return 17;
+    case ElementType::kF64:
+      return 19;
+    case ElementType::kS64:
+      return 20;
+    case ElementType::kU64:
+      return 21;
+  }
+  return 0;
+}
+
+struct Prepared {
+  std::string header;                     // JSON, padded to a multiple of 8
+  std::vector<const NamedTensor*> order;  // data order
+  uint64_t data_size = 0;
+};
+
+StatusOr<Prepared> Prepare(std::span<const NamedTensor> tensors,
+                           const std::map<std::string, std::string>& metadata) {
+  Prepared p;
+  std::set<std::string_view> names;
+  for (const auto& t : tensors) {
+    if (t.name == "__metadata__")
+      return InvalidArgument("safetensors writer: \"__metadata__\" is reserved, not a tensor name");
+    if (!names.insert(t.name).second)
+      return InvalidArgument("safetensors writer: tensor \"" + t.name + "\" given twice");
+    if (!t.value.valid())
+      return InvalidArgument("safetensors writer: tensor \"" + t.name + "\" has no data");
+    p.order.push_back(&t);
+  }
+  std::sort(p.order.begin(), p.order.end(), [](const NamedTensor* a, const NamedTensor* b) {
+    int ra = ReferenceDtypeRank(a->value.element_type());
+    int rb = ReferenceDtypeRank(b->value.element_type());
+    if (ra != rb) return ra > rb;
+    return a->name < b->name;  // bytewise, as Rust's String ordering
+  });
+
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) {
+    auto& m = header["__metadata__"] = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : metadata) m[k] = v;
+  }
+  uint64_t offset = 0;
+  for (const NamedTensor* t : p.order) {
+    uint64_t n = static_cast<uint64_t>(t->value.byte_size());
+    nlohmann::ordered_json entry = nlohmann::ordered_json::object();
+    entry["dtype"] = std::string(SafetensorsDtypeName(t->value.element_type()));
+    entry["shape"] = t->value.dims();
+    entry["data_offsets"] = {offset, offset + n};
+    header[t->name] = std::move(entry);
+    offset += n;
+  }
+  p.data_size = offset;
+  try {
+    p.header = header.dump();
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidArgument(std::string("safetensors writer: a tensor name or metadata string is "
+                                       "not valid UTF-8: ") +
+                           e.what());
+  }
+  p.header.resize((p.header.size() + 7) / 8 * 8, ' ');
+  if (p.header.size() > kSafetensorsMaxHeaderSize)
+    return InvalidArgument("safetensors writer: header of " + std::to_string(p.header.size()) +
+                           " bytes exceeds the " + std::to_string(kSafetensorsMaxHeaderSize) +
+                           "-byte limit readers enforce");
+  return p;
+}
+
+std::array<std::byte, 8> LengthPrefix(uint64_t n) {
+  std::array<std::byte, 8> out;
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<std::byte>((n >> (8 * i)) & 0xff);
+  return out;
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::byte>> SerializeSafetensors(
+    std::span<const NamedTensor> tensors, const std::map<std::string, std::string>& metadata) {
+  TL_ASSIGN_OR_RETURN(Prepared p, Prepare(tensors, metadata));
+  std::vector<std::byte> out;
+  out.reserve(8 + p.header.size() + p.data_size);
+  auto prefix = LengthPrefix(p.header.size());
+  out.insert(out.end(), prefix.begin(), prefix.end());
+  const auto* h = reinterpret_cast<const std::byte*>(p.header.data());
+  out.insert(out.end(), h, h + p.header.size());
+  for (const NamedTensor* t : p.order)
+    out.insert(out.end(), t->value.data(), t->value.data() + t->value.byte_size());
+  return out;
+}
+
+Status WriteSafetensors(const std::filesystem::path& path, std::span<const NamedTensor> tensors,
+                        const std::map<std::string, std::string>& metadata) {
+  TL_ASSIGN_OR_RETURN(Prepared p, Prepare(tensors, metadata));
+  return WriteFileAtomically(path, [&](const ByteSink& sink) -> Status {
+    auto prefix = LengthPrefix(p.header.size());
+    TL_RETURN_IF_ERROR(sink(prefix));
+    TL_RETURN_IF_ERROR(
+        sink({reinterpret_cast<const std::byte*>(p.header.data()), p.header.size()}));
+    for (const NamedTensor* t : p.order)
+      TL_RETURN_IF_ERROR(sink({t->value.data(), static_cast<size_t>(t->value.byte_size())}));
+    return OkStatus();
+  });
+}
+
+}  // namespace tlaloc::io
