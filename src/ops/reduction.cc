@@ -1,7 +1,287 @@
+// Reductions: stablehlo.reduce (here), reduce_window and select_and_scatter
+// (reduction_window.cc), dot_general (reduction_dot.cc), sort and chlo.top_k
+// (reduction_sort.cc).
+#include <algorithm>
+
 #include "op_areas.h"
+#include "op_helpers.h"
+#include "reduction_kernels.h"
+#include "tlaloc/ir/builder.h"
 
 namespace tlaloc::ops {
 
-void RegisterReductionOps(OpRegistry& r) { (void)r; }
+void RegisterWindowOps(OpRegistry& r);  // reduction_window.cc
+void RegisterDotOps(OpRegistry& r);     // reduction_dot.cc
+void RegisterSortOps(OpRegistry& r);    // reduction_sort.cc
+
+namespace {
+
+// Shape rule of reduce: N inputs of one shape, N scalar inits, results with `dimensions`
+// removed and the element types the body returns (the inits' when no body is given yet).
+StatusOr<std::vector<Type>> InferReduce(const InferInput& in) {
+  TL_RETURN_IF_ERROR(ExpectTensorOperands(in));
+  size_t n2 = in.operand_types.size();
+  if (n2 == 0 || n2 % 2 != 0)
+    return InvalidArgument("expected N inputs followed by N init values, got " +
+                           std::to_string(n2) + " operands");
+  size_t n = n2 / 2;
+  const TensorType& t0 = in.operand_types[0].tensor;
+  for (size_t i = 0; i < n; ++i) {
+    const TensorType& t = in.operand_types[i].tensor;
+    if (t.dims != t0.dims)
+      return InvalidArgument("input " + std::to_string(i) + " has shape " + t.ToString() +
+                             ", expected the shape of input 0, " + t0.ToString());
+    const TensorType& init = in.operand_types[n + i].tensor;
+    if (init.rank() != 0)
+      return InvalidArgument("init value " + std::to_string(i) + " must be a scalar, got " +
+                             init.ToString());
+  }
+  const Attribute* da = FindAttr(in.attrs, "dimensions");
+  if (!da || da->kind() != Attribute::Kind::kIntArray)
+    return InvalidArgument("expected a 'dimensions' integer array attribute");
+  std::vector<int64_t> dims = da->as_int_array();
+  TL_RETURN_IF_ERROR(CheckDimensionList(dims, t0.rank(), "'dimensions'"));
+  std::vector<int64_t> out_dims;
+  for (int64_t d = 0; d < t0.rank(); ++d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) out_dims.push_back(t0.dims[d]);
+  std::vector<ElementType> ets;
+  for (size_t i = 0; i < n; ++i) ets.push_back(in.operand_types[n + i].tensor.element_type);
+  if (!in.regions.empty() && !in.regions[0]->empty()) {
+    const Block& body = in.regions[0]->front();
+    if (body.num_arguments() != static_cast<int>(n2))
+      return InvalidArgument("the body takes " + std::to_string(body.num_arguments()) +
+                             " arguments, expected " + std::to_string(n2));
+    if (body.terminator()) {
+      TL_ASSIGN_OR_RETURN(std::vector<Type> ret, RegionReturnTypes(*in.regions[0]));
+      if (ret.size() != n)
+        return InvalidArgument("the body returns " + std::to_string(ret.size()) +
+                               " values, expected " + std::to_string(n));
+      for (size_t i = 0; i < n; ++i) {
+        if (!ret[i].is_tensor() || ret[i].tensor.rank() != 0)
+          return InvalidArgument("the body must return scalars, got " + ret[i].ToString());
+        ets[i] = ret[i].tensor.element_type;
+      }
+    }
+  }
+  std::vector<Type> out;
+  for (size_t i = 0; i < n; ++i) out.push_back(TensorType(ets[i], out_dims));
+  return out;
+}
+
+Status EvalReduce(const Operation& op, std::span<const Literal> operands,
+                  std::vector<Literal>& results, EvalContext& ctx) {
+  const size_t n = operands.size() / 2;
+  const std::vector<int64_t>& in_dims = operands[0].dims();
+  std::vector<int64_t> dims = GetIntArrayAttr(op.attrs(), "dimensions");
+  std::vector<int64_t> strides = RowMajorStrides(in_dims);
+  std::vector<int64_t> kept_dims, kept_strides, red_dims, red_strides;
+  for (int64_t d = 0; d < static_cast<int64_t>(in_dims.size()); ++d) {
+    bool reduced = std::find(dims.begin(), dims.end(), d) != dims.end();
+    (reduced ? red_dims : kept_dims).push_back(in_dims[d]);
+    (reduced ? red_strides : kept_strides).push_back(strides[d]);
+  }
+  // Offsets (relative to an output's base) of the elements reduced into one output, in
+  // row-major order of the reduced dimensions.
+  int64_t red_n = NumElements(red_dims);
+  std::vector<int64_t> red_off;
+  red_off.reserve(red_n);
+  if (red_n > 0) {
+    std::vector<int64_t> idx(red_dims.size(), 0);
+    do {
+      int64_t off = 0;
+      for (size_t k = 0; k < idx.size(); ++k) off += idx[k] * red_strides[k];
+      red_off.push_back(off);
+    } while (NextIndex(idx, red_dims));
+  }
+  int64_t out_n = NumElements(kept_dims);
+  auto base_offset = [&](int64_t o) {
+    int64_t off = 0;
+    for (int64_t k = static_cast<int64_t>(kept_dims.size()) - 1; k >= 0; --k) {
+      off += (o % kept_dims[k]) * kept_strides[k];
+      o /= kept_dims[k];
+    }
+    return off;
+  };
+
+  bool in_order = true;
+  auto kind = MatchBinaryBody(op.region(0), &in_order);
+  ElementType et = operands[0].element_type();
+  if (n == 1 && kind && operands[1].element_type() == et && results[0].element_type() == et) {
+    return DispatchElementType(et, [&]<typename T>() -> Status {
+      const T* in = operands[0].span<T>().data();
+      const T init = operands[1].span<T>()[0];
+      T* out = results[0].span<T>().data();
+      int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(red_n, 1));
+      ctx.ParallelFor(out_n, grain, [&](int64_t begin, int64_t end) {
+        for (int64_t o = begin; o < end; ++o) {
+          const T* base = in + base_offset(o);
+          T acc = init;
+          for (int64_t off : red_off) acc = ApplyBinary<T>(*kind, acc, base[off]);
+          out[o] = acc;
+        }
+      });
+      return OkStatus();
+    });
+  }
+  // General body: run the region once per reduced element, in row-major order.
+  for (int64_t o = 0; o < out_n; ++o) {
+    int64_t base = base_offset(o);
+    std::vector<Literal> acc;
+    for (size_t i = 0; i < n; ++i) acc.push_back(operands[n + i]);
+    for (int64_t off : red_off) {
+      std::vector<Literal> args = acc;
+      for (size_t i = 0; i < n; ++i) args.push_back(ElementAsScalar(operands[i], base + off));
+      TL_ASSIGN_OR_RETURN(acc, ctx.RunRegion(op.region(0), std::move(args)));
+      if (acc.size() != n) return Internal("the reduce body returned the wrong number of values");
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (acc[i].element_type() != results[i].element_type())
+        return InvalidArgument("the body returned " + acc[i].type().ToString() +
+                               ", expected element type " +
+                               std::string(MlirName(results[i].element_type())));
+      CopyElement(acc[i], 0, results[i], o);
+    }
+  }
+  return OkStatus();
+}
+
+// Compact form "applies stablehlo.add" is used when the body is exactly that op on (a0, a1)
+// with the block arguments of the init's type; otherwise the "reducer(...) {...}" form.
+bool ReducePrintsCompact(const Operation& op) {
+  if (op.num_operands() != 2) return false;
+  bool in_order = false;
+  auto kind = MatchBinaryBody(op.region(0), &in_order);
+  if (!kind || !in_order) return false;
+  const Block& b = op.region(0).front();
+  return b.argument(0).type() == op.operand(1).type();
+}
+
+void PrintReduce(const Operation& op, OpPrinter& p) {
+  int n = op.num_operands() / 2;
+  for (int i = 0; i < n; ++i) {
+    p.Print(i ? ", (" : "(");
+    p.PrintOperand(op.operand(i));
+    p.Print(" init: ");
+    p.PrintOperand(op.operand(n + i));
+    p.Print(")");
+  }
+  bool compact = ReducePrintsCompact(op);
+  if (compact) {
+    p.Print(" applies ");
+    p.Print(op.region(0).front().operations()[0]->name());
+  }
+  p.Print(" across dimensions = ");
+  p.PrintIntList(GetIntArrayAttr(op.attrs(), "dimensions"));
+  p.PrintOptionalAttrDict(op.attrs(), {"dimensions"});
+  p.Print(" : ");
+  p.PrintFunctionalType(op);
+  if (compact) return;
+  const Block& b = op.region(0).front();
+  p.Print(" reducer");
+  for (int i = 0; i < n; ++i) {
+    p.Print("(");
+    p.PrintOperand(b.argument(i));
+    p.Print(": ");
+    p.PrintType(b.argument(i).type());
+    p.Print(", ");
+    p.PrintOperand(b.argument(n + i));
+    p.Print(": ");
+    p.PrintType(b.argument(n + i).type());
+    p.Print(") ");
+  }
+  p.PrintRegion(op.region(0), /*print_arguments=*/false);
+}
+
+Status ParseReduce(OpParser& p, ParsedOp& op) {
+  std::vector<Value> inputs, inits;
+  do {
+    TL_RETURN_IF_ERROR(p.ParsePunct("("));
+    TL_ASSIGN_OR_RETURN(Value input, p.ParseOperand());
+    TL_RETURN_IF_ERROR(p.ParseKeyword("init"));
+    TL_RETURN_IF_ERROR(p.ParsePunct(":"));
+    TL_ASSIGN_OR_RETURN(Value init, p.ParseOperand());
+    TL_RETURN_IF_ERROR(p.ParsePunct(")"));
+    inputs.push_back(input);
+    inits.push_back(init);
+  } while (p.ParseOptionalPunct(","));
+  op.operands = inputs;
+  op.operands.insert(op.operands.end(), inits.begin(), inits.end());
+  std::string applies;
+  if (p.ParseOptionalKeyword("applies")) {
+    TL_ASSIGN_OR_RETURN(applies, p.ParseIdentifier());
+    // Accept the dialect-qualified name whether or not the lexer keeps '.' inside identifiers.
+    while (applies.find('.') == std::string::npos && p.ParseOptionalPunct(".")) {
+      TL_ASSIGN_OR_RETURN(std::string rest, p.ParseIdentifier());
+      applies += "." + rest;
+    }
+  }
+  TL_RETURN_IF_ERROR(p.ParseKeyword("across"));
+  TL_RETURN_IF_ERROR(p.ParseKeyword("dimensions"));
+  TL_RETURN_IF_ERROR(p.ParsePunct("="));
+  TL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, p.ParseIntList());
+  op.attrs["dimensions"] = Attribute::IntArray(dims);
+  TL_RETURN_IF_ERROR(p.ParseOptionalAttrDict(op.attrs));
+  TL_RETURN_IF_ERROR(p.ParsePunct(":"));
+  std::vector<Type> in_types;
+  TL_RETURN_IF_ERROR(p.ParseFunctionalType(in_types, op.result_types));
+  if (in_types.size() != op.operands.size())
+    return p.Error("expected " + std::to_string(op.operands.size()) +
+                   " operand types in the functional type of stablehlo.reduce");
+  if (!applies.empty()) {
+    if (inputs.size() != 1)
+      return p.Error("'applies' needs exactly one input; use the reducer form");
+    // Build the body `%r = <applies> %a0, %a1; stablehlo.return %r` over the init's type.
+    auto region = std::make_unique<Region>();
+    Block& block = region->AddBlock();
+    Type t = inits[0].type();
+    Value a0 = block.AddArgument(t), a1 = block.AddArgument(t);
+    OpBuilder b(&block);
+    Value r = b.CreateOne(applies, {a0, a1});
+    b.Create("stablehlo.return", {r});
+    if (!b.ok())
+      return p.Error("cannot build the body 'applies " + applies + "': " + b.status().message());
+    op.regions.push_back(std::move(region));
+    return OkStatus();
+  }
+  TL_RETURN_IF_ERROR(p.ParseKeyword("reducer"));
+  const size_t n = inputs.size();
+  std::vector<std::pair<std::string, Type>> accs, elems;
+  for (size_t i = 0; i < n; ++i) {
+    TL_RETURN_IF_ERROR(p.ParsePunct("("));
+    for (int k = 0; k < 2; ++k) {
+      if (k) TL_RETURN_IF_ERROR(p.ParsePunct(","));
+      TL_ASSIGN_OR_RETURN(std::string name, p.ParseIdentifier());
+      TL_RETURN_IF_ERROR(p.ParsePunct(":"));
+      TL_ASSIGN_OR_RETURN(Type t, p.ParseType());
+      (k ? elems : accs).emplace_back(std::move(name), std::move(t));
+    }
+    TL_RETURN_IF_ERROR(p.ParsePunct(")"));
+  }
+  // Block arguments: all accumulators first, then all elements.
+  accs.insert(accs.end(), elems.begin(), elems.end());
+  TL_ASSIGN_OR_RETURN(auto region, p.ParseRegion(&accs));
+  op.regions.push_back(std::move(region));
+  return OkStatus();
+}
+
+void RegisterReduce(OpRegistry& r) {
+  OpDef d;
+  d.name = "stablehlo.reduce";
+  d.num_regions = 1;
+  d.infer = InferReduce;
+  d.eval = EvalReduce;
+  d.print = PrintReduce;
+  d.parse = ParseReduce;
+  r.Register(std::move(d));
+}
+
+}  // namespace
+
+void RegisterReductionOps(OpRegistry& r) {
+  RegisterReduce(r);
+  RegisterWindowOps(r);
+  RegisterDotOps(r);
+  RegisterSortOps(r);
+}
 
 }  // namespace tlaloc::ops

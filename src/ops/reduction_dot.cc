@@ -1,0 +1,403 @@
+// Contractions: stablehlo.dot_general and the older stablehlo.dot. Operands are packed into
+// [batch, M, K] x [batch, K, N] in the accumulation type; f32 and f64 then go through OpenBLAS,
+// other types through a plain loop (half types accumulate in f32 and round once at the end,
+// integers wrap).
+#include <cblas.h>
+
+#include <algorithm>
+
+#include "op_areas.h"
+#include "op_helpers.h"
+#include "reduction_kernels.h"
+
+namespace tlaloc::ops {
+
+namespace {
+
+struct DotDims {
+  std::vector<int64_t> lhs_batch, rhs_batch, lhs_contract, rhs_contract;
+};
+
+StatusOr<DotDims> ReadDotDims(const AttrDict& attrs) {
+  const Attribute* a = FindAttr(attrs, "dot_dimension_numbers");
+  if (!a || a->kind() != Attribute::Kind::kStruct)
+    return InvalidArgument("expected a 'dot_dimension_numbers' #stablehlo.dot<...> attribute");
+  DotDims d;
+  auto field = [&](const char* name, std::vector<int64_t>& out) -> Status {
+    const Attribute* f = FindAttr(a->as_dict(), name);
+    if (!f) return OkStatus();  // absent lists are empty
+    if (f->kind() != Attribute::Kind::kIntArray)
+      return InvalidArgument(std::string("dot_dimension_numbers field '") + name +
+                             "' must be an integer list");
+    out = f->as_int_array();
+    return OkStatus();
+  };
+  TL_RETURN_IF_ERROR(field("lhs_batching_dimensions", d.lhs_batch));
+  TL_RETURN_IF_ERROR(field("rhs_batching_dimensions", d.rhs_batch));
+  TL_RETURN_IF_ERROR(field("lhs_contracting_dimensions", d.lhs_contract));
+  TL_RETURN_IF_ERROR(field("rhs_contracting_dimensions", d.rhs_contract));
+  return d;
+}
+
+// Free dimensions of an operand: those neither batching nor contracting, in order.
+std::vector<int64_t> FreeDims(int64_t rank, const std::vector<int64_t>& batch,
+                              const std::vector<int64_t>& contract) {
+  std::vector<int64_t> free;
+  for (int64_t d = 0; d < rank; ++d)
+    if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
+        std::find(contract.begin(), contract.end(), d) == contract.end())
+      free.push_back(d);
+  return free;
+}
+
+StatusOr<std::vector<int64_t>> DotResultDims(const TensorType& lhs, const TensorType& rhs,
+                                             const DotDims& d) {
+  if (d.lhs_batch.size() != d.rhs_batch.size())
+    return InvalidArgument("lhs and rhs batching dimension lists differ in length");
+  if (d.lhs_contract.size() != d.rhs_contract.size())
+    return InvalidArgument("lhs and rhs contracting dimension lists differ in length");
+  std::vector<int64_t> lhs_all = d.lhs_batch, rhs_all = d.rhs_batch;
+  lhs_all.insert(lhs_all.end(), d.lhs_contract.begin(), d.lhs_contract.end());
+  rhs_all.insert(rhs_all.end(), d.rhs_contract.begin(), d.rhs_contract.end());
+  TL_RETURN_IF_ERROR(CheckDimensionList(lhs_all, lhs.rank(), "lhs batching+contracting dims"));
+  TL_RETURN_IF_ERROR(CheckDimensionList(rhs_all, rhs.rank(), "rhs batching+contracting dims"));
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < d.lhs_batch.size(); ++i) {
+    int64_t a = lhs.dims[d.lhs_batch[i]], b = rhs.dims[d.rhs_batch[i]];
+    if (a != b)
+      return InvalidArgument("batching dimension " + std::to_string(i) + " has size " +
+                             std::to_string(a) + " in lhs and " + std::to_string(b) + " in rhs");
+    out.push_back(a);
+  }
+  for (size_t i = 0; i < d.lhs_contract.size(); ++i) {
+    int64_t a = lhs.dims[d.lhs_contract[i]], b = rhs.dims[d.rhs_contract[i]];
+    if (a != b)
+      return InvalidArgument("contracting dimension " + std::to_string(i) + " has size " +
+                             std::to_string(a) + " in lhs and " + std::to_string(b) + " in rhs");
+  }
+  for (int64_t f : FreeDims(lhs.rank(), d.lhs_batch, d.lhs_contract)) out.push_back(lhs.dims[f]);
+  for (int64_t f : FreeDims(rhs.rank(), d.rhs_batch, d.rhs_contract)) out.push_back(rhs.dims[f]);
+  return out;
+}
+
+// Result: batch dims, lhs free dims, rhs free dims. The element type is the declared one when
+// given (the "preferred element type"), else the lhs's.
+StatusOr<std::vector<Type>> InferDotGeneralWith(const InferInput& in, const DotDims& d) {
+  TL_RETURN_IF_ERROR(ExpectOperandCount(in, 2));
+  TL_RETURN_IF_ERROR(ExpectTensorOperands(in));
+  const TensorType& lhs = in.operand_types[0].tensor;
+  const TensorType& rhs = in.operand_types[1].tensor;
+  if (IsFloat(lhs.element_type) != IsFloat(rhs.element_type))
+    return InvalidArgument("lhs " + lhs.ToString() + " and rhs " + rhs.ToString() +
+                           " must both be floating-point or both integer");
+  TL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, DotResultDims(lhs, rhs, d));
+  ElementType et = lhs.element_type;
+  if (in.declared_results && in.declared_results->size() == 1 &&
+      (*in.declared_results)[0].is_tensor())
+    et = (*in.declared_results)[0].tensor.element_type;
+  return std::vector<Type>{TensorType(et, dims)};
+}
+
+StatusOr<std::vector<Type>> InferDotGeneral(const InferInput& in) {
+  TL_ASSIGN_OR_RETURN(DotDims d, ReadDotDims(in.attrs));
+  return InferDotGeneralWith(in, d);
+}
+
+// stablehlo.dot: vector/matrix products, contracting lhs's last and rhs's first dimension.
+StatusOr<DotDims> PlainDotDims(const TensorType& lhs, const TensorType& rhs) {
+  if (lhs.rank() < 1 || lhs.rank() > 2 || rhs.rank() < 1 || rhs.rank() > 2)
+    return InvalidArgument("stablehlo.dot takes rank-1 or rank-2 operands, got " + lhs.ToString() +
+                           " and " + rhs.ToString());
+  DotDims d;
+  d.lhs_contract = {lhs.rank() - 1};
+  d.rhs_contract = {0};
+  return d;
+}
+
+StatusOr<std::vector<Type>> InferDot(const InferInput& in) {
+  TL_RETURN_IF_ERROR(ExpectOperandCount(in, 2));
+  TL_RETURN_IF_ERROR(ExpectTensorOperands(in));
+  TL_ASSIGN_OR_RETURN(DotDims d,
+                      PlainDotDims(in.operand_types[0].tensor, in.operand_types[1].tensor));
+  return InferDotGeneralWith(in, d);
+}
+
+// Accumulation type: f64 if anything is f64, f32 for other floats, wrapping u64 for integers.
+enum class Acc { kF32, kF64, kU64 };
+
+template <typename A>
+void PackOperand(const Literal& src, const std::vector<int64_t>& order, std::vector<A>& out) {
+  // `order` lists the source dimensions in packed (row-major) order.
+  const std::vector<int64_t>& dims = src.dims();
+  std::vector<int64_t> strides = RowMajorStrides(dims);
+  std::vector<int64_t> pdims, pstrides;
+  for (int64_t d : order) {
+    pdims.push_back(dims[d]);
+    pstrides.push_back(strides[d]);
+  }
+  int64_t n = src.num_elements();
+  out.resize(n);
+  if (n == 0) return;
+  DispatchElementType(src.element_type(), [&]<typename T>() {
+    const T* p = src.span<T>().data();
+    std::vector<int64_t> idx(pdims.size(), 0);
+    int64_t i = 0;
+    do {
+      int64_t off = 0;
+      for (size_t k = 0; k < idx.size(); ++k) off += idx[k] * pstrides[k];
+      T v = p[off];
+      if constexpr (std::is_same_v<A, uint64_t>) {
+        if constexpr (std::is_same_v<T, bool>) {
+          out[i] = v ? 1 : 0;
+        } else if constexpr (kIsFloatLike<T>) {
+          out[i] = static_cast<uint64_t>(static_cast<int64_t>(ToDouble(v)));
+        } else {
+          out[i] = static_cast<uint64_t>(v);  // sign-extends signed types, wraps later
+        }
+      } else {
+        out[i] = static_cast<A>(ToDouble(v));
+      }
+      ++i;
+    } while (NextIndex(idx, pdims));
+  });
+}
+
+template <typename A>
+void StoreResult(const std::vector<A>& acc, Literal& result) {
+  DispatchElementType(result.element_type(), [&]<typename T>() {
+    T* out = result.span<T>().data();
+    for (size_t i = 0; i < acc.size(); ++i) {
+      if constexpr (std::is_same_v<T, bool>) {
+        out[i] = acc[i] != A(0);
+      } else if constexpr (std::is_same_v<A, uint64_t>) {
+        if constexpr (kIsFloatLike<T>) {
+          out[i] = FromDouble<T>(static_cast<double>(static_cast<int64_t>(acc[i])));
+        } else {
+          out[i] = static_cast<T>(acc[i]);  // truncation = wrap-around in the result type
+        }
+      } else {
+        out[i] = FromDouble<T>(static_cast<double>(acc[i]));
+      }
+    }
+  });
+}
+
+// Integer products: a plain loop over rows of the stacked [batch * m, n] output, wrapping.
+void IntMatmul(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b,
+               std::vector<uint64_t>& c, int64_t batch, int64_t m, int64_t k, int64_t n,
+               EvalContext& ctx) {
+  c.assign(batch * m * n, 0);
+  if (batch * m * n == 0 || k == 0) return;
+  int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(k * n, 1));
+  ctx.ParallelFor(batch * m, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const uint64_t* arow = a.data() + row * k;
+      const uint64_t* bmat = b.data() + (row / m) * k * n;
+      uint64_t* crow = c.data() + row * n;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        uint64_t av = arow[kk];
+        const uint64_t* brow = bmat + kk * n;
+        for (int64_t j = 0; j < n; ++j) crow[j] += av * brow[j];
+      }
+    }
+  });
+}
+
+template <typename A>
+void BlasMatmul(const std::vector<A>& a, const std::vector<A>& b, std::vector<A>& c, int64_t batch,
+                int64_t m, int64_t k, int64_t n) {
+  c.assign(batch * m * n, A(0));
+  if (batch * m * n == 0 || k == 0) return;
+  for (int64_t bi = 0; bi < batch; ++bi) {
+    const A* pa = a.data() + bi * m * k;
+    const A* pb = b.data() + bi * k * n;
+    A* pc = c.data() + bi * m * n;
+    if constexpr (std::is_same_v<A, float>) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m),
+                  static_cast<int>(n), static_cast<int>(k), 1.0f, pa, static_cast<int>(k), pb,
+                  static_cast<int>(n), 0.0f, pc, static_cast<int>(n));
+    } else {
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m),
+                  static_cast<int>(n), static_cast<int>(k), 1.0, pa, static_cast<int>(k), pb,
+                  static_cast<int>(n), 0.0, pc, static_cast<int>(n));
+    }
+  }
+}
+
+Status EvalDotWith(const DotDims& d, std::span<const Literal> operands, Literal& result,
+                   EvalContext& ctx) {
+  const Literal& lhs = operands[0];
+  const Literal& rhs = operands[1];
+  int64_t lrank = lhs.type().rank(), rrank = rhs.type().rank();
+  std::vector<int64_t> lfree = FreeDims(lrank, d.lhs_batch, d.lhs_contract);
+  std::vector<int64_t> rfree = FreeDims(rrank, d.rhs_batch, d.rhs_contract);
+  int64_t batch = 1, m = 1, k = 1, n = 1;
+  for (int64_t x : d.lhs_batch) batch *= lhs.dims()[x];
+  for (int64_t x : lfree) m *= lhs.dims()[x];
+  for (int64_t x : d.lhs_contract) k *= lhs.dims()[x];
+  for (int64_t x : rfree) n *= rhs.dims()[x];
+  std::vector<int64_t> lorder = d.lhs_batch, rorder = d.rhs_batch;
+  lorder.insert(lorder.end(), lfree.begin(), lfree.end());
+  lorder.insert(lorder.end(), d.lhs_contract.begin(), d.lhs_contract.end());
+  rorder.insert(rorder.end(), d.rhs_contract.begin(), d.rhs_contract.end());
+  rorder.insert(rorder.end(), rfree.begin(), rfree.end());
+  ElementType ret = result.element_type();
+  Acc acc = Acc::kF32;
+  if (!IsFloat(ret) && !IsFloat(lhs.element_type())) {
+    acc = Acc::kU64;
+  } else if (ret == ElementType::kF64 || lhs.element_type() == ElementType::kF64 ||
+             rhs.element_type() == ElementType::kF64) {
+    acc = Acc::kF64;
+  }
+  auto run = [&]<typename A>() {
+    std::vector<A> a, b, c;
+    PackOperand<A>(lhs, lorder, a);
+    PackOperand<A>(rhs, rorder, b);
+    if constexpr (std::is_same_v<A, uint64_t>) {
+      IntMatmul(a, b, c, batch, m, k, n, ctx);
+    } else {
+      BlasMatmul<A>(a, b, c, batch, m, k, n);
+    }
+    StoreResult<A>(c, result);
+  };
+  switch (acc) {
+    case Acc::kF32:
+      run.template operator()<float>();
+      break;
+    case Acc::kF64:
+      run.template operator()<double>();
+      break;
+    case Acc::kU64:
+      run.template operator()<uint64_t>();
+      break;
+  }
+  return OkStatus();
+}
+
+// "batching_dims = [0] x [0], contracting_dims = [2] x [1]"
+void PrintDotDims(OpPrinter& p, const DotDims& d) {
+  if (!d.lhs_batch.empty() || !d.rhs_batch.empty()) {
+    p.Print(", batching_dims = ");
+    p.PrintIntList(d.lhs_batch);
+    p.Print(" x ");
+    p.PrintIntList(d.rhs_batch);
+  }
+  p.Print(", contracting_dims = ");
+  p.PrintIntList(d.lhs_contract);
+  p.Print(" x ");
+  p.PrintIntList(d.rhs_contract);
+}
+
+void PrintDotGeneral(const Operation& op, OpPrinter& p) {
+  p.Print(" ");
+  p.PrintOperands(op.operands());
+  auto d = ReadDotDims(op.attrs());
+  if (d.ok()) PrintDotDims(p, *d);
+  std::vector<std::string> elided = {"dot_dimension_numbers"};
+  const Attribute* prec = FindAttr(op.attrs(), "precision_config");
+  if (prec && prec->kind() == Attribute::Kind::kArray) {
+    p.Print(", precision = [");
+    for (size_t i = 0; i < prec->as_array().size(); ++i) {
+      if (i) p.Print(", ");
+      p.Print(prec->as_array()[i].as_string());
+    }
+    p.Print("]");
+    elided.push_back("precision_config");
+  }
+  p.PrintOptionalAttrDict(op.attrs(), elided);
+  p.Print(" : ");
+  p.PrintFunctionalType(op);
+}
+
+Status ParseDimPair(OpParser& p, std::vector<int64_t>& lhs, std::vector<int64_t>& rhs) {
+  TL_RETURN_IF_ERROR(p.ParsePunct("="));
+  TL_ASSIGN_OR_RETURN(lhs, p.ParseIntList());
+  // "x" lexes as a keyword or as punctuation depending on the lexer; accept both.
+  if (!p.ParseOptionalKeyword("x")) TL_RETURN_IF_ERROR(p.ParsePunct("x"));
+  TL_ASSIGN_OR_RETURN(rhs, p.ParseIntList());
+  return OkStatus();
+}
+
+Status ParseDotGeneral(OpParser& p, ParsedOp& op) {
+  TL_ASSIGN_OR_RETURN(op.operands, p.ParseOperandList());
+  if (op.operands.size() != 2) return p.Error("expected two operands of stablehlo.dot_general");
+  DotDims d;
+  bool seen_contract = false;
+  while (p.ParseOptionalPunct(",")) {
+    if (p.ParseOptionalKeyword("batching_dims")) {
+      TL_RETURN_IF_ERROR(ParseDimPair(p, d.lhs_batch, d.rhs_batch));
+    } else if (p.ParseOptionalKeyword("contracting_dims")) {
+      TL_RETURN_IF_ERROR(ParseDimPair(p, d.lhs_contract, d.rhs_contract));
+      seen_contract = true;
+    } else if (p.ParseOptionalKeyword("precision")) {
+      TL_RETURN_IF_ERROR(p.ParsePunct("="));
+      TL_RETURN_IF_ERROR(p.ParsePunct("["));
+      std::vector<Attribute> prec;
+      if (!p.ParseOptionalPunct("]")) {
+        do {
+          TL_ASSIGN_OR_RETURN(std::string v, p.ParseIdentifier());
+          if (v != "DEFAULT" && v != "HIGH" && v != "HIGHEST")
+            return p.Error("expected DEFAULT, HIGH or HIGHEST, found " + v);
+          prec.push_back(Attribute::Enum(v, "precision"));
+        } while (p.ParseOptionalPunct(","));
+        TL_RETURN_IF_ERROR(p.ParsePunct("]"));
+      }
+      op.attrs["precision_config"] = Attribute::Array(std::move(prec));
+    } else if (p.ParseOptionalKeyword("algorithm")) {
+      TL_RETURN_IF_ERROR(p.ParsePunct("="));
+      TL_ASSIGN_OR_RETURN(Attribute alg, p.ParseAttribute());
+      op.attrs["algorithm"] = std::move(alg);
+    } else {
+      return p.Error("expected batching_dims, contracting_dims, precision or algorithm");
+    }
+  }
+  if (!seen_contract) return p.Error("expected 'contracting_dims = [...] x [...]'");
+  op.attrs["dot_dimension_numbers"] = Attribute::Struct(
+      "stablehlo.dot", {{"lhs_batching_dimensions", Attribute::IntArray(d.lhs_batch)},
+                        {"rhs_batching_dimensions", Attribute::IntArray(d.rhs_batch)},
+                        {"lhs_contracting_dimensions", Attribute::IntArray(d.lhs_contract)},
+                        {"rhs_contracting_dimensions", Attribute::IntArray(d.rhs_contract)}});
+  TL_RETURN_IF_ERROR(p.ParseOptionalAttrDict(op.attrs));
+  TL_RETURN_IF_ERROR(p.ParsePunct(":"));
+  std::vector<Type> inputs;
+  return p.ParseFunctionalType(inputs, op.result_types);
+}
+
+}  // namespace
+
+void RegisterDotOps(OpRegistry& r) {
+  {
+    OpDef d;
+    d.name = "stablehlo.dot_general";
+    d.infer = InferDotGeneral;
+    d.eval = [](const Operation& op, std::span<const Literal> operands,
+                std::vector<Literal>& results, EvalContext& ctx) -> Status {
+      TL_ASSIGN_OR_RETURN(DotDims dd, ReadDotDims(op.attrs()));
+      return EvalDotWith(dd, operands, results[0], ctx);
+    };
+    d.print = PrintDotGeneral;
+    d.parse = ParseDotGeneral;
+    r.Register(std::move(d));
+  }
+  {
+    OpDef d;
+    d.name = "stablehlo.dot";
+    d.infer = InferDot;
+    d.eval = [](const Operation&, std::span<const Literal> operands, std::vector<Literal>& results,
+                EvalContext& ctx) -> Status {
+      TL_ASSIGN_OR_RETURN(DotDims dd, PlainDotDims(operands[0].type(), operands[1].type()));
+      return EvalDotWith(dd, operands, results[0], ctx);
+    };
+    d.print = [](const Operation& op, OpPrinter& p) { PrintFunctional(op, p); };
+    d.parse = [](OpParser& p, ParsedOp& op) -> Status {
+      TL_ASSIGN_OR_RETURN(op.operands, p.ParseOperandList());
+      TL_RETURN_IF_ERROR(p.ParseOptionalAttrDict(op.attrs));
+      TL_RETURN_IF_ERROR(p.ParsePunct(":"));
+      std::vector<Type> inputs;
+      return p.ParseFunctionalType(inputs, op.result_types);
+    };
+    r.Register(std::move(d));
+  }
+}
+
+}  // namespace tlaloc::ops

@@ -1,0 +1,146 @@
+#include "reduction_kernels.h"
+
+namespace tlaloc::ops {
+
+namespace {
+
+struct BinaryName {
+  BinaryKind kind;
+  const char* name;
+};
+constexpr BinaryName kBinaryNames[] = {
+    {BinaryKind::kAdd, "stablehlo.add"},     {BinaryKind::kMul, "stablehlo.multiply"},
+    {BinaryKind::kMax, "stablehlo.maximum"}, {BinaryKind::kMin, "stablehlo.minimum"},
+    {BinaryKind::kAnd, "stablehlo.and"},     {BinaryKind::kOr, "stablehlo.or"},
+    {BinaryKind::kXor, "stablehlo.xor"},
+};
+
+bool IsScalarTensor(const Type& t) { return t.is_tensor() && t.tensor.rank() == 0; }
+
+}  // namespace
+
+const char* BinaryOpName(BinaryKind k) {
+  for (const auto& n : kBinaryNames)
+    if (n.kind == k) return n.name;
+  return "";
+}
+
+std::optional<BinaryKind> BinaryKindFromOpName(const std::string& name) {
+  for (const auto& n : kBinaryNames)
+    if (name == n.name) return n.kind;
+  return std::nullopt;
+}
+
+bool BinaryKindSupports(BinaryKind k, ElementType et) {
+  bool bitwise = k == BinaryKind::kAnd || k == BinaryKind::kOr || k == BinaryKind::kXor;
+  return !(bitwise && IsFloat(et));
+}
+
+std::optional<BinaryKind> MatchBinaryBody(const Region& region, bool* in_order) {
+  if (region.blocks().size() != 1) return std::nullopt;
+  const Block& b = region.front();
+  if (b.num_arguments() != 2 || b.operations().size() != 2) return std::nullopt;
+  const Operation& op = *b.operations()[0];
+  const Operation& ret = *b.operations()[1];
+  if (op.num_operands() != 2 || op.num_results() != 1 || op.num_regions() != 0 ||
+      !op.attrs().empty())
+    return std::nullopt;
+  if (ret.num_operands() != 1 || !(ret.operand(0) == op.result(0))) return std::nullopt;
+  Value a0 = b.argument(0), a1 = b.argument(1);
+  bool order = op.operand(0) == a0 && op.operand(1) == a1;
+  bool swapped = op.operand(0) == a1 && op.operand(1) == a0;
+  if (!order && !swapped) return std::nullopt;
+  if (!IsScalarTensor(a0.type()) || !(a0.type() == a1.type()) ||
+      !(op.result(0).type() == a0.type()))
+    return std::nullopt;
+  auto kind = BinaryKindFromOpName(op.name());
+  if (!kind || !BinaryKindSupports(*kind, a0.tensor_type().element_type)) return std::nullopt;
+  if (in_order) *in_order = order;
+  return kind;
+}
+
+std::optional<CompareSpec> MatchCompareBody(const Region& region) {
+  if (region.blocks().size() != 1) return std::nullopt;
+  const Block& b = region.front();
+  if (b.num_arguments() < 2 || b.operations().size() != 2) return std::nullopt;
+  const Operation& op = *b.operations()[0];
+  const Operation& ret = *b.operations()[1];
+  if (op.name() != "stablehlo.compare" || op.num_operands() != 2) return std::nullopt;
+  if (ret.num_operands() != 1 || !(ret.operand(0) == op.result(0))) return std::nullopt;
+  CompareSpec spec;
+  if (op.operand(0) == b.argument(0) && op.operand(1) == b.argument(1)) {
+    spec.swapped = false;
+  } else if (op.operand(0) == b.argument(1) && op.operand(1) == b.argument(0)) {
+    spec.swapped = true;
+  } else {
+    return std::nullopt;
+  }
+  if (!IsScalarTensor(b.argument(0).type())) return std::nullopt;
+  const Attribute* dir = FindAttr(op.attrs(), "comparison_direction");
+  if (!dir) return std::nullopt;
+  const std::string& d = dir->as_string();
+  if (d == "EQ")
+    spec.dir = CompareDir::kEQ;
+  else if (d == "NE")
+    spec.dir = CompareDir::kNE;
+  else if (d == "LT")
+    spec.dir = CompareDir::kLT;
+  else if (d == "LE")
+    spec.dir = CompareDir::kLE;
+  else if (d == "GT")
+    spec.dir = CompareDir::kGT;
+  else if (d == "GE")
+    spec.dir = CompareDir::kGE;
+  else
+    return std::nullopt;
+  ElementType et = b.argument(0).tensor_type().element_type;
+  std::string type = GetStringAttr(op.attrs(), "compare_type", "");
+  if (type.empty()) {
+    spec.kind = CompareKind::kDefault;
+  } else if (type == "FLOAT") {
+    spec.kind = CompareKind::kFloat;
+  } else if (type == "TOTALORDER") {
+    spec.kind = CompareKind::kTotalOrder;
+  } else if (type == "SIGNED") {
+    spec.kind = CompareKind::kSigned;
+  } else if (type == "UNSIGNED") {
+    spec.kind = CompareKind::kUnsigned;
+  } else {
+    return std::nullopt;
+  }
+  // A compare type that does not fit the element type is left to the op itself to judge.
+  bool is_float = IsFloat(et);
+  if (is_float && (spec.kind == CompareKind::kSigned || spec.kind == CompareKind::kUnsigned))
+    return std::nullopt;
+  if (!is_float && (spec.kind == CompareKind::kFloat || spec.kind == CompareKind::kTotalOrder))
+    return std::nullopt;
+  return spec;
+}
+
+Literal ElementAsScalar(const Literal& l, int64_t i) {
+  Literal s(TensorType(l.element_type(), {}));
+  CopyElement(l, i, s, 0);
+  return s;
+}
+
+Status CheckDimensionList(const std::vector<int64_t>& dims, int64_t rank, const std::string& what) {
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  for (int64_t d : dims) {
+    if (d < 0 || d >= rank)
+      return InvalidArgument(what + " has dimension " + std::to_string(d) +
+                             ", expected one in [0, " + std::to_string(rank) + ")");
+    if (seen[d]) return InvalidArgument(what + " repeats dimension " + std::to_string(d));
+    seen[d] = true;
+  }
+  return OkStatus();
+}
+
+StatusOr<std::vector<Type>> RegionReturnTypes(const Region& region) {
+  if (region.blocks().empty()) return InvalidArgument("expected a non-empty region");
+  const Operation* term = region.front().terminator();
+  if (!term || !term->def().traits.terminator)
+    return InvalidArgument("expected the region to end with stablehlo.return");
+  return term->operand_types();
+}
+
+}  // namespace tlaloc::ops

@@ -1,0 +1,204 @@
+// Sorting: stablehlo.sort (variadic, comparator region; always stable, which also satisfies
+// is_stable = false) and chlo.top_k (largest k along the last dimension, ties by index).
+#include <algorithm>
+
+#include "op_areas.h"
+#include "op_helpers.h"
+#include "reduction_kernels.h"
+
+namespace tlaloc::ops {
+
+namespace {
+
+// Stable bottom-up merge sort of `idx` under `less`. Unlike std::stable_sort it stays in bounds
+// for comparators that are not strict weak orders (a comparator region may be anything).
+template <typename Less>
+void MergeSort(std::vector<int64_t>& idx, Less&& less) {
+  size_t n = idx.size();
+  std::vector<int64_t> tmp(n);
+  for (size_t width = 1; width < n; width *= 2) {
+    for (size_t lo = 0; lo < n; lo += 2 * width) {
+      size_t mid = std::min(lo + width, n), hi = std::min(lo + 2 * width, n);
+      size_t i = lo, j = mid, o = lo;
+      while (i < mid && j < hi) tmp[o++] = less(idx[j], idx[i]) ? idx[j++] : idx[i++];
+      while (i < mid) tmp[o++] = idx[i++];
+      while (j < hi) tmp[o++] = idx[j++];
+    }
+    idx.swap(tmp);
+  }
+}
+
+int64_t NormalizeDim(int64_t d, int64_t rank) { return d < 0 ? d + rank : d; }
+
+StatusOr<std::vector<Type>> InferSort(const InferInput& in) {
+  if (in.operand_types.empty()) return InvalidArgument("expected at least one operand");
+  TL_RETURN_IF_ERROR(ExpectTensorOperands(in));
+  const TensorType& t0 = in.operand_types[0].tensor;
+  for (size_t i = 1; i < in.operand_types.size(); ++i)
+    if (in.operand_types[i].tensor.dims != t0.dims)
+      return InvalidArgument("operand " + std::to_string(i) + " has shape " +
+                             in.operand_types[i].ToString() +
+                             ", expected the shape of operand 0, " + t0.ToString());
+  int64_t d = GetIntAttr(in.attrs, "dimension", -1);
+  if (d < -t0.rank() || d >= t0.rank() || t0.rank() == 0)
+    return InvalidArgument("'dimension' is " + std::to_string(d) + ", expected one in [" +
+                           std::to_string(-t0.rank()) + ", " + std::to_string(t0.rank()) + ")");
+  if (!in.regions.empty() && !in.regions[0]->empty()) {
+    int args = in.regions[0]->front().num_arguments();
+    if (args != static_cast<int>(2 * in.operand_types.size()))
+      return InvalidArgument("the comparator takes " + std::to_string(args) +
+                             " arguments, expected " + std::to_string(2 * in.operand_types.size()));
+  }
+  return in.operand_types;
+}
+
+Status EvalSort(const Operation& op, std::span<const Literal> operands,
+                std::vector<Literal>& results, EvalContext& ctx) {
+  const std::vector<int64_t>& dims = operands[0].dims();
+  int64_t rank = static_cast<int64_t>(dims.size());
+  int64_t dim = NormalizeDim(GetIntAttr(op.attrs(), "dimension", -1), rank);
+  int64_t len = dims[dim];
+  int64_t stride = RowMajorStrides(dims)[dim];
+  int64_t total = operands[0].num_elements();
+  if (total == 0) return OkStatus();
+  int64_t slices = total / len;
+  auto fast = MatchCompareBody(op.region(0));
+  Status error;
+  std::vector<int64_t> idx(len);
+  for (int64_t s = 0; s < slices; ++s) {
+    // Slice s: all indices but `dim` fixed; base is its element at position 0 along `dim`.
+    int64_t base = (s / stride) * stride * len + (s % stride);
+    for (int64_t i = 0; i < len; ++i) idx[i] = base + i * stride;
+    if (fast) {
+      DispatchElementType(operands[0].element_type(), [&]<typename T>() {
+        const T* v = operands[0].span<T>().data();
+        MergeSort(idx, [&](int64_t a, int64_t b) { return ApplyCompare<T>(*fast, v[a], v[b]); });
+      });
+    } else {
+      MergeSort(idx, [&](int64_t a, int64_t b) {
+        if (!error.ok()) return false;
+        std::vector<Literal> args;
+        for (const Literal& l : operands) {
+          args.push_back(ElementAsScalar(l, a));
+          args.push_back(ElementAsScalar(l, b));
+        }
+        auto r = ctx.RunRegion(op.region(0), std::move(args));
+        if (!r.ok()) {
+          error = r.status();
+          return false;
+        }
+        if (r->size() != 1 || (*r)[0].element_type() != ElementType::kPred ||
+            (*r)[0].num_elements() != 1) {
+          error = InvalidArgument("the comparator must return one i1 scalar");
+          return false;
+        }
+        return (*r)[0].span<bool>()[0];
+      });
+      TL_RETURN_IF_ERROR(error);
+    }
+    for (size_t k = 0; k < operands.size(); ++k)
+      for (int64_t i = 0; i < len; ++i)
+        CopyElement(operands[k], idx[i], results[k], base + i * stride);
+  }
+  return OkStatus();
+}
+
+// ---- chlo.top_k ------------------------------------------------------------------------------
+
+StatusOr<std::vector<Type>> InferTopK(const InferInput& in) {
+  TL_RETURN_IF_ERROR(ExpectOperandCount(in, 1));
+  TL_RETURN_IF_ERROR(ExpectTensorOperands(in));
+  const TensorType& t = in.operand_types[0].tensor;
+  const Attribute* ka = FindAttr(in.attrs, "k");
+  if (!ka || ka->kind() != Attribute::Kind::kInt) return InvalidArgument("expected an integer 'k'");
+  int64_t k = ka->as_int();
+  if (t.rank() < 1) return InvalidArgument("operand must have rank >= 1, got " + t.ToString());
+  if (k < 0 || k > t.dims.back())
+    return InvalidArgument("k = " + std::to_string(k) + " must be in [0, " +
+                           std::to_string(t.dims.back()) + "] (the last dimension)");
+  std::vector<int64_t> dims = t.dims;
+  dims.back() = k;
+  return std::vector<Type>{TensorType(t.element_type, dims), TensorType(ElementType::kS32, dims)};
+}
+
+Status EvalTopK(const Operation& op, std::span<const Literal> operands,
+                std::vector<Literal>& results, EvalContext&) {
+  const Literal& x = operands[0];
+  int64_t len = x.dims().back();
+  int64_t k = GetIntAttr(op.attrs(), "k", 0);
+  int64_t rows = len == 0 ? 0 : x.num_elements() / len;
+  // Descending in the total order (so NaN sorts first, as XLA's TOTALORDER comparator does),
+  // ties keep the lower index first.
+  CompareSpec gt{CompareDir::kGT,
+                 IsFloat(x.element_type()) ? CompareKind::kTotalOrder : CompareKind::kDefault,
+                 false};
+  std::vector<int64_t> idx(len);
+  auto out_idx = results[1].span<int32_t>();
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < len; ++i) idx[i] = i;
+    DispatchElementType(x.element_type(), [&]<typename T>() {
+      const T* v = x.span<T>().data() + r * len;
+      MergeSort(idx, [&](int64_t a, int64_t b) { return ApplyCompare<T>(gt, v[a], v[b]); });
+    });
+    for (int64_t i = 0; i < k; ++i) {
+      CopyElement(x, r * len + idx[i], results[0], r * k + i);
+      out_idx[r * k + i] = static_cast<int32_t>(idx[i]);
+    }
+  }
+  return OkStatus();
+}
+
+// "chlo.top_k(%0, k = 5) : tensor<..> -> (tensor<..>, tensor<..xi32>)"
+void PrintTopK(const Operation& op, OpPrinter& p) {
+  p.Print("(");
+  p.PrintOperand(op.operand(0));
+  p.Print(", k = " + std::to_string(GetIntAttr(op.attrs(), "k", 0)) + ")");
+  p.PrintOptionalAttrDict(op.attrs(), {"k"});
+  p.Print(" : ");
+  p.PrintType(op.operand(0).type());
+  p.Print(" -> (");
+  p.PrintType(op.result(0).type());
+  p.Print(", ");
+  p.PrintType(op.result(1).type());
+  p.Print(")");
+}
+
+Status ParseTopK(OpParser& p, ParsedOp& op) {
+  TL_RETURN_IF_ERROR(p.ParsePunct("("));
+  TL_ASSIGN_OR_RETURN(Value v, p.ParseOperand());
+  op.operands = {v};
+  TL_RETURN_IF_ERROR(p.ParsePunct(","));
+  TL_RETURN_IF_ERROR(p.ParseKeyword("k"));
+  TL_RETURN_IF_ERROR(p.ParsePunct("="));
+  TL_ASSIGN_OR_RETURN(int64_t k, p.ParseInteger());
+  op.attrs["k"] = Attribute::Int(k, ElementType::kS64);
+  TL_RETURN_IF_ERROR(p.ParsePunct(")"));
+  TL_RETURN_IF_ERROR(p.ParseOptionalAttrDict(op.attrs));
+  TL_RETURN_IF_ERROR(p.ParsePunct(":"));
+  std::vector<Type> inputs;
+  return p.ParseFunctionalType(inputs, op.result_types);
+}
+
+}  // namespace
+
+void RegisterSortOps(OpRegistry& r) {
+  {
+    OpDef d;
+    d.name = "stablehlo.sort";
+    d.num_regions = 1;
+    d.infer = InferSort;
+    d.eval = EvalSort;
+    r.Register(std::move(d));
+  }
+  {
+    OpDef d;
+    d.name = "chlo.top_k";
+    d.infer = InferTopK;
+    d.eval = EvalTopK;
+    d.print = PrintTopK;
+    d.parse = ParseTopK;
+    r.Register(std::move(d));
+  }
+}
+
+}  // namespace tlaloc::ops

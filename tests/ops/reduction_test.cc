@@ -1,0 +1,308 @@
+// Tests of stablehlo.reduce, reduce_window and select_and_scatter.
+#include <cmath>
+#include <limits>
+
+#include "reduction_test_util.h"
+
+namespace tlaloc {
+namespace {
+
+using rdtest::BinaryRegion;
+using rdtest::MakeRegion;
+using rdtest::RunOp;
+using rdtest::Scalar;
+using rdtest::Values;
+
+std::vector<std::unique_ptr<Region>> Regions(std::unique_ptr<Region> a,
+                                             std::unique_ptr<Region> b = nullptr) {
+  std::vector<std::unique_ptr<Region>> v;
+  v.push_back(std::move(a));
+  if (b) v.push_back(std::move(b));
+  return v;
+}
+
+AttrDict Dims(std::vector<int64_t> d) { return {{"dimensions", Attribute::IntArray(d)}}; }
+
+class ReduceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!rdtest::HasOps({"stablehlo.add", "stablehlo.maximum", "stablehlo.minimum",
+                         "stablehlo.multiply", "stablehlo.or", "stablehlo.and"}))
+      GTEST_SKIP() << "elementwise ops used in reduce bodies are not registered yet";
+  }
+};
+
+TEST_F(ReduceTest, AddOverEachDimensionMatchesLoop) {
+  std::vector<float> x = rdtest::RandomFloats(2 * 3 * 4, 1);
+  for (int64_t dim = 0; dim < 3; ++dim) {
+    auto out = RunOp("stablehlo.reduce",
+                     {Literal::FromVector<float>({2, 3, 4}, x), Literal::Scalar<float>(0.5f)},
+                     Dims({dim}), {}, Regions(BinaryRegion("stablehlo.add", ElementType::kF32)));
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    std::vector<int64_t> in_dims = {2, 3, 4};
+    std::vector<int64_t> out_dims;
+    for (int64_t d = 0; d < 3; ++d)
+      if (d != dim) out_dims.push_back(in_dims[d]);
+    EXPECT_EQ((*out)[0].dims(), out_dims);
+    std::vector<float> expect(out_dims[0] * out_dims[1], 0.5f);
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 3; ++j)
+        for (int64_t k = 0; k < 4; ++k) {
+          int64_t idx[3] = {i, j, k};
+          int64_t a = dim == 0 ? idx[1] : idx[0];
+          int64_t b = dim == 2 ? idx[1] : idx[2];
+          expect[a * out_dims[1] + b] += x[(i * 3 + j) * 4 + k];
+        }
+    auto got = Values<float>((*out)[0]);
+    for (size_t i = 0; i < expect.size(); ++i) EXPECT_NEAR(got[i], expect[i], 1e-5) << dim;
+  }
+}
+
+TEST_F(ReduceTest, GeneralBodyAgreesWithFastPath) {
+  std::vector<float> x = rdtest::RandomFloats(5 * 7, 2);
+  auto fast = RunOp("stablehlo.reduce",
+                    {Literal::FromVector<float>({5, 7}, x), Literal::Scalar<float>(0.0f)},
+                    Dims({1}), {}, Regions(BinaryRegion("stablehlo.add", ElementType::kF32)));
+  // add then add 0: not a single-op body, so the interpreter runs the region per element.
+  auto body = MakeRegion({Scalar(ElementType::kF32), Scalar(ElementType::kF32)},
+                         [](OpBuilder& b, const std::vector<Value>& a) {
+                           Value zero = b.CreateOne(
+                               "stablehlo.constant", {},
+                               {{"value", Attribute::Elements(Literal::Scalar<float>(0.0f))}});
+                           Value s = b.CreateOne("stablehlo.add", {a[0], a[1]});
+                           return std::vector<Value>{b.CreateOne("stablehlo.add", {s, zero})};
+                         });
+  auto slow = RunOp("stablehlo.reduce",
+                    {Literal::FromVector<float>({5, 7}, x), Literal::Scalar<float>(0.0f)},
+                    Dims({1}), {}, Regions(std::move(body)));
+  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+  ASSERT_TRUE(slow.ok()) << slow.status().ToString();
+  EXPECT_TRUE((*fast)[0].BitwiseEquals((*slow)[0]));
+}
+
+TEST_F(ReduceTest, MaxAndMinPropagateNaN) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  auto x = Literal::FromVector<float>({2, 3}, {1, nan, 3, -inf, 2, -0.0f});
+  for (const char* op : {"stablehlo.maximum", "stablehlo.minimum"}) {
+    auto out = RunOp(
+        "stablehlo.reduce",
+        {x, Literal::Scalar<float>(std::string(op).find("max") != std::string::npos ? -inf : inf)},
+        Dims({1}), {}, Regions(BinaryRegion(op, ElementType::kF32)));
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    auto v = Values<float>((*out)[0]);
+    EXPECT_TRUE(std::isnan(v[0])) << op;
+    EXPECT_EQ(v[1], std::string(op) == "stablehlo.maximum" ? 2.0f : -inf) << op;
+  }
+}
+
+TEST_F(ReduceTest, IntegerAddWrapsAndMultiplyWraps) {
+  auto x = Literal::FromVector<int8_t>({4}, {100, 100, 27, 1});
+  auto out = RunOp("stablehlo.reduce", {x, Literal::Scalar<int8_t>(0)}, Dims({0}), {},
+                   Regions(BinaryRegion("stablehlo.add", ElementType::kS8)));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(Values<int8_t>((*out)[0])[0], static_cast<int8_t>(228 & 0xff));
+  auto y = Literal::FromVector<uint16_t>({3}, {300, 300, 3});
+  auto prod = RunOp("stablehlo.reduce", {y, Literal::Scalar<uint16_t>(1)}, Dims({0}), {},
+                    Regions(BinaryRegion("stablehlo.multiply", ElementType::kU16)));
+  ASSERT_TRUE(prod.ok()) << prod.status().ToString();
+  EXPECT_EQ(Values<uint16_t>((*prod)[0])[0], static_cast<uint16_t>((300u * 300u * 3u) & 0xffff));
+}
+
+TEST_F(ReduceTest, PredOrAnd) {
+  auto x = Literal::FromVector<bool>({2, 3}, {false, true, false, false, false, false});
+  auto any = RunOp("stablehlo.reduce", {x, Literal::Scalar<bool>(false)}, Dims({1}), {},
+                   Regions(BinaryRegion("stablehlo.or", ElementType::kPred)));
+  ASSERT_TRUE(any.ok()) << any.status().ToString();
+  EXPECT_EQ(Values<bool>((*any)[0]), (std::vector<bool>{true, false}));
+  auto all = RunOp("stablehlo.reduce", {x, Literal::Scalar<bool>(true)}, Dims({0, 1}), {},
+                   Regions(BinaryRegion("stablehlo.and", ElementType::kPred)));
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ((*all)[0].dims(), std::vector<int64_t>{});
+  EXPECT_FALSE(Values<bool>((*all)[0])[0]);
+}
+
+TEST_F(ReduceTest, Bf16AddRoundsEachStep) {
+  // 256 + 1 + 1: each bf16 add of 1 to 256 rounds back to 256 (8 bits of mantissa).
+  auto x = Literal::FromVector<bf16>({3}, {bf16(256.0f), bf16(1.0f), bf16(1.0f)});
+  auto out = RunOp("stablehlo.reduce", {x, Literal::Scalar<bf16>(bf16(0.0f))}, Dims({0}), {},
+                   Regions(BinaryRegion("stablehlo.add", ElementType::kBF16)));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(Values<bf16>((*out)[0])[0].f(), 256.0f);
+}
+
+TEST_F(ReduceTest, EmptyReductionGivesInit) {
+  auto x = Literal(TensorType(ElementType::kF32, {3, 0}));
+  auto out = RunOp("stablehlo.reduce", {x, Literal::Scalar<float>(7.0f)}, Dims({1}), {},
+                   Regions(BinaryRegion("stablehlo.add", ElementType::kF32)));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(Values<float>((*out)[0]), (std::vector<float>{7, 7, 7}));
+}
+
+TEST_F(ReduceTest, BadDimensionsAreErrors) {
+  auto x = Literal::FromVector<float>({2, 2}, {1, 2, 3, 4});
+  auto out = RunOp("stablehlo.reduce", {x, Literal::Scalar<float>(0)}, Dims({2}), {},
+                   Regions(BinaryRegion("stablehlo.add", ElementType::kF32)));
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("dimension 2"), std::string::npos)
+      << out.status().message();
+  auto dup = RunOp("stablehlo.reduce", {x, Literal::Scalar<float>(0)}, Dims({0, 0}), {},
+                   Regions(BinaryRegion("stablehlo.add", ElementType::kF32)));
+  ASSERT_FALSE(dup.ok());
+  EXPECT_NE(dup.status().message().find("repeats"), std::string::npos);
+}
+
+TEST_F(ReduceTest, VariadicArgmax) {
+  if (!rdtest::HasOps({"stablehlo.compare", "stablehlo.select"}))
+    GTEST_SKIP() << "compare/select are not registered yet";
+  // Returns (max value, its smallest index).
+  auto body = MakeRegion(
+      {Scalar(ElementType::kF32), Scalar(ElementType::kS32), Scalar(ElementType::kF32),
+       Scalar(ElementType::kS32)},
+      [](OpBuilder& b, const std::vector<Value>& a) {
+        auto cmp = [&](const char* dir, Value x, Value y, const char* type) {
+          return b.CreateOne(
+              "stablehlo.compare", {x, y},
+              {{"comparison_direction", Attribute::Enum(dir, "comparison_direction")},
+               {"compare_type", Attribute::Enum(type, "comparison_type")}});
+        };
+        Value gt = cmp("GT", a[0], a[2], "FLOAT");
+        Value eq = cmp("EQ", a[0], a[2], "FLOAT");
+        Value lt = cmp("LT", a[1], a[3], "SIGNED");
+        Value take_first =
+            b.CreateOne("stablehlo.or", {gt, b.CreateOne("stablehlo.and", {eq, lt})});
+        return std::vector<Value>{b.CreateOne("stablehlo.select", {gt, a[0], a[2]}),
+                                  b.CreateOne("stablehlo.select", {take_first, a[1], a[3]})};
+      });
+  std::vector<float> x = {3, 9, 1, 9, 2, 0, -1, 5};
+  std::vector<int32_t> idx = {0, 1, 2, 3, 0, 1, 2, 3};
+  auto out =
+      RunOp("stablehlo.reduce",
+            {Literal::FromVector<float>({2, 4}, x), Literal::FromVector<int32_t>({2, 4}, idx),
+             Literal::Scalar<float>(-std::numeric_limits<float>::infinity()),
+             Literal::Scalar<int32_t>(0)},
+            Dims({1}), {}, Regions(std::move(body)));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(Values<float>((*out)[0]), (std::vector<float>{9, 5}));
+  EXPECT_EQ(Values<int32_t>((*out)[1]), (std::vector<int32_t>{1, 3}));
+}
+
+// ---- reduce_window ---------------------------------------------------------------------------
+
+// Direct evaluation of a 2-D windowed sum with padding (zeros) and strides.
+std::vector<float> WindowSum2D(const std::vector<float>& x, int64_t h, int64_t w, int64_t wh,
+                               int64_t ww, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+                               int64_t* oh, int64_t* ow) {
+  *oh = (h + 2 * ph - wh) / sh + 1;
+  *ow = (w + 2 * pw - ww) / sw + 1;
+  std::vector<float> out;
+  for (int64_t i = 0; i < *oh; ++i)
+    for (int64_t j = 0; j < *ow; ++j) {
+      float s = 0;
+      for (int64_t a = 0; a < wh; ++a)
+        for (int64_t b = 0; b < ww; ++b) {
+          int64_t r = i * sh + a - ph, c = j * sw + b - pw;
+          if (r >= 0 && r < h && c >= 0 && c < w) s += x[r * w + c];
+        }
+      out.push_back(s);
+    }
+  return out;
+}
+
+TEST_F(ReduceTest, ReduceWindowSumWithPaddingAndStrides) {
+  std::vector<float> x = rdtest::RandomFloats(5 * 6, 3);
+  Literal pad = Literal::FromVector<int64_t>({2, 2}, {1, 1, 1, 1});
+  AttrDict attrs{{"window_dimensions", Attribute::IntArray({3, 2})},
+                 {"window_strides", Attribute::IntArray({2, 1})},
+                 {"padding", Attribute::Elements(pad)}};
+  auto out = RunOp("stablehlo.reduce_window",
+                   {Literal::FromVector<float>({5, 6}, x), Literal::Scalar<float>(0)}, attrs, {},
+                   Regions(BinaryRegion("stablehlo.add", ElementType::kF32)));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  int64_t oh, ow;
+  std::vector<float> expect = WindowSum2D(x, 5, 6, 3, 2, 2, 1, 1, 1, &oh, &ow);
+  EXPECT_EQ((*out)[0].dims(), (std::vector<int64_t>{oh, ow}));
+  auto got = Values<float>((*out)[0]);
+  ASSERT_EQ(got.size(), expect.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expect[i], 1e-5);
+}
+
+TEST_F(ReduceTest, ReduceWindowCumsumAsJaxEmitsIt) {
+  // jnp.cumsum lowers to a window of n over n-1 low padding.
+  Literal pad = Literal::FromVector<int64_t>({1, 2}, {3, 0});
+  AttrDict attrs{{"window_dimensions", Attribute::IntArray({4})},
+                 {"padding", Attribute::Elements(pad)}};
+  auto out = RunOp("stablehlo.reduce_window",
+                   {Literal::FromVector<int32_t>({4}, {1, 2, 3, 4}), Literal::Scalar<int32_t>(0)},
+                   attrs, {}, Regions(BinaryRegion("stablehlo.add", ElementType::kS32)));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(Values<int32_t>((*out)[0]), (std::vector<int32_t>{1, 3, 6, 10}));
+}
+
+TEST_F(ReduceTest, ReduceWindowDilations) {
+  // base dilation 2 turns [1, 2, 3] into [1, _, 2, _, 3]; a window of 2 with window dilation 2
+  // pairs positions (p, p + 2): (1, 2), (_, _), (2, 3) -> max with init -100.
+  AttrDict attrs{{"window_dimensions", Attribute::IntArray({2})},
+                 {"base_dilations", Attribute::IntArray({2})},
+                 {"window_dilations", Attribute::IntArray({2})}};
+  auto out = RunOp("stablehlo.reduce_window",
+                   {Literal::FromVector<float>({3}, {1, 2, 3}), Literal::Scalar<float>(-100)},
+                   attrs, {}, Regions(BinaryRegion("stablehlo.maximum", ElementType::kF32)));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(Values<float>((*out)[0]), (std::vector<float>{2, -100, 3}));
+}
+
+TEST_F(ReduceTest, ReduceWindowRejectsWrongLengths) {
+  AttrDict attrs{{"window_dimensions", Attribute::IntArray({2})}};
+  auto out = RunOp("stablehlo.reduce_window",
+                   {Literal::FromVector<float>({2, 2}, {1, 2, 3, 4}), Literal::Scalar<float>(0)},
+                   attrs, {}, Regions(BinaryRegion("stablehlo.add", ElementType::kF32)));
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("window_dimensions"), std::string::npos)
+      << out.status().message();
+}
+
+// ---- select_and_scatter ----------------------------------------------------------------------
+
+TEST_F(ReduceTest, SelectAndScatterRoutesToWindowMax) {
+  if (!rdtest::HasOps({"stablehlo.compare"})) GTEST_SKIP() << "compare is not registered yet";
+  // 4x4 operand, 2x2 windows with stride 2: each source value lands on its window's maximum
+  // (the first one on ties, since GE keeps the current selection).
+  std::vector<float> x = {1, 5, 2, 2,  //
+                          3, 4, 2, 0,  //
+                          9, 0, 7, 8,  //
+                          0, 9, 8, 1};
+  AttrDict attrs{{"window_dimensions", Attribute::IntArray({2, 2})},
+                 {"window_strides", Attribute::IntArray({2, 2})}};
+  auto out =
+      RunOp("stablehlo.select_and_scatter",
+            {Literal::FromVector<float>({4, 4}, x),
+             Literal::FromVector<float>({2, 2}, {10, 20, 30, 40}), Literal::Scalar<float>(0)},
+            attrs, {},
+            Regions(rdtest::CompareRegion("GE", "FLOAT", {ElementType::kF32}),
+                    BinaryRegion("stablehlo.add", ElementType::kF32)));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  std::vector<float> expect(16, 0);
+  expect[1] = 10;   // 5 in the top-left window
+  expect[2] = 20;   // first 2 of the tie in the top-right window
+  expect[8] = 30;   // 9 (first of two 9s) in the bottom-left window
+  expect[11] = 40;  // 8 (first of two 8s, row-major) in the bottom-right window
+  EXPECT_EQ(Values<float>((*out)[0]), expect);
+}
+
+TEST_F(ReduceTest, SelectAndScatterOverlappingWindowsAccumulate) {
+  if (!rdtest::HasOps({"stablehlo.compare"})) GTEST_SKIP() << "compare is not registered yet";
+  // Windows of 2 with stride 1 over [1, 3, 2]: both windows pick 3, so it receives 1 + 2.
+  AttrDict attrs{{"window_dimensions", Attribute::IntArray({2})}};
+  auto out = RunOp("stablehlo.select_and_scatter",
+                   {Literal::FromVector<int32_t>({3}, {1, 3, 2}),
+                    Literal::FromVector<int32_t>({2}, {1, 2}), Literal::Scalar<int32_t>(100)},
+                   attrs, {},
+                   Regions(rdtest::CompareRegion("GE", "SIGNED", {ElementType::kS32}),
+                           BinaryRegion("stablehlo.add", ElementType::kS32)));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(Values<int32_t>((*out)[0]), (std::vector<int32_t>{100, 103, 100}));
+}
+
+}  // namespace
+}  // namespace tlaloc
