@@ -1,0 +1,115 @@
+#include "data_movement_kernels.h"
+
+#include <algorithm>
+
+namespace tlaloc::ops {
+
+namespace {
+
+constexpr int64_t kGrainElements = 16 * 1024;
+
+template <typename U>
+void CopyBoxTyped(std::byte* dst, const StridedView& dv, const std::byte* src,
+                  const StridedView& sv, const std::vector<int64_t>& dims, EvalContext* ctx) {
+  U* d = reinterpret_cast<U*>(dst);
+  const U* s = reinterpret_cast<const U*>(src);
+  const int64_t rows = BoxRows(dims);
+  const int64_t inner = dims.empty() ? 1 : dims.back();
+  const bool contiguous = !dims.empty() && dv.strides.back() == 1 && sv.strides.back() == 1;
+  auto run = [&](int64_t begin, int64_t end) {
+    if (contiguous) {
+      // Whole rows are contiguous on both sides: one memcpy per row.
+      std::vector<int64_t> outer(dims.begin(), dims.end() - 1);
+      outer.push_back(1);
+      StridedView dv1 = dv, sv1 = sv;
+      ForEachBoxRow(outer, dv1, sv1, begin, end, [&](int64_t di, int64_t si) {
+        std::memcpy(d + di, s + si, static_cast<size_t>(inner) * sizeof(U));
+      });
+    } else {
+      ForEachBoxRow(dims, dv, sv, begin, end, [&](int64_t di, int64_t si) { d[di] = s[si]; });
+    }
+  };
+  if (ctx && rows * inner >= 2 * kGrainElements && rows > 1) {
+    ctx->ParallelFor(rows, std::max<int64_t>(1, kGrainElements / std::max<int64_t>(inner, 1)), run);
+  } else {
+    run(0, rows);
+  }
+}
+
+}  // namespace
+
+void CopyBox(std::byte* dst, const StridedView& dst_view, const std::byte* src,
+             const StridedView& src_view, const std::vector<int64_t>& dims, int esize,
+             EvalContext* ctx) {
+  if (NumElements(dims) == 0) return;
+  switch (esize) {
+    case 1:
+      return CopyBoxTyped<uint8_t>(dst, dst_view, src, src_view, dims, ctx);
+    case 2:
+      return CopyBoxTyped<uint16_t>(dst, dst_view, src, src_view, dims, ctx);
+    case 4:
+      return CopyBoxTyped<uint32_t>(dst, dst_view, src, src_view, dims, ctx);
+    default:
+      return CopyBoxTyped<uint64_t>(dst, dst_view, src, src_view, dims, ctx);
+  }
+}
+
+void FillElements(std::byte* dst, int64_t n, const std::byte* value, int esize, EvalContext* ctx) {
+  auto fill = [&]<typename U>() {
+    U v;
+    std::memcpy(&v, value, sizeof(U));
+    U* d = reinterpret_cast<U*>(dst);
+    auto run = [&](int64_t b, int64_t e) { std::fill(d + b, d + e, v); };
+    if (ctx && n >= 2 * kGrainElements)
+      ctx->ParallelFor(n, kGrainElements, run);
+    else
+      run(0, n);
+  };
+  switch (esize) {
+    case 1:
+      return fill.operator()<uint8_t>();
+    case 2:
+      return fill.operator()<uint16_t>();
+    case 4:
+      return fill.operator()<uint32_t>();
+    default:
+      return fill.operator()<uint64_t>();
+  }
+}
+
+int64_t ScalarIndex(const Literal& l) { return l.GetAsInt64(0); }
+
+StridedView DenseView(const std::vector<int64_t>& dims) { return {0, RowMajorStrides(dims)}; }
+
+StatusOr<std::vector<int64_t>> StructIntList(const Attribute& s, const std::string& field) {
+  const Attribute* a = FindAttr(s.as_dict(), field);
+  if (!a) return std::vector<int64_t>{};
+  if (a->kind() == Attribute::Kind::kIntArray) return a->as_int_array();
+  if (a->kind() == Attribute::Kind::kArray) {
+    std::vector<int64_t> out;
+    for (const Attribute& e : a->as_array()) {
+      if (e.kind() != Attribute::Kind::kInt)
+        return InvalidArgument("expected '" + field + "' to be a list of integers, got " +
+                               a->DebugString());
+      out.push_back(e.as_int());
+    }
+    return out;
+  }
+  return InvalidArgument("expected '" + field + "' to be a list of integers, got " +
+                         a->DebugString());
+}
+
+StatusOr<int64_t> StructInt(const Attribute& s, const std::string& field, int64_t fallback) {
+  const Attribute* a = FindAttr(s.as_dict(), field);
+  if (!a) return fallback;
+  if (a->kind() == Attribute::Kind::kInt) return a->as_int();
+  return InvalidArgument("expected '" + field + "' to be an integer, got " + a->DebugString());
+}
+
+std::string ListToString(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+}  // namespace tlaloc::ops
