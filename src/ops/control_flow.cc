@@ -68,8 +68,37 @@ Status EvalWhile(const Operation& op, std::span<const Literal> operands,
   return OkStatus();
 }
 
-// Pretty form: "(%iterArg = %0, ...) : t, ... cond { ... } do { ... }". Printing uses the
-// generic form, which names each region's block arguments itself.
+// Pretty form: "(%iterArg = %0, ...) : t, ... cond { ... } do { ... }". The iteration
+// arguments are the block arguments of both regions; the printer names sibling regions' block
+// arguments alike, so printing the cond region's names declares the body's too (the
+// round-trip tests check this).
+void PrintWhile(const Operation& op, OpPrinter& p) {
+  const Block& cond = op.region(0).front();
+  p.Print("(");
+  for (int i = 0; i < op.num_operands(); ++i) {
+    if (i) p.Print(", ");
+    p.PrintOperand(cond.argument(i));
+    p.Print(" = ");
+    p.PrintOperand(op.operand(i));
+  }
+  p.Print(")");
+  if (op.num_operands() > 0) {
+    p.Print(" : ");
+    for (int i = 0; i < op.num_operands(); ++i) {
+      if (i) p.Print(", ");
+      p.PrintType(op.operand(i).type());
+    }
+  }
+  if (!op.attrs().empty()) {
+    p.Print(" attributes");
+    p.PrintOptionalAttrDict(op.attrs(), {});
+  }
+  p.Print(" cond ");
+  p.PrintRegion(op.region(0), /*print_arguments=*/false);
+  p.Print(" do ");
+  p.PrintRegion(op.region(1), /*print_arguments=*/false);
+}
+
 Status ParseWhile(OpParser& p, ParsedOp& op) {
   std::vector<std::pair<std::string, Type>> args;
   TL_RETURN_IF_ERROR(p.ParsePunct("("));
@@ -260,6 +289,7 @@ void RegisterWhile(OpRegistry& r) {
   d.num_regions = 2;
   d.infer = InferWhile;
   d.eval = EvalWhile;
+  d.print = PrintWhile;
   d.parse = ParseWhile;
   r.Register(std::move(d));
 }
