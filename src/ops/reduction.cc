@@ -264,6 +264,70 @@ Status ParseReduce(OpParser& p, ParsedOp& op) {
   return OkStatus();
 }
 
+// ---- Gradient -------------------------------------------------------------------------------
+
+// `%r = add %a, %b; return %r` over scalars of `et`, for the reductions a gradient builds.
+std::vector<std::unique_ptr<Region>> AddBody(ElementType et) {
+  auto region = std::make_unique<Region>();
+  Block& block = region->AddBlock();
+  Type t(TensorType(et, {}));
+  Value a = block.AddArgument(t), c = block.AddArgument(t);
+  OpBuilder rb(&block);
+  rb.Create("stablehlo.return", {rb.CreateOne("stablehlo.add", {a, c})});
+  std::vector<std::unique_ptr<Region>> v;
+  v.push_back(std::move(region));
+  return v;
+}
+
+Value SumOver(OpBuilder& b, Value x, const std::vector<int64_t>& dims) {
+  ElementType et = x.tensor_type().element_type;
+  Value zero = b.CreateOne("stablehlo.constant", {},
+                           {{"value", Attribute::Elements(Literal(TensorType(et, {})))}});
+  return b.CreateOne("stablehlo.reduce", {x, zero}, {{"dimensions", Attribute::IntArray(dims)}}, {},
+                     AddBody(et));
+}
+
+// Single-input float reductions with an add, max or min body. add: every input element gets
+// its output's cotangent (the init gets their sum). max/min: the cotangent is shared equally
+// by the elements equal to the result, as JAX does; the init gets none.
+StatusOr<std::vector<Value>> ReduceVjp(OpBuilder& b, const Operation& op,
+                                       const std::vector<Value>& x, const std::vector<Value>& y,
+                                       const std::vector<Value>& cts) {
+  const TensorType& in = x[0].tensor_type();
+  if (!IsFloat(in.element_type)) return std::vector<Value>(x.size());
+  auto kind = MatchBinaryBody(op.region(0));
+  if (x.size() != 2 || !kind ||
+      (*kind != BinaryKind::kAdd && *kind != BinaryKind::kMax && *kind != BinaryKind::kMin))
+    return Unimplemented(
+        "stablehlo.reduce is differentiable only with a single input and an add, maximum or "
+        "minimum body");
+  std::vector<int64_t> dims = GetIntArrayAttr(op.attrs(), "dimensions");
+  std::vector<int64_t> kept;
+  for (int64_t d = 0; d < in.rank(); ++d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) kept.push_back(d);
+  auto broadcast = [&](Value v) {
+    return b.CreateOne("stablehlo.broadcast_in_dim", {v},
+                       {{"broadcast_dimensions", Attribute::IntArray(kept)}},
+                       std::vector<Type>{TensorType(v.tensor_type().element_type, in.dims)});
+  };
+  Value ctb = broadcast(cts[0]);
+  if (*kind == BinaryKind::kAdd) {
+    std::vector<int64_t> all;
+    for (int64_t d = 0; d < cts[0].tensor_type().rank(); ++d) all.push_back(d);
+    Value dinit = all.empty() ? cts[0] : SumOver(b, cts[0], all);
+    TL_RETURN_IF_ERROR(b.status());
+    return std::vector<Value>{ctb, dinit};
+  }
+  Value eq = b.CreateOne("stablehlo.compare", {x[0], broadcast(y[0])},
+                         {{"comparison_direction", Attribute::Enum("EQ", "comparison_direction")}});
+  Value mask = b.CreateOne("stablehlo.convert", {eq}, {}, std::vector<Type>{in});
+  Value counts = broadcast(SumOver(b, mask, dims));
+  Value share =
+      b.CreateOne("stablehlo.divide", {b.CreateOne("stablehlo.multiply", {ctb, mask}), counts});
+  TL_RETURN_IF_ERROR(b.status());
+  return std::vector<Value>{share, Value()};
+}
+
 void RegisterReduce(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.reduce";
@@ -272,6 +336,7 @@ void RegisterReduce(OpRegistry& r) {
   d.eval = EvalReduce;
   d.print = PrintReduce;
   d.parse = ParseReduce;
+  d.vjp = ReduceVjp;
   r.Register(std::move(d));
 }
 

@@ -9,6 +9,7 @@
 #include "op_areas.h"
 #include "op_helpers.h"
 #include "reduction_kernels.h"
+#include "tlaloc/ir/builder.h"
 
 namespace tlaloc::ops {
 
@@ -363,6 +364,69 @@ Status ParseDotGeneral(OpParser& p, ParsedOp& op) {
   return p.ParseFunctionalType(inputs, op.result_types);
 }
 
+// Cotangent of one operand ("self") of a contraction: dot_general(ct, other) contracting
+// ct's dimensions of the other operand's free dimensions, then transposed back to self's
+// layout. The product's dimensions are self's batch, self's free, then self's contracting
+// dimensions in the order of the other operand's contracting dimensions.
+StatusOr<Value> OperandCotangent(OpBuilder& b, Value ct, Value self, Value other,
+                                 const std::vector<int64_t>& self_batch,
+                                 const std::vector<int64_t>& self_contract,
+                                 const std::vector<int64_t>& other_batch,
+                                 const std::vector<int64_t>& other_contract,
+                                 const std::vector<int64_t>& ct_other_free) {
+  const TensorType& st = self.tensor_type();
+  const TensorType& ot = other.tensor_type();
+  std::vector<int64_t> self_free = FreeDims(st.rank(), self_batch, self_contract);
+  std::vector<int64_t> other_free = FreeDims(ot.rank(), other_batch, other_contract);
+  std::vector<int64_t> ct_batch;
+  for (size_t i = 0; i < self_batch.size(); ++i) ct_batch.push_back(static_cast<int64_t>(i));
+  std::vector<int64_t> order = self_batch;
+  order.insert(order.end(), self_free.begin(), self_free.end());
+  std::vector<std::pair<int64_t, int64_t>> rest;  // (other's dim, matching self dim)
+  for (size_t j = 0; j < other_contract.size(); ++j)
+    rest.emplace_back(other_contract[j], self_contract[j]);
+  std::sort(rest.begin(), rest.end());
+  for (const auto& [o, s] : rest) order.push_back(s);
+  std::vector<int64_t> raw_dims;
+  for (int64_t d : order) raw_dims.push_back(st.dims[d]);
+  AttrDict attrs{
+      {"dot_dimension_numbers",
+       Attribute::Struct("stablehlo.dot",
+                         {{"lhs_batching_dimensions", Attribute::IntArray(ct_batch)},
+                          {"rhs_batching_dimensions", Attribute::IntArray(other_batch)},
+                          {"lhs_contracting_dimensions", Attribute::IntArray(ct_other_free)},
+                          {"rhs_contracting_dimensions", Attribute::IntArray(other_free)}})}};
+  Value raw = b.CreateOne("stablehlo.dot_general", {ct, other}, attrs,
+                          std::vector<Type>{TensorType(st.element_type, raw_dims)});
+  std::vector<int64_t> perm(st.rank());
+  bool identity = true;
+  for (size_t i = 0; i < order.size(); ++i) {
+    perm[order[i]] = static_cast<int64_t>(i);
+    identity = identity && order[i] == static_cast<int64_t>(i);
+  }
+  if (identity) return raw;
+  return b.CreateOne("stablehlo.transpose", {raw}, {{"permutation", Attribute::IntArray(perm)}});
+}
+
+StatusOr<std::vector<Value>> DotVjpWith(OpBuilder& b, const DotDims& d, const std::vector<Value>& x,
+                                        const std::vector<Value>& cts) {
+  if (!IsFloat(x[0].tensor_type().element_type)) return std::vector<Value>{Value(), Value()};
+  int64_t nb = static_cast<int64_t>(d.lhs_batch.size());
+  int64_t nlf =
+      static_cast<int64_t>(FreeDims(x[0].tensor_type().rank(), d.lhs_batch, d.lhs_contract).size());
+  int64_t nrf =
+      static_cast<int64_t>(FreeDims(x[1].tensor_type().rank(), d.rhs_batch, d.rhs_contract).size());
+  std::vector<int64_t> ct_lfree, ct_rfree;
+  for (int64_t i = 0; i < nlf; ++i) ct_lfree.push_back(nb + i);
+  for (int64_t i = 0; i < nrf; ++i) ct_rfree.push_back(nb + nlf + i);
+  TL_ASSIGN_OR_RETURN(Value dl, OperandCotangent(b, cts[0], x[0], x[1], d.lhs_batch, d.lhs_contract,
+                                                 d.rhs_batch, d.rhs_contract, ct_rfree));
+  TL_ASSIGN_OR_RETURN(Value dr, OperandCotangent(b, cts[0], x[1], x[0], d.rhs_batch, d.rhs_contract,
+                                                 d.lhs_batch, d.lhs_contract, ct_lfree));
+  TL_RETURN_IF_ERROR(b.status());
+  return std::vector<Value>{dl, dr};
+}
+
 }  // namespace
 
 void RegisterDotOps(OpRegistry& r) {
@@ -374,6 +438,12 @@ void RegisterDotOps(OpRegistry& r) {
                 std::vector<Literal>& results, EvalContext& ctx) -> Status {
       TL_ASSIGN_OR_RETURN(DotDims dd, ReadDotDims(op.attrs()));
       return EvalDotWith(dd, operands, results[0], ctx);
+    };
+    d.vjp = [](OpBuilder& b, const Operation& op, const std::vector<Value>& x,
+               const std::vector<Value>&,
+               const std::vector<Value>& cts) -> StatusOr<std::vector<Value>> {
+      TL_ASSIGN_OR_RETURN(DotDims dd, ReadDotDims(op.attrs()));
+      return DotVjpWith(b, dd, x, cts);
     };
     d.print = PrintDotGeneral;
     d.parse = ParseDotGeneral;
@@ -387,6 +457,12 @@ void RegisterDotOps(OpRegistry& r) {
                 EvalContext& ctx) -> Status {
       TL_ASSIGN_OR_RETURN(DotDims dd, PlainDotDims(operands[0].type(), operands[1].type()));
       return EvalDotWith(dd, operands, results[0], ctx);
+    };
+    d.vjp = [](OpBuilder& b, const Operation&, const std::vector<Value>& x,
+               const std::vector<Value>&,
+               const std::vector<Value>& cts) -> StatusOr<std::vector<Value>> {
+      TL_ASSIGN_OR_RETURN(DotDims dd, PlainDotDims(x[0].tensor_type(), x[1].tensor_type()));
+      return DotVjpWith(b, dd, x, cts);
     };
     d.print = [](const Operation& op, OpPrinter& p) { PrintFunctional(op, p); };
     d.parse = [](OpParser& p, ParsedOp& op) -> Status {
