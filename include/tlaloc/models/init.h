@@ -1,0 +1,36 @@
+// Randomly initialised Qwen3 checkpoints in Hugging Face form, for tests, demos and benchmarks.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tlaloc/io/model_config.h"
+#include "tlaloc/io/safetensors.h"
+
+namespace tlaloc::models {
+
+// "tiny" (hidden 64, 2 layers, 4 query / 2 KV heads, head_dim 16, intermediate 128, the full
+// Qwen3 vocabulary so the real tokenizer's ids fit, untied head), "tiny-moe" (the same with a
+// 4-expert top-2 MoE block) and "qwen3-0.6b" (the real model's shapes, tied head, bf16).
+StatusOr<io::ModelConfig> PresetConfig(const std::string& name);
+std::vector<std::string> PresetNames();
+
+// Every parameter of `config` (models::WeightSpecs order), normal(0, initializer_range) for
+// matrices and ones for norms, from a seeded host PRNG, stored as `dtype`.
+std::vector<io::NamedTensor> RandomWeights(const io::ModelConfig& config, uint64_t seed,
+                                           ElementType dtype);
+
+struct InitOptions {
+  uint64_t seed = 0;
+  ElementType dtype = ElementType::kF32;
+  // Copied into the folder when non-empty.
+  std::filesystem::path tokenizer_json;
+};
+
+// Writes config.json, model.safetensors, generation_config.json (and tokenizer.json).
+Status WriteRandomCheckpoint(const io::ModelConfig& config, const std::filesystem::path& dir,
+                             const InitOptions& options);
+
+}  // namespace tlaloc::models

@@ -1,0 +1,104 @@
+// Transformer layers written only with builder ops (no model-specific IR ops). Each layer has a
+// stable kernel-layer name; when a LayerTrace is attached, every layer call records its name,
+// its instance path and the range of ops it emitted, so a later kernelize pass can find the
+// decomposition and swap it for a kernel.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tlaloc/builder/tensor.h"
+
+namespace tlaloc::nn {
+
+// Kernel-layer names (stable: kernel repositories refer to them).
+inline constexpr std::string_view kEmbeddingLayer = "Embedding";
+inline constexpr std::string_view kLinearLayer = "Linear";
+inline constexpr std::string_view kRmsNormLayer = "RMSNorm";
+inline constexpr std::string_view kRotaryEmbeddingLayer = "RotaryEmbedding";
+inline constexpr std::string_view kAttentionLayer = "Attention";
+inline constexpr std::string_view kSiluAndMulLayer = "SiluAndMul";
+inline constexpr std::string_view kMlpLayer = "MLP";
+inline constexpr std::string_view kMoeLayer = "SparseMoeBlock";
+inline constexpr std::string_view kDecoderLayer = "DecoderLayer";
+inline constexpr std::string_view kLmHeadLayer = "LMHead";
+
+// One layer call: ops [begin_op, end_op) of `block` belong to it (nested calls overlap).
+struct LayerRecord {
+  std::string kernel;
+  std::string path;  // e.g. "model.layers.3.self_attn"
+  const Block* block = nullptr;
+  size_t begin_op = 0;
+  size_t end_op = 0;
+};
+
+class LayerTrace {
+ public:
+  const std::vector<LayerRecord>& records() const { return records_; }
+  // Records with this kernel name.
+  std::vector<LayerRecord> Find(std::string_view kernel) const;
+
+ private:
+  friend class LayerScope;
+  std::vector<LayerRecord> records_;
+};
+
+// RAII: records one layer call in `trace` (may be null) from construction to destruction.
+class LayerScope {
+ public:
+  LayerScope(LayerTrace* trace, OpBuilder* b, std::string_view kernel, std::string path);
+  ~LayerScope();
+  LayerScope(const LayerScope&) = delete;
+  LayerScope& operator=(const LayerScope&) = delete;
+
+ private:
+  LayerTrace* trace_;
+  OpBuilder* b_;
+  size_t index_ = 0;
+};
+
+// table[ids]: ids of any shape (s32), table [vocab, hidden].
+Tensor Embedding(const Tensor& table, const Tensor& ids, LayerTrace* trace = nullptr,
+                 const std::string& path = "");
+// x [..., in] times weight [out, in] (the PyTorch layout) -> [..., out], no bias. bf16/f16
+// inputs accumulate in f32 and are rounded once.
+Tensor Linear(const Tensor& x, const Tensor& weight, LayerTrace* trace = nullptr,
+              const std::string& path = "");
+// RMSNorm over the last axis, in f32, eps inside the square root, weight in x's type.
+Tensor RmsNormLayer(const Tensor& x, const Tensor& weight, double eps, LayerTrace* trace = nullptr,
+                    const std::string& path = "");
+
+// cos and sin tables for `positions` (s32, any shape P): f32 [P..., head_dim], angles
+// positions * theta^(-2i/head_dim) duplicated over the two halves.
+std::pair<Tensor, Tensor> RotaryTables(const Tensor& positions, int64_t head_dim, double theta);
+// Non-interleaved rotary embedding: x*cos + rotate_half(x)*sin, rotate_half = cat(-x2, x1).
+// x [B, T, heads, D]; cos/sin [B, T, D] from RotaryTables. Computed in f32, cast back.
+Tensor ApplyRotary(const Tensor& x, const Tensor& cos, const Tensor& sin,
+                   LayerTrace* trace = nullptr, const std::string& path = "");
+
+// silu(gate) * up.
+Tensor SiluAndMul(const Tensor& gate, const Tensor& up, LayerTrace* trace = nullptr,
+                  const std::string& path = "");
+// SwiGLU MLP: down(silu(gate(x)) * up(x)).
+Tensor SwiGluMlp(const Tensor& x, const Tensor& gate_w, const Tensor& up_w, const Tensor& down_w,
+                 LayerTrace* trace = nullptr, const std::string& path = "");
+
+// Scaled dot-product attention with grouped KV heads.
+// q [B, T, Hq, D]; k, v [B, Hkv, S, D]; mask pred [B, T, S] (true = may attend).
+// Scores and softmax in f32; returns [B, T, Hq, D] in q's type. Query head h reads KV head
+// h / (Hq / Hkv).
+Tensor GroupedAttention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                        double scale, LayerTrace* trace = nullptr, const std::string& path = "");
+
+// The MoE block of Qwen3-MoE: router softmax in f32 over all experts, top-k, optional
+// renormalisation of the k weights, SwiGLU experts, weighted sum. x [N, H]; router [E, H];
+// experts' weights stacked per expert in vectors of E tensors. Every expert runs on every token
+// and is weighted by its (mostly zero) routing weight: exact, simple, not fast.
+Tensor SparseMoe(const Tensor& x, const Tensor& router, const std::vector<Tensor>& gate_ws,
+                 const std::vector<Tensor>& up_ws, const std::vector<Tensor>& down_ws,
+                 int64_t top_k, bool norm_topk_prob, LayerTrace* trace = nullptr,
+                 const std::string& path = "");
+
+}  // namespace tlaloc::nn

@@ -1,0 +1,284 @@
+// The decode loop over the Qwen3 prefill / decode-step programs.
+#include "tlaloc/generate/generator.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace tlaloc::generate {
+
+namespace {
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+Literal KeyLiteral(uint64_t seed) {
+  // jax.random.PRNGKey(seed) layout: [high word, low word].
+  return Literal::FromVector<uint32_t>(
+      {2}, {static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(seed & 0xffffffffu)});
+}
+}  // namespace
+
+StatusOr<std::unique_ptr<Generator>> Generator::Create(io::ModelConfig config,
+                                                       std::vector<Literal> weights,
+                                                       ElementType dtype) {
+  TL_RETURN_IF_ERROR(models::CheckSupported(config));
+  auto specs = models::WeightSpecs(config);
+  if (weights.size() != specs.size())
+    return InvalidArgument("Generator: expected " + std::to_string(specs.size()) +
+                           " weight tensors, got " + std::to_string(weights.size()));
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (weights[i].type() != TensorType(dtype, specs[i].shape))
+      return InvalidArgument("Generator: weight \"" + specs[i].name + "\" is " +
+                             weights[i].type().ToString() + ", expected " +
+                             TensorType(dtype, specs[i].shape).ToString());
+  std::unique_ptr<Generator> g(new Generator());
+  g->config_ = std::move(config);
+  g->weights_ = std::move(weights);
+  g->dtype_ = dtype;
+  return g;
+}
+
+StatusOr<std::unique_ptr<Generator>> Generator::Load(const std::filesystem::path& dir,
+                                                     std::optional<ElementType> dtype) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    return NotFound("model folder " + dir.string() + " does not exist");
+  if (!std::filesystem::exists(dir / "config.json", ec))
+    return NotFound("model folder " + dir.string() + " has no config.json");
+  TL_ASSIGN_OR_RETURN(io::ModelConfig config, io::LoadModelConfig(dir));
+  TL_RETURN_IF_ERROR(models::CheckSupported(config));
+  bool has_weights = std::filesystem::exists(dir / io::kSingleSafetensorsName, ec) ||
+                     std::filesystem::exists(dir / io::kSafetensorsIndexName, ec);
+  if (!has_weights) {
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+      if (e.path().extension() == ".safetensors") has_weights = true;
+  }
+  if (!has_weights)
+    return NotFound("model folder " + dir.string() +
+                    " has no weights (model.safetensors or model.safetensors.index.json)");
+  TL_ASSIGN_OR_RETURN(io::Checkpoint ckpt, io::Checkpoint::Open(dir));
+  ElementType et = ElementType::kF32;
+  if (dtype) {
+    et = *dtype;
+  } else if (const auto* info = ckpt.Find("model.embed_tokens.weight");
+             info && (info->dtype == ElementType::kBF16 || info->dtype == ElementType::kF16)) {
+    et = info->dtype;  // run as stored
+  }
+  auto weights = LoadWeights(config, ckpt, et);
+  if (!weights.ok())
+    return Status(weights.status().code(), dir.string() + ": " + weights.status().message());
+  return Create(std::move(config), std::move(*weights), et);
+}
+
+int64_t Generator::PromptBucket(int64_t len) const {
+  int64_t t = 16;
+  while (t < len) t *= 2;
+  return std::min(t, config_.max_position_embeddings);
+}
+
+int64_t Generator::CacheBucket(int64_t len) const {
+  int64_t s = (len + 63) / 64 * 64;
+  return std::min(s, config_.max_position_embeddings);
+}
+
+StatusOr<const Executable*> Generator::GetProgram(bool prefill, const models::ProgramShape& shape) {
+  ProgramKey key{prefill, shape.batch, prefill ? shape.prompt_len : 0, shape.max_len,
+                 shape.sampling};
+  auto it = programs_.find(key);
+  if (it != programs_.end()) return it->second.get();
+  double t0 = Now();
+  TL_ASSIGN_OR_RETURN(
+      std::shared_ptr<Module> module,
+      prefill ? models::BuildPrefill(config_, shape) : models::BuildDecodeStep(config_, shape));
+  TL_ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe,
+                      Executable::Prepare(module, std::string(prefill ? models::kPrefillEntry
+                                                                      : models::kDecodeEntry)));
+  compile_seconds_ += Now() - t0;
+  const Executable* raw = exe.get();
+  programs_[key] = std::move(exe);
+  return raw;
+}
+
+std::vector<Literal> Generator::TakeCaches() {
+  std::vector<Literal> c = std::move(caches_);
+  caches_.clear();
+  return c;
+}
+
+StatusOr<Generator::StepOutput> Generator::Prefill(const std::vector<std::vector<int32_t>>& prompts,
+                                                   int64_t max_len,
+                                                   const nn::SamplingParams& sampling,
+                                                   uint64_t seed) {
+  const int64_t bsz = static_cast<int64_t>(prompts.size());
+  if (bsz == 0) return InvalidArgument("Prefill: no prompts");
+  int64_t longest = 0;
+  for (size_t r = 0; r < prompts.size(); ++r) {
+    if (prompts[r].empty()) return InvalidArgument("prompt " + std::to_string(r) + " is empty");
+    for (int32_t id : prompts[r])
+      if (id < 0 || id >= config_.vocab_size)
+        return InvalidArgument("prompt " + std::to_string(r) + " has token id " +
+                               std::to_string(id) + " outside the vocabulary [0, " +
+                               std::to_string(config_.vocab_size) + ")");
+    longest = std::max<int64_t>(longest, prompts[r].size());
+  }
+  if (longest > max_len)
+    return InvalidArgument("prompt of " + std::to_string(longest) +
+                           " tokens is longer than the context of " + std::to_string(max_len));
+  models::ProgramShape shape;
+  shape.batch = bsz;
+  shape.prompt_len = std::min(PromptBucket(longest), max_len);
+  shape.max_len = max_len;
+  shape.dtype = dtype_;
+  shape.sampling = sampling;
+  TL_ASSIGN_OR_RETURN(const Executable* exe, GetProgram(true, shape));
+  const int64_t t = shape.prompt_len;
+  std::vector<int32_t> tokens(bsz * t, 0), positions(bsz * t), lengths(bsz);
+  for (int64_t r = 0; r < bsz; ++r) {
+    std::copy(prompts[r].begin(), prompts[r].end(), tokens.begin() + r * t);
+    for (int64_t i = 0; i < t; ++i) positions[r * t + i] = static_cast<int32_t>(i);
+    lengths[r] = static_cast<int32_t>(prompts[r].size());
+  }
+  std::vector<Literal> args(weights_.begin(), weights_.end());
+  args.push_back(Literal::FromVector<int32_t>({bsz, t}, tokens));
+  args.push_back(Literal::FromVector<int32_t>({bsz, t}, positions));
+  args.push_back(Literal::FromVector<int32_t>({bsz}, lengths));
+  args.push_back(KeyLiteral(seed));
+  args.push_back(Literal::Scalar<uint32_t>(0));
+  TensorType cache_type = models::KvCacheType(config_, shape);
+  caches_.clear();
+  for (int64_t i = 0; i < 2 * config_.num_hidden_layers; ++i) args.push_back(Literal(cache_type));
+  TL_ASSIGN_OR_RETURN(std::vector<Literal> out, exe->Execute(std::move(args)));
+  StepOutput result;
+  auto next = out[0].span<int32_t>();
+  result.tokens.assign(next.begin(), next.end());
+  result.logits = std::move(out[1]);
+  caches_.assign(std::make_move_iterator(out.begin() + 2), std::make_move_iterator(out.end()));
+  cache_batch_ = bsz;
+  cache_len_ = max_len;
+  return result;
+}
+
+StatusOr<Generator::StepOutput> Generator::DecodeStep(const std::vector<int32_t>& tokens,
+                                                      const std::vector<int32_t>& positions,
+                                                      const nn::SamplingParams& sampling,
+                                                      uint64_t seed, uint32_t step) {
+  const int64_t bsz = static_cast<int64_t>(tokens.size());
+  if (caches_.empty()) return FailedPrecondition("DecodeStep: no KV cache (run Prefill first)");
+  if (bsz != cache_batch_ || positions.size() != tokens.size())
+    return InvalidArgument("DecodeStep: " + std::to_string(bsz) + " tokens and " +
+                           std::to_string(positions.size()) + " positions for a batch of " +
+                           std::to_string(cache_batch_));
+  for (int64_t r = 0; r < bsz; ++r) {
+    if (positions[r] < 0 || positions[r] >= cache_len_)
+      return InvalidArgument("DecodeStep: position " + std::to_string(positions[r]) + " of row " +
+                             std::to_string(r) + " is outside the context of " +
+                             std::to_string(cache_len_));
+    if (tokens[r] < 0 || tokens[r] >= config_.vocab_size)
+      return InvalidArgument("DecodeStep: token id " + std::to_string(tokens[r]) +
+                             " outside the vocabulary");
+  }
+  models::ProgramShape shape;
+  shape.batch = bsz;
+  shape.max_len = cache_len_;
+  shape.dtype = dtype_;
+  shape.sampling = sampling;
+  TL_ASSIGN_OR_RETURN(const Executable* exe, GetProgram(false, shape));
+  std::vector<Literal> args(weights_.begin(), weights_.end());
+  args.push_back(Literal::FromVector<int32_t>({bsz}, tokens));
+  args.push_back(Literal::FromVector<int32_t>({bsz}, positions));
+  args.push_back(KeyLiteral(seed));
+  args.push_back(Literal::Scalar<uint32_t>(step));
+  // The caches move in with unique storage: the program donates and updates them in place.
+  for (auto& c : TakeCaches()) args.push_back(std::move(c));
+  TL_ASSIGN_OR_RETURN(std::vector<Literal> out, exe->Execute(std::move(args)));
+  StepOutput result;
+  auto next = out[0].span<int32_t>();
+  result.tokens.assign(next.begin(), next.end());
+  result.logits = std::move(out[1]);
+  caches_.assign(std::make_move_iterator(out.begin() + 2), std::make_move_iterator(out.end()));
+  return result;
+}
+
+StatusOr<std::vector<GenerateResult>> Generator::Generate(
+    const std::vector<std::vector<int32_t>>& prompts, const GenerateOptions& options,
+    const TokenCallback& on_token, GenerateTimings* timings) {
+  GenerateTimings local;
+  GenerateTimings& tm = timings ? *timings : local;
+  tm = GenerateTimings();
+  const size_t bsz = prompts.size();
+  std::vector<GenerateResult> results(bsz);
+  if (bsz == 0) return results;
+  int64_t longest = 0, total_prompt = 0;
+  for (const auto& p : prompts) {
+    longest = std::max<int64_t>(longest, p.size());
+    total_prompt += p.size();
+  }
+  const int64_t context = config_.max_position_embeddings;
+  if (longest > context)
+    return InvalidArgument("prompt of " + std::to_string(longest) +
+                           " tokens is longer than the model's context of " +
+                           std::to_string(context) + " (max_position_embeddings)");
+  if (options.max_new_tokens < 0) return InvalidArgument("max_new_tokens must be >= 0");
+  if (options.max_new_tokens == 0) {
+    for (auto& r : results) r.finish_reason = "length";
+    return results;
+  }
+  const int64_t max_len = CacheBucket(std::min(longest + options.max_new_tokens, context));
+  auto is_eos = [&](int32_t id) {
+    return std::find(options.eos_token_ids.begin(), options.eos_token_ids.end(), id) !=
+           options.eos_token_ids.end();
+  };
+  std::vector<bool> done(bsz, false);
+  std::vector<int32_t> pos(bsz);
+  size_t active = bsz;
+  // Appends a row's new token, and finishes the row on an end token, the budget or the context.
+  auto accept = [&](size_t r, int32_t id) {
+    results[r].generated_ids.push_back(id);
+    if (on_token) on_token(r, id);
+    if (is_eos(id)) {
+      results[r].finish_reason = "stop";
+    } else if (static_cast<int64_t>(results[r].generated_ids.size()) >= options.max_new_tokens ||
+               pos[r] >= max_len) {
+      results[r].finish_reason = "length";
+    } else {
+      return;
+    }
+    done[r] = true;
+    --active;
+  };
+
+  double c0 = compile_seconds_;
+  double t0 = Now();
+  TL_ASSIGN_OR_RETURN(StepOutput first, Prefill(prompts, max_len, options.sampling, options.seed));
+  double c1 = compile_seconds_;
+  // Compilation happens inside the timed spans; it is reported separately.
+  tm.prefill_seconds = Now() - t0 - (c1 - c0);
+  tm.prefill_tokens = total_prompt;
+  for (size_t r = 0; r < bsz; ++r) {
+    pos[r] = static_cast<int32_t>(prompts[r].size());  // where the new token goes
+    accept(r, first.tokens[r]);
+  }
+  double d0 = Now();
+  uint32_t step = 1;
+  while (active > 0) {
+    std::vector<int32_t> toks(bsz), ps(bsz);
+    for (size_t r = 0; r < bsz; ++r) {
+      toks[r] = done[r] ? options.pad_token_id : results[r].generated_ids.back();
+      // A finished row still runs; it rewrites its last slot, which nothing reads.
+      ps[r] = std::min<int32_t>(pos[r], static_cast<int32_t>(max_len - 1));
+    }
+    TL_ASSIGN_OR_RETURN(StepOutput out,
+                        DecodeStep(toks, ps, options.sampling, options.seed, step++));
+    for (size_t r = 0; r < bsz; ++r) {
+      if (done[r]) continue;
+      ++pos[r];
+      ++tm.decode_tokens;
+      accept(r, out.tokens[r]);
+    }
+  }
+  tm.decode_seconds = Now() - d0 - (compile_seconds_ - c1);
+  tm.compile_seconds = compile_seconds_ - c0;
+  return results;
+}
+
+}  // namespace tlaloc::generate

@@ -1,0 +1,123 @@
+// Random Qwen3 checkpoints: presets, initialisation and the Hugging Face folder layout.
+#include "tlaloc/models/init.h"
+
+#include <fstream>
+#include <random>
+
+#include "tlaloc/io/checkpoint.h"
+#include "tlaloc/models/qwen3.h"
+#include "tlaloc/support/half.h"
+
+namespace tlaloc::models {
+
+std::vector<std::string> PresetNames() { return {"tiny", "tiny-moe", "qwen3-0.6b"}; }
+
+StatusOr<io::ModelConfig> PresetConfig(const std::string& name) {
+  io::ModelConfig c = io::DefaultModelConfig(io::ModelArchitecture::kQwen3);
+  // Token ids of the real Qwen3 tokenizer (FACTS-QWEN3.md).
+  c.vocab_size = 151936;
+  c.bos_token_id = 151643;
+  c.eos_token_ids = {151645};
+  c.pad_token_id = 151643;
+  c.rms_norm_eps = 1e-6;
+  c.rope_theta = 1000000.0;
+  c.initializer_range = 0.02;
+  if (name == "tiny" || name == "tiny-moe") {
+    if (name == "tiny-moe") {
+      c = io::DefaultModelConfig(io::ModelArchitecture::kQwen3Moe);
+      c.vocab_size = 151936;
+      c.bos_token_id = 151643;
+      c.eos_token_ids = {151645};
+      c.pad_token_id = 151643;
+      c.rope_theta = 1000000.0;
+      c.num_experts = 4;
+      c.num_experts_per_tok = 2;
+      c.moe_intermediate_size = 64;
+      c.norm_topk_prob = true;
+    }
+    c.hidden_size = 64;
+    c.num_hidden_layers = 2;
+    c.num_attention_heads = 4;
+    c.num_key_value_heads = 2;
+    c.head_dim = 16;
+    c.intermediate_size = 128;
+    c.max_position_embeddings = 4096;
+    c.max_window_layers = 2;
+    c.tie_word_embeddings = false;
+    c.dtype = ElementType::kF32;
+  } else if (name == "qwen3-0.6b") {
+    c.hidden_size = 1024;
+    c.num_hidden_layers = 28;
+    c.num_attention_heads = 16;
+    c.num_key_value_heads = 8;
+    c.head_dim = 128;
+    c.intermediate_size = 3072;
+    c.max_position_embeddings = 40960;
+    c.max_window_layers = 28;
+    c.tie_word_embeddings = true;
+    c.dtype = ElementType::kBF16;
+  } else {
+    std::string names;
+    for (const auto& n : PresetNames()) names += (names.empty() ? "" : ", ") + n;
+    return InvalidArgument("unknown preset \"" + name + "\" (expected one of: " + names + ")");
+  }
+  c.layer_types.assign(c.num_hidden_layers, "full_attention");
+  TL_RETURN_IF_ERROR(io::ValidateModelConfig(c));
+  return c;
+}
+
+std::vector<io::NamedTensor> RandomWeights(const io::ModelConfig& config, uint64_t seed,
+                                           ElementType dtype) {
+  std::vector<io::NamedTensor> out;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, static_cast<float>(config.initializer_range));
+  for (const auto& spec : WeightSpecs(config)) {
+    const bool is_norm = spec.name.find("norm.weight") != std::string::npos ||
+                         spec.name.find("layernorm.weight") != std::string::npos;
+    Literal lit(TensorType(dtype, spec.shape));
+    const int64_t n = lit.num_elements();
+    if (dtype == ElementType::kF32) {
+      auto s = lit.span<float>();
+      for (int64_t i = 0; i < n; ++i) s[i] = is_norm ? 1.0f : normal(rng);
+    } else if (dtype == ElementType::kBF16) {
+      auto s = lit.span<uint16_t>();
+      for (int64_t i = 0; i < n; ++i) s[i] = FloatToBf16Bits(is_norm ? 1.0f : normal(rng));
+    } else {
+      for (int64_t i = 0; i < n; ++i) lit.SetFromDouble(i, is_norm ? 1.0 : normal(rng));
+    }
+    out.push_back({spec.name, std::move(lit)});
+  }
+  return out;
+}
+
+Status WriteRandomCheckpoint(const io::ModelConfig& config_in, const std::filesystem::path& dir,
+                             const InitOptions& options) {
+  TL_RETURN_IF_ERROR(CheckSupported(config_in));
+  io::ModelConfig config = config_in;
+  config.dtype = options.dtype;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return InvalidArgument("cannot create " + dir.string() + ": " + ec.message());
+  auto weights = RandomWeights(config, options.seed, options.dtype);
+  TL_RETURN_IF_ERROR(io::WriteCheckpoint(dir, weights));
+  TL_RETURN_IF_ERROR(io::WriteModelConfig(dir / "config.json", config));
+  io::GenerationConfig gen;
+  gen.bos_token_id = config.bos_token_id;
+  gen.eos_token_ids = config.eos_token_ids;
+  gen.pad_token_id = config.pad_token_id;
+  {
+    std::ofstream f(dir / "generation_config.json");
+    f << io::GenerationConfigToJson(gen) << "\n";
+    if (!f) return InvalidArgument("cannot write " + (dir / "generation_config.json").string());
+  }
+  if (!options.tokenizer_json.empty()) {
+    std::filesystem::copy_file(options.tokenizer_json, dir / "tokenizer.json",
+                               std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec)
+      return InvalidArgument("cannot copy " + options.tokenizer_json.string() + " to " +
+                             dir.string() + ": " + ec.message());
+  }
+  return OkStatus();
+}
+
+}  // namespace tlaloc::models

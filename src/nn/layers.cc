@@ -1,0 +1,169 @@
+// Transformer layers from builder ops. Numerics follow Hugging Face transformers' Qwen3 code:
+// norms, rotary angles, attention scores and softmax in f32; everything else in the model type.
+#include "tlaloc/nn/layers.h"
+
+#include <cmath>
+
+namespace tlaloc::nn {
+
+std::vector<LayerRecord> LayerTrace::Find(std::string_view kernel) const {
+  std::vector<LayerRecord> out;
+  for (const auto& r : records_)
+    if (r.kernel == kernel) out.push_back(r);
+  return out;
+}
+
+LayerScope::LayerScope(LayerTrace* trace, OpBuilder* b, std::string_view kernel, std::string path)
+    : trace_(trace), b_(b) {
+  if (!trace_ || !b_) return;
+  index_ = trace_->records_.size();
+  LayerRecord r;
+  r.kernel = std::string(kernel);
+  r.path = std::move(path);
+  r.block = b_->block();
+  r.begin_op = b_->block()->operations().size();
+  trace_->records_.push_back(std::move(r));
+}
+
+LayerScope::~LayerScope() {
+  if (!trace_ || !b_) return;
+  trace_->records_[index_].end_op = b_->block()->operations().size();
+}
+
+namespace {
+bool IsLowPrecision(ElementType et) { return et == ElementType::kBF16 || et == ElementType::kF16; }
+
+Tensor ToF32(const Tensor& x) {
+  return x.element_type() == ElementType::kF32 ? x : Convert(x, ElementType::kF32);
+}
+}  // namespace
+
+Tensor Embedding(const Tensor& table, const Tensor& ids, LayerTrace* trace,
+                 const std::string& path) {
+  LayerScope scope(trace, table.builder(), kEmbeddingLayer, path);
+  return Take(table, ids);
+}
+
+Tensor Linear(const Tensor& x, const Tensor& weight, LayerTrace* trace, const std::string& path) {
+  LayerScope scope(trace, x.builder(), kLinearLayer, path);
+  if (!x.valid() || !weight.valid()) return Tensor();
+  int64_t last = x.rank() - 1;
+  if (IsLowPrecision(x.element_type())) {
+    // Products of two bf16/f16 values are exact in f32, so widening both operands gives the
+    // f32-accumulated result, and the f32 contraction is the fast (BLAS) path.
+    Tensor acc = DotGeneral(ToF32(x), ToF32(weight), {}, {}, {last}, {1});
+    return Convert(acc, x.element_type());
+  }
+  return DotGeneral(x, weight, {}, {}, {last}, {1});
+}
+
+Tensor RmsNormLayer(const Tensor& x, const Tensor& weight, double eps, LayerTrace* trace,
+                    const std::string& path) {
+  LayerScope scope(trace, x.builder(), kRmsNormLayer, path);
+  return RmsNorm(x, weight, eps);
+}
+
+std::pair<Tensor, Tensor> RotaryTables(const Tensor& positions, int64_t head_dim, double theta) {
+  OpBuilder* b = positions.builder();
+  if (!b || !positions.valid()) return {};
+  int64_t half = head_dim / 2;
+  std::vector<float> inv(half);
+  for (int64_t i = 0; i < half; ++i) {
+    // transformers: 1 / theta ** (arange(0, d, 2).float() / d), in f32.
+    float expo = static_cast<float>(2 * i) / static_cast<float>(head_dim);
+    inv[i] = 1.0f / static_cast<float>(std::pow(theta, static_cast<double>(expo)));
+  }
+  Tensor inv_freq = Constant(*b, Literal::FromVector<float>({half}, inv));
+  Tensor pos = ExpandDims(Convert(positions, ElementType::kF32), -1);
+  Tensor angles = pos * inv_freq;  // [P..., half]
+  Tensor emb = Concat({angles, angles}, -1);
+  return {Cos(emb), Sin(emb)};
+}
+
+Tensor ApplyRotary(const Tensor& x, const Tensor& cos, const Tensor& sin, LayerTrace* trace,
+                   const std::string& path) {
+  LayerScope scope(trace, x.builder(), kRotaryEmbeddingLayer, path);
+  if (!x.valid() || !cos.valid() || !sin.valid()) return Tensor();
+  int64_t d = x.dim(-1);
+  Tensor xf = ToF32(x);
+  Tensor x1 = SliceAxis(xf, -1, 0, d / 2);
+  Tensor x2 = SliceAxis(xf, -1, d / 2, d);
+  Tensor rotated = Concat({-x2, x1}, -1);
+  // cos/sin [B, T, D] broadcast over the heads axis of x [B, T, H, D].
+  Tensor c = ExpandDims(cos, 2), s = ExpandDims(sin, 2);
+  Tensor out = xf * c + rotated * s;
+  return out.element_type() == x.element_type() ? out : Convert(out, x.element_type());
+}
+
+Tensor SiluAndMul(const Tensor& gate, const Tensor& up, LayerTrace* trace,
+                  const std::string& path) {
+  LayerScope scope(trace, gate.builder(), kSiluAndMulLayer, path);
+  return Silu(gate) * up;
+}
+
+Tensor SwiGluMlp(const Tensor& x, const Tensor& gate_w, const Tensor& up_w, const Tensor& down_w,
+                 LayerTrace* trace, const std::string& path) {
+  LayerScope scope(trace, x.builder(), kMlpLayer, path);
+  Tensor g = Linear(x, gate_w, trace, path + ".gate_proj");
+  Tensor u = Linear(x, up_w, trace, path + ".up_proj");
+  return Linear(SiluAndMul(g, u, trace, path), down_w, trace, path + ".down_proj");
+}
+
+Tensor GroupedAttention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                        double scale, LayerTrace* trace, const std::string& path) {
+  LayerScope scope(trace, q.builder(), kAttentionLayer, path);
+  OpBuilder* b = q.builder();
+  if (!b || !q.valid() || !k.valid() || !v.valid() || !mask.valid()) return Tensor();
+  int64_t bsz = q.dim(0), t = q.dim(1), hq = q.dim(2), d = q.dim(3);
+  int64_t hkv = k.dim(1), s = k.dim(2);
+  if (hkv <= 0 || hq % hkv != 0) {
+    b->Fail(InvalidArgument("GroupedAttention: " + std::to_string(hq) +
+                            " query heads are not a multiple of " + std::to_string(hkv) +
+                            " KV heads"));
+    return Tensor();
+  }
+  int64_t groups = hq / hkv;
+  Tensor qg = Reshape(ToF32(q), {bsz, t, hkv, groups, d});
+  Tensor scores = Einsum("btkgd,bksd->bkgts", qg, ToF32(k)) * scale;
+  Tensor m = BroadcastInDim(mask, {bsz, hkv, groups, t, s}, {0, 3, 4});
+  // A large finite negative rather than -inf: a fully masked (padding) row stays finite.
+  Tensor masked = Where(m, scores, FullLike(scores, -1e30));
+  Tensor probs = Softmax(masked, -1);
+  Tensor out = Einsum("bkgts,bksd->btkgd", probs, ToF32(v));
+  out = Reshape(out, {bsz, t, hq, d});
+  return q.element_type() == ElementType::kF32 ? out : Convert(out, q.element_type());
+}
+
+Tensor SparseMoe(const Tensor& x, const Tensor& router, const std::vector<Tensor>& gate_ws,
+                 const std::vector<Tensor>& up_ws, const std::vector<Tensor>& down_ws,
+                 int64_t top_k, bool norm_topk_prob, LayerTrace* trace, const std::string& path) {
+  LayerScope scope(trace, x.builder(), kMoeLayer, path);
+  OpBuilder* b = x.builder();
+  if (!b || !x.valid() || !router.valid()) return Tensor();
+  int64_t experts = router.dim(0);
+  if (static_cast<int64_t>(gate_ws.size()) != experts ||
+      static_cast<int64_t>(up_ws.size()) != experts ||
+      static_cast<int64_t>(down_ws.size()) != experts) {
+    b->Fail(InvalidArgument("SparseMoe: expected " + std::to_string(experts) +
+                            " experts' weights, got " + std::to_string(gate_ws.size())));
+    return Tensor();
+  }
+  Tensor logits = ToF32(Linear(x, router, trace, path + ".gate"));
+  Tensor probs = Softmax(logits, -1);  // [N, E]
+  auto [vals, idx] = TopK(probs, top_k);
+  if (norm_topk_prob) vals = vals / Sum(vals, {-1}, true);
+  // Dense routing weights [N, E]: zero for experts not chosen.
+  Tensor dense = Einsum("nke,nk->ne", OneHot(idx, experts), vals);
+  if (dense.element_type() != x.element_type()) dense = Convert(dense, x.element_type());
+  Tensor out;
+  for (int64_t e = 0; e < experts; ++e) {
+    std::string ep = path + ".experts." + std::to_string(e);
+    Tensor y = SwiGluMlp(x, gate_ws[e], up_ws[e], down_ws[e], trace, ep);
+    Tensor w = SliceAxis(dense, -1, e, e + 1);  // [N, 1]
+    Tensor contrib = y * w;
+    out = out.valid() ? out + contrib : contrib;
+  }
+  return out;
+}
+
+}  // namespace tlaloc::nn

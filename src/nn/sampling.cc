@@ -1,0 +1,49 @@
+// In-program sampling: temperature, top-k (a sort), top-p (a prefix sum over the sorted
+// probabilities), then a Gumbel-max draw (jax.random.categorical) over the kept candidates.
+#include "tlaloc/nn/sampling.h"
+
+#include <tuple>
+
+#include "tlaloc/builder/random.h"
+
+namespace tlaloc::nn {
+
+Tensor PrefixSumLastAxis(const Tensor& x) {
+  OpBuilder* b = x.builder();
+  if (!b || !x.valid()) return Tensor();
+  int64_t n = x.dim(-1), r = x.rank();
+  Tensor acc = x;
+  Tensor zero = Scalar(*b, 0.0, x.element_type());
+  for (int64_t shift = 1; shift < n; shift *= 2) {
+    // acc[i] += acc[i - shift] (zero before the start).
+    std::vector<int64_t> low(r, 0), high(r, 0);
+    low[r - 1] = shift;
+    Tensor shifted = Pad(SliceAxis(acc, -1, 0, n - shift), zero, low, high);
+    acc = acc + shifted;
+  }
+  return acc;
+}
+
+Tensor SampleTokens(const Tensor& logits, const Tensor& key, const Tensor& step,
+                    const SamplingParams& params) {
+  OpBuilder* b = logits.builder();
+  if (!b || !logits.valid()) return Tensor();
+  if (params.greedy()) return Argmax(logits, -1);
+  int64_t vocab = logits.dim(-1);
+  int64_t k = params.top_k > 0 && params.top_k < vocab ? params.top_k : vocab;
+  Tensor scaled = logits * (1.0 / params.temperature);
+  auto [vals, idx] = TopK(scaled, k);  // sorted descending, [B, k]
+  if (params.top_p < 1.0) {
+    Tensor probs = Softmax(vals, -1);
+    // Keep a candidate while the mass before it is below top_p (the first is always kept).
+    Tensor before = PrefixSumLastAxis(probs) - probs;
+    Tensor keep = Lt(before, FullLike(before, params.top_p));
+    vals = Where(keep, vals, FullLike(vals, -1e30));
+  }
+  Tensor draw_key = FoldIn(key, step);
+  Tensor choice = Categorical(draw_key, vals, -1);  // [B] index into the candidates
+  Tensor hit = Convert(OneHot(choice, k, ElementType::kS32), ElementType::kS32);
+  return Sum(hit * idx, {-1});
+}
+
+}  // namespace tlaloc::nn

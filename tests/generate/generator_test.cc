@@ -1,0 +1,191 @@
+// The decode loop on tiny random models: greedy text equals the reference model's greedy
+// continuation, batches decode like single prompts, stop conditions, checkpoint loading and
+// its errors.
+#include "tlaloc/generate/generator.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "models/qwen3_reference.h"
+#include "tlaloc/io/checkpoint.h"
+#include "tlaloc/models/init.h"
+
+namespace tlaloc {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::RandomModel;
+using testing::RefForward;
+using testing::RefModel;
+using testing::TinyConfig;
+
+std::unique_ptr<generate::Generator> MakeGenerator(const RefModel& m) {
+  auto g = generate::Generator::Create(m.config, m.literals, ElementType::kF32);
+  EXPECT_TRUE(g.ok()) << g.status().ToString();
+  return g.ok() ? std::move(*g) : nullptr;
+}
+
+std::vector<int32_t> RefGreedy(const RefModel& m, std::vector<int32_t> seq, int n) {
+  std::vector<int32_t> out;
+  for (int i = 0; i < n; ++i) {
+    auto logits = RefForward(m, seq).back();
+    int32_t id =
+        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    out.push_back(id);
+    seq.push_back(id);
+  }
+  return out;
+}
+
+fs::path TempDir(const std::string& name) {
+  fs::path d =
+      fs::temp_directory_path() / ("tlaloc_gen_test_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+TEST(Generator, GreedyBatchMatchesReferenceAndSinglePrompts) {
+  RefModel m = RandomModel(TinyConfig(false, 4, 2, 8), 21);
+  auto g = MakeGenerator(m);
+  ASSERT_TRUE(g);
+  std::vector<std::vector<int32_t>> prompts{{3, 14, 15, 92, 65}, {35, 89}, {79, 32, 38, 46}};
+  generate::GenerateOptions opts;
+  opts.max_new_tokens = 6;
+  std::vector<std::vector<int32_t>> streamed(prompts.size());
+  generate::GenerateTimings tm;
+  auto res = g->Generate(
+      prompts, opts, [&](size_t r, int32_t id) { streamed[r].push_back(id); }, &tm);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  for (size_t r = 0; r < prompts.size(); ++r) {
+    const auto& got = (*res)[r];
+    EXPECT_EQ(got.generated_ids, RefGreedy(m, prompts[r], 6)) << "row " << r;
+    EXPECT_EQ(got.finish_reason, "length");
+    EXPECT_EQ(streamed[r], got.generated_ids);
+    auto single = g->Generate({prompts[r]}, opts);
+    ASSERT_TRUE(single.ok()) << single.status().ToString();
+    EXPECT_EQ((*single)[0].generated_ids, got.generated_ids) << "row " << r << " alone";
+  }
+  EXPECT_EQ(tm.prefill_tokens, 11);
+  EXPECT_EQ(tm.decode_tokens, 15);
+}
+
+TEST(Generator, StopsAtEndTokenPerRow) {
+  RefModel m = RandomModel(TinyConfig(true, 4, 2, 8), 23);
+  auto g = MakeGenerator(m);
+  ASSERT_TRUE(g);
+  std::vector<std::vector<int32_t>> prompts{{5, 6, 7}, {60, 61}};
+  auto ref0 = RefGreedy(m, prompts[0], 5), ref1 = RefGreedy(m, prompts[1], 5);
+  generate::GenerateOptions opts;
+  opts.max_new_tokens = 5;
+  opts.eos_token_ids = {ref0[2]};  // row 0 ends at its third token
+  auto res = g->Generate(prompts, opts);
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  EXPECT_EQ((*res)[0].finish_reason, "stop");
+  EXPECT_EQ((*res)[0].generated_ids, std::vector<int32_t>(ref0.begin(), ref0.begin() + 3));
+  // Row 1 continues unless it produces the same id.
+  auto it = std::find(ref1.begin(), ref1.end(), ref0[2]);
+  std::vector<int32_t> expect1(ref1.begin(), it == ref1.end() ? ref1.end() : it + 1);
+  EXPECT_EQ((*res)[1].generated_ids, expect1);
+}
+
+TEST(Generator, SeededSamplingIsReproducible) {
+  RefModel m = RandomModel(TinyConfig(false, 4, 2, 8), 29);
+  auto g = MakeGenerator(m);
+  ASSERT_TRUE(g);
+  generate::GenerateOptions opts;
+  opts.max_new_tokens = 8;
+  opts.sampling = nn::SamplingParams{1.2, 20, 0.95};
+  opts.seed = 1234;
+  auto a = g->Generate({{1, 2, 3}}, opts), b = g->Generate({{1, 2, 3}}, opts);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ((*a)[0].generated_ids, (*b)[0].generated_ids);
+  opts.seed = 99;
+  auto c = g->Generate({{1, 2, 3}}, opts);
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE((*a)[0].generated_ids, (*c)[0].generated_ids) << "another seed, another sample";
+}
+
+TEST(Generator, PromptLongerThanContextIsAnError) {
+  io::ModelConfig c = TinyConfig(false, 4, 2, 8);
+  c.max_position_embeddings = 16;
+  RefModel m = RandomModel(c, 1);
+  auto g = MakeGenerator(m);
+  ASSERT_TRUE(g);
+  auto res = g->Generate({std::vector<int32_t>(20, 3)}, {});
+  ASSERT_FALSE(res.ok());
+  EXPECT_NE(res.status().message().find("longer than the model's context"), std::string::npos)
+      << res.status().ToString();
+}
+
+TEST(Generator, LoadsCheckpointFolderAsStoredAndConverted) {
+  io::ModelConfig c = TinyConfig(false, 4, 2, 8);
+  fs::path dir = TempDir("load");
+  models::InitOptions init;
+  init.seed = 5;
+  ASSERT_TRUE(models::WriteRandomCheckpoint(c, dir, init).ok());
+  for (ElementType et : {ElementType::kF32, ElementType::kBF16}) {
+    auto g = generate::Generator::Load(dir, et);
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    EXPECT_EQ((*g)->dtype(), et);
+    generate::GenerateOptions opts;
+    opts.max_new_tokens = 3;
+    auto res = (*g)->Generate({{4, 5, 6}}, opts);
+    ASSERT_TRUE(res.ok()) << res.status().ToString();
+    EXPECT_EQ((*res)[0].generated_ids.size(), 3u);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Generator, LoadErrorsNameTheProblem) {
+  io::ModelConfig c = TinyConfig(false, 4, 2, 8);
+  fs::path dir = TempDir("errors");
+  ASSERT_TRUE(io::WriteModelConfig(dir / "config.json", c).ok());
+  auto expect_error = [&](const std::string& what) {
+    auto g = generate::Generator::Load(dir);
+    ASSERT_FALSE(g.ok()) << what;
+    EXPECT_NE(g.status().message().find(what), std::string::npos) << g.status().ToString();
+  };
+  expect_error("has no weights");
+
+  // A checkpoint missing one tensor, then one with a wrong shape.
+  auto weights = models::RandomWeights(c, 1, ElementType::kF32);
+  std::vector<io::NamedTensor> missing(weights.begin(), weights.end());
+  missing.erase(missing.begin() + 3);
+  const std::string dropped = weights[3].name;
+  ASSERT_TRUE(io::WriteCheckpoint(dir, missing).ok());
+  expect_error("missing tensor \"" + dropped + "\"");
+  std::vector<io::NamedTensor> wrong(weights.begin(), weights.end());
+  wrong[0].value = Literal(TensorType(ElementType::kF32, {c.vocab_size, c.hidden_size + 1}));
+  ASSERT_TRUE(io::WriteCheckpoint(dir, wrong).ok());
+  expect_error("has shape [96, 33], expected [96, 32]");
+
+  {
+    std::ofstream f(dir / "config.json");
+    f << R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama"})";
+  }
+  auto g = generate::Generator::Load(dir);
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("lama"), std::string::npos) << g.status().ToString();
+  fs::remove_all(dir);
+  auto none = generate::Generator::Load(dir);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("does not exist"), std::string::npos);
+}
+
+TEST(Presets, ShapesOfTheRealModel) {
+  auto c = models::PresetConfig("qwen3-0.6b");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(io::ParameterCount(*c), 596049920);
+  auto tiny = models::PresetConfig("tiny");
+  ASSERT_TRUE(tiny.ok());
+  EXPECT_FALSE(tiny->tie_word_embeddings);
+  EXPECT_EQ(tiny->vocab_size, 151936);
+  auto bad = models::PresetConfig("gpt2");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("qwen3-0.6b"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tlaloc

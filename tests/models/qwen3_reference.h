@@ -1,0 +1,189 @@
+// A plain C++ Qwen3 forward in double, straight from the definitions (transformers'
+// modeling_qwen3.py), used as the oracle for the programs. Also a random tiny-model factory.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tlaloc/io/model_config.h"
+#include "tlaloc/ir/literal.h"
+#include "tlaloc/models/qwen3.h"
+
+namespace tlaloc::testing {
+
+using Mat = std::vector<double>;  // row-major
+
+struct RefModel {
+  io::ModelConfig config;
+  std::map<std::string, std::vector<double>> w;  // values as rounded to f32
+  std::vector<Literal> literals;                 // f32, in models::WeightSpecs order
+};
+
+inline io::ModelConfig TinyConfig(bool tied, int64_t heads, int64_t kv_heads, int64_t head_dim) {
+  io::ModelConfig c = io::DefaultModelConfig(io::ModelArchitecture::kQwen3);
+  c.vocab_size = 96;
+  c.hidden_size = 32;
+  c.intermediate_size = 40;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = heads;
+  c.num_key_value_heads = kv_heads;
+  c.head_dim = head_dim;
+  c.max_position_embeddings = 256;
+  c.rope_theta = 10000.0;
+  c.rms_norm_eps = 1e-6;
+  c.tie_word_embeddings = tied;
+  c.eos_token_ids = {1};
+  c.max_window_layers = c.num_hidden_layers;
+  c.layer_types.assign(c.num_hidden_layers, "full_attention");
+  return c;
+}
+
+inline RefModel RandomModel(const io::ModelConfig& c, uint32_t seed) {
+  RefModel m;
+  m.config = c;
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const auto& spec : models::WeightSpecs(c)) {
+    int64_t n = NumElements(spec.shape);
+    bool is_norm = spec.name.find("norm") != std::string::npos;
+    // Large enough that attention is far from uniform and mistakes show in the logits.
+    float scale = is_norm ? 0.2f : 0.3f;
+    std::vector<float> v(n);
+    for (auto& x : v) x = (is_norm ? 1.0f : 0.0f) + scale * normal(rng);
+    m.w[spec.name] = std::vector<double>(v.begin(), v.end());
+    m.literals.push_back(Literal::FromVector<float>(spec.shape, v));
+  }
+  return m;
+}
+
+// y[o] = sum_i W[o, i] x[i]; W [out, in].
+inline std::vector<double> RefLinear(const std::vector<double>& W, const std::vector<double>& x,
+                                     int64_t out) {
+  int64_t in = static_cast<int64_t>(x.size());
+  std::vector<double> y(out, 0.0);
+  for (int64_t o = 0; o < out; ++o)
+    for (int64_t i = 0; i < in; ++i) y[o] += W[o * in + i] * x[i];
+  return y;
+}
+
+inline std::vector<double> RefRmsNorm(const std::vector<double>& x, const double* w, double eps) {
+  double ss = 0;
+  for (double v : x) ss += v * v;
+  double r = 1.0 / std::sqrt(ss / x.size() + eps);
+  std::vector<double> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * r * w[i];
+  return y;
+}
+
+inline void RefRotary(double* x, int64_t d, int64_t pos, double theta) {
+  int64_t half = d / 2;
+  std::vector<double> out(d);
+  for (int64_t i = 0; i < d; ++i) {
+    int64_t f = i % half;
+    double angle = pos * std::pow(theta, -2.0 * f / d);
+    double rot = i < half ? -x[i + half] : x[i - half];
+    out[i] = x[i] * std::cos(angle) + rot * std::sin(angle);
+  }
+  std::copy(out.begin(), out.end(), x);
+}
+
+inline std::vector<double> RefSwiGlu(const std::map<std::string, std::vector<double>>& w,
+                                     const std::string& p, const std::vector<double>& x,
+                                     int64_t width, int64_t hidden) {
+  auto g = RefLinear(w.at(p + "gate_proj.weight"), x, width);
+  auto u = RefLinear(w.at(p + "up_proj.weight"), x, width);
+  for (int64_t i = 0; i < width; ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+  return RefLinear(w.at(p + "down_proj.weight"), g, hidden);
+}
+
+// Logits [T][V] for every position of one sequence (full causal recomputation).
+inline std::vector<std::vector<double>> RefForward(const RefModel& m,
+                                                   const std::vector<int32_t>& tokens) {
+  const auto& c = m.config;
+  const auto& w = m.w;
+  const int64_t T = tokens.size(), H = c.hidden_size, D = c.head_dim;
+  const int64_t Hq = c.num_attention_heads, Hkv = c.num_key_value_heads, G = Hq / Hkv;
+  std::vector<std::vector<double>> x(T, std::vector<double>(H));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < H; ++i) x[t][i] = w.at("model.embed_tokens.weight")[tokens[t] * H + i];
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    std::vector<std::vector<double>> q(T), k(T), v(T);
+    for (int64_t t = 0; t < T; ++t) {
+      auto h = RefRmsNorm(x[t], w.at(p + "input_layernorm.weight").data(), c.rms_norm_eps);
+      q[t] = RefLinear(w.at(p + "self_attn.q_proj.weight"), h, Hq * D);
+      k[t] = RefLinear(w.at(p + "self_attn.k_proj.weight"), h, Hkv * D);
+      v[t] = RefLinear(w.at(p + "self_attn.v_proj.weight"), h, Hkv * D);
+      for (int64_t hh = 0; hh < Hq; ++hh) {
+        std::vector<double> seg(q[t].begin() + hh * D, q[t].begin() + (hh + 1) * D);
+        seg = RefRmsNorm(seg, w.at(p + "self_attn.q_norm.weight").data(), c.rms_norm_eps);
+        RefRotary(seg.data(), D, t, c.rope_theta);
+        std::copy(seg.begin(), seg.end(), q[t].begin() + hh * D);
+      }
+      for (int64_t hh = 0; hh < Hkv; ++hh) {
+        std::vector<double> seg(k[t].begin() + hh * D, k[t].begin() + (hh + 1) * D);
+        seg = RefRmsNorm(seg, w.at(p + "self_attn.k_norm.weight").data(), c.rms_norm_eps);
+        RefRotary(seg.data(), D, t, c.rope_theta);
+        std::copy(seg.begin(), seg.end(), k[t].begin() + hh * D);
+      }
+    }
+    for (int64_t t = 0; t < T; ++t) {
+      std::vector<double> attn(Hq * D, 0.0);
+      for (int64_t hh = 0; hh < Hq; ++hh) {
+        int64_t kvh = hh / G;
+        std::vector<double> s(t + 1);
+        double mx = -1e300;
+        for (int64_t j = 0; j <= t; ++j) {
+          double dot = 0;
+          for (int64_t dd = 0; dd < D; ++dd) dot += q[t][hh * D + dd] * k[j][kvh * D + dd];
+          s[j] = dot / std::sqrt(static_cast<double>(D));
+          mx = std::max(mx, s[j]);
+        }
+        double sum = 0;
+        for (auto& e : s) sum += (e = std::exp(e - mx));
+        for (int64_t j = 0; j <= t; ++j)
+          for (int64_t dd = 0; dd < D; ++dd) attn[hh * D + dd] += s[j] / sum * v[j][kvh * D + dd];
+      }
+      auto o = RefLinear(w.at(p + "self_attn.o_proj.weight"), attn, H);
+      for (int64_t i = 0; i < H; ++i) x[t][i] += o[i];
+      auto n = RefRmsNorm(x[t], w.at(p + "post_attention_layernorm.weight").data(), c.rms_norm_eps);
+      std::vector<double> mlp(H, 0.0);
+      if (c.IsMoeLayer(l)) {
+        auto logits = RefLinear(w.at(p + "mlp.gate.weight"), n, c.num_experts);
+        double mx = *std::max_element(logits.begin(), logits.end()), sum = 0;
+        for (auto& e : logits) sum += (e = std::exp(e - mx));
+        for (auto& e : logits) e /= sum;
+        std::vector<int64_t> order(c.num_experts);
+        for (int64_t e = 0; e < c.num_experts; ++e) order[e] = e;
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int64_t a, int64_t b) { return logits[a] > logits[b]; });
+        double topsum = 0;
+        for (int64_t j = 0; j < c.num_experts_per_tok; ++j) topsum += logits[order[j]];
+        for (int64_t j = 0; j < c.num_experts_per_tok; ++j) {
+          int64_t e = order[j];
+          double weight = logits[e] / (c.norm_topk_prob ? topsum : 1.0);
+          auto y = RefSwiGlu(w, p + "mlp.experts." + std::to_string(e) + ".", n,
+                             c.moe_intermediate_size, H);
+          for (int64_t i = 0; i < H; ++i) mlp[i] += weight * y[i];
+        }
+      } else {
+        mlp = RefSwiGlu(w, p + "mlp.", n, c.intermediate_size, H);
+      }
+      for (int64_t i = 0; i < H; ++i) x[t][i] += mlp[i];
+    }
+  }
+  const auto& head =
+      c.tie_word_embeddings ? w.at("model.embed_tokens.weight") : w.at("lm_head.weight");
+  std::vector<std::vector<double>> logits(T);
+  for (int64_t t = 0; t < T; ++t) {
+    auto n = RefRmsNorm(x[t], w.at("model.norm.weight").data(), c.rms_norm_eps);
+    logits[t] = RefLinear(head, n, c.vocab_size);
+  }
+  return logits;
+}
+
+}  // namespace tlaloc::testing
