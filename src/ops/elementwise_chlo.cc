@@ -91,6 +91,67 @@ double BesselI1e(double x) {
   return std::copysign(r, x);
 }
 
+// Hurwitz zeta(s, q) = sum_k (k + q)^-s for s > 1: nine terms summed directly, then the
+// Euler-Maclaurin tail with Bernoulli-number corrections B_2j / (2j)!.
+double Zeta(double s, double q) {
+  if (std::isnan(s) || std::isnan(q)) return kNaN;
+  if (s == 1) return kInf;
+  if (s < 1) return kNaN;
+  if (q <= 0) {
+    if (q == std::floor(q)) return kInf;  // a pole of the series
+    if (s != std::floor(s)) return kNaN;  // (k + q)^-s is not real for some k
+  }
+  constexpr double kInvCoef[] = {12.0,
+                                 -720.0,
+                                 30240.0,
+                                 -1209600.0,
+                                 47900160.0,
+                                 -1.8924375803183791606e9,
+                                 7.47242496e10,
+                                 -2.950130727918164224e12,
+                                 1.1646782814350067249e14,
+                                 -4.5979787224074726105e15,
+                                 1.8152105401943546773e17,
+                                 -7.1661652561756670113e18};
+  double sum = 0;
+  double a = q;
+  for (int k = 0; k < 9; ++k, a += 1) sum += std::pow(a, -s);
+  const double w = a;
+  sum += std::pow(w, 1 - s) / (s - 1) + 0.5 * std::pow(w, -s);
+  double fac = s * std::pow(w, -s - 1);  // s (s+1) ... (s+2j-2) w^(-s-2j+1)
+  double k = s;
+  for (double inv : kInvCoef) {
+    const double term = fac / inv;
+    sum += term;
+    if (std::fabs(term) <= 1e-17 * std::fabs(sum)) break;
+    fac *= (k + 1) * (k + 2) / (w * w);
+    k += 2;
+  }
+  return sum;
+}
+
+// polygamma(n, x) = (-1)^(n+1) n! zeta(n + 1, x) for integer n >= 1; digamma for n = 0.
+double Polygamma(double n, double x) {
+  if (std::isnan(n) || std::isnan(x) || n < 0 || n != std::floor(n)) return kNaN;
+  if (n == 0) return Digamma(x);
+  const double sign = std::fmod(n, 2) == 0 ? -1 : 1;
+  return sign * std::exp(LogGamma(n + 1)) * Zeta(n + 1, x);
+}
+
+double BesselI0e(double x) {
+  if (std::isnan(x)) return x;
+  const double ax = std::fabs(x);
+  if (ax == kInf) return 0;
+  if (ax <= 500) return std::cyl_bessel_i(0.0, ax) * std::exp(-ax);
+  double term = 1, sum = 1;  // Hankel's expansion with 4 nu^2 = 0
+  for (int k = 1; k <= 12; ++k) {
+    const double odd = 2.0 * k - 1;
+    term *= odd * odd / (k * 8 * ax);
+    sum += term;
+  }
+  return sum / std::sqrt(2 * kPi * ax);
+}
+
 // The next representable value after x in the direction of y, on the element type's bits.
 template <typename T>
 T NextAfter(T x, T y) {
@@ -180,6 +241,23 @@ void DefineChloClassify(OpRegistry& r, const std::string& name, bool (*f)(double
       /*result_pred=*/true);
 }
 
+void DefineChloBinary(OpRegistry& r, const std::string& name, double (*f)(double, double)) {
+  DefineChlo(r, name, 2,
+             [f](const Operation& op, std::span<const Literal> in, std::vector<Literal>& out,
+                 EvalContext& ctx) -> Status {
+               return DispatchElementType(in[0].element_type(), [&]<typename T>() -> Status {
+                 if constexpr (kIsFloatLike<T>) {
+                   Map2<T, T, T>(ctx, in[0], in[1], out[0], [f](T a, T b) {
+                     return FromDouble<T>(f(ToDouble(a), ToDouble(b)));
+                   });
+                   return OkStatus();
+                 } else {
+                   return UnsupportedElementType(op, in[0].element_type());
+                 }
+               });
+             });
+}
+
 }  // namespace
 
 void RegisterChloOps(OpRegistry& r) {
@@ -198,6 +276,9 @@ void RegisterChloOps(OpRegistry& r) {
   DefineChloUnary(r, "chlo.lgamma", LogGamma);
   DefineChloUnary(r, "chlo.digamma", Digamma);
   DefineChloUnary(r, "chlo.bessel_i1e", BesselI1e);
+  DefineChloUnary(r, "chlo.bessel_i0e", BesselI0e);
+  DefineChloBinary(r, "chlo.zeta", Zeta);
+  DefineChloBinary(r, "chlo.polygamma", Polygamma);
   DefineChloClassify(r, "chlo.is_inf", [](double x) { return std::isinf(x); });
   DefineChloClassify(r, "chlo.is_pos_inf", [](double x) { return x == kInf; });
   DefineChloClassify(r, "chlo.is_neg_inf", [](double x) { return x == -kInf; });

@@ -264,6 +264,32 @@ TEST(Chlo, SpecialFunctionsAgainstKnownValues) {
   EXPECT_EQ(bf.span<bf16>()[0].bits, bf16(static_cast<float>(std::erf(0.5))).bits);
 }
 
+TEST(Chlo, ZetaPolygammaBesselI0e) {
+  const double pi = std::numbers::pi;
+  auto run2 = [](const char* op, std::vector<double> a, std::vector<double> b) {
+    return AsDoubles(Run1(op, {Doubles(ElementType::kF64, a), Doubles(ElementType::kF64, b)}));
+  };
+  auto z = run2("chlo.zeta", {2, 4, 3, 1, 0.5, 2}, {1, 1, 2.5, 1, 1, -1});
+  EXPECT_NEAR(z[0], pi * pi / 6, 1e-14);
+  EXPECT_NEAR(z[1], std::pow(pi, 4) / 90, 1e-14);
+  // zeta(3, 1/2) = 7 zeta(3), and zeta(3, 2.5) drops its first two terms.
+  const double zeta3 = 1.2020569031595942;
+  EXPECT_NEAR(z[2], 7 * zeta3 - 8 - 1 / 3.375, 1e-14);
+  EXPECT_EQ(z[3], kInf);
+  EXPECT_TRUE(std::isnan(z[4]));
+  EXPECT_EQ(z[5], kInf);
+  auto pg = run2("chlo.polygamma", {0, 1, 2, 1.5}, {1, 1, 1, 1});
+  EXPECT_NEAR(pg[0], -0.57721566490153286, 1e-14);
+  EXPECT_NEAR(pg[1], pi * pi / 6, 1e-14);
+  EXPECT_NEAR(pg[2], -2.4041138063191885, 1e-13);
+  EXPECT_TRUE(std::isnan(pg[3]));
+  auto i0 = AsDoubles(Run1("chlo.bessel_i0e", {Doubles(ElementType::kF64, {0, 1, -1, 1000})}));
+  EXPECT_EQ(i0[0], 1);
+  EXPECT_NEAR(i0[1], 1.2660658777520082 * std::exp(-1.0), 1e-15);
+  EXPECT_EQ(i0[2], i0[1]);
+  EXPECT_NEAR(i0[3], (1 + 1 / 8000.0 + 9 / 128e6) / std::sqrt(2 * pi * 1000), 1e-11);
+}
+
 TEST(Chlo, NextAfterOnEveryFloatType) {
   Literal x = Literal::FromVector<float>({4}, {1.0f, 0.0f, -0.0f, 1.0f});
   Literal y = Literal::FromVector<float>({4}, {2.0f, -1.0f, 1.0f, 1.0f});
