@@ -5,6 +5,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "op_areas.h"
 #include "op_helpers.h"
@@ -126,40 +127,60 @@ StatusOr<std::vector<Type>> InferDot(const InferInput& in) {
 // Accumulation type: f64 if anything is f64, f32 for other floats, wrapping u64 for integers.
 enum class Acc { kF32, kF64, kU64 };
 
+template <typename A, typename T>
+inline A ToAcc(T v) {
+  if constexpr (std::is_same_v<A, uint64_t>) {
+    if constexpr (std::is_same_v<T, bool>) {
+      return v ? 1 : 0;
+    } else if constexpr (kIsFloatLike<T>) {
+      return static_cast<uint64_t>(static_cast<int64_t>(ToDouble(v)));
+    } else {
+      return static_cast<uint64_t>(v);  // sign-extends signed types; wraps later
+    }
+  } else if constexpr (kIsHalfLike<T>) {
+    return static_cast<A>(v.f());
+  } else {
+    return static_cast<A>(v);
+  }
+}
+
+// Copies `src` into `out` (converted to A) with its dimensions permuted into `order` (the
+// source dimensions in packed row-major order). The innermost packed dimension is walked with
+// its stride; the others with an odometer.
 template <typename A>
 void PackOperand(const Literal& src, const std::vector<int64_t>& order, std::vector<A>& out) {
-  // `order` lists the source dimensions in packed (row-major) order.
   const std::vector<int64_t>& dims = src.dims();
   std::vector<int64_t> strides = RowMajorStrides(dims);
   std::vector<int64_t> pdims, pstrides;
-  for (int64_t d : order) {
-    pdims.push_back(dims[d]);
-    pstrides.push_back(strides[d]);
+  bool identity = true;
+  for (size_t k = 0; k < order.size(); ++k) {
+    pdims.push_back(dims[order[k]]);
+    pstrides.push_back(strides[order[k]]);
+    identity = identity && order[k] == static_cast<int64_t>(k);
   }
   int64_t n = src.num_elements();
   out.resize(n);
   if (n == 0) return;
   DispatchElementType(src.element_type(), [&]<typename T>() {
     const T* p = src.span<T>().data();
-    std::vector<int64_t> idx(pdims.size(), 0);
+    if (identity) {
+      if constexpr (std::is_same_v<T, A>) {
+        std::memcpy(out.data(), p, n * sizeof(A));
+      } else {
+        for (int64_t i = 0; i < n; ++i) out[i] = ToAcc<A>(p[i]);
+      }
+      return;
+    }
+    int64_t inner = pdims.empty() ? 1 : pdims.back();
+    int64_t inner_stride = pdims.empty() ? 0 : pstrides.back();
+    std::vector<int64_t> outer_dims(pdims.begin(), pdims.empty() ? pdims.end() : pdims.end() - 1);
+    std::vector<int64_t> idx(outer_dims.size(), 0);
     int64_t i = 0;
     do {
       int64_t off = 0;
       for (size_t k = 0; k < idx.size(); ++k) off += idx[k] * pstrides[k];
-      T v = p[off];
-      if constexpr (std::is_same_v<A, uint64_t>) {
-        if constexpr (std::is_same_v<T, bool>) {
-          out[i] = v ? 1 : 0;
-        } else if constexpr (kIsFloatLike<T>) {
-          out[i] = static_cast<uint64_t>(static_cast<int64_t>(ToDouble(v)));
-        } else {
-          out[i] = static_cast<uint64_t>(v);  // sign-extends signed types, wraps later
-        }
-      } else {
-        out[i] = static_cast<A>(ToDouble(v));
-      }
-      ++i;
-    } while (NextIndex(idx, pdims));
+      for (int64_t j = 0; j < inner; ++j) out[i++] = ToAcc<A>(p[off + j * inner_stride]);
+    } while (NextIndex(idx, outer_dims));
   });
 }
 
@@ -167,6 +188,10 @@ template <typename A>
 void StoreResult(const std::vector<A>& acc, Literal& result) {
   DispatchElementType(result.element_type(), [&]<typename T>() {
     T* out = result.span<T>().data();
+    if constexpr (std::is_same_v<T, A>) {
+      if (!acc.empty()) std::memcpy(out, acc.data(), acc.size() * sizeof(A));
+      return;
+    }
     for (size_t i = 0; i < acc.size(); ++i) {
       if constexpr (std::is_same_v<T, bool>) {
         out[i] = acc[i] != A(0);
