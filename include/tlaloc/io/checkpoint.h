@@ -1,0 +1,80 @@
+// A Hugging Face checkpoint's weights: one `model.safetensors`, or shards listed by
+// `model.safetensors.index.json` (its "weight_map" names the shard of every tensor), presented
+// as one name -> tensor table. Tensors are zero-copy views of the mapped shards.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tlaloc/io/safetensors.h"
+
+namespace tlaloc::io {
+
+inline constexpr std::string_view kSafetensorsIndexName = "model.safetensors.index.json";
+inline constexpr std::string_view kSingleSafetensorsName = "model.safetensors";
+
+class Checkpoint {
+ public:
+  // `path` is a checkpoint folder (with model.safetensors.index.json, or model.safetensors, or
+  // exactly one *.safetensors file), an index file, or one .safetensors file. Every shard is
+  // mapped and validated; the index must match the shards exactly (each listed tensor present
+  // in the named shard, no tensor left unlisted or stored twice).
+  static StatusOr<Checkpoint> Open(const std::filesystem::path& path);
+
+  // Sorted tensor names.
+  const std::vector<std::string>& names() const { return names_; }
+  size_t size() const { return names_.size(); }
+  bool Contains(std::string_view name) const { return entries_.count(name) != 0; }
+  // nullptr when absent.
+  const SafetensorsTensorInfo* Find(std::string_view name) const;
+  // The shard that holds `name` (nullptr when absent).
+  const SafetensorsFile* ShardOf(std::string_view name) const;
+  // A view of the tensor's bytes in its mapped shard.
+  StatusOr<Literal> Get(std::string_view name) const;
+
+  const std::vector<std::shared_ptr<const SafetensorsFile>>& shards() const { return shards_; }
+  bool sharded() const { return index_path_.has_value(); }
+  const std::optional<std::filesystem::path>& index_path() const { return index_path_; }
+  // The index's "metadata" (string values kept as they are, others as JSON text), e.g.
+  // total_size. Empty for a single file.
+  const std::map<std::string, std::string>& index_metadata() const { return index_metadata_; }
+  // Sum of all tensors' byte sizes.
+  uint64_t total_bytes() const;
+
+ private:
+  struct Entry {
+    const SafetensorsFile* file;
+    const SafetensorsTensorInfo* info;
+  };
+  Status AddShard(std::shared_ptr<const SafetensorsFile> shard);
+
+  std::vector<std::shared_ptr<const SafetensorsFile>> shards_;
+  std::map<std::string, Entry, std::less<>> entries_;
+  std::vector<std::string> names_;
+  std::optional<std::filesystem::path> index_path_;
+  std::map<std::string, std::string> index_metadata_;
+};
+
+struct CheckpointWriteOptions {
+  // Split into shards of at most this many tensor bytes (a larger tensor gets a shard of its
+  // own); 0 writes one model.safetensors.
+  uint64_t max_shard_bytes = 0;
+  // Stored in every shard's __metadata__. "format": "pt" is added when absent because
+  // transformers refuses safetensors files whose metadata lacks a known format.
+  std::map<std::string, std::string> metadata;
+};
+
+// Writes `tensors` into `dir` (created if needed) as model.safetensors, or as
+// model-00001-of-0000N.safetensors shards plus model.safetensors.index.json, in the layout
+// transformers writes, so the result loads in other tools too.
+Status WriteCheckpoint(const std::filesystem::path& dir, std::span<const NamedTensor> tensors,
+                       const CheckpointWriteOptions& options = {});
+
+}  // namespace tlaloc::io

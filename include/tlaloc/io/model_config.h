@@ -1,0 +1,146 @@
+// Hugging Face config.json for the model families Tlaloc runs: Qwen3 (Qwen3ForCausalLM,
+// model_type qwen3) and Qwen3-MoE (Qwen3MoeForCausalLM, qwen3_moe). Absent fields take the
+// defaults transformers' Qwen3Config / Qwen3MoeConfig apply (they differ between the two), so a
+// config means the same model here as there. Also the expected tensor names and shapes of a
+// checkpoint of that config.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tlaloc/ir/element_type.h"
+#include "tlaloc/support/status.h"
+
+namespace tlaloc::io {
+
+enum class ModelArchitecture { kQwen3, kQwen3Moe };
+
+// "Qwen3ForCausalLM" / "Qwen3MoeForCausalLM".
+std::string_view ArchitectureClassName(ModelArchitecture a);
+// "qwen3" / "qwen3_moe".
+std::string_view ArchitectureModelType(ModelArchitecture a);
+
+// rope_scaling (legacy name) / a non-default rope_parameters: kept as given; Tlaloc's model code
+// decides which rope types it implements.
+struct RopeScaling {
+  std::string rope_type;  // "yarn", "linear", "dynamic", ...
+  std::optional<double> factor;
+  std::optional<int64_t> original_max_position_embeddings;
+  std::string json;  // the whole object as JSON text, written back unchanged
+};
+
+struct ModelConfig {
+  ModelArchitecture architecture = ModelArchitecture::kQwen3;
+
+  int64_t vocab_size = 151936;
+  int64_t hidden_size = 4096;
+  int64_t intermediate_size = 22016;
+  int64_t num_hidden_layers = 32;
+  int64_t num_attention_heads = 32;
+  int64_t num_key_value_heads = 32;
+  int64_t head_dim = 128;
+  std::string hidden_act = "silu";
+  int64_t max_position_embeddings = 32768;
+  double initializer_range = 0.02;
+  double rms_norm_eps = 1e-6;
+  bool use_cache = true;
+  bool tie_word_embeddings = false;
+  double rope_theta = 10000.0;
+  std::optional<RopeScaling> rope_scaling;
+  bool attention_bias = false;
+  bool use_sliding_window = false;
+  // transformers keeps the window only when use_sliding_window is set; so do we.
+  std::optional<int64_t> sliding_window;
+  int64_t max_window_layers = 28;
+  // "full_attention" / "sliding_attention" per layer, derived as transformers does when absent.
+  std::vector<std::string> layer_types;
+  double attention_dropout = 0.0;
+
+  // Qwen3-MoE only.
+  int64_t decoder_sparse_step = 1;
+  int64_t moe_intermediate_size = 768;
+  int64_t num_experts_per_tok = 8;
+  int64_t num_experts = 128;
+  bool norm_topk_prob = false;
+  bool output_router_logits = false;
+  double router_aux_loss_coef = 0.001;
+  std::vector<int64_t> mlp_only_layers;
+
+  // torch_dtype (or the newer "dtype"): the checkpoint's stored parameter type.
+  std::optional<ElementType> dtype;
+  std::optional<int64_t> bos_token_id;
+  std::vector<int64_t> eos_token_ids;  // an int or a list in JSON
+  std::optional<int64_t> pad_token_id;
+
+  // Fields Tlaloc does not interpret ("transformers_version", ...) as a JSON object text,
+  // written back so a round trip keeps them.
+  std::string extra_json = "{}";
+
+  bool is_moe() const { return architecture == ModelArchitecture::kQwen3Moe; }
+  int64_t num_key_value_groups() const { return num_attention_heads / num_key_value_heads; }
+  // Whether decoder layer `layer` uses the sparse MoE block (else a dense MLP of
+  // intermediate_size), by transformers' rule.
+  bool IsMoeLayer(int64_t layer) const;
+  bool IsSlidingLayer(int64_t layer) const;
+};
+
+// The class defaults of transformers' Qwen3Config / Qwen3MoeConfig.
+ModelConfig DefaultModelConfig(ModelArchitecture architecture);
+
+// Parses config.json text. The architecture comes from "architectures" and/or "model_type"
+// (they must agree; others are refused by name). Wrongly typed fields, non-positive sizes,
+// heads not divisible by KV heads, top-k above the expert count and the like are refused with
+// a message naming the field. `source` starts every error message.
+StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text,
+                                       std::string_view source = "config.json");
+// Reads `path`, or `path`/config.json when `path` is a folder.
+StatusOr<ModelConfig> LoadModelConfig(const std::filesystem::path& path);
+// The consistency checks ParseModelConfig applies, for configs built in code.
+Status ValidateModelConfig(const ModelConfig& config);
+// config.json text (sorted keys, indent 2, as transformers writes it).
+std::string ModelConfigToJson(const ModelConfig& config);
+Status WriteModelConfig(const std::filesystem::path& path, const ModelConfig& config);
+
+// generation_config.json: sampling defaults shipped with a model.
+struct GenerationConfig {
+  std::optional<int64_t> bos_token_id;
+  std::vector<int64_t> eos_token_ids;  // an int or a list in JSON
+  std::optional<int64_t> pad_token_id;
+  bool do_sample = false;
+  double temperature = 1.0;
+  int64_t top_k = 50;
+  double top_p = 1.0;
+  std::optional<double> min_p;
+  std::optional<int64_t> max_new_tokens;
+  int64_t max_length = 20;
+  double repetition_penalty = 1.0;
+};
+
+// Absent fields take transformers' GenerationConfig defaults.
+StatusOr<GenerationConfig> ParseGenerationConfig(
+    std::string_view json_text, std::string_view source = "generation_config.json");
+// Reads `path`, or `path`/generation_config.json when `path` is a folder.
+StatusOr<GenerationConfig> LoadGenerationConfig(const std::filesystem::path& path);
+// generation_config.json from `dir` when present, else defaults with the token ids of `model`
+// (as transformers' GenerationConfig.from_model_config does).
+StatusOr<GenerationConfig> LoadGenerationConfigOrDefault(const std::filesystem::path& dir,
+                                                         const ModelConfig& model);
+std::string GenerationConfigToJson(const GenerationConfig& config);
+
+// One tensor a checkpoint of a config holds.
+struct ExpectedTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  bool optional = false;  // lm_head.weight when the head is tied to the embedding
+};
+
+// Every tensor of a Qwen3 / Qwen3-MoE checkpoint in transformers' naming, in model order.
+std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& config);
+// Number of distinct parameters (a tied head counted once).
+int64_t ParameterCount(const ModelConfig& config);
+
+}  // namespace tlaloc::io

@@ -1,0 +1,220 @@
+// Checkpoint folders: single-file and sharded safetensors, reading and writing.
+#include "tlaloc/io/checkpoint.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <system_error>
+
+#include "io/io_util.h"
+
+namespace tlaloc::io {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// A shard name from an index must name a file beside the index, never a path elsewhere.
+bool IsPlainFileName(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+         name.find('\\') == std::string::npos && name.find('\0') == std::string::npos;
+}
+
+std::string ShardFileName(size_t i, size_t n) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "model-%05zu-of-%05zu.safetensors", i + 1, n);
+  return buf;
+}
+
+}  // namespace
+
+const SafetensorsTensorInfo* Checkpoint::Find(std::string_view name) const {
+  auto it = entries_.find(name);
+  return it == entries_.end() ? nullptr : it->second.info;
+}
+
+const SafetensorsFile* Checkpoint::ShardOf(std::string_view name) const {
+  auto it = entries_.find(name);
+  return it == entries_.end() ? nullptr : it->second.file;
+}
+
+StatusOr<Literal> Checkpoint::Get(std::string_view name) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) {
+    std::string where = index_path_       ? index_path_->string()
+                        : shards_.empty() ? std::string("checkpoint")
+                                          : shards_[0]->source();
+    return NotFound(where + ": no tensor named \"" + std::string(name) + "\"");
+  }
+  return it->second.file->Load(*it->second.info);
+}
+
+uint64_t Checkpoint::total_bytes() const {
+  uint64_t total = 0;
+  for (const auto& [name, e] : entries_) total += e.info->byte_size();
+  return total;
+}
+
+Status Checkpoint::AddShard(std::shared_ptr<const SafetensorsFile> shard) {
+  for (const auto& t : shard->tensors()) {
+    auto [it, inserted] = entries_.emplace(t.name, Entry{shard.get(), &t});
+    if (!inserted)
+      return InvalidArgument(shard->source() + ": tensor \"" + t.name + "\" is also stored in " +
+                             it->second.file->source());
+  }
+  shards_.push_back(std::move(shard));
+  return OkStatus();
+}
+
+StatusOr<Checkpoint> Checkpoint::Open(const fs::path& path) {
+  std::error_code ec;
+  fs::file_status status = fs::status(path, ec);
+  if (ec || !fs::exists(status)) return NotFound(path.string() + ": no such file or folder");
+
+  fs::path index_file;
+  fs::path single_file;
+  if (fs::is_directory(status)) {
+    if (fs::exists(path / kSafetensorsIndexName)) {
+      index_file = path / kSafetensorsIndexName;
+    } else if (fs::exists(path / kSingleSafetensorsName)) {
+      single_file = path / kSingleSafetensorsName;
+    } else {
+      std::vector<fs::path> found;
+      for (const auto& e : fs::directory_iterator(path, ec))
+        if (e.path().extension() == ".safetensors") found.push_back(e.path());
+      if (ec) return InvalidArgument(path.string() + ": cannot list folder: " + ec.message());
+      if (found.empty())
+        return NotFound(path.string() + ": no " + std::string(kSingleSafetensorsName) + ", " +
+                        std::string(kSafetensorsIndexName) + " or other .safetensors file");
+      if (found.size() > 1) {
+        std::sort(found.begin(), found.end());
+        std::string list;
+        for (const auto& f : found) list += (list.empty() ? "" : ", ") + f.filename().string();
+        return InvalidArgument(path.string() + ": several .safetensors files (" + list +
+                               ") but no " + std::string(kSafetensorsIndexName) +
+                               " saying how they combine");
+      }
+      single_file = found[0];
+    }
+  } else if (path.extension() == ".json") {
+    index_file = path;
+  } else {
+    single_file = path;
+  }
+
+  Checkpoint ckpt;
+  if (!single_file.empty()) {
+    TL_ASSIGN_OR_RETURN(auto file, SafetensorsFile::Open(single_file));
+    TL_RETURN_IF_ERROR(ckpt.AddShard(std::move(file)));
+  } else {
+    const std::string src = index_file.string();
+    TL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(index_file));
+    json index;
+    try {
+      index = json::parse(text);
+    } catch (const json::exception& e) {
+      return InvalidArgument(src + ": not valid JSON: " + e.what());
+    }
+    if (!index.is_object()) return InvalidArgument(src + ": must be a JSON object");
+    if (index.contains("metadata")) {
+      const json& m = index["metadata"];
+      if (!m.is_object() && !m.is_null())
+        return InvalidArgument(src + ": \"metadata\" must be an object");
+      if (m.is_object())
+        for (auto it = m.begin(); it != m.end(); ++it)
+          ckpt.index_metadata_[it.key()] = it->is_string() ? it->get<std::string>() : it->dump();
+    }
+    if (!index.contains("weight_map") || !index["weight_map"].is_object())
+      return InvalidArgument(src + ": missing \"weight_map\" object (tensor name -> shard file)");
+    const json& weight_map = index["weight_map"];
+    std::map<std::string, std::string> assigned;  // tensor -> shard file name
+    std::set<std::string> shard_names;
+    for (auto it = weight_map.begin(); it != weight_map.end(); ++it) {
+      if (!it->is_string())
+        return InvalidArgument(src + ": weight_map entry \"" + it.key() +
+                               "\" must name a shard file (a string)");
+      const std::string& shard = it->get_ref<const std::string&>();
+      if (!IsPlainFileName(shard))
+        return InvalidArgument(src + ": weight_map entry \"" + it.key() + "\" names shard \"" +
+                               shard + "\", which is not a file name in the index's folder");
+      assigned[it.key()] = shard;
+      shard_names.insert(shard);
+    }
+    const fs::path dir = index_file.parent_path();
+    for (const auto& name : shard_names) {
+      TL_ASSIGN_OR_RETURN(auto file, SafetensorsFile::Open(dir / name));
+      for (const auto& t : file->tensors()) {
+        auto a = assigned.find(t.name);
+        if (a == assigned.end())
+          return InvalidArgument(src + ": shard " + name + " holds tensor \"" + t.name +
+                                 "\", which the weight_map does not list");
+        if (a->second != name)
+          return InvalidArgument(src + ": shard " + name + " holds tensor \"" + t.name +
+                                 "\", which the weight_map assigns to " + a->second);
+      }
+      TL_RETURN_IF_ERROR(ckpt.AddShard(std::move(file)));
+    }
+    for (const auto& [tensor, shard] : assigned)
+      if (!ckpt.Contains(tensor))
+        return InvalidArgument(src + ": weight_map lists tensor \"" + tensor + "\" in shard " +
+                               shard + ", which does not hold it");
+    ckpt.index_path_ = index_file;
+  }
+  ckpt.names_.reserve(ckpt.entries_.size());
+  for (const auto& [name, e] : ckpt.entries_) ckpt.names_.push_back(name);
+  return ckpt;
+}
+
+Status WriteCheckpoint(const fs::path& dir, std::span<const NamedTensor> tensors,
+                       const CheckpointWriteOptions& options) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return InvalidArgument(dir.string() + ": cannot create folder: " + ec.message());
+  std::map<std::string, std::string> metadata = options.metadata;
+  metadata.emplace("format", "pt");
+
+  // Greedy split in the caller's order (the model's order), as transformers does.
+  std::vector<std::vector<NamedTensor>> shards(1);
+  uint64_t current = 0, total = 0;
+  for (const auto& t : tensors) {
+    uint64_t n = static_cast<uint64_t>(t.value.byte_size());
+    if (options.max_shard_bytes > 0 && !shards.back().empty() &&
+        current + n > options.max_shard_bytes) {
+      shards.emplace_back();
+      current = 0;
+    }
+    shards.back().push_back(t);
+    current += n;
+    total += n;
+  }
+
+  // Files a previous save left here would otherwise be picked up (or confuse) on load.
+  std::set<std::string> keep;
+  const std::regex shard_pattern(R"(model-\d{5}-of-\d{5}\.safetensors)");
+  if (shards.size() == 1) {
+    keep.insert(std::string(kSingleSafetensorsName));
+    TL_RETURN_IF_ERROR(WriteSafetensors(dir / kSingleSafetensorsName, shards[0], metadata));
+  } else {
+    json weight_map = json::object();
+    for (size_t i = 0; i < shards.size(); ++i) {
+      std::string name = ShardFileName(i, shards.size());
+      keep.insert(name);
+      TL_RETURN_IF_ERROR(WriteSafetensors(dir / name, shards[i], metadata));
+      for (const auto& t : shards[i]) weight_map[t.name] = name;
+    }
+    json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+    keep.insert(std::string(kSafetensorsIndexName));
+    TL_RETURN_IF_ERROR(WriteStringAtomically(dir / kSafetensorsIndexName, index.dump(2) + "\n"));
+  }
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    bool ours = name == kSingleSafetensorsName || name == kSafetensorsIndexName ||
+                std::regex_match(name, shard_pattern);
+    if (ours && !keep.count(name)) fs::remove(e.path(), ec);
+  }
+  return OkStatus();
+}
+
+}  // namespace tlaloc::io

@@ -1,0 +1,406 @@
+// config.json for Qwen3 / Qwen3-MoE: parsing with transformers' defaults, checks, writing.
+#include "tlaloc/io/model_config.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "io/io_util.h"
+#include "io/json_fields.h"
+
+namespace tlaloc::io {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::string_view kFullAttention = "full_attention";
+constexpr std::string_view kSlidingAttention = "sliding_attention";
+
+struct TorchDtype {
+  std::string_view name;
+  ElementType type;
+};
+constexpr TorchDtype kTorchDtypes[] = {
+    {"float32", ElementType::kF32},   {"float16", ElementType::kF16},
+    {"bfloat16", ElementType::kBF16}, {"float64", ElementType::kF64},
+    {"float", ElementType::kF32},     {"half", ElementType::kF16},
+    {"double", ElementType::kF64},
+};
+
+std::string_view TorchDtypeName(ElementType t) {
+  for (const auto& d : kTorchDtypes)
+    if (d.type == t) return d.name;
+  return "";
+}
+
+StatusOr<ModelArchitecture> ResolveArchitecture(JsonFields& f) {
+  std::optional<ModelArchitecture> from_class, from_type;
+  const ModelArchitecture all[] = {ModelArchitecture::kQwen3, ModelArchitecture::kQwen3Moe};
+  if (f.Has("architectures") && !f.IsNull("architectures")) {
+    std::vector<std::string> classes;
+    TL_RETURN_IF_ERROR(f.StringList("architectures", &classes));
+    for (const auto& c : classes) {
+      auto it = std::find_if(std::begin(all), std::end(all),
+                             [&](ModelArchitecture a) { return ArchitectureClassName(a) == c; });
+      if (it == std::end(all))
+        return f.Error("architecture \"" + c +
+                       "\" is not supported (supported: Qwen3ForCausalLM, Qwen3MoeForCausalLM)");
+      if (from_class && *from_class != *it)
+        return f.Error("architectures lists both Qwen3ForCausalLM and Qwen3MoeForCausalLM");
+      from_class = *it;
+    }
+  } else {
+    f.MarkUsed("architectures");
+  }
+  if (f.Has("model_type")) {
+    std::string type;
+    TL_RETURN_IF_ERROR(f.String("model_type", &type));
+    auto it = std::find_if(std::begin(all), std::end(all),
+                           [&](ModelArchitecture a) { return ArchitectureModelType(a) == type; });
+    if (it == std::end(all))
+      return f.Error("model_type \"" + type + "\" is not supported (supported: qwen3, qwen3_moe)");
+    from_type = *it;
+  }
+  if (from_class && from_type && *from_class != *from_type)
+    return f.Error("model_type \"" + std::string(ArchitectureModelType(*from_type)) +
+                   "\" does not match architecture " +
+                   std::string(ArchitectureClassName(*from_class)));
+  if (from_class) return *from_class;
+  if (from_type) return *from_type;
+  return f.Error("neither \"architectures\" nor \"model_type\" says which model this is");
+}
+
+Status ParseRopeScaling(JsonFields& f, const json& j, const std::string& key,
+                        std::optional<RopeScaling>* out) {
+  if (j.is_null()) {
+    out->reset();
+    return OkStatus();
+  }
+  if (!j.is_object()) return f.WrongType(key, "an object or null");
+  RopeScaling r;
+  const char* type_key = j.contains("rope_type") ? "rope_type" : "type";
+  if (j.contains(type_key)) {
+    if (!j[type_key].is_string()) return f.Error(key + "." + type_key + " must be a string");
+    r.rope_type = j[type_key].get<std::string>();
+  }
+  if (j.contains("factor")) {
+    if (!j["factor"].is_number() || j["factor"].get<double>() <= 0)
+      return f.Error(key + ".factor must be a positive number, got " + DescribeJson(j["factor"]));
+    r.factor = j["factor"].get<double>();
+  }
+  if (j.contains("original_max_position_embeddings")) {
+    const json& o = j["original_max_position_embeddings"];
+    if (!o.is_number_integer() || o.get<int64_t>() <= 0)
+      return f.Error(key + ".original_max_position_embeddings must be a positive integer, got " +
+                     DescribeJson(o));
+    r.original_max_position_embeddings = o.get<int64_t>();
+  }
+  r.json = j.dump();
+  *out = std::move(r);
+  return OkStatus();
+}
+
+Status ParseRope(JsonFields& f, ModelConfig& c) {
+  bool has_theta = f.Has("rope_theta");
+  TL_RETURN_IF_ERROR(f.Double("rope_theta", &c.rope_theta));
+  if (f.Has("rope_scaling"))
+    TL_RETURN_IF_ERROR(ParseRopeScaling(f, f.Raw("rope_scaling"), "rope_scaling", &c.rope_scaling));
+  // Newer transformers folds both into rope_parameters {"rope_type", "rope_theta", ...}.
+  if (f.Has("rope_parameters") && !f.IsNull("rope_parameters")) {
+    json p = f.Raw("rope_parameters");
+    if (!p.is_object()) return f.WrongType("rope_parameters", "an object or null");
+    if (p.contains("rope_theta")) {
+      if (!p["rope_theta"].is_number())
+        return f.Error("rope_parameters.rope_theta must be a number, got " +
+                       DescribeJson(p["rope_theta"]));
+      double theta = p["rope_theta"].get<double>();
+      if (has_theta && theta != c.rope_theta)
+        return f.Error("rope_theta and rope_parameters.rope_theta disagree");
+      c.rope_theta = theta;
+      p.erase("rope_theta");
+    }
+    std::string type = p.value("rope_type", std::string("default"));
+    if (type != "default") {
+      if (c.rope_scaling) return f.Error("both rope_scaling and rope_parameters set a rope type");
+      TL_RETURN_IF_ERROR(ParseRopeScaling(f, p, "rope_parameters", &c.rope_scaling));
+    }
+  } else if (f.Has("rope_parameters")) {
+    f.MarkUsed("rope_parameters");
+  }
+  return OkStatus();
+}
+
+Status ParseDtype(JsonFields& f, ModelConfig& c) {
+  std::optional<ElementType> found;
+  for (const char* key : {"torch_dtype", "dtype"}) {
+    if (!f.Has(key)) continue;
+    if (f.IsNull(key)) {
+      f.MarkUsed(key);
+      continue;
+    }
+    std::string name;
+    TL_RETURN_IF_ERROR(f.String(key, &name));
+    if (name.rfind("torch.", 0) == 0) name = name.substr(6);
+    auto it = std::find_if(std::begin(kTorchDtypes), std::end(kTorchDtypes),
+                           [&](const TorchDtype& d) { return d.name == name; });
+    if (it == std::end(kTorchDtypes))
+      return f.Error(std::string(key) + " \"" + name +
+                     "\" is not supported (expected float32, bfloat16, float16 or float64)");
+    if (found && *found != it->type) return f.Error("torch_dtype and dtype disagree");
+    found = it->type;
+  }
+  c.dtype = found;
+  return OkStatus();
+}
+
+Status Positive(const char* name, int64_t v) {
+  if (v <= 0)
+    return InvalidArgument(std::string(name) + " must be positive, got " + std::to_string(v));
+  return OkStatus();
+}
+
+}  // namespace
+
+std::string_view ArchitectureClassName(ModelArchitecture a) {
+  return a == ModelArchitecture::kQwen3Moe ? "Qwen3MoeForCausalLM" : "Qwen3ForCausalLM";
+}
+
+std::string_view ArchitectureModelType(ModelArchitecture a) {
+  return a == ModelArchitecture::kQwen3Moe ? "qwen3_moe" : "qwen3";
+}
+
+bool ModelConfig::IsMoeLayer(int64_t layer) const {
+  if (!is_moe()) return false;
+  if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) != mlp_only_layers.end())
+    return false;
+  return num_experts > 0 && decoder_sparse_step > 0 && (layer + 1) % decoder_sparse_step == 0;
+}
+
+bool ModelConfig::IsSlidingLayer(int64_t layer) const {
+  return layer >= 0 && static_cast<size_t>(layer) < layer_types.size() &&
+         layer_types[layer] == kSlidingAttention;
+}
+
+ModelConfig DefaultModelConfig(ModelArchitecture architecture) {
+  ModelConfig c;
+  c.architecture = architecture;
+  if (architecture == ModelArchitecture::kQwen3Moe) {
+    // Qwen3MoeConfig's own defaults; it has no head_dim field (hidden / heads is used).
+    c.hidden_size = 2048;
+    c.intermediate_size = 6144;
+    c.num_hidden_layers = 24;
+    c.num_attention_heads = 32;
+    c.num_key_value_heads = 4;
+    c.head_dim = c.hidden_size / c.num_attention_heads;
+  }
+  c.layer_types.assign(static_cast<size_t>(c.num_hidden_layers), std::string(kFullAttention));
+  return c;
+}
+
+Status ValidateModelConfig(const ModelConfig& c) {
+  TL_RETURN_IF_ERROR(Positive("vocab_size", c.vocab_size));
+  TL_RETURN_IF_ERROR(Positive("hidden_size", c.hidden_size));
+  TL_RETURN_IF_ERROR(Positive("intermediate_size", c.intermediate_size));
+  TL_RETURN_IF_ERROR(Positive("num_hidden_layers", c.num_hidden_layers));
+  TL_RETURN_IF_ERROR(Positive("num_attention_heads", c.num_attention_heads));
+  TL_RETURN_IF_ERROR(Positive("num_key_value_heads", c.num_key_value_heads));
+  TL_RETURN_IF_ERROR(Positive("head_dim", c.head_dim));
+  TL_RETURN_IF_ERROR(Positive("max_position_embeddings", c.max_position_embeddings));
+  if (c.num_attention_heads % c.num_key_value_heads != 0)
+    return InvalidArgument("num_attention_heads (" + std::to_string(c.num_attention_heads) +
+                           ") must be a multiple of num_key_value_heads (" +
+                           std::to_string(c.num_key_value_heads) + ")");
+  if (c.head_dim % 2 != 0)
+    return InvalidArgument("head_dim must be even (rotary embedding rotates halves), got " +
+                           std::to_string(c.head_dim));
+  if (c.hidden_act != "silu" && c.hidden_act != "swish")
+    return InvalidArgument("hidden_act \"" + c.hidden_act + "\" is not supported (expected silu)");
+  if (!(c.rms_norm_eps > 0)) return InvalidArgument("rms_norm_eps must be positive");
+  if (!(c.rope_theta > 0)) return InvalidArgument("rope_theta must be positive");
+  if (!(c.attention_dropout >= 0 && c.attention_dropout < 1))
+    return InvalidArgument("attention_dropout must be in [0, 1)");
+  if (c.use_sliding_window && (!c.sliding_window || *c.sliding_window <= 0))
+    return InvalidArgument("use_sliding_window is set but sliding_window is not positive");
+  if (c.max_window_layers < 0) return InvalidArgument("max_window_layers must not be negative");
+  if (c.layer_types.size() != static_cast<size_t>(c.num_hidden_layers))
+    return InvalidArgument("layer_types has " + std::to_string(c.layer_types.size()) +
+                           " entries for " + std::to_string(c.num_hidden_layers) + " layers");
+  for (size_t i = 0; i < c.layer_types.size(); ++i) {
+    if (c.layer_types[i] != kFullAttention && c.layer_types[i] != kSlidingAttention)
+      return InvalidArgument("layer_types[" + std::to_string(i) + "] \"" + c.layer_types[i] +
+                             "\" is not full_attention or sliding_attention");
+    if (c.layer_types[i] == kSlidingAttention && !c.sliding_window)
+      return InvalidArgument("layer_types[" + std::to_string(i) +
+                             "] is sliding_attention but no sliding_window is set");
+  }
+  if (c.bos_token_id && *c.bos_token_id < 0) return InvalidArgument("bos_token_id is negative");
+  if (c.pad_token_id && *c.pad_token_id < 0) return InvalidArgument("pad_token_id is negative");
+  for (int64_t id : c.eos_token_ids)
+    if (id < 0) return InvalidArgument("eos_token_id " + std::to_string(id) + " is negative");
+  if (c.is_moe()) {
+    TL_RETURN_IF_ERROR(Positive("decoder_sparse_step", c.decoder_sparse_step));
+    TL_RETURN_IF_ERROR(Positive("moe_intermediate_size", c.moe_intermediate_size));
+    if (c.num_experts < 0) return InvalidArgument("num_experts must not be negative");
+    if (c.num_experts > 0) {
+      TL_RETURN_IF_ERROR(Positive("num_experts_per_tok", c.num_experts_per_tok));
+      if (c.num_experts_per_tok > c.num_experts)
+        return InvalidArgument("num_experts_per_tok (" + std::to_string(c.num_experts_per_tok) +
+                               ") exceeds num_experts (" + std::to_string(c.num_experts) + ")");
+    }
+    if (c.router_aux_loss_coef < 0) return InvalidArgument("router_aux_loss_coef is negative");
+    for (int64_t l : c.mlp_only_layers)
+      if (l < 0 || l >= c.num_hidden_layers)
+        return InvalidArgument("mlp_only_layers entry " + std::to_string(l) +
+                               " is not a layer index in [0, " +
+                               std::to_string(c.num_hidden_layers) + ")");
+  }
+  return OkStatus();
+}
+
+StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::string_view source) {
+  const std::string src(source);
+  json root;
+  try {
+    root = json::parse(json_text);
+  } catch (const json::exception& e) {
+    return InvalidArgument(src + ": not valid JSON: " + e.what());
+  }
+  if (!root.is_object()) return InvalidArgument(src + ": must be a JSON object");
+  JsonFields f(root, src);
+  TL_ASSIGN_OR_RETURN(ModelArchitecture arch, ResolveArchitecture(f));
+  ModelConfig c = DefaultModelConfig(arch);
+  if (f.Has("quantization_config"))
+    return f.Error("quantization_config is present: quantized checkpoints are not supported");
+
+  TL_RETURN_IF_ERROR(f.Int("vocab_size", &c.vocab_size));
+  TL_RETURN_IF_ERROR(f.Int("hidden_size", &c.hidden_size));
+  TL_RETURN_IF_ERROR(f.Int("intermediate_size", &c.intermediate_size));
+  TL_RETURN_IF_ERROR(f.Int("num_hidden_layers", &c.num_hidden_layers));
+  TL_RETURN_IF_ERROR(f.Int("num_attention_heads", &c.num_attention_heads));
+  std::optional<int64_t> kv = c.num_key_value_heads;
+  TL_RETURN_IF_ERROR(f.OptionalInt("num_key_value_heads", &kv));
+  c.num_key_value_heads = kv.value_or(c.num_attention_heads);  // null: as many as query heads
+  // Qwen3Config defaults head_dim to 128; Qwen3MoeConfig has no such field, and the model then
+  // uses hidden_size / num_attention_heads.
+  std::optional<int64_t> head_dim;
+  TL_RETURN_IF_ERROR(f.OptionalInt("head_dim", &head_dim));
+  if (head_dim) {
+    c.head_dim = *head_dim;
+  } else if (arch == ModelArchitecture::kQwen3Moe || f.IsNull("head_dim")) {
+    if (c.num_attention_heads <= 0 || c.hidden_size % c.num_attention_heads != 0)
+      return f.Error("head_dim is absent and hidden_size (" + std::to_string(c.hidden_size) +
+                     ") is not a multiple of num_attention_heads (" +
+                     std::to_string(c.num_attention_heads) + ")");
+    c.head_dim = c.hidden_size / c.num_attention_heads;
+  }
+  TL_RETURN_IF_ERROR(f.String("hidden_act", &c.hidden_act));
+  TL_RETURN_IF_ERROR(f.Int("max_position_embeddings", &c.max_position_embeddings));
+  TL_RETURN_IF_ERROR(f.Double("initializer_range", &c.initializer_range));
+  TL_RETURN_IF_ERROR(f.Double("rms_norm_eps", &c.rms_norm_eps));
+  TL_RETURN_IF_ERROR(f.Bool("use_cache", &c.use_cache));
+  TL_RETURN_IF_ERROR(f.Bool("tie_word_embeddings", &c.tie_word_embeddings));
+  TL_RETURN_IF_ERROR(ParseRope(f, c));
+  TL_RETURN_IF_ERROR(f.Bool("attention_bias", &c.attention_bias));
+  TL_RETURN_IF_ERROR(f.Bool("use_sliding_window", &c.use_sliding_window));
+  std::optional<int64_t> window = 4096;
+  TL_RETURN_IF_ERROR(f.OptionalInt("sliding_window", &window));
+  c.sliding_window = c.use_sliding_window ? window : std::nullopt;
+  TL_RETURN_IF_ERROR(f.Int("max_window_layers", &c.max_window_layers));
+  c.layer_types.clear();
+  TL_RETURN_IF_ERROR(f.StringList("layer_types", &c.layer_types));
+  if (!f.Has("layer_types") || f.IsNull("layer_types")) {
+    for (int64_t i = 0; i < std::max<int64_t>(c.num_hidden_layers, 0); ++i)
+      c.layer_types.emplace_back(c.sliding_window && i >= c.max_window_layers ? kSlidingAttention
+                                                                              : kFullAttention);
+  }
+  TL_RETURN_IF_ERROR(f.Double("attention_dropout", &c.attention_dropout));
+  if (c.is_moe()) {
+    TL_RETURN_IF_ERROR(f.Int("decoder_sparse_step", &c.decoder_sparse_step));
+    TL_RETURN_IF_ERROR(f.Int("moe_intermediate_size", &c.moe_intermediate_size));
+    TL_RETURN_IF_ERROR(f.Int("num_experts_per_tok", &c.num_experts_per_tok));
+    // Newer transformers stores num_experts under its attribute-map name num_local_experts.
+    int64_t local = c.num_experts;
+    TL_RETURN_IF_ERROR(f.Int("num_experts", &c.num_experts));
+    TL_RETURN_IF_ERROR(f.Int("num_local_experts", &local));
+    if (f.Has("num_local_experts")) {
+      if (f.Has("num_experts") && local != c.num_experts)
+        return f.Error("num_experts and num_local_experts disagree");
+      c.num_experts = local;
+    }
+    TL_RETURN_IF_ERROR(f.Bool("norm_topk_prob", &c.norm_topk_prob));
+    TL_RETURN_IF_ERROR(f.Bool("output_router_logits", &c.output_router_logits));
+    TL_RETURN_IF_ERROR(f.Double("router_aux_loss_coef", &c.router_aux_loss_coef));
+    TL_RETURN_IF_ERROR(f.IntList("mlp_only_layers", &c.mlp_only_layers));
+  }
+  TL_RETURN_IF_ERROR(ParseDtype(f, c));
+  TL_RETURN_IF_ERROR(f.OptionalInt("bos_token_id", &c.bos_token_id));
+  TL_RETURN_IF_ERROR(f.IntOrIntList("eos_token_id", &c.eos_token_ids));
+  TL_RETURN_IF_ERROR(f.OptionalInt("pad_token_id", &c.pad_token_id));
+  c.extra_json = f.Unused().dump();
+
+  Status valid = ValidateModelConfig(c);
+  if (!valid.ok()) return InvalidArgument(src + ": " + valid.message());
+  return c;
+}
+
+StatusOr<ModelConfig> LoadModelConfig(const fs::path& path) {
+  fs::path file = fs::is_directory(path) ? path / "config.json" : path;
+  TL_ASSIGN_OR_RETURN(std::string text, ReadFileToString(file));
+  return ParseModelConfig(text, file.string());
+}
+
+std::string ModelConfigToJson(const ModelConfig& c) {
+  json j = json::parse(c.extra_json.empty() ? "{}" : c.extra_json, nullptr, false);
+  if (!j.is_object()) j = json::object();
+  j["architectures"] = {std::string(ArchitectureClassName(c.architecture))};
+  j["model_type"] = std::string(ArchitectureModelType(c.architecture));
+  j["vocab_size"] = c.vocab_size;
+  j["hidden_size"] = c.hidden_size;
+  j["intermediate_size"] = c.intermediate_size;
+  j["num_hidden_layers"] = c.num_hidden_layers;
+  j["num_attention_heads"] = c.num_attention_heads;
+  j["num_key_value_heads"] = c.num_key_value_heads;
+  j["head_dim"] = c.head_dim;
+  j["hidden_act"] = c.hidden_act;
+  j["max_position_embeddings"] = c.max_position_embeddings;
+  j["initializer_range"] = c.initializer_range;
+  j["rms_norm_eps"] = c.rms_norm_eps;
+  j["use_cache"] = c.use_cache;
+  j["tie_word_embeddings"] = c.tie_word_embeddings;
+  j["rope_theta"] = c.rope_theta;
+  j["rope_scaling"] = c.rope_scaling ? json::parse(c.rope_scaling->json, nullptr, false) : json();
+  j["attention_bias"] = c.attention_bias;
+  j["use_sliding_window"] = c.use_sliding_window;
+  j["sliding_window"] = c.sliding_window ? json(*c.sliding_window) : json();
+  j["max_window_layers"] = c.max_window_layers;
+  j["layer_types"] = c.layer_types;
+  j["attention_dropout"] = c.attention_dropout;
+  if (c.is_moe()) {
+    j["decoder_sparse_step"] = c.decoder_sparse_step;
+    j["moe_intermediate_size"] = c.moe_intermediate_size;
+    j["num_experts_per_tok"] = c.num_experts_per_tok;
+    j["num_experts"] = c.num_experts;
+    j["norm_topk_prob"] = c.norm_topk_prob;
+    j["output_router_logits"] = c.output_router_logits;
+    j["router_aux_loss_coef"] = c.router_aux_loss_coef;
+    j["mlp_only_layers"] = c.mlp_only_layers;
+  }
+  if (c.dtype) j["torch_dtype"] = std::string(TorchDtypeName(*c.dtype));
+  j["bos_token_id"] = c.bos_token_id ? json(*c.bos_token_id) : json();
+  if (c.eos_token_ids.size() == 1)
+    j["eos_token_id"] = c.eos_token_ids[0];
+  else
+    j["eos_token_id"] = c.eos_token_ids.empty() ? json() : json(c.eos_token_ids);
+  j["pad_token_id"] = c.pad_token_id ? json(*c.pad_token_id) : json();
+  return j.dump(2) + "\n";
+}
+
+Status WriteModelConfig(const fs::path& path, const ModelConfig& config) {
+  Status valid = ValidateModelConfig(config);
+  if (!valid.ok()) return InvalidArgument(path.string() + ": " + valid.message());
+  fs::path file = fs::is_directory(path) ? path / "config.json" : path;
+  return WriteStringAtomically(file, ModelConfigToJson(config));
+}
+
+}  // namespace tlaloc::io
