@@ -142,7 +142,17 @@ void RegisterElementwiseArithmeticOps(OpRegistry& r) {
   };
 
   DefineSameType(r, "stablehlo.remainder", 2, kNumericK,
-                 BinaryEval<kNumericK>([](auto a, auto b) { return Remainder(a, b); }));
+                 BinaryEval<kNumericK>([](auto a, auto b) { return Remainder(a, b); }))
+      .vjp = [](OpBuilder& b, const Operation&, const Values& x, const Values&,
+                const Values& cts) -> StatusOr<Values> {
+    // rem(a, b) = a - b * trunc(a / b): d/da = 1, d/db = -trunc(a / b) (away from the jumps).
+    Value q = Op2(b, "stablehlo.divide", x[0], x[1]);
+    Value trunc = Op2(b, "stablehlo.multiply", Op1(b, "stablehlo.sign", q),
+                      Op1(b, "stablehlo.floor", Op1(b, "stablehlo.abs", q)));
+    Value gb = Op1(b, "stablehlo.negate", Op2(b, "stablehlo.multiply", cts[0], trunc));
+    TL_RETURN_IF_ERROR(b.status());
+    return Values{cts[0], gb};
+  };
 
   DefineSameType(r, "stablehlo.power", 2, kNumericK,
                  BinaryEval<kNumericK>([](auto a, auto b) { return Power(a, b); }))

@@ -3,6 +3,7 @@
 // below where libm has none), then rounds to the element type.
 //   chlo.acosh %0 : tensor<20x20xf16> -> tensor<20x20xf16>
 //   chlo.next_after %0, %1 : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+#include <map>
 #include <numbers>
 
 #include "elementwise_kernels.h"
@@ -208,20 +209,20 @@ OpDef& DefineChlo(OpRegistry& r, const std::string& name, int num_operands, Eval
   return d;
 }
 
-void DefineChloUnary(OpRegistry& r, const std::string& name, double (*f)(double)) {
-  DefineChlo(r, name, 1,
-             [f](const Operation& op, std::span<const Literal> in, std::vector<Literal>& out,
-                 EvalContext& ctx) -> Status {
-               return DispatchElementType(in[0].element_type(), [&]<typename T>() -> Status {
-                 if constexpr (kIsFloatLike<T>) {
-                   Map1<T, T>(ctx, in[0], out[0],
-                              [f](T v) { return FromDouble<T>(f(ToDouble(v))); });
-                   return OkStatus();
-                 } else {
-                   return UnsupportedElementType(op, in[0].element_type());
-                 }
-               });
-             });
+OpDef& DefineChloUnary(OpRegistry& r, const std::string& name, double (*f)(double)) {
+  return DefineChlo(r, name, 1,
+                    [f](const Operation& op, std::span<const Literal> in, std::vector<Literal>& out,
+                        EvalContext& ctx) -> Status {
+                      return DispatchElementType(in[0].element_type(), [&]<typename T>() -> Status {
+                        if constexpr (kIsFloatLike<T>) {
+                          Map1<T, T>(ctx, in[0], out[0],
+                                     [f](T v) { return FromDouble<T>(f(ToDouble(v))); });
+                          return OkStatus();
+                        } else {
+                          return UnsupportedElementType(op, in[0].element_type());
+                        }
+                      });
+                    });
 }
 
 void DefineChloClassify(OpRegistry& r, const std::string& name, bool (*f)(double)) {
@@ -258,27 +259,93 @@ void DefineChloBinary(OpRegistry& r, const std::string& name, double (*f)(double
              });
 }
 
+// VJP rules: the cotangent times a derivative built from the operand x and the result y.
+Value Op1(OpBuilder& b, const char* name, Value x) { return b.CreateOne(name, {x}); }
+Value Op2(OpBuilder& b, const char* name, Value x, Value y) { return b.CreateOne(name, {x, y}); }
+Value Splat(OpBuilder& b, Value like, double v) { return SplatConstant(b, like.tensor_type(), v); }
+Value Square(OpBuilder& b, Value x) { return Op2(b, "stablehlo.multiply", x, x); }
+// c0 + c2 * x^2
+Value Quadratic(OpBuilder& b, Value x, double c0, double c2) {
+  return Op2(b, "stablehlo.add", Splat(b, x, c0),
+             Op2(b, "stablehlo.multiply", Splat(b, x, c2), Square(b, x)));
+}
+
+using DerivFn = Value (*)(OpBuilder& b, Value x, Value y);
+VjpFn ChloVjp(DerivFn deriv) {
+  return [deriv](OpBuilder& b, const Operation&, const Values& x, const Values& y,
+                 const Values& cts) -> StatusOr<Values> {
+    Value g = Op2(b, "stablehlo.multiply", cts[0], deriv(b, x[0], y[0]));
+    TL_RETURN_IF_ERROR(b.status());
+    return Values{g};
+  };
+}
+
+void AddChloVjps(const std::map<std::string, OpDef*>& defs) {
+  auto set = [&](const char* name, DerivFn deriv) { defs.at(name)->vjp = ChloVjp(deriv); };
+  set("chlo.acos", [](OpBuilder& b, Value x, Value) {
+    return Op1(b, "stablehlo.negate", Op1(b, "stablehlo.rsqrt", Quadratic(b, x, 1, -1)));
+  });
+  set("chlo.acosh", [](OpBuilder& b, Value x, Value) {
+    return Op1(b, "stablehlo.rsqrt", Quadratic(b, x, -1, 1));
+  });
+  set("chlo.asin", [](OpBuilder& b, Value x, Value) {
+    return Op1(b, "stablehlo.rsqrt", Quadratic(b, x, 1, -1));
+  });
+  set("chlo.asinh", [](OpBuilder& b, Value x, Value) {
+    return Op1(b, "stablehlo.rsqrt", Quadratic(b, x, 1, 1));
+  });
+  set("chlo.atan", [](OpBuilder& b, Value x, Value) {
+    return Op2(b, "stablehlo.divide", Splat(b, x, 1), Quadratic(b, x, 1, 1));
+  });
+  set("chlo.atanh", [](OpBuilder& b, Value x, Value) {
+    return Op2(b, "stablehlo.divide", Splat(b, x, 1), Quadratic(b, x, 1, -1));
+  });
+  set("chlo.cosh", [](OpBuilder& b, Value x, Value) { return Op1(b, "chlo.sinh", x); });
+  set("chlo.sinh", [](OpBuilder& b, Value x, Value) { return Op1(b, "chlo.cosh", x); });
+  set("chlo.tan", [](OpBuilder& b, Value, Value y) { return Quadratic(b, y, 1, 1); });
+  set("chlo.erf", [](OpBuilder& b, Value x, Value) {
+    Value e = Op1(b, "stablehlo.exponential", Op1(b, "stablehlo.negate", Square(b, x)));
+    return Op2(b, "stablehlo.multiply", Splat(b, x, 2 / std::sqrt(kPi)), e);
+  });
+  set("chlo.erfc", [](OpBuilder& b, Value x, Value) {
+    Value e = Op1(b, "stablehlo.exponential", Op1(b, "stablehlo.negate", Square(b, x)));
+    return Op2(b, "stablehlo.multiply", Splat(b, x, -2 / std::sqrt(kPi)), e);
+  });
+  set("chlo.erf_inv", [](OpBuilder& b, Value, Value y) {
+    Value e = Op1(b, "stablehlo.exponential", Square(b, y));
+    return Op2(b, "stablehlo.multiply", Splat(b, y, std::sqrt(kPi) / 2), e);
+  });
+  set("chlo.lgamma", [](OpBuilder& b, Value x, Value) { return Op1(b, "chlo.digamma", x); });
+  set("chlo.digamma",
+      [](OpBuilder& b, Value x, Value) { return Op2(b, "chlo.polygamma", Splat(b, x, 1), x); });
+}
+
 }  // namespace
 
 void RegisterChloOps(OpRegistry& r) {
-  DefineChloUnary(r, "chlo.acos", [](double x) { return std::acos(x); });
-  DefineChloUnary(r, "chlo.acosh", [](double x) { return std::acosh(x); });
-  DefineChloUnary(r, "chlo.asin", [](double x) { return std::asin(x); });
-  DefineChloUnary(r, "chlo.asinh", [](double x) { return std::asinh(x); });
-  DefineChloUnary(r, "chlo.atan", [](double x) { return std::atan(x); });
-  DefineChloUnary(r, "chlo.atanh", [](double x) { return std::atanh(x); });
-  DefineChloUnary(r, "chlo.cosh", [](double x) { return std::cosh(x); });
-  DefineChloUnary(r, "chlo.sinh", [](double x) { return std::sinh(x); });
-  DefineChloUnary(r, "chlo.tan", [](double x) { return std::tan(x); });
-  DefineChloUnary(r, "chlo.erf", [](double x) { return std::erf(x); });
-  DefineChloUnary(r, "chlo.erfc", [](double x) { return std::erfc(x); });
-  DefineChloUnary(r, "chlo.erf_inv", ErfInv);
-  DefineChloUnary(r, "chlo.lgamma", LogGamma);
-  DefineChloUnary(r, "chlo.digamma", Digamma);
-  DefineChloUnary(r, "chlo.bessel_i1e", BesselI1e);
-  DefineChloUnary(r, "chlo.bessel_i0e", BesselI0e);
+  std::map<std::string, OpDef*> defs;
+  auto unary = [&](const char* name, double (*f)(double)) {
+    defs[name] = &DefineChloUnary(r, name, f);
+  };
+  unary("chlo.acos", [](double x) { return std::acos(x); });
+  unary("chlo.acosh", [](double x) { return std::acosh(x); });
+  unary("chlo.asin", [](double x) { return std::asin(x); });
+  unary("chlo.asinh", [](double x) { return std::asinh(x); });
+  unary("chlo.atan", [](double x) { return std::atan(x); });
+  unary("chlo.atanh", [](double x) { return std::atanh(x); });
+  unary("chlo.cosh", [](double x) { return std::cosh(x); });
+  unary("chlo.sinh", [](double x) { return std::sinh(x); });
+  unary("chlo.tan", [](double x) { return std::tan(x); });
+  unary("chlo.erf", [](double x) { return std::erf(x); });
+  unary("chlo.erfc", [](double x) { return std::erfc(x); });
+  unary("chlo.erf_inv", ErfInv);
+  unary("chlo.lgamma", LogGamma);
+  unary("chlo.digamma", Digamma);
+  unary("chlo.bessel_i1e", BesselI1e);
+  unary("chlo.bessel_i0e", BesselI0e);
   DefineChloBinary(r, "chlo.zeta", Zeta);
   DefineChloBinary(r, "chlo.polygamma", Polygamma);
+  AddChloVjps(defs);
   DefineChloClassify(r, "chlo.is_inf", [](double x) { return std::isinf(x); });
   DefineChloClassify(r, "chlo.is_pos_inf", [](double x) { return x == kInf; });
   DefineChloClassify(r, "chlo.is_neg_inf", [](double x) { return x == -kInf; });

@@ -99,9 +99,15 @@ TEST(ElementwiseVjp, UnaryOpsMatchFiniteDifferences) {
                          "stablehlo.exponential_minus_one", "stablehlo.logistic", "stablehlo.cbrt",
                          "stablehlo.sine", "stablehlo.cosine", "stablehlo.tan", "stablehlo.tanh"})
     CheckVjp(op, {any});
-  for (const char* op :
-       {"stablehlo.log", "stablehlo.log_plus_one", "stablehlo.sqrt", "stablehlo.rsqrt"})
+  for (const char* op : {"stablehlo.log", "stablehlo.log_plus_one", "stablehlo.sqrt",
+                         "stablehlo.rsqrt", "chlo.lgamma", "chlo.digamma"})
     CheckVjp(op, {positive});
+  for (const char* op :
+       {"chlo.asinh", "chlo.atan", "chlo.cosh", "chlo.sinh", "chlo.tan", "chlo.erf", "chlo.erfc"})
+    CheckVjp(op, {any});
+  for (const char* op : {"chlo.acos", "chlo.asin", "chlo.atanh", "chlo.erf_inv"})
+    CheckVjp(op, {{-0.7, -0.2, 0.3, 0.6}});
+  CheckVjp("chlo.acosh", {{1.2, 2, 3.5, 5}});
 }
 
 TEST(ElementwiseVjp, BinaryOpsMatchFiniteDifferences) {
