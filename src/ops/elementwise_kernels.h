@@ -184,6 +184,18 @@ Status UnsupportedElementType(const Operation& op, ElementType et);
 OpDef& DefineSameType(OpRegistry& r, const std::string& name, int num_operands, unsigned kinds,
                       EvalFn eval, bool result_pred = false);
 
+// Lets a result take over the buffer of an operand that dies here (same type), so chains of
+// elementwise ops on donated or temporary values need no new buffers. Each element is read
+// before it is written, so computing in place is safe.
+inline void ReuseDeadOperand(std::span<const Literal> in, std::vector<Literal>& out,
+                             EvalContext& ctx) {
+  for (size_t k = 0; k < in.size(); ++k)
+    if (ctx.CanReuseOperand(static_cast<int>(k)) && in[k].type() == out[0].type()) {
+      out[0] = in[k];
+      return;
+    }
+}
+
 // Eval of a unary op whose scalar function `f` is called on the compute type (float for halves)
 // of every element type in `Kinds`.
 template <unsigned Kinds, typename F>
@@ -192,6 +204,7 @@ EvalFn UnaryEval(F f) {
              EvalContext& ctx) -> Status {
     return DispatchElementType(in[0].element_type(), [&]<typename T>() -> Status {
       if constexpr ((KindOf<T>() & Kinds) != 0) {
+        ReuseDeadOperand(in, out, ctx);
         Map1<T, T>(ctx, in[0], out[0], [&](T v) { return Down<T>(f(Up(v))); });
         return OkStatus();
       } else {
@@ -208,6 +221,7 @@ EvalFn BinaryEval(F f) {
              EvalContext& ctx) -> Status {
     return DispatchElementType(in[0].element_type(), [&]<typename T>() -> Status {
       if constexpr ((KindOf<T>() & Kinds) != 0) {
+        ReuseDeadOperand(in, out, ctx);
         Map2<T, T, T>(ctx, in[0], in[1], out[0],
                       [&](T a, T b) { return Down<T>(f(Up(a), Up(b))); });
         return OkStatus();

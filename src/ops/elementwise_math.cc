@@ -95,9 +95,12 @@ void RegisterElementwiseMathOps(OpRegistry& r) {
                        Value one = Splat(b, x, 1);
                        return Op2(b, "stablehlo.divide", one, Op2(b, "stablehlo.add", one, x));
                      }));
+  // exp(x) / (1 + exp(x)) for negative x keeps tiny results instead of 1 / (1 + inf) = 0.
   RegisterFloatUnary(r, "stablehlo.logistic", UnaryEval<kFloatK>([](auto x) {
                        using C = decltype(x);
-                       return C{1} / (C{1} + std::exp(-x));
+                       if (x >= 0) return C{1} / (C{1} + std::exp(-x));
+                       const C e = std::exp(x);
+                       return e / (C{1} + e);
                      }),
                      UnaryVjp([](OpBuilder& b, Value, Value y) {
                        Value one_minus_y = Op2(b, "stablehlo.subtract", Splat(b, y, 1), y);
