@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "data_movement_kernels.h"
+#include "data_movement_vjp.h"
 #include "op_areas.h"
 #include "op_helpers.h"
 
@@ -158,6 +159,7 @@ void RegisterBroadcastInDim(OpRegistry& r) {
     TL_RETURN_IF_ERROR(ParseNamedList(p, "dims", "broadcast_dimensions", op));
     return ParseFunctionalTail(p, op);
   };
+  d.vjp = BroadcastInDimVjp;
   r.Register(std::move(d));
 }
 
@@ -187,6 +189,7 @@ void RegisterReshape(OpRegistry& r) {
     op.operands = {v};
     return ParseFunctionalTail(p, op);
   };
+  d.vjp = ReshapeVjp;
   r.Register(std::move(d));
 }
 
@@ -237,6 +240,7 @@ void RegisterTranspose(OpRegistry& r) {
     TL_RETURN_IF_ERROR(ParseNamedList(p, "dims", "permutation", op));
     return ParseFunctionalTail(p, op);
   };
+  d.vjp = TransposeVjp;
   r.Register(std::move(d));
 }
 
@@ -294,6 +298,7 @@ void RegisterReverse(OpRegistry& r) {
     op.result_types = {t};
     return OkStatus();
   };
+  d.vjp = ReverseVjp;
   r.Register(std::move(d));
 }
 
@@ -379,6 +384,7 @@ void RegisterSlice(OpRegistry& r) {
     op.attrs["strides"] = Attribute::IntArray(strides);
     return ParseFunctionalTail(p, op);
   };
+  d.vjp = SliceVjp;
   r.Register(std::move(d));
 }
 
@@ -437,6 +443,7 @@ void RegisterConcatenate(OpRegistry& r) {
     op.attrs["dimension"] = Attribute::Int(dim, ElementType::kS64);
     return ParseFunctionalTail(p, op);
   };
+  d.vjp = ConcatenateVjp;
   r.Register(std::move(d));
 }
 
@@ -518,6 +525,7 @@ void RegisterPad(OpRegistry& r) {
     TL_RETURN_IF_ERROR(ParseNamedList(p, "interior", "interior_padding", op));
     return ParseFunctionalTail(p, op);
   };
+  d.vjp = PadVjp;
   r.Register(std::move(d));
 }
 
@@ -584,6 +592,7 @@ void RegisterDynamicSlice(OpRegistry& r) {
     op.attrs["slice_sizes"] = Attribute::IntArray(std::move(sizes));
     return ParseFunctionalTail(p, op);
   };
+  d.vjp = DynamicSliceVjp;
   r.Register(std::move(d));
 }
 
@@ -628,6 +637,7 @@ void RegisterDynamicUpdateSlice(OpRegistry& r) {
     TL_ASSIGN_OR_RETURN(op.operands, p.ParseOperandList());
     return ParseFunctionalTail(p, op);
   };
+  d.vjp = DynamicUpdateSliceVjp;
   r.Register(std::move(d));
 }
 

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "data_movement_kernels.h"
+#include "data_movement_vjp.h"
 #include "op_areas.h"
 #include "op_helpers.h"
 
@@ -552,6 +553,7 @@ void RegisterGatherScatterOps(OpRegistry& r) {
   g.name = "stablehlo.gather";
   g.infer = InferGather;
   g.eval = EvalGather;
+  g.vjp = GatherVjp;
   r.Register(std::move(g));
 
   OpDef s;
