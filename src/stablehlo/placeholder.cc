@@ -1,1 +1,0 @@
-// Placeholder so the stablehlo layer has a translation unit until its sources land.
