@@ -93,7 +93,9 @@ void RegisterCall(OpRegistry& r) {
     return OkStatus();
   };
   d.print = [](const Operation& op, OpPrinter& p) {
-    p.Print(" @" + GetStringAttr(op.attrs(), "callee") + "(");
+    p.Print(" ");
+    p.PrintAttribute(*FindAttr(op.attrs(), "callee"));  // quotes names like @"<lambda>"
+    p.Print("(");
     p.PrintOperands(op.operands());
     p.Print(")");
     p.PrintOptionalAttrDict(op.attrs(), {"callee"});
