@@ -103,10 +103,9 @@ void Tokenizer::Impl::EncodeWordCached(std::string_view bytes, std::vector<int32
     EncodeWord(bytes, out);
     return;
   }
-  std::string key(bytes);
   {
     std::lock_guard<std::mutex> lock(cache_mutex);
-    auto it = cache.find(key);
+    auto it = cache.find(bytes);
     if (it != cache.end()) {
       out->insert(out->end(), it->second.begin(), it->second.end());
       return;
@@ -118,7 +117,7 @@ void Tokenizer::Impl::EncodeWordCached(std::string_view bytes, std::vector<int32
   // Dropping everything when full is crude but keeps the cache bounded without LRU bookkeeping
   // on every hit; the working set of a text refills it quickly.
   if (cache.size() >= cache_capacity) cache.clear();
-  cache.emplace(std::move(key), std::vector<int32_t>(out->begin() + start, out->end()));
+  cache.emplace(std::string(bytes), std::vector<int32_t>(out->begin() + start, out->end()));
 }
 
 void Tokenizer::Impl::EncodeSection(std::string_view text, std::vector<int32_t>* out) const {

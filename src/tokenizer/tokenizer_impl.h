@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -41,8 +42,13 @@ struct Tokenizer::Impl {
   std::vector<std::unique_ptr<tokenizer_internal::RegexSplitter>> splitters;  // applied in order
 
   // ---- Pre-token cache ----
+  // Transparent hashing lets lookups take the piece as a string_view without a copy.
+  struct PieceHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
   mutable std::mutex cache_mutex;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache;
+  mutable std::unordered_map<std::string, std::vector<int32_t>, PieceHash, std::equal_to<>> cache;
   size_t cache_capacity = 65536;
 
   // BPE of one pre-token's bytes, appended to `out`.

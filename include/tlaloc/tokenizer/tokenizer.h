@@ -11,6 +11,11 @@
 // TextDecoder follow), so "a\xE4\xB8b" encodes as "a\uFFFDb" and "\xED\xA0\x80" (an encoded
 // surrogate) as three U+FFFD. This is exactly what the JavaScript oracle sees when it reads the
 // same bytes, which keeps the two encoders in step on arbitrary input.
+//
+// Regex semantics are PCRE2's with UTF and UCP: \s is Unicode White_Space, as in the Rust
+// `tokenizers` library. The JavaScript oracle (transformers.js) differs in one known place:
+// ECMAScript's \s also matches U+FEFF (BOM / zero-width no-break space), so a U+FEFF inside a
+// run of whitespace splits differently there. Everything else in the parity corpus agrees.
 #pragma once
 
 #include <cstddef>
