@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "tlaloc/builder/random.h"
 #include "tlaloc/interp/interpreter.h"
 
@@ -7,7 +9,7 @@ namespace tlaloc {
 namespace {
 
 // Builds a no-argument function from `body` and runs it on the interpreter.
-std::vector<Literal> Run(const std::function<std::vector<Tensor>(OpBuilder&)>& body) {
+std::vector<Literal> RunProgram(const std::function<std::vector<Tensor>(OpBuilder&)>& body) {
   Module m("random_test");
   FunctionBuilder fb(&m, "main");
   auto outs = body(fb.ops());
@@ -36,7 +38,7 @@ TEST(Threefry, KnownAnswerVectors) {
       {0x13198a2e, 0x03707344, 0x243f6a88, 0x85a308d3, 0xc4923a9c, 0x483df7a0},
   };
   for (const Kat& k : kats) {
-    auto out = Run([&](OpBuilder& b) {
+    auto out = RunProgram([&](OpBuilder& b) {
       Tensor key = Constant(b, Literal::FromVector<uint32_t>({2}, {k.k0, k.k1}));
       Tensor x0 = Constant(b, Literal::FromVector<uint32_t>({1}, {k.x0}));
       Tensor x1 = Constant(b, Literal::FromVector<uint32_t>({1}, {k.x1}));
@@ -52,7 +54,7 @@ TEST(Threefry, KnownAnswerVectors) {
 // jax.random.split(jax.random.PRNGKey(0)) with jax_threefry_partitionable=False, as printed in
 // JAX's documentation of the original PRNG.
 TEST(Threefry, SplitOfKeyZeroMatchesJaxOriginal) {
-  auto out = Run([](OpBuilder& b) {
+  auto out = RunProgram([](OpBuilder& b) {
     return std::vector<Tensor>{SplitKey(PrngKey(b, 0), 2, ThreefryMode::kOriginal)};
   });
   ASSERT_EQ(out.size(), 1u);
@@ -61,7 +63,7 @@ TEST(Threefry, SplitOfKeyZeroMatchesJaxOriginal) {
 }
 
 TEST(Threefry, PrngKeyHoldsSeedWords) {
-  auto out = Run([](OpBuilder& b) {
+  auto out = RunProgram([](OpBuilder& b) {
     return std::vector<Tensor>{PrngKey(b, 0x0000000500000007ull)};
   });
   ASSERT_EQ(out.size(), 1u);
@@ -70,7 +72,7 @@ TEST(Threefry, PrngKeyHoldsSeedWords) {
 
 // The partitionable scheme hashes (0, i) for the i-th key; check against the block function.
 TEST(Threefry, PartitionableSplitHashesFlatIndex) {
-  auto out = Run([](OpBuilder& b) {
+  auto out = RunProgram([](OpBuilder& b) {
     Tensor key = PrngKey(b, 42);
     Tensor keys = SplitKey(key, 3);
     auto [y0, y1] = Threefry2x32Block(key, Zeros(b, {3}, ElementType::kU32),
@@ -85,7 +87,7 @@ TEST(Threefry, PartitionableSplitHashesFlatIndex) {
 }
 
 TEST(Random, UniformIsInRangeAndSpread) {
-  auto out = Run([](OpBuilder& b) {
+  auto out = RunProgram([](OpBuilder& b) {
     return std::vector<Tensor>{Uniform(PrngKey(b, 1), {4096}, ElementType::kF32, -2, 3)};
   });
   ASSERT_EQ(out.size(), 1u);
@@ -99,7 +101,7 @@ TEST(Random, UniformIsInRangeAndSpread) {
 }
 
 TEST(Random, NormalHasUnitMoments) {
-  auto out = Run([](OpBuilder& b) {
+  auto out = RunProgram([](OpBuilder& b) {
     return std::vector<Tensor>{Normal(PrngKey(b, 3), {8192})};
   });
   ASSERT_EQ(out.size(), 1u);
@@ -116,7 +118,7 @@ TEST(Random, NormalHasUnitMoments) {
 
 TEST(Random, CategoricalFollowsLogits) {
   // Probabilities 0.7, 0.2, 0.1 over 4000 draws (one row each).
-  auto out = Run([](OpBuilder& b) {
+  auto out = RunProgram([](OpBuilder& b) {
     std::vector<float> row{std::log(0.7f), std::log(0.2f), std::log(0.1f)};
     std::vector<float> logits;
     for (int i = 0; i < 4000; ++i) logits.insert(logits.end(), row.begin(), row.end());
@@ -136,7 +138,7 @@ TEST(Random, CategoricalFollowsLogits) {
 }
 
 TEST(Random, SameSeedSameBitsDifferentSeedDifferentBits) {
-  auto out = Run([](OpBuilder& b) {
+  auto out = RunProgram([](OpBuilder& b) {
     return std::vector<Tensor>{RandomBits(PrngKey(b, 5), {64}), RandomBits(PrngKey(b, 5), {64}),
                                RandomBits(PrngKey(b, 6), {64})};
   });

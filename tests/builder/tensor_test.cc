@@ -10,7 +10,7 @@ namespace tlaloc {
 namespace {
 
 // Builds main(args...) with `body` and runs it on `inputs`.
-std::vector<Literal> Run(const std::vector<Literal>& inputs,
+std::vector<Literal> RunProgram(const std::vector<Literal>& inputs,
                          const std::function<std::vector<Tensor>(FunctionBuilder&)>& body) {
   Module m("tensor_test");
   std::vector<Type> types;
@@ -33,7 +33,7 @@ Literal RandomF32(std::vector<int64_t> dims, uint32_t seed) {
 }
 
 TEST(Tensor, BroadcastingArithmetic) {
-  auto out = Run({Literal::FromVector<float>({2, 1}, {1, 2}), Literal::FromVector<float>({3}, {10, 20, 30})},
+  auto out = RunProgram({Literal::FromVector<float>({2, 1}, {1, 2}), Literal::FromVector<float>({3}, {10, 20, 30})},
                  [](FunctionBuilder& f) { return std::vector<Tensor>{f.arg(0) + f.arg(1) * 2.0}; });
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].dims(), (std::vector<int64_t>{2, 3}));
@@ -52,7 +52,7 @@ TEST(Tensor, IncompatibleShapesGiveAClearError) {
 
 TEST(Tensor, MatmulMatchesNaiveWithBatchBroadcast) {
   Literal a = RandomF32({2, 3, 4}, 1), b = RandomF32({4, 5}, 2);
-  auto out = Run({a, b}, [](FunctionBuilder& f) { return std::vector<Tensor>{Matmul(f.arg(0), f.arg(1))}; });
+  auto out = RunProgram({a, b}, [](FunctionBuilder& f) { return std::vector<Tensor>{Matmul(f.arg(0), f.arg(1))}; });
   ASSERT_EQ(out.size(), 1u);
   ASSERT_EQ(out[0].dims(), (std::vector<int64_t>{2, 3, 5}));
   for (int bt = 0; bt < 2; ++bt)
@@ -66,7 +66,7 @@ TEST(Tensor, MatmulMatchesNaiveWithBatchBroadcast) {
 
 TEST(Tensor, EinsumTransposesToRequestedOrder) {
   Literal q = RandomF32({2, 3, 4}, 3), k = RandomF32({2, 5, 4}, 4);
-  auto out = Run({q, k}, [](FunctionBuilder& f) {
+  auto out = RunProgram({q, k}, [](FunctionBuilder& f) {
     return std::vector<Tensor>{Einsum("bqd,bkd->bkq", f.arg(0), f.arg(1))};
   });
   ASSERT_EQ(out.size(), 1u);
@@ -82,7 +82,7 @@ TEST(Tensor, EinsumTransposesToRequestedOrder) {
 
 TEST(Tensor, SoftmaxLogSoftmaxLogSumExp) {
   Literal x = Literal::FromVector<float>({2, 3}, {1, 2, 3, -INFINITY, 0, 1000});
-  auto out = Run({x}, [](FunctionBuilder& f) {
+  auto out = RunProgram({x}, [](FunctionBuilder& f) {
     return std::vector<Tensor>{Softmax(f.arg(0)), LogSoftmax(f.arg(0)), LogSumExp(f.arg(0), -1)};
   });
   ASSERT_EQ(out.size(), 3u);
@@ -98,7 +98,7 @@ TEST(Tensor, SoftmaxLogSoftmaxLogSumExp) {
 TEST(Tensor, RmsNormComputesInF32AndCastsBack) {
   Literal x = Literal::FromVector<float>({1, 4}, {1, 2, 3, 4});
   Literal w = Literal::FromVector<float>({4}, {1, 1, 2, 2});
-  auto out = Run({x, w}, [](FunctionBuilder& f) {
+  auto out = RunProgram({x, w}, [](FunctionBuilder& f) {
     return std::vector<Tensor>{RmsNorm(f.arg(0), f.arg(1), 1e-6)};
   });
   ASSERT_EQ(out.size(), 1u);
@@ -108,7 +108,7 @@ TEST(Tensor, RmsNormComputesInF32AndCastsBack) {
 
 TEST(Tensor, MeanVarSiluGelu) {
   Literal x = Literal::FromVector<float>({4}, {1, 2, 3, 6});
-  auto out = Run({x}, [](FunctionBuilder& f) {
+  auto out = RunProgram({x}, [](FunctionBuilder& f) {
     return std::vector<Tensor>{Mean(f.arg(0), {0}), Var(f.arg(0), {0}), Silu(f.arg(0)), Gelu(f.arg(0), false)};
   });
   ASSERT_EQ(out.size(), 4u);
@@ -120,7 +120,7 @@ TEST(Tensor, MeanVarSiluGelu) {
 
 TEST(Tensor, ArgmaxPrefersFirstMaximumAndNaN) {
   Literal x = Literal::FromVector<float>({3, 4}, {1, 5, 5, 2, NAN, 1, 9, 3, -1, -2, -1, -3});
-  auto out = Run({x}, [](FunctionBuilder& f) { return std::vector<Tensor>{Argmax(f.arg(0), 1)}; });
+  auto out = RunProgram({x}, [](FunctionBuilder& f) { return std::vector<Tensor>{Argmax(f.arg(0), 1)}; });
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].span<int32_t>()[0], 1);
   EXPECT_EQ(out[0].span<int32_t>()[1], 0);
@@ -131,7 +131,7 @@ TEST(Tensor, CumsumOneHotTakeTopK) {
   Literal x = Literal::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
   Literal ids = Literal::FromVector<int32_t>({2}, {2, 0});
   Literal table = Literal::FromVector<float>({3, 2}, {0, 1, 10, 11, 20, 21});
-  auto out = Run({x, ids, table}, [](FunctionBuilder& f) {
+  auto out = RunProgram({x, ids, table}, [](FunctionBuilder& f) {
     auto [vals, idx] = TopK(f.arg(0) * -1.0, 2);
     return std::vector<Tensor>{Cumsum(f.arg(0), 1), OneHot(f.arg(1), 3), Take(f.arg(2), f.arg(1)), vals, idx};
   });
@@ -150,7 +150,7 @@ TEST(Tensor, CumsumOneHotTakeTopK) {
 
 TEST(Tensor, ReshapeInfersOneDimension) {
   Literal x = RandomF32({2, 6}, 5);
-  auto out = Run({x}, [](FunctionBuilder& f) {
+  auto out = RunProgram({x}, [](FunctionBuilder& f) {
     return std::vector<Tensor>{Transpose(Reshape(f.arg(0), {3, -1}), {1, 0})};
   });
   ASSERT_EQ(out.size(), 1u);
