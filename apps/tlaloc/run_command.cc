@@ -1,8 +1,122 @@
-// Placeholder until `tlaloc run` lands.
+// `tlaloc run FILE.mlir [--input NAME=FILE.npy ...] [--print] [--entry NAME]`: parses and
+// verifies a StableHLO program, runs its entry function on the interpreter, and prints each
+// result, or PASS/FAIL per check for self-checking programs (@check.expect_*), and the peak
+// live bytes of the run.
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include "commands.h"
+#include "tlaloc/interp/interpreter.h"
+#include "tlaloc/stablehlo/conformance.h"
+#include "tlaloc/stablehlo/npy.h"
+#include "tlaloc/stablehlo/parser.h"
+#include "tlaloc/stablehlo/printer.h"
 
 namespace tlaloc::cli {
 
-void RegisterRunCommand(CLI::App& app) { (void)app; }
+namespace {
+
+struct RunArgs {
+  std::string file;
+  std::vector<std::string> inputs;
+  bool print = false;
+  std::string entry;
+  int64_t max_elements = 64;
+};
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "tlaloc run: %s\n", message.c_str());
+  return 1;
+}
+
+// "arg0", "%arg0" or "0" -> 0.
+std::optional<int> ArgumentIndex(std::string name) {
+  if (!name.empty() && name[0] == '%') name = name.substr(1);
+  if (name.rfind("arg", 0) == 0) name = name.substr(3);
+  if (name.empty() || name.size() > 6) return std::nullopt;
+  for (char c : name)
+    if (c < '0' || c > '9') return std::nullopt;
+  return std::stoi(name);
+}
+
+int RunProgramFile(const RunArgs& args) {
+  std::ifstream in(args.file, std::ios::binary);
+  if (!in) return Fail("cannot open " + args.file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto parsed = ParseModule(ss.str(), args.file);
+  if (!parsed.ok()) return Fail(parsed.status().message());
+  std::shared_ptr<const Module> module(std::move(*parsed));
+  if (args.print) std::printf("%s", PrintModule(*module).c_str());
+
+  const Function* fn = args.entry.empty() ? module->Entry() : module->Find(args.entry);
+  if (!fn)
+    return Fail(args.entry.empty() ? "the module has no public function to run"
+                                   : "no function @" + args.entry + " in " + args.file);
+  std::vector<Literal> call_args(fn->num_arguments());
+  std::vector<bool> given(fn->num_arguments(), false);
+  for (const std::string& spec : args.inputs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos)
+      return Fail("--input " + spec + ": expected NAME=FILE.npy (NAME: arg0, arg1, ...)");
+    auto idx = ArgumentIndex(spec.substr(0, eq));
+    if (!idx || *idx >= fn->num_arguments())
+      return Fail("--input " + spec + ": @" + fn->name() + " has no argument '" +
+                  spec.substr(0, eq) + "' (it takes " + std::to_string(fn->num_arguments()) +
+                  ": arg0..)");
+    auto lit = ReadNpyFile(spec.substr(eq + 1));
+    if (!lit.ok()) return Fail("--input " + spec + ": " + lit.status().message());
+    const Type& want = fn->entry().argument(*idx).type();
+    if (!want.is_tensor() || !(lit->type() == want.tensor))
+      return Fail("--input " + spec + ": the file holds " + lit->type().ToString() + ", arg" +
+                  std::to_string(*idx) + " is " + want.ToString());
+    call_args[*idx] = std::move(*lit);
+    given[*idx] = true;
+  }
+  for (int i = 0; i < fn->num_arguments(); ++i)
+    if (!given[i])
+      return Fail("missing --input arg" + std::to_string(i) + "=FILE.npy (" +
+                  fn->entry().argument(i).type().ToString() + ")");
+
+  auto recorder = std::make_shared<CheckRecorder>();
+  InterpreterOptions options;
+  AddConformanceChecks(options, recorder);
+  auto exe = Executable::Prepare(module, fn->name(), options);
+  if (!exe.ok()) return Fail(exe.status().message());
+  ExecutionStats stats;
+  auto results = (*exe)->Execute(std::move(call_args), &stats);
+  if (!results.ok()) return Fail(results.status().message());
+
+  auto checks = recorder->results();
+  if (!checks.empty()) {
+    for (const auto& c : checks)
+      std::printf("%s @%s%s%s\n", c.passed ? "PASS" : "FAIL", c.target.c_str(),
+                  c.passed ? "" : ": ", c.message.c_str());
+  } else {
+    for (size_t i = 0; i < results->size(); ++i)
+      std::printf("result %zu: %s\n", i, (*results)[i].ToString(args.max_elements).c_str());
+  }
+  std::printf("peak live bytes: %lld\n", static_cast<long long>(stats.peak_live_bytes));
+  return recorder->failed() == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void RegisterRunCommand(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  auto* cmd = app.add_subcommand("run", "Parse, verify and run a StableHLO program (.mlir)");
+  cmd->add_option("file", args->file, "StableHLO text file")->required();
+  cmd->add_option("--input", args->inputs, "Entry argument from a .npy file: arg0=FILE.npy");
+  cmd->add_flag("--print", args->print, "Print the parsed module back as StableHLO");
+  cmd->add_option("--entry", args->entry, "Function to run (default: main)");
+  cmd->add_option("--max-elements", args->max_elements, "Elements shown per result")
+      ->check(CLI::PositiveNumber);
+  cmd->callback([args] { SetExitCode(RunProgramFile(*args)); });
+}
 
 }  // namespace tlaloc::cli
