@@ -548,6 +548,29 @@ Status EvalScatter(const Operation& op, std::span<const Literal> operands,
 
 }  // namespace
 
+std::string ScatterCombinerName(const Operation& scatter) {
+  const size_t n = static_cast<size_t>(scatter.num_results());
+  if (scatter.num_regions() != 1 || n == 0) return "";
+  switch (ClassifyRegion(scatter.region(0), n, scatter.result(0).tensor_type().element_type)) {
+    case Combiner::kReplace:
+      return "replace";
+    case Combiner::kAdd:
+      return "add";
+    case Combiner::kMultiply:
+      return "multiply";
+    case Combiner::kMax:
+      return "maximum";
+    case Combiner::kMin:
+      return "minimum";
+    case Combiner::kOr:
+      return "or";
+    case Combiner::kAnd:
+      return "and";
+    default:
+      return "";
+  }
+}
+
 void RegisterGatherScatterOps(OpRegistry& r) {
   OpDef g;
   g.name = "stablehlo.gather";
@@ -561,6 +584,7 @@ void RegisterGatherScatterOps(OpRegistry& r) {
   s.num_regions = 1;
   s.infer = InferScatter;
   s.eval = EvalScatter;
+  s.vjp = ScatterVjp;
   r.Register(std::move(s));
 }
 

@@ -86,6 +86,10 @@ StridedView DenseView(const std::vector<int64_t>& dims);
 StatusOr<std::vector<int64_t>> StructIntList(const Attribute& s, const std::string& field);
 StatusOr<int64_t> StructInt(const Attribute& s, const std::string& field, int64_t fallback);
 
+// What a scatter's update computation does, as recognised by scatter's evaluation
+// (data_movement_gather.cc): "replace", "add", ... or "" for any other computation.
+std::string ScatterCombinerName(const Operation& scatter);
+
 // "[1, 2]" for messages.
 std::string ListToString(const std::vector<int64_t>& v);
 

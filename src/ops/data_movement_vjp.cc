@@ -27,17 +27,19 @@ Value Zeros(OpBuilder& b, const TensorType& t) {
                      std::vector<Type>{Type(t)});
 }
 
-// A region (a: tensor<et>, b: tensor<et>) -> a + b, for reduce and scatter.
-std::unique_ptr<Region> AddRegion(ElementType et) {
+// A region (a: tensor<et>, b: tensor<et>) -> a `op` b (or b when op is empty), for reduce and
+// scatter.
+std::unique_ptr<Region> BinaryRegion(ElementType et, const char* op) {
   auto region = std::make_unique<Region>();
   Block& body = region->AddBlock();
   Value a = body.AddArgument(Type(TensorType(et, {})));
   Value c = body.AddArgument(Type(TensorType(et, {})));
   OpBuilder rb(&body);
-  Value sum = rb.CreateOne("stablehlo.add", {a, c});
-  rb.Create("stablehlo.return", {sum});
+  Value r = *op ? rb.CreateOne(op, {a, c}) : c;
+  rb.Create("stablehlo.return", {r});
   return region;
 }
+std::unique_ptr<Region> AddRegion(ElementType et) { return BinaryRegion(et, "stablehlo.add"); }
 
 // Sum of x over `dims` (the other dims kept in order).
 Value SumOver(OpBuilder& b, Value x, const Dims& dims) {
@@ -254,6 +256,88 @@ StatusOr<Values> GatherVjp(OpBuilder& b, const Operation& op, const Values& x, c
       "stablehlo.scatter", {Zeros(b, operand), clamped, ct[0]},
       {{"scatter_dimension_numbers", Attribute::Struct("stablehlo.scatter", std::move(fields))}},
       {}, std::move(regions));
+  return Done(b, grads);
+}
+
+StatusOr<Values> ScatterVjp(OpBuilder& b, const Operation& op, const Values& x, const Values&,
+                            const Values& ct) {
+  const std::string kind = ScatterCombinerName(op);
+  const bool unique = GetBoolAttr(op.attrs(), "unique_indices", false);
+  if (x.size() != 3 || !(kind == "add" || (kind == "replace" && unique)))
+    return Unimplemented(
+        "the scatter VJP supports one input with an add update computation, "
+        "or a plain replacement with unique_indices = true; got " +
+        (kind.empty() ? std::string("another computation") : kind));
+  const Attribute& dn = op.attrs().at("scatter_dimension_numbers");
+  TL_ASSIGN_OR_RETURN(Dims window_dims, StructIntList(dn, "update_window_dims"));
+  TL_ASSIGN_OR_RETURN(Dims inserted, StructIntList(dn, "inserted_window_dims"));
+  TL_ASSIGN_OR_RETURN(Dims input_batching, StructIntList(dn, "input_batching_dims"));
+  TL_ASSIGN_OR_RETURN(Dims indices_batching, StructIntList(dn, "scatter_indices_batching_dims"));
+  TL_ASSIGN_OR_RETURN(Dims to_operand, StructIntList(dn, "scatter_dims_to_operand_dims"));
+  TL_ASSIGN_OR_RETURN(int64_t ivd, StructInt(dn, "index_vector_dim", 0));
+  const TensorType& operand = x[0].tensor_type();
+  const TensorType& idx_type = x[1].tensor_type();
+  const TensorType& upd = x[2].tensor_type();
+  auto has = [](const Dims& v, int64_t d) { return std::find(v.begin(), v.end(), d) != v.end(); };
+  // The update of each window is the cotangent's slice at that window (a gather with the mirrored
+  // dimension numbers), and zero for windows the scatter skipped as out of bounds.
+  Dims slice_sizes(operand.rank(), 1);
+  for (int64_t d = 0, k = 0; d < operand.rank(); ++d)
+    if (!has(inserted, d) && !has(input_batching, d)) slice_sizes[d] = upd.dims[window_dims[k++]];
+  AttrDict g{{"offset_dims", Attribute::IntArray(window_dims)},
+             {"collapsed_slice_dims", Attribute::IntArray(inserted)},
+             {"start_index_map", Attribute::IntArray(to_operand)},
+             {"index_vector_dim", Attribute::Int(ivd)}};
+  if (!input_batching.empty()) {
+    g["operand_batching_dims"] = Attribute::IntArray(input_batching);
+    g["start_indices_batching_dims"] = Attribute::IntArray(indices_batching);
+  }
+  Value gathered =
+      b.CreateOne("stablehlo.gather", {ct[0], x[1]},
+                  {{"dimension_numbers", Attribute::Struct("stablehlo.gather", std::move(g))},
+                   {"slice_sizes", Attribute::IntArray(slice_sizes)}});
+  // In-bounds mask per index vector: 0 <= start <= dim - window, all components.
+  Literal hi(idx_type);
+  Dims istrides = RowMajorStrides(idx_type.dims);
+  for (int64_t i = 0; i < hi.num_elements(); ++i) {
+    int64_t k = ivd < idx_type.rank() ? (i / istrides[ivd]) % idx_type.dims[ivd] : 0;
+    int64_t d = to_operand[k];
+    hi.SetFromDouble(i, static_cast<double>(operand.dims[d] - slice_sizes[d]));
+  }
+  auto cmp = [&](Value l, Value r, const char* dir) {
+    return b.CreateOne("stablehlo.compare", {l, r},
+                       {{"comparison_direction", Attribute::Enum(dir, "comparison_direction")}});
+  };
+  Value lo_v =
+      b.CreateOne("stablehlo.constant", {}, {{"value", Attribute::Elements(Literal(idx_type))}});
+  Value hi_v = b.CreateOne("stablehlo.constant", {}, {{"value", Attribute::Elements(hi)}});
+  Value ok = b.CreateOne("stablehlo.and", {cmp(x[1], lo_v, "GE"), cmp(x[1], hi_v, "LE")});
+  if (ivd < idx_type.rank()) {
+    std::vector<std::unique_ptr<Region>> regions;
+    regions.push_back(BinaryRegion(ElementType::kPred, "stablehlo.and"));
+    Literal yes(TensorType(ElementType::kPred, {}));
+    yes.SetFromDouble(0, 1);
+    Value init = b.CreateOne("stablehlo.constant", {}, {{"value", Attribute::Elements(yes)}});
+    ok = b.CreateOne("stablehlo.reduce", {ok, init}, {{"dimensions", Attribute::IntArray({ivd})}},
+                     {}, std::move(regions));
+  }
+  Dims scatter_dims;
+  for (int64_t d = 0; d < upd.rank(); ++d)
+    if (!has(window_dims, d)) scatter_dims.push_back(d);
+  Value mask = b.CreateOne("stablehlo.broadcast_in_dim", {ok},
+                           {{"broadcast_dimensions", Attribute::IntArray(scatter_dims)}},
+                           std::vector<Type>{Type(TensorType(ElementType::kPred, upd.dims))});
+  Values grads(3);
+  grads[2] = b.CreateOne("stablehlo.select", {mask, gathered, Zeros(b, upd)});
+  if (kind == "add") {
+    grads[0] = ct[0];
+  } else {
+    // Overwritten positions got their value from the update, not the operand.
+    std::vector<std::unique_ptr<Region>> regions;
+    regions.push_back(BinaryRegion(operand.element_type, ""));
+    grads[0] = b.CreateOne("stablehlo.scatter", {ct[0], x[1], Zeros(b, upd)},
+                           {{"scatter_dimension_numbers", dn}}, {}, std::move(regions));
+  }
   return Done(b, grads);
 }
 

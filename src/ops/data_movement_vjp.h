@@ -42,4 +42,10 @@ StatusOr<std::vector<Value>> GatherVjp(OpBuilder& b, const Operation& op,
                                        const std::vector<Value>& x, const std::vector<Value>& y,
                                        const std::vector<Value>& ct);
 
+// Scatter with an add or (unique_indices) replace update computation over one input; other
+// update computations fail with Unimplemented.
+StatusOr<std::vector<Value>> ScatterVjp(OpBuilder& b, const Operation& op,
+                                        const std::vector<Value>& x, const std::vector<Value>& y,
+                                        const std::vector<Value>& ct);
+
 }  // namespace tlaloc::ops

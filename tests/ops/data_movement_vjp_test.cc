@@ -3,6 +3,7 @@
 // any x and ct (the "dot-product test"). The gradient programs are built with OpBuilder and
 // interpreted, so this also checks that each verifies and runs.
 #include <cmath>
+#include <functional>
 
 #include "ops/data_movement_test_util.h"
 
@@ -29,8 +30,11 @@ double Dot(const Literal& a, const Literal& b) {
 
 // Builds f(xs) and its VJP at cotangent ct; returns {y, grads...} (an invalid Literal where
 // the rule gives no cotangent).
+using RegionFactory = std::function<std::vector<std::unique_ptr<Region>>()>;
+
 void CheckTranspose(const std::string& name, std::vector<Literal> xs, AttrDict attrs,
-                    std::optional<std::vector<Type>> result = {}) {
+                    std::optional<std::vector<Type>> result = {}, RegionFactory regions = {}) {
+  auto make_regions = [&] { return regions ? regions() : std::vector<std::unique_ptr<Region>>{}; };
   SCOPED_TRACE(name);
   Module m("t");
   std::vector<Type> types;
@@ -38,7 +42,7 @@ void CheckTranspose(const std::string& name, std::vector<Literal> xs, AttrDict a
   Function* fwd = m.AddFunction("main", types, {});
   OpBuilder b(&fwd->entry(), &m);
   std::vector<Value> args = fwd->entry().arguments();
-  Value y = b.CreateOne(name, args, attrs, result);
+  Value y = b.CreateOne(name, args, attrs, result, make_regions());
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   const TensorType yt = y.tensor_type();
   // Gradient program: same op applied to the arguments, then its VJP at the extra argument ct.
@@ -48,7 +52,7 @@ void CheckTranspose(const std::string& name, std::vector<Literal> xs, AttrDict a
   std::vector<Value> gargs = grad->entry().arguments();
   Value ct = gargs.back();
   gargs.pop_back();
-  Value gy = g.CreateOne(name, gargs, attrs, result);
+  Value gy = g.CreateOne(name, gargs, attrs, result, make_regions());
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   const OpDef& def = g.last_op()->def();
   ASSERT_TRUE(def.vjp) << name << " has no VJP rule";
@@ -158,6 +162,69 @@ TEST(DataMovementVjp, GatherScattersBackToClampedWindows) {
                  {Pseudo({2, 4, 5}, 15),
                   Literal::FromVector<int64_t>({2, 3, 2}, {0, 4, 3, 9, -2, 1, 1, 1, 2, 3, 7, 7})},
                  batched);
+}
+
+// Update computation (a, b) -> a + b, or -> b when `add` is false.
+RegionFactory ScatterRegion(bool add) {
+  return [add] {
+    std::vector<std::unique_ptr<Region>> v;
+    auto region = std::make_unique<Region>();
+    Block& body = region->AddBlock();
+    Value a = body.AddArgument(Type(T(ElementType::kF64, {})));
+    Value u = body.AddArgument(Type(T(ElementType::kF64, {})));
+    OpBuilder rb(&body);
+    rb.Create("stablehlo.return", {add ? rb.CreateOne("stablehlo.add", {a, u}) : u});
+    v.push_back(std::move(region));
+    return v;
+  };
+}
+
+AttrDict ScatterRows(bool unique) {
+  return {{"scatter_dimension_numbers",
+           Attribute::Struct("stablehlo.scatter",
+                             {{"update_window_dims", Attribute::IntArray({1})},
+                              {"inserted_window_dims", Attribute::IntArray({0})},
+                              {"scatter_dims_to_operand_dims", Attribute::IntArray({0})},
+                              {"index_vector_dim", Attribute::Int(1)}})},
+          {"unique_indices", Attribute::Bool(unique)}};
+}
+
+TEST(DataMovementVjp, ScatterAddAndUniqueReplace) {
+  for (const char* op : {"stablehlo.add", "stablehlo.compare", "stablehlo.select", "stablehlo.and"})
+    if (!OpRegistry::Global().Find(op)) GTEST_SKIP() << "the scatter VJP needs " << op;
+  // Row windows of 3 into 5 rows: a duplicate (3), and 9 / -1 skipped as out of bounds.
+  Literal dup = Literal::FromVector<int32_t>({4, 1}, {3, 9, 3, -1});
+  CheckTranspose("stablehlo.scatter", {Pseudo({5, 3}, 16), dup, Pseudo({4, 3}, 17)},
+                 ScatterRows(false), {}, ScatterRegion(true));
+  // 2-wide windows in a 2-D operand, index vector in dim 0, one window past the edge.
+  AttrDict windows{
+      {"scatter_dimension_numbers",
+       Attribute::Struct("stablehlo.scatter",
+                         {{"update_window_dims", Attribute::IntArray({1, 2})},
+                          {"scatter_dims_to_operand_dims", Attribute::IntArray({0, 1})},
+                          {"index_vector_dim", Attribute::Int(0)}})}};
+  Literal starts = Literal::FromVector<int64_t>({2, 3}, {0, 2, 3, 1, 3, 0});
+  CheckTranspose("stablehlo.scatter", {Pseudo({4, 4}, 18), starts, Pseudo({3, 2, 2}, 19)}, windows,
+                 {}, ScatterRegion(true));
+  Literal unique = Literal::FromVector<int32_t>({3, 1}, {4, 0, 7});
+  CheckTranspose("stablehlo.scatter", {Pseudo({5, 3}, 20), unique, Pseudo({3, 3}, 21)},
+                 ScatterRows(true), {}, ScatterRegion(false));
+}
+
+TEST(DataMovementVjp, ScatterWithOtherComputationsIsUnimplemented) {
+  Module m("t");
+  Function* fn =
+      m.AddFunction("main",
+                    {Type(T(ElementType::kF64, {5, 3})), Type(T(ElementType::kS32, {2, 1})),
+                     Type(T(ElementType::kF64, {2, 3}))},
+                    {});
+  OpBuilder b(&fn->entry(), &m);
+  auto args = fn->entry().arguments();
+  Value y = b.CreateOne("stablehlo.scatter", args, ScatterRows(false), {}, ScatterRegion(false)());
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  auto r = b.last_op()->def().vjp(b, *b.last_op(), args, {y}, {y});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("unique_indices"), std::string::npos) << r.status().message();
 }
 
 }  // namespace
