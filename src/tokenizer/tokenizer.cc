@@ -71,11 +71,9 @@ void Tokenizer::Impl::EncodeWord(std::string_view bytes, std::vector<int32_t>* o
     if (left < 0) return;
     int32_t right = sym[left].next;
     if (right < 0) return;
-    uint64_t key =
-        (static_cast<uint64_t>(sym[left].id) << 32) | static_cast<uint32_t>(sym[right].id);
-    auto it = merges.find(key);
-    if (it == merges.end()) return;
-    heap.push_back({it->second.rank, left, sym[left].id, sym[right].id, it->second.new_id});
+    const Merge* m = merges.Find(sym[left].id, sym[right].id);
+    if (m == nullptr) return;
+    heap.push_back({m->rank, left, sym[left].id, sym[right].id, m->new_id});
     std::push_heap(heap.begin(), heap.end(), std::greater<>());
   };
   for (size_t i = 0; i + 1 < n; ++i) consider(static_cast<int32_t>(i));

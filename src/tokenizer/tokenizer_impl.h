@@ -22,8 +22,52 @@ struct Tokenizer::Impl {
     int32_t rank;
     int32_t new_id;
   };
-  // Key: (left id << 32) | right id.
-  std::unordered_map<uint64_t, Merge> merges;
+  // Pair (left id, right id) -> merge, as an open-addressing table: BPE does one lookup per
+  // adjacent pair, which made std::unordered_map's node chasing the cost of uncached encoding.
+  class MergeTable {
+   public:
+    void Reserve(size_t n) {
+      size_t cap = 16;
+      while (cap < n * 2) cap *= 2;
+      slots_.assign(cap, Slot{kEmpty, {0, 0}});
+      mask_ = cap - 1;
+    }
+    // Call Reserve first. A pair listed twice keeps its later rank, as the `tokenizers` library
+    // and transformers.js do (both build their rank maps by inserting front to back).
+    void Insert(int32_t left, int32_t right, Merge m) {
+      const uint64_t key = Key(left, right);
+      for (size_t i = Hash(key);; i = (i + 1) & mask_) {
+        if (slots_[i].key == kEmpty || slots_[i].key == key) {
+          slots_[i] = {key, m};
+          return;
+        }
+      }
+    }
+    const Merge* Find(int32_t left, int32_t right) const {
+      if (slots_.empty()) return nullptr;
+      const uint64_t key = Key(left, right);
+      for (size_t i = Hash(key);; i = (i + 1) & mask_) {
+        if (slots_[i].key == key) return &slots_[i].merge;
+        if (slots_[i].key == kEmpty) return nullptr;
+      }
+    }
+
+   private:
+    static constexpr uint64_t kEmpty = ~0ull;  // ids are non-negative, so never a real key
+    struct Slot {
+      uint64_t key;
+      Merge merge;
+    };
+    static uint64_t Key(int32_t l, int32_t r) {
+      return (static_cast<uint64_t>(static_cast<uint32_t>(l)) << 32) | static_cast<uint32_t>(r);
+    }
+    size_t Hash(uint64_t key) const {
+      return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 32) & mask_;
+    }
+    std::vector<Slot> slots_;
+    size_t mask_ = 0;
+  };
+  MergeTable merges;
   size_t num_merges = 0;
   std::unordered_map<std::string, int32_t> token_to_id;  // model vocab and added tokens
   std::vector<std::string> id_to_token;                  // "" for ids that do not exist

@@ -205,7 +205,7 @@ Status LoadModel(const json& m, Tokenizer::Impl* impl) {
   if (!m.contains("merges") || !m["merges"].is_array())
     return InvalidArgument("model.merges: expected an array");
   const json& merges = m["merges"];
-  impl->merges.reserve(merges.size() * 2);
+  impl->merges.Reserve(merges.size());
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const json& entry = merges[rank];
     std::string a, b;
@@ -232,9 +232,8 @@ Status LoadModel(const json& m, Tokenizer::Impl* impl) {
                              "' is not in the vocab");
     if (im == impl->token_to_id.end())
       return InvalidArgument(where + ": merged token '" + a + b + "' is not in the vocab");
-    uint64_t key = (static_cast<uint64_t>(ia->second) << 32) | static_cast<uint32_t>(ib->second);
-    // A repeated pair keeps its first (best) rank, as a rank map built front to back would.
-    impl->merges.emplace(key, Tokenizer::Impl::Merge{static_cast<int32_t>(rank), im->second});
+    impl->merges.Insert(ia->second, ib->second,
+                        Tokenizer::Impl::Merge{static_cast<int32_t>(rank), im->second});
   }
   impl->num_merges = merges.size();
   return OkStatus();

@@ -81,9 +81,11 @@ const std::vector<std::string>& Samples() {
       "#!/bin/bash\nfor f in *.txt; do echo \"$f\" | tr 'a-z' 'A-Z' >> out.log; done\n",
       "x = {\"key\": [1, 2.5e-3, null, true], 'a\\'b': \"\\u00e9\"}\r\n",
       // Emoji: ZWJ sequences, skin tones, flags, keycaps
-      "👨‍👩‍👧‍👦 family, 👩🏽‍💻 coder, 🏳️‍🌈 flag, 🧑🏿‍🚀 "
+      "👨‍👩‍👧‍👦 family, 👩🏽‍💻 coder, 🏳️‍🌈 flag, "
+      "🧑🏿‍🚀 "
       "astronaut",
-      "👍🏻👍🏼👍🏽👍🏾👍🏿 ❤️‍🔥 🇯🇵🇺🇸🇧🇷 1️⃣#️⃣ "
+      "👍🏻👍🏼👍🏽👍🏾👍🏿 ❤️‍🔥 🇯🇵🇺🇸🇧🇷 "
+      "1️⃣#️⃣ "
       "😀😃😄😁",
       // Digits and numbers
       "3.14159265358979323846264338327950288419716939937510",

@@ -46,7 +46,8 @@ TEST(Qwen3TokenizerTest, DigitsSplitOneAtATimeAndSpecialTokensMatchInline) {
 TEST(Qwen3TokenizerTest, StreamingDecodeMatchesDecodeOnMultiByteText) {
   TL_REQUIRE_QWEN_TOKENIZER(tok);
   const std::string text =
-      "Emoji 👩🏽‍💻 and 🇯🇵, Thai ภาษาไทย, Hindi हिन्दी, 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 "
+      "Emoji 👩🏽‍💻 and 🇯🇵, Thai ภาษาไทย, Hindi हिन्दी, "
+      "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 "
       "and "
       "汉字.";
   std::vector<int32_t> ids = tok->Encode(text);

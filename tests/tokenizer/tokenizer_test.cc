@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "test_util.h"
 
 namespace tlaloc {
@@ -61,6 +64,40 @@ TEST(TokenizerTest, MergesUseTheByteAlphabetAndPreTokensDoNotMergeAcrossSpaces) 
   EXPECT_EQ(t.Encode(" the"), (std::vector<int32_t>{the}));
   // "the" at the start has no leading space; the space before "x" belongs to "x"'s pre-token.
   EXPECT_EQ(t.Encode("the the x"), (std::vector<int32_t>{'t', he, the, ' ', 'x'}));
+}
+
+TEST(TokenizerTest, ARepeatedMergeTakesItsLaterRank) {
+  // (a b) is listed at ranks 0 and 2; like the `tokenizers` library and transformers.js, the
+  // later rank counts, so (b c) at rank 1 wins on "abc".
+  Tokenizer t = Load(SmallTokenizerJson({{"a", "b"}, {"b", "c"}, {"a", "b"}}));
+  EXPECT_EQ(t.num_merges(), 3u);
+  EXPECT_EQ(t.Encode("abc"), (std::vector<int32_t>{'a', *t.TokenToId("bc")}));
+}
+
+TEST(TokenizerTest, ConcurrentEncodesAgreeWithSerialOnes) {
+  Tokenizer t = Load(SmallTokenizerJson({{"t", "h"}, {"th", "e"}, {ByteSymbol(' '), "the"}}));
+  std::vector<std::string> texts;
+  for (int i = 0; i < 64; ++i)
+    texts.push_back("the " + std::to_string(i * 7919) + " then the other " +
+                    std::string(i % 5, 'e'));
+  std::vector<std::vector<int32_t>> serial;
+  t.SetCacheCapacity(0);
+  for (const auto& s : texts) serial.push_back(t.Encode(s));
+  t.SetCacheCapacity(16);  // small, so threads also race on clearing it
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int k = 0; k < 4; ++k) {
+    threads.emplace_back([&, k] {
+      for (int rep = 0; rep < 50; ++rep) {
+        for (size_t i = (k + rep) % texts.size(), n = 0; n < texts.size();
+             ++n, i = (i + 1) % texts.size()) {
+          if (t.Encode(texts[i]) != serial[i]) ++mismatches;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 TEST(TokenizerTest, MergesAsPairsAndAsStringsAreEquivalent) {
