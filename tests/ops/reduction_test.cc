@@ -1,4 +1,5 @@
 // Tests of stablehlo.reduce, reduce_window and select_and_scatter.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -237,6 +238,39 @@ TEST_F(ReduceTest, ReduceWindowCumsumAsJaxEmitsIt) {
                    attrs, {}, Regions(BinaryRegion("stablehlo.add", ElementType::kS32)));
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(Values<int32_t>((*out)[0]), (std::vector<int32_t>{1, 3, 6, 10}));
+}
+
+TEST_F(ReduceTest, ReduceWindowPrefixScanAlongAnInnerAxis) {
+  // Cumulative max along axis 0 of a 5x3 tensor (a strided scan).
+  std::vector<float> x = rdtest::RandomFloats(5 * 3, 5);
+  Literal pad = Literal::FromVector<int64_t>({2, 2}, {4, 0, 0, 0});
+  AttrDict attrs{{"window_dimensions", Attribute::IntArray({5, 1})},
+                 {"padding", Attribute::Elements(pad)}};
+  auto out = RunOp("stablehlo.reduce_window",
+                   {Literal::FromVector<float>({5, 3}, x),
+                    Literal::Scalar<float>(-std::numeric_limits<float>::infinity())},
+                   attrs, {}, Regions(BinaryRegion("stablehlo.maximum", ElementType::kF32)));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  auto got = Values<float>((*out)[0]);
+  for (int64_t c = 0; c < 3; ++c) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (int64_t r = 0; r < 5; ++r) {
+      m = std::max(m, x[r * 3 + c]);
+      EXPECT_EQ(got[r * 3 + c], m) << r << "," << c;
+    }
+  }
+}
+
+TEST_F(ReduceTest, ReduceWindowScanShapeWithNonIdentityInitCountsPadding) {
+  // init 1 under add is not an identity: every padding position adds another 1.
+  Literal pad = Literal::FromVector<int64_t>({1, 2}, {3, 0});
+  AttrDict attrs{{"window_dimensions", Attribute::IntArray({4})},
+                 {"padding", Attribute::Elements(pad)}};
+  auto out = RunOp("stablehlo.reduce_window",
+                   {Literal::FromVector<int32_t>({4}, {1, 2, 3, 4}), Literal::Scalar<int32_t>(1)},
+                   attrs, {}, Regions(BinaryRegion("stablehlo.add", ElementType::kS32)));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(Values<int32_t>((*out)[0]), (std::vector<int32_t>{5, 6, 8, 11}));
 }
 
 TEST_F(ReduceTest, ReduceWindowDilations) {
