@@ -1,0 +1,36 @@
+// The compile options a PJRT client sends with every program: a serialized
+// xla.CompileOptionsProto, built with protobuf from proto/compile_options.proto (the project's
+// own minimal mirror of XLA's field numbers). Protobuf wire format is backend-agnostic: the
+// same bytes are parsed by XLA:CPU, XLA:CUDA, libtpu and Tlaloc's plugin.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tlaloc/support/status.h"
+
+namespace tlaloc::pjrt {
+
+struct CompileOptions {
+  int64_t num_replicas = 1;
+  int64_t num_partitions = 1;
+  bool use_spmd_partitioning = false;
+  bool use_shardy_partitioner = false;
+  // Device ids, [replica][partition]; empty lets the plugin choose.
+  std::vector<std::vector<int64_t>> device_assignment;
+  // Strict precision: set debug_options.xla_allow_excess_precision = false, so a backend keeps
+  // f32->bf16->f32 convert pairs instead of folding them.
+  bool strict_precision = false;
+  std::optional<std::string> dump_to;  // debug_options.xla_dump_to
+  // Strictly XLA:CPU: debug_options.xla_force_host_platform_device_count.
+  std::optional<int64_t> host_device_count;
+
+  // Serialized CompileOptionsProto.
+  StatusOr<std::string> Serialize() const;
+  // Reads back the fields above from serialized bytes (DataLoss on malformed bytes).
+  static StatusOr<CompileOptions> Parse(const std::string& bytes);
+};
+
+}  // namespace tlaloc::pjrt

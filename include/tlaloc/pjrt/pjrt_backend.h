@@ -1,0 +1,24 @@
+// The Backend interface over a PjrtSession: a module is printed as StableHLO text and compiled
+// by the plugin, so every program that runs on the interpreter runs through a plugin unchanged.
+#pragma once
+
+#include <memory>
+
+#include "tlaloc/pjrt/session.h"
+#include "tlaloc/runtime/backend.h"
+
+namespace tlaloc::pjrt {
+
+// Opens a session (resolving the plugin from the target when no path is given).
+StatusOr<std::unique_ptr<Backend>> MakePjrtBackend(const SessionOptions& options,
+                                                   const CompileOptions& compile_options = {});
+// Over an open session.
+std::unique_ptr<Backend> MakePjrtBackend(std::unique_ptr<PjrtSession> session,
+                                         const CompileOptions& compile_options = {});
+
+}  // namespace tlaloc::pjrt
+
+namespace tlaloc {
+// The backend a BackendChoice names: the interpreter or a PJRT session on the target.
+StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice);
+}  // namespace tlaloc

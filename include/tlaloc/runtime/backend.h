@@ -1,0 +1,79 @@
+// One interface for every place a program runs: Tlaloc's interpreter in process, or any PJRT
+// plugin (pjrt/pjrt_backend.h). Tests run the same program on several backends and compare;
+// the interpreter is the oracle.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tlaloc/ir/ir.h"
+#include "tlaloc/ir/literal.h"
+#include "tlaloc/support/status.h"
+
+namespace tlaloc {
+
+struct DeviceInfo {
+  int id = 0;
+  std::string kind;  // "cpu", a GPU model, "TPU v6 lite", ...
+};
+
+// A tensor resident on one device of a backend.
+class DeviceBuffer {
+ public:
+  virtual ~DeviceBuffer() = default;
+  virtual const TensorType& type() const = 0;
+  virtual int device() const = 0;
+  // True once the buffer was donated to an execution (its contents are gone).
+  virtual bool is_deleted() const = 0;
+};
+
+// A compiled entry function.
+class CompiledProgram {
+ public:
+  virtual ~CompiledProgram() = default;
+  virtual const std::vector<Type>& argument_types() const = 0;
+  virtual const std::vector<Type>& result_types() const = 0;
+};
+
+// Memory a compiled program needs, as PJRT's compiled memory statistics report it.
+struct ProgramMemoryStats {
+  int64_t argument_bytes = 0;
+  int64_t output_bytes = 0;
+  int64_t temp_bytes = 0;
+  int64_t alias_bytes = 0;  // output bytes that reuse a donated argument
+};
+
+// One argument of an execution. A donated buffer may be updated in place or freed; it is
+// deleted afterwards either way.
+struct ExecuteArg {
+  DeviceBuffer* buffer = nullptr;
+  bool donate = false;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // "interp" or "pjrt:<platform>".
+  virtual std::string name() const = 0;
+  virtual std::vector<DeviceInfo> devices() const = 0;
+
+  // Compiles `entry` of `module` ("" = the module's entry function).
+  virtual StatusOr<std::unique_ptr<CompiledProgram>> Compile(std::shared_ptr<const Module> module,
+                                                             const std::string& entry = "") = 0;
+  virtual StatusOr<std::unique_ptr<DeviceBuffer>> ToDevice(const Literal& literal,
+                                                           int device = 0) = 0;
+  virtual StatusOr<Literal> ToHost(const DeviceBuffer& buffer) = 0;
+  virtual StatusOr<std::vector<std::unique_ptr<DeviceBuffer>>> Execute(
+      CompiledProgram& program, const std::vector<ExecuteArg>& args) = 0;
+  // Compiled memory statistics where the backend knows them.
+  virtual StatusOr<ProgramMemoryStats> MemoryStats(CompiledProgram& program) = 0;
+
+  // Uploads, executes without donation and downloads: the common test path.
+  StatusOr<std::vector<Literal>> Run(CompiledProgram& program, const std::vector<Literal>& args);
+};
+
+// The in-process reference interpreter as a backend (one device).
+std::unique_ptr<Backend> MakeInterpreterBackend();
+
+}  // namespace tlaloc

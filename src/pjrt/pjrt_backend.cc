@@ -1,0 +1,145 @@
+#include "tlaloc/pjrt/pjrt_backend.h"
+
+#include "tlaloc/stablehlo/printer.h"
+
+namespace tlaloc::pjrt {
+namespace {
+
+class PjrtDeviceBuffer : public DeviceBuffer {
+ public:
+  explicit PjrtDeviceBuffer(PjrtBuffer b)
+      : type_(b.type()), buffer_(std::make_unique<PjrtBuffer>(std::move(b))) {}
+  const TensorType& type() const override { return type_; }
+  int device() const override { return buffer_ ? buffer_->device_index() : 0; }
+  bool is_deleted() const override { return !buffer_ || buffer_->IsDeleted(); }
+  const PjrtBuffer* buffer() const { return buffer_.get(); }
+  // Drops the PJRT buffer (a donated argument's handle is destroyed after the run).
+  void Release() { buffer_.reset(); }
+
+ private:
+  TensorType type_;
+  std::unique_ptr<PjrtBuffer> buffer_;
+};
+
+class PjrtProgram : public CompiledProgram {
+ public:
+  PjrtProgram(std::unique_ptr<PjrtExecutable> exe, std::vector<Type> args,
+              std::vector<Type> results, std::vector<bool> aliased)
+      : exe_(std::move(exe)),
+        args_(std::move(args)),
+        results_(std::move(results)),
+        aliased_(std::move(aliased)) {}
+  const std::vector<Type>& argument_types() const override { return args_; }
+  const std::vector<Type>& result_types() const override { return results_; }
+  PjrtExecutable& exe() { return *exe_; }
+  const std::vector<bool>& aliased() const { return aliased_; }
+
+ private:
+  std::unique_ptr<PjrtExecutable> exe_;
+  std::vector<Type> args_, results_;
+  std::vector<bool> aliased_;  // argument i carries tf.aliasing_output
+};
+
+class PjrtBackendImpl : public Backend {
+ public:
+  PjrtBackendImpl(std::unique_ptr<PjrtSession> s, CompileOptions o)
+      : session_(std::move(s)), options_(std::move(o)) {}
+
+  std::string name() const override { return "pjrt:" + session_->platform_name(); }
+  std::vector<DeviceInfo> devices() const override {
+    std::vector<DeviceInfo> out;
+    for (const auto& d : session_->devices()) out.push_back({d.id, d.kind});
+    return out;
+  }
+
+  StatusOr<std::unique_ptr<CompiledProgram>> Compile(std::shared_ptr<const Module> module,
+                                                     const std::string& entry) override {
+    const Function* f = entry.empty() ? module->Entry() : module->Find(entry);
+    if (f == nullptr) {
+      return NotFound("module " + module->name() + " has no function '" +
+                      (entry.empty() ? std::string("<entry>") : entry) + "'");
+    }
+    if (f != module->Entry()) {
+      return InvalidArgument("PJRT compiles a module's entry function; '" + entry +
+                             "' is not the entry of module " + module->name());
+    }
+    std::vector<bool> aliased;
+    for (int i = 0; i < f->num_arguments(); ++i) {
+      aliased.push_back(f->arg_attrs(i).count("tf.aliasing_output") > 0);
+    }
+    TL_ASSIGN_OR_RETURN(auto exe, session_->Compile(PrintModule(*module), options_));
+    return std::unique_ptr<CompiledProgram>(new PjrtProgram(std::move(exe), f->argument_types(),
+                                                            f->result_types(), std::move(aliased)));
+  }
+
+  StatusOr<std::unique_ptr<DeviceBuffer>> ToDevice(const Literal& literal, int device) override {
+    TL_ASSIGN_OR_RETURN(PjrtBuffer b, session_->ToDevice(literal, device));
+    return std::unique_ptr<DeviceBuffer>(new PjrtDeviceBuffer(std::move(b)));
+  }
+
+  StatusOr<Literal> ToHost(const DeviceBuffer& buffer) override {
+    const auto& b = static_cast<const PjrtDeviceBuffer&>(buffer);
+    if (b.buffer() == nullptr) return FailedPrecondition("buffer was donated or deleted");
+    return session_->ToHost(*b.buffer());
+  }
+
+  StatusOr<std::vector<std::unique_ptr<DeviceBuffer>>> Execute(
+      CompiledProgram& program, const std::vector<ExecuteArg>& args) override {
+    auto& p = static_cast<PjrtProgram&>(program);
+    std::vector<const PjrtBuffer*> buffers;
+    ExecuteRequest request;
+    for (size_t i = 0; i < args.size(); ++i) {
+      auto* b = static_cast<PjrtDeviceBuffer*>(args[i].buffer);
+      if (b == nullptr || b->buffer() == nullptr) {
+        return InvalidArgument("argument " + std::to_string(i) + " is null, donated or deleted");
+      }
+      buffers.push_back(b->buffer());
+      // The program decides what may alias; a caller keeping an argument vetoes it.
+      if (!args[i].donate && i < p.aliased().size() && p.aliased()[i]) {
+        request.non_donatable_input_indices.push_back(static_cast<int64_t>(i));
+      }
+    }
+    TL_ASSIGN_OR_RETURN(auto outs, session_->Execute(p.exe(), buffers, request));
+    for (const ExecuteArg& a : args) {
+      if (a.donate) static_cast<PjrtDeviceBuffer*>(a.buffer)->Release();
+    }
+    std::vector<std::unique_ptr<DeviceBuffer>> result;
+    for (PjrtBuffer& b : outs) result.push_back(std::make_unique<PjrtDeviceBuffer>(std::move(b)));
+    return result;
+  }
+
+  StatusOr<ProgramMemoryStats> MemoryStats(CompiledProgram& program) override {
+    TL_ASSIGN_OR_RETURN(auto s, static_cast<PjrtProgram&>(program).exe().MemoryStats());
+    return ProgramMemoryStats{s.argument_bytes, s.output_bytes, s.temp_bytes, s.alias_bytes};
+  }
+
+ private:
+  std::unique_ptr<PjrtSession> session_;
+  CompileOptions options_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Backend>> MakePjrtBackend(const SessionOptions& options,
+                                                   const CompileOptions& compile_options) {
+  TL_ASSIGN_OR_RETURN(auto session, PjrtSession::Open(options));
+  return MakePjrtBackend(std::move(session), compile_options);
+}
+
+std::unique_ptr<Backend> MakePjrtBackend(std::unique_ptr<PjrtSession> session,
+                                         const CompileOptions& compile_options) {
+  return std::make_unique<PjrtBackendImpl>(std::move(session), compile_options);
+}
+
+}  // namespace tlaloc::pjrt
+
+namespace tlaloc {
+
+StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice) {
+  if (choice.interpreter) return MakeInterpreterBackend();
+  pjrt::SessionOptions options;
+  options.target = choice.target;
+  return pjrt::MakePjrtBackend(options);
+}
+
+}  // namespace tlaloc

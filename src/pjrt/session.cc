@@ -1,0 +1,553 @@
+#include "tlaloc/pjrt/session.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <set>
+
+namespace tlaloc::pjrt {
+
+OptionFamily OptionFamilyOf(const PjrtTarget& target) {
+  switch (target.kind) {
+    case PjrtTarget::Kind::kCpu:
+      return OptionFamily::kCpu;
+    case PjrtTarget::Kind::kCuda:
+      return OptionFamily::kGpu;
+    case PjrtTarget::Kind::kTpu:
+      return OptionFamily::kTpu;
+    case PjrtTarget::Kind::kPath:
+      break;
+  }
+  if (IsTpuShapedPath(target.path)) return OptionFamily::kTpu;
+  std::string name = target.path.substr(target.path.find_last_of('/') + 1);
+  if (name.find("cuda") != std::string::npos || name.find("gpu") != std::string::npos) {
+    return OptionFamily::kGpu;
+  }
+  return OptionFamily::kCpu;
+}
+
+namespace {
+
+const char* FamilyName(OptionFamily f) {
+  switch (f) {
+    case OptionFamily::kCpu:
+      return "CPU";
+    case OptionFamily::kGpu:
+      return "GPU";
+    case OptionFamily::kTpu:
+      return "TPU";
+  }
+  return "?";
+}
+
+// Options that belong to one family only (XLA GPU client options; TorchTPU's libtpu option).
+const std::set<std::string>& GpuOnlyOptions() {
+  static const std::set<std::string> names = {
+      "memory_fraction",        "preallocate",       "allocator",
+      "collective_memory_size", "visible_devices",   "should_stage_host_to_device_transfers",
+      "enable_mock_nccl",       "mock_gpu_topology", "abort_collectives_on_failure",
+      "use_tfrt_gpu_client"};
+  return names;
+}
+const std::set<std::string>& TpuOnlyOptions() {
+  static const std::set<std::string> names = {"premapped_buffer_size"};
+  return names;
+}
+
+Status Refuse(const std::string& option, OptionFamily family, const char* belongs) {
+  return InvalidArgument("create option '" + option + "' is a " + belongs + " option; a " +
+                         FamilyName(family) + " session refuses it");
+}
+
+}  // namespace
+
+StatusOr<std::vector<NamedOption>> BuildCreateOptions(const SessionOptions& o,
+                                                      std::optional<std::string> env_premapped) {
+  OptionFamily family = OptionFamilyOf(o.target);
+  std::vector<NamedOption> out;
+  // GPU allocator options: only a GPU session sends them.
+  std::vector<std::pair<std::string, bool>> gpu_set = {
+      {"memory_fraction", o.memory_fraction.has_value()},
+      {"preallocate", o.preallocate.has_value()},
+      {"allocator", o.allocator.has_value()}};
+  for (auto& [name, set] : gpu_set) {
+    if (set && family != OptionFamily::kGpu) return Refuse(name, family, "GPU");
+  }
+  if (o.premapped_buffer_size && family != OptionFamily::kTpu) {
+    return Refuse("premapped_buffer_size", family, "TPU");
+  }
+  if (o.cpu_device_count && family != OptionFamily::kCpu) {
+    return Refuse("cpu_device_count", family, "CPU");
+  }
+  for (const NamedOption& extra : o.extra_options) {
+    if (GpuOnlyOptions().count(extra.name) && family != OptionFamily::kGpu) {
+      return Refuse(extra.name, family, "GPU");
+    }
+    if (TpuOnlyOptions().count(extra.name) && family != OptionFamily::kTpu) {
+      return Refuse(extra.name, family, "TPU");
+    }
+  }
+  switch (family) {
+    case OptionFamily::kGpu:
+      if (o.memory_fraction) {
+        if (!(*o.memory_fraction > 0.0f && *o.memory_fraction <= 1.0f)) {
+          return InvalidArgument("create option memory_fraction = " +
+                                 std::to_string(*o.memory_fraction) + ": expected (0, 1]");
+        }
+        out.push_back({"memory_fraction", *o.memory_fraction});
+      }
+      if (o.preallocate) out.push_back({"preallocate", *o.preallocate});
+      if (o.allocator) {
+        static const std::set<std::string> kinds = {"default", "platform", "bfc", "cuda_async"};
+        if (!kinds.count(*o.allocator)) {
+          return InvalidArgument("create option allocator = '" + *o.allocator +
+                                 "': expected default, platform, bfc or cuda_async");
+        }
+        out.push_back({"allocator", *o.allocator});
+      }
+      break;
+    case OptionFamily::kTpu: {
+      int64_t premapped = 0;
+      if (o.premapped_buffer_size) {
+        premapped = *o.premapped_buffer_size;
+      } else if (env_premapped && !env_premapped->empty()) {
+        char* end = nullptr;
+        long long v = std::strtoll(env_premapped->c_str(), &end, 10);
+        if (*end != '\0' || v < 0) {
+          return InvalidArgument("TPU_PREMAPPED_BUFFER_SIZE = '" + *env_premapped +
+                                 "': expected a non-negative byte count");
+        }
+        premapped = v;
+      }
+      if (premapped < 0) return InvalidArgument("premapped_buffer_size must be >= 0");
+      // The one option of a TPU session: keeps libtpu from pinning its default 4 GiB.
+      out.push_back({"premapped_buffer_size", premapped});
+      break;
+    }
+    case OptionFamily::kCpu:
+      if (o.cpu_device_count) {
+        if (*o.cpu_device_count < 1) {
+          return InvalidArgument("create option cpu_device_count = " +
+                                 std::to_string(*o.cpu_device_count) + ": expected >= 1");
+        }
+        out.push_back({"cpu_device_count", *o.cpu_device_count});
+      }
+      break;
+  }
+  for (const NamedOption& extra : o.extra_options) out.push_back(extra);
+  return out;
+}
+
+PJRT_ExecuteOptions MakeExecuteOptions(const std::vector<int64_t>& non_donatable) {
+  PJRT_ExecuteOptions o{};  // zero: no callbacks, launch_id 0, no context, no tasks
+  o.struct_size = PJRT_ExecuteOptions_STRUCT_SIZE;
+  o.non_donatable_input_indices = non_donatable.empty() ? nullptr : non_donatable.data();
+  o.num_non_donatable_input_indices = non_donatable.size();
+  return o;
+}
+
+// ------------------------------------------------------------------------------- buffers
+
+PjrtBuffer::~PjrtBuffer() {
+  if (buffer_ != nullptr && api_) {
+    TL_PJRT_ARGS(PJRT_Buffer_Destroy_Args, d);
+    d.buffer = buffer_;
+    (void)TL_PJRT_CALL(*api_, Buffer_Destroy, &d);
+  }
+}
+PjrtBuffer::PjrtBuffer(PjrtBuffer&& o) noexcept
+    : api_(std::move(o.api_)),
+      buffer_(o.buffer_),
+      type_(std::move(o.type_)),
+      device_index_(o.device_index_) {
+  o.buffer_ = nullptr;
+}
+PjrtBuffer& PjrtBuffer::operator=(PjrtBuffer&& o) noexcept {
+  if (this != &o) {
+    this->~PjrtBuffer();
+    new (this) PjrtBuffer(std::move(o));
+  }
+  return *this;
+}
+bool PjrtBuffer::IsDeleted() const {
+  if (buffer_ == nullptr) return true;
+  TL_PJRT_ARGS(PJRT_Buffer_IsDeleted_Args, a);
+  a.buffer = buffer_;
+  if (!TL_PJRT_CALL(*api_, Buffer_IsDeleted, &a).ok()) return false;
+  return a.is_deleted;
+}
+
+// ---------------------------------------------------------------------------- executables
+
+PjrtExecutable::~PjrtExecutable() {
+  if (exe_ != nullptr) {
+    TL_PJRT_ARGS(PJRT_LoadedExecutable_Destroy_Args, d);
+    d.executable = exe_;
+    (void)TL_PJRT_CALL(*api_, LoadedExecutable_Destroy, &d);
+  }
+}
+
+namespace {
+
+// Runs `fn` on the PJRT_Executable behind a loaded one, destroying it afterwards.
+template <typename Fn>
+Status WithExecutable(const PjrtApi& api, PJRT_LoadedExecutable* loaded, Fn&& fn) {
+  TL_PJRT_ARGS(PJRT_LoadedExecutable_GetExecutable_Args, g);
+  g.loaded_executable = loaded;
+  TL_RETURN_IF_ERROR(TL_PJRT_CALL(api, LoadedExecutable_GetExecutable, &g));
+  Status status = fn(g.executable);
+  TL_PJRT_ARGS(PJRT_Executable_Destroy_Args, d);
+  d.executable = g.executable;
+  Status destroyed = TL_PJRT_CALL(api, Executable_Destroy, &d);
+  return status.ok() ? destroyed : status;
+}
+
+}  // namespace
+
+StatusOr<CompiledMemoryStats> PjrtExecutable::MemoryStats() const {
+  CompiledMemoryStats stats;
+  TL_RETURN_IF_ERROR(WithExecutable(*api_, exe_, [&](PJRT_Executable* e) -> Status {
+    TL_PJRT_ARGS(PJRT_Executable_GetCompiledMemoryStats_Args, m);
+    m.executable = e;
+    TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api_, Executable_GetCompiledMemoryStats, &m));
+    stats.argument_bytes = m.argument_size_in_bytes;
+    stats.output_bytes = m.output_size_in_bytes;
+    stats.alias_bytes = m.alias_size_in_bytes;
+    stats.temp_bytes = m.temp_size_in_bytes;
+    stats.generated_code_bytes = m.generated_code_size_in_bytes;
+    return OkStatus();
+  }));
+  return stats;
+}
+
+StatusOr<std::string> PjrtExecutable::Name() const {
+  std::string name;
+  TL_RETURN_IF_ERROR(WithExecutable(*api_, exe_, [&](PJRT_Executable* e) -> Status {
+    TL_PJRT_ARGS(PJRT_Executable_Name_Args, n);
+    n.executable = e;
+    TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api_, Executable_Name, &n));
+    name.assign(n.executable_name, n.executable_name_size);
+    return OkStatus();
+  }));
+  return name;
+}
+
+// -------------------------------------------------------------------------------- session
+
+PjrtSession::~PjrtSession() {
+  devices_.clear();
+  if (client_ != nullptr) {
+    TL_PJRT_ARGS(PJRT_Client_Destroy_Args, d);
+    d.client = client_;
+    (void)TL_PJRT_CALL(*api_, Client_Destroy, &d);
+  }
+}
+
+StatusOr<std::unique_ptr<PjrtSession>> PjrtSession::Open(const SessionOptions& options) {
+  std::string path = options.plugin_path;
+  if (path.empty()) {
+    PluginResolution r = ResolvePjrtPlugin(options.target, ResolveEnvironment::Process());
+    TL_RETURN_IF_ERROR(r.ToStatus());
+    path = r.path;
+  }
+  TL_ASSIGN_OR_RETURN(auto api, PjrtApi::Load(path));
+  return OpenWithApi(std::move(api), options);
+}
+
+StatusOr<std::unique_ptr<PjrtSession>> PjrtSession::OpenWithApi(std::shared_ptr<PjrtApi> api,
+                                                                const SessionOptions& options) {
+  // Every slot a session may call, checked up front so an old plugin is refused by name
+  // before any work.
+  static const std::pair<size_t, const char*> kRequired[] = {
+#define TL_REQ_(name) {offsetof(PJRT_Api, PJRT_##name), "PJRT_" #name},
+      TL_REQ_(Error_Destroy) TL_REQ_(Error_Message) TL_REQ_(Error_GetCode) TL_REQ_(
+          Plugin_Initialize) TL_REQ_(Event_Destroy) TL_REQ_(Event_Await) TL_REQ_(Client_Create)
+          TL_REQ_(Client_Destroy) TL_REQ_(Client_PlatformName) TL_REQ_(Client_AddressableDevices)
+              TL_REQ_(Client_Compile) TL_REQ_(Client_BufferFromHostBuffer)
+                  TL_REQ_(Device_GetDescription) TL_REQ_(DeviceDescription_Id)
+                      TL_REQ_(DeviceDescription_Kind) TL_REQ_(LoadedExecutable_Destroy)
+                          TL_REQ_(LoadedExecutable_GetExecutable) TL_REQ_(LoadedExecutable_Execute)
+                              TL_REQ_(Executable_Destroy) TL_REQ_(Executable_NumOutputs)
+                                  TL_REQ_(Executable_OutputElementTypes)
+                                      TL_REQ_(Executable_OutputDimensions)
+                                          TL_REQ_(Executable_GetCompiledMemoryStats)
+                                              TL_REQ_(Buffer_Destroy) TL_REQ_(Buffer_ToHostBuffer)
+#undef TL_REQ_
+  };
+  for (auto& [offset, name] : kRequired) TL_RETURN_IF_ERROR(api->CheckSlot(offset, name));
+
+  const char* env_premapped = std::getenv("TPU_PREMAPPED_BUFFER_SIZE");
+  TL_ASSIGN_OR_RETURN(
+      auto create_options,
+      BuildCreateOptions(options,
+                         env_premapped ? std::optional<std::string>(env_premapped) : std::nullopt));
+  std::unique_ptr<PjrtSession> s(new PjrtSession());
+  s->api_ = api;
+  s->create_options_ = create_options;
+
+  TL_PJRT_ARGS(PJRT_Plugin_Initialize_Args, init);
+  TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api, Plugin_Initialize, &init));
+
+  if (api->CheckSlot(offsetof(PJRT_Api, PJRT_Plugin_Attributes), "PJRT_Plugin_Attributes").ok()) {
+    TL_PJRT_ARGS(PJRT_Plugin_Attributes_Args, attrs);
+    // The published size stops at `attributes`; num_attributes follows it in memory and
+    // every plugin writes it, so ask for the full struct.
+    attrs.struct_size = sizeof(PJRT_Plugin_Attributes_Args);
+    if (TL_PJRT_CALL(*api, Plugin_Attributes, &attrs).ok()) {
+      for (size_t i = 0; i < attrs.num_attributes; ++i) {
+        const PJRT_NamedValue& v = attrs.attributes[i];
+        std::string value;
+        switch (v.type) {
+          case PJRT_NamedValue_kString:
+            value.assign(v.string_value, v.value_size);
+            break;
+          case PJRT_NamedValue_kInt64:
+            value = std::to_string(v.int64_value);
+            break;
+          case PJRT_NamedValue_kInt64List:
+            for (size_t k = 0; k < v.value_size; ++k) {
+              value += (k ? "," : "") + std::to_string(v.int64_array_value[k]);
+            }
+            break;
+          case PJRT_NamedValue_kFloat:
+            value = std::to_string(v.float_value);
+            break;
+          case PJRT_NamedValue_kBool:
+            value = v.bool_value ? "true" : "false";
+            break;
+        }
+        s->attributes_.emplace_back(std::string(v.name, v.name_size), value);
+      }
+    }
+  }
+
+  // The C view of the create options; strings and lists stay owned by `create_options`.
+  std::vector<PJRT_NamedValue> values;
+  for (const NamedOption& o : s->create_options_) {
+    PJRT_NamedValue v{};
+    v.struct_size = PJRT_NamedValue_STRUCT_SIZE;
+    v.name = o.name.data();
+    v.name_size = o.name.size();
+    v.value_size = 1;
+    if (auto* str = std::get_if<std::string>(&o.value)) {
+      v.type = PJRT_NamedValue_kString;
+      v.string_value = str->data();
+      v.value_size = str->size();
+    } else if (auto* i = std::get_if<int64_t>(&o.value)) {
+      v.type = PJRT_NamedValue_kInt64;
+      v.int64_value = *i;
+    } else if (auto* list = std::get_if<std::vector<int64_t>>(&o.value)) {
+      v.type = PJRT_NamedValue_kInt64List;
+      v.int64_array_value = list->data();
+      v.value_size = list->size();
+    } else if (auto* f = std::get_if<float>(&o.value)) {
+      v.type = PJRT_NamedValue_kFloat;
+      v.float_value = *f;
+    } else {
+      v.type = PJRT_NamedValue_kBool;
+      v.bool_value = std::get<bool>(o.value);
+    }
+    values.push_back(v);
+  }
+  TL_PJRT_ARGS(PJRT_Client_Create_Args, create);
+  create.create_options = values.empty() ? nullptr : values.data();
+  create.num_options = values.size();
+  TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api, Client_Create, &create));
+  s->client_ = create.client;
+
+  TL_PJRT_ARGS(PJRT_Client_PlatformName_Args, pn);
+  pn.client = s->client_;
+  TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api, Client_PlatformName, &pn));
+  s->platform_name_.assign(pn.platform_name, pn.platform_name_size);
+  std::string expected = options.target.ExpectedPlatform();
+  // XLA's CUDA plugin has reported both "cuda" and "gpu" over its history.
+  bool platform_ok = expected.empty() || s->platform_name_ == expected ||
+                     (expected == "cuda" && s->platform_name_ == "gpu");
+  if (options.check_platform && !platform_ok) {
+    return FailedPrecondition("PJRT plugin " + api->origin() + " reports platform '" +
+                              s->platform_name_ + "', but target " + options.target.ToString() +
+                              " expects '" + expected + "'");
+  }
+  if (api->CheckSlot(offsetof(PJRT_Api, PJRT_Client_PlatformVersion), "PJRT_Client_PlatformVersion")
+          .ok()) {
+    TL_PJRT_ARGS(PJRT_Client_PlatformVersion_Args, pv);
+    pv.client = s->client_;
+    if (TL_PJRT_CALL(*api, Client_PlatformVersion, &pv).ok() && pv.platform_version) {
+      s->platform_version_.assign(pv.platform_version, pv.platform_version_size);
+    }
+  }
+
+  TL_PJRT_ARGS(PJRT_Client_AddressableDevices_Args, ad);
+  ad.client = s->client_;
+  TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api, Client_AddressableDevices, &ad));
+  for (size_t i = 0; i < ad.num_addressable_devices; ++i) {
+    Device d;
+    d.raw = ad.addressable_devices[i];
+    TL_PJRT_ARGS(PJRT_Device_GetDescription_Args, gd);
+    gd.device = d.raw;
+    TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api, Device_GetDescription, &gd));
+    TL_PJRT_ARGS(PJRT_DeviceDescription_Id_Args, id);
+    id.device_description = gd.device_description;
+    TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api, DeviceDescription_Id, &id));
+    d.id = id.id;
+    TL_PJRT_ARGS(PJRT_DeviceDescription_Kind_Args, kind);
+    kind.device_description = gd.device_description;
+    TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api, DeviceDescription_Kind, &kind));
+    d.kind.assign(kind.device_kind, kind.device_kind_size);
+    s->devices_.push_back(d);
+  }
+  if (s->devices_.empty()) {
+    return FailedPrecondition("PJRT plugin " + api->origin() + " (platform " + s->platform_name_ +
+                              ") has no addressable devices");
+  }
+  return s;
+}
+
+StatusOr<std::unique_ptr<PjrtExecutable>> PjrtSession::Compile(const std::string& mlir,
+                                                               const CompileOptions& options) {
+  TL_ASSIGN_OR_RETURN(std::string serialized, options.Serialize());
+  static const char kFormat[] = "mlir";
+  TL_PJRT_ARGS(PJRT_Program, program);
+  program.code = const_cast<char*>(mlir.data());
+  program.code_size = mlir.size();
+  program.format = kFormat;
+  program.format_size = sizeof(kFormat) - 1;
+  TL_PJRT_ARGS(PJRT_Client_Compile_Args, c);
+  c.client = client_;
+  c.program = &program;
+  c.compile_options = serialized.data();
+  c.compile_options_size = serialized.size();
+  TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api_, Client_Compile, &c));
+
+  std::unique_ptr<PjrtExecutable> exe(new PjrtExecutable());
+  exe->api_ = api_;
+  exe->exe_ = c.executable;
+  TL_RETURN_IF_ERROR(WithExecutable(*api_, exe->exe_, [&](PJRT_Executable* e) -> Status {
+    TL_PJRT_ARGS(PJRT_Executable_NumOutputs_Args, n);
+    n.executable = e;
+    TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api_, Executable_NumOutputs, &n));
+    exe->num_outputs_ = n.num_outputs;
+    TL_PJRT_ARGS(PJRT_Executable_OutputElementTypes_Args, t);
+    t.executable = e;
+    TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api_, Executable_OutputElementTypes, &t));
+    TL_PJRT_ARGS(PJRT_Executable_OutputDimensions_Args, d);
+    d.executable = e;
+    TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api_, Executable_OutputDimensions, &d));
+    if (t.num_output_types != n.num_outputs || d.num_outputs != n.num_outputs) {
+      return Internal("PJRT plugin " + api_->origin() + " reports " +
+                      std::to_string(n.num_outputs) + " outputs but " +
+                      std::to_string(t.num_output_types) + " types and " +
+                      std::to_string(d.num_outputs) + " shapes");
+    }
+    size_t pos = 0;
+    for (size_t i = 0; i < n.num_outputs; ++i) {
+      TL_ASSIGN_OR_RETURN(ElementType et, FromPjrtBufferType(t.output_types[i]));
+      std::vector<int64_t> dims(d.dims + pos, d.dims + pos + d.dim_sizes[i]);
+      pos += d.dim_sizes[i];
+      exe->output_types_.emplace_back(et, std::move(dims));
+    }
+    return OkStatus();
+  }));
+  return exe;
+}
+
+StatusOr<PjrtBuffer> PjrtSession::ToDevice(const Literal& literal, int device_index) {
+  if (device_index < 0 || device_index >= static_cast<int>(devices_.size())) {
+    return InvalidArgument("device index " + std::to_string(device_index) + " out of range [0, " +
+                           std::to_string(devices_.size()) + ")");
+  }
+  TL_PJRT_ARGS(PJRT_Client_BufferFromHostBuffer_Args, a);
+  a.client = client_;
+  a.data = literal.data();
+  a.type = ToPjrtBufferType(literal.element_type());
+  a.dims = literal.dims().data();
+  a.num_dims = literal.dims().size();
+  a.host_buffer_semantics = PJRT_HostBufferSemantics_kImmutableUntilTransferCompletes;
+  a.device = devices_[device_index].raw;
+  TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api_, Client_BufferFromHostBuffer, &a));
+  PjrtBuffer buffer(api_, a.buffer, literal.type(), device_index);
+  // `literal` must stay untouched until the plugin is done reading it.
+  TL_RETURN_IF_ERROR(api_->AwaitAndDestroy(a.done_with_host_buffer, "host-to-device transfer"));
+  return buffer;
+}
+
+StatusOr<Literal> PjrtSession::ToHost(const PjrtBuffer& buffer) {
+  if (buffer.raw() == nullptr) return FailedPrecondition("buffer was moved from");
+  Literal out(buffer.type());
+  TL_PJRT_ARGS(PJRT_Buffer_ToHostBuffer_Args, q);
+  q.src = buffer.raw();
+  q.dst = nullptr;
+  TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api_, Buffer_ToHostBuffer, &q));
+  TL_RETURN_IF_ERROR(api_->AwaitAndDestroy(q.event, "device-to-host size query"));
+  if (q.dst_size != static_cast<size_t>(out.byte_size())) {
+    return Internal("PJRT plugin " + api_->origin() + " needs " + std::to_string(q.dst_size) +
+                    " bytes for a " + buffer.type().ToString() + ", expected " +
+                    std::to_string(out.byte_size()));
+  }
+  TL_PJRT_ARGS(PJRT_Buffer_ToHostBuffer_Args, a);
+  a.src = buffer.raw();
+  a.dst = out.data();
+  a.dst_size = static_cast<size_t>(out.byte_size());
+  TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api_, Buffer_ToHostBuffer, &a));
+  TL_RETURN_IF_ERROR(api_->AwaitAndDestroy(a.event, "device-to-host transfer"));
+  return out;
+}
+
+StatusOr<std::vector<PjrtBuffer>> PjrtSession::Execute(PjrtExecutable& exe,
+                                                       const std::vector<const PjrtBuffer*>& args,
+                                                       const ExecuteRequest& request) {
+  if (request.device_index < 0 || request.device_index >= static_cast<int>(devices_.size())) {
+    return InvalidArgument("execute: device index " + std::to_string(request.device_index) +
+                           " out of range");
+  }
+  std::vector<PJRT_Buffer*> arg_list;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == nullptr || args[i]->raw() == nullptr) {
+      return InvalidArgument("execute: argument " + std::to_string(i) + " is null");
+    }
+    arg_list.push_back(args[i]->raw());
+  }
+  PJRT_ExecuteOptions options = MakeExecuteOptions(request.non_donatable_input_indices);
+  std::vector<PJRT_Buffer*> outputs(exe.num_outputs(), nullptr);
+  PJRT_Buffer* const* arg_lists[1] = {arg_list.data()};
+  PJRT_Buffer** output_lists[1] = {outputs.data()};
+  PJRT_Event* done[1] = {nullptr};
+  TL_PJRT_ARGS(PJRT_LoadedExecutable_Execute_Args, e);
+  e.executable = exe.raw();
+  e.options = &options;
+  e.argument_lists = arg_lists;
+  e.num_devices = 1;
+  e.num_args = arg_list.size();
+  e.output_lists = output_lists;
+  e.device_complete_events = done;
+  // A single-device launch on a chosen device when there are several.
+  e.execute_device = devices_.size() > 1 ? devices_[request.device_index].raw : nullptr;
+  TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api_, LoadedExecutable_Execute, &e));
+  std::vector<PjrtBuffer> result;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    result.push_back(PjrtBuffer(api_, outputs[i], exe.output_types()[i], request.device_index));
+  }
+  TL_RETURN_IF_ERROR(api_->AwaitAndDestroy(done[0], "execution"));
+  return result;
+}
+
+StatusOr<std::vector<Literal>> PjrtSession::Run(PjrtExecutable& exe,
+                                                const std::vector<Literal>& args) {
+  std::vector<PjrtBuffer> buffers;
+  std::vector<const PjrtBuffer*> ptrs;
+  buffers.reserve(args.size());
+  for (const Literal& a : args) {
+    TL_ASSIGN_OR_RETURN(PjrtBuffer b, ToDevice(a));
+    buffers.push_back(std::move(b));
+  }
+  for (const PjrtBuffer& b : buffers) ptrs.push_back(&b);
+  TL_ASSIGN_OR_RETURN(auto outs, Execute(exe, ptrs));
+  std::vector<Literal> result;
+  for (const PjrtBuffer& b : outs) {
+    TL_ASSIGN_OR_RETURN(Literal l, ToHost(b));
+    result.push_back(std::move(l));
+  }
+  return result;
+}
+
+}  // namespace tlaloc::pjrt

@@ -1,0 +1,184 @@
+// Tlaloc's PJRT plugin: the objects behind the C API's opaque handles, and the checks every
+// entry point makes. All work is synchronous (the interpreter runs on the calling thread), so
+// every event a call returns is already ready.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tlaloc/interp/interpreter.h"
+#include "tlaloc/ir/ir.h"
+#include "tlaloc/ir/literal.h"
+#include "tlaloc/pjrt/c_api.h"
+#include "tlaloc/support/status.h"
+
+struct PJRT_Error {
+  PJRT_Error_Code code = PJRT_Error_Code_UNKNOWN;
+  std::string message;
+};
+
+struct PJRT_Event {
+  bool ok = true;
+  PJRT_Error_Code code = PJRT_Error_Code_UNKNOWN;
+  std::string message;
+};
+
+struct PJRT_DeviceDescription {
+  int id = 0;
+  std::string kind = "cpu";
+  std::string debug_string;
+  std::string to_string;
+  std::vector<PJRT_NamedValue> attributes;
+};
+
+struct PJRT_Memory {
+  int id = 0;
+  PJRT_Device* device = nullptr;
+  std::string kind = "device";
+  std::string debug_string;
+  std::string to_string;
+};
+
+struct PJRT_Device {
+  PJRT_Client* client = nullptr;
+  int index = 0;
+  PJRT_DeviceDescription description;
+  PJRT_Memory memory;
+  PJRT_Memory* memories[1] = {nullptr};
+};
+
+struct PJRT_Client {
+  std::vector<std::unique_ptr<PJRT_Device>> devices;
+  std::vector<PJRT_Device*> device_list;
+  std::vector<PJRT_Memory*> memory_list;
+  std::string platform_name = "cpu";
+  std::string platform_version;
+};
+
+struct PJRT_Buffer {
+  tlaloc::Literal literal;
+  PJRT_Device* device = nullptr;
+  bool deleted = false;
+  std::vector<int64_t> dims;  // kept for PJRT_Buffer_Dimensions' pointer
+};
+
+namespace tlaloc {
+class CheckRecorder;
+}
+
+namespace tlaloc::plugin {
+
+// A compiled program, shared by the loaded executable and every PJRT_Executable view of it.
+struct Compiled {
+  std::shared_ptr<const Module> module;
+  std::unique_ptr<Executable> executable;
+  std::string name;
+  std::string fingerprint;
+  int64_t num_replicas = 1;
+  int64_t num_partitions = 1;
+  std::vector<PJRT_Buffer_Type> output_types;
+  std::vector<int64_t> output_dims;  // all outputs' dims, concatenated
+  std::vector<size_t> output_ranks;
+  // Argument index -> output index it may alias (tf.aliasing_output), -1 if none.
+  std::vector<int64_t> aliasing;
+  int64_t argument_bytes = 0, output_bytes = 0, alias_bytes = 0, temp_bytes = 0;
+  std::shared_ptr<CheckRecorder> checks;  // outcomes of check.expect_* custom calls
+};
+
+// Estimates the interpreter's live temporaries: values die after their last use, as in the
+// interpreter's plan; nested regions count as uses by their parent op.
+void ComputeMemoryStats(const Function& f, Compiled& c);
+
+PJRT_Error* MakeError(PJRT_Error_Code code, std::string message);
+PJRT_Error* FromStatus(const Status& status);
+// A ready event carrying `status`.
+PJRT_Event* ReadyEvent(Status status = OkStatus());
+
+// Refuses null arguments or a struct_size smaller than this plugin's declaration.
+PJRT_Error* CheckArgs(const void* args, size_t struct_size, size_t needed, const char* fn);
+
+}  // namespace tlaloc::plugin
+
+#define TL_PLUGIN_CHECK(args, T, fn)                                                           \
+  do {                                                                                         \
+    if (PJRT_Error* e_ = ::tlaloc::plugin::CheckArgs((args), (args) ? (args)->struct_size : 0, \
+                                                     T##_STRUCT_SIZE, fn)) {                   \
+      return e_;                                                                               \
+    }                                                                                          \
+  } while (0)
+
+#define TL_PLUGIN_REQUIRE(cond, code, message)                                        \
+  do {                                                                                \
+    if (!(cond)) return ::tlaloc::plugin::MakeError(PJRT_Error_Code_##code, message); \
+  } while (0)
+
+// Entry points defined across the plugin's files (one per implemented slot).
+#define TL_PLUGIN_DECLARE_(name) PJRT_Error* Plugin_##name(PJRT_##name##_Args* args);
+namespace tlaloc::plugin {
+// Client and device family (plugin_client.cc).
+TL_PLUGIN_DECLARE_(Client_Create)
+TL_PLUGIN_DECLARE_(Client_Destroy)
+TL_PLUGIN_DECLARE_(Client_PlatformName)
+TL_PLUGIN_DECLARE_(Client_ProcessIndex)
+TL_PLUGIN_DECLARE_(Client_PlatformVersion)
+TL_PLUGIN_DECLARE_(Client_Devices)
+TL_PLUGIN_DECLARE_(Client_AddressableDevices)
+TL_PLUGIN_DECLARE_(Client_LookupDevice)
+TL_PLUGIN_DECLARE_(Client_LookupAddressableDevice)
+TL_PLUGIN_DECLARE_(Client_AddressableMemories)
+TL_PLUGIN_DECLARE_(Client_DefaultDeviceAssignment)
+TL_PLUGIN_DECLARE_(Client_BufferFromHostBuffer)
+TL_PLUGIN_DECLARE_(DeviceDescription_Id)
+TL_PLUGIN_DECLARE_(DeviceDescription_ProcessIndex)
+TL_PLUGIN_DECLARE_(DeviceDescription_Attributes)
+TL_PLUGIN_DECLARE_(DeviceDescription_Kind)
+TL_PLUGIN_DECLARE_(DeviceDescription_DebugString)
+TL_PLUGIN_DECLARE_(DeviceDescription_ToString)
+TL_PLUGIN_DECLARE_(Device_GetDescription)
+TL_PLUGIN_DECLARE_(Device_IsAddressable)
+TL_PLUGIN_DECLARE_(Device_LocalHardwareId)
+TL_PLUGIN_DECLARE_(Device_AddressableMemories)
+TL_PLUGIN_DECLARE_(Device_DefaultMemory)
+TL_PLUGIN_DECLARE_(Memory_Id)
+TL_PLUGIN_DECLARE_(Memory_Kind)
+TL_PLUGIN_DECLARE_(Memory_Kind_Id)
+TL_PLUGIN_DECLARE_(Memory_DebugString)
+TL_PLUGIN_DECLARE_(Memory_ToString)
+TL_PLUGIN_DECLARE_(Memory_AddressableByDevices)
+// Buffers (plugin_client.cc).
+TL_PLUGIN_DECLARE_(Buffer_Destroy)
+TL_PLUGIN_DECLARE_(Buffer_ElementType)
+TL_PLUGIN_DECLARE_(Buffer_Dimensions)
+TL_PLUGIN_DECLARE_(Buffer_UnpaddedDimensions)
+TL_PLUGIN_DECLARE_(Buffer_DynamicDimensionIndices)
+TL_PLUGIN_DECLARE_(Buffer_OnDeviceSizeInBytes)
+TL_PLUGIN_DECLARE_(Buffer_Device)
+TL_PLUGIN_DECLARE_(Buffer_Memory)
+TL_PLUGIN_DECLARE_(Buffer_Delete)
+TL_PLUGIN_DECLARE_(Buffer_IsDeleted)
+TL_PLUGIN_DECLARE_(Buffer_CopyToDevice)
+TL_PLUGIN_DECLARE_(Buffer_CopyToMemory)
+TL_PLUGIN_DECLARE_(Buffer_ToHostBuffer)
+TL_PLUGIN_DECLARE_(Buffer_IsOnCpu)
+TL_PLUGIN_DECLARE_(Buffer_ReadyEvent)
+// Executables (plugin_executable.cc).
+TL_PLUGIN_DECLARE_(Client_Compile)
+TL_PLUGIN_DECLARE_(Executable_Destroy)
+TL_PLUGIN_DECLARE_(Executable_Name)
+TL_PLUGIN_DECLARE_(Executable_NumReplicas)
+TL_PLUGIN_DECLARE_(Executable_NumPartitions)
+TL_PLUGIN_DECLARE_(Executable_NumOutputs)
+TL_PLUGIN_DECLARE_(Executable_SizeOfGeneratedCodeInBytes)
+TL_PLUGIN_DECLARE_(Executable_Fingerprint)
+TL_PLUGIN_DECLARE_(Executable_GetCompiledMemoryStats)
+TL_PLUGIN_DECLARE_(Executable_OutputElementTypes)
+TL_PLUGIN_DECLARE_(Executable_OutputDimensions)
+TL_PLUGIN_DECLARE_(LoadedExecutable_Destroy)
+TL_PLUGIN_DECLARE_(LoadedExecutable_GetExecutable)
+TL_PLUGIN_DECLARE_(LoadedExecutable_AddressableDevices)
+TL_PLUGIN_DECLARE_(LoadedExecutable_Delete)
+TL_PLUGIN_DECLARE_(LoadedExecutable_IsDeleted)
+TL_PLUGIN_DECLARE_(LoadedExecutable_Execute)
+}  // namespace tlaloc::plugin
+#undef TL_PLUGIN_DECLARE_

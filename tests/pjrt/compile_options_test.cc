@@ -1,0 +1,94 @@
+#include "tlaloc/pjrt/compile_options.h"
+
+#include <gtest/gtest.h>
+
+#include "compile_options.pb.h"
+
+namespace tlaloc::pjrt {
+namespace {
+
+std::string Hex(const std::string& bytes) {
+  std::string out;
+  char buf[4];
+  for (unsigned char c : bytes) {
+    std::snprintf(buf, sizeof(buf), "%02X ", c);
+    out += buf;
+  }
+  if (!out.empty()) out.pop_back();
+  return out;
+}
+
+// The runbook's pin: executable_build_options (3) { num_replicas (4) = 1, num_partitions (5) = 1 }.
+TEST(CompileOptions, OneReplicaOnePartitionEncodesToSixBytes) {
+  CompileOptions o;
+  auto bytes = o.Serialize();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  EXPECT_EQ(Hex(*bytes), "1A 04 20 01 28 01");
+  // And the same bytes decode to one replica, one partition, with protobuf's own parser.
+  xla_compat::CompileOptionsProto proto;
+  ASSERT_TRUE(proto.ParseFromString(std::string("\x1A\x04\x20\x01\x28\x01", 6)));
+  EXPECT_EQ(proto.executable_build_options().num_replicas(), 1);
+  EXPECT_EQ(proto.executable_build_options().num_partitions(), 1);
+  auto back = CompileOptions::Parse(*bytes);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->num_replicas, 1);
+  EXPECT_EQ(back->num_partitions, 1);
+  EXPECT_FALSE(back->strict_precision);
+}
+
+TEST(CompileOptions, RoundTripsEveryField) {
+  CompileOptions o;
+  o.num_replicas = 2;
+  o.num_partitions = 3;
+  o.use_spmd_partitioning = true;
+  o.use_shardy_partitioner = true;
+  o.device_assignment = {{0, 1, 2}, {3, 4, 5}};
+  o.strict_precision = true;
+  o.dump_to = "/tmp/dump";
+  auto bytes = o.Serialize();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  auto back = CompileOptions::Parse(*bytes);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->num_replicas, 2);
+  EXPECT_EQ(back->num_partitions, 3);
+  EXPECT_TRUE(back->use_spmd_partitioning);
+  EXPECT_TRUE(back->use_shardy_partitioner);
+  EXPECT_EQ(back->device_assignment, o.device_assignment);
+  EXPECT_TRUE(back->strict_precision);
+  EXPECT_EQ(back->dump_to.value_or(""), "/tmp/dump");
+  // Field numbers, checked on the message itself: use_shardy_partitioner is field 19.
+  xla_compat::CompileOptionsProto proto;
+  ASSERT_TRUE(proto.ParseFromString(*bytes));
+  EXPECT_TRUE(proto.executable_build_options().use_shardy_partitioner());
+  EXPECT_FALSE(proto.executable_build_options().debug_options().xla_allow_excess_precision());
+}
+
+TEST(CompileOptions, StrictPrecisionSendsDebugOptions) {
+  CompileOptions o;
+  o.strict_precision = true;
+  auto bytes = o.Serialize();
+  ASSERT_TRUE(bytes.ok());
+  // debug_options (3) present and empty: xla_allow_excess_precision stays false.
+  EXPECT_EQ(Hex(*bytes), "1A 06 1A 00 20 01 28 01");
+}
+
+TEST(CompileOptions, RefusesBadShapes) {
+  CompileOptions o;
+  o.num_replicas = 0;
+  EXPECT_EQ(o.Serialize().status().code(), StatusCode::kInvalidArgument);
+  CompileOptions d;
+  d.num_replicas = 2;
+  d.device_assignment = {{0}};
+  auto s = d.Serialize();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("device_assignment"), std::string::npos);
+}
+
+TEST(CompileOptions, MalformedBytesAreDataLoss) {
+  auto r = CompileOptions::Parse(std::string("\x1A\x7F\x20", 3));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace tlaloc::pjrt
