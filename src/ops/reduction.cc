@@ -68,6 +68,64 @@ StatusOr<std::vector<Type>> InferReduce(const InferInput& in) {
   return out;
 }
 
+// Pairwise reduction of [out_n][red_n] elements with a vectorisable body: each level combines
+// neighbours (2j, 2j + 1) of every output in one run of the body; an odd last element moves up
+// unchanged. The init value is folded in once, at the end.
+template <typename BaseOffset>
+Status ReduceTree(const Operation& op, std::span<const Literal> operands,
+                  std::vector<Literal>& results, EvalContext& ctx, int64_t out_n,
+                  const std::vector<int64_t>& red_off, const BaseOffset& base_offset) {
+  const size_t n = operands.size() / 2;
+  int64_t len = static_cast<int64_t>(red_off.size());
+  std::vector<Literal> cur;
+  for (size_t k = 0; k < n; ++k) {
+    Literal v(TensorType(operands[k].element_type(), {out_n * len}));
+    for (int64_t o = 0; o < out_n; ++o) {
+      int64_t base = base_offset(o);
+      for (int64_t r = 0; r < len; ++r) CopyElement(operands[k], base + red_off[r], v, o * len + r);
+    }
+    cur.push_back(std::move(v));
+  }
+  while (len > 1) {
+    int64_t pairs = len / 2, next = (len + 1) / 2;
+    std::vector<Literal> args;
+    for (int side = 0; side < 2; ++side)
+      for (size_t k = 0; k < n; ++k) {
+        Literal v(TensorType(cur[k].element_type(), {out_n * pairs}));
+        for (int64_t o = 0; o < out_n; ++o)
+          for (int64_t j = 0; j < pairs; ++j)
+            CopyElement(cur[k], o * len + 2 * j + side, v, o * pairs + j);
+        args.push_back(std::move(v));
+      }
+    TL_ASSIGN_OR_RETURN(std::vector<Literal> combined,
+                        RunRegionVectorized(op.region(0), std::move(args), out_n * pairs, ctx));
+    std::vector<Literal> nxt;
+    for (size_t k = 0; k < n; ++k) {
+      Literal v(TensorType(cur[k].element_type(), {out_n * next}));
+      for (int64_t o = 0; o < out_n; ++o) {
+        for (int64_t j = 0; j < pairs; ++j)
+          CopyElement(combined[k], o * pairs + j, v, o * next + j);
+        if (next > pairs) CopyElement(cur[k], o * len + len - 1, v, o * next + pairs);
+      }
+      nxt.push_back(std::move(v));
+    }
+    cur = std::move(nxt);
+    len = next;
+  }
+  std::vector<Literal> args;
+  for (size_t k = 0; k < n; ++k) {
+    Literal init(TensorType(operands[n + k].element_type(), {out_n}));
+    for (int64_t o = 0; o < out_n; ++o) CopyElement(operands[n + k], 0, init, o);
+    args.push_back(std::move(init));
+  }
+  for (size_t k = 0; k < n; ++k) args.push_back(std::move(cur[k]));
+  TL_ASSIGN_OR_RETURN(std::vector<Literal> final_values,
+                      RunRegionVectorized(op.region(0), std::move(args), out_n, ctx));
+  for (size_t k = 0; k < n; ++k)
+    for (int64_t o = 0; o < out_n; ++o) CopyElement(final_values[k], o, results[k], o);
+  return OkStatus();
+}
+
 Status EvalReduce(const Operation& op, std::span<const Literal> operands,
                   std::vector<Literal>& results, EvalContext& ctx) {
   const size_t n = operands.size() / 2;
@@ -123,6 +181,15 @@ Status EvalReduce(const Operation& op, std::span<const Literal> operands,
       return OkStatus();
     });
   }
+  // A body of elementwise ops whose inputs, inits and results share element types: reduce
+  // pairwise, all outputs and pairs of a tree level at once. The specification leaves the
+  // reduction tree to the implementation; the in-order sequence of elements is kept.
+  bool same_types = true;
+  for (size_t i = 0; i < n; ++i)
+    same_types = same_types && operands[i].element_type() == operands[n + i].element_type() &&
+                 results[i].element_type() == operands[i].element_type();
+  if (same_types && red_n > 1 && RegionIsVectorizable(op.region(0)))
+    return ReduceTree(op, operands, results, ctx, out_n, red_off, base_offset);
   // General body: run the region once per reduced element, in row-major order.
   for (int64_t o = 0; o < out_n; ++o) {
     int64_t base = base_offset(o);

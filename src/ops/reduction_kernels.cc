@@ -1,5 +1,8 @@
 #include "reduction_kernels.h"
 
+#include <set>
+#include <unordered_map>
+
 namespace tlaloc::ops {
 
 namespace {
@@ -133,6 +136,96 @@ Status CheckDimensionList(const std::vector<int64_t>& dims, int64_t rank, const 
     seen[d] = true;
   }
   return OkStatus();
+}
+
+namespace {
+
+// Forwards to the interpreter's context but never lets an op take over an operand's buffer:
+// values of a vectorised body may be read again by later ops.
+class NoReuseContext : public EvalContext {
+ public:
+  explicit NoReuseContext(EvalContext& inner) : inner_(inner) {}
+  StatusOr<std::vector<Literal>> RunRegion(const Region& region,
+                                           std::vector<Literal> args) override {
+    return inner_.RunRegion(region, std::move(args));
+  }
+  StatusOr<std::vector<Literal>> CallFunction(const std::string& name,
+                                              std::vector<Literal> args) override {
+    return inner_.CallFunction(name, std::move(args));
+  }
+  void ParallelFor(int64_t n, int64_t grain,
+                   const std::function<void(int64_t, int64_t)>& body) override {
+    inner_.ParallelFor(n, grain, body);
+  }
+  bool CanReuseOperand(int) const override { return false; }
+  const std::function<Status(std::span<const Literal>, std::vector<Literal>&)>* FindCustomCall(
+      const std::string& target) const override {
+    return inner_.FindCustomCall(target);
+  }
+
+ private:
+  EvalContext& inner_;
+};
+
+}  // namespace
+
+bool RegionIsVectorizable(const Region& region) {
+  if (region.blocks().size() != 1) return false;
+  const Block& b = region.front();
+  std::set<const ValueImpl*> defined;
+  for (Value a : b.arguments()) {
+    if (!IsScalarTensor(a.type())) return false;
+    defined.insert(a.impl());
+  }
+  for (const auto& op : b.operations()) {
+    bool is_const = op->name() == "stablehlo.constant";
+    if (!op->def().traits.terminator && !is_const &&
+        (!op->def().traits.elementwise || !op->def().eval || op->num_regions() != 0))
+      return false;
+    for (Value v : op->operands())
+      if (!defined.count(v.impl())) return false;
+    for (Value r : op->results()) {
+      if (!IsScalarTensor(r.type())) return false;
+      defined.insert(r.impl());
+    }
+  }
+  return b.terminator() && b.terminator()->def().traits.terminator;
+}
+
+StatusOr<std::vector<Literal>> RunRegionVectorized(const Region& region, std::vector<Literal> args,
+                                                   int64_t m, EvalContext& ctx) {
+  NoReuseContext no_reuse(ctx);
+  const Block& b = region.front();
+  std::unordered_map<const ValueImpl*, Literal> values;
+  for (int i = 0; i < b.num_arguments(); ++i) values[b.argument(i).impl()] = std::move(args[i]);
+  for (const auto& op_ptr : b.operations()) {
+    const Operation& op = *op_ptr;
+    if (op.def().traits.terminator) {
+      std::vector<Literal> out;
+      for (Value v : op.operands()) out.push_back(values.at(v.impl()));
+      return out;
+    }
+    if (op.name() == "stablehlo.constant") {
+      const Literal& c = FindAttr(op.attrs(), "value")->as_elements();
+      Literal v(TensorType(c.element_type(), {m}));
+      for (int64_t i = 0; i < m; ++i) CopyElement(c, 0, v, i);
+      values[op.result(0).impl()] = std::move(v);
+      continue;
+    }
+    std::vector<Literal> operands;
+    for (Value v : op.operands()) operands.push_back(values.at(v.impl()));
+    std::vector<Literal> results;
+    for (Value r : op.results())
+      results.emplace_back(TensorType(r.tensor_type().element_type, {m}));
+    Status s = op.def().eval(op, operands, results, no_reuse);
+    if (!s.ok()) return s.WithContext(op.name());
+    for (int i = 0; i < op.num_results(); ++i) {
+      if (results[i].num_elements() != m)
+        return Internal(op.name() + " changed the length of a vectorised value");
+      values[op.result(i).impl()] = std::move(results[i]);
+    }
+  }
+  return InvalidArgument("the region has no terminator");
 }
 
 StatusOr<std::vector<Type>> RegionReturnTypes(const Region& region) {

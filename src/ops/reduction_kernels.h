@@ -208,6 +208,19 @@ inline void CopyElement(const Literal& src, int64_t src_i, Literal& dst, int64_t
 // Validates a dimension list: each in [0, rank), no repeats. `what` names it in errors.
 Status CheckDimensionList(const std::vector<int64_t>& dims, int64_t rank, const std::string& what);
 
+// ---- Vectorised region bodies ------------------------------------------------------------------
+
+// True when every op of the region's body is elementwise (OpTraits) or a constant, and every
+// value in it is a scalar tensor defined inside the region: such a body can run once on vectors
+// of many element pairs instead of once per pair.
+bool RegionIsVectorizable(const Region& region);
+
+// Runs a vectorisable region with each block argument bound to a rank-1 literal of length m
+// (the body's scalars, m at a time). Constants are broadcast; the ops' own eval functions do the
+// work, never reusing operand buffers.
+StatusOr<std::vector<Literal>> RunRegionVectorized(const Region& region, std::vector<Literal> args,
+                                                   int64_t m, EvalContext& ctx);
+
 // Element types of the values a region's terminator returns, or an error.
 StatusOr<std::vector<Type>> RegionReturnTypes(const Region& region);
 
