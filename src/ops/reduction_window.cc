@@ -230,6 +230,46 @@ Status EvalReduceWindow(const Operation& op, std::span<const Literal> operands,
       return OkStatus();
     });
   }
+  // A body of elementwise ops runs once per window position on the vectors of all outputs
+  // (the same left-to-right fold per output as below, without a region run per element).
+  int64_t wn = NumElements(w.dims);
+  bool same_types = true;
+  for (size_t i = 0; i < n; ++i)
+    same_types = same_types && results[i].element_type() == operands[n + i].element_type();
+  if (same_types && out_n > 1 && out_n * wn <= (int64_t{1} << 26) &&
+      RegionIsVectorizable(op.region(0))) {
+    std::vector<int64_t> all(out_n * wn);
+    std::vector<int64_t> offs;
+    for (int64_t o = 0; o < out_n; ++o) {
+      WindowOffsets(out_index(o), in_dims, in_strides, w, offs);
+      std::copy(offs.begin(), offs.end(), all.begin() + o * wn);
+    }
+    std::vector<Literal> acc;
+    for (size_t i = 0; i < n; ++i) {
+      Literal a(TensorType(operands[n + i].element_type(), {out_n}));
+      for (int64_t o = 0; o < out_n; ++o) CopyElement(operands[n + i], 0, a, o);
+      acc.push_back(std::move(a));
+    }
+    for (int64_t p = 0; p < wn; ++p) {
+      std::vector<Literal> args = acc;
+      for (size_t i = 0; i < n; ++i) {
+        Literal x(TensorType(operands[i].element_type(), {out_n}));
+        for (int64_t o = 0; o < out_n; ++o) {
+          int64_t off = all[o * wn + p];
+          if (off < 0) {
+            CopyElement(operands[n + i], 0, x, o);
+          } else {
+            CopyElement(operands[i], off, x, o);
+          }
+        }
+        args.push_back(std::move(x));
+      }
+      TL_ASSIGN_OR_RETURN(acc, RunRegionVectorized(op.region(0), std::move(args), out_n, ctx));
+    }
+    for (size_t i = 0; i < n; ++i)
+      for (int64_t o = 0; o < out_n; ++o) CopyElement(acc[i], o, results[i], o);
+    return OkStatus();
+  }
   std::vector<int64_t> offsets;
   for (int64_t o = 0; o < out_n; ++o) {
     WindowOffsets(out_index(o), in_dims, in_strides, w, offsets);

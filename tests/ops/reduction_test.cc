@@ -319,6 +319,34 @@ TEST_F(ReduceTest, ReduceWindowScanShapeWithNonIdentityInitCountsPadding) {
   EXPECT_EQ(Values<int32_t>((*out)[0]), (std::vector<int32_t>{5, 6, 8, 11}));
 }
 
+TEST_F(ReduceTest, ReduceWindowGeneralBodyFoldsLikeTheFastPath) {
+  // add then add 0: not a single op, so the body runs vectorised per window position; the fold
+  // order per output is the same as the fast path's, so results are identical.
+  std::vector<float> x = rdtest::RandomFloats(6 * 5, 9);
+  Literal pad = Literal::FromVector<int64_t>({2, 2}, {1, 0, 0, 2});
+  AttrDict attrs{{"window_dimensions", Attribute::IntArray({2, 3})},
+                 {"window_strides", Attribute::IntArray({1, 2})},
+                 {"padding", Attribute::Elements(pad)}};
+  auto run = [&](std::unique_ptr<Region> body) {
+    return RunOp("stablehlo.reduce_window",
+                 {Literal::FromVector<float>({6, 5}, x), Literal::Scalar<float>(-10.0f)}, attrs, {},
+                 Regions(std::move(body)));
+  };
+  auto fast = run(BinaryRegion("stablehlo.add", ElementType::kF32));
+  auto general =
+      run(MakeRegion({Scalar(ElementType::kF32), Scalar(ElementType::kF32)},
+                     [](OpBuilder& b, const std::vector<Value>& a) {
+                       Value zero =
+                           b.CreateOne("stablehlo.constant", {},
+                                       {{"value", Attribute::Elements(Literal::Scalar<float>(0))}});
+                       Value s = b.CreateOne("stablehlo.add", {a[0], a[1]});
+                       return std::vector<Value>{b.CreateOne("stablehlo.add", {s, zero})};
+                     }));
+  ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+  ASSERT_TRUE(general.ok()) << general.status().ToString();
+  EXPECT_TRUE((*fast)[0].BitwiseEquals((*general)[0]));
+}
+
 TEST_F(ReduceTest, ReduceWindowDilations) {
   // base dilation 2 turns [1, 2, 3] into [1, _, 2, _, 3]; a window of 2 with window dilation 2
   // pairs positions (p, p + 2): (1, 2), (_, _), (2, 3) -> max with init -100.
