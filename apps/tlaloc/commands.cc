@@ -14,6 +14,8 @@ void RegisterCommands(CLI::App& app) {
   RegisterRunCommand(app);
   RegisterInspectCommand(app);
   RegisterTokenizeCommand(app);
+  RegisterGenerateCommand(app);
+  RegisterInitModelCommand(app);
 }
 
 }  // namespace tlaloc::cli

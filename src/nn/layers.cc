@@ -47,14 +47,23 @@ Tensor Embedding(const Tensor& table, const Tensor& ids, LayerTrace* trace,
 Tensor Linear(const Tensor& x, const Tensor& weight, LayerTrace* trace, const std::string& path) {
   LayerScope scope(trace, x.builder(), kLinearLayer, path);
   if (!x.valid() || !weight.valid()) return Tensor();
-  int64_t last = x.rank() - 1;
+  const int64_t last = x.rank() - 1;
+  // Computed as weight . x^T -> [out, ...] then moved to [..., out]: with the weight as the
+  // left operand in its stored [out, in] layout, a contraction packs it with a straight copy
+  // instead of a strided transpose of the whole matrix; only the (small) activations move.
+  auto contract = [&](const Tensor& w, const Tensor& a) {
+    Tensor y = DotGeneral(w, a, {}, {}, {1}, {last});  // [out, x dims but the last]
+    std::vector<int64_t> perm;
+    for (int64_t i = 1; i <= last; ++i) perm.push_back(i);
+    perm.push_back(0);
+    return Transpose(y, perm);
+  };
   if (IsLowPrecision(x.element_type())) {
     // Products of two bf16/f16 values are exact in f32, so widening both operands gives the
     // f32-accumulated result, and the f32 contraction is the fast (BLAS) path.
-    Tensor acc = DotGeneral(ToF32(x), ToF32(weight), {}, {}, {last}, {1});
-    return Convert(acc, x.element_type());
+    return Convert(contract(ToF32(weight), ToF32(x)), x.element_type());
   }
-  return DotGeneral(x, weight, {}, {}, {last}, {1});
+  return contract(weight, x);
 }
 
 Tensor RmsNormLayer(const Tensor& x, const Tensor& weight, double eps, LayerTrace* trace,
