@@ -16,6 +16,26 @@ void RegisterSortOps(OpRegistry& r);    // reduction_sort.cc
 
 namespace {
 
+// `dimensions` as an i64 array (also accepted as dense integer elements, the older form).
+StatusOr<std::vector<int64_t>> DimensionsAttr(const AttrDict& attrs) {
+  const Attribute* a = FindAttr(attrs, "dimensions");
+  if (a && a->kind() == Attribute::Kind::kIntArray) return a->as_int_array();
+  if (a && a->kind() == Attribute::Kind::kElements && IsInteger(a->as_elements().element_type()) &&
+      a->as_elements().type().rank() <= 1) {
+    std::vector<int64_t> v;
+    for (int64_t i = 0; i < a->as_elements().num_elements(); ++i)
+      v.push_back(a->as_elements().GetAsInt64(i));
+    return v;
+  }
+  return InvalidArgument("expected a 'dimensions' integer array attribute");
+}
+
+// For ops already checked by the shape rule.
+std::vector<int64_t> DimensionsOrEmpty(const AttrDict& attrs) {
+  auto d = DimensionsAttr(attrs);
+  return d.ok() ? *d : std::vector<int64_t>{};
+}
+
 // Shape rule of reduce: N inputs of one shape, N scalar inits, results with `dimensions`
 // removed and the element types the body returns (the inits' when no body is given yet).
 StatusOr<std::vector<Type>> InferReduce(const InferInput& in) {
@@ -36,10 +56,7 @@ StatusOr<std::vector<Type>> InferReduce(const InferInput& in) {
       return InvalidArgument("init value " + std::to_string(i) + " must be a scalar, got " +
                              init.ToString());
   }
-  const Attribute* da = FindAttr(in.attrs, "dimensions");
-  if (!da || da->kind() != Attribute::Kind::kIntArray)
-    return InvalidArgument("expected a 'dimensions' integer array attribute");
-  std::vector<int64_t> dims = da->as_int_array();
+  TL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, DimensionsAttr(in.attrs));
   TL_RETURN_IF_ERROR(CheckDimensionList(dims, t0.rank(), "'dimensions'"));
   std::vector<int64_t> out_dims;
   for (int64_t d = 0; d < t0.rank(); ++d)
@@ -130,7 +147,7 @@ Status EvalReduce(const Operation& op, std::span<const Literal> operands,
                   std::vector<Literal>& results, EvalContext& ctx) {
   const size_t n = operands.size() / 2;
   const std::vector<int64_t>& in_dims = operands[0].dims();
-  std::vector<int64_t> dims = GetIntArrayAttr(op.attrs(), "dimensions");
+  std::vector<int64_t> dims = DimensionsOrEmpty(op.attrs());
   std::vector<int64_t> strides = RowMajorStrides(in_dims);
   std::vector<int64_t> kept_dims, kept_strides, red_dims, red_strides;
   for (int64_t d = 0; d < static_cast<int64_t>(in_dims.size()); ++d) {
@@ -238,7 +255,7 @@ void PrintReduce(const Operation& op, OpPrinter& p) {
     p.Print(op.region(0).front().operations()[0]->name());
   }
   p.Print(" across dimensions = ");
-  p.PrintIntList(GetIntArrayAttr(op.attrs(), "dimensions"));
+  p.PrintIntList(DimensionsOrEmpty(op.attrs()));
   p.PrintOptionalAttrDict(op.attrs(), {"dimensions"});
   p.Print(" : ");
   p.PrintFunctionalType(op);
@@ -368,7 +385,7 @@ StatusOr<std::vector<Value>> ReduceVjp(OpBuilder& b, const Operation& op,
     return Unimplemented(
         "stablehlo.reduce is differentiable only with a single input and an add, maximum or "
         "minimum body");
-  std::vector<int64_t> dims = GetIntArrayAttr(op.attrs(), "dimensions");
+  std::vector<int64_t> dims = DimensionsOrEmpty(op.attrs());
   std::vector<int64_t> kept;
   for (int64_t d = 0; d < in.rank(); ++d)
     if (std::find(dims.begin(), dims.end(), d) == dims.end()) kept.push_back(d);

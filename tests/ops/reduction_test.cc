@@ -143,6 +143,16 @@ TEST_F(ReduceTest, EmptyReductionGivesInit) {
   EXPECT_EQ(Values<float>((*out)[0]), (std::vector<float>{7, 7, 7}));
 }
 
+TEST_F(ReduceTest, DimensionsAsDenseElementsAreAccepted) {
+  // Older StableHLO text spells dimensions as dense<[1]> : tensor<1xi64>.
+  auto x = Literal::FromVector<float>({2, 2}, {1, 2, 3, 4});
+  auto out = RunOp("stablehlo.reduce", {x, Literal::Scalar<float>(0)},
+                   {{"dimensions", Attribute::Elements(Literal::FromVector<int64_t>({1}, {1}))}},
+                   {}, Regions(BinaryRegion("stablehlo.add", ElementType::kF32)));
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(Values<float>((*out)[0]), (std::vector<float>{3, 7}));
+}
+
 TEST_F(ReduceTest, BadDimensionsAreErrors) {
   auto x = Literal::FromVector<float>({2, 2}, {1, 2, 3, 4});
   auto out = RunOp("stablehlo.reduce", {x, Literal::Scalar<float>(0)}, Dims({2}), {},
