@@ -73,6 +73,16 @@ Status EvalWhile(const Operation& op, std::span<const Literal> operands,
 // arguments alike, so printing the cond region's names declares the body's too (the
 // round-trip tests check this).
 void PrintWhile(const Operation& op, OpPrinter& p) {
+  if (op.region(0).empty() || op.region(0).front().num_arguments() != op.num_operands()) {
+    // Unverified ops only: print the regions with their own arguments rather than crash.
+    p.Print("(");
+    p.PrintOperands(op.operands());
+    p.Print(") cond ");
+    p.PrintRegion(op.region(0));
+    p.Print(" do ");
+    p.PrintRegion(op.region(1));
+    return;
+  }
   const Block& cond = op.region(0).front();
   p.Print("(");
   for (int i = 0; i < op.num_operands(); ++i) {

@@ -260,6 +260,12 @@ void PrintReduce(const Operation& op, OpPrinter& p) {
   p.Print(" : ");
   p.PrintFunctionalType(op);
   if (compact) return;
+  // Unverified ops may lack a well-formed body; print it as is rather than index past it.
+  if (op.region(0).blocks().size() != 1 || op.region(0).front().num_arguments() != 2 * n) {
+    p.Print(" reducer ");
+    p.PrintRegion(op.region(0), /*print_arguments=*/true);
+    return;
+  }
   const Block& b = op.region(0).front();
   p.Print(" reducer");
   for (int i = 0; i < n; ++i) {
