@@ -1,6 +1,7 @@
 // Shared pieces of the reduction and control-flow op definitions: recognising region bodies that
 // are a single binary op or compare (so they can run without the interpreter per element),
-// scalar arithmetic with StableHLO semantics for those bodies, and index helpers.
+// scalar arithmetic with StableHLO semantics for those bodies, running bodies of elementwise
+// ops on whole vectors of element pairs, and index helpers.
 #pragma once
 
 #include <cmath>
