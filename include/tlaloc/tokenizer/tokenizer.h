@@ -85,7 +85,8 @@ class Tokenizer {
   const std::vector<AddedToken>& added_tokens() const;
   bool IsSpecial(int32_t id) const;
 
-  // The pre-token -> ids cache: entries kept at most (0 disables it; default 65536).
+  // The pre-token -> ids cache: entries kept at most (0 disables it; default 65536). Not to be
+  // called while another thread is encoding with this tokenizer.
   void SetCacheCapacity(size_t entries);
 
   struct Impl;
