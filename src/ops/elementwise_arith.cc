@@ -40,7 +40,7 @@ C Remainder(C a, C b) {
 template <typename C>
 C Power(C a, C b) {
   if constexpr (std::is_floating_point_v<C>) {
-    return std::pow(a, b);
+    return InDouble([](auto x, auto y) { return std::pow(x, y); })(a, b);
   } else {
     if constexpr (std::is_signed_v<C>) {
       // A negative exponent makes 1/a^|b|, an integer only for a = 1 or a = -1.
@@ -179,7 +179,7 @@ void RegisterElementwiseArithmeticOps(OpRegistry& r) {
   min.vjp = SelectingVjp("LE");
 
   DefineSameType(r, "stablehlo.atan2", 2, kFloatK,
-                 BinaryEval<kFloatK>([](auto a, auto b) { return std::atan2(a, b); }))
+                 BinaryEval<kFloatK>(InDouble([](auto a, auto b) { return std::atan2(a, b); })))
       .vjp = [](OpBuilder& b, const Operation&, const Values& x, const Values&,
                 const Values& cts) -> StatusOr<Values> {
     // atan2(a, b): d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2)

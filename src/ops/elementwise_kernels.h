@@ -87,6 +87,20 @@ inline T Down(ComputeType<T> v) {
     return v;
 }
 
+// Transcendental functions of f32 (and of f16/bf16, which compute in float) are evaluated in
+// double and rounded once: correctly rounded in all but rare cases, where glibc's float versions
+// may be 1 ULP off.
+template <typename F>
+auto InDouble(F f) {
+  return [f](auto... x) {
+    using C = std::common_type_t<decltype(x)...>;
+    if constexpr (std::is_same_v<C, float>)
+      return static_cast<float>(f(static_cast<double>(x)...));
+    else
+      return f(x...);
+  };
+}
+
 // Integer arithmetic that wraps: done in an unsigned type at least as wide as int, so neither
 // signed overflow nor the promotion of small unsigned types to int can be undefined.
 template <typename T>

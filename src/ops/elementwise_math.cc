@@ -79,29 +79,30 @@ void RegisterElementwiseMathOps(OpRegistry& r) {
       .vjp = ZeroVjp();
 
   RegisterFloatUnary(r, "stablehlo.exponential",
-                     UnaryEval<kFloatK>([](auto x) { return std::exp(x); }),
+                     UnaryEval<kFloatK>(InDouble([](auto x) { return std::exp(x); })),
                      UnaryVjp([](OpBuilder&, Value, Value y) { return y; }));
   RegisterFloatUnary(
       r, "stablehlo.exponential_minus_one",
-      UnaryEval<kFloatK>([](auto x) { return std::expm1(x); }),
+      UnaryEval<kFloatK>(InDouble([](auto x) { return std::expm1(x); })),
       UnaryVjp([](OpBuilder& b, Value x, Value) { return Op1(b, "stablehlo.exponential", x); }));
-  RegisterFloatUnary(r, "stablehlo.log", UnaryEval<kFloatK>([](auto x) { return std::log(x); }),
+  RegisterFloatUnary(r, "stablehlo.log",
+                     UnaryEval<kFloatK>(InDouble([](auto x) { return std::log(x); })),
                      UnaryVjp([](OpBuilder& b, Value x, Value) {
                        return Op2(b, "stablehlo.divide", Splat(b, x, 1), x);
                      }));
   RegisterFloatUnary(r, "stablehlo.log_plus_one",
-                     UnaryEval<kFloatK>([](auto x) { return std::log1p(x); }),
+                     UnaryEval<kFloatK>(InDouble([](auto x) { return std::log1p(x); })),
                      UnaryVjp([](OpBuilder& b, Value x, Value) {
                        Value one = Splat(b, x, 1);
                        return Op2(b, "stablehlo.divide", one, Op2(b, "stablehlo.add", one, x));
                      }));
   // exp(x) / (1 + exp(x)) for negative x keeps tiny results instead of 1 / (1 + inf) = 0.
-  RegisterFloatUnary(r, "stablehlo.logistic", UnaryEval<kFloatK>([](auto x) {
+  RegisterFloatUnary(r, "stablehlo.logistic", UnaryEval<kFloatK>(InDouble([](auto x) {
                        using C = decltype(x);
                        if (x >= 0) return C{1} / (C{1} + std::exp(-x));
                        const C e = std::exp(x);
                        return e / (C{1} + e);
-                     }),
+                     })),
                      UnaryVjp([](OpBuilder& b, Value, Value y) {
                        Value one_minus_y = Op2(b, "stablehlo.subtract", Splat(b, y, 1), y);
                        return Op2(b, "stablehlo.multiply", y, one_minus_y);
@@ -110,16 +111,17 @@ void RegisterElementwiseMathOps(OpRegistry& r) {
                      UnaryVjp([](OpBuilder& b, Value, Value y) {
                        return Op2(b, "stablehlo.divide", Splat(b, y, 0.5), y);
                      }));
-  RegisterFloatUnary(r, "stablehlo.rsqrt", UnaryEval<kFloatK>([](auto x) {
+  RegisterFloatUnary(r, "stablehlo.rsqrt", UnaryEval<kFloatK>(InDouble([](auto x) {
                        using C = decltype(x);
                        return C{1} / std::sqrt(x);
-                     }),
+                     })),
                      // d/dx x^-1/2 = -1/2 * y / x
                      UnaryVjp([](OpBuilder& b, Value x, Value y) {
                        Value t = Op2(b, "stablehlo.divide", y, x);
                        return Op2(b, "stablehlo.multiply", Splat(b, x, -0.5), t);
                      }));
-  RegisterFloatUnary(r, "stablehlo.cbrt", UnaryEval<kFloatK>([](auto x) { return std::cbrt(x); }),
+  RegisterFloatUnary(r, "stablehlo.cbrt",
+                     UnaryEval<kFloatK>(InDouble([](auto x) { return std::cbrt(x); })),
                      // d/dx x^1/3 = 1 / (3 y^2)
                      UnaryVjp([](OpBuilder& b, Value, Value y) {
                        Value y2 = Op2(b, "stablehlo.multiply", y, y);
@@ -127,18 +129,21 @@ void RegisterElementwiseMathOps(OpRegistry& r) {
                        return Op2(b, "stablehlo.divide", Splat(b, y, 1), den);
                      }));
   RegisterFloatUnary(
-      r, "stablehlo.sine", UnaryEval<kFloatK>([](auto x) { return std::sin(x); }),
+      r, "stablehlo.sine", UnaryEval<kFloatK>(InDouble([](auto x) { return std::sin(x); })),
       UnaryVjp([](OpBuilder& b, Value x, Value) { return Op1(b, "stablehlo.cosine", x); }));
-  RegisterFloatUnary(r, "stablehlo.cosine", UnaryEval<kFloatK>([](auto x) { return std::cos(x); }),
+  RegisterFloatUnary(r, "stablehlo.cosine",
+                     UnaryEval<kFloatK>(InDouble([](auto x) { return std::cos(x); })),
                      UnaryVjp([](OpBuilder& b, Value x, Value) {
                        return Op1(b, "stablehlo.negate", Op1(b, "stablehlo.sine", x));
                      }));
-  RegisterFloatUnary(r, "stablehlo.tan", UnaryEval<kFloatK>([](auto x) { return std::tan(x); }),
+  RegisterFloatUnary(r, "stablehlo.tan",
+                     UnaryEval<kFloatK>(InDouble([](auto x) { return std::tan(x); })),
                      UnaryVjp([](OpBuilder& b, Value, Value y) {  // 1 + tan^2
                        Value y2 = Op2(b, "stablehlo.multiply", y, y);
                        return Op2(b, "stablehlo.add", Splat(b, y, 1), y2);
                      }));
-  RegisterFloatUnary(r, "stablehlo.tanh", UnaryEval<kFloatK>([](auto x) { return std::tanh(x); }),
+  RegisterFloatUnary(r, "stablehlo.tanh",
+                     UnaryEval<kFloatK>(InDouble([](auto x) { return std::tanh(x); })),
                      UnaryVjp([](OpBuilder& b, Value, Value y) {  // 1 - tanh^2
                        Value y2 = Op2(b, "stablehlo.multiply", y, y);
                        return Op2(b, "stablehlo.subtract", Splat(b, y, 1), y2);

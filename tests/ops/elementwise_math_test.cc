@@ -44,6 +44,29 @@ TEST(ElementwiseMath, UnaryFloatEdgesInEveryFloatType) {
     }
 }
 
+TEST(ElementwiseMath, F32TranscendentalsRoundOnceFromDouble) {
+  std::vector<float> xs;
+  for (uint32_t bits = 0x3A000000u; bits < 0x42000000u; bits += 0x0001F3A7u)
+    xs.push_back(std::bit_cast<float>(bits));
+  Literal in = Literal::FromVector<float>({static_cast<int64_t>(xs.size())}, xs);
+  struct Case {
+    const char* op;
+    double (*f)(double);
+  };
+  const Case cases[] = {
+      {"stablehlo.rsqrt", [](double x) { return 1 / std::sqrt(x); }},
+      {"stablehlo.tanh", [](double x) { return std::tanh(x); }},
+      {"stablehlo.sine", [](double x) { return std::sin(x); }},
+      {"stablehlo.log", [](double x) { return std::log(x); }},
+      {"stablehlo.exponential_minus_one", [](double x) { return std::expm1(x); }},
+  };
+  for (const Case& c : cases) {
+    auto out = Elems<float>(Run1(c.op, {in}));
+    for (size_t i = 0; i < xs.size(); ++i)
+      ASSERT_EQ(out[i], static_cast<float>(c.f(xs[i]))) << c.op << "(" << xs[i] << ")";
+  }
+}
+
 TEST(ElementwiseMath, HalfResultsRoundToNearestEven) {
   // sqrt(2) in f16 is 0x3DA8 (1.4140625); computing in float then rounding must land there.
   Literal out = Run1("stablehlo.sqrt", {Doubles(ElementType::kF16, {2})});
