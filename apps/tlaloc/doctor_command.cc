@@ -1,0 +1,85 @@
+// tlaloc doctor: what each PJRT target resolves to and why, and (with --load) what the plugin
+// reports when a session opens: API version, platform, devices, attributes.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "commands.h"
+#include "tlaloc/pjrt/session.h"
+#include "tlaloc/runtime/target.h"
+
+namespace tlaloc::cli {
+
+void RegisterDoctorCommand(CLI::App& app);
+
+namespace {
+
+struct DoctorArgs {
+  bool load = false;
+  std::string target;  // empty: cpu, cuda and tpu
+};
+
+void PrintEnv(const char* name) {
+  const char* v = std::getenv(name);
+  std::printf("  %-28s %s\n", name, v ? v : "(unset)");
+}
+
+void Probe(const PjrtTarget& target, bool load) {
+  PluginResolution r = ResolvePjrtPlugin(target, ResolveEnvironment::Process());
+  std::printf("\ntarget %s: %s\n", target.ToString().c_str(),
+              r.found() ? r.path.c_str() : "NOT FOUND");
+  for (const std::string& line : r.trace) std::printf("  - %s\n", line.c_str());
+  if (!load || !r.found()) return;
+  pjrt::SessionOptions options;
+  options.target = target;
+  options.plugin_path = r.path;
+  auto session = pjrt::PjrtSession::Open(options);
+  if (!session.ok()) {
+    std::printf("  session: FAILED: %s\n", session.status().ToString().c_str());
+    return;
+  }
+  const auto& s = **session;
+  std::printf("  PJRT C API %d.%d, platform '%s' %s\n", s.api().major_version(),
+              s.api().minor_version(), s.platform_name().c_str(), s.platform_version().c_str());
+  for (const auto& o : s.create_options()) std::printf("  create option %s\n", o.name.c_str());
+  for (const auto& [k, v] : s.attributes())
+    std::printf("  attribute %s = %s\n", k.c_str(), v.c_str());
+  for (const auto& d : s.devices()) std::printf("  device %d: %s\n", d.id, d.kind.c_str());
+}
+
+int RunDoctor(const DoctorArgs& args) {
+  std::printf("environment:\n");
+  for (const char* name : {"TLALOC_TARGET", "TLALOC_PJRT_PLUGIN_PATH", "TLALOC_TEST_PJRT_TARGET",
+                           "TPU_PREMAPPED_BUFFER_SIZE", "VIRTUAL_ENV", "HOME"}) {
+    PrintEnv(name);
+  }
+  auto choice = DefaultBackendChoice();
+  std::printf("default backend: %s\n",
+              choice.ok() ? choice->ToString().c_str() : choice.status().ToString().c_str());
+  if (!args.target.empty()) {
+    auto t = ParsePjrtTarget(args.target);
+    if (!t.ok()) {
+      std::fprintf(stderr, "tlaloc doctor: %s\n", t.status().ToString().c_str());
+      return 2;
+    }
+    Probe(*t, args.load);
+    return 0;
+  }
+  for (const PjrtTarget& t : {PjrtTarget::Cpu(), PjrtTarget::Cuda(), PjrtTarget::Tpu()}) {
+    Probe(t, args.load);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void RegisterDoctorCommand(CLI::App& app) {
+  auto args = std::make_shared<DoctorArgs>();
+  CLI::App* cmd =
+      app.add_subcommand("doctor", "Show what each PJRT target (cpu, cuda, tpu) resolves to");
+  cmd->add_flag("--load", args->load, "Open a session on each plugin found and report it");
+  cmd->add_option("--target", args->target, "Only this target: cpu, cuda, tpu or a plugin path");
+  cmd->callback([args] { SetExitCode(RunDoctor(*args)); });
+}
+
+}  // namespace tlaloc::cli
