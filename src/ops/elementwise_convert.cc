@@ -155,7 +155,7 @@ FloatLayout LayoutOf(ElementType et) {
 // mantissa bits (nearest even), keeping the source encoding: values above the reduced range
 // become infinity, values at or below its smallest normal exponent become zero (the reduced
 // format has no denormals), NaN stays NaN unless no mantissa bit is left to encode it (then it
-// becomes infinity), as XLA does.
+// becomes +infinity), as XLA and the StableHLO reference interpreter do.
 uint64_t ReducePrecisionBits(uint64_t x, int total_bits, FloatLayout src, int exp_bits,
                              int man_bits) {
   const uint64_t sign_mask = uint64_t{1} << (total_bits - 1);
@@ -181,7 +181,7 @@ uint64_t ReducePrecisionBits(uint64_t x, int total_bits, FloatLayout src, int ex
       v = v & sign_mask;
   }
   if (total_bits < 64) v &= (uint64_t{1} << total_bits) - 1;
-  if (is_nan) return man_bits > 0 ? x : (x & sign_mask) | exp_mask;
+  if (is_nan) return man_bits > 0 ? x : exp_mask;  // +inf, as the reference interpreter
   return v;
 }
 

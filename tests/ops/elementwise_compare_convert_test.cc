@@ -203,6 +203,10 @@ TEST(ElementwiseReducePrecision, OverflowUnderflowAndNaN) {
   ExpectDoubles(Run1("stablehlo.reduce_precision", {Doubles(ElementType::kF64, {1.375, 1.125})},
                      Format(11, 2)),
                 {1.5, 1.0}, "e11m2");
+  // With no mantissa bit left NaN cannot be encoded: it becomes +inf.
+  ExpectDoubles(Run1("stablehlo.reduce_precision", {Doubles(ElementType::kF32, {kNaN, 3, 3.5})},
+                     Format(8, 0)),
+                {kInf, 2, 4}, "e8m0");  // 3 ties to the even exponent (2)
   auto r = RunOp("stablehlo.reduce_precision", {Doubles(ElementType::kF32, {1})}, Format(0, 3));
   EXPECT_FALSE(r.ok());
 }
