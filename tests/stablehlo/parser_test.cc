@@ -256,5 +256,46 @@ TEST(Parser, RegionsAndGenericProperties) {
               "use of undefined value %x");
 }
 
+// Every registered elementwise op that the builder can create on simple operands (f32, i32 or
+// i1 vectors, one to three of them) goes through print -> parse -> print unchanged.
+TEST(Parser, BuilderRoundTripOfEveryElementwiseOp) {
+  auto m = std::make_unique<Module>("elementwise");
+  const std::vector<Type> types = {Type(TensorType(ElementType::kF32, {2})),
+                                   Type(TensorType(ElementType::kS32, {2})),
+                                   Type(TensorType(ElementType::kPred, {2}))};
+  Function* f = m->AddFunction("main", types, {});
+  Block& b = f->entry();
+  int created = 0;
+  std::vector<Value> results;
+  for (const OpDef* def : OpRegistry::Global().All()) {
+    if (!def->traits.elementwise || def->num_regions != 0) continue;
+    for (int t = 0; t < 3; ++t) {
+      bool made = false;
+      for (int arity = 1; arity <= 3 && !made; ++arity) {
+        std::vector<Value> operands(arity, b.argument(t));
+        if (def->name == "stablehlo.select" || def->name == "stablehlo.clamp") break;
+        auto op = CreateOperation(*def, operands, {}, std::nullopt, {});
+        if (!op.ok()) continue;
+        made = true;
+        ++created;
+        Operation* added = b.Append(std::move(*op));
+        for (const Value& r : added->results()) results.push_back(r);
+      }
+    }
+  }
+  if (created == 0) GTEST_SKIP() << "no elementwise op is registered yet";
+  std::vector<Type> result_types;
+  for (const Value& r : results) result_types.push_back(r.type());
+  f->set_result_types(result_types);
+  b.Append(
+      *CreateOperation(*OpRegistry::Global().Find("func.return"), results, {}, std::nullopt, {}));
+  ASSERT_TRUE(Verify(*m).ok()) << Verify(*m).ToString();
+  std::string once = PrintModule(*m);
+  auto parsed = ParseModule(once, "elementwise.mlir");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(PrintModule(**parsed), once);
+  EXPECT_GT(created, 10);
+}
+
 }  // namespace
 }  // namespace tlaloc
