@@ -187,6 +187,7 @@ PJRT_Error* Plugin_Client_BufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer_
   if (literal.byte_size() > 0) std::memcpy(literal.data(), args->data, literal.byte_size());
   auto* buffer = new PJRT_Buffer();
   buffer->literal = std::move(literal);
+  buffer->element_type = *et;
   buffer->device = device;
   buffer->dims = std::move(dims);
   args->buffer = buffer;
@@ -349,7 +350,7 @@ PJRT_Error* Plugin_Buffer_Destroy(PJRT_Buffer_Destroy_Args* args) {
 PJRT_Error* Plugin_Buffer_ElementType(PJRT_Buffer_ElementType_Args* args) {
   TL_PLUGIN_CHECK(args, PJRT_Buffer_ElementType_Args, "PJRT_Buffer_ElementType");
   TL_NEED_BUFFER("PJRT_Buffer_ElementType");
-  args->type = pjrt::ToPjrtBufferType(args->buffer->literal.element_type());
+  args->type = pjrt::ToPjrtBufferType(args->buffer->element_type);
   return nullptr;
 }
 
@@ -380,7 +381,8 @@ PJRT_Error* Plugin_Buffer_DynamicDimensionIndices(PJRT_Buffer_DynamicDimensionIn
 PJRT_Error* Plugin_Buffer_OnDeviceSizeInBytes(PJRT_Buffer_OnDeviceSizeInBytes_Args* args) {
   TL_PLUGIN_CHECK(args, PJRT_Buffer_OnDeviceSizeInBytes_Args, "PJRT_Buffer_OnDeviceSizeInBytes");
   TL_NEED_BUFFER("PJRT_Buffer_OnDeviceSizeInBytes");
-  args->on_device_size_in_bytes = static_cast<size_t>(args->buffer->literal.type().byte_size());
+  args->on_device_size_in_bytes =
+      args->buffer->deleted ? 0 : static_cast<size_t>(args->buffer->literal.byte_size());
   return nullptr;
 }
 
@@ -401,7 +403,7 @@ PJRT_Error* Plugin_Buffer_Memory(PJRT_Buffer_Memory_Args* args) {
 PJRT_Error* Plugin_Buffer_Delete(PJRT_Buffer_Delete_Args* args) {
   TL_PLUGIN_CHECK(args, PJRT_Buffer_Delete_Args, "PJRT_Buffer_Delete");
   TL_NEED_BUFFER("PJRT_Buffer_Delete");
-  args->buffer->literal = Literal(TensorType(args->buffer->literal.element_type(), {0}));
+  args->buffer->literal = Literal();
   args->buffer->deleted = true;
   return nullptr;
 }
@@ -423,6 +425,7 @@ PJRT_Error* CopyTo(PJRT_Buffer* src, PJRT_Device* device, PJRT_Buffer** out, con
                     std::string(fn) + ": the buffer is already on that device");
   auto* b = new PJRT_Buffer();
   b->literal = src->literal.Clone();
+  b->element_type = src->element_type;
   b->device = device;
   b->dims = src->dims;
   *out = b;

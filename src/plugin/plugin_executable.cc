@@ -421,7 +421,7 @@ PJRT_Error* Plugin_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args* 
     if (device == nullptr) device = args->executable->client->device_list[d];
     for (PJRT_Buffer* b : donated) {
       b->deleted = true;
-      b->literal = Literal(TensorType(ElementType::kF32, {0}));
+      b->literal = Literal();  // the storage now belongs to the run
     }
     size_t checks_before = c.checks->results().size();
     auto outs = c.executable->Execute(std::move(inputs));
@@ -435,6 +435,7 @@ PJRT_Error* Plugin_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args* 
     for (size_t k = 0; k < outs->size(); ++k) {
       auto* b = new PJRT_Buffer();
       b->literal = std::move((*outs)[k]);
+      b->element_type = b->literal.element_type();
       b->device = device;
       b->dims = b->literal.dims();
       args->output_lists[d][k] = b;

@@ -57,7 +57,8 @@ struct PJRT_Client {
 };
 
 struct PJRT_Buffer {
-  tlaloc::Literal literal;
+  tlaloc::Literal literal;  // empty once deleted or donated
+  tlaloc::ElementType element_type = tlaloc::ElementType::kF32;
   PJRT_Device* device = nullptr;
   bool deleted = false;
   std::vector<int64_t> dims;  // kept for PJRT_Buffer_Dimensions' pointer
