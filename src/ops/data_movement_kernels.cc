@@ -8,6 +8,43 @@ namespace {
 
 constexpr int64_t kGrainElements = 16 * 1024;
 
+constexpr int64_t kTile = 32;
+
+// Copies a box tile by tile over dims k and the last one (k: where the source is contiguous).
+template <typename U>
+void CopyTiled(U* d, const StridedView& dv, const U* s, const StridedView& sv,
+               const std::vector<int64_t>& dims, int k, EvalContext* ctx) {
+  const int last = static_cast<int>(dims.size()) - 1;
+  // The other dims give base offsets; dims k and last are walked in tiles.
+  std::vector<int64_t> outer = dims;
+  outer[k] = 1;
+  outer[last] = 1;
+  std::vector<std::pair<int64_t, int64_t>> bases;
+  ForEachBoxRow(outer, dv, sv, 0, BoxRows(outer),
+                [&](int64_t di, int64_t si) { bases.emplace_back(di, si); });
+  const int64_t nk = dims[k], nl = dims[last];
+  const int64_t tiles_k = (nk + kTile - 1) / kTile;
+  const int64_t dsk = dv.strides[k], dsl = dv.strides[last];
+  const int64_t ssk = sv.strides[k], ssl = sv.strides[last];
+  auto run = [&](int64_t begin, int64_t end) {
+    for (int64_t w = begin; w < end; ++w) {
+      const auto [db, sb] = bases[w / tiles_k];
+      const int64_t k0 = (w % tiles_k) * kTile, k1 = std::min(nk, k0 + kTile);
+      for (int64_t l0 = 0; l0 < nl; l0 += kTile) {
+        const int64_t l1 = std::min(nl, l0 + kTile);
+        for (int64_t i = k0; i < k1; ++i)
+          for (int64_t j = l0; j < l1; ++j) d[db + i * dsk + j * dsl] = s[sb + i * ssk + j * ssl];
+      }
+    }
+  };
+  const int64_t work = static_cast<int64_t>(bases.size()) * tiles_k;
+  const int64_t per_item = kTile * nl;
+  if (ctx && work * per_item >= 2 * kGrainElements && work > 1)
+    ctx->ParallelFor(work, std::max<int64_t>(1, kGrainElements / per_item), run);
+  else
+    run(0, work);
+}
+
 template <typename U>
 void CopyBoxTyped(std::byte* dst, const StridedView& dv, const std::byte* src,
                   const StridedView& sv, const std::vector<int64_t>& dims, EvalContext* ctx) {
@@ -29,6 +66,16 @@ void CopyBoxTyped(std::byte* dst, const StridedView& dv, const std::byte* src,
       ForEachBoxRow(dims, dv, sv, begin, end, [&](int64_t di, int64_t si) { d[di] = s[si]; });
     }
   };
+  // A transposing copy (source contiguous along another dim than the last) walks one side with a
+  // large stride; copy it in square tiles so both sides stay in cache.
+  int k = -1;
+  if (!dims.empty() && sv.strides.back() != 1 && dv.strides.back() == 1)
+    for (size_t d = 0; d + 1 < dims.size(); ++d)
+      if (sv.strides[d] == 1 && dims[d] > 1) k = static_cast<int>(d);
+  if (k >= 0 && inner >= kTile) {
+    CopyTiled(d, dv, s, sv, dims, k, ctx);
+    return;
+  }
   if (ctx && rows * inner >= 2 * kGrainElements && rows > 1) {
     ctx->ParallelFor(rows, std::max<int64_t>(1, kGrainElements / std::max<int64_t>(inner, 1)), run);
   } else {

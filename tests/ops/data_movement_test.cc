@@ -106,6 +106,20 @@ TEST(Transpose, LargeTransposeUsesAllRows) {
     for (int64_t j = 0; j < 300; ++j) ASSERT_EQ(r[i * 300 + j], s[j * 257 + i]);
 }
 
+TEST(Transpose, TiledPathWithOuterDims) {
+  // The source is contiguous along result dim 1, not the last: the tiled copy, with a base per
+  // outer index and partial tiles at the edges.
+  Literal in = IotaF32({3, 45, 70});
+  auto out = RunOp("stablehlo.transpose", {in}, {{"permutation", Attribute::IntArray({0, 2, 1})}});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  const Literal& r = (*out)[0];
+  ASSERT_EQ(r.dims(), (Dims{3, 70, 45}));
+  for (int64_t i = 0; i < r.num_elements(); ++i) {
+    Dims ri = Unravel(i, r.dims());
+    ASSERT_EQ(r.span<float>()[i], in.span<float>()[Ravel({ri[0], ri[2], ri[1]}, in.dims())]) << i;
+  }
+}
+
 TEST(Reverse, ReversesChosenDimsInt8) {
   Literal in(T(ElementType::kS8, {2, 3, 4}));
   auto s = in.span<int8_t>();
