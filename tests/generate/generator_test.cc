@@ -174,6 +174,28 @@ TEST(Generator, LoadErrorsNameTheProblem) {
   EXPECT_NE(none.status().message().find("does not exist"), std::string::npos);
 }
 
+TEST(Generator, Bf16LogitsTrackF32) {
+  RefModel m = RandomModel(TinyConfig(false, 4, 2, 8), 31);
+  std::vector<Literal> bf16;
+  for (const auto& w : m.literals) bf16.push_back(generate::ConvertLiteral(w, ElementType::kBF16));
+  auto g32 = MakeGenerator(m);
+  auto g16 = generate::Generator::Create(m.config, bf16, ElementType::kBF16);
+  ASSERT_TRUE(g32 && g16.ok()) << g16.status().ToString();
+  std::vector<std::vector<int32_t>> p{{9, 8, 7, 6, 5}};
+  auto a = g32->Prefill(p, 16, {}, 0);
+  auto b = (*g16)->Prefill(p, 16, {}, 0);
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto x = a->logits.span<float>(), y = b->logits.span<float>();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    num += (x[i] - y[i]) * (x[i] - y[i]);
+    den += x[i] * x[i];
+  }
+  // bf16 keeps 8 bits of mantissa: a few percent of relative error, not more.
+  EXPECT_LT(std::sqrt(num / den), 0.05);
+  EXPECT_GT(num, 0.0) << "bf16 should actually round something";
+}
+
 TEST(Presets, ShapesOfTheRealModel) {
   auto c = models::PresetConfig("qwen3-0.6b");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
