@@ -154,6 +154,15 @@ Status ParseDtype(JsonFields& f, ModelConfig& c) {
   return OkStatus();
 }
 
+// transformers' rule when layer_types is absent: layers from max_window_layers on slide.
+std::vector<std::string> DerivedLayerTypes(const ModelConfig& c) {
+  std::vector<std::string> out;
+  for (int64_t i = 0; i < std::max<int64_t>(c.num_hidden_layers, 0); ++i)
+    out.emplace_back(c.sliding_window && i >= c.max_window_layers ? kSlidingAttention
+                                                                  : kFullAttention);
+  return out;
+}
+
 Status Positive(const char* name, int64_t v) {
   if (v <= 0)
     return InvalidArgument(std::string(name) + " must be positive, got " + std::to_string(v));
@@ -309,11 +318,7 @@ StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::string_v
   TL_RETURN_IF_ERROR(f.Int("max_window_layers", &c.max_window_layers));
   c.layer_types.clear();
   TL_RETURN_IF_ERROR(f.StringList("layer_types", &c.layer_types));
-  if (!f.Has("layer_types") || f.IsNull("layer_types")) {
-    for (int64_t i = 0; i < std::max<int64_t>(c.num_hidden_layers, 0); ++i)
-      c.layer_types.emplace_back(c.sliding_window && i >= c.max_window_layers ? kSlidingAttention
-                                                                              : kFullAttention);
-  }
+  if (!f.Has("layer_types") || f.IsNull("layer_types")) c.layer_types = DerivedLayerTypes(c);
   TL_RETURN_IF_ERROR(f.Double("attention_dropout", &c.attention_dropout));
   if (c.is_moe()) {
     TL_RETURN_IF_ERROR(f.Int("decoder_sparse_step", &c.decoder_sparse_step));
@@ -374,7 +379,9 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["use_sliding_window"] = c.use_sliding_window;
   j["sliding_window"] = c.sliding_window ? json(*c.sliding_window) : json();
   j["max_window_layers"] = c.max_window_layers;
-  j["layer_types"] = c.layer_types;
+  // Written only when they differ from what the other fields imply, so a hand edit of
+  // num_hidden_layers keeps the file consistent.
+  if (c.layer_types != DerivedLayerTypes(c)) j["layer_types"] = c.layer_types;
   j["attention_dropout"] = c.attention_dropout;
   if (c.is_moe()) {
     j["decoder_sparse_step"] = c.decoder_sparse_step;

@@ -264,6 +264,17 @@ TEST(ModelConfig, WriterRoundTripsAndKeepsUnknownFields) {
     EXPECT_EQ(back->norm_topk_prob, c->norm_topk_prob);
     EXPECT_EQ(back->extra_json, c->extra_json);
   }
+  // layer_types is written only when it differs from the rule the other fields imply.
+  auto derived = ParseModelConfig(kQwen3_0_6B);
+  ASSERT_TRUE(derived.ok());
+  EXPECT_FALSE(nlohmann::json::parse(ModelConfigToJson(*derived)).contains("layer_types"));
+  auto custom = ParseModelConfig(R"({"model_type": "qwen3", "num_hidden_layers": 2,
+      "use_sliding_window": true, "layer_types": ["sliding_attention", "full_attention"]})");
+  ASSERT_TRUE(custom.ok()) << custom.status().message();
+  auto custom_back = ParseModelConfig(ModelConfigToJson(*custom));
+  ASSERT_TRUE(custom_back.ok());
+  EXPECT_EQ(custom_back->layer_types, custom->layer_types);
+
   TempDir dir;
   auto c = ParseModelConfig(kQwen3Moe);
   ASSERT_TRUE(c.ok());

@@ -1,0 +1,221 @@
+// Checkpoint inspection: tensor statistics and the comparison with the config's expectations.
+#include "tlaloc/io/inspect.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "tlaloc/io/checkpoint.h"
+#include "tlaloc/io/safetensors.h"
+
+namespace tlaloc::io {
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+namespace {
+
+std::string Grouped(uint64_t v) {
+  std::string digits = std::to_string(v), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string HumanBytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
+  return buf;
+}
+
+std::string Shape(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+std::string Ids(const std::vector<int64_t>& ids) {
+  if (ids.size() == 1) return std::to_string(ids[0]);
+  return Shape(ids);
+}
+
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+}  // namespace
+
+StatusOr<InspectReport> InspectCheckpoint(const fs::path& path) {
+  InspectReport r;
+  r.path = path.string();
+  TL_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(path));
+  if (fs::is_directory(path)) {
+    if (fs::exists(path / "config.json")) {
+      TL_ASSIGN_OR_RETURN(r.config, LoadModelConfig(path / "config.json"));
+    }
+    if (fs::exists(path / "generation_config.json")) {
+      TL_ASSIGN_OR_RETURN(r.generation, LoadGenerationConfig(path / "generation_config.json"));
+    }
+  }
+  for (const auto& shard : ckpt.shards())
+    r.shard_files.push_back(fs::path(shard->source()).filename().string());
+  if (ckpt.index_path()) r.index_file = ckpt.index_path()->filename().string();
+  if (!ckpt.shards().empty()) r.metadata = ckpt.shards()[0]->metadata();
+
+  for (const auto& name : ckpt.names()) {
+    const SafetensorsTensorInfo* info = ckpt.Find(name);
+    auto& d = r.by_dtype[info->dtype];
+    d.tensors += 1;
+    d.elements += info->num_elements();
+    d.bytes += info->byte_size();
+    r.num_tensors += 1;
+    r.stored_elements += info->num_elements();
+    r.stored_bytes += info->byte_size();
+  }
+
+  if (r.config) {
+    r.parameter_count = ParameterCount(*r.config);
+    std::set<std::string> expected_names;
+    for (const auto& e : ExpectedTensors(*r.config)) {
+      expected_names.insert(e.name);
+      const SafetensorsTensorInfo* info = ckpt.Find(e.name);
+      if (!info) {
+        if (!e.optional) r.missing.push_back(e.name);
+        continue;
+      }
+      if (e.optional) r.tied_head_stored = true;
+      if (info->shape != e.shape) r.wrong_shape.push_back({e.name, e.shape, info->shape});
+    }
+    for (const auto& name : ckpt.names())
+      if (!expected_names.count(name)) r.unexpected.push_back(name);
+  }
+  return r;
+}
+
+std::string FormatInspectText(const InspectReport& r, size_t max_listed) {
+  std::string out;
+  auto line = [&](const std::string& s) { out += s + "\n"; };
+  std::string where = r.index_file
+                          ? std::to_string(r.shard_files.size()) + " shards via " + *r.index_file
+                          : (r.shard_files.empty() ? "" : r.shard_files[0]);
+  line("checkpoint:   " + r.path + " (" + where + ")");
+  if (r.config) {
+    const ModelConfig& c = *r.config;
+    line("architecture: " + std::string(ArchitectureClassName(c.architecture)) + " (" +
+         std::string(ArchitectureModelType(c.architecture)) + ")");
+    line("config:       vocab " + std::to_string(c.vocab_size) + ", hidden " +
+         std::to_string(c.hidden_size) + ", layers " + std::to_string(c.num_hidden_layers) +
+         ", heads " + std::to_string(c.num_attention_heads) + " (kv " +
+         std::to_string(c.num_key_value_heads) + ", head_dim " + std::to_string(c.head_dim) +
+         "), intermediate " + std::to_string(c.intermediate_size));
+    line("              max positions " + std::to_string(c.max_position_embeddings) +
+         ", rope_theta " + Num(c.rope_theta) +
+         (c.rope_scaling ? ", rope scaling " + c.rope_scaling->rope_type : std::string()) +
+         ", rms_norm_eps " + Num(c.rms_norm_eps) + ", " +
+         (c.tie_word_embeddings ? "tied head" : "untied head") +
+         (c.dtype ? ", dtype " + std::string(ShortName(*c.dtype)) : std::string()) +
+         (c.sliding_window ? ", sliding window " + std::to_string(*c.sliding_window)
+                           : std::string()));
+    if (c.is_moe()) {
+      int64_t moe_layers = 0;
+      for (int64_t i = 0; i < c.num_hidden_layers; ++i) moe_layers += c.IsMoeLayer(i);
+      line("moe:          " + std::to_string(c.num_experts) + " experts, " +
+           std::to_string(c.num_experts_per_tok) + " per token, width " +
+           std::to_string(c.moe_intermediate_size) + ", " + std::to_string(moe_layers) + " of " +
+           std::to_string(c.num_hidden_layers) + " layers sparse, norm_topk_prob " +
+           (c.norm_topk_prob ? "true" : "false"));
+    }
+    if (c.bos_token_id || !c.eos_token_ids.empty())
+      line("tokens:       bos " + (c.bos_token_id ? std::to_string(*c.bos_token_id) : "none") +
+           ", eos " + (c.eos_token_ids.empty() ? "none" : Ids(c.eos_token_ids)));
+  } else {
+    line("architecture: unknown (no config.json)");
+  }
+  if (r.generation) {
+    const GenerationConfig& g = *r.generation;
+    line("generation:   " + std::string(g.do_sample ? "sampling" : "greedy") + ", temperature " +
+         Num(g.temperature) + ", top_k " + std::to_string(g.top_k) + ", top_p " + Num(g.top_p) +
+         (g.eos_token_ids.empty() ? std::string() : ", eos " + Ids(g.eos_token_ids)));
+  }
+  if (r.parameter_count)
+    line("parameters:   " + Grouped(*r.parameter_count) + " (by the config" +
+         (r.config && r.config->tie_word_embeddings ? ", head tied" : "") + ")");
+  line("stored:       " + Grouped(r.num_tensors) + " tensors, " + Grouped(r.stored_elements) +
+       " elements, " + HumanBytes(r.stored_bytes));
+  line("by dtype:");
+  for (const auto& [et, d] : r.by_dtype) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "  %-5s %8s tensors %16s elements %12s",
+                  std::string(SafetensorsDtypeName(et)).c_str(), Grouped(d.tensors).c_str(),
+                  Grouped(d.elements).c_str(), HumanBytes(d.bytes).c_str());
+    line(buf);
+  }
+  if (!r.config) return out;
+  auto list = [&](const std::string& title, size_t count, auto&& item) {
+    if (count == 0) return;
+    line(title + " (" + std::to_string(count) + "):");
+    for (size_t i = 0; i < count && i < max_listed; ++i) line("  " + item(i));
+    if (count > max_listed) line("  ... and " + std::to_string(count - max_listed) + " more");
+  };
+  list("missing", r.missing.size(), [&](size_t i) { return r.missing[i]; });
+  list("wrong shape", r.wrong_shape.size(), [&](size_t i) {
+    const auto& m = r.wrong_shape[i];
+    return m.name + ": expected " + Shape(m.expected) + ", found " + Shape(m.actual);
+  });
+  list("unexpected", r.unexpected.size(), [&](size_t i) { return r.unexpected[i]; });
+  if (r.matches())
+    line(std::string("check:        OK, every tensor the architecture expects is present with "
+                     "its shape") +
+         (r.tied_head_stored ? " (the tied lm_head.weight is stored too)" : ""));
+  else
+    line("check:        MISMATCH, the checkpoint does not fit its config");
+  return out;
+}
+
+std::string FormatInspectJson(const InspectReport& r) {
+  ordered_json j;
+  j["path"] = r.path;
+  j["shards"] = r.shard_files;
+  j["index"] = r.index_file ? ordered_json(*r.index_file) : ordered_json();
+  j["metadata"] = r.metadata;
+  if (r.config) {
+    j["architecture"] = std::string(ArchitectureClassName(r.config->architecture));
+    j["config"] = ordered_json::parse(ModelConfigToJson(*r.config));
+  } else {
+    j["architecture"] = nullptr;
+    j["config"] = nullptr;
+  }
+  j["generation_config"] =
+      r.generation ? ordered_json::parse(GenerationConfigToJson(*r.generation)) : ordered_json();
+  j["parameter_count"] = r.parameter_count ? ordered_json(*r.parameter_count) : ordered_json();
+  j["num_tensors"] = r.num_tensors;
+  j["stored_elements"] = r.stored_elements;
+  j["stored_bytes"] = r.stored_bytes;
+  ordered_json dtypes = ordered_json::object();
+  for (const auto& [et, d] : r.by_dtype)
+    dtypes[std::string(SafetensorsDtypeName(et))] = {
+        {"tensors", d.tensors}, {"elements", d.elements}, {"bytes", d.bytes}};
+  j["by_dtype"] = dtypes;
+  j["missing"] = r.missing;
+  ordered_json wrong = ordered_json::array();
+  for (const auto& m : r.wrong_shape)
+    wrong.push_back({{"name", m.name}, {"expected", m.expected}, {"actual", m.actual}});
+  j["wrong_shape"] = wrong;
+  j["unexpected"] = r.unexpected;
+  j["tied_head_stored"] = r.tied_head_stored;
+  j["matches"] = r.config ? ordered_json(r.matches()) : ordered_json();
+  return j.dump(2) + "\n";
+}
+
+}  // namespace tlaloc::io
