@@ -14,6 +14,7 @@ void RegisterCommands(CLI::App& app) {
   RegisterRunCommand(app);
   RegisterInspectCommand(app);
   RegisterTokenizeCommand(app);
+  RegisterDoctorCommand(app);
   RegisterGenerateCommand(app);
   RegisterInitModelCommand(app);
 }

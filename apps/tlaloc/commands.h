@@ -14,6 +14,7 @@ void RegisterExampleCommand(CLI::App& app);   // example_command.cc
 void RegisterRunCommand(CLI::App& app);       // run_command.cc: tlaloc run FILE.mlir
 void RegisterInspectCommand(CLI::App& app);   // inspect_command.cc: tlaloc inspect DIR
 void RegisterTokenizeCommand(CLI::App& app);  // tokenize_command.cc: tlaloc tokenize
+void RegisterDoctorCommand(CLI::App& app);    // doctor_command.cc: tlaloc doctor
 void RegisterGenerateCommand(CLI::App& app);   // generate_command.cc: tlaloc generate
 void RegisterInitModelCommand(CLI::App& app);  // init_model_command.cc: tlaloc init-model
 

@@ -10,8 +10,6 @@
 
 namespace tlaloc::cli {
 
-void RegisterDoctorCommand(CLI::App& app);
-
 namespace {
 
 struct DoctorArgs {
