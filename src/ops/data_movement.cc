@@ -98,6 +98,26 @@ Status ParseOperandsUntilKeyword(OpParser& p, const char* keyword, ParsedOp& op)
 
 const Literal& Operand(std::span<const Literal> operands, int i) { return operands[i]; }
 
+// Pretty form "op %x, KEYWORD = [..] {attrs} : (t) -> t", the list being attribute `attr`
+// (broadcast_in_dim, transpose, reverse).
+void UseOperandListSyntax(OpDef& d, std::string keyword, std::string attr) {
+  d.print = [keyword, attr](const Operation& op, OpPrinter& p) {
+    p.Print(" ");
+    p.PrintOperand(op.operand(0));
+    PrintNamedList(p, keyword.c_str(), IntList(op, attr));
+    p.PrintOptionalAttrDict(op.attrs(), {attr});
+    p.Print(" : ");
+    p.PrintFunctionalType(op);
+  };
+  d.parse = [keyword, attr](OpParser& p, ParsedOp& op) -> Status {
+    TL_ASSIGN_OR_RETURN(Value v, p.ParseOperand());
+    op.operands = {v};
+    TL_RETURN_IF_ERROR(p.ParsePunct(","));
+    TL_RETURN_IF_ERROR(ParseNamedList(p, keyword.c_str(), attr.c_str(), op));
+    return ParseFunctionalTail(p, op);
+  };
+}
+
 // ---- broadcast_in_dim ------------------------------------------------------------------------
 
 void RegisterBroadcastInDim(OpRegistry& r) {
@@ -144,21 +164,7 @@ void RegisterBroadcastInDim(OpRegistry& r) {
             ElementSize(out.element_type()), &ctx);
     return OkStatus();
   };
-  d.print = [](const Operation& op, OpPrinter& p) {
-    p.Print(" ");
-    p.PrintOperand(op.operand(0));
-    PrintNamedList(p, "dims", IntList(op, "broadcast_dimensions"));
-    p.PrintOptionalAttrDict(op.attrs(), {"broadcast_dimensions"});
-    p.Print(" : ");
-    p.PrintFunctionalType(op);
-  };
-  d.parse = [](OpParser& p, ParsedOp& op) -> Status {
-    TL_ASSIGN_OR_RETURN(Value v, p.ParseOperand());
-    op.operands = {v};
-    TL_RETURN_IF_ERROR(p.ParsePunct(","));
-    TL_RETURN_IF_ERROR(ParseNamedList(p, "dims", "broadcast_dimensions", op));
-    return ParseFunctionalTail(p, op);
-  };
+  UseOperandListSyntax(d, "dims", "broadcast_dimensions");
   d.vjp = BroadcastInDimVjp;
   r.Register(std::move(d));
 }
@@ -225,21 +231,7 @@ void RegisterTranspose(OpRegistry& r) {
             ElementSize(in.element_type()), &ctx);
     return OkStatus();
   };
-  d.print = [](const Operation& op, OpPrinter& p) {
-    p.Print(" ");
-    p.PrintOperand(op.operand(0));
-    PrintNamedList(p, "dims", IntList(op, "permutation"));
-    p.PrintOptionalAttrDict(op.attrs(), {"permutation"});
-    p.Print(" : ");
-    p.PrintFunctionalType(op);
-  };
-  d.parse = [](OpParser& p, ParsedOp& op) -> Status {
-    TL_ASSIGN_OR_RETURN(Value v, p.ParseOperand());
-    op.operands = {v};
-    TL_RETURN_IF_ERROR(p.ParsePunct(","));
-    TL_RETURN_IF_ERROR(ParseNamedList(p, "dims", "permutation", op));
-    return ParseFunctionalTail(p, op);
-  };
+  UseOperandListSyntax(d, "dims", "permutation");
   d.vjp = TransposeVjp;
   r.Register(std::move(d));
 }
