@@ -163,6 +163,7 @@ Status Parser::ParseOperation(Block& block) {
       for (auto& [k, v] : props) attrs[k] = std::move(v);
       TL_RETURN_IF_ERROR(ParsePunct(">"));
     }
+    // MLIR writes the regions before the attribute dictionary; older text has it first.
     if (ParseOptionalPunct("{")) {
       TL_ASSIGN_OR_RETURN(AttrDict d, ParseDictBody());
       for (auto& [k, v] : d) attrs[k] = std::move(v);
@@ -173,6 +174,10 @@ Status Parser::ParseOperation(Block& block) {
         regions.push_back(std::move(r));
       } while (ParseOptionalPunct(","));
       TL_RETURN_IF_ERROR(ParsePunct(")"));
+      if (ParseOptionalPunct("{")) {
+        TL_ASSIGN_OR_RETURN(AttrDict d, ParseDictBody());
+        for (auto& [k, v] : d) attrs[k] = std::move(v);
+      }
     }
     TL_RETURN_IF_ERROR(ParsePunct(":"));
     const size_t type_pos = cur_.pos;

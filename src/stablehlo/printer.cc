@@ -77,9 +77,13 @@ class Printer : public OpPrinter {
     }
     const OpDef& def = op.def();
     if (def.print) {
-      if (op.name() == "func.return")
+      // The short func names resolve only directly inside a func.func body: MLIR's default
+      // dialect does not reach into stablehlo regions (a call inside a while body).
+      const Region* parent = op.parent_block() ? op.parent_block()->parent_region() : nullptr;
+      const bool in_function_body = parent && parent->parent_op() == nullptr;
+      if (op.name() == "func.return" && in_function_body)
         out_ += "return";
-      else if (op.name() == "func.call")
+      else if (op.name() == "func.call" && in_function_body)
         out_ += "call";
       else
         out_ += op.name();
@@ -88,7 +92,7 @@ class Printer : public OpPrinter {
       out_ += shlo::QuoteString(op.name()) + "(";
       PrintOperands(op.operands());
       out_ += ")";
-      if (!op.attrs().empty()) out_ += " " + shlo::PrintAttrDictText(op.attrs());
+      // MLIR's generic form puts the regions before the attribute dictionary.
       if (op.num_regions() > 0) {
         out_ += " (";
         for (int i = 0; i < op.num_regions(); ++i) {
@@ -97,6 +101,7 @@ class Printer : public OpPrinter {
         }
         out_ += ")";
       }
+      if (!op.attrs().empty()) out_ += " " + shlo::PrintAttrDictText(op.attrs());
       out_ += " : ";
       PrintFunctionalType(op);
     }
