@@ -130,60 +130,38 @@ inline int64_t TotalOrderKey(T v) {
   }
 }
 
+// x DIR y for any ordered type (one switch shared by every comparison kind).
+template <typename V>
+inline bool ApplyCompareDir(CompareDir dir, V x, V y) {
+  switch (dir) {
+    case CompareDir::kEQ:
+      return x == y;
+    case CompareDir::kNE:
+      return x != y;
+    case CompareDir::kLT:
+      return x < y;
+    case CompareDir::kLE:
+      return x <= y;
+    case CompareDir::kGT:
+      return x > y;
+    case CompareDir::kGE:
+      return x >= y;
+  }
+  return false;
+}
+
 template <typename T>
 inline bool ApplyCompare(const CompareSpec& c, T a, T b) {
   if (c.swapped) std::swap(a, b);
   if constexpr (kIsFloatLike<T>) {
     if (c.kind == CompareKind::kTotalOrder) {
       int64_t x = TotalOrderKey(a), y = TotalOrderKey(b);
-      switch (c.dir) {
-        case CompareDir::kEQ:
-          return x == y;
-        case CompareDir::kNE:
-          return x != y;
-        case CompareDir::kLT:
-          return x < y;
-        case CompareDir::kLE:
-          return x <= y;
-        case CompareDir::kGT:
-          return x > y;
-        case CompareDir::kGE:
-          return x >= y;
-      }
-      return false;
+      return ApplyCompareDir(c.dir, x, y);
     }
     double x = ToDouble(a), y = ToDouble(b);
-    switch (c.dir) {
-      case CompareDir::kEQ:
-        return x == y;
-      case CompareDir::kNE:
-        return x != y;
-      case CompareDir::kLT:
-        return x < y;
-      case CompareDir::kLE:
-        return x <= y;
-      case CompareDir::kGT:
-        return x > y;
-      case CompareDir::kGE:
-        return x >= y;
-    }
-    return false;
+    return ApplyCompareDir(c.dir, x, y);
   } else {
-    switch (c.dir) {
-      case CompareDir::kEQ:
-        return a == b;
-      case CompareDir::kNE:
-        return a != b;
-      case CompareDir::kLT:
-        return a < b;
-      case CompareDir::kLE:
-        return a <= b;
-      case CompareDir::kGT:
-        return a > b;
-      case CompareDir::kGE:
-        return a >= b;
-    }
-    return false;
+    return ApplyCompareDir(c.dir, a, b);
   }
 }
 
