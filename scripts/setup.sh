@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libopenblas-dev
   libpcre2-dev libutf8proc-dev libprotobuf-dev protobuf-compiler
+  python3-torch python3-numpy  # test-only oracle: PyTorch autograd and AdamW (train tests)
 )
 # Node.js (with npm) may come from another source than Debian; ask apt for it only when absent.
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
