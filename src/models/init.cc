@@ -90,34 +90,41 @@ std::vector<io::NamedTensor> RandomWeights(const io::ModelConfig& config, uint64
   return out;
 }
 
+Status WriteModelFolder(const io::ModelConfig& config, const std::filesystem::path& dir,
+                        std::span<const io::NamedTensor> weights,
+                        const io::GenerationConfig& generation,
+                        const std::filesystem::path& tokenizer_json) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return InvalidArgument("cannot create " + dir.string() + ": " + ec.message());
+  TL_RETURN_IF_ERROR(io::WriteCheckpoint(dir, weights));
+  TL_RETURN_IF_ERROR(io::WriteModelConfig(dir / "config.json", config));
+  {
+    std::ofstream f(dir / "generation_config.json");
+    f << io::GenerationConfigToJson(generation) << "\n";
+    if (!f) return InvalidArgument("cannot write " + (dir / "generation_config.json").string());
+  }
+  if (!tokenizer_json.empty()) {
+    std::filesystem::copy_file(tokenizer_json, dir / "tokenizer.json",
+                               std::filesystem::copy_options::overwrite_existing, ec);
+    if (ec)
+      return InvalidArgument("cannot copy " + tokenizer_json.string() + " to " + dir.string() +
+                             ": " + ec.message());
+  }
+  return OkStatus();
+}
+
 Status WriteRandomCheckpoint(const io::ModelConfig& config_in, const std::filesystem::path& dir,
                              const InitOptions& options) {
   TL_RETURN_IF_ERROR(CheckSupported(config_in));
   io::ModelConfig config = config_in;
   config.dtype = options.dtype;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return InvalidArgument("cannot create " + dir.string() + ": " + ec.message());
   auto weights = RandomWeights(config, options.seed, options.dtype);
-  TL_RETURN_IF_ERROR(io::WriteCheckpoint(dir, weights));
-  TL_RETURN_IF_ERROR(io::WriteModelConfig(dir / "config.json", config));
   io::GenerationConfig gen;
   gen.bos_token_id = config.bos_token_id;
   gen.eos_token_ids = config.eos_token_ids;
   gen.pad_token_id = config.pad_token_id;
-  {
-    std::ofstream f(dir / "generation_config.json");
-    f << io::GenerationConfigToJson(gen) << "\n";
-    if (!f) return InvalidArgument("cannot write " + (dir / "generation_config.json").string());
-  }
-  if (!options.tokenizer_json.empty()) {
-    std::filesystem::copy_file(options.tokenizer_json, dir / "tokenizer.json",
-                               std::filesystem::copy_options::overwrite_existing, ec);
-    if (ec)
-      return InvalidArgument("cannot copy " + options.tokenizer_json.string() + " to " +
-                             dir.string() + ": " + ec.message());
-  }
-  return OkStatus();
+  return WriteModelFolder(config, dir, weights, gen, options.tokenizer_json);
 }
 
 }  // namespace tlaloc::models

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,13 @@ struct InitOptions {
   // Copied into the folder when non-empty.
   std::filesystem::path tokenizer_json;
 };
+
+// Writes a Hugging Face folder: model.safetensors (the tensors as given), config.json,
+// generation_config.json, and a copy of `tokenizer_json` when it is non-empty.
+Status WriteModelFolder(const io::ModelConfig& config, const std::filesystem::path& dir,
+                        std::span<const io::NamedTensor> weights,
+                        const io::GenerationConfig& generation,
+                        const std::filesystem::path& tokenizer_json);
 
 // Writes config.json, model.safetensors, generation_config.json (and tokenizer.json).
 Status WriteRandomCheckpoint(const io::ModelConfig& config, const std::filesystem::path& dir,

@@ -1,0 +1,65 @@
+// Fine-tuning checkpoints. The model is written as a Hugging Face folder in the source
+// checkpoint's dtype (config.json, model.safetensors, generation_config.json and the tokenizer
+// files copied), so `tlaloc generate` and other tools load it. Beside it, for resuming:
+//   optimizer.safetensors   the Trainer's optimizer state ("step", "m.*", "v.*") plus the f32
+//                           master weights as "master.<name>", so a bf16 checkpoint resumes
+//                           exactly
+//   trainer_state.json      step, seed, batch, seq_len and the learning-rate settings
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tlaloc/io/model_config.h"
+#include "tlaloc/ir/literal.h"
+#include "tlaloc/support/status.h"
+
+namespace tlaloc::train {
+
+inline constexpr std::string_view kOptimizerFile = "optimizer.safetensors";
+inline constexpr std::string_view kTrainerStateFile = "trainer_state.json";
+
+// Writes `weights` (models::WeightSpecs order, any float type) converted to `dtype` into `out`
+// as a Hugging Face folder; generation_config.json and the tokenizer files
+// (tokenizer.json, tokenizer_config.json, vocab.json, merges.txt, special_tokens_map.json,
+// added_tokens.json) are copied from `source_dir` where present.
+Status SaveModelFolder(const std::filesystem::path& out, const std::filesystem::path& source_dir,
+                       const io::ModelConfig& config, std::span<const Literal> weights,
+                       ElementType dtype);
+
+struct TrainerState {
+  int64_t step = 0;
+  uint64_t seed = 0;
+  int64_t batch = 0;
+  int64_t seq_len = 0;
+  double lr = 0;
+  int64_t warmup_steps = 0;
+  int64_t total_steps = 0;
+  double weight_decay = 0;
+  std::string source_model;  // the folder fine-tuning started from
+  std::string data;          // the JSONL file
+};
+
+using NamedLiterals = std::vector<std::pair<std::string, Literal>>;
+
+// Writes optimizer.safetensors (optimizer state, then "master.<name>" for each of
+// `master_weights` in WeightSpecs order of `config`) and trainer_state.json into `dir`.
+Status SaveTrainingState(const std::filesystem::path& dir, const io::ModelConfig& config,
+                         const NamedLiterals& optimizer_state,
+                         std::span<const Literal> master_weights, const TrainerState& state);
+
+struct LoadedTrainingState {
+  TrainerState state;
+  NamedLiterals optimizer_state;        // everything not named "master.*"
+  std::vector<Literal> master_weights;  // WeightSpecs order
+};
+
+// Reads what SaveTrainingState wrote; errors name the missing file or tensor.
+StatusOr<LoadedTrainingState> LoadTrainingState(const std::filesystem::path& dir,
+                                                const io::ModelConfig& config);
+
+}  // namespace tlaloc::train

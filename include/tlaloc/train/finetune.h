@@ -1,0 +1,95 @@
+// The fine-tuning loop behind `tlaloc finetune`: a Hugging Face checkpoint and a JSONL file in,
+// a fine-tuned Hugging Face checkpoint (same dtype), a loss log and resumable optimizer state
+// out. Also the pieces of the demonstration (`tlaloc finetune-demo`): a byte-level tokenizer, a
+// small model config that uses it, and generated chat tasks with held-out questions.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tlaloc/io/model_config.h"
+#include "tlaloc/runtime/backend.h"
+#include "tlaloc/support/status.h"
+
+namespace tlaloc::train {
+
+inline constexpr std::string_view kLossLogFile = "loss_log.jsonl";
+
+struct FinetuneOptions {
+  std::filesystem::path model_dir;  // may be empty when resuming: the resume folder is used
+  std::filesystem::path data_path;
+  std::filesystem::path out_dir;
+  std::filesystem::path resume_dir;  // a previous out_dir; empty = start fresh
+  // Total steps (a resumed run continues up to it); 0 = `epochs` passes over the data.
+  int64_t steps = 0;
+  int64_t epochs = 1;
+  int64_t batch = 8;
+  int64_t seq_len = 256;
+  double lr = 1e-4;
+  int64_t warmup_steps = 0;
+  // Steps the learning-rate schedule (warmup, cosine decay) spans; 0 = `steps`. A run meant to
+  // be resumed later sets the full length here, so the resumed steps match an unbroken run.
+  int64_t schedule_steps = 0;
+  double weight_decay = 0.0;
+  double grad_clip_norm = 1.0;
+  uint64_t seed = 0;
+};
+
+struct StepRecord {
+  int64_t step = 0;  // 1-based
+  double loss = 0;
+  int64_t trained_tokens = 0;  // labels that counted
+  int64_t tokens = 0;          // batch * seq_len
+  double grad_norm = 0;
+  double lr = 0;
+  double seconds = 0;  // wall time of this step
+};
+
+struct FinetuneResult {
+  std::vector<StepRecord> steps;  // the steps run by this call
+  int64_t first_step = 1;         // step number of steps[0] (after a resume: saved step + 1)
+  int64_t total_steps = 0;
+  double train_seconds = 0;      // the steps only (no loading, compiling or saving)
+  double setup_seconds = 0;      // loading data and model, building the trainer
+  double tokens_per_second = 0;  // batch * seq_len tokens per second of train_seconds
+};
+
+// Called after every step with the step's record and the run's total step count.
+using StepCallback = std::function<void(const StepRecord&, int64_t total_steps)>;
+
+StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options, Backend& backend,
+                                     const StepCallback& on_step = {});
+
+// --- The demonstration ---------------------------------------------------------------------
+
+// tokenizer.json of a byte-level BPE without merges: ids 0..255 are the bytes, then
+// <|endoftext|> (256), <|im_start|> (257) and <|im_end|> (258). Small enough that the LM head
+// is cheap, and it renders the Qwen3 chat template like the real tokenizer.
+std::string ByteTokenizerJson();
+
+// The tiny preset's shapes (hidden 64, 2 layers) over the byte tokenizer's 259 ids.
+io::ModelConfig DemoModelConfig();
+
+struct DemoExample {
+  std::string question;
+  std::string answer;
+};
+
+struct DemoTask {
+  std::string description;
+  std::vector<DemoExample> train;
+  std::vector<DemoExample> held_out;  // questions that never occur in `train`
+};
+
+// "reverse": reverse a string of 3-5 lower-case letters; "add": the sum of two numbers below
+// 50. Errors name the task when it is unknown.
+StatusOr<DemoTask> MakeDemoTask(const std::string& name, int64_t train_size, int64_t held_out,
+                                uint64_t seed);
+
+// JSONL chat rows (user: question, assistant: answer), one per example.
+std::string ChatJsonl(const std::vector<DemoExample>& examples);
+
+}  // namespace tlaloc::train
