@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libopenblas-dev
   libpcre2-dev libutf8proc-dev libprotobuf-dev protobuf-compiler
   python3-torch python3-numpy  # test-only oracle: PyTorch autograd and AdamW (train tests)
+  libssl-dev git  # kernel repositories: sha256 digests (OpenSSL), fetching with the git CLI
 )
 # Node.js (with npm) may come from another source than Debian; ask apt for it only when absent.
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)

@@ -1,0 +1,69 @@
+// One variant of a kernel repository on disk: `build/<variant>/metadata.json` and its payload.
+//
+// metadata.json (kebab-case keys, as the kernel hub writes them):
+//   name, id, version (int), license, backend {type, archs}, kernel-depends [{repo-id, version |
+//   revision}], layers {LayerName: {operands, results, attributes, dtypes, has-backward,
+//   symbol | function | payload}}, module (universal: the .mlir file), library (cpu/cuda: the
+//   .so), digest {algorithm: "sha256", files: {relative path: base64 digest}} (metadata.json
+//   itself excluded).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tlaloc/kernels/variant.h"
+#include "tlaloc/support/status.h"
+
+namespace tlaloc::kernels {
+
+struct LayerSpec {
+  std::string name;
+  std::vector<std::string> operands, results, attributes;
+  std::vector<std::string> dtypes;  // element types accepted, e.g. "f32", "bf16"
+  bool has_backward = false;
+  std::string symbol;    // cpu/cuda: exported function / FFI handler
+  std::string function;  // universal: function in the module
+  std::string payload;   // tpu: file holding the serialized Mosaic kernel
+};
+
+struct KernelDependency {
+  std::string repo_id;
+  std::optional<int> version;
+  std::string revision;
+};
+
+struct VariantMetadata {
+  std::string variant;  // folder name
+  std::string name, id, license;
+  int version = 0;
+  Backend backend = Backend::kUniversal;
+  std::vector<std::string> archs;
+  std::vector<KernelDependency> depends;
+  std::map<std::string, LayerSpec> layers;
+  std::string module;   // universal
+  std::string library;  // cpu, cuda
+  std::string digest_algorithm;
+  std::map<std::string, std::string> digests;  // relative path -> base64 sha256
+};
+
+// Lowercase hex / base64 of the SHA-256 of a byte string (OpenSSL).
+std::string Sha256Hex(std::string_view bytes);
+std::string Sha256Base64(std::string_view bytes);
+StatusOr<std::string> ReadFileBytes(const std::filesystem::path& path);
+
+// The build/<variant> folder names of a repository checkout, sorted.
+StatusOr<std::vector<std::string>> ListVariants(const std::filesystem::path& repo_root);
+
+StatusOr<VariantMetadata> ReadMetadata(const std::filesystem::path& variant_dir);
+// Every listed file matches its digest, every file of the folder is listed, and the payload
+// files the metadata names exist. Errors name the file and both digests.
+Status VerifyVariant(const std::filesystem::path& variant_dir, const VariantMetadata& meta);
+// Writes the digest of every file into metadata.json (what a kernel builder does on release).
+Status SealVariant(const std::filesystem::path& variant_dir);
+// "sha256-<hex>" over the sorted relative paths and their file digests (lockfile hash).
+StatusOr<std::string> VariantHash(const std::filesystem::path& variant_dir);
+
+}  // namespace tlaloc::kernels

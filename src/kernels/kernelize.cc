@@ -1,0 +1,440 @@
+// kernelize: resolving mapped kernels once, then rewriting traced layer op ranges per program.
+#include "tlaloc/kernels/kernelize.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <unordered_map>
+
+#include "tlaloc/ir/op_registry.h"
+#include "tlaloc/stablehlo/parser.h"
+#include "tlaloc/stablehlo/printer.h"
+
+namespace tlaloc::kernels {
+namespace {
+
+const LayerSignature kSignatures[] = {
+    {"RMSNorm", {"x", "weight"}, {"y"}, {"eps"}},
+    {"SiluAndMul", {"gate", "up"}, {"y"}, {}},
+    {"RotaryEmbedding", {"x", "cos", "sin"}, {"y"}, {}},
+    {"Attention", {"q", "k", "v", "mask"}, {"out"}, {"scale"}},
+    {"Linear", {"x", "weight"}, {"y"}, {}},
+    {"Embedding", {"table", "ids"}, {"y"}, {}},
+    // Not an nn layer of Qwen3; programs built by hand trace it (the TPU example).
+    {"ReLU", {"x"}, {"y"}, {}},
+};
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& e : v) s += (s.empty() ? "" : ", ") + e;
+  return "(" + s + ")";
+}
+
+std::string DtypeText(const TensorType& t) {
+  std::string s = PrintType(Type(TensorType(t.element_type, {})));  // "tensor<f32>"
+  return s.substr(7, s.size() - 8);
+}
+
+// Expands {{name}}, {{name.dtype}}, {{name.rows}}, {{name.cols}}, {{attr.NAME}} in a universal
+// kernel's StableHLO template for one call site.
+StatusOr<std::string> Instantiate(const std::string& text,
+                                  const std::map<std::string, TensorType>& values,
+                                  const std::map<std::string, double>& attrs) {
+  std::string out;
+  size_t pos = 0;
+  while (true) {
+    size_t open = text.find("{{", pos);
+    if (open == std::string::npos) break;
+    size_t close = text.find("}}", open);
+    if (close == std::string::npos) return InvalidArgument("unterminated {{ in kernel template");
+    out += text.substr(pos, open - pos);
+    std::string key = text.substr(open + 2, close - open - 2);
+    pos = close + 2;
+    if (key.rfind("attr.", 0) == 0) {
+      auto it = attrs.find(key.substr(5));
+      if (it == attrs.end())
+        return InvalidArgument("kernel template uses {{" + key +
+                               "}} but the layer has no such "
+                               "attribute value (KernelizeOptions::layer_attributes)");
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "%.9e", it->second);
+      out += buf;
+      continue;
+    }
+    std::string name = key, field;
+    if (size_t dot = key.find('.'); dot != std::string::npos)
+      name = key.substr(0, dot), field = key.substr(dot + 1);
+    auto it = values.find(name);
+    if (it == values.end())
+      return InvalidArgument("kernel template uses {{" + key + "}}: no operand or result '" + name +
+                             "'");
+    const TensorType& t = it->second;
+    int64_t cols = t.rank() ? t.dims.back() : 1;
+    if (field.empty()) {
+      out += PrintType(Type(t));
+    } else if (field == "dtype") {
+      out += DtypeText(t);
+    } else if (field == "cols") {
+      out += std::to_string(cols);
+    } else if (field == "rows") {
+      out += std::to_string(cols ? t.num_elements() / cols : 0);
+    } else {
+      return InvalidArgument("kernel template field '" + field + "' in {{" + key +
+                             "}} (expected dtype, rows or cols)");
+    }
+  }
+  out += text.substr(pos);
+  return out;
+}
+
+void CloneBlock(const Block& src, Block& dst, std::unordered_map<ValueImpl*, Value>& map) {
+  for (const auto& op : src.operations()) {
+    std::vector<Value> operands;
+    for (Value v : op->operands()) operands.push_back(map.count(v.impl()) ? map[v.impl()] : v);
+    auto copy =
+        Operation::Create(op->def(), operands, op->result_types(), op->attrs(), op->num_regions());
+    for (int r = 0; r < op->num_regions(); ++r)
+      for (const auto& b : op->region(r).blocks()) {
+        Block& nb = copy->region(r).AddBlock();
+        for (Value a : b->arguments()) map[a.impl()] = nb.AddArgument(a.type());
+        CloneBlock(*b, nb, map);
+      }
+    Operation* placed = dst.Append(std::move(copy));
+    for (int i = 0; i < op->num_results(); ++i) map[op->result(i).impl()] = placed->result(i);
+  }
+}
+
+// Whether v is produced by (or inside a region of) one of `ops`.
+bool DefinedInside(Value v, const std::set<const Operation*>& ops) {
+  const Operation* p = v.producer();
+  if (!p) {
+    Region* r = v.owner_block() ? v.owner_block()->parent_region() : nullptr;
+    p = r ? r->parent_op() : nullptr;
+  }
+  while (p) {
+    if (ops.count(p)) return true;
+    Block* b = p->parent_block();
+    p = b && b->parent_region() ? b->parent_region()->parent_op() : nullptr;
+  }
+  return false;
+}
+
+template <typename F>
+void ForEachOp(const Operation& op, const F& f) {
+  f(op);
+  for (const auto& r : op.regions())
+    for (const auto& b : r->blocks())
+      for (const auto& inner : b->operations()) ForEachOp(*inner, f);
+}
+
+void ReplaceUses(Operation& op, ValueImpl* from, Value to) {
+  for (int i = 0; i < op.num_operands(); ++i)
+    if (op.operand(i).impl() == from) op.set_operand(i, to);
+  for (const auto& r : op.regions())
+    for (const auto& b : r->blocks())
+      for (const auto& inner : b->operations()) ReplaceUses(*inner, from, to);
+}
+
+}  // namespace
+
+std::string_view ModeName(Mode m) { return m == Mode::kTraining ? "training" : "inference"; }
+
+void KernelMapping::Add(const std::string& layer, Backend backend, Mode mode,
+                        LayerRepository repo) {
+  map_[layer][backend][mode].push_back(std::move(repo));
+}
+
+std::vector<LayerRepository> KernelMapping::Candidates(const std::string& layer, Backend backend,
+                                                       Mode mode) const {
+  std::vector<LayerRepository> out;
+  auto l = map_.find(layer);
+  if (l == map_.end()) return out;
+  auto b = l->second.find(backend);
+  if (b == l->second.end()) return out;
+  std::vector<Mode> order = {mode};
+  if (mode == Mode::kInference) order.push_back(Mode::kTraining);
+  for (Mode m : order)
+    if (auto e = b->second.find(m); e != b->second.end())
+      out.insert(out.end(), e->second.begin(), e->second.end());
+  return out;
+}
+
+std::vector<std::string> KernelMapping::Layers() const {
+  std::vector<std::string> out;
+  for (const auto& [k, _] : map_) out.push_back(k);
+  return out;
+}
+
+const LayerSignature* FindLayerSignature(std::string_view kernel_layer) {
+  for (const auto& s : kSignatures)
+    if (s.name == kernel_layer) return &s;
+  return nullptr;
+}
+
+Status CheckSignature(const LayerSignature& layer, const LayerSpec& kernel,
+                      const std::string& repo) {
+  auto refuse = [&](const std::string& what, const std::vector<std::string>& got,
+                    const std::vector<std::string>& want) {
+    return FailedPrecondition("kernel " + kernel.name + " from " + repo + " declares " + what +
+                              " " + Join(got) + " but Tlaloc's " + layer.name + " layer has " +
+                              Join(want) + "; refusing it");
+  };
+  if (kernel.operands != layer.operands) return refuse("operands", kernel.operands, layer.operands);
+  if (kernel.results != layer.results) return refuse("results", kernel.results, layer.results);
+  if (kernel.attributes != layer.attributes)
+    return refuse("attributes", kernel.attributes, layer.attributes);
+  return OkStatus();
+}
+
+StatusOr<Kernelizer> Kernelizer::Create(const KernelMapping& mapping,
+                                        const KernelizeOptions& options) {
+  Kernelizer k;
+  k.options_ = options;
+  const Target& target = options.target;
+  for (const std::string& layer : mapping.Layers()) {
+    const LayerSignature* sig = FindLayerSignature(layer);
+    if (!sig)
+      return InvalidArgument("kernel mapping names layer '" + layer +
+                             "', which is not a Tlaloc kernel layer");
+    auto candidates = mapping.Candidates(layer, target.backend, options.mode);
+    // CUDA: the smallest capability range containing the target's capability wins.
+    if (target.backend == Backend::kCuda) {
+      std::erase_if(candidates, [&](const LayerRepository& r) {
+        return r.capability && !r.capability->Contains(target.capability);
+      });
+      std::stable_sort(candidates.begin(), candidates.end(),
+                       [](const LayerRepository& a, const LayerRepository& b) {
+                         auto w = [](const LayerRepository& r) {
+                           return r.capability ? r.capability->max - r.capability->min : 100000;
+                         };
+                         return w(a) < w(b);
+                       });
+    }
+    std::string why;
+    if (candidates.empty())
+      why = "no kernel mapped for backend " + std::string(BackendName(target.backend)) + " in " +
+            std::string(ModeName(options.mode)) + " mode";
+    for (const LayerRepository& repo : candidates) {
+      TL_ASSIGN_OR_RETURN(LoadedVariant v, LoadVariant(repo.source, target, options.loader));
+      std::string name = repo.layer.empty() ? layer : repo.layer;
+      auto spec_it = v.meta.layers.find(name);
+      std::string where = repo.source.ToString() + " (" + v.meta.variant + ")";
+      if (spec_it == v.meta.layers.end())
+        return NotFound("kernel repository " + where + " provides no layer " + name);
+      LayerSpec spec = spec_it->second;
+      TL_RETURN_IF_ERROR(CheckSignature(*sig, spec, where));
+      // Training keeps the decomposition (and its VJP) unless the kernel has a backward;
+      // universal kernels are StableHLO, differentiable like the decomposition.
+      if (options.mode == Mode::kTraining && !spec.has_backward &&
+          v.meta.backend != Backend::kUniversal) {
+        why = "kernel from " + where + " has no backward; training keeps the decomposition";
+        continue;
+      }
+      Resolved r;
+      r.layer = layer;
+      r.spec = spec;
+      switch (v.meta.backend) {
+        case Backend::kUniversal: {
+          TL_ASSIGN_OR_RETURN(r.module_text, ReadFileBytes(v.dir / v.meta.module));
+          if (spec.function.empty())
+            return InvalidArgument(where + ": universal layer " + name + " names no function");
+          break;
+        }
+        case Backend::kCpu: {
+          TL_ASSIGN_OR_RETURN(r.library, NativeLibrary::Open(v.dir / v.meta.library));
+          TL_ASSIGN_OR_RETURN(r.fn, r.library->Symbol(spec.symbol));
+          break;
+        }
+        case Backend::kTpu: {
+          TL_ASSIGN_OR_RETURN(r.payload, ReadFileBytes(v.dir / spec.payload));
+          break;
+        }
+        case Backend::kCuda:
+          if (spec.symbol.empty())
+            return InvalidArgument(where + ": cuda layer " + name + " names no FFI handler symbol");
+          break;  // registered with the plugin through PJRT's FFI extension (pjrt/ffi.h)
+        default:
+          return FailedPrecondition(where + ": Tlaloc cannot run " +
+                                    std::string(BackendName(v.meta.backend)) + " kernels");
+      }
+      r.variant = std::move(v);
+      k.resolved_[layer] = std::move(r);
+      why.clear();
+      break;
+    }
+    if (!why.empty()) {
+      if (!options.use_fallback)
+        return FailedPrecondition("kernelize: layer " + layer + ": " + why +
+                                  ", and fallback to the decomposition is disabled");
+      k.unresolved_[layer] = why;
+    }
+  }
+  return k;
+}
+
+StatusOr<KernelizeResult> Kernelizer::Apply(std::shared_ptr<Module> module,
+                                            const nn::LayerTrace& trace) const {
+  KernelizeResult result;
+  result.module = module;
+  const OpRegistry& reg = OpRegistry::Global();
+  const OpDef* call_def = reg.Find("func.call");
+  const OpDef* custom_def = reg.Find("stablehlo.custom_call");
+  if (!call_def || !custom_def) return Internal("func.call/custom_call not registered");
+
+  // Innermost-last order per block: descending begin, skip ranges overlapping a rewritten one.
+  std::vector<nn::LayerRecord> records;
+  for (const auto& r : trace.records()) {
+    if (resolved_.count(r.kernel))
+      records.push_back(r);
+    else if (unresolved_.count(r.kernel))
+      result.kept.push_back(r.kernel + " " + r.path + ": " + unresolved_.at(r.kernel));
+  }
+  std::stable_sort(records.begin(), records.end(),
+                   [](const nn::LayerRecord& a, const nn::LayerRecord& b) {
+                     return a.block != b.block ? a.block < b.block : a.begin_op > b.begin_op;
+                   });
+  std::map<std::pair<std::string, std::string>, std::string> instances;  // (layer, types) -> fn
+  std::map<std::string, std::map<std::string, double>> handler_attrs;
+  std::map<const Block*, size_t> lowest_rewritten;
+  int counter = 0;
+  for (const auto& rec : records) {
+    const Resolved& k = resolved_.at(rec.kernel);
+    std::string label = rec.kernel + " " + rec.path;
+    Block* block = const_cast<Block*>(rec.block);
+    auto& ops = block->mutable_operations();
+    if (rec.end_op > ops.size() || rec.begin_op >= rec.end_op) {
+      result.kept.push_back(label + ": empty or stale op range");
+      continue;
+    }
+    if (auto it = lowest_rewritten.find(block);
+        it != lowest_rewritten.end() && rec.end_op > it->second) {
+      result.kept.push_back(label + ": overlaps a layer already replaced");
+      continue;
+    }
+    std::set<const Operation*> inside;
+    for (size_t i = rec.begin_op; i < rec.end_op; ++i) inside.insert(ops[i].get());
+    std::vector<Value> inputs;
+    for (size_t i = rec.begin_op; i < rec.end_op; ++i)
+      ForEachOp(*ops[i], [&](const Operation& op) {
+        for (Value v : op.operands())
+          if (!DefinedInside(v, inside) &&
+              std::find(inputs.begin(), inputs.end(), v) == inputs.end())
+            inputs.push_back(v);
+      });
+    std::vector<Value> outputs;
+    for (size_t i = rec.begin_op; i < rec.end_op; ++i)
+      for (Value res : ops[i]->results()) {
+        bool used = false;
+        for (size_t j = rec.end_op; j < ops.size() && !used; ++j)
+          ForEachOp(*ops[j], [&](const Operation& op) {
+            for (Value v : op.operands()) used = used || v == res;
+          });
+        if (used) outputs.push_back(res);
+      }
+    const LayerSpec& spec = k.spec;
+    if (inputs.size() != spec.operands.size() || outputs.size() != spec.results.size()) {
+      result.kept.push_back(label + ": its decomposition has " + std::to_string(inputs.size()) +
+                            " inputs and " + std::to_string(outputs.size()) +
+                            " outputs, the kernel " + std::to_string(spec.operands.size()) +
+                            " and " + std::to_string(spec.results.size()));
+      continue;
+    }
+    const TensorType& first = inputs[0].tensor_type();
+    if (!spec.dtypes.empty() &&
+        std::find(spec.dtypes.begin(), spec.dtypes.end(), DtypeText(first)) == spec.dtypes.end()) {
+      result.kept.push_back(label + ": kernel takes " + Join(spec.dtypes) + ", layer is " +
+                            DtypeText(first));
+      continue;
+    }
+    std::map<std::string, double> attrs;
+    if (auto it = options_.layer_attributes.find(rec.kernel); it != options_.layer_attributes.end())
+      attrs = it->second;
+    for (const auto& a : spec.attributes)
+      if (!attrs.count(a))
+        return InvalidArgument("kernelize: layer " + label + " needs attribute '" + a +
+                               "' (KernelizeOptions::layer_attributes[\"" + rec.kernel + "\"])");
+    std::vector<Type> result_types;
+    for (Value v : outputs) result_types.push_back(v.type());
+    AttrDict config;
+    for (const auto& [n, v] : attrs) config[n] = Attribute::Float(v, ElementType::kF32);
+
+    std::unique_ptr<Operation> call;
+    const Backend backend = k.variant.meta.backend;
+    if (backend == Backend::kUniversal) {
+      std::map<std::string, TensorType> types;
+      std::string type_key;
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        types[spec.operands[i]] = inputs[i].tensor_type();
+        type_key += PrintType(inputs[i].type()) + ",";
+      }
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        types[spec.results[i]] = outputs[i].tensor_type();
+        type_key += PrintType(outputs[i].type()) + ",";
+      }
+      for (const auto& [n, v] : attrs) type_key += n + "=" + std::to_string(v) + ",";
+      auto key = std::make_pair(rec.kernel, type_key);
+      std::string fn_name;
+      if (auto it = instances.find(key); it != instances.end()) {
+        fn_name = it->second;
+      } else {
+        TL_ASSIGN_OR_RETURN(std::string text, Instantiate(k.module_text, types, attrs));
+        auto parsed = ParseModule(text, k.variant.meta.variant + "/" + k.variant.meta.module);
+        if (!parsed.ok())
+          return parsed.status().WithContext("universal kernel " + rec.kernel + " for " + label);
+        Function* src = (*parsed)->Find(spec.function);
+        if (!src) return NotFound("universal kernel module has no function @" + spec.function);
+        std::vector<Type> want_args;
+        for (Value v : inputs) want_args.push_back(v.type());
+        if (src->argument_types() != want_args || src->result_types() != result_types)
+          return FailedPrecondition("universal kernel @" + spec.function + " instantiated for " +
+                                    label + " does not take the layer's operand/result types");
+        fn_name = "kernel." + rec.kernel + "." + std::to_string(counter++);
+        while (module->Find(fn_name)) fn_name += "_";
+        Function* dst = module->AddFunction(fn_name, want_args, result_types);
+        dst->set_public(false);
+        std::unordered_map<ValueImpl*, Value> map;
+        for (int i = 0; i < src->num_arguments(); ++i)
+          map[src->entry().argument(i).impl()] = dst->entry().argument(i);
+        CloneBlock(src->entry(), dst->entry(), map);
+        instances[key] = fn_name;
+      }
+      AttrDict a;
+      a["callee"] = Attribute::Symbol(fn_name);
+      call = Operation::Create(*call_def, inputs, result_types, a);
+    } else {
+      AttrDict a;
+      if (backend == Backend::kTpu) {
+        a["call_target_name"] = Attribute::String("tpu_custom_call");
+        a["backend_config"] = Attribute::String(k.payload);
+        a["kernel_name"] = Attribute::String(rec.kernel);
+      } else {
+        a["call_target_name"] = Attribute::String(spec.symbol);
+        if (!config.empty()) a["backend_config"] = Attribute::Dict(config);
+        if (backend == Backend::kCuda) a["api_version"] = Attribute::Int(4, ElementType::kS32);
+      }
+      call = Operation::Create(*custom_def, inputs, result_types, a);
+      if (backend == Backend::kCpu) {
+        auto prev = handler_attrs.find(spec.symbol);
+        if (prev != handler_attrs.end() && prev->second != attrs)
+          return Unimplemented("kernelize: cpu kernel " + spec.symbol +
+                               " is called with different attributes in one program");
+        handler_attrs[spec.symbol] = attrs;
+        result.custom_calls[spec.symbol] = MakeNativeHandler(k.library, k.fn, spec.symbol, attrs);
+      }
+    }
+    // Place the call where the range ends, redirect the outputs' uses, drop the range.
+    Operation* placed = block->Append(std::move(call));
+    std::rotate(ops.begin() + rec.end_op, ops.end() - 1, ops.end());
+    for (size_t i = 0; i < outputs.size(); ++i)
+      for (size_t j = rec.end_op + 1; j < ops.size(); ++j)
+        ReplaceUses(*ops[j], outputs[i].impl(), placed->result(static_cast<int>(i)));
+    ops.erase(ops.begin() + rec.begin_op, ops.begin() + rec.end_op);
+    lowest_rewritten[block] = rec.begin_op;
+    result.replaced.push_back(label + " -> " + k.variant.meta.variant + " of " +
+                              k.variant.checkout.repo);
+  }
+  TL_RETURN_IF_ERROR(Verify(*module).WithContext("kernelized program"));
+  return result;
+}
+
+}  // namespace tlaloc::kernels

@@ -1,0 +1,300 @@
+// kernelize on a tiny Qwen3: universal and cpu kernels loaded from git repositories give the
+// same greedy tokens as the decompositions; signature mismatches, disabled fallback, training
+// mode, CUDA capability ranges and the TPU example's tpu_custom_call.
+#include "tlaloc/kernels/kernelize.h"
+
+#include <gtest/gtest.h>
+
+#include "kernels/kernel_repo_fixture.h"
+#include "models/qwen3_reference.h"
+#include "tlaloc/builder/tensor.h"
+#include "tlaloc/models/qwen3.h"
+#include "tlaloc/stablehlo/printer.h"
+
+namespace tlaloc::kernels {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::KernelTempDir;
+using testing::RandomModel;
+using testing::RefModel;
+using testing::TinyConfig;
+
+struct GreedyRun {
+  std::vector<int32_t> tokens;
+  std::vector<std::string> replaced;
+  std::string printed_prefill;
+};
+
+// Prefill then decode steps with the models' programs on the interpreter, optionally
+// kernelized; greedy sampling inside the programs.
+StatusOr<GreedyRun> Greedy(const RefModel& m, const std::vector<int32_t>& prompt, int steps,
+                           const Kernelizer* kernelizer) {
+  GreedyRun run;
+  models::ProgramShape shape;
+  shape.batch = 1;
+  shape.prompt_len = static_cast<int64_t>(prompt.size());
+  shape.max_len = 32;
+  auto prepare = [&](bool prefill) -> StatusOr<std::unique_ptr<Executable>> {
+    nn::LayerTrace trace;
+    TL_ASSIGN_OR_RETURN(std::shared_ptr<Module> module,
+                        prefill ? models::BuildPrefill(m.config, shape, &trace)
+                                : models::BuildDecodeStep(m.config, shape, &trace));
+    InterpreterOptions io;
+    if (kernelizer) {
+      TL_ASSIGN_OR_RETURN(KernelizeResult r, kernelizer->Apply(module, trace));
+      module = r.module;
+      io.custom_calls = r.custom_calls;
+      run.replaced.insert(run.replaced.end(), r.replaced.begin(), r.replaced.end());
+    }
+    if (prefill) run.printed_prefill = PrintModule(*module);
+    return Executable::Prepare(
+        module, std::string(prefill ? models::kPrefillEntry : models::kDecodeEntry), io);
+  };
+  TL_ASSIGN_OR_RETURN(auto prefill, prepare(true));
+  TL_ASSIGN_OR_RETURN(auto decode, prepare(false));
+  const int64_t t = shape.prompt_len;
+  std::vector<Literal> caches;
+  for (int64_t l = 0; l < 2 * m.config.num_hidden_layers; ++l)
+    caches.emplace_back(models::KvCacheType(m.config, shape));
+  std::vector<int32_t> positions(t);
+  for (int64_t i = 0; i < t; ++i) positions[i] = static_cast<int32_t>(i);
+  std::vector<Literal> args = m.literals;
+  args.push_back(Literal::FromVector<int32_t>({1, t}, prompt));
+  args.push_back(Literal::FromVector<int32_t>({1, t}, positions));
+  args.push_back(Literal::FromVector<int32_t>({1}, {static_cast<int32_t>(t)}));
+  args.push_back(Literal::FromVector<uint32_t>({2}, {0, 0}));
+  args.push_back(Literal::Scalar<uint32_t>(0));
+  for (auto& c : caches) args.push_back(std::move(c));
+  TL_ASSIGN_OR_RETURN(std::vector<Literal> out, prefill->Execute(std::move(args)));
+  for (int s = 0; s < steps; ++s) {
+    int32_t token = out[0].span<int32_t>()[0];
+    run.tokens.push_back(token);
+    if (s + 1 == steps) break;
+    std::vector<Literal> dargs = m.literals;
+    dargs.push_back(Literal::FromVector<int32_t>({1}, {token}));
+    dargs.push_back(Literal::FromVector<int32_t>({1}, {static_cast<int32_t>(t + s)}));
+    dargs.push_back(Literal::FromVector<uint32_t>({2}, {0, 0}));
+    dargs.push_back(Literal::Scalar<uint32_t>(static_cast<uint32_t>(s + 1)));
+    for (size_t i = 2; i < out.size(); ++i) dargs.push_back(std::move(out[i]));
+    TL_ASSIGN_OR_RETURN(out, decode->Execute(std::move(dargs)));
+  }
+  return run;
+}
+
+class KernelizeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = KernelTempDir("kz");
+    options_.loader.cache_dir = root_ / "cache";
+    options_.loader.local_overrides = "none=none";
+    model_ = RandomModel(TinyConfig(false, 4, 2, 8), 7);
+    options_.layer_attributes["RMSNorm"]["eps"] = model_.config.rms_norm_eps;
+  }
+  // A git repository over file:// holding `variants`.
+  std::string GitRepo(const std::string& name, const testing::VariantFiles& variants) {
+    fs::path dir = root_ / name;
+    Status s = testing::MakeGitKernelRepo(dir, variants);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return testing::FileUrl(dir);
+  }
+  // A plain folder holding one variant whose metadata.json has `from` replaced by `to`.
+  std::string EditedFolder(const std::string& name, const std::string& variant,
+                           const std::vector<fs::path>& files, const std::string& from,
+                           const std::string& to) {
+    fs::path dir = root_ / name;
+    EXPECT_TRUE(testing::WriteVariants(dir, {{variant, files}}, 1).ok());
+    fs::path meta = dir / "build" / variant / "metadata.json";
+    std::string text = *ReadFileBytes(meta);
+    size_t p = text.find(from);
+    EXPECT_NE(p, std::string::npos) << from;
+    if (p != std::string::npos) text.replace(p, from.size(), to);
+    std::ofstream(meta, std::ios::trunc) << text;
+    EXPECT_TRUE(SealVariant(dir / "build" / variant).ok());
+    return dir.string();
+  }
+  fs::path root_;
+  KernelizeOptions options_;
+  RefModel model_;
+  const std::vector<int32_t> prompt_{3, 14, 15, 92, 65};
+};
+
+TEST_F(KernelizeTest, UniversalRmsNormOverFileUrlKeepsTokens) {
+  fs::path ex = testing::ExamplesDir() / "rmsnorm" / "universal";
+  std::string url =
+      GitRepo("uni", {{"tlaloc-universal", {ex / "metadata.json", ex / "rms_norm.mlir"}}});
+  KernelMapping mapping;
+  mapping.Add("RMSNorm", Backend::kCpu, Mode::kInference, {{url, 1, ""}, "", std::nullopt});
+  auto k = Kernelizer::Create(mapping, options_);
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  auto base = Greedy(model_, prompt_, 6, nullptr);
+  ASSERT_TRUE(base.ok()) << base.status().ToString();
+  auto kern = Greedy(model_, prompt_, 6, &*k);
+  ASSERT_TRUE(kern.ok()) << kern.status().ToString();
+  EXPECT_EQ(kern->tokens, base->tokens);
+  // 2 norms per decoder layer (+2 q/k norms per layer in Qwen3) and the final norm, per program.
+  EXPECT_GE(kern->replaced.size(), 2u * (2 * model_.config.num_hidden_layers + 1));
+  EXPECT_NE(kern->printed_prefill.find("call @kernel.RMSNorm"), std::string::npos);
+  EXPECT_EQ(base->printed_prefill.find("kernel.RMSNorm"), std::string::npos);
+}
+
+TEST_F(KernelizeTest, CpuKernelsKeepTokensAndRunThroughCustomCalls) {
+  std::string rms = GitRepo("rms", testing::RmsNormVariants());
+  std::string silu = GitRepo("silu", testing::SiluVariants());
+  KernelMapping mapping;
+  mapping.Add("RMSNorm", Backend::kCpu, Mode::kInference, {{rms, 2, ""}, "", std::nullopt});
+  mapping.Add("SiluAndMul", Backend::kCpu, Mode::kInference, {{silu, 1, ""}, "", std::nullopt});
+  // Untrusted remote native code is refused before any program is built.
+  auto refused = Kernelizer::Create(mapping, options_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kPermissionDenied);
+  options_.loader.trust_remote_code = true;
+  auto k = Kernelizer::Create(mapping, options_);
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(k->resolved().at("RMSNorm").variant.meta.variant, testing::HostCpuVariant());
+  EXPECT_EQ(k->resolved().at("RMSNorm").variant.meta.version, 2);
+  auto base = Greedy(model_, prompt_, 6, nullptr);
+  auto kern = Greedy(model_, prompt_, 6, &*k);
+  ASSERT_TRUE(base.ok() && kern.ok()) << kern.status().ToString();
+  EXPECT_EQ(kern->tokens, base->tokens);
+  EXPECT_NE(kern->printed_prefill.find("stablehlo.custom_call @tlaloc_rms_norm_f32"),
+            std::string::npos);
+  EXPECT_NE(kern->printed_prefill.find("stablehlo.custom_call @tlaloc_silu_and_mul_f32"),
+            std::string::npos);
+}
+
+TEST_F(KernelizeTest, MismatchedSignatureIsRefusedByName) {
+  fs::path ex = testing::ExamplesDir() / "rmsnorm" / "universal";
+  std::string dir =
+      EditedFolder("badsig", "tlaloc-universal", {ex / "metadata.json", ex / "rms_norm.mlir"},
+                   "\"operands\": [\"x\", \"weight\"]", "\"operands\": [\"x\"]");
+  KernelMapping mapping;
+  mapping.Add("RMSNorm", Backend::kCpu, Mode::kInference, {{dir, std::nullopt, ""}, "", {}});
+  auto k = Kernelizer::Create(mapping, options_);
+  ASSERT_FALSE(k.ok());
+  EXPECT_NE(k.status().message().find("RMSNorm"), std::string::npos);
+  EXPECT_NE(k.status().message().find("declares operands (x)"), std::string::npos)
+      << k.status().ToString();
+  EXPECT_NE(k.status().message().find("(x, weight)"), std::string::npos);
+}
+
+TEST_F(KernelizeTest, FallbackKeepsDecompositionUnlessDisabled) {
+  fs::path ex = testing::ExamplesDir() / "rmsnorm" / "universal";
+  KernelMapping mapping;
+  // Only a CUDA kernel is mapped; the target is the CPU.
+  mapping.Add("RMSNorm", Backend::kCuda, Mode::kInference,
+              {{(ex / "..").string(), std::nullopt, ""}, "", std::nullopt});
+  auto k = Kernelizer::Create(mapping, options_);
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_TRUE(k->unresolved().count("RMSNorm"));
+  auto run = Greedy(model_, prompt_, 2, &*k);
+  ASSERT_TRUE(run.ok());
+  EXPECT_TRUE(run->replaced.empty());
+  options_.use_fallback = false;
+  auto strict = Kernelizer::Create(mapping, options_);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_NE(strict.status().message().find("fallback to the decomposition is disabled"),
+            std::string::npos);
+}
+
+TEST_F(KernelizeTest, TrainingNeedsABackward) {
+  std::string rms = GitRepo("rms", testing::RmsNormVariants());
+  options_.loader.trust_remote_code = true;
+  options_.mode = Mode::kTraining;
+  KernelMapping mapping;
+  mapping.Add("RMSNorm", Backend::kCpu, Mode::kInference, {{rms, 1, ""}, "", std::nullopt});
+  auto k = Kernelizer::Create(mapping, options_);
+  ASSERT_TRUE(k.ok());
+  // Inference kernels are not candidates in training mode.
+  EXPECT_TRUE(k->resolved().empty());
+  KernelMapping training;
+  training.Add("RMSNorm", Backend::kCpu, Mode::kTraining, {{rms, 1, ""}, "", std::nullopt});
+  k = Kernelizer::Create(training, options_);
+  ASSERT_TRUE(k.ok());
+  ASSERT_TRUE(k->unresolved().count("RMSNorm"));
+  EXPECT_NE(k->unresolved().at("RMSNorm").find("no backward"), std::string::npos);
+}
+
+TEST_F(KernelizeTest, CudaCapabilityRangesPickTheSmallestContainingRange) {
+  fs::path ex = testing::ExamplesDir() / "rmsnorm" / "cuda";
+  std::ofstream(root_ / "librmsnorm_cuda.so") << "placeholder: registered through PJRT FFI";
+  auto t = Target::HostCpu();
+  std::string variant = "tlaloc1-cu126-" + t.arch + "-" + t.os;
+  std::vector<fs::path> files = {ex / "metadata.json", root_ / "librmsnorm_cuda.so"};
+  std::string wide = EditedFolder("wide", variant, files, "tlaloc_rms_norm_ffi", "wide_ffi");
+  std::string narrow = EditedFolder("narrow", variant, files, "tlaloc_rms_norm_ffi", "hopper_ffi");
+  KernelMapping mapping;
+  mapping.Add("RMSNorm", Backend::kCuda, Mode::kInference,
+              {{wide, std::nullopt, ""}, "", CapabilityRange{70, 100}});
+  mapping.Add("RMSNorm", Backend::kCuda, Mode::kInference,
+              {{narrow, std::nullopt, ""}, "", CapabilityRange{90, 90}});
+  options_.target = *Target::Parse("cuda12.8:sm90");
+  auto k = Kernelizer::Create(mapping, options_);
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(k->resolved().at("RMSNorm").spec.symbol, "hopper_ffi");
+  options_.target = *Target::Parse("cuda12.8:sm80");
+  k = Kernelizer::Create(mapping, options_);
+  ASSERT_TRUE(k.ok());
+  EXPECT_EQ(k->resolved().at("RMSNorm").spec.symbol, "wide_ffi");
+  // The program carries a typed-FFI custom_call with eps in its backend_config.
+  models::ProgramShape shape;
+  shape.prompt_len = 4;
+  shape.max_len = 16;
+  nn::LayerTrace trace;
+  auto module = models::BuildPrefill(model_.config, shape, &trace);
+  ASSERT_TRUE(module.ok());
+  auto r = k->Apply(*module, trace);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::string text = PrintModule(*r->module);
+  EXPECT_NE(text.find("stablehlo.custom_call @wide_ffi"), std::string::npos);
+  EXPECT_NE(text.find("api_version = 4"), std::string::npos);
+  EXPECT_NE(text.find("eps = "), std::string::npos);
+}
+
+TEST_F(KernelizeTest, TpuReluExamplePrintsTpuCustomCall) {
+  fs::path ex = testing::ExamplesDir() / "relu_tpu" / "tpu";
+  fs::path dir = root_ / "relu";
+  ASSERT_TRUE(
+      testing::WriteVariants(dir, {{"tlaloc-tpu", {ex / "metadata.json", ex / "relu.mosaic"}}}, 1)
+          .ok());
+  auto module = std::make_shared<Module>("relu_example");
+  nn::LayerTrace trace;
+  FunctionBuilder fb(module.get(), "main");
+  Tensor x = fb.AddArg(TensorType(ElementType::kF32, {8, 128}));
+  Tensor y;
+  {
+    nn::LayerScope scope(&trace, &fb.ops(), "ReLU", "relu");
+    y = Max(x, Zeros(fb.ops(), {8, 128}));
+  }
+  ASSERT_TRUE(fb.Return({y}).ok());
+  KernelMapping mapping;
+  mapping.Add("ReLU", Backend::kTpu, Mode::kInference, {{dir.string(), std::nullopt, ""}, "", {}});
+  options_.target = *Target::Parse("tpu");
+  auto k = Kernelizer::Create(mapping, options_);
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  auto r = k->Apply(module, trace);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::string text = PrintModule(*r->module);
+  EXPECT_NE(text.find("stablehlo.custom_call @tpu_custom_call"), std::string::npos) << text;
+  EXPECT_NE(text.find("stable_mosaic.version"), std::string::npos);
+  EXPECT_EQ(text.find("stablehlo.maximum"), std::string::npos) << text;
+}
+
+TEST(KernelExamples, CudaRmsNormCompilesWithNvcc) {
+  std::string nvcc;
+  for (const char* c : {"/usr/local/cuda/bin/nvcc", "nvcc"})
+    if (std::system((std::string("command -v ") + c + " >/dev/null 2>&1").c_str()) == 0) {
+      nvcc = c;
+      break;
+    }
+  if (nvcc.empty()) GTEST_SKIP() << "nvcc (CUDA toolkit) is not installed";
+  fs::path out = KernelTempDir("nvcc") / "librmsnorm_cuda.so";
+  fs::path src = testing::ExamplesDir() / "rmsnorm" / "cuda" / "rmsnorm_cuda.cu";
+  auto r =
+      RunCommand({nvcc, "-shared", "-Xcompiler", "-fPIC", "-O2", "-o", out.string(), src.string()});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(fs::exists(out));
+}
+
+}  // namespace
+}  // namespace tlaloc::kernels
