@@ -1,0 +1,359 @@
+// GGUF: the writer's layout read back by the reader, the reader's refusals of corrupt images,
+// and the Qwen3 export's metadata, tokenizer rules, tensor names and errors.
+#include "tlaloc/io/gguf.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "io_test_util.h"
+#include "tlaloc/io/checkpoint.h"
+#include "tlaloc/io/model_config.h"
+
+namespace tlaloc::io {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ReadText;
+using testing::TempDir;
+using testing::WriteText;
+
+std::vector<std::byte> ReadBytes(const fs::path& p) {
+  std::string s = ReadText(p);
+  std::vector<std::byte> out(s.size());
+  std::memcpy(out.data(), s.data(), s.size());
+  return out;
+}
+
+TEST(GgufWriter, RoundTripsMetadataAndTensors) {
+  TempDir dir;
+  std::vector<GgufKeyValue> kv = {
+      {"general.architecture", GgufValue::String("qwen3")},
+      {"a.u32", GgufValue::U32(4000000000u)},
+      {"a.i32", GgufValue::I32(-7)},
+      {"a.u64", GgufValue::U64(1ull << 40)},
+      {"a.f32", GgufValue::F32(0.25f)},
+      {"a.bool", GgufValue::Bool(true)},
+      {"a.strings", GgufValue::StringArray({"x", "", "\xC4\xA0hello"})},
+      {"a.ints", GgufValue::I32Array({1, -2, 3})},
+  };
+  Literal m = Literal::FromVector<float>({2, 3}, {1, -2, 3.5f, 0.1f, 65504, 1e-8f});
+  Literal v = Literal::FromVector<float>({3}, {1, 2, 3});
+  std::vector<GgufTensorToWrite> tensors = {{"m32", m, GgmlType::kF32},
+                                            {"m16", m, GgmlType::kF16},
+                                            {"mbf", m, GgmlType::kBF16},
+                                            {"v", v, GgmlType::kF32}};
+  ASSERT_TRUE(WriteGguf(dir / "t.gguf", kv, tensors).ok());
+
+  auto bytes = ReadBytes(dir / "t.gguf");
+  auto g = ParseGguf(bytes, "t.gguf");
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(g->version, 3u);
+  EXPECT_EQ(g->alignment, 32u);
+  ASSERT_EQ(g->metadata.size(), kv.size() + 1);  // general.alignment added first
+  EXPECT_EQ(g->metadata[0].key, "general.alignment");
+  EXPECT_EQ(g->Find("general.architecture")->text, "qwen3");
+  EXPECT_EQ(g->Find("a.u32")->integer, 4000000000);
+  EXPECT_EQ(g->Find("a.u32")->type, GgufType::kUint32);
+  EXPECT_EQ(g->Find("a.i32")->integer, -7);
+  EXPECT_EQ(g->Find("a.u64")->integer, int64_t{1} << 40);
+  EXPECT_EQ(g->Find("a.f32")->real, 0.25);
+  EXPECT_EQ(g->Find("a.bool")->integer, 1);
+  EXPECT_EQ(g->Find("a.strings")->texts, (std::vector<std::string>{"x", "", "\xC4\xA0hello"}));
+  EXPECT_EQ(g->Find("a.ints")->array_type, GgufType::kInt32);
+  EXPECT_EQ(g->Find("a.ints")->integers, (std::vector<int64_t>{1, -2, 3}));
+
+  ASSERT_EQ(g->tensors.size(), 4u);
+  EXPECT_EQ(g->data_offset % 32, 0u);
+  for (const auto& t : g->tensors) EXPECT_EQ(t.offset % 32, 0u) << t.name;
+  const GgufTensorInfo* m16 = g->FindTensor("m16");
+  ASSERT_NE(m16, nullptr);
+  EXPECT_EQ(m16->ne, (std::vector<uint64_t>{3, 2})) << "dims are stored innermost first";
+  EXPECT_EQ(m16->dims(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(m16->type, GgmlType::kF16);
+  auto back32 = ReadGgufTensor(bytes, *g, *g->FindTensor("m32"));
+  ASSERT_TRUE(back32.ok());
+  EXPECT_TRUE(back32->BitwiseEquals(m));
+  auto back16 = ReadGgufTensor(bytes, *g, *m16);
+  auto backbf = ReadGgufTensor(bytes, *g, *g->FindTensor("mbf"));
+  ASSERT_TRUE(back16.ok() && backbf.ok());
+  EXPECT_EQ(back16->span<uint16_t>()[4], FloatToHalfBits(65504.0f));
+  EXPECT_EQ(back16->span<uint16_t>()[3], FloatToHalfBits(0.1f));
+  EXPECT_EQ(backbf->span<uint16_t>()[3], FloatToBf16Bits(0.1f));
+  EXPECT_EQ(backbf->span<uint16_t>()[1], FloatToBf16Bits(-2.0f));
+  // The file ends right after the last tensor, padded to the alignment.
+  const GgufTensorInfo& last = g->tensors.back();
+  EXPECT_EQ(bytes.size(), g->data_offset + (last.offset + last.byte_size + 31) / 32 * 32);
+}
+
+TEST(GgufWriter, RefusesDuplicatesAndBadTensors) {
+  TempDir dir;
+  Literal v = Literal::FromVector<float>({2}, {1, 2});
+  std::vector<GgufKeyValue> twice = {{"k", GgufValue::U32(1)}, {"k", GgufValue::U32(2)}};
+  EXPECT_ERROR_CONTAINS(WriteGguf(dir / "a.gguf", twice, {}), "\"k\" given twice");
+  std::vector<GgufTensorToWrite> same = {{"t", v, GgmlType::kF32}, {"t", v, GgmlType::kF32}};
+  EXPECT_ERROR_CONTAINS(WriteGguf(dir / "a.gguf", {}, same), "\"t\" given twice");
+  std::vector<GgufTensorToWrite> ints = {
+      {"i", Literal::FromVector<int32_t>({2}, {1, 2}), GgmlType::kF32}};
+  EXPECT_ERROR_CONTAINS(WriteGguf(dir / "a.gguf", {}, ints), "\"i\"", "s32");
+  std::vector<GgufKeyValue> align = {{"general.alignment", GgufValue::U32(24)}};
+  EXPECT_ERROR_CONTAINS(WriteGguf(dir / "a.gguf", align, {}), "power of two");
+  EXPECT_FALSE(fs::exists(dir / "a.gguf"));
+}
+
+TEST(GgufReader, RefusesCorruptImagesByName) {
+  TempDir dir;
+  std::vector<GgufKeyValue> kv = {{"general.name", GgufValue::String("x")},
+                                  {"arr", GgufValue::StringArray({"a", "b"})}};
+  std::vector<GgufTensorToWrite> tensors = {
+      {"w", Literal::FromVector<float>({2, 2}, {1, 2, 3, 4}), GgmlType::kF32}};
+  ASSERT_TRUE(WriteGguf(dir / "t.gguf", kv, tensors).ok());
+  const auto good = ReadBytes(dir / "t.gguf");
+  auto parsed = ParseGguf(good);
+  ASSERT_TRUE(parsed.ok());
+  const size_t data_end = parsed->data_offset + 16;  // one 2x2 f32 tensor
+
+  // Every truncation before the end of the data is refused, never read past.
+  for (size_t n = 0; n < data_end; ++n)
+    EXPECT_FALSE(ParseGguf(std::span(good).first(n)).ok()) << "prefix of " << n << " bytes";
+
+  auto patched = [&](size_t at, std::vector<uint8_t> with) {
+    auto b = good;
+    for (size_t i = 0; i < with.size(); ++i) b[at + i] = std::byte{with[i]};
+    return b;
+  };
+  EXPECT_ERROR_CONTAINS(ParseGguf(patched(0, {'G', 'G', 'M', 'L'}), "f.gguf"), "f.gguf",
+                        "not a GGUF file");
+  EXPECT_ERROR_CONTAINS(ParseGguf(patched(4, {1, 0, 0, 0})), "GGUF version 1");
+  EXPECT_ERROR_CONTAINS(ParseGguf(patched(16, {0xff, 0xff, 0xff, 0xff})), "more than the file");
+  // The first key's value type follows magic, version, counts, and the key string.
+  const size_t first_type = 24 + 8 + std::string("general.alignment").size();
+  EXPECT_ERROR_CONTAINS(ParseGguf(patched(first_type, {99})), "unknown type 99");
+}
+
+// A byte-level BPE tokenizer.json with the Qwen2 pre-tokenizer: a few normal tokens, merges in
+// both spellings, and added tokens (special, special-looking, and plain).
+std::string SmallTokenizerJson() {
+  nlohmann::json j;
+  j["model"] = {
+      {"type", "BPE"},
+      {"vocab",
+       {{"a", 0},
+        {"b", 1},
+        {"\xC4\xA0", 2},
+        {"ab", 3},
+        {"\xC4\xA0"
+         "ab",
+         4}}},
+      {"merges", nlohmann::json::array({"a b", nlohmann::json::array({"\xC4\xA0", "ab"})})}};
+  j["added_tokens"] =
+      nlohmann::json::array({{{"id", 5}, {"content", "<|endoftext|>"}, {"special", true}},
+                             {{"id", 6}, {"content", "<|im_end|>"}, {"special", false}},
+                             {{"id", 7}, {"content", "<think>"}, {"special", false}}});
+  j["pre_tokenizer"] = {
+      {"type", "Sequence"},
+      {"pretokenizers",
+       nlohmann::json::array(
+           {{{"type", "Split"},
+             {"pattern",
+              {{"Regex",
+                R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"}}},
+             {"behavior", "Isolated"}},
+            {{"type", "ByteLevel"}}})}};
+  return j.dump();
+}
+
+ModelConfig SmallConfig(bool tied) {
+  ModelConfig c = DefaultModelConfig(ModelArchitecture::kQwen3);
+  c.vocab_size = 12;
+  c.hidden_size = 8;
+  c.intermediate_size = 16;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 2;
+  c.num_key_value_heads = 1;
+  c.head_dim = 8;
+  c.max_position_embeddings = 128;
+  c.max_window_layers = 2;
+  c.layer_types.assign(2, "full_attention");
+  c.tie_word_embeddings = tied;
+  c.rope_theta = 12345;
+  c.rms_norm_eps = 1e-5;
+  c.bos_token_id = 5;
+  c.eos_token_ids = {6};
+  c.pad_token_id = 5;
+  EXPECT_TRUE(ValidateModelConfig(c).ok());
+  return c;
+}
+
+// Every tensor the config expects (the tied head's copy too), with distinct values.
+std::vector<NamedTensor> SmallWeights(const ModelConfig& c, ElementType dtype) {
+  std::vector<NamedTensor> out;
+  float next = 0;
+  for (const auto& t : ExpectedTensors(c)) {
+    Literal lit(TensorType(dtype, t.shape));
+    for (int64_t i = 0; i < lit.num_elements(); ++i) lit.SetFromDouble(i, (next += 0.01f));
+    out.push_back({t.name, std::move(lit)});
+  }
+  return out;
+}
+
+void WriteFolder(const fs::path& dir, const ModelConfig& c, ElementType dtype) {
+  ASSERT_TRUE(WriteCheckpoint(dir, SmallWeights(c, dtype)).ok());
+  ASSERT_TRUE(WriteModelConfig(dir / "config.json", c).ok());
+  WriteText(dir / "tokenizer.json", SmallTokenizerJson());
+}
+
+TEST(GgufExport, Qwen3MetadataTokenizerAndTensors) {
+  TempDir dir;
+  const ModelConfig c = SmallConfig(false);
+  WriteFolder(dir.path(), c, ElementType::kF32);
+  WriteText(dir / "tokenizer_config.json",
+            R"({"eos_token": "<|im_end|>", "chat_template": "{{ messages }}"})");
+  auto summary = ExportQwen3Gguf(dir.path(), dir / "m.gguf");
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->tensors, 2 + 2 * 11 + 1);
+  EXPECT_FALSE(summary->tied_output);
+  EXPECT_TRUE(summary->chat_template);
+
+  const auto bytes = ReadBytes(dir / "m.gguf");
+  auto g = ParseGguf(bytes, "m.gguf");
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  auto u = [&](const char* key) {
+    const GgufValue* v = g->Find(key);
+    EXPECT_NE(v, nullptr) << key;
+    return v ? v->integer : -1;
+  };
+  EXPECT_EQ(g->Find("general.architecture")->text, "qwen3");
+  EXPECT_EQ(u("qwen3.context_length"), 128);
+  EXPECT_EQ(u("qwen3.embedding_length"), 8);
+  EXPECT_EQ(u("qwen3.block_count"), 2);
+  EXPECT_EQ(u("qwen3.feed_forward_length"), 16);
+  EXPECT_EQ(u("qwen3.attention.head_count"), 2);
+  EXPECT_EQ(u("qwen3.attention.head_count_kv"), 1);
+  EXPECT_EQ(u("qwen3.attention.key_length"), 8);
+  EXPECT_EQ(u("qwen3.attention.value_length"), 8);
+  EXPECT_FLOAT_EQ(g->Find("qwen3.attention.layer_norm_rms_epsilon")->real, 1e-5f);
+  EXPECT_EQ(g->Find("qwen3.rope.freq_base")->real, 12345);
+  EXPECT_EQ(g->Find("tokenizer.ggml.model")->text, "gpt2");
+  EXPECT_EQ(g->Find("tokenizer.ggml.pre")->text, "qwen2");
+  EXPECT_EQ(u("tokenizer.ggml.eos_token_id"), 6) << "tokenizer_config.json's eos_token";
+  EXPECT_EQ(u("tokenizer.ggml.bos_token_id"), 5);
+  EXPECT_EQ(u("tokenizer.ggml.padding_token_id"), 5);
+  EXPECT_EQ(u("tokenizer.ggml.add_bos_token"), 0);
+  EXPECT_EQ(g->Find("tokenizer.chat_template")->text, "{{ messages }}");
+
+  // One token per embedding row: unused ids padded, added tokens typed.
+  const auto& tokens = g->Find("tokenizer.ggml.tokens")->texts;
+  const auto& types = g->Find("tokenizer.ggml.token_type")->integers;
+  ASSERT_EQ(tokens.size(), 12u);
+  EXPECT_EQ(tokens[2], "\xC4\xA0");
+  EXPECT_EQ(tokens[5], "<|endoftext|>");
+  EXPECT_EQ(tokens[11], "[PAD11]");
+  EXPECT_EQ(types, (std::vector<int64_t>{1, 1, 1, 1, 1, 3, 3, 4, 5, 5, 5, 5}))
+      << "normal, control (special or <|...|>), user-defined, unused";
+  EXPECT_EQ(g->Find("tokenizer.ggml.merges")->texts,
+            (std::vector<std::string>{"a b", "\xC4\xA0 ab"}));
+
+  // llama.cpp's names, dims reversed, bytes as stored.
+  auto ckpt = Checkpoint::Open(dir.path());
+  ASSERT_TRUE(ckpt.ok());
+  const std::pair<const char*, const char*> names[] = {
+      {"token_embd.weight", "model.embed_tokens.weight"},
+      {"blk.1.attn_q.weight", "model.layers.1.self_attn.q_proj.weight"},
+      {"blk.0.attn_k.weight", "model.layers.0.self_attn.k_proj.weight"},
+      {"blk.0.attn_output.weight", "model.layers.0.self_attn.o_proj.weight"},
+      {"blk.1.attn_k_norm.weight", "model.layers.1.self_attn.k_norm.weight"},
+      {"blk.0.attn_norm.weight", "model.layers.0.input_layernorm.weight"},
+      {"blk.0.ffn_norm.weight", "model.layers.0.post_attention_layernorm.weight"},
+      {"blk.1.ffn_down.weight", "model.layers.1.mlp.down_proj.weight"},
+      {"output_norm.weight", "model.norm.weight"},
+      {"output.weight", "lm_head.weight"}};
+  for (const auto& [gguf_name, hf_name] : names) {
+    const GgufTensorInfo* t = g->FindTensor(gguf_name);
+    ASSERT_NE(t, nullptr) << gguf_name;
+    auto ours = ReadGgufTensor(bytes, *g, *t);
+    auto theirs = ckpt->Get(hf_name);
+    ASSERT_TRUE(ours.ok() && theirs.ok());
+    EXPECT_EQ(t->ne.size(), theirs->dims().size());
+    EXPECT_EQ(t->ne.front(), static_cast<uint64_t>(theirs->dims().back())) << gguf_name;
+    EXPECT_TRUE(ours->BitwiseEquals(*theirs)) << gguf_name;
+  }
+}
+
+TEST(GgufExport, TiedHeadAndDtypeKeepNormsF32) {
+  TempDir dir;
+  const ModelConfig c = SmallConfig(true);
+  WriteFolder(dir.path(), c, ElementType::kBF16);  // stores the tied copy of lm_head too
+  auto as_stored = ExportQwen3Gguf(dir.path(), dir / "s.gguf");
+  ASSERT_TRUE(as_stored.ok()) << as_stored.status().ToString();
+  EXPECT_TRUE(as_stored->tied_output);
+  auto bytes = ReadBytes(dir / "s.gguf");
+  auto g = ParseGguf(bytes);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->FindTensor("output.weight"), nullptr) << "llama.cpp reuses token_embd";
+  EXPECT_EQ(g->FindTensor("token_embd.weight")->type, GgmlType::kBF16);
+  EXPECT_EQ(g->FindTensor("blk.0.attn_q_norm.weight")->type, GgmlType::kF32);
+  EXPECT_EQ(g->Find("general.file_type")->integer, 32);
+  EXPECT_FALSE(g->Find("tokenizer.chat_template"));
+  EXPECT_EQ(g->Find("tokenizer.ggml.eos_token_id")->integer, 6) << "config.json's eos id";
+
+  GgufExportOptions f16;
+  f16.dtype = ElementType::kF16;
+  ASSERT_TRUE(ExportQwen3Gguf(dir.path(), dir / "h.gguf", f16).ok());
+  bytes = ReadBytes(dir / "h.gguf");
+  g = ParseGguf(bytes);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->FindTensor("blk.1.ffn_up.weight")->type, GgmlType::kF16);
+  EXPECT_EQ(g->FindTensor("output_norm.weight")->type, GgmlType::kF32);
+  EXPECT_EQ(g->Find("general.file_type")->integer, 1);
+}
+
+TEST(GgufExport, BadInputNamesTheProblem) {
+  TempDir dir;
+  const ModelConfig c = SmallConfig(false);
+  ASSERT_TRUE(WriteModelConfig(dir / "config.json", c).ok());
+  WriteText(dir / "tokenizer.json", SmallTokenizerJson());
+  EXPECT_ERROR_CONTAINS(ExportQwen3Gguf(dir.path(), dir / "m.gguf"), "no model.safetensors");
+
+  auto weights = SmallWeights(c, ElementType::kF32);
+  auto missing = weights;
+  missing.erase(missing.begin() + 2);
+  ASSERT_TRUE(WriteCheckpoint(dir.path(), missing).ok());
+  const std::string missing_message = "missing tensor \"" + weights[2].name + "\"";
+  EXPECT_ERROR_CONTAINS(ExportQwen3Gguf(dir.path(), dir / "m.gguf"), missing_message.c_str());
+  auto wrong = weights;
+  wrong[0].value = Literal(TensorType(ElementType::kF32, {12, 9}));
+  ASSERT_TRUE(WriteCheckpoint(dir.path(), wrong).ok());
+  EXPECT_ERROR_CONTAINS(ExportQwen3Gguf(dir.path(), dir / "m.gguf"),
+                        "\"model.embed_tokens.weight\" has shape [12, 9], expected [12, 8]");
+  ASSERT_TRUE(WriteCheckpoint(dir.path(), weights).ok());
+
+  GgufExportOptions s32;
+  s32.dtype = ElementType::kS32;
+  EXPECT_ERROR_CONTAINS(ExportQwen3Gguf(dir.path(), dir / "m.gguf", s32), "dtype s32");
+
+  fs::remove(dir / "tokenizer.json");
+  EXPECT_ERROR_CONTAINS(ExportQwen3Gguf(dir.path(), dir / "m.gguf"), "no tokenizer.json");
+  auto other_pre = nlohmann::json::parse(SmallTokenizerJson());
+  other_pre["pre_tokenizer"] = {{"type", "ByteLevel"}};
+  WriteText(dir / "tokenizer.json", other_pre.dump());
+  EXPECT_ERROR_CONTAINS(ExportQwen3Gguf(dir.path(), dir / "m.gguf"), "pre-tokenizer");
+  auto big_id = nlohmann::json::parse(SmallTokenizerJson());
+  big_id["added_tokens"][0]["id"] = 12;
+  WriteText(dir / "tokenizer.json", big_id.dump());
+  EXPECT_ERROR_CONTAINS(ExportQwen3Gguf(dir.path(), dir / "m.gguf"), "has id 12",
+                        "12 embedding rows");
+
+  ModelConfig moe = DefaultModelConfig(ModelArchitecture::kQwen3Moe);
+  ASSERT_TRUE(WriteModelConfig(dir / "config.json", moe).ok());
+  EXPECT_ERROR_CONTAINS(ExportQwen3Gguf(dir.path(), dir / "m.gguf"), "Qwen3MoeForCausalLM",
+                        "not exported");
+  WriteText(dir / "config.json",
+            R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama"})");
+  EXPECT_ERROR_CONTAINS(ExportQwen3Gguf(dir.path(), dir / "m.gguf"), "LlamaForCausalLM");
+  EXPECT_ERROR_CONTAINS(ExportQwen3Gguf(dir / "nowhere", dir / "m.gguf"), "nowhere");
+  EXPECT_FALSE(fs::exists(dir / "m.gguf")) << "no half-written file on failure";
+}
+
+}  // namespace
+}  // namespace tlaloc::io
