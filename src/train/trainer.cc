@@ -1,0 +1,309 @@
+// The Trainer (see trainer.h): one train-step program, compiled once, with the f32 master
+// weights and AdamW moments kept on the backend and donated to every step.
+#include "tlaloc/train/trainer.h"
+
+#include <cmath>
+
+#include "tlaloc/autodiff/autodiff.h"
+#include "tlaloc/models/qwen3.h"
+#include "tlaloc/models/qwen3_train.h"
+#include "tlaloc/train/adamw.h"
+#include "tlaloc/train/loss.h"
+
+namespace tlaloc::train {
+
+struct Trainer::Impl {
+  io::ModelConfig config;
+  TrainOptions options;
+  Backend* backend = nullptr;
+  int64_t batch = 0, seq_len = 0;
+  std::vector<models::WeightSpec> specs;
+  std::unique_ptr<CompiledProgram> step_program, eval_program;
+  std::vector<std::unique_ptr<DeviceBuffer>> params, m, v;
+  int64_t step = 0;
+};
+
+namespace {
+
+// Emits the mean loss (and the counted tokens) of a Qwen3 over one batch into fb's function,
+// from f32 master weights `w32` (in WeightSpecs order).
+StatusOr<std::pair<Tensor, Tensor>> EmitLoss(const io::ModelConfig& config,
+                                             const TrainOptions& options,
+                                             const std::vector<models::WeightSpec>& specs,
+                                             const std::vector<Tensor>& w32, const Tensor& ids,
+                                             const Tensor& labels, autodiff::Marks* marks) {
+  models::WeightTensors w;
+  for (size_t i = 0; i < specs.size(); ++i)
+    w[specs[i].name] = options.compute_dtype == ElementType::kF32
+                           ? w32[i]
+                           : Convert(w32[i], options.compute_dtype);
+  TL_ASSIGN_OR_RETURN(models::TrainInputs in, models::TrainEmbed(config, w, ids));
+  Tensor x = in.hidden;
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l)
+    x = models::TrainDecoderLayer(config, w, l, x, in);
+  const int64_t tokens = ids.dim(0) * ids.dim(1);
+  Tensor hidden = Reshape(models::TrainFinalNorm(config, w, x), {tokens, config.hidden_size});
+  LossTerms terms = LmHeadCrossEntropy(hidden, models::TrainHeadWeight(config, w),
+                                       Reshape(labels, {tokens}), options.loss_chunk, marks);
+  Tensor mean = terms.loss_sum / Max(terms.count, FullLike(terms.count, 1.0));
+  return std::make_pair(mean, terms.count);
+}
+
+struct ProgramArgs {
+  std::vector<TensorType> weight_types;
+  TensorType tokens;
+};
+
+ProgramArgs ArgTypes(const std::vector<models::WeightSpec>& specs, int64_t batch, int64_t seq_len) {
+  ProgramArgs a{{}, TensorType(ElementType::kS32, {batch, seq_len})};
+  for (const auto& s : specs) a.weight_types.push_back(TensorType(ElementType::kF32, s.shape));
+  return a;
+}
+
+// train_step(params..., m..., v..., step s32, input_ids, labels)
+//   -> (params'..., m'..., v'..., loss f32, tokens f32, grad_norm f32, lr f32)
+StatusOr<std::shared_ptr<Module>> BuildStepProgram(const io::ModelConfig& config,
+                                                   const TrainOptions& options,
+                                                   const std::vector<models::WeightSpec>& specs,
+                                                   int64_t batch, int64_t seq_len) {
+  const ProgramArgs types = ArgTypes(specs, batch, seq_len);
+  // The loss as a function of its own, differentiated into the step program.
+  Module scratch("loss");
+  autodiff::Marks marks;
+  FunctionBuilder lf(&scratch, "loss");
+  std::vector<Tensor> w;
+  for (const auto& t : types.weight_types) w.push_back(lf.AddArg(t));
+  Tensor ids = lf.AddArg(types.tokens), labels = lf.AddArg(types.tokens);
+  TL_ASSIGN_OR_RETURN(auto loss, EmitLoss(config, options, specs, w, ids, labels, &marks));
+  TL_RETURN_IF_ERROR(lf.Return({loss.first, loss.second}));
+
+  auto module = std::make_shared<Module>("train_step");
+  FunctionBuilder fb(module.get(), "train_step");
+  const int n = static_cast<int>(specs.size());
+  std::vector<Tensor> p, m, v;
+  for (auto* group : {&p, &m, &v})
+    for (const auto& t : types.weight_types) group->push_back(fb.AddArg(t));
+  Tensor step = fb.AddArg(TensorType(ElementType::kS32, {}));
+  Tensor step_ids = fb.AddArg(types.tokens), step_labels = fb.AddArg(types.tokens);
+  std::vector<Value> args;
+  for (const Tensor& t : p) args.push_back(t.value());
+  args.push_back(step_ids.value());
+  args.push_back(step_labels.value());
+  autodiff::GradOptions grad_options;
+  for (int i = 0; i < n; ++i) grad_options.wrt.push_back(i);
+  grad_options.marks = &marks;
+  Value seed = Full(fb.ops(), {}, 1.0).value();
+  TL_ASSIGN_OR_RETURN(auto gv, autodiff::EmitGradient(fb.ops(), *lf.function(), args,
+                                                      {seed, Value()}, grad_options));
+  std::vector<Tensor> grads;
+  for (Value g : gv.gradients) grads.emplace_back(g, &fb.ops());
+  AdamWTensors upd = EmitAdamW(options.adamw, p, grads, m, v, step);
+  std::vector<Tensor> results = upd.params;
+  results.insert(results.end(), upd.m.begin(), upd.m.end());
+  results.insert(results.end(), upd.v.begin(), upd.v.end());
+  results.push_back(Tensor(gv.results[0], &fb.ops()));
+  results.push_back(Tensor(gv.results[1], &fb.ops()));
+  results.push_back(upd.grad_norm);
+  results.push_back(upd.lr);
+  TL_RETURN_IF_ERROR(fb.Return(results));
+  Function* fn = fb.function();
+  autodiff::RemoveDeadOps(*fn);
+  // Parameters and moments alias their updated results, so backends update them in place.
+  for (int i = 0; i < 3 * n; ++i)
+    fn->arg_attrs(i)["tf.aliasing_output"] = Attribute::Int(i, ElementType::kS32);
+  TL_RETURN_IF_ERROR(Verify(*module));
+  return module;
+}
+
+// eval_loss(params..., input_ids, labels) -> (loss f32, tokens f32)
+StatusOr<std::shared_ptr<Module>> BuildEvalProgram(const io::ModelConfig& config,
+                                                   const TrainOptions& options,
+                                                   const std::vector<models::WeightSpec>& specs,
+                                                   int64_t batch, int64_t seq_len) {
+  const ProgramArgs types = ArgTypes(specs, batch, seq_len);
+  auto module = std::make_shared<Module>("eval_loss");
+  FunctionBuilder fb(module.get(), "eval_loss");
+  std::vector<Tensor> w;
+  for (const auto& t : types.weight_types) w.push_back(fb.AddArg(t));
+  Tensor ids = fb.AddArg(types.tokens), labels = fb.AddArg(types.tokens);
+  TL_ASSIGN_OR_RETURN(auto loss, EmitLoss(config, options, specs, w, ids, labels, nullptr));
+  TL_RETURN_IF_ERROR(fb.Return({loss.first, loss.second}));
+  return module;
+}
+
+Status CheckBatch(const Batch& batch, int64_t b, int64_t t) {
+  const TensorType want(ElementType::kS32, {b, t});
+  if (batch.input_ids.type() != want)
+    return InvalidArgument("batch input_ids " + Type(batch.input_ids.type()).ToString() +
+                           ": expected " + Type(want).ToString());
+  if (batch.labels.type() != want)
+    return InvalidArgument("batch labels " + Type(batch.labels.type()).ToString() + ": expected " +
+                           Type(want).ToString());
+  return OkStatus();
+}
+
+StatusOr<Literal> ToF32(const Literal& l) {
+  if (!IsFloat(l.element_type()))
+    return InvalidArgument("weight of type " + Type(l.type()).ToString() +
+                           ": expected a floating-point tensor");
+  if (l.element_type() == ElementType::kF32) return l.Clone();
+  Literal out(TensorType(ElementType::kF32, l.dims()));
+  for (int64_t i = 0; i < l.num_elements(); ++i) out.SetFromDouble(i, l.GetAsDouble(i));
+  return out;
+}
+
+}  // namespace
+
+Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Trainer::~Trainer() = default;
+
+StatusOr<std::unique_ptr<Trainer>> Trainer::Create(io::ModelConfig config,
+                                                   std::vector<Literal> weights,
+                                                   TrainOptions options, Backend& backend,
+                                                   int64_t batch, int64_t seq_len) {
+  TL_RETURN_IF_ERROR(models::CheckSupported(config));
+  if (batch <= 0 || seq_len <= 0)
+    return InvalidArgument("trainer batch " + std::to_string(batch) + " and seq_len " +
+                           std::to_string(seq_len) + ": expected positive sizes");
+  if (options.compute_dtype != ElementType::kF32 && options.compute_dtype != ElementType::kBF16)
+    return InvalidArgument("trainer compute dtype " + std::string(MlirName(options.compute_dtype)) +
+                           ": expected f32 or bf16");
+  if (options.loss_chunk < 0)
+    return InvalidArgument("trainer loss_chunk " + std::to_string(options.loss_chunk) +
+                           ": expected >= 0");
+  auto impl = std::make_unique<Impl>();
+  impl->specs = models::WeightSpecs(config);
+  if (weights.size() != impl->specs.size())
+    return InvalidArgument("trainer got " + std::to_string(weights.size()) +
+                           " weights; the config needs " + std::to_string(impl->specs.size()));
+  for (size_t i = 0; i < weights.size(); ++i) {
+    if (weights[i].dims() != impl->specs[i].shape)
+      return InvalidArgument("weight " + impl->specs[i].name + " " +
+                             Type(weights[i].type()).ToString() + ": expected shape " +
+                             DimsToString(impl->specs[i].shape));
+    auto f32 = ToF32(weights[i]);
+    if (!f32.ok()) return InvalidArgument(impl->specs[i].name + ": " + f32.status().message());
+    TL_ASSIGN_OR_RETURN(auto p, backend.ToDevice(*f32));
+    Literal zeros(f32->type());
+    TL_ASSIGN_OR_RETURN(auto m, backend.ToDevice(zeros));
+    TL_ASSIGN_OR_RETURN(auto v, backend.ToDevice(zeros));
+    impl->params.push_back(std::move(p));
+    impl->m.push_back(std::move(m));
+    impl->v.push_back(std::move(v));
+    weights[i] = Literal();  // the backend holds the master copy now
+  }
+  TL_ASSIGN_OR_RETURN(auto step_module,
+                      BuildStepProgram(config, options, impl->specs, batch, seq_len));
+  TL_ASSIGN_OR_RETURN(impl->step_program, backend.Compile(step_module));
+  TL_ASSIGN_OR_RETURN(auto eval_module,
+                      BuildEvalProgram(config, options, impl->specs, batch, seq_len));
+  TL_ASSIGN_OR_RETURN(impl->eval_program, backend.Compile(eval_module));
+  impl->config = std::move(config);
+  impl->options = options;
+  impl->backend = &backend;
+  impl->batch = batch;
+  impl->seq_len = seq_len;
+  return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
+}
+
+StatusOr<StepStats> Trainer::Step(const Batch& batch) {
+  Impl& s = *impl_;
+  TL_RETURN_IF_ERROR(CheckBatch(batch, s.batch, s.seq_len));
+  TL_ASSIGN_OR_RETURN(
+      auto step, s.backend->ToDevice(Literal::Scalar<int32_t>(static_cast<int32_t>(s.step + 1))));
+  TL_ASSIGN_OR_RETURN(auto ids, s.backend->ToDevice(batch.input_ids));
+  TL_ASSIGN_OR_RETURN(auto labels, s.backend->ToDevice(batch.labels));
+  std::vector<ExecuteArg> args;
+  for (auto* group : {&s.params, &s.m, &s.v})
+    for (auto& b : *group) args.push_back({b.get(), true});
+  args.push_back({step.get(), false});
+  args.push_back({ids.get(), false});
+  args.push_back({labels.get(), false});
+  TL_ASSIGN_OR_RETURN(auto out, s.backend->Execute(*s.step_program, args));
+  const size_t n = s.params.size();
+  if (out.size() != 3 * n + 4) return Internal("train_step returned an unexpected result count");
+  for (size_t i = 0; i < n; ++i) {
+    s.params[i] = std::move(out[i]);
+    s.m[i] = std::move(out[n + i]);
+    s.v[i] = std::move(out[2 * n + i]);
+  }
+  std::vector<double> scalars;
+  for (size_t i = 3 * n; i < out.size(); ++i) {
+    TL_ASSIGN_OR_RETURN(Literal l, s.backend->ToHost(*out[i]));
+    scalars.push_back(l.GetAsDouble(0));
+  }
+  ++s.step;
+  return StepStats{scalars[0], static_cast<int64_t>(std::llround(scalars[1])), scalars[2],
+                   scalars[3]};
+}
+
+StatusOr<double> Trainer::EvalLoss(const Batch& batch) {
+  Impl& s = *impl_;
+  TL_RETURN_IF_ERROR(CheckBatch(batch, s.batch, s.seq_len));
+  TL_ASSIGN_OR_RETURN(auto ids, s.backend->ToDevice(batch.input_ids));
+  TL_ASSIGN_OR_RETURN(auto labels, s.backend->ToDevice(batch.labels));
+  std::vector<ExecuteArg> args;
+  for (auto& b : s.params) args.push_back({b.get(), false});
+  args.push_back({ids.get(), false});
+  args.push_back({labels.get(), false});
+  TL_ASSIGN_OR_RETURN(auto out, s.backend->Execute(*s.eval_program, args));
+  TL_ASSIGN_OR_RETURN(Literal loss, s.backend->ToHost(*out[0]));
+  return loss.GetAsDouble(0);
+}
+
+StatusOr<std::vector<Literal>> Trainer::Weights() {
+  std::vector<Literal> out;
+  for (auto& b : impl_->params) {
+    TL_ASSIGN_OR_RETURN(Literal l, impl_->backend->ToHost(*b));
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+int64_t Trainer::step() const { return impl_->step; }
+
+StatusOr<std::vector<std::pair<std::string, Literal>>> Trainer::OptimizerState() {
+  std::vector<std::pair<std::string, Literal>> out;
+  out.emplace_back("step", Literal::Scalar<int64_t>(impl_->step));
+  for (const char* which : {"m", "v"}) {
+    auto& group = which[0] == 'm' ? impl_->m : impl_->v;
+    for (size_t i = 0; i < group.size(); ++i) {
+      TL_ASSIGN_OR_RETURN(Literal l, impl_->backend->ToHost(*group[i]));
+      out.emplace_back(std::string(which) + "." + impl_->specs[i].name, std::move(l));
+    }
+  }
+  return out;
+}
+
+Status Trainer::LoadOptimizerState(const std::vector<std::pair<std::string, Literal>>& state) {
+  Impl& s = *impl_;
+  std::map<std::string, const Literal*> by_name;
+  for (const auto& [name, l] : state) by_name[name] = &l;
+  auto step = by_name.find("step");
+  if (step == by_name.end() || step->second->num_elements() != 1 ||
+      !IsInteger(step->second->element_type()))
+    return InvalidArgument("optimizer state: expected an integer scalar \"step\"");
+  std::vector<std::unique_ptr<DeviceBuffer>> m, v;
+  for (const char* which : {"m", "v"}) {
+    for (const auto& spec : s.specs) {
+      const std::string name = std::string(which) + "." + spec.name;
+      auto it = by_name.find(name);
+      if (it == by_name.end())
+        return InvalidArgument("optimizer state: missing tensor \"" + name + "\"");
+      if (it->second->dims() != spec.shape)
+        return InvalidArgument("optimizer state \"" + name + "\" " +
+                               Type(it->second->type()).ToString() + ": expected shape " +
+                               DimsToString(spec.shape));
+      auto f32 = ToF32(*it->second);
+      if (!f32.ok()) return InvalidArgument("optimizer state \"" + name + "\": expected float");
+      TL_ASSIGN_OR_RETURN(auto buf, s.backend->ToDevice(*f32));
+      (which[0] == 'm' ? m : v).push_back(std::move(buf));
+    }
+  }
+  s.m = std::move(m);
+  s.v = std::move(v);
+  s.step = step->second->GetAsInt64(0);
+  return OkStatus();
+}
+
+}  // namespace tlaloc::train
