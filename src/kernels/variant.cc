@@ -89,7 +89,9 @@ StatusOr<VariantName> ParseVariantName(std::string_view name) {
     if (parts.size() != 2) return bad("a noarch variant has exactly one backend part");
     v.noarch = true;
     if (parts[1] == "universal") return v;
-    TL_ASSIGN_OR_RETURN(v.backend, ParseBackend(parts[1]));
+    auto backend = ParseBackend(parts[1]);
+    if (!backend.ok()) return bad(backend.status().message());
+    v.backend = *backend;
     return v;
   }
   if (!AllDigits(abi)) return bad("ABI version '" + abi + "' is not a number");

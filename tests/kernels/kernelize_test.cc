@@ -102,16 +102,16 @@ class KernelizeTest : public ::testing::Test {
   std::string EditedFolder(const std::string& name, const std::string& variant,
                            const std::vector<fs::path>& files, const std::string& from,
                            const std::string& to) {
-    fs::path dir = root_ / name;
-    EXPECT_TRUE(testing::WriteVariants(dir, {{variant, files}}, 1).ok());
-    fs::path meta = dir / "build" / variant / "metadata.json";
-    std::string text = *ReadFileBytes(meta);
+    fs::path dir = root_ / name / "build" / variant;
+    fs::create_directories(dir);
+    for (const auto& f : files) fs::copy_file(f, dir / f.filename());
+    std::string text = *ReadFileBytes(dir / "metadata.json");
     size_t p = text.find(from);
     EXPECT_NE(p, std::string::npos) << from;
     if (p != std::string::npos) text.replace(p, from.size(), to);
-    std::ofstream(meta, std::ios::trunc) << text;
-    EXPECT_TRUE(SealVariant(dir / "build" / variant).ok());
-    return dir.string();
+    std::ofstream(dir / "metadata.json", std::ios::trunc) << text;
+    EXPECT_TRUE(SealVariant(dir).ok());
+    return (root_ / name).string();
   }
   fs::path root_;
   KernelizeOptions options_;

@@ -2,6 +2,7 @@
 // cache and offline use, TLALOC_LOCAL_KERNELS, and the trust rules for native code.
 #include "tlaloc/kernels/source.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -140,6 +141,10 @@ TEST_F(KernelSourceTest, DumbHttpServer) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     std::string dir = (repo_ / ".git").string();
+    // The server's request log would drown the test output.
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
     execlp("python3", "python3", "-m", "http.server", std::to_string(port).c_str(), "--bind",
            "127.0.0.1", "--directory", dir.c_str(), static_cast<char*>(nullptr));
     _exit(127);
