@@ -131,6 +131,34 @@ StatusOr<std::shared_ptr<Module>> BuildEvalProgram(const io::ModelConfig& config
   return module;
 }
 
+}  // namespace
+
+StatusOr<std::shared_ptr<Module>> BuildLossAndGradProgram(const io::ModelConfig& config,
+                                                          const TrainOptions& options,
+                                                          int64_t batch, int64_t seq_len) {
+  TL_RETURN_IF_ERROR(models::CheckSupported(config));
+  const auto specs = models::WeightSpecs(config);
+  const ProgramArgs types = ArgTypes(specs, batch, seq_len);
+  auto module = std::make_shared<Module>("loss_and_grad");
+  autodiff::Marks marks;
+  FunctionBuilder lf(module.get(), "loss");
+  lf.function()->set_public(false);
+  std::vector<Tensor> w;
+  for (const auto& t : types.weight_types) w.push_back(lf.AddArg(t));
+  Tensor ids = lf.AddArg(types.tokens), labels = lf.AddArg(types.tokens);
+  TL_ASSIGN_OR_RETURN(auto loss, EmitLoss(config, options, specs, w, ids, labels, &marks));
+  TL_RETURN_IF_ERROR(lf.Return({loss.first, loss.second}));
+  autodiff::GradOptions grad_options;
+  for (size_t i = 0; i < specs.size(); ++i) grad_options.wrt.push_back(static_cast<int>(i));
+  grad_options.marks = &marks;
+  TL_ASSIGN_OR_RETURN(Function * fn, autodiff::ValueAndGrad(*module, *lf.function(), grad_options,
+                                                            "loss_and_grad"));
+  fn->set_public(true);
+  return module;
+}
+
+namespace {
+
 Status CheckBatch(const Batch& batch, int64_t b, int64_t t) {
   const TensorType want(ElementType::kS32, {b, t});
   if (batch.input_ids.type() != want)

@@ -58,6 +58,13 @@ struct StepStats {
   double lr = 0;         // learning rate used by this step
 };
 
+// The Trainer's loss and its gradient as one program, for checks and tools:
+// loss_and_grad(weights f32..., input_ids, labels) -> (mean loss f32, counted tokens f32,
+// d loss / d weight for each weight...), weights in models::WeightSpecs order.
+StatusOr<std::shared_ptr<Module>> BuildLossAndGradProgram(const io::ModelConfig& config,
+                                                          const TrainOptions& options,
+                                                          int64_t batch, int64_t seq_len);
+
 class Trainer {
  public:
   // `weights` in models::WeightSpecs(config) order, any float dtype (converted to f32 masters).
