@@ -17,6 +17,7 @@ void RegisterCommands(CLI::App& app) {
   RegisterDoctorCommand(app);
   RegisterGenerateCommand(app);
   RegisterInitModelCommand(app);
+  RegisterKernelsCommand(app);
 }
 
 }  // namespace tlaloc::cli
