@@ -1,10 +1,12 @@
 // Sorting: stablehlo.sort (variadic, comparator region; always stable, which also satisfies
 // is_stable = false) and chlo.top_k (largest k along the last dimension, ties by index).
 #include <algorithm>
+#include <map>
 
 #include "op_areas.h"
 #include "op_helpers.h"
 #include "reduction_kernels.h"
+#include "tlaloc/ir/builder.h"
 
 namespace tlaloc::ops {
 
@@ -179,6 +181,80 @@ Status ParseTopK(OpParser& p, ParsedOp& op) {
   return p.ParseFunctionalType(inputs, op.result_types);
 }
 
+// Copies `op` (and its regions) to the end of `block`, reading operands through `map`.
+void CloneInto(const Operation& op, Block& block, std::map<ValueImpl*, Value>& map) {
+  std::vector<Value> operands;
+  for (Value v : op.operands()) operands.push_back(map.count(v.impl()) ? map[v.impl()] : v);
+  auto clone = Operation::Create(op.def(), std::move(operands), op.result_types(), op.attrs(),
+                                 op.num_regions());
+  for (int i = 0; i < op.num_regions(); ++i)
+    for (const auto& blk : op.region(i).blocks()) {
+      Block& nb = clone->region(i).AddBlock();
+      for (Value a : blk->arguments()) map[a.impl()] = nb.AddArgument(a.type());
+      for (const auto& inner : blk->operations()) CloneInto(*inner, nb, map);
+    }
+  Operation* appended = block.Append(std::move(clone));
+  for (int i = 0; i < op.num_results(); ++i) map[op.result(i).impl()] = appended->result(i);
+}
+
+// Sort permutes along one dimension, so each operand's cotangent is the result's cotangent
+// permuted back. The permutation comes from sorting an iota along with the operands (the
+// comparator ignores it; the sort is stable), and applying its inverse is one more sort: of
+// (permutation, cotangent) by permutation.
+StatusOr<std::vector<Value>> SortVjp(OpBuilder& b, const Operation& op, const std::vector<Value>& x,
+                                     const std::vector<Value>&, const std::vector<Value>& ct) {
+  std::vector<Value> grads(x.size());
+  bool any_float = false;
+  for (Value v : x) any_float = any_float || IsFloat(v.tensor_type().element_type);
+  if (!any_float) return grads;
+  const TensorType& t0 = x[0].tensor_type();
+  const int64_t dim = NormalizeDim(GetIntAttr(op.attrs(), "dimension", -1), t0.rank());
+  const TensorType index_type(ElementType::kS32, t0.dims), scalar_index(ElementType::kS32, {});
+  Value iota = b.CreateOne("stablehlo.iota", {}, {{"iota_dimension", Attribute::Int(dim)}},
+                           std::vector<Type>{index_type});
+  auto comparator = std::make_unique<Region>();
+  Block& blk = comparator->AddBlock();
+  std::map<ValueImpl*, Value> map;
+  for (Value a : op.region(0).front().arguments()) map[a.impl()] = blk.AddArgument(a.type());
+  blk.AddArgument(scalar_index);
+  blk.AddArgument(scalar_index);
+  for (const auto& inner : op.region(0).front().operations()) CloneInto(*inner, blk, map);
+  std::vector<Value> operands = x;
+  operands.push_back(iota);
+  std::vector<std::unique_ptr<Region>> regions;
+  regions.push_back(std::move(comparator));
+  AttrDict attrs = op.attrs();
+  attrs["is_stable"] = Attribute::Bool(true);
+  std::vector<Value> sorted =
+      b.Create("stablehlo.sort", operands, attrs, std::nullopt, std::move(regions));
+  TL_RETURN_IF_ERROR(b.status());
+  const Value perm = sorted.back();
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!IsFloat(x[i].tensor_type().element_type) || !ct[i]) continue;
+    auto by_index = std::make_unique<Region>();
+    Block& ib = by_index->AddBlock();
+    Value lhs = ib.AddArgument(scalar_index), rhs = ib.AddArgument(scalar_index);
+    ib.AddArgument(TensorType(ct[i].tensor_type().element_type, {}));
+    ib.AddArgument(TensorType(ct[i].tensor_type().element_type, {}));
+    OpBuilder rb(&ib);
+    Value lt =
+        rb.CreateOne("stablehlo.compare", {lhs, rhs},
+                     {{"comparison_direction", Attribute::Enum("LT", "comparison_direction")},
+                      {"compare_type", Attribute::Enum("SIGNED", "comparison_type")}});
+    rb.Create("stablehlo.return", {lt});
+    TL_RETURN_IF_ERROR(rb.status());
+    std::vector<std::unique_ptr<Region>> r2;
+    r2.push_back(std::move(by_index));
+    std::vector<Value> back =
+        b.Create("stablehlo.sort", {perm, ct[i]},
+                 {{"dimension", Attribute::Int(dim)}, {"is_stable", Attribute::Bool(true)}},
+                 std::nullopt, std::move(r2));
+    TL_RETURN_IF_ERROR(b.status());
+    grads[i] = back[1];
+  }
+  return grads;
+}
+
 }  // namespace
 
 void RegisterSortOps(OpRegistry& r) {
@@ -188,6 +264,7 @@ void RegisterSortOps(OpRegistry& r) {
     d.num_regions = 1;
     d.infer = InferSort;
     d.eval = EvalSort;
+    d.vjp = SortVjp;
     r.Register(std::move(d));
   }
   {

@@ -34,7 +34,8 @@ std::shared_ptr<Module> BuildWithGrad(const std::vector<Type>& arg_types, const 
   auto m = std::make_shared<Module>("t");
   FunctionBuilder fb(m.get(), "f", arg_types);
   Tensor y = body(fb);
-  EXPECT_TRUE(fb.Return({y}).ok()) << fb.status().ToString();
+  Status returned = fb.Return({y});
+  EXPECT_TRUE(returned.ok()) << returned.ToString();
   auto g = Grad(*m, *fb.function(), GradOptions{wrt, 0, marks}, "grad");
   EXPECT_TRUE(g.ok()) << g.status().ToString();
   EXPECT_TRUE(Verify(*m).ok());
@@ -145,6 +146,20 @@ TEST(Grad, ScatterAdd) {
   ASSERT_TRUE(fb3.Return({Sum(Sin(scattered), {0, 1})}).ok()) << fb3.status().ToString();
   ASSERT_TRUE(Grad(*m2, *fb3.function(), {{1}, 0, nullptr}, "grad").ok());
   CheckAgainstFiniteDifferences(*m2, {RandomF64({5, 3}, 8), RandomF64({4, 3}, 9)}, {1});
+}
+
+TEST(Grad, SortAndTopKPermuteTheCotangentBack) {
+  // Top-k values (a stable sort with an index operand, then a slice) flow back through the
+  // sort's VJP; the indices, used as weights, carry no gradient.
+  auto body = [](FunctionBuilder& fb) {
+    Tensor x = fb.arg(0), w = fb.arg(1);
+    auto [values, indices] = TopK(x, 2);
+    Tensor weighted = Sum(values * SliceAxis(w, 1, 0, 2), {0, 1});
+    Tensor idx = Convert(indices, ElementType::kF64);
+    return weighted + Sum(SliceAxis(Sin(Softmax(x, 0)), 1, 0, 2) * idx, {0, 1});
+  };
+  auto m = BuildWithGrad({F64({3, 5}), F64({3, 5})}, body, {0, 1});
+  CheckAgainstFiniteDifferences(*m, {RandomF64({3, 5}, 15), RandomF64({3, 5}, 16)}, {0, 1});
 }
 
 TEST(Grad, SecondOrderHessianVectorProducts) {
