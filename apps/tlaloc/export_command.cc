@@ -1,0 +1,69 @@
+// `tlaloc export gguf DIR OUT.gguf [--dtype f32|f16|bf16] [--name NAME]`: writes a Qwen3
+// checkpoint folder as a GGUF file for llama.cpp and Ollama. Exit status 0 on success, 1 when
+// the folder cannot be exported (the message names the problem).
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "commands.h"
+#include "tlaloc/io/gguf.h"
+
+namespace tlaloc::cli {
+
+namespace {
+
+struct ExportGgufArgs {
+  std::string dir, out, dtype, name;
+};
+
+int RunExportGguf(const ExportGgufArgs& a) {
+  io::GgufExportOptions options;
+  options.name = a.name;
+  if (!a.dtype.empty()) {
+    if (a.dtype == "f32" || a.dtype == "float32") {
+      options.dtype = ElementType::kF32;
+    } else if (a.dtype == "f16" || a.dtype == "float16") {
+      options.dtype = ElementType::kF16;
+    } else if (a.dtype == "bf16" || a.dtype == "bfloat16") {
+      options.dtype = ElementType::kBF16;
+    } else {
+      std::fprintf(stderr, "tlaloc export gguf: --dtype \"%s\": expected f32, f16 or bf16\n",
+                   a.dtype.c_str());
+      return 1;
+    }
+  }
+  auto summary = io::ExportQwen3Gguf(a.dir, a.out, options);
+  if (!summary.ok()) {
+    std::fprintf(stderr, "tlaloc export gguf: %s\n", summary.status().message().c_str());
+    return 1;
+  }
+  std::fprintf(stderr,
+               "tlaloc export gguf: wrote %s (%lld tensors, %.1f MB of weights, %lld tokens%s%s)\n",
+               a.out.c_str(), static_cast<long long>(summary->tensors),
+               static_cast<double>(summary->tensor_bytes) / 1e6,
+               static_cast<long long>(summary->vocab_tokens),
+               summary->tied_output ? ", head tied to the embedding" : "",
+               summary->chat_template ? ", chat template" : "");
+  return 0;
+}
+
+}  // namespace
+
+void RegisterExportCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand("export", "Write a checkpoint in another tool's format");
+  cmd->require_subcommand(1);
+  auto args = std::make_shared<ExportGgufArgs>();
+  auto* gguf = cmd->add_subcommand(
+      "gguf", "Write a Qwen3 checkpoint folder as a GGUF file (llama.cpp, Ollama)");
+  gguf->add_option("DIR", args->dir,
+                   "Checkpoint folder (config.json, *.safetensors, tokenizer.json)")
+      ->required();
+  gguf->add_option("OUT", args->out, "The .gguf file to write")->required();
+  gguf->add_option("--dtype", args->dtype,
+                   "Type of the weight matrices: f32, f16 or bf16 (default: as stored; 1-D norm "
+                   "weights stay f32)");
+  gguf->add_option("--name", args->name, "general.name (default: the folder's name)");
+  gguf->callback([args] { SetExitCode(RunExportGguf(*args)); });
+}
+
+}  // namespace tlaloc::cli

