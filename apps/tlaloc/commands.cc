@@ -17,6 +17,7 @@ void RegisterCommands(CLI::App& app) {
   RegisterDoctorCommand(app);
   RegisterGenerateCommand(app);
   RegisterInitModelCommand(app);
+  RegisterExportCommand(app);
   RegisterKernelsCommand(app);
 }
 
