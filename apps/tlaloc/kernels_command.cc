@@ -4,6 +4,7 @@
 //   info SOURCE         name, version, license, layers and payload of every variant
 //   variants SOURCE     which variants fit the target, and why the others do not
 //   verify SOURCE       check every variant's files against the digests in its metadata
+//   seal VARIANT_DIR... write the digest of every file into each variant's metadata.json
 // Exit status: 0 success, 1 an error, 2 a verification failure.
 #include <cstdio>
 #include <memory>
@@ -161,6 +162,14 @@ int RunVerify(const KernelsOptions& o) {
   return rc;
 }
 
+int RunSeal(const KernelsOptions& o) {
+  for (const auto& dir : o.sources) {
+    if (Status s = k::SealVariant(dir); !s.ok()) return Fail("seal", s);
+    std::printf("sealed %s\n", dir.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 void RegisterKernelsCommand(CLI::App& app) {
@@ -180,6 +189,9 @@ void RegisterKernelsCommand(CLI::App& app) {
   download->add_option("--lockfile", o->lockfile, "Lockfile to read");
   common(download);
   download->callback([o] { SetExitCode(RunDownload(*o)); });
+  auto* seal = cmd->add_subcommand("seal", "Write file digests into variants' metadata.json");
+  seal->add_option("VARIANT_DIR", o->sources, "build/<variant> folders")->required();
+  seal->callback([o] { SetExitCode(RunSeal(*o)); });
   struct One {
     const char* name;
     const char* help;

@@ -113,6 +113,7 @@ class KernelizeTest : public ::testing::Test {
     EXPECT_TRUE(SealVariant(dir).ok());
     return (root_ / name).string();
   }
+  void TearDown() override { fs::remove_all(root_); }
   fs::path root_;
   KernelizeOptions options_;
   RefModel model_;
@@ -294,6 +295,7 @@ TEST(KernelExamples, CudaRmsNormCompilesWithNvcc) {
       RunCommand({nvcc, "-shared", "-Xcompiler", "-fPIC", "-O2", "-o", out.string(), src.string()});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(fs::exists(out));
+  fs::remove_all(out.parent_path());
 }
 
 }  // namespace

@@ -46,6 +46,7 @@ TEST(KernelRepository, SealedVariantVerifiesAndTamperingIsNamed) {
   std::filesystem::remove(dir / "extra.txt");
   s = VerifyVariant(dir, *meta);
   EXPECT_NE(s.message().find("extra.txt"), std::string::npos) << s.ToString();
+  std::filesystem::remove_all(root);
 }
 
 TEST(KernelRepository, BadMetadataIsRefusedWithItsPath) {
@@ -62,6 +63,7 @@ TEST(KernelRepository, BadMetadataIsRefusedWithItsPath) {
   ASSERT_TRUE(m.ok());
   Status s = VerifyVariant(root, *m);
   EXPECT_NE(s.message().find("no sha256 digest"), std::string::npos) << s.ToString();
+  std::filesystem::remove_all(root);
 }
 
 TEST(KernelRepository, LockfileRoundTripsAndRejectsShortCommits) {
@@ -80,6 +82,7 @@ TEST(KernelRepository, LockfileRoundTripsAndRejectsShortCommits) {
   auto bad = ReadLockfile(root / "bad.lock");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("40-hex"), std::string::npos);
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace

@@ -28,6 +28,7 @@ class KernelSourceTest : public ::testing::Test {
     options_.cache_dir = root_ / "cache";
     options_.local_overrides = "none=none";  // ignore the developer's environment
   }
+  void TearDown() override { std::filesystem::remove_all(root_); }
   std::filesystem::path root_, repo_;
   LoaderOptions options_;
 };
