@@ -236,6 +236,12 @@ StatusOr<LoadedVariant> LoadNamedVariant(const Checkout& checkout, const std::st
     return NotFound("kernel repository " + checkout.repo + " has no variant " + variant);
   TL_ASSIGN_OR_RETURN(lv.meta, ReadMetadata(lv.dir));
   TL_RETURN_IF_ERROR(VerifyVariant(lv.dir, lv.meta));
+  TL_ASSIGN_OR_RETURN(VariantName name, ParseVariantName(variant));
+  if (name.backend != lv.meta.backend)
+    return InvalidArgument("kernel variant " + variant + " of " + checkout.repo +
+                           " is named for backend " + std::string(BackendName(name.backend)) +
+                           " but its metadata.json says " +
+                           std::string(BackendName(lv.meta.backend)));
   lv.native = lv.meta.backend != Backend::kUniversal;
   if (!lv.native) {
     lv.trusted_by = "universal StableHLO needs no trust";

@@ -23,6 +23,7 @@ using testing::TinyConfig;
 struct GreedyRun {
   std::vector<int32_t> tokens;
   std::vector<std::string> replaced;
+  size_t traced = 0;  // traced calls of the layers the kernelizer resolved
   std::string printed_prefill;
 };
 
@@ -42,6 +43,7 @@ StatusOr<GreedyRun> Greedy(const RefModel& m, const std::vector<int32_t>& prompt
                                 : models::BuildDecodeStep(m.config, shape, &trace));
     InterpreterOptions io;
     if (kernelizer) {
+      for (const auto& [layer, _] : kernelizer->resolved()) run.traced += trace.Find(layer).size();
       TL_ASSIGN_OR_RETURN(KernelizeResult r, kernelizer->Apply(module, trace));
       module = r.module;
       io.custom_calls = r.custom_calls;
@@ -133,8 +135,10 @@ TEST_F(KernelizeTest, UniversalRmsNormOverFileUrlKeepsTokens) {
   auto kern = Greedy(model_, prompt_, 6, &*k);
   ASSERT_TRUE(kern.ok()) << kern.status().ToString();
   EXPECT_EQ(kern->tokens, base->tokens);
-  // 2 norms per decoder layer (+2 q/k norms per layer in Qwen3) and the final norm, per program.
-  EXPECT_GE(kern->replaced.size(), 2u * (2 * model_.config.num_hidden_layers + 1));
+  // Every traced RMSNorm (4 per decoder layer with Qwen3's q/k norms, and the final norm) in
+  // both programs.
+  EXPECT_EQ(kern->traced, 2u * (4 * model_.config.num_hidden_layers + 1));
+  EXPECT_EQ(kern->replaced.size(), kern->traced);
   EXPECT_NE(kern->printed_prefill.find("call @kernel.RMSNorm"), std::string::npos);
   EXPECT_EQ(base->printed_prefill.find("kernel.RMSNorm"), std::string::npos);
 }
@@ -158,6 +162,8 @@ TEST_F(KernelizeTest, CpuKernelsKeepTokensAndRunThroughCustomCalls) {
   auto kern = Greedy(model_, prompt_, 6, &*k);
   ASSERT_TRUE(base.ok() && kern.ok()) << kern.status().ToString();
   EXPECT_EQ(kern->tokens, base->tokens);
+  EXPECT_EQ(kern->replaced.size(), kern->traced);
+  EXPECT_GT(kern->traced, 0u);
   EXPECT_NE(kern->printed_prefill.find("stablehlo.custom_call @tlaloc_rms_norm_f32"),
             std::string::npos);
   EXPECT_NE(kern->printed_prefill.find("stablehlo.custom_call @tlaloc_silu_and_mul_f32"),
