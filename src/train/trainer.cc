@@ -174,7 +174,7 @@ StatusOr<Literal> ToF32(const Literal& l) {
   if (!IsFloat(l.element_type()))
     return InvalidArgument("weight of type " + Type(l.type()).ToString() +
                            ": expected a floating-point tensor");
-  if (l.element_type() == ElementType::kF32) return l.Clone();
+  if (l.element_type() == ElementType::kF32) return l;  // ToDevice copies it
   Literal out(TensorType(ElementType::kF32, l.dims()));
   for (int64_t i = 0; i < l.num_elements(); ++i) out.SetFromDouble(i, l.GetAsDouble(i));
   return out;
