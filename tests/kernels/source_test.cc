@@ -2,9 +2,12 @@
 // cache and offline use, TLALOC_LOCAL_KERNELS, and the trust rules for native code.
 #include "tlaloc/kernels/source.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -137,7 +140,19 @@ TEST_F(KernelSourceTest, LocalFolderAndOverrideAreTrusted) {
 TEST_F(KernelSourceTest, DumbHttpServer) {
   if (std::system("python3 -c 'import http.server' >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "python3 (with http.server) is not installed";
-  int port = 18000 + ::getpid() % 2000;
+  // A port the kernel just handed out as free (the server binds it right after).
+  int port = 0;
+  {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    port = ntohs(addr.sin_port);
+    close(fd);
+  }
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
