@@ -1,7 +1,8 @@
-// Contractions: stablehlo.dot_general and the older stablehlo.dot. Operands are packed into
-// [batch, M, K] x [batch, K, N] in the accumulation type; f32 and f64 then go through OpenBLAS,
-// other types through a plain loop (half types accumulate in f32 and round once at the end,
-// integers wrap).
+// Contractions: stablehlo.dot_general and the older stablehlo.dot. With f32 accumulation the
+// operands are read in place as (possibly transposed) batches of matrices where their layout
+// allows, else packed, and multiplied by reduction_matmul's kernels (half types round once at
+// the end). f64 operands are packed and go through OpenBLAS; integers through a plain loop that
+// wraps.
 #include <cblas.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "op_areas.h"
 #include "op_helpers.h"
 #include "reduction_kernels.h"
+#include "reduction_matmul.h"
 #include "tlaloc/ir/builder.h"
 
 namespace tlaloc::ops {
@@ -250,6 +252,48 @@ void BlasMatmul(const std::vector<A>& a, const std::vector<A>& b, std::vector<A>
   }
 }
 
+// `x` as a batch of [rows, cols] matrices read in place: its batch dimensions must lead (in
+// order) and the rest be the row dimensions then the column dimensions, or the reverse
+// (a transposed matrix). Otherwise (or for element types other than f32 and bf16) it is packed
+// into `pack` as f32 [batch, rows, cols] in `order`.
+MatrixView ViewOrPack(const Literal& x, const std::vector<int64_t>& batch_dims,
+                      const std::vector<int64_t>& row_dims, const std::vector<int64_t>& col_dims,
+                      int64_t rows, int64_t cols, const std::vector<int64_t>& order,
+                      std::vector<float>& pack) {
+  MatrixView v;
+  v.batch_stride = rows * cols;
+  ElementType et = x.element_type();
+  if (et == ElementType::kF32 || et == ElementType::kBF16) {
+    bool batch_leads = true;
+    for (size_t i = 0; i < batch_dims.size(); ++i)
+      batch_leads = batch_leads && batch_dims[i] == static_cast<int64_t>(i);
+    std::vector<int64_t> straight = row_dims, transposed = col_dims;
+    straight.insert(straight.end(), col_dims.begin(), col_dims.end());
+    transposed.insert(transposed.end(), row_dims.begin(), row_dims.end());
+    std::vector<int64_t> rest;
+    for (int64_t dim = static_cast<int64_t>(batch_dims.size()); dim < x.type().rank(); ++dim)
+      rest.push_back(dim);
+    if (batch_leads && (rest == straight || rest == transposed)) {
+      v.data = x.data();
+      v.type = et;
+      if (rest == straight) {
+        v.row_stride = cols;
+        v.col_stride = 1;
+      } else {
+        v.row_stride = 1;
+        v.col_stride = rows;
+      }
+      return v;
+    }
+  }
+  PackOperand<float>(x, order, pack);
+  v.data = reinterpret_cast<const std::byte*>(pack.data());
+  v.type = ElementType::kF32;
+  v.row_stride = cols;
+  v.col_stride = 1;
+  return v;
+}
+
 Status EvalDotWith(const DotDims& d, std::span<const Literal> operands, Literal& result,
                    EvalContext& ctx) {
   const Literal& lhs = operands[0];
@@ -274,6 +318,21 @@ Status EvalDotWith(const DotDims& d, std::span<const Literal> operands, Literal&
   } else if (ret == ElementType::kF64 || lhs.element_type() == ElementType::kF64 ||
              rhs.element_type() == ElementType::kF64) {
     acc = Acc::kF64;
+  }
+  if (acc == Acc::kF32 && batch * m * n > 0 && k > 0) {
+    // f32 accumulation: read f32/bf16 operands in place where their layout is a (possibly
+    // transposed) batch of matrices, packing only the others.
+    std::vector<float> lpack, rpack;
+    MatrixView a = ViewOrPack(lhs, d.lhs_batch, lfree, d.lhs_contract, m, k, lorder, lpack);
+    MatrixView b = ViewOrPack(rhs, d.rhs_batch, d.rhs_contract, rfree, k, n, rorder, rpack);
+    if (ret == ElementType::kF32) {
+      ViewMatmul(a, b, batch, m, k, n, result.span<float>().data(), ctx);
+    } else {
+      std::vector<float> c(batch * m * n);
+      ViewMatmul(a, b, batch, m, k, n, c.data(), ctx);
+      StoreResult<float>(c, result);
+    }
+    return OkStatus();
   }
   auto run = [&]<typename A>() {
     std::vector<A> a, b, c;

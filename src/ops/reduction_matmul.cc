@@ -1,0 +1,279 @@
+#include "reduction_matmul.h"
+
+#include <cblas.h>
+#include <immintrin.h>
+
+// GCC 12 reports the deliberately undefined lanes inside its own AVX-512 intrinsic headers
+// (_mm512_undefined_*) as uninitialised once they are inlined here.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace tlaloc::ops {
+
+namespace {
+
+inline float Bf16BitsToFloat(uint16_t bits) {
+  uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+bool DetectAvx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl");
+}
+
+const bool kAvx512 = DetectAvx512();
+
+// ---- Matrix-vector kernels --------------------------------------------------------------------
+
+// S dot products of one row (f32 or bf16, read once) with S f32 vectors.
+template <int S, typename W>
+void DotsPortable(const float* const* x, const W* row, int64_t k, float* out) {
+  for (int s = 0; s < S; ++s) {
+    float acc = 0;
+    for (int64_t i = 0; i < k; ++i) {
+      float w;
+      if constexpr (std::is_same_v<W, uint16_t>) {
+        w = Bf16BitsToFloat(row[i]);
+      } else {
+        w = row[i];
+      }
+      acc += x[s][i] * w;
+    }
+    out[s] = acc;
+  }
+}
+
+template <typename W>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512 LoadRow(const W* p) {
+  if constexpr (std::is_same_v<W, uint16_t>) {
+    __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  } else {
+    return _mm512_loadu_ps(p);
+  }
+}
+
+template <typename W>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512 LoadRowMasked(const W* p,
+                                                                                 __mmask16 m) {
+  if constexpr (std::is_same_v<W, uint16_t>) {
+    __m256i h = _mm256_maskz_loadu_epi16(m, p);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  } else {
+    return _mm512_maskz_loadu_ps(m, p);
+  }
+}
+
+// Two accumulators per vector over 32-element steps keep two FMA chains in flight per vector;
+// the kernel is bound by reading the row, not by arithmetic.
+template <int S, typename W>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void DotsAvx512(const float* const* x,
+                                                                     const W* row, int64_t k,
+                                                                     float* out) {
+  __m512 acc0[S], acc1[S];
+  for (int s = 0; s < S; ++s) acc0[s] = acc1[s] = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= k; i += 32) {
+    __m512 w0 = LoadRow(row + i), w1 = LoadRow(row + i + 16);
+    for (int s = 0; s < S; ++s) {
+      acc0[s] = _mm512_fmadd_ps(_mm512_loadu_ps(x[s] + i), w0, acc0[s]);
+      acc1[s] = _mm512_fmadd_ps(_mm512_loadu_ps(x[s] + i + 16), w1, acc1[s]);
+    }
+  }
+  for (; i < k; i += 16) {
+    int64_t rem = std::min<int64_t>(16, k - i);
+    __mmask16 m = static_cast<__mmask16>((1u << rem) - 1u);
+    __m512 w = LoadRowMasked(row + i, m);
+    for (int s = 0; s < S; ++s)
+      acc0[s] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x[s] + i), w, acc0[s]);
+  }
+  for (int s = 0; s < S; ++s) {
+    // Pairwise over the 16 lanes, through memory.
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, _mm512_add_ps(acc0[s], acc1[s]));
+    for (int w = 8; w >= 1; w /= 2)
+      for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
+    out[s] = lanes[0];
+  }
+}
+
+template <int S, typename W>
+void Dots(const float* const* x, const W* row, int64_t k, float* out) {
+  if (kAvx512) {
+    DotsAvx512<S, W>(x, row, k, out);
+  } else {
+    DotsPortable<S, W>(x, row, k, out);
+  }
+}
+
+// Rows (each k contiguous elements of type W, `row_step` apart, batches `batch_step` apart)
+// against S f32 vectors per batch (`vecs`: [batch][S][k]); result (b, s, r) at
+// out + b * out_batch + s * out_s + r * out_r. Threads split the rows of all batches.
+template <typename W>
+void RowsTimesVectors(const W* rows, int64_t row_step, int64_t batch_step, int64_t num_rows,
+                      const float* vecs, int s_count, int64_t batch, int64_t k, float* out,
+                      int64_t out_batch, int64_t out_s, int64_t out_r, EvalContext& ctx) {
+  const int64_t total = batch * num_rows;
+  // Enough rows per chunk that a chunk streams a few hundred KiB.
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(k, 1));
+  ctx.ParallelFor(total, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t bi = t / num_rows, r = t % num_rows;
+      const W* row = rows + bi * batch_step + r * row_step;
+      const float* x[kMaxVectors];
+      for (int s = 0; s < s_count; ++s) x[s] = vecs + (bi * s_count + s) * k;
+      float res[kMaxVectors];
+      switch (s_count) {
+        case 1:
+          Dots<1>(x, row, k, res);
+          break;
+        case 2:
+          Dots<2>(x, row, k, res);
+          break;
+        case 3:
+          Dots<3>(x, row, k, res);
+          break;
+        default:
+          Dots<4>(x, row, k, res);
+          break;
+      }
+      float* o = out + bi * out_batch + r * out_r;
+      for (int s = 0; s < s_count; ++s) o[s * out_s] = res[s];
+    }
+  });
+}
+
+float ElementAt(const MatrixView& v, int64_t index) {
+  if (v.type == ElementType::kBF16) {
+    uint16_t bits;
+    std::memcpy(&bits, v.data + index * 2, 2);
+    return Bf16BitsToFloat(bits);
+  }
+  float f;
+  std::memcpy(&f, v.data + index * 4, 4);
+  return f;
+}
+
+// Gathers the small side as [batch][S][k] f32: vector s is row s (of A) or column s (of B).
+std::vector<float> GatherVectors(const MatrixView& v, int64_t batch, int64_t count, int64_t k,
+                                 bool vectors_are_rows) {
+  std::vector<float> out(batch * count * k);
+  for (int64_t bi = 0; bi < batch; ++bi)
+    for (int64_t s = 0; s < count; ++s)
+      for (int64_t i = 0; i < k; ++i) {
+        int64_t idx =
+            bi * v.batch_stride + (vectors_are_rows ? s * v.row_stride + i * v.col_stride
+                                                    : i * v.row_stride + s * v.col_stride);
+        out[(bi * count + s) * k + i] = ElementAt(v, idx);
+      }
+  return out;
+}
+
+void RunRows(const MatrixView& big, int64_t row_step, const std::vector<float>& vecs, int s_count,
+             int64_t batch, int64_t num_rows, int64_t k, float* c, int64_t out_batch, int64_t out_s,
+             int64_t out_r, EvalContext& ctx) {
+  if (big.type == ElementType::kBF16) {
+    RowsTimesVectors(reinterpret_cast<const uint16_t*>(big.data), row_step, big.batch_stride,
+                     num_rows, vecs.data(), s_count, batch, k, c, out_batch, out_s, out_r, ctx);
+  } else {
+    RowsTimesVectors(reinterpret_cast<const float*>(big.data), row_step, big.batch_stride, num_rows,
+                     vecs.data(), s_count, batch, k, c, out_batch, out_s, out_r, ctx);
+  }
+}
+
+// ---- BLAS ----------------------------------------------------------------------------------
+
+// f32 copy of a whole bf16 view (same layout); f32 views are used as they are.
+const float* AsF32(const MatrixView& v, int64_t elements, std::vector<float>& scratch) {
+  if (v.type == ElementType::kF32) return reinterpret_cast<const float*>(v.data);
+  scratch.resize(elements);
+  const auto* p = reinterpret_cast<const uint16_t*>(v.data);
+  for (int64_t i = 0; i < elements; ++i) scratch[i] = Bf16BitsToFloat(p[i]);
+  return scratch.data();
+}
+
+void BlasMatmulViews(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t m, int64_t k,
+                     int64_t n, float* c) {
+  std::vector<float> a_scratch, b_block;
+  const float* pa = AsF32(a, batch * m * k, a_scratch);
+  const bool a_trans = a.row_stride == 1 && a.col_stride != 1;
+  const bool b_trans = b.row_stride == 1 && b.col_stride != 1;
+  const int lda = static_cast<int>(a_trans ? m : k);
+  // bf16 B (weights) is widened a block of columns at a time, so the f32 copy stays in cache
+  // and no full-size f32 weight is ever held.
+  const int64_t block = b.type == ElementType::kF32 ? n : std::min<int64_t>(n, 256);
+  for (int64_t bi = 0; bi < batch; ++bi) {
+    const float* ab = pa + bi * m * k;
+    for (int64_t j0 = 0; j0 < n; j0 += block) {
+      const int64_t nb = std::min(block, n - j0);
+      const float* pb;
+      int ldb;
+      if (b.type == ElementType::kF32) {
+        pb = reinterpret_cast<const float*>(b.data) + bi * b.batch_stride;
+        ldb = static_cast<int>(b_trans ? k : n);
+      } else {
+        b_block.resize(nb * k);
+        const auto* src = reinterpret_cast<const uint16_t*>(b.data) + bi * b.batch_stride;
+        if (b_trans) {  // columns j are contiguous rows of k
+          for (int64_t j = 0; j < nb; ++j)
+            for (int64_t i = 0; i < k; ++i)
+              b_block[j * k + i] = Bf16BitsToFloat(src[(j0 + j) * k + i]);
+          ldb = static_cast<int>(k);
+        } else {
+          for (int64_t i = 0; i < k; ++i)
+            for (int64_t j = 0; j < nb; ++j)
+              b_block[i * nb + j] = Bf16BitsToFloat(src[i * n + j0 + j]);
+          ldb = static_cast<int>(nb);
+        }
+        pb = b_block.data();
+      }
+      cblas_sgemm(CblasRowMajor, a_trans ? CblasTrans : CblasNoTrans,
+                  b_trans ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(nb),
+                  static_cast<int>(k), 1.0f, ab, lda, pb, ldb, 0.0f, c + bi * m * n + j0,
+                  static_cast<int>(n));
+    }
+  }
+}
+
+}  // namespace
+
+float DotF32(const float* x, const float* row, int64_t k) {
+  float out;
+  Dots<1>(&x, row, k, &out);
+  return out;
+}
+
+float DotBF16(const float* x, const uint16_t* row, int64_t k) {
+  float out;
+  Dots<1>(&x, row, k, &out);
+  return out;
+}
+
+bool MatmulUsesAvx512() { return kAvx512; }
+
+void ViewMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t m, int64_t k,
+                int64_t n, float* c, EvalContext& ctx) {
+  // Few rows of A and B's columns contiguous over k: each column of B is a row to stream.
+  if (m <= kMaxVectors && b.row_stride == 1) {
+    std::vector<float> vecs = GatherVectors(a, batch, m, k, /*vectors_are_rows=*/true);
+    RunRows(b, b.col_stride, vecs, static_cast<int>(m), batch, n, k, c, m * n, n, 1, ctx);
+    return;
+  }
+  // Few columns of B and A's rows contiguous over k.
+  if (n <= kMaxVectors && a.col_stride == 1) {
+    std::vector<float> vecs = GatherVectors(b, batch, n, k, /*vectors_are_rows=*/false);
+    RunRows(a, a.row_stride, vecs, static_cast<int>(n), batch, m, k, c, m * n, 1, n, ctx);
+    return;
+  }
+  BlasMatmulViews(a, b, batch, m, k, n, c);
+}
+
+}  // namespace tlaloc::ops

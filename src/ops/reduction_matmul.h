@@ -1,0 +1,41 @@
+// Matrix products read in place: operands of a contraction viewed as strided batches of
+// matrices (no packing copy), matrix-vector products that stream the large operand once over
+// all threads (f32 or bf16, AVX-512 when the CPU has it), and BLAS for the rest. Accumulation
+// is always f32; bf16 products are exact in f32, so bf16 operands give the f32-accumulated
+// result the specification asks for.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tlaloc/ir/op_registry.h"
+
+namespace tlaloc::ops {
+
+// A batch of matrices in memory: element (b, r, c) lives at
+// data + (b * batch_stride + r * row_stride + c * col_stride) elements; one of row_stride and
+// col_stride is 1. `type` is f32 or bf16.
+struct MatrixView {
+  const std::byte* data = nullptr;
+  ElementType type = ElementType::kF32;
+  int64_t batch_stride = 0, row_stride = 0, col_stride = 0;
+};
+
+// C[b] = A[b] (m x k) * B[b] (k x n), C an f32 row-major [batch, m, n] buffer. Picks a
+// matrix-vector kernel when m or n is small, else BLAS sgemm (bf16 operands widened to f32 in
+// blocks first).
+void ViewMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t m, int64_t k,
+                int64_t n, float* c, EvalContext& ctx);
+
+// Largest m (or n) the matrix-vector kernel takes: it reads the other operand once for up to
+// this many vectors.
+inline constexpr int64_t kMaxVectors = 4;
+
+// Dot products of contiguous rows: out[i] = sum_k x[k] * row_i[k] with f32 accumulation.
+// Exposed for the micro-benchmarks and tests.
+float DotF32(const float* x, const float* row, int64_t k);
+float DotBF16(const float* x, const uint16_t* row, int64_t k);
+// Whether the AVX-512 kernels are used on this CPU.
+bool MatmulUsesAvx512();
+
+}  // namespace tlaloc::ops
