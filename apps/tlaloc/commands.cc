@@ -18,6 +18,7 @@ void RegisterCommands(CLI::App& app) {
   RegisterGenerateCommand(app);
   RegisterInitModelCommand(app);
   RegisterExportCommand(app);
+  RegisterBenchCommand(app);
   RegisterKernelsCommand(app);
 }
 

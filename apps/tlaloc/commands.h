@@ -18,6 +18,7 @@ void RegisterDoctorCommand(CLI::App& app);    // doctor_command.cc: tlaloc docto
 void RegisterGenerateCommand(CLI::App& app);   // generate_command.cc: tlaloc generate
 void RegisterInitModelCommand(CLI::App& app);  // init_model_command.cc: tlaloc init-model
 void RegisterExportCommand(CLI::App& app);     // export_command.cc: tlaloc export gguf
+void RegisterBenchCommand(CLI::App& app);      // bench_command.cc: tlaloc bench
 void RegisterKernelsCommand(CLI::App& app);   // kernels_command.cc: tlaloc kernels ...
 
 }  // namespace tlaloc::cli

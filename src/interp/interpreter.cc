@@ -1,11 +1,16 @@
 #include "tlaloc/interp/interpreter.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "tlaloc/ir/op_registry.h"
 #include "tlaloc/support/thread_pool.h"
+
+// OpenBLAS's own entry point (its cblas.h is not on this layer's include path).
+extern "C" void openblas_set_num_threads(int num_threads);
 
 namespace tlaloc {
 
@@ -84,8 +89,10 @@ class Planner {
     std::vector<std::vector<int>> release(ops.size());
     for (const auto& [v, idx] : last_use) {
       if (!defined_here.count(v)) continue;  // captured from an outer block: released there
-      if (idx < 0) bp.release_at_start.push_back(Slot(v));
-      else release[idx].push_back(Slot(v));
+      if (idx < 0)
+        bp.release_at_start.push_back(Slot(v));
+      else
+        release[idx].push_back(Slot(v));
     }
     for (size_t i = 0; i < ops.size(); ++i) {
       const Operation& op = *ops[i];
@@ -200,8 +207,7 @@ class InterpreterRun : public EvalContext {
 
   Status RunOp(const OpPlan& p) {
     const Operation& op = *p.op;
-    if (!op.def().eval)
-      return Unimplemented("the interpreter does not support " + op.name());
+    if (!op.def().eval) return Unimplemented("the interpreter does not support " + op.name());
     auto& slots = frame_->slots;
     std::vector<Literal> operands;
     operands.reserve(p.operand_slots.size());
@@ -301,8 +307,8 @@ class InterpreterRun : public EvalContext {
 Executable::~Executable() = default;
 
 StatusOr<std::unique_ptr<Executable>> Executable::Prepare(std::shared_ptr<const Module> module,
-                                                         const std::string& entry,
-                                                         InterpreterOptions options) {
+                                                          const std::string& entry,
+                                                          InterpreterOptions options) {
   const Function* fn = entry.empty() ? module->Entry() : module->Find(entry);
   if (!fn)
     return NotFound(entry.empty() ? "the module has no entry function (@main or a public one)"
@@ -343,6 +349,12 @@ StatusOr<std::vector<Literal>> Interpret(const Module& module, const std::string
   std::shared_ptr<const Module> alias(std::shared_ptr<const Module>(), &module);
   TL_ASSIGN_OR_RETURN(auto exe, Executable::Prepare(alias, entry, std::move(options)));
   return exe->Execute(std::move(args), stats);
+}
+
+void SetComputeThreads(int num_threads) {
+  if (num_threads <= 0) return;
+  setenv("TLALOC_NUM_THREADS", std::to_string(num_threads).c_str(), 1);
+  openblas_set_num_threads(num_threads);
 }
 
 }  // namespace tlaloc

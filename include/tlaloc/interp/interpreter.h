@@ -39,8 +39,8 @@ class Executable {
   ~Executable();
   // Prepares `entry` of `module` (the module must outlive the executable, or be shared).
   static StatusOr<std::unique_ptr<Executable>> Prepare(std::shared_ptr<const Module> module,
-                                                      const std::string& entry = "",
-                                                      InterpreterOptions options = {});
+                                                       const std::string& entry = "",
+                                                       InterpreterOptions options = {});
 
   // Runs the function. Arguments passed by value with unique storage are treated as donated:
   // their buffers may be freed or reused in place once dead.
@@ -60,10 +60,13 @@ class Executable {
   std::unique_ptr<Plan> plan_;
 };
 
+// Sets the threads of the process-wide interpreter pool and of OpenBLAS. Call it before the
+// first execution: the pool is sized once, when first used (else TLALOC_NUM_THREADS decides).
+void SetComputeThreads(int num_threads);
+
 // One-shot helper: prepares and runs a function of a module (no sharing of the module).
 StatusOr<std::vector<Literal>> Interpret(const Module& module, const std::string& entry,
-                                         std::vector<Literal> args,
-                                         ExecutionStats* stats = nullptr,
+                                         std::vector<Literal> args, ExecutionStats* stats = nullptr,
                                          InterpreterOptions options = {});
 
 }  // namespace tlaloc

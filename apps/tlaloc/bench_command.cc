@@ -1,0 +1,164 @@
+// `tlaloc bench --model DIR [--dtype f32|bf16] [--prompt-tokens N] [--new-tokens M]
+//  [--threads T] [--target cpu] [--json]`: load time, prefill and decode speed and peak resident
+// memory of a Qwen3 checkpoint, with a random prompt of N tokens and M greedy new tokens (no end
+// token, so every run decodes exactly M tokens).
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "tlaloc/generate/generator.h"
+#include "tlaloc/interp/interpreter.h"
+
+namespace tlaloc::cli {
+
+namespace {
+
+struct BenchArgs {
+  std::string model, dtype, target = "cpu";
+  int64_t prompt_tokens = 512, new_tokens = 128;
+  int threads = 0;
+  uint64_t seed = 0;
+  bool json = false;
+};
+
+double Seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int64_t PeakRssBytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+// OpenBLAS reads OPENBLAS_CORETYPE when the library loads, so unsetting it now is too late: a
+// forced (often slower) kernel set would be measured. Re-run this process without it.
+void ReexecWithoutCoretype() {
+  if (!std::getenv("OPENBLAS_CORETYPE")) return;
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<std::string> parts;
+  for (size_t start = 0; start < raw.size();) {
+    size_t end = raw.find('\0', start);
+    if (end == std::string::npos) end = raw.size();
+    parts.push_back(raw.substr(start, end - start));
+    start = end + 1;
+  }
+  if (parts.empty()) return;
+  std::vector<char*> argv;
+  for (auto& p : parts) argv.push_back(p.data());
+  argv.push_back(nullptr);
+  std::fprintf(stderr,
+               "tlaloc bench: OPENBLAS_CORETYPE=%s would force OpenBLAS kernels; "
+               "re-running without it\n",
+               std::getenv("OPENBLAS_CORETYPE"));
+  unsetenv("OPENBLAS_CORETYPE");
+  execv("/proc/self/exe", argv.data());
+  std::fprintf(stderr,
+               "tlaloc bench: re-exec failed; measuring with OPENBLAS_CORETYPE unset "
+               "only for child libraries\n");
+}
+
+int RunBench(const BenchArgs& a) {
+  auto fail = [](const std::string& msg) {
+    std::fprintf(stderr, "tlaloc bench: %s\n", msg.c_str());
+    return 1;
+  };
+  if (a.target != "cpu")
+    return fail("--target \"" + a.target + "\": only the built-in cpu interpreter is supported");
+  if (a.prompt_tokens < 1) return fail("--prompt-tokens must be at least 1");
+  if (a.new_tokens < 1) return fail("--new-tokens must be at least 1");
+  if (a.threads < 0) return fail("--threads must be >= 0 (0: all cores)");
+  std::optional<ElementType> dtype;
+  if (a.dtype == "f32" || a.dtype == "float32") {
+    dtype = ElementType::kF32;
+  } else if (a.dtype == "bf16" || a.dtype == "bfloat16") {
+    dtype = ElementType::kBF16;
+  } else if (!a.dtype.empty()) {
+    return fail("--dtype \"" + a.dtype + "\": expected f32 or bf16");
+  }
+  ReexecWithoutCoretype();
+  if (a.threads > 0) SetComputeThreads(a.threads);
+
+  double t0 = Seconds();
+  auto gen = generate::Generator::Load(a.model, dtype);
+  if (!gen.ok()) return fail(gen.status().message());
+  const double load_s = Seconds() - t0;
+  const auto& cfg = (*gen)->config();
+  if (a.prompt_tokens + a.new_tokens > cfg.max_position_embeddings)
+    return fail(
+        "--prompt-tokens + --new-tokens = " + std::to_string(a.prompt_tokens + a.new_tokens) +
+        " exceeds the model's context of " + std::to_string(cfg.max_position_embeddings));
+
+  // Random ids over the whole vocabulary: speed does not depend on which ids they are.
+  std::mt19937_64 rng(a.seed);
+  std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(cfg.vocab_size - 1));
+  std::vector<int32_t> prompt(a.prompt_tokens);
+  for (auto& id : prompt) id = pick(rng);
+
+  generate::GenerateOptions opts;
+  opts.max_new_tokens = a.new_tokens;
+  opts.seed = a.seed;  // greedy: sampling stays at its defaults, no end token stops the run
+  generate::GenerateTimings tm;
+  auto results = (*gen)->Generate({prompt}, opts, {}, &tm);
+  if (!results.ok()) return fail(results.status().message());
+  auto rate = [](int64_t n, double s) { return s > 0 ? n / s : 0.0; };
+  const int64_t rss = PeakRssBytes();
+  const std::string dt(MlirName((*gen)->dtype()));
+  if (a.json) {
+    nlohmann::json j;
+    j["model"] = a.model;
+    j["dtype"] = dt;
+    j["threads"] = a.threads;
+    j["load_s"] = load_s;
+    j["compile_s"] = tm.compile_seconds;
+    j["prefill_tokens"] = tm.prefill_tokens;
+    j["prefill_s"] = tm.prefill_seconds;
+    j["prefill_tokens_per_s"] = rate(tm.prefill_tokens, tm.prefill_seconds);
+    j["decode_tokens"] = tm.decode_tokens;
+    j["decode_s"] = tm.decode_seconds;
+    j["decode_tokens_per_s"] = rate(tm.decode_tokens, tm.decode_seconds);
+    j["peak_rss_bytes"] = rss;
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("model        %s (%s, %d threads)\n", a.model.c_str(), dt.c_str(), a.threads);
+    std::printf("load         %.3f s (compile %.3f s)\n", load_s, tm.compile_seconds);
+    std::printf("prefill      %lld tokens in %.3f s: %.2f tokens/s\n",
+                static_cast<long long>(tm.prefill_tokens), tm.prefill_seconds,
+                rate(tm.prefill_tokens, tm.prefill_seconds));
+    std::printf("decode       %lld tokens in %.3f s: %.2f tokens/s\n",
+                static_cast<long long>(tm.decode_tokens), tm.decode_seconds,
+                rate(tm.decode_tokens, tm.decode_seconds));
+    std::printf("peak RSS     %.1f MiB\n", rss / 1048576.0);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void RegisterBenchCommand(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  auto* cmd = app.add_subcommand("bench", "Measure load, prefill and decode speed of a model");
+  cmd->add_option("--model", args->model, "Hugging Face model folder")->required();
+  cmd->add_option("--dtype", args->dtype, "f32 or bf16 (default: as stored)");
+  cmd->add_option("--prompt-tokens", args->prompt_tokens, "random prompt length (512)");
+  cmd->add_option("--new-tokens", args->new_tokens, "greedy tokens to decode (128)");
+  cmd->add_option("--threads", args->threads, "interpreter and OpenBLAS threads (0: all cores)");
+  cmd->add_option("--seed", args->seed, "prompt and sampling seed");
+  cmd->add_option("--target", args->target, "execution target (cpu)");
+  cmd->add_flag("--json", args->json, "print one JSON object");
+  cmd->callback([args] { SetExitCode(RunBench(*args)); });
+}
+
+}  // namespace tlaloc::cli
