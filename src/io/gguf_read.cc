@@ -257,7 +257,8 @@ StatusOr<Literal> ReadGgufTensor(std::span<const std::byte> bytes, const GgufCon
   Literal out(TensorType(ElementTypeOf(info.type), info.dims()));
   if (static_cast<uint64_t>(out.byte_size()) != info.byte_size)
     return Internal("GGUF tensor \"" + info.name + "\": size mismatch");
-  std::memcpy(out.data(), bytes.data() + contents.data_offset + info.offset, info.byte_size);
+  if (info.byte_size > 0)
+    std::memcpy(out.data(), bytes.data() + contents.data_offset + info.offset, info.byte_size);
   return out;
 }
 
