@@ -1,6 +1,7 @@
 // `tlaloc generate --model DIR (--prompt TEXT | --chat TEXT | stdin) [--max-new-tokens N]
-//  [--temperature T --top-k K --top-p P --seed S] [--dtype f32|bf16] [--target cpu] [--json]`:
-// runs a Qwen3 checkpoint on the interpreter, streaming the text as it is decoded.
+//  [--temperature T --top-k K --top-p P --seed S] [--dtype f32|bf16] [--target T] [--json]`:
+// runs a Qwen3 checkpoint on the interpreter or a PJRT plugin, streaming the text as it is
+// decoded.
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -11,6 +12,8 @@
 
 #include "commands.h"
 #include "tlaloc/generate/generator.h"
+#include "tlaloc/pjrt/pjrt_backend.h"
+#include "tlaloc/runtime/target.h"
 #include "tlaloc/tokenizer/chat.h"
 #include "tlaloc/tokenizer/tokenizer.h"
 
@@ -21,7 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct GenerateArgs {
-  std::string model, prompt, chat, dtype, target = "cpu";
+  std::string model, prompt, chat, dtype, target;
   std::optional<int64_t> max_new_tokens, top_k;
   std::optional<double> temperature, top_p;
   uint64_t seed = 0;
@@ -37,9 +40,8 @@ int RunGenerate(const GenerateArgs& a) {
     std::fprintf(stderr, "tlaloc generate: %s\n", msg.c_str());
     return 1;
   };
-  if (a.target != "cpu")
-    return fail("--target \"" + a.target +
-                "\": only the built-in cpu interpreter is supported here");
+  auto choice = a.target.empty() ? DefaultBackendChoice() : ParseBackendChoice(a.target);
+  if (!choice.ok()) return fail("--target: " + choice.status().message());
   if (!a.prompt.empty() && !a.chat.empty()) return fail("give at most one of --prompt and --chat");
   std::optional<ElementType> dtype;
   if (a.dtype == "f32" || a.dtype == "float32") {
@@ -51,7 +53,11 @@ int RunGenerate(const GenerateArgs& a) {
   }
   const fs::path dir = a.model;
   double t0 = Seconds();
-  auto gen = generate::Generator::Load(dir, dtype);
+  auto backend = MakeBackend(*choice);
+  if (!backend.ok())
+    return fail("target " + choice->ToString() + ": " + backend.status().message());
+  const std::string backend_name = (*backend)->name();
+  auto gen = generate::Generator::Load(dir, dtype, std::move(*backend));
   if (!gen.ok()) return fail(gen.status().message());
   if (!fs::exists(dir / "tokenizer.json")) return fail(a.model + " has no tokenizer.json");
   auto tok = Tokenizer::FromFile((dir / "tokenizer.json").string());
@@ -126,6 +132,7 @@ int RunGenerate(const GenerateArgs& a) {
     j["generated_ids"] = r.generated_ids;
     j["text"] = *out_text;
     j["finish_reason"] = r.finish_reason;
+    j["target"] = backend_name;
     j["timings"] = {{"load_s", load_s},
                     {"compile_s", tm.compile_seconds},
                     {"prefill_s", tm.prefill_seconds},
@@ -141,10 +148,10 @@ int RunGenerate(const GenerateArgs& a) {
     std::printf("\n");
   }
   std::fprintf(stderr,
-               "tlaloc generate: %s, load %.2f s, compile %.2f s, prefill %lld tokens at %.1f "
-               "tokens/s, decode %lld tokens at %.1f tokens/s (%s)\n",
-               std::string(MlirName((*gen)->dtype())).c_str(), load_s, tm.compile_seconds,
-               static_cast<long long>(tm.prefill_tokens),
+               "tlaloc generate: %s on %s, load %.2f s, compile %.2f s, prefill %lld tokens at "
+               "%.1f tokens/s, decode %lld tokens at %.1f tokens/s (%s)\n",
+               std::string(MlirName((*gen)->dtype())).c_str(), backend_name.c_str(), load_s,
+               tm.compile_seconds, static_cast<long long>(tm.prefill_tokens),
                rate(tm.prefill_tokens, tm.prefill_seconds),
                static_cast<long long>(tm.decode_tokens), rate(tm.decode_tokens, tm.decode_seconds),
                r.finish_reason.c_str());
@@ -165,7 +172,9 @@ void RegisterGenerateCommand(CLI::App& app) {
   cmd->add_option("--top-p", args->top_p, "nucleus sampling mass");
   cmd->add_option("--seed", args->seed, "sampling seed");
   cmd->add_option("--dtype", args->dtype, "f32 or bf16 (default: as stored)");
-  cmd->add_option("--target", args->target, "execution target (cpu)");
+  cmd->add_option("--target", args->target,
+                  "where programs run: interp, cpu, cuda, tpu or a PJRT plugin path "
+                  "(default: $TLALOC_TARGET, else interp)");
   cmd->add_flag("--json", args->json, "print one JSON object instead of streaming text");
   cmd->callback([args] { SetExitCode(RunGenerate(*args)); });
 }

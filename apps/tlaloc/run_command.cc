@@ -1,7 +1,7 @@
-// `tlaloc run FILE.mlir [--input NAME=FILE.npy ...] [--print] [--entry NAME]`: parses and
-// verifies a StableHLO program, runs its entry function on the interpreter, and prints each
-// result, or PASS/FAIL per check for self-checking programs (@check.expect_*), and the peak
-// live bytes of the run.
+// `tlaloc run FILE.mlir [--input NAME=FILE.npy ...] [--print] [--entry NAME] [--target T]`:
+// parses and verifies a StableHLO program, runs its entry function on the interpreter (or a
+// PJRT plugin), and prints each result, or PASS/FAIL per check for self-checking programs
+// (@check.expect_*), and the peak live bytes of the run (a plugin's compiled memory statistics).
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -12,6 +12,8 @@
 
 #include "commands.h"
 #include "tlaloc/interp/interpreter.h"
+#include "tlaloc/pjrt/pjrt_backend.h"
+#include "tlaloc/runtime/target.h"
 #include "tlaloc/stablehlo/conformance.h"
 #include "tlaloc/stablehlo/npy.h"
 #include "tlaloc/stablehlo/parser.h"
@@ -26,6 +28,7 @@ struct RunArgs {
   std::vector<std::string> inputs;
   bool print = false;
   std::string entry;
+  std::string target;
   int64_t max_elements = 64;
 };
 
@@ -44,7 +47,38 @@ std::optional<int> ArgumentIndex(std::string name) {
   return std::stoi(name);
 }
 
+void PrintResults(const std::vector<Literal>& results, int64_t max_elements) {
+  for (size_t i = 0; i < results.size(); ++i)
+    std::printf("result %zu: %s\n", i, results[i].ToString(max_elements).c_str());
+}
+
+// A PJRT plugin compiles the printed module; self-checks run inside it (Tlaloc's plugin fails
+// the run on a failed check; other plugins may not know the check targets).
+int RunOnBackend(const BackendChoice& choice, std::shared_ptr<const Module> module,
+                 const Function& fn, std::vector<Literal> call_args, int64_t max_elements) {
+  auto backend = MakeBackend(choice);
+  if (!backend.ok()) return Fail("target " + choice.ToString() + ": " + backend.status().message());
+  if (&fn != module->Entry())
+    return Fail("--target " + choice.ToString() + " runs the module's entry function; @" +
+                fn.name() + " is not it");
+  auto program = (*backend)->Compile(module, fn.name());
+  if (!program.ok()) return Fail((*backend)->name() + ": " + program.status().message());
+  auto results = (*backend)->Run(**program, call_args);
+  if (!results.ok()) return Fail((*backend)->name() + ": " + results.status().message());
+  PrintResults(*results, max_elements);
+  std::printf("target: %s\n", (*backend)->name().c_str());
+  if (auto stats = (*backend)->MemoryStats(**program); stats.ok()) {
+    std::printf(
+        "compiled memory: arguments %lld, outputs %lld, temporaries %lld, aliased %lld bytes\n",
+        static_cast<long long>(stats->argument_bytes), static_cast<long long>(stats->output_bytes),
+        static_cast<long long>(stats->temp_bytes), static_cast<long long>(stats->alias_bytes));
+  }
+  return 0;
+}
+
 int RunProgramFile(const RunArgs& args) {
+  auto choice = args.target.empty() ? DefaultBackendChoice() : ParseBackendChoice(args.target);
+  if (!choice.ok()) return Fail("--target: " + choice.status().message());
   std::ifstream in(args.file, std::ios::binary);
   if (!in) return Fail("cannot open " + args.file);
   std::stringstream ss;
@@ -83,6 +117,9 @@ int RunProgramFile(const RunArgs& args) {
       return Fail("missing --input arg" + std::to_string(i) + "=FILE.npy (" +
                   fn->entry().argument(i).type().ToString() + ")");
 
+  if (!choice->interpreter)
+    return RunOnBackend(*choice, module, *fn, std::move(call_args), args.max_elements);
+
   auto recorder = std::make_shared<CheckRecorder>();
   InterpreterOptions options;
   AddConformanceChecks(options, recorder);
@@ -98,8 +135,7 @@ int RunProgramFile(const RunArgs& args) {
       std::printf("%s @%s%s%s\n", c.passed ? "PASS" : "FAIL", c.target.c_str(),
                   c.passed ? "" : ": ", c.message.c_str());
   } else {
-    for (size_t i = 0; i < results->size(); ++i)
-      std::printf("result %zu: %s\n", i, (*results)[i].ToString(args.max_elements).c_str());
+    PrintResults(*results, args.max_elements);
   }
   std::printf("peak live bytes: %lld\n", static_cast<long long>(stats.peak_live_bytes));
   return recorder->failed() == 0 ? 0 : 1;
@@ -114,6 +150,9 @@ void RegisterRunCommand(CLI::App& app) {
   cmd->add_option("--input", args->inputs, "Entry argument from a .npy file: arg0=FILE.npy");
   cmd->add_flag("--print", args->print, "Print the parsed module back as StableHLO");
   cmd->add_option("--entry", args->entry, "Function to run (default: main)");
+  cmd->add_option("--target", args->target,
+                  "where it runs: interp, cpu, cuda, tpu or a PJRT plugin path "
+                  "(default: $TLALOC_TARGET, else interp)");
   cmd->add_option("--max-elements", args->max_elements, "Elements shown per result")
       ->check(CLI::PositiveNumber);
   cmd->callback([args] { SetExitCode(RunProgramFile(*args)); });

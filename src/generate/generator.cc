@@ -20,7 +20,8 @@ Literal KeyLiteral(uint64_t seed) {
 
 StatusOr<std::unique_ptr<Generator>> Generator::Create(io::ModelConfig config,
                                                        std::vector<Literal> weights,
-                                                       ElementType dtype) {
+                                                       ElementType dtype,
+                                                       std::shared_ptr<Backend> backend) {
   TL_RETURN_IF_ERROR(models::CheckSupported(config));
   auto specs = models::WeightSpecs(config);
   if (weights.size() != specs.size())
@@ -32,14 +33,25 @@ StatusOr<std::unique_ptr<Generator>> Generator::Create(io::ModelConfig config,
                              weights[i].type().ToString() + ", expected " +
                              TensorType(dtype, specs[i].shape).ToString());
   std::unique_ptr<Generator> g(new Generator());
+  g->backend_ = backend ? std::move(backend) : std::shared_ptr<Backend>(MakeInterpreterBackend());
   g->config_ = std::move(config);
-  g->weights_ = std::move(weights);
   g->dtype_ = dtype;
+  // Uploaded once; the interpreter adopts the (possibly file-mapped) storage without a copy.
+  g->weights_.reserve(weights.size());
+  for (size_t i = 0; i < weights.size(); ++i) {
+    auto buffer = g->backend_->Adopt(std::move(weights[i]));
+    if (!buffer.ok())
+      return Status(buffer.status().code(), "uploading weight \"" + specs[i].name + "\" to " +
+                                                g->backend_->name() + ": " +
+                                                buffer.status().message());
+    g->weights_.push_back(std::move(*buffer));
+  }
   return g;
 }
 
 StatusOr<std::unique_ptr<Generator>> Generator::Load(const std::filesystem::path& dir,
-                                                     std::optional<ElementType> dtype) {
+                                                     std::optional<ElementType> dtype,
+                                                     std::shared_ptr<Backend> backend) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
     return NotFound("model folder " + dir.string() + " does not exist");
@@ -67,7 +79,7 @@ StatusOr<std::unique_ptr<Generator>> Generator::Load(const std::filesystem::path
   auto weights = LoadWeights(config, ckpt, et);
   if (!weights.ok())
     return Status(weights.status().code(), dir.string() + ": " + weights.status().message());
-  return Create(std::move(config), std::move(*weights), et);
+  return Create(std::move(config), std::move(*weights), et, std::move(backend));
 }
 
 int64_t Generator::PromptBucket(int64_t len) const {
@@ -81,7 +93,7 @@ int64_t Generator::CacheBucket(int64_t len) const {
   return std::min(s, config_.max_position_embeddings);
 }
 
-StatusOr<const Executable*> Generator::GetProgram(bool prefill, const models::ProgramShape& shape) {
+StatusOr<CompiledProgram*> Generator::GetProgram(bool prefill, const models::ProgramShape& shape) {
   ProgramKey key{prefill, shape.batch, prefill ? shape.prompt_len : 0, shape.max_len,
                  shape.sampling};
   auto it = programs_.find(key);
@@ -90,19 +102,45 @@ StatusOr<const Executable*> Generator::GetProgram(bool prefill, const models::Pr
   TL_ASSIGN_OR_RETURN(
       std::shared_ptr<Module> module,
       prefill ? models::BuildPrefill(config_, shape) : models::BuildDecodeStep(config_, shape));
-  TL_ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe,
-                      Executable::Prepare(module, std::string(prefill ? models::kPrefillEntry
-                                                                      : models::kDecodeEntry)));
+  auto program = backend_->Compile(
+      module, std::string(prefill ? models::kPrefillEntry : models::kDecodeEntry));
+  if (!program.ok())
+    return Status(program.status().code(),
+                  std::string("compiling the ") + (prefill ? "prefill" : "decode-step") +
+                      " program on " + backend_->name() + ": " + program.status().message());
   compile_seconds_ += Now() - t0;
-  const Executable* raw = exe.get();
-  programs_[key] = std::move(exe);
+  CompiledProgram* raw = program->get();
+  programs_[key] = std::move(*program);
   return raw;
 }
 
-std::vector<Literal> Generator::TakeCaches() {
-  std::vector<Literal> c = std::move(caches_);
-  caches_.clear();
-  return c;
+StatusOr<Generator::StepOutput> Generator::RunStep(
+    CompiledProgram& program, std::vector<Literal> step_inputs,
+    std::vector<std::unique_ptr<DeviceBuffer>> caches) {
+  std::vector<std::unique_ptr<DeviceBuffer>> inputs;
+  for (Literal& l : step_inputs) {
+    TL_ASSIGN_OR_RETURN(auto buffer, backend_->Adopt(std::move(l)));
+    inputs.push_back(std::move(buffer));
+  }
+  std::vector<ExecuteArg> args;
+  args.reserve(weights_.size() + inputs.size() + caches.size());
+  for (auto& w : weights_) args.push_back({w.get(), false});
+  for (auto& in : inputs) args.push_back({in.get(), true});
+  // Donated: the program aliases each cache to its updated result (tf.aliasing_output), so
+  // the backend writes the new keys and values into the same buffer.
+  for (auto& c : caches) args.push_back({c.get(), true});
+  TL_ASSIGN_OR_RETURN(auto out, backend_->Execute(program, args));
+  const size_t want = 2 + caches.size();
+  if (out.size() != want)
+    return Internal("the step program returned " + std::to_string(out.size()) +
+                    " results, expected " + std::to_string(want));
+  StepOutput result;
+  TL_ASSIGN_OR_RETURN(Literal next, backend_->ToHost(*out[0]));
+  auto ids = next.span<int32_t>();
+  result.tokens.assign(ids.begin(), ids.end());
+  TL_ASSIGN_OR_RETURN(result.logits, backend_->ToHost(*out[1]));
+  caches_.assign(std::make_move_iterator(out.begin() + 2), std::make_move_iterator(out.end()));
+  return result;
 }
 
 StatusOr<Generator::StepOutput> Generator::Prefill(const std::vector<std::vector<int32_t>>& prompts,
@@ -130,7 +168,7 @@ StatusOr<Generator::StepOutput> Generator::Prefill(const std::vector<std::vector
   shape.max_len = max_len;
   shape.dtype = dtype_;
   shape.sampling = sampling;
-  TL_ASSIGN_OR_RETURN(const Executable* exe, GetProgram(true, shape));
+  TL_ASSIGN_OR_RETURN(CompiledProgram * program, GetProgram(true, shape));
   const int64_t t = shape.prompt_len;
   std::vector<int32_t> tokens(bsz * t, 0), positions(bsz * t), lengths(bsz);
   for (int64_t r = 0; r < bsz; ++r) {
@@ -138,21 +176,22 @@ StatusOr<Generator::StepOutput> Generator::Prefill(const std::vector<std::vector
     for (int64_t i = 0; i < t; ++i) positions[r * t + i] = static_cast<int32_t>(i);
     lengths[r] = static_cast<int32_t>(prompts[r].size());
   }
-  std::vector<Literal> args(weights_.begin(), weights_.end());
-  args.push_back(Literal::FromVector<int32_t>({bsz, t}, tokens));
-  args.push_back(Literal::FromVector<int32_t>({bsz, t}, positions));
-  args.push_back(Literal::FromVector<int32_t>({bsz}, lengths));
-  args.push_back(KeyLiteral(seed));
-  args.push_back(Literal::Scalar<uint32_t>(0));
-  TensorType cache_type = models::KvCacheType(config_, shape);
+  std::vector<Literal> inputs;
+  inputs.push_back(Literal::FromVector<int32_t>({bsz, t}, tokens));
+  inputs.push_back(Literal::FromVector<int32_t>({bsz, t}, positions));
+  inputs.push_back(Literal::FromVector<int32_t>({bsz}, lengths));
+  inputs.push_back(KeyLiteral(seed));
+  inputs.push_back(Literal::Scalar<uint32_t>(0));
+  // A fresh zeroed cache; the previous one is dropped first so two never coexist.
   caches_.clear();
-  for (int64_t i = 0; i < 2 * config_.num_hidden_layers; ++i) args.push_back(Literal(cache_type));
-  TL_ASSIGN_OR_RETURN(std::vector<Literal> out, exe->Execute(std::move(args)));
-  StepOutput result;
-  auto next = out[0].span<int32_t>();
-  result.tokens.assign(next.begin(), next.end());
-  result.logits = std::move(out[1]);
-  caches_.assign(std::make_move_iterator(out.begin() + 2), std::make_move_iterator(out.end()));
+  cache_batch_ = cache_len_ = 0;
+  const TensorType cache_type = models::KvCacheType(config_, shape);
+  std::vector<std::unique_ptr<DeviceBuffer>> caches;
+  for (int64_t i = 0; i < 2 * config_.num_hidden_layers; ++i) {
+    TL_ASSIGN_OR_RETURN(auto buffer, backend_->Adopt(Literal(cache_type)));
+    caches.push_back(std::move(buffer));
+  }
+  TL_ASSIGN_OR_RETURN(StepOutput result, RunStep(*program, std::move(inputs), std::move(caches)));
   cache_batch_ = bsz;
   cache_len_ = max_len;
   return result;
@@ -182,21 +221,17 @@ StatusOr<Generator::StepOutput> Generator::DecodeStep(const std::vector<int32_t>
   shape.max_len = cache_len_;
   shape.dtype = dtype_;
   shape.sampling = sampling;
-  TL_ASSIGN_OR_RETURN(const Executable* exe, GetProgram(false, shape));
-  std::vector<Literal> args(weights_.begin(), weights_.end());
-  args.push_back(Literal::FromVector<int32_t>({bsz}, tokens));
-  args.push_back(Literal::FromVector<int32_t>({bsz}, positions));
-  args.push_back(KeyLiteral(seed));
-  args.push_back(Literal::Scalar<uint32_t>(step));
-  // The caches move in with unique storage: the program donates and updates them in place.
-  for (auto& c : TakeCaches()) args.push_back(std::move(c));
-  TL_ASSIGN_OR_RETURN(std::vector<Literal> out, exe->Execute(std::move(args)));
-  StepOutput result;
-  auto next = out[0].span<int32_t>();
-  result.tokens.assign(next.begin(), next.end());
-  result.logits = std::move(out[1]);
-  caches_.assign(std::make_move_iterator(out.begin() + 2), std::make_move_iterator(out.end()));
-  return result;
+  TL_ASSIGN_OR_RETURN(CompiledProgram * program, GetProgram(false, shape));
+  std::vector<Literal> inputs;
+  inputs.push_back(Literal::FromVector<int32_t>({bsz}, tokens));
+  inputs.push_back(Literal::FromVector<int32_t>({bsz}, positions));
+  inputs.push_back(KeyLiteral(seed));
+  inputs.push_back(Literal::Scalar<uint32_t>(step));
+  // The caches leave caches_ for the run: donated buffers are gone whatever happens, and a
+  // failed step must leave "no cache" behind rather than deleted buffers.
+  std::vector<std::unique_ptr<DeviceBuffer>> caches = std::move(caches_);
+  caches_.clear();
+  return RunStep(*program, std::move(inputs), std::move(caches));
 }
 
 StatusOr<std::vector<GenerateResult>> Generator::Generate(

@@ -23,49 +23,82 @@ struct PJRT_LoadedExecutable {
 
 namespace tlaloc::plugin {
 
-void ComputeMemoryStats(const Function& f, Compiled& c) {
-  c.argument_bytes = c.output_bytes = c.alias_bytes = c.temp_bytes = 0;
-  for (const Type& t : f.argument_types()) {
-    if (t.is_tensor()) c.argument_bytes += t.tensor.byte_size();
+namespace {
+
+int64_t TensorBytes(const Type& t) { return t.is_tensor() ? t.tensor.byte_size() : 0; }
+
+// The interpreter's plan for one block, replayed on sizes: every op's results are allocated
+// before it runs (and its regions' or callee's temporaries live on top of everything live then),
+// and a value is freed after its last use in the block, uses inside nested regions counting as
+// uses by the op that holds them; unused results die right after their op. What a block's
+// terminator returns is not a temporary of that block: it is the entry function's output, or
+// the result of the op holding the region (counted there), so each buffer is counted once.
+class TemporaryPeak {
+ public:
+  explicit TemporaryPeak(const Module& module) : module_(module) {}
+
+  int64_t Peak(const Block& block, int depth = 0) {
+    if (depth > kMaxDepth) return 0;  // recursive calls: the interpreter's stack gives out first
+    const auto& ops = block.operations();
+    std::set<const ValueImpl*> returned;
+    if (const Operation* t = block.terminator()) {
+      for (const Value& v : t->operands()) returned.insert(v.impl());
+    }
+    std::map<const ValueImpl*, size_t> last_use;
+    for (size_t k = 0; k < ops.size(); ++k) NoteUses(*ops[k], k, last_use);
+    int64_t live = 0, peak = 0;
+    std::multimap<size_t, int64_t> dying;  // op index after which bytes are freed
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const Operation& op = *ops[k];
+      for (const Value& r : op.results()) {
+        if (returned.count(r.impl())) continue;
+        const int64_t bytes = TensorBytes(r.type());
+        live += bytes;
+        auto it = last_use.find(r.impl());
+        dying.emplace(it == last_use.end() ? k : it->second, bytes);
+      }
+      int64_t inner = 0;
+      for (const auto& region : op.regions()) {
+        for (const auto& b : region->blocks()) inner = std::max(inner, Peak(*b, depth + 1));
+      }
+      if (op.name() == "func.call") {
+        if (const Function* callee = module_.Find(GetStringAttr(op.attrs(), "callee"))) {
+          inner = std::max(inner, Peak(callee->entry(), depth + 1));
+        }
+      }
+      peak = std::max(peak, live + inner);
+      auto [lo, hi] = dying.equal_range(k);
+      for (auto it = lo; it != hi; ++it) live -= it->second;
+    }
+    return peak;
   }
-  for (const Type& t : f.result_types()) {
-    if (t.is_tensor()) c.output_bytes += t.tensor.byte_size();
-  }
-  for (size_t i = 0; i < c.aliasing.size(); ++i) {
-    if (c.aliasing[i] >= 0) c.alias_bytes += f.argument_types()[i].tensor.byte_size();
-  }
-  // Liveness over the entry block: a temporary lives from its op to its last use; values the
-  // function returns are outputs, not temporaries.
-  const auto& ops = f.entry().operations();
-  std::map<ValueImpl*, size_t> last_use;
-  std::set<ValueImpl*> returned;
-  std::function<void(const Operation&, size_t)> note_uses = [&](const Operation& op, size_t at) {
+
+ private:
+  static constexpr int kMaxDepth = 64;
+  static void NoteUses(const Operation& op, size_t at,
+                       std::map<const ValueImpl*, size_t>& last_use) {
     for (const Value& v : op.operands()) last_use[v.impl()] = at;
     for (const auto& region : op.regions()) {
       for (const auto& block : region->blocks()) {
-        for (const auto& inner : block->operations()) note_uses(*inner, at);
+        for (const auto& inner : block->operations()) NoteUses(*inner, at, last_use);
       }
     }
-  };
-  for (size_t k = 0; k < ops.size(); ++k) note_uses(*ops[k], k);
-  if (!ops.empty()) {
-    for (const Value& v : ops.back()->operands()) returned.insert(v.impl());
   }
-  int64_t live = 0, peak = 0;
-  std::multimap<size_t, int64_t> dying;  // op index after which bytes are freed
-  for (size_t k = 0; k < ops.size(); ++k) {
-    for (const Value& r : ops[k]->results()) {
-      if (!r.type().is_tensor() || returned.count(r.impl())) continue;
-      int64_t bytes = r.type().tensor.byte_size();
-      live += bytes;
-      auto it = last_use.find(r.impl());
-      dying.emplace(it == last_use.end() ? k : it->second, bytes);
-    }
-    peak = std::max(peak, live);
-    auto [lo, hi] = dying.equal_range(k);
-    for (auto it = lo; it != hi; ++it) live -= it->second;
+  const Module& module_;
+};
+
+}  // namespace
+
+void ComputeMemoryStats(const Module& module, const Function& f, Compiled& c) {
+  c.argument_bytes = c.output_bytes = c.alias_bytes = c.temp_bytes = 0;
+  for (const Type& t : f.argument_types()) c.argument_bytes += TensorBytes(t);
+  for (const Type& t : f.result_types()) c.output_bytes += TensorBytes(t);
+  // A donated argument and the output it becomes are one buffer: PJRT reports those bytes as
+  // aliased, so argument + output + temporaries - alias is what the run needs at most.
+  for (size_t i = 0; i < c.aliasing.size(); ++i) {
+    if (c.aliasing[i] >= 0) c.alias_bytes += TensorBytes(f.argument_types()[i]);
   }
-  c.temp_bytes = peak;
+  c.temp_bytes = TemporaryPeak(module).Peak(f.entry());
 }
 
 namespace {
@@ -215,7 +248,7 @@ PJRT_Error* Plugin_Client_Compile(PJRT_Client_Compile_Args* args) {
   c->name = c->module->name();
   c->fingerprint = std::to_string(
       std::hash<std::string_view>()(std::string_view(program->code, program->code_size)));
-  ComputeMemoryStats(*f, *c);
+  ComputeMemoryStats(*c->module, *f, *c);
   // StableHLO's self-checking programs call check.expect_*; a failed check fails the run.
   InterpreterOptions interp_options;
   c->checks = std::make_shared<CheckRecorder>();

@@ -87,9 +87,11 @@ struct Compiled {
   std::shared_ptr<CheckRecorder> checks;  // outcomes of check.expect_* custom calls
 };
 
-// Estimates the interpreter's live temporaries: values die after their last use, as in the
-// interpreter's plan; nested regions count as uses by their parent op.
-void ComputeMemoryStats(const Function& f, Compiled& c);
+// PJRT's compiled memory statistics for the entry function `f` of `module`: argument and output
+// bytes, the bytes donated arguments share with outputs (tf.aliasing_output, counted once), and
+// the peak of live temporaries replaying the interpreter's plan (values die after their last
+// use; a region's or a callee's temporaries live while the op holding it runs).
+void ComputeMemoryStats(const Module& module, const Function& f, Compiled& c);
 
 PJRT_Error* MakeError(PJRT_Error_Code code, std::string message);
 PJRT_Error* FromStatus(const Status& status);

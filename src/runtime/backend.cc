@@ -30,6 +30,7 @@ class InterpBuffer : public DeviceBuffer {
   const TensorType& type() const override { return literal_.type(); }
   int device() const override { return 0; }
   bool is_deleted() const override { return deleted_; }
+  const void* host_data() const override { return deleted_ ? nullptr : literal_.data(); }
   Literal& literal() { return literal_; }
   void MarkDeleted() {
     literal_ = Literal();
@@ -73,6 +74,14 @@ class InterpreterBackend : public Backend {
                              std::to_string(device));
     }
     return std::unique_ptr<DeviceBuffer>(new InterpBuffer(literal.Clone()));
+  }
+
+  StatusOr<std::unique_ptr<DeviceBuffer>> Adopt(Literal literal, int device) override {
+    if (device != 0) {
+      return InvalidArgument("interpreter backend has one device (0); got device " +
+                             std::to_string(device));
+    }
+    return std::unique_ptr<DeviceBuffer>(new InterpBuffer(std::move(literal)));
   }
 
   StatusOr<Literal> ToHost(const DeviceBuffer& buffer) override {

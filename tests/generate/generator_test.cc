@@ -107,6 +107,37 @@ TEST(Generator, SeededSamplingIsReproducible) {
   EXPECT_NE((*a)[0].generated_ids, (*c)[0].generated_ids) << "another seed, another sample";
 }
 
+TEST(Generator, DecodeStepsUpdateTheDonatedCachesInPlace) {
+  RefModel m = RandomModel(TinyConfig(false, 4, 2, 8), 37);
+  auto g = MakeGenerator(m);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->backend().name(), "interp");
+  auto first = g->Prefill({{5, 6, 7, 8}}, 64, {}, 0);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_EQ(g->caches().size(), 2u * m.config.num_hidden_layers);
+  std::vector<const void*> storage;
+  for (const auto& c : g->caches()) {
+    ASSERT_NE(c->host_data(), nullptr);
+    storage.push_back(c->host_data());
+  }
+  std::vector<int32_t> tokens = first->tokens;
+  for (int32_t pos = 4; pos < 8; ++pos) {
+    auto next = g->DecodeStep(tokens, {pos}, {}, 0, static_cast<uint32_t>(pos));
+    ASSERT_TRUE(next.ok()) << next.status().ToString();
+    tokens = next->tokens;
+    ASSERT_EQ(g->caches().size(), storage.size());
+    for (size_t i = 0; i < storage.size(); ++i)
+      EXPECT_EQ(g->caches()[i]->host_data(), storage[i])
+          << "cache " << i << " was copied at position " << pos;
+  }
+  // Programs are cached by shape: one prefill, one decode step.
+  EXPECT_EQ(g->num_compiled_programs(), 2u);
+  // A position outside the cache is refused before anything runs.
+  auto bad = g->DecodeStep(tokens, {64}, {}, 0, 9);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("outside the context"), std::string::npos);
+}
+
 TEST(Generator, PromptLongerThanContextIsAnError) {
   io::ModelConfig c = TinyConfig(false, 4, 2, 8);
   c.max_position_embeddings = 16;

@@ -36,12 +36,11 @@ std::vector<Literal> InputsFor(const Function& f) {
 class BackendParity : public ::testing::Test {
  protected:
   void SetUp() override {
+    const testing::Lane lane = testing::TestLane();
+    ASSERT_TRUE(lane.error.empty()) << lane.error;
+    if (!lane.skip.empty()) GTEST_SKIP() << lane.skip;
     SessionOptions o;
-    o.target = testing::TestTarget();
-    if (o.target.kind != PjrtTarget::Kind::kPath &&
-        !ResolvePjrtPlugin(o.target, ResolveEnvironment::Process()).found()) {
-      GTEST_SKIP() << "TLALOC_TEST_PJRT_TARGET=" << o.target.ToString() << " has no plugin here";
-    }
+    o.target = lane.target;
     auto b = MakePjrtBackend(o);
     ASSERT_TRUE(b.ok()) << b.status().ToString();
     pjrt_ = std::move(*b);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "tlaloc/runtime/target.h"
@@ -10,13 +11,46 @@ namespace tlaloc::pjrt::testing {
 
 inline std::string CpuPluginPath() { return TLALOC_PJRT_CPU_PLUGIN; }
 
-// TLALOC_TEST_PJRT_TARGET picks the device lane: cpu (Tlaloc's plugin, the default), cuda,
-// tpu or a plugin path.
-inline PjrtTarget TestTarget() {
+// The device lane TLALOC_TEST_PJRT_TARGET names: cpu, cuda, tpu or a plugin path; unset means
+// Tlaloc's own plugin from this build tree.
+struct Lane {
+  PjrtTarget target;
+  std::string error;        // the variable does not parse: the lane is misconfigured, a failure
+  std::string skip;         // a named platform whose plugin does not resolve on this machine
+  std::string plugin_path;  // the file the target names or resolves to
+  // Tlaloc's own plugin, from this build tree or installed: results must be bit-identical.
+  bool is_tlaloc_plugin() const {
+    return std::filesystem::path(plugin_path).filename() ==
+           std::filesystem::path(CpuPluginPath()).filename();
+  }
+};
+
+inline Lane TestLane() {
+  Lane lane;
   const char* v = std::getenv("TLALOC_TEST_PJRT_TARGET");
-  if (v == nullptr || *v == '\0') return PjrtTarget::Path(CpuPluginPath());
+  if (v == nullptr || *v == '\0') {
+    lane.target = PjrtTarget::Path(CpuPluginPath());
+    lane.plugin_path = CpuPluginPath();
+    return lane;
+  }
   auto t = ParsePjrtTarget(v);
-  return t.ok() ? *t : PjrtTarget::Path(CpuPluginPath());
+  if (!t.ok()) {
+    lane.error = "TLALOC_TEST_PJRT_TARGET: " + t.status().message();
+    return lane;
+  }
+  lane.target = *t;
+  lane.plugin_path = lane.target.path;
+  if (lane.target.kind != PjrtTarget::Kind::kPath) {
+    PluginResolution r = ResolvePjrtPlugin(lane.target, ResolveEnvironment::Process());
+    lane.plugin_path = r.path;
+    if (!r.found()) {
+      lane.skip = "TLALOC_TEST_PJRT_TARGET=" + lane.target.ToString() +
+                  " but no plugin resolves here: " + r.ToStatus().message();
+    }
+  }
+  return lane;
 }
+
+inline PjrtTarget TestTarget() { return TestLane().target; }
 
 }  // namespace tlaloc::pjrt::testing

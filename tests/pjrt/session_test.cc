@@ -27,15 +27,11 @@ func.func public @main(%w: tensor<3xf32> {tf.aliasing_output = 0 : i32}, %g: ten
 class SessionTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    const testing::Lane lane = testing::TestLane();
+    ASSERT_TRUE(lane.error.empty()) << lane.error;
+    if (!lane.skip.empty()) GTEST_SKIP() << lane.skip;
     SessionOptions o;
-    o.target = testing::TestTarget();
-    if (o.target.kind != PjrtTarget::Kind::kPath) {
-      PluginResolution r = ResolvePjrtPlugin(o.target, ResolveEnvironment::Process());
-      if (!r.found()) {
-        GTEST_SKIP() << "TLALOC_TEST_PJRT_TARGET=" << o.target.ToString()
-                     << " but no plugin resolves: " << r.ToStatus().message();
-      }
-    }
+    o.target = lane.target;
     auto s = PjrtSession::Open(o);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     session_ = std::move(*s);

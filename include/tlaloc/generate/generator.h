@@ -1,7 +1,8 @@
-// The decode loop: a Qwen3 checkpoint's weights held as program arguments, compiled prefill and
-// decode-step programs cached by shape bucket, and a batch of prompts decoded together, each
-// row with its own positions and mask, finishing independently at an end token or the token
-// budget. The KV caches move from step to step by value, so each step updates them in place.
+// The decode loop: a Qwen3 checkpoint's weights uploaded once to a Backend (the interpreter or
+// a PJRT plugin), prefill and decode-step programs compiled by that backend and cached by shape
+// bucket, and a batch of prompts decoded together, each row with its own positions and mask,
+// finishing independently at an end token or the token budget. The KV caches stay on the
+// device and are donated to each step, so a step updates them in place instead of copying.
 #pragma once
 
 #include <cstdint>
@@ -14,11 +15,11 @@
 #include <tuple>
 #include <vector>
 
-#include "tlaloc/interp/interpreter.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/model_config.h"
 #include "tlaloc/ir/literal.h"
 #include "tlaloc/models/qwen3.h"
+#include "tlaloc/runtime/backend.h"
 
 namespace tlaloc::generate {
 
@@ -59,16 +60,20 @@ using TokenCallback = std::function<void(size_t row, int32_t token)>;
 
 class Generator {
  public:
-  // `weights` in models::WeightSpecs(config) order, each of `dtype`.
+  // `weights` in models::WeightSpecs(config) order, each of `dtype`, uploaded to `backend`
+  // (null: the in-process interpreter).
   static StatusOr<std::unique_ptr<Generator>> Create(io::ModelConfig config,
                                                      std::vector<Literal> weights,
-                                                     ElementType dtype);
+                                                     ElementType dtype,
+                                                     std::shared_ptr<Backend> backend = nullptr);
   // Reads config.json and the safetensors weights of a Hugging Face folder.
   static StatusOr<std::unique_ptr<Generator>> Load(const std::filesystem::path& dir,
-                                                   std::optional<ElementType> dtype = {});
+                                                   std::optional<ElementType> dtype = {},
+                                                   std::shared_ptr<Backend> backend = nullptr);
 
   const io::ModelConfig& config() const { return config_; }
   ElementType dtype() const { return dtype_; }
+  Backend& backend() const { return *backend_; }
 
   StatusOr<std::vector<GenerateResult>> Generate(const std::vector<std::vector<int32_t>>& prompts,
                                                  const GenerateOptions& options,
@@ -88,6 +93,11 @@ class Generator {
                                   const std::vector<int32_t>& positions,
                                   const nn::SamplingParams& sampling, uint64_t seed, uint32_t step);
 
+  // The KV caches the last Prefill / DecodeStep left on the device (2 per layer: k, v).
+  const std::vector<std::unique_ptr<DeviceBuffer>>& caches() const { return caches_; }
+  // Programs compiled so far (one per shape bucket and sampling setting).
+  size_t num_compiled_programs() const { return programs_.size(); }
+
   // Prefill bucket for a prompt length (powers of two from 16) and cache length for a
   // total length (multiples of 64), both capped by max_position_embeddings.
   int64_t PromptBucket(int64_t len) const;
@@ -95,17 +105,22 @@ class Generator {
 
  private:
   Generator() = default;
-  StatusOr<const Executable*> GetProgram(bool prefill, const models::ProgramShape& shape);
-  std::vector<Literal> TakeCaches();
+  StatusOr<CompiledProgram*> GetProgram(bool prefill, const models::ProgramShape& shape);
+  // Uploads the per-step inputs, runs `program` with the weights kept and the caches donated,
+  // and downloads the sampled tokens and logits; the updated caches stay on the device.
+  StatusOr<StepOutput> RunStep(CompiledProgram& program, std::vector<Literal> step_inputs,
+                               std::vector<std::unique_ptr<DeviceBuffer>> caches);
 
+  // Declared first so that it outlives every buffer and program below.
+  std::shared_ptr<Backend> backend_;
   io::ModelConfig config_;
   ElementType dtype_ = ElementType::kF32;
-  std::vector<Literal> weights_;
+  std::vector<std::unique_ptr<DeviceBuffer>> weights_;
   // Current KV caches (2 per layer) and their batch / length.
-  std::vector<Literal> caches_;
+  std::vector<std::unique_ptr<DeviceBuffer>> caches_;
   int64_t cache_batch_ = 0, cache_len_ = 0;
   using ProgramKey = std::tuple<bool, int64_t, int64_t, int64_t, nn::SamplingParams>;
-  std::map<ProgramKey, std::unique_ptr<Executable>> programs_;
+  std::map<ProgramKey, std::unique_ptr<CompiledProgram>> programs_;
   double compile_seconds_ = 0;
 };
 

@@ -26,6 +26,9 @@ class DeviceBuffer {
   virtual int device() const = 0;
   // True once the buffer was donated to an execution (its contents are gone).
   virtual bool is_deleted() const = 0;
+  // Where the contents live in host memory when the backend keeps them there (the
+  // interpreter), else null: lets callers check that donation reused a buffer in place.
+  virtual const void* host_data() const { return nullptr; }
 };
 
 // A compiled entry function.
@@ -63,6 +66,12 @@ class Backend {
                                                              const std::string& entry = "") = 0;
   virtual StatusOr<std::unique_ptr<DeviceBuffer>> ToDevice(const Literal& literal,
                                                            int device = 0) = 0;
+  // Like ToDevice for a literal the caller gives up: a host-memory backend keeps its storage
+  // instead of copying it (weights mapped from a checkpoint stay mapped). The caller must not
+  // write into that storage afterwards.
+  virtual StatusOr<std::unique_ptr<DeviceBuffer>> Adopt(Literal literal, int device = 0) {
+    return ToDevice(literal, device);
+  }
   virtual StatusOr<Literal> ToHost(const DeviceBuffer& buffer) = 0;
   virtual StatusOr<std::vector<std::unique_ptr<DeviceBuffer>>> Execute(
       CompiledProgram& program, const std::vector<ExecuteArg>& args) = 0;
