@@ -178,6 +178,11 @@ StatusOr<GgufExportSummary> ExportQwen3Gguf(const fs::path& dir, const fs::path&
   if (options.dtype && !GgmlTypeFor(*options.dtype).ok())
     return InvalidArgument(where + ": dtype " + std::string(ShortName(*options.dtype)) +
                            " (expected f32, f16 or bf16)");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return NotFound(where +
+                    ": no such checkpoint folder (expected config.json, safetensors "
+                    "and tokenizer.json in a folder)");
   TL_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir));
   if (config.architecture != ModelArchitecture::kQwen3)
     return Unimplemented(where + ": architecture " +

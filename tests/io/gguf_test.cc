@@ -351,7 +351,8 @@ TEST(GgufExport, BadInputNamesTheProblem) {
   WriteText(dir / "config.json",
             R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama"})");
   EXPECT_ERROR_CONTAINS(ExportQwen3Gguf(dir.path(), dir / "m.gguf"), "LlamaForCausalLM");
-  EXPECT_ERROR_CONTAINS(ExportQwen3Gguf(dir / "nowhere", dir / "m.gguf"), "nowhere");
+  EXPECT_ERROR_CONTAINS(ExportQwen3Gguf(dir / "nowhere", dir / "m.gguf"), "nowhere",
+                        "no such checkpoint folder");
   EXPECT_FALSE(fs::exists(dir / "m.gguf")) << "no half-written file on failure";
 }
 
