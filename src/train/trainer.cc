@@ -39,8 +39,10 @@ StatusOr<std::pair<Tensor, Tensor>> EmitLoss(const io::ModelConfig& config,
                            : Convert(w32[i], options.compute_dtype);
   TL_ASSIGN_OR_RETURN(models::TrainInputs in, models::TrainEmbed(config, w, ids));
   Tensor x = in.hidden;
-  for (int64_t l = 0; l < config.num_hidden_layers; ++l)
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+    autodiff::RematScope scope(options.remat_layers ? marks : nullptr, *ids.builder());
     x = models::TrainDecoderLayer(config, w, l, x, in);
+  }
   const int64_t tokens = ids.dim(0) * ids.dim(1);
   Tensor hidden = Reshape(models::TrainFinalNorm(config, w, x), {tokens, config.hidden_size});
   LossTerms terms = LmHeadCrossEntropy(hidden, models::TrainHeadWeight(config, w),

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <random>
 
+#include "tlaloc/interp/interpreter.h"
 #include "tlaloc/models/init.h"
 #include "tlaloc/models/qwen3.h"
 
@@ -103,6 +104,36 @@ TEST(Trainer, ChunkedLossAndBf16Compute) {
   EXPECT_NEAR(losses[1], losses[0], 1e-5 * losses[0]);
   EXPECT_TRUE(std::isfinite(losses[2]));
   EXPECT_NEAR(losses[2], losses[0], 0.05 * losses[0]);
+}
+
+TEST(Trainer, RematLayersKeepsLossAndGradientsWithLessMemory) {
+  io::ModelConfig c = SmallConfig();
+  c.num_hidden_layers = 4;
+  c.max_window_layers = 4;
+  c.layer_types.assign(4, "full_attention");
+  const int64_t bsz = 2, t = 32;
+  Batch batch = MakeBatch(bsz, t, c.vocab_size, 12);
+  std::vector<Literal> args = Weights(c, 13);
+  args.push_back(batch.input_ids);
+  args.push_back(batch.labels);
+  std::vector<std::vector<Literal>> outs;
+  std::vector<int64_t> peaks;
+  for (bool remat : {false, true}) {
+    TrainOptions o;
+    o.remat_layers = remat;
+    auto m = BuildLossAndGradProgram(c, o, bsz, t);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    ExecutionStats stats;
+    auto r = Interpret(**m, "loss_and_grad", args, &stats);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    outs.push_back(std::move(*r));
+    peaks.push_back(stats.peak_live_bytes);
+  }
+  for (size_t i = 0; i < outs[0].size(); ++i)
+    EXPECT_TRUE(outs[0][i].BitwiseEquals(outs[1][i])) << "result " << i;
+  EXPECT_LT(peaks[1], peaks[0]) << "remat " << peaks[1] << " vs saved " << peaks[0];
+  std::printf("loss+grad peak live bytes: layers saved %lld, layers recomputed %lld\n",
+              static_cast<long long>(peaks[0]), static_cast<long long>(peaks[1]));
 }
 
 TEST(Trainer, ResumedOptimizerStateContinuesExactly) {

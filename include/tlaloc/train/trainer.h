@@ -42,6 +42,9 @@ struct TrainOptions {
   // Tokens per LM-head chunk of the loss (projection + cross-entropy recomputed per chunk in the
   // backward pass); 0 = the whole batch at once.
   int64_t loss_chunk = 0;
+  // Recompute each decoder layer's internals in the backward pass instead of keeping them
+  // (only the layer inputs stay alive): less memory for about one more forward pass.
+  bool remat_layers = false;
 };
 
 // A batch of packed sequences: input_ids s32 [B,T]; labels s32 [B,T], labels[b][t] is the target
