@@ -1,13 +1,15 @@
 // llama.cpp as an oracle, through npm's node-llama-cpp (its prebuilt CPU binaries; nothing is
 // compiled or downloaded at run time). Loads a GGUF file, evaluates the given prompt token ids and
 // prints one JSON object on stdout:
-//   {"n_vocab", "prompt_ids", "greedy_ids", "logits_file"?, "load_seconds", "prompt_seconds",
-//    "generate_seconds"}
+//   {"n_vocab", "prompt_ids", "greedy_ids", "logits_file"?, "text_ids"?, "load_seconds",
+//    "prompt_seconds", "generate_seconds"}
 // With --logits-out FILE, the raw logits after every prompt position go to FILE as little-endian
 // float32 [prompt_len, n_vocab] (binary, since JSON would be slow and lossy for 150k floats).
+// With --text-file FILE, "text_ids" are llama.cpp's tokens for the file's UTF-8 text (special
+// tokens such as <|im_start|> recognised), which checks the tokenizer the GGUF carries.
 //
 //   node llama_oracle.mjs --model M.gguf --tokens 1,2,3 [--generate N] [--logits-out FILE]
-//                         [--threads N] [--context N] [--node-modules DIR]
+//                         [--text-file FILE] [--threads N] [--context N] [--node-modules DIR]
 //
 // Loading and thread options live in openModel() so other modes (benchmarks) reuse them.
 import fs from "node:fs";
@@ -29,6 +31,7 @@ function parseArgs(argv) {
     else if (key === "--threads") args.threads = Number(value);
     else if (key === "--context") args.context = Number(value);
     else if (key === "--node-modules") args.nodeModules = value;
+    else if (key === "--text-file") args.textFile = value;
     else throw new Error(`unknown option ${key}`);
   }
   if (!args.model) throw new Error("--model is required");
@@ -113,12 +116,16 @@ async function main() {
     next = step[0]?.next?.token;
   }
   const t3 = performance.now();
+  const textIds = args.textFile === undefined
+      ? undefined
+      : oracle.model.tokenize(fs.readFileSync(args.textFile, "utf8"), true);
 
   process.stdout.write(JSON.stringify({
     n_vocab: vocabSize,
     prompt_ids: args.tokens,
     greedy_ids: greedy,
     logits_file: args.logitsOut ?? null,
+    text_ids: textIds,
     load_seconds: (t1 - t0) / 1000,
     prompt_seconds: (t2 - t1) / 1000,
     generate_seconds: (t3 - t2) / 1000,

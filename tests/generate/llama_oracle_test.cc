@@ -21,6 +21,7 @@
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/gguf.h"
 #include "tlaloc/models/init.h"
+#include "tlaloc/tokenizer/tokenizer.h"
 
 namespace tlaloc {
 namespace {
@@ -79,6 +80,7 @@ std::string SmallTokenizerJson() {
        {{"id", 261}, {"content", "<|im_start|>"}, {"special", true}},
        {{"id", kSmallImEnd}, {"content", "<|im_end|>"}, {"special", true}},
        {{"id", 263}, {"content", "<think>"}, {"special", false}}});
+  j["decoder"] = {{"type", "ByteLevel"}};
   // Qwen2's split pattern, as Qwen3's tokenizer.json has it.
   j["pre_tokenizer"] = {
       {"type", "Sequence"},
@@ -118,9 +120,15 @@ std::string Join(const std::vector<int32_t>& ids) {
   return s;
 }
 
+// Mixed scripts, digits, whitespace runs, emoji and added tokens: the tokenizer's hard cases.
+const char kTokenizerText[] =
+    "Hello, world!  Ünïcödé 你好世界 🦙🦙 3.14159 12345\n\n\t<|im_start|>user\n"
+    "I'm   here<think>ok</think><|im_end|>\n";
+
 struct OracleRun {
   std::vector<int32_t> greedy;
-  std::vector<float> logits;  // [prompt, vocab]
+  std::vector<int32_t> text_ids;  // llama.cpp's tokens for kTokenizerText
+  std::vector<float> logits;      // [prompt, vocab]
   int64_t vocab = 0;
 };
 
@@ -128,9 +136,12 @@ struct OracleRun {
 std::optional<OracleRun> RunOracle(const fs::path& gguf, const std::vector<int32_t>& prompt,
                                    const fs::path& work) {
   const fs::path logits_file = work / "llama_logits.f32";
+  const fs::path text_file = work / "text.txt";
+  std::ofstream(text_file) << kTokenizerText;
   const std::string cmd = "node " + kScript.string() + " --model " + gguf.string() + " --tokens " +
                           Join(prompt) + " --generate " + std::to_string(kNewTokens) +
-                          " --logits-out " + logits_file.string() + " --threads 2 --node-modules " +
+                          " --logits-out " + logits_file.string() + " --text-file " +
+                          text_file.string() + " --threads 2 --node-modules " +
                           kNodeModules.string() + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) {
@@ -152,6 +163,7 @@ std::optional<OracleRun> RunOracle(const fs::path& gguf, const std::vector<int32
   OracleRun run;
   run.vocab = j["n_vocab"].get<int64_t>();
   run.greedy = j["greedy_ids"].get<std::vector<int32_t>>();
+  run.text_ids = j["text_ids"].get<std::vector<int32_t>>();
   std::ifstream f(logits_file, std::ios::binary);
   run.logits.resize(prompt.size() * static_cast<size_t>(run.vocab));
   f.read(reinterpret_cast<char*>(run.logits.data()),
@@ -321,6 +333,12 @@ TEST_P(LlamaOracle, F32LogitsGreedyIdsAndKvCacheAgree) {
     ++same;
   std::printf("[oracle] %s: greedy ids identical for %zu of %d new tokens\n", shape.name, same,
               kNewTokens);
+
+  // The tokenizer the GGUF carries splits text as Tlaloc's tokenizer.json reader does.
+  auto tok = Tokenizer::FromFile((dir / "tokenizer.json").string());
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  EXPECT_EQ(llama->text_ids, tok->Encode(kTokenizerText)) << shape.name;
+  EXPECT_GT(llama->text_ids.size(), 20u);
   fs::remove_all(dir);
 }
 
