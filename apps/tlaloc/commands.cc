@@ -17,6 +17,7 @@ void RegisterCommands(CLI::App& app) {
   RegisterDoctorCommand(app);
   RegisterGenerateCommand(app);
   RegisterInitModelCommand(app);
+  RegisterFinetuneCommand(app);
   RegisterExportCommand(app);
   RegisterBenchCommand(app);
   RegisterKernelsCommand(app);

@@ -17,6 +17,7 @@ void RegisterTokenizeCommand(CLI::App& app);  // tokenize_command.cc: tlaloc tok
 void RegisterDoctorCommand(CLI::App& app);    // doctor_command.cc: tlaloc doctor
 void RegisterGenerateCommand(CLI::App& app);   // generate_command.cc: tlaloc generate
 void RegisterInitModelCommand(CLI::App& app);  // init_model_command.cc: tlaloc init-model
+void RegisterFinetuneCommand(CLI::App& app);  // finetune_command.cc: finetune, finetune-demo
 void RegisterExportCommand(CLI::App& app);     // export_command.cc: tlaloc export gguf
 void RegisterBenchCommand(CLI::App& app);      // bench_command.cc: tlaloc bench
 void RegisterKernelsCommand(CLI::App& app);   // kernels_command.cc: tlaloc kernels ...
