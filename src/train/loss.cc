@@ -8,18 +8,42 @@
 
 namespace tlaloc::train {
 
+namespace {
+
+// x[i, index[i]] for each row i of x [N, V]: one gather, whose gradient is a scatter of N values
+// (cheaper than comparing every [N, V] element with its row's label).
+Tensor PickPerRow(const Tensor& x, const Tensor& index) {
+  OpBuilder& b = *x.builder();
+  const int64_t n = x.dim(0);
+  Tensor rows = Iota(b, {n, 1}, 0);
+  Tensor starts = Concat({rows, Reshape(index, {n, 1})}, 1);  // [N, 2]: (row, column)
+  AttrDict dn{{"offset_dims", Attribute::IntArray({})},
+              {"collapsed_slice_dims", Attribute::IntArray({0, 1})},
+              {"operand_batching_dims", Attribute::IntArray({})},
+              {"start_indices_batching_dims", Attribute::IntArray({})},
+              {"start_index_map", Attribute::IntArray({0, 1})},
+              {"index_vector_dim", Attribute::Int(1, ElementType::kS64)}};
+  Value picked = b.CreateOne("stablehlo.gather", {x.value(), starts.value()},
+                             {{"dimension_numbers", Attribute::Struct("stablehlo.gather", dn)},
+                              {"slice_sizes", Attribute::IntArray({1, 1})},
+                              {"indices_are_sorted", Attribute::Bool(true)}},
+                             std::vector<Type>{TensorType(x.element_type(), {n})});
+  return Tensor(picked, &b);
+}
+
+}  // namespace
+
 LossTerms CrossEntropy(const Tensor& logits_in, const Tensor& labels, autodiff::Marks* marks) {
   OpBuilder& b = *logits_in.builder();
   Tensor logits = logits_in.element_type() == ElementType::kF32
                       ? logits_in
                       : Convert(logits_in, ElementType::kF32);
-  const int64_t n = logits.dim(0), v = logits.dim(1);
+  const int64_t n = logits.dim(0);
   // Shifting by the row maximum changes nothing mathematically, so no gradient flows through it.
   Tensor shifted = logits - autodiff::StopGradient(ReduceMax(logits, {1}, true), marks);
   Tensor lse = Log(Sum(Exp(shifted), {1}));
-  Tensor hit = Eq(Iota(b, {n, v}, 1), BroadcastInDim(labels, {n, v}, {0}));
-  Tensor picked = Sum(Where(hit, shifted, FullLike(shifted, 0)), {1});
   Tensor valid = Ne(labels, Full(b, {n}, kIgnoreLabel, ElementType::kS32));
+  Tensor picked = PickPerRow(shifted, Where(valid, labels, FullLike(labels, 0)));
   Tensor per_token = Where(valid, lse - picked, FullLike(lse, 0));
   return {Sum(per_token, {0}), Sum(Convert(valid, ElementType::kF32), {0})};
 }
