@@ -258,6 +258,9 @@ struct Shape {
   bool qwen3_vocab;
 };
 
+// Names the case in gtest's and ctest's listings (instead of the struct's raw bytes).
+void PrintTo(const Shape& s, std::ostream* os) { *os << s.name; }
+
 io::ModelConfig ConfigOf(const Shape& s) {
   auto c = models::PresetConfig("tiny");
   EXPECT_TRUE(c.ok());
