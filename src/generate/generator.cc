@@ -99,9 +99,13 @@ StatusOr<CompiledProgram*> Generator::GetProgram(bool prefill, const models::Pro
   auto it = programs_.find(key);
   if (it != programs_.end()) return it->second.get();
   double t0 = Now();
-  TL_ASSIGN_OR_RETURN(
-      std::shared_ptr<Module> module,
-      prefill ? models::BuildPrefill(config_, shape) : models::BuildDecodeStep(config_, shape));
+  nn::LayerTrace trace;
+  nn::LayerTrace* traced = program_transform_ ? &trace : nullptr;
+  TL_ASSIGN_OR_RETURN(std::shared_ptr<Module> module,
+                      prefill ? models::BuildPrefill(config_, shape, traced)
+                              : models::BuildDecodeStep(config_, shape, traced));
+  if (program_transform_)
+    TL_RETURN_IF_ERROR(program_transform_(module, trace).WithContext("program transform"));
   auto program = backend_->Compile(
       module, std::string(prefill ? models::kPrefillEntry : models::kDecodeEntry));
   if (!program.ok())

@@ -272,6 +272,18 @@ StatusOr<Kernelizer> Kernelizer::Create(const KernelMapping& mapping,
   return k;
 }
 
+std::map<std::string, CustomCallHandler> Kernelizer::CustomCalls() const {
+  std::map<std::string, CustomCallHandler> out;
+  for (const auto& [layer, r] : resolved_) {
+    if (!r.library || !r.fn) continue;
+    std::map<std::string, double> attrs;
+    if (auto it = options_.layer_attributes.find(layer); it != options_.layer_attributes.end())
+      attrs = it->second;
+    out[r.spec.symbol] = MakeNativeHandler(r.library, r.fn, r.spec.symbol, attrs);
+  }
+  return out;
+}
+
 StatusOr<KernelizeResult> Kernelizer::Apply(std::shared_ptr<Module> module,
                                             const nn::LayerTrace& trace) const {
   KernelizeResult result;

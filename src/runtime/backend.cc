@@ -59,12 +59,13 @@ class InterpProgram : public CompiledProgram {
 
 class InterpreterBackend : public Backend {
  public:
+  explicit InterpreterBackend(InterpreterOptions options) : options_(std::move(options)) {}
   std::string name() const override { return "interp"; }
   std::vector<DeviceInfo> devices() const override { return {DeviceInfo{0, "interpreter"}}; }
 
   StatusOr<std::unique_ptr<CompiledProgram>> Compile(std::shared_ptr<const Module> module,
                                                      const std::string& entry) override {
-    TL_ASSIGN_OR_RETURN(auto exe, Executable::Prepare(std::move(module), entry));
+    TL_ASSIGN_OR_RETURN(auto exe, Executable::Prepare(std::move(module), entry, options_));
     return std::unique_ptr<CompiledProgram>(new InterpProgram(std::move(exe)));
   }
 
@@ -122,10 +123,15 @@ class InterpreterBackend : public Backend {
     }
     return stats;
   }
+
+ private:
+  InterpreterOptions options_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> MakeInterpreterBackend() { return std::make_unique<InterpreterBackend>(); }
+std::unique_ptr<Backend> MakeInterpreterBackend(InterpreterOptions options) {
+  return std::make_unique<InterpreterBackend>(std::move(options));
+}
 
 }  // namespace tlaloc

@@ -75,6 +75,14 @@ class Generator {
   ElementType dtype() const { return dtype_; }
   Backend& backend() const { return *backend_; }
 
+  // Rewrites each program right after it is built and before it is compiled, given the op
+  // ranges of its layers (e.g. kernels::Kernelizer::Apply). Set before the first step.
+  using ProgramTransform =
+      std::function<Status(std::shared_ptr<Module> module, const nn::LayerTrace& trace)>;
+  void set_program_transform(ProgramTransform transform) {
+    program_transform_ = std::move(transform);
+  }
+
   StatusOr<std::vector<GenerateResult>> Generate(const std::vector<std::vector<int32_t>>& prompts,
                                                  const GenerateOptions& options,
                                                  const TokenCallback& on_token = {},
@@ -122,6 +130,7 @@ class Generator {
   using ProgramKey = std::tuple<bool, int64_t, int64_t, int64_t, nn::SamplingParams>;
   std::map<ProgramKey, std::unique_ptr<CompiledProgram>> programs_;
   double compile_seconds_ = 0;
+  ProgramTransform program_transform_;
 };
 
 }  // namespace tlaloc::generate

@@ -102,6 +102,9 @@ class Kernelizer {
     TlalocKernelFn fn = nullptr;
   };
   const std::map<std::string, Resolved>& resolved() const { return resolved_; }
+  // Interpreter handlers of every resolved cpu kernel, with the options' layer attributes (for
+  // a backend made before any program exists: MakeInterpreterBackend(options)).
+  std::map<std::string, CustomCallHandler> CustomCalls() const;
   // Layers mapped but kept as decompositions, with the reason.
   const std::map<std::string, std::string>& unresolved() const { return unresolved_; }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tlaloc/interp/interpreter.h"
 #include "tlaloc/ir/ir.h"
 #include "tlaloc/ir/literal.h"
 #include "tlaloc/support/status.h"
@@ -82,7 +83,8 @@ class Backend {
   StatusOr<std::vector<Literal>> Run(CompiledProgram& program, const std::vector<Literal>& args);
 };
 
-// The in-process reference interpreter as a backend (one device).
-std::unique_ptr<Backend> MakeInterpreterBackend();
+// The in-process reference interpreter as a backend (one device). `options` carry custom_call
+// handlers (e.g. the cpu kernels kernelize installs).
+std::unique_ptr<Backend> MakeInterpreterBackend(InterpreterOptions options = {});
 
 }  // namespace tlaloc
