@@ -215,7 +215,17 @@ StatusOr<Kernelizer> Kernelizer::Create(const KernelMapping& mapping,
       why = "no kernel mapped for backend " + std::string(BackendName(target.backend)) + " in " +
             std::string(ModeName(options.mode)) + " mode";
     for (const LayerRepository& repo : candidates) {
-      TL_ASSIGN_OR_RETURN(LoadedVariant v, LoadVariant(repo.source, target, options.loader));
+      auto loaded = LoadVariant(repo.source, target, options.loader);
+      // No fitting variant, or an unreachable repository, is a reason to fall back; tampered
+      // files, untrusted native code and bad metadata are always errors.
+      if (!loaded.ok() && options.use_fallback &&
+          (loaded.status().code() == StatusCode::kNotFound ||
+           loaded.status().code() == StatusCode::kUnavailable)) {
+        why = loaded.status().message();
+        continue;
+      }
+      if (!loaded.ok()) return loaded.status();
+      LoadedVariant v = std::move(*loaded);
       std::string name = repo.layer.empty() ? layer : repo.layer;
       auto spec_it = v.meta.layers.find(name);
       std::string where = repo.source.ToString() + " (" + v.meta.variant + ")";

@@ -204,6 +204,27 @@ TEST_F(KernelizeTest, FallbackKeepsDecompositionUnlessDisabled) {
             std::string::npos);
 }
 
+TEST_F(KernelizeTest, MissingVariantFallsBackOrFailsWithTheVariantList) {
+  fs::path ex = testing::ExamplesDir() / "relu_tpu" / "tpu";
+  fs::path dir = root_ / "tpu-only";
+  ASSERT_TRUE(
+      testing::WriteVariants(dir, {{"tlaloc-tpu", {ex / "metadata.json", ex / "relu.mosaic"}}}, 1)
+          .ok());
+  KernelMapping mapping;
+  mapping.Add("ReLU", Backend::kCpu, Mode::kInference, {{dir.string(), std::nullopt, ""}, "", {}});
+  auto k = Kernelizer::Create(mapping, options_);
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  ASSERT_TRUE(k->unresolved().count("ReLU"));
+  EXPECT_NE(k->unresolved().at("ReLU").find("tlaloc-tpu: backend tpu is not the target's cpu"),
+            std::string::npos)
+      << k->unresolved().at("ReLU");
+  options_.use_fallback = false;
+  auto strict = Kernelizer::Create(mapping, options_);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_NE(strict.status().message().find("has no variant for target"), std::string::npos)
+      << strict.status().ToString();
+}
+
 TEST_F(KernelizeTest, TrainingNeedsABackward) {
   std::string rms = GitRepo("rms", testing::RmsNormVariants());
   options_.loader.trust_remote_code = true;
