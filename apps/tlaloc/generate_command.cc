@@ -147,6 +147,7 @@ int RunGenerate(const GenerateArgs& a) {
     std::fwrite(rest.data(), 1, rest.size(), stdout);
     std::printf("\n");
   }
+  std::fflush(stdout);  // the text ends before the summary on stderr, even through a pipe
   std::fprintf(stderr,
                "tlaloc generate: %s on %s, load %.2f s, compile %.2f s, prefill %lld tokens at "
                "%.1f tokens/s, decode %lld tokens at %.1f tokens/s (%s)\n",
