@@ -2,7 +2,6 @@
 // op's VJP rule and summing cotangents per value. Remat regions are cloned a second time just
 // before their rules run, so their forward intermediates die as early as the forward allows.
 #include <algorithm>
-#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -185,7 +184,10 @@ class Differentiator {
     if (!any_result) return OkStatus();
     bool any_operand = false;
     for (Value v : op.operands()) any_operand = any_operand || varied_.count(v.impl());
-    if (!any_operand) return OkStatus();  // e.g. a region-only dependency with no rule needed
+    if (!any_operand)
+      return Unimplemented("autodiff: " + op.name() + " in @" + f_.name() +
+                           " reads a differentiated value inside its regions; gradients through "
+                           "values captured by regions are not supported");
     if (!op.def().vjp)
       return Unimplemented("autodiff: " + op.name() + " in @" + f_.name() +
                            " has no gradient rule, and its result depends on a differentiated "
