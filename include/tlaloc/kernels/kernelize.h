@@ -56,6 +56,14 @@ class KernelMapping {
   std::map<std::string, std::map<Backend, std::map<Mode, std::vector<LayerRepository>>>> map_;
 };
 
+// A mapping from JSON, the shape of the kernel hub's mapping dictionaries:
+//   {"RMSNorm": {"cpu": "URL@v1",
+//                "cuda": [{"repo": "URL@v2", "capability": [80, 89]}, "URL@v1"],
+//                "tpu": {"inference": "URL", "training": {"repo": "URL", "layer": "Name"}}}}
+// A string or {"repo", "layer", "capability"} entry serves inference; a {"inference": ...,
+// "training": ...} object names the mode. Errors name the layer and backend.
+StatusOr<KernelMapping> ParseKernelMapping(std::string_view json_text);
+
 // The operands, results and attributes of Tlaloc's own layers (what a kernel must match).
 struct LayerSignature {
   std::string name;
@@ -66,6 +74,8 @@ const LayerSignature* FindLayerSignature(std::string_view kernel_layer);
 Status CheckSignature(const LayerSignature& layer, const LayerSpec& kernel,
                       const std::string& repo);
 
+// Setting TLALOC_DISABLE_KERNELS=1 makes Kernelizer::Create resolve nothing (every layer keeps
+// its decomposition), to rule kernels out when debugging.
 struct KernelizeOptions {
   Target target = Target::HostCpu();
   Mode mode = Mode::kInference;
