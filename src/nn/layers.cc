@@ -48,22 +48,16 @@ Tensor Linear(const Tensor& x, const Tensor& weight, LayerTrace* trace, const st
   LayerScope scope(trace, x.builder(), kLinearLayer, path);
   if (!x.valid() || !weight.valid()) return Tensor();
   const int64_t last = x.rank() - 1;
-  // Computed as weight . x^T -> [out, ...] then moved to [..., out]: with the weight as the
-  // left operand in its stored [out, in] layout, a contraction packs it with a straight copy
-  // instead of a strided transpose of the whole matrix; only the (small) activations move.
-  auto contract = [&](const Tensor& w, const Tensor& a) {
-    Tensor y = DotGeneral(w, a, {}, {}, {1}, {last});  // [out, x dims but the last]
-    std::vector<int64_t> perm;
-    for (int64_t i = 1; i <= last; ++i) perm.push_back(i);
-    perm.push_back(0);
-    return Transpose(y, perm);
-  };
+  // x [..., in] . weight [out, in] over `in` is [..., out] directly: the interpreter reads the
+  // weight in its stored layout (no copy, no transpose of either operand).
   if (IsLowPrecision(x.element_type())) {
-    // Products of two bf16/f16 values are exact in f32, so widening both operands gives the
-    // f32-accumulated result, and the f32 contraction is the fast (BLAS) path.
-    return Convert(contract(ToF32(weight), ToF32(x)), x.element_type());
+    // Products of two bf16/f16 values are exact in f32, so an f32-result contraction is the
+    // f32-accumulated product; it is rounded to the model type once.
+    return Convert(DotGeneral(x, weight, {}, {}, {last}, {1}, ElementType::kF32,
+                              /*same_as_lhs=*/false),
+                   x.element_type());
   }
-  return contract(weight, x);
+  return DotGeneral(x, weight, {}, {}, {last}, {1});
 }
 
 Tensor RmsNormLayer(const Tensor& x, const Tensor& weight, double eps, LayerTrace* trace,
@@ -132,8 +126,16 @@ Tensor GroupedAttention(const Tensor& q, const Tensor& k, const Tensor& v, const
     return Tensor();
   }
   int64_t groups = hq / hkv;
-  Tensor qg = Reshape(ToF32(q), {bsz, t, hkv, groups, d});
-  Tensor scores = Einsum("btkgd,bksd->bkgts", qg, ToF32(k)) * scale;
+  // q as [B, Hkv, G, T, D] against k [B, Hkv, S, D]: batch dimensions lead in both, so the
+  // contraction reads the cache in place. Same-typed operands with an f32 result: bf16
+  // products are exact in f32, so this equals widening both first, without converting the
+  // whole cache every step.
+  Tensor qg = Transpose(Reshape(q, {bsz, t, hkv, groups, d}), {0, 2, 3, 1, 4});
+  Tensor kk = k.element_type() == q.element_type() ? k : ToF32(k);
+  if (kk.element_type() != q.element_type()) qg = ToF32(qg);
+  Tensor scores = DotGeneral(qg, kk, {0, 1}, {0, 1}, {4}, {3}, ElementType::kF32,
+                             /*same_as_lhs=*/false) *
+                  scale;
   Tensor m = BroadcastInDim(mask, {bsz, hkv, groups, t, s}, {0, 3, 4});
   // A large finite negative rather than -inf: a fully masked (padding) row stays finite.
   Tensor masked = Where(m, scores, FullLike(scores, -1e30));
