@@ -9,9 +9,6 @@
 #include "tlaloc/ir/op_registry.h"
 #include "tlaloc/support/thread_pool.h"
 
-// OpenBLAS's own entry point (its cblas.h is not on this layer's include path).
-extern "C" void openblas_set_num_threads(int num_threads);
-
 namespace tlaloc {
 
 // ---- Plan -----------------------------------------------------------------------------------
@@ -354,7 +351,6 @@ StatusOr<std::vector<Literal>> Interpret(const Module& module, const std::string
 void SetComputeThreads(int num_threads) {
   if (num_threads <= 0) return;
   setenv("TLALOC_NUM_THREADS", std::to_string(num_threads).c_str(), 1);
-  openblas_set_num_threads(num_threads);
 }
 
 }  // namespace tlaloc

@@ -200,24 +200,42 @@ const float* AsF32(const MatrixView& v, int64_t elements, std::vector<float>& sc
   return scratch.data();
 }
 
+// OpenBLAS's own threads spin between calls and would compete with the interpreter's pool on
+// the same cores; products are split over the pool instead, each block a one-thread sgemm.
+void UseSingleThreadedBlas() {
+  static const bool once = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)once;
+}
+
 void BlasMatmulViews(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t m, int64_t k,
-                     int64_t n, float* c) {
-  std::vector<float> a_scratch, b_block;
+                     int64_t n, float* c, EvalContext& ctx) {
+  UseSingleThreadedBlas();
+  std::vector<float> a_scratch;
   const float* pa = AsF32(a, batch * m * k, a_scratch);
   const bool a_trans = a.row_stride == 1 && a.col_stride != 1;
   const bool b_trans = b.row_stride == 1 && b.col_stride != 1;
   const int lda = static_cast<int>(a_trans ? m : k);
-  // bf16 B (weights) is widened a block of columns at a time, so the f32 copy stays in cache
-  // and no full-size f32 weight is ever held.
-  const int64_t block = b.type == ElementType::kF32 ? n : std::min<int64_t>(n, 256);
-  for (int64_t bi = 0; bi < batch; ++bi) {
-    const float* ab = pa + bi * m * k;
-    for (int64_t j0 = 0; j0 < n; j0 += block) {
-      const int64_t nb = std::min(block, n - j0);
+  // Blocks of 256 columns of B; bf16 B (weights) is widened one block at a time, so the f32
+  // copy stays in cache and no full-size f32 weight is ever held. Rows of A split too when B
+  // needs no widening.
+  const int64_t n_block = std::min<int64_t>(n, 256);
+  const int64_t m_block = b.type == ElementType::kF32 ? std::min<int64_t>(m, 256) : m;
+  const int64_t n_blocks = (n + n_block - 1) / n_block, m_blocks = (m + m_block - 1) / m_block;
+  ctx.ParallelFor(batch * m_blocks * n_blocks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> b_block;
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t bi = task / (m_blocks * n_blocks);
+      const int64_t i0 = (task / n_blocks) % m_blocks * m_block;
+      const int64_t j0 = task % n_blocks * n_block;
+      const int64_t mb = std::min(m_block, m - i0), nb = std::min(n_block, n - j0);
+      const float* ab = pa + bi * m * k + (a_trans ? i0 : i0 * k);
       const float* pb;
       int ldb;
       if (b.type == ElementType::kF32) {
-        pb = reinterpret_cast<const float*>(b.data) + bi * b.batch_stride;
+        pb = reinterpret_cast<const float*>(b.data) + bi * b.batch_stride + (b_trans ? j0 * k : j0);
         ldb = static_cast<int>(b_trans ? k : n);
       } else {
         b_block.resize(nb * k);
@@ -236,11 +254,11 @@ void BlasMatmulViews(const MatrixView& a, const MatrixView& b, int64_t batch, in
         pb = b_block.data();
       }
       cblas_sgemm(CblasRowMajor, a_trans ? CblasTrans : CblasNoTrans,
-                  b_trans ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(nb),
-                  static_cast<int>(k), 1.0f, ab, lda, pb, ldb, 0.0f, c + bi * m * n + j0,
+                  b_trans ? CblasTrans : CblasNoTrans, static_cast<int>(mb), static_cast<int>(nb),
+                  static_cast<int>(k), 1.0f, ab, lda, pb, ldb, 0.0f, c + bi * m * n + i0 * n + j0,
                   static_cast<int>(n));
     }
-  }
+  });
 }
 
 }  // namespace
@@ -273,7 +291,7 @@ void ViewMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t
     RunRows(a, a.row_stride, vecs, static_cast<int>(n), batch, m, k, c, m * n, 1, n, ctx);
     return;
   }
-  BlasMatmulViews(a, b, batch, m, k, n, c);
+  BlasMatmulViews(a, b, batch, m, k, n, c, ctx);
 }
 
 }  // namespace tlaloc::ops

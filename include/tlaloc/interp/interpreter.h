@@ -60,8 +60,9 @@ class Executable {
   std::unique_ptr<Plan> plan_;
 };
 
-// Sets the threads of the process-wide interpreter pool and of OpenBLAS. Call it before the
-// first execution: the pool is sized once, when first used (else TLALOC_NUM_THREADS decides).
+// Sets the threads of the process-wide interpreter pool (matrix products split over it too,
+// each block a one-thread BLAS call). Call it before the first execution: the pool is sized
+// once, when first used (else TLALOC_NUM_THREADS decides).
 void SetComputeThreads(int num_threads);
 
 // One-shot helper: prepares and runs a function of a module (no sharing of the module).
