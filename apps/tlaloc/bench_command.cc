@@ -20,6 +20,9 @@
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/interp/interpreter.h"
 
+// OpenBLAS's name for the kernel set it loaded (its cblas.h is not on the CLI's include path).
+extern "C" char* openblas_get_corename(void);
+
 namespace tlaloc::cli {
 
 namespace {
@@ -42,10 +45,27 @@ int64_t PeakRssBytes() {
   return static_cast<int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
-// OpenBLAS reads OPENBLAS_CORETYPE when the library loads, so unsetting it now is too late: a
-// forced (often slower) kernel set would be measured. Re-run this process without it.
-void ReexecWithoutCoretype() {
-  if (!std::getenv("OPENBLAS_CORETYPE")) return;
+// OpenBLAS picks its kernels from the CPU model when it loads; a model newer than the library
+// (or a forced OPENBLAS_CORETYPE) falls back to old SSE3 kernels ("Prescott") that run prefill
+// several times slower. Re-run this process once with the core type the CPU's vector unit fits.
+std::string PreferredBlasCore() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return "SkylakeX";
+  if (__builtin_cpu_supports("avx2")) return "Haswell";
+  return "";
+}
+
+bool BlasCoreFits(const std::string& core, const std::string& preferred) {
+  if (preferred == "SkylakeX")
+    return core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids";
+  if (preferred == "Haswell")
+    return core == "Haswell" || core == "Zen" || core == "SkylakeX" || core == "Cooperlake";
+  return true;
+}
+
+void ReexecWithFittingBlasCore() {
+  const std::string core = openblas_get_corename(), preferred = PreferredBlasCore();
+  if (BlasCoreFits(core, preferred) || std::getenv("TLALOC_BENCH_REEXEC")) return;
   std::ifstream f("/proc/self/cmdline", std::ios::binary);
   std::string raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   std::vector<std::string> parts;
@@ -60,14 +80,13 @@ void ReexecWithoutCoretype() {
   for (auto& p : parts) argv.push_back(p.data());
   argv.push_back(nullptr);
   std::fprintf(stderr,
-               "tlaloc bench: OPENBLAS_CORETYPE=%s would force OpenBLAS kernels; "
-               "re-running without it\n",
-               std::getenv("OPENBLAS_CORETYPE"));
-  unsetenv("OPENBLAS_CORETYPE");
+               "tlaloc bench: OpenBLAS chose %s kernels on a CPU that fits %s; "
+               "re-running with OPENBLAS_CORETYPE=%s\n",
+               core.c_str(), preferred.c_str(), preferred.c_str());
+  setenv("OPENBLAS_CORETYPE", preferred.c_str(), 1);
+  setenv("TLALOC_BENCH_REEXEC", "1", 1);
   execv("/proc/self/exe", argv.data());
-  std::fprintf(stderr,
-               "tlaloc bench: re-exec failed; measuring with OPENBLAS_CORETYPE unset "
-               "only for child libraries\n");
+  std::fprintf(stderr, "tlaloc bench: re-exec failed; measuring with %s kernels\n", core.c_str());
 }
 
 int RunBench(const BenchArgs& a) {
@@ -88,7 +107,7 @@ int RunBench(const BenchArgs& a) {
   } else if (!a.dtype.empty()) {
     return fail("--dtype \"" + a.dtype + "\": expected f32 or bf16");
   }
-  ReexecWithoutCoretype();
+  ReexecWithFittingBlasCore();
   if (a.threads > 0) SetComputeThreads(a.threads);
 
   double t0 = Seconds();
@@ -121,6 +140,7 @@ int RunBench(const BenchArgs& a) {
     j["model"] = a.model;
     j["dtype"] = dt;
     j["threads"] = a.threads;
+    j["blas_core"] = openblas_get_corename();
     j["load_s"] = load_s;
     j["compile_s"] = tm.compile_seconds;
     j["prefill_tokens"] = tm.prefill_tokens;
@@ -132,7 +152,8 @@ int RunBench(const BenchArgs& a) {
     j["peak_rss_bytes"] = rss;
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("model        %s (%s, %d threads)\n", a.model.c_str(), dt.c_str(), a.threads);
+    std::printf("model        %s (%s, %d threads, OpenBLAS %s)\n", a.model.c_str(), dt.c_str(),
+                a.threads, openblas_get_corename());
     std::printf("load         %.3f s (compile %.3f s)\n", load_s, tm.compile_seconds);
     std::printf("prefill      %lld tokens in %.3f s: %.2f tokens/s\n",
                 static_cast<long long>(tm.prefill_tokens), tm.prefill_seconds,
