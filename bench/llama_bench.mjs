@@ -1,0 +1,115 @@
+// llama.cpp's side of bench/compare_llama.sh: loads a GGUF with node-llama-cpp's prebuilt CPU
+// build, processes a random prompt of N tokens in one batch, then generates M tokens greedily
+// (end tokens do not stop it), and prints one JSON object with the same fields as
+// `tlaloc bench --json`: load_s, prefill_tokens_per_s, decode_tokens_per_s, peak_rss_bytes.
+//
+//   node bench/llama_bench.mjs --model FILE.gguf [--threads T] [--prompt-tokens N]
+//        [--new-tokens M] [--kv f16|f32|bf16] [--vocab V] [--seed S]
+//
+// node-llama-cpp is found in third_party_npm/ beside this folder (scripts/setup.sh installs it)
+// or through NODE_PATH.
+import { createRequire } from "node:module";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import path from "node:path";
+import process from "node:process";
+
+function parseArgs(argv) {
+  const opts = { threads: 2, promptTokens: 512, newTokens: 128, kv: "f16", vocab: 151936, seed: 0 };
+  const names = {
+    "--model": ["model", String], "--threads": ["threads", Number],
+    "--prompt-tokens": ["promptTokens", Number], "--new-tokens": ["newTokens", Number],
+    "--kv": ["kv", String], "--vocab": ["vocab", Number], "--seed": ["seed", Number],
+  };
+  for (let i = 0; i < argv.length; i += 2) {
+    const spec = names[argv[i]];
+    if (!spec || i + 1 >= argv.length) throw new Error(`unknown or incomplete option ${argv[i]}`);
+    opts[spec[0]] = spec[1](argv[i + 1]);
+  }
+  if (!opts.model) throw new Error("--model FILE.gguf is required");
+  for (const k of ["threads", "promptTokens", "newTokens", "vocab"])
+    if (!Number.isInteger(opts[k]) || opts[k] < 1) throw new Error(`--${k} must be a positive integer`);
+  if (!["f16", "f32", "bf16"].includes(opts.kv)) throw new Error(`--kv ${opts.kv}: expected f16, f32 or bf16`);
+  return opts;
+}
+
+async function importLlama() {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const local = path.join(here, "..", "third_party_npm", "node_modules", "node-llama-cpp");
+  try {
+    const require = createRequire(path.join(local, "package.json"));
+    return await import(pathToFileURL(require.resolve("node-llama-cpp")).href);
+  } catch {
+    return await import("node-llama-cpp");
+  }
+}
+
+// A small deterministic generator: the ids only need to be valid, not meaningful.
+function randomIds(n, vocab, seed) {
+  let state = BigInt(seed) * 6364136223846793005n + 1442695040888963407n;
+  const ids = [];
+  for (let i = 0; i < n; ++i) {
+    state = (state * 6364136223846793005n + 1442695040888963407n) & 0xffffffffffffffffn;
+    ids.push(Number((state >> 33n) % BigInt(vocab)));
+  }
+  return ids;
+}
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  const { getLlama } = await importLlama();
+  const llama = await getLlama({ gpu: false, build: "never", maxThreads: opts.threads, logLevel: "error" });
+  const kvType = opts.kv.toUpperCase();
+
+  let t0 = performance.now();
+  const model = await llama.loadModel({ modelPath: opts.model, gpuLayers: 0, useMmap: true });
+  const loadS = (performance.now() - t0) / 1000;
+
+  const contextSize = Math.ceil((opts.promptTokens + opts.newTokens + 1) / 256) * 256;
+  const context = await model.createContext({
+    contextSize,
+    batchSize: Math.max(512, opts.promptTokens),
+    threads: { ideal: opts.threads, min: opts.threads },
+    experimentalKvCacheKeyType: kvType,
+    experimentalKvCacheValueType: kvType,
+  });
+  const seq = context.getSequence();
+  const prompt = randomIds(opts.promptTokens, opts.vocab, opts.seed);
+
+  t0 = performance.now();
+  await seq.evaluateWithoutGeneratingNewTokens(prompt.slice(0, -1));
+  // The last prompt token is evaluated alone together with sampling the first new token, like
+  // a decode step, so it is timed with decoding.
+  const prefillS = (performance.now() - t0) / 1000;
+
+  let generated = 0;
+  t0 = performance.now();
+  for await (const token of seq.evaluate([prompt[prompt.length - 1]], { temperature: 0, yieldEogToken: true })) {
+    void token;
+    if (++generated >= opts.newTokens) break;
+  }
+  const decodeS = (performance.now() - t0) / 1000;
+
+  const out = {
+    engine: "llama.cpp (node-llama-cpp)",
+    model: opts.model,
+    threads: opts.threads,
+    kv_type: opts.kv,
+    load_s: loadS,
+    prefill_tokens: prompt.length - 1,
+    prefill_s: prefillS,
+    prefill_tokens_per_s: (prompt.length - 1) / prefillS,
+    decode_tokens: generated,
+    decode_s: decodeS,
+    decode_tokens_per_s: generated / decodeS,
+    peak_rss_bytes: process.resourceUsage().maxRSS * 1024,
+  };
+  console.log(JSON.stringify(out));
+  await context.dispose();
+  await model.dispose();
+  await llama.dispose();
+}
+
+main().catch((e) => {
+  console.error(`llama_bench: ${e.message}`);
+  process.exit(1);
+});

@@ -1,0 +1,248 @@
+// Kernels that dominate Qwen3-0.6B on the interpreter, run as one-op (or one-layer) programs so
+// the figures include the interpreter's own cost: matrix products at the model's shapes (decode
+// M=1 and prefill M=512, f32 and bf16), attention over a growing KV cache, and an elementwise
+// chain (SiLU(gate) * up). Each reports GFLOP/s or GB/s and its fraction of this machine's peak,
+// measured in the same binary: a STREAM-like read bandwidth and an FMA peak, over the
+// interpreter's thread pool (TLALOC_NUM_THREADS threads).
+#include <benchmark/benchmark.h>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "tlaloc/builder/tensor.h"
+#include "tlaloc/interp/interpreter.h"
+#include "tlaloc/nn/layers.h"
+#include "tlaloc/support/thread_pool.h"
+
+namespace {
+
+using tlaloc::ElementType;
+using tlaloc::Literal;
+using tlaloc::TensorType;
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// ---- Machine peaks ----------------------------------------------------------------------------
+
+// Sums a buffer far larger than the caches on every pool thread: the bandwidth a
+// weight-streaming matrix-vector product can reach at best.
+double MeasureReadBandwidth() {
+  const int64_t n = int64_t{1} << 27;  // 512 MiB of floats
+  std::vector<float> buf(n, 1.0f);
+  tlaloc::ThreadPool& pool = tlaloc::DefaultThreadPool();
+  std::atomic<double> sink{0};
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    double t0 = Now();
+    pool.ParallelFor(n, n / pool.size(), [&](int64_t b, int64_t e) {
+      float acc[16] = {};
+      for (int64_t i = b; i + 16 <= e; i += 16)
+        for (int j = 0; j < 16; ++j) acc[j] += buf[i + j];
+      double s = 0;
+      for (float a : acc) s += a;
+      sink = sink + s;
+    });
+    best = std::max(best, n * sizeof(float) / (Now() - t0));
+  }
+  benchmark::DoNotOptimize(sink.load());
+  return best;
+}
+
+__attribute__((target("avx512f"))) double FmaLoop(int64_t iters) {
+  __m512 acc[12];
+  for (auto& a : acc) a = _mm512_set1_ps(1.0f);
+  const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+  for (int64_t i = 0; i < iters; ++i)
+    for (auto& a : acc) a = _mm512_fmadd_ps(a, m, c);
+  float out[16];
+  __m512 s = acc[0];
+  for (int j = 1; j < 12; ++j) s = _mm512_add_ps(s, acc[j]);
+  _mm512_storeu_ps(out, s);
+  return out[0];
+}
+
+// Peak f32 FLOP/s: independent AVX-512 FMA chains on every pool thread (0 without AVX-512).
+double MeasurePeakFlops() {
+  if (!__builtin_cpu_supports("avx512f")) return 0;
+  tlaloc::ThreadPool& pool = tlaloc::DefaultThreadPool();
+  const int64_t iters = 20'000'000;
+  std::atomic<double> sink{0};
+  double t0 = Now();
+  pool.ParallelFor(pool.size(), 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) sink = sink + FmaLoop(iters);
+  });
+  double secs = Now() - t0;
+  benchmark::DoNotOptimize(sink.load());
+  return pool.size() * iters * 12.0 * 16 * 2 / secs;
+}
+
+double PeakBandwidth() {
+  static const double bw = MeasureReadBandwidth();
+  return bw;
+}
+double PeakFlops() {
+  static const double f = MeasurePeakFlops();
+  return f;
+}
+
+void BM_PeakReadBandwidth(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(PeakBandwidth());
+  state.counters["GB/s"] = PeakBandwidth() / 1e9;
+}
+BENCHMARK(BM_PeakReadBandwidth)->Iterations(1);
+
+void BM_PeakFmaFlops(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(PeakFlops());
+  state.counters["GFLOP/s"] = PeakFlops() / 1e9;
+}
+BENCHMARK(BM_PeakFmaFlops)->Iterations(1);
+
+// ---- Programs ---------------------------------------------------------------------------------
+
+Literal RandomLiteral(const TensorType& type, uint64_t seed) {
+  Literal f32(TensorType(ElementType::kF32, type.dims));
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (float& v : f32.span<float>()) v = dist(rng);
+  if (type.element_type == ElementType::kF32) return f32;
+  Literal out(type);
+  auto src = f32.span<float>();
+  auto dst = out.span<uint16_t>();  // bf16 bits, truncated: values only need to be finite
+  for (size_t i = 0; i < src.size(); ++i) {
+    uint32_t u;
+    std::memcpy(&u, &src[i], 4);
+    dst[i] = static_cast<uint16_t>(u >> 16);
+  }
+  return out;
+}
+
+struct Program {
+  std::shared_ptr<tlaloc::Module> module;
+  std::unique_ptr<tlaloc::Executable> exe;
+  std::vector<Literal> args;
+};
+
+template <typename BuildFn>
+Program MakeProgram(const std::vector<TensorType>& arg_types, BuildFn build) {
+  Program p;
+  p.module = std::make_shared<tlaloc::Module>("bench");
+  tlaloc::FunctionBuilder fb(p.module.get(), "main");
+  std::vector<tlaloc::Tensor> args;
+  for (const auto& t : arg_types) args.push_back(fb.AddArg(t));
+  if (!fb.Return({build(args)}).ok()) return p;
+  auto exe = tlaloc::Executable::Prepare(p.module, "main");
+  if (exe.ok()) p.exe = std::move(*exe);
+  for (size_t i = 0; i < arg_types.size(); ++i) p.args.push_back(RandomLiteral(arg_types[i], i));
+  return p;
+}
+
+// Runs the program once per iteration; returns seconds per run.
+double RunProgram(benchmark::State& state, const Program& p) {
+  if (!p.exe) {
+    state.SkipWithError("program failed to build or prepare");
+    return 0;
+  }
+  double total = 0;
+  int64_t runs = 0;
+  for (auto _ : state) {
+    double t0 = Now();
+    auto out = p.exe->Execute(p.args);
+    total += Now() - t0;
+    ++runs;
+    if (!out.ok()) {
+      state.SkipWithError(out.status().ToString().c_str());
+      return 0;
+    }
+    benchmark::DoNotOptimize(out->front().data());
+  }
+  return runs ? total / runs : 0;
+}
+
+void ReportRates(benchmark::State& state, double secs, double flops, double bytes) {
+  if (secs <= 0) return;
+  state.counters["GFLOP/s"] = flops / secs / 1e9;
+  state.counters["GB/s"] = bytes / secs / 1e9;
+  if (PeakFlops() > 0) state.counters["of_peak_flops"] = flops / secs / PeakFlops();
+  state.counters["of_peak_bw"] = bytes / secs / PeakBandwidth();
+}
+
+// x [M, K] . W [N, K] over K, as nn::Linear emits it; args: M, K, N, dtype (0 f32, 1 bf16).
+void BM_Linear(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const ElementType et = state.range(3) ? ElementType::kBF16 : ElementType::kF32;
+  Program p =
+      MakeProgram({TensorType(et, {m, k}), TensorType(et, {n, k})},
+                  [](std::vector<tlaloc::Tensor>& a) { return tlaloc::nn::Linear(a[0], a[1]); });
+  double secs = RunProgram(state, p);
+  const double elem = et == ElementType::kF32 ? 4 : 2;
+  ReportRates(state, secs, 2.0 * m * k * n, elem * (m * k + n * k + m * n));
+}
+// Qwen3-0.6B: hidden 1024, q 2048, kv 1024, MLP 3072, vocabulary 151936.
+#define LINEAR_SHAPES(M, DT)      \
+  Args({M, 1024, 2048, DT})       \
+      ->Args({M, 1024, 3072, DT}) \
+      ->Args({M, 3072, 1024, DT}) \
+      ->Args({M, 1024, 151936, DT})
+BENCHMARK(BM_Linear)
+    ->ArgNames({"M", "K", "N", "bf16"})
+    ->LINEAR_SHAPES(1, 0)
+    ->LINEAR_SHAPES(1, 1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Linear)
+    ->ArgNames({"M", "K", "N", "bf16"})
+    ->Args({512, 1024, 2048, 0})
+    ->Args({512, 1024, 3072, 0})
+    ->Args({512, 3072, 1024, 0})
+    ->Args({512, 1024, 2048, 1})
+    ->Args({512, 1024, 3072, 1})
+    ->Args({512, 3072, 1024, 1})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// One decode step's attention of one layer (16 query heads, 8 KV heads, head_dim 128) over a
+// cache of S slots; args: S, dtype.
+void BM_DecodeAttention(benchmark::State& state) {
+  const int64_t s = state.range(0), d = 128;
+  const ElementType et = state.range(1) ? ElementType::kBF16 : ElementType::kF32;
+  Program p = MakeProgram(
+      {TensorType(et, {1, 1, 16, d}), TensorType(et, {1, 8, s, d}), TensorType(et, {1, 8, s, d})},
+      [s](std::vector<tlaloc::Tensor>& a) {
+        tlaloc::OpBuilder& b = *a[0].builder();
+        tlaloc::Tensor iota = tlaloc::Iota(b, {1, 1, s}, 2);
+        tlaloc::Tensor mask = tlaloc::Ge(iota, iota);  // all slots visible
+        return tlaloc::nn::GroupedAttention(a[0], a[1], a[2], mask, 0.088);
+      });
+  double secs = RunProgram(state, p);
+  const double elem = et == ElementType::kF32 ? 4 : 2;
+  ReportRates(state, secs, 2.0 * 2 * 16 * s * d, elem * 2 * 8 * s * d);
+}
+BENCHMARK(BM_DecodeAttention)
+    ->ArgNames({"S", "bf16"})
+    ->ArgsProduct({{128, 640, 2048}, {0, 1}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// SiLU(gate) * up over the MLP activations of M tokens (f32): three tensors of M x 3072.
+void BM_SiluAndMul(benchmark::State& state) {
+  const int64_t m = state.range(0), n = 3072;
+  Program p = MakeProgram(
+      {TensorType(ElementType::kF32, {m, n}), TensorType(ElementType::kF32, {m, n})},
+      [](std::vector<tlaloc::Tensor>& a) { return tlaloc::nn::SiluAndMul(a[0], a[1]); });
+  double secs = RunProgram(state, p);
+  ReportRates(state, secs, 5.0 * m * n, 4.0 * 3 * m * n);
+}
+BENCHMARK(BM_SiluAndMul)->Arg(1)->Arg(512)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
