@@ -5,6 +5,8 @@
 //   variants SOURCE     which variants fit the target, and why the others do not
 //   verify SOURCE       check every variant's files against the digests in its metadata
 //   seal VARIANT_DIR... write the digest of every file into each variant's metadata.json
+//   resolve MAPPING     load a kernel mapping (JSON) for a target and mode: which kernel each
+//                       layer gets, or why it keeps its decomposition
 // Exit status: 0 success, 1 an error, 2 a verification failure.
 #include <cstdio>
 #include <memory>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "tlaloc/kernels/kernelize.h"
 #include "tlaloc/kernels/lockfile.h"
 #include "tlaloc/kernels/source.h"
 
@@ -25,7 +28,10 @@ struct KernelsOptions {
   std::string lockfile = "kernels.lock";
   std::string cache;
   std::string target = "cpu";
+  std::string mode = "inference";
   bool offline = false;
+  bool trust_remote_code = false;
+  bool use_lockfile = false;
 };
 
 k::LoaderOptions Loader(const KernelsOptions& o) {
@@ -162,6 +168,39 @@ int RunVerify(const KernelsOptions& o) {
   return rc;
 }
 
+int RunResolve(const KernelsOptions& o) {
+  auto text = k::ReadFileBytes(o.sources.at(0));
+  if (!text.ok()) return Fail("resolve", text.status());
+  auto mapping = k::ParseKernelMapping(*text);
+  if (!mapping.ok()) return Fail("resolve", mapping.status());
+  k::KernelizeOptions options;
+  auto target = k::Target::Parse(o.target);
+  if (!target.ok()) return Fail("resolve", target.status());
+  options.target = *target;
+  if (o.mode != "inference" && o.mode != "training")
+    return Fail("resolve", InvalidArgument("--mode must be inference or training"));
+  options.mode = o.mode == "training" ? k::Mode::kTraining : k::Mode::kInference;
+  options.loader = Loader(o);
+  options.loader.trust_remote_code = o.trust_remote_code;
+  k::Lockfile lock;
+  if (o.use_lockfile) {
+    auto read = k::ReadLockfile(o.lockfile);
+    if (!read.ok()) return Fail("resolve", read.status());
+    lock = *read;
+    options.loader.lockfile = &lock;
+  }
+  auto kernelizer = k::Kernelizer::Create(*mapping, options);
+  if (!kernelizer.ok()) return Fail("resolve", kernelizer.status());
+  std::printf("target %s, %s mode\n", target->ToString().c_str(), o.mode.c_str());
+  for (const auto& [layer, r] : kernelizer->resolved())
+    std::printf("  %-16s -> %s %s (%s, trusted by %s)\n", layer.c_str(),
+                r.variant.checkout.repo.c_str(), r.variant.meta.variant.c_str(),
+                r.variant.checkout.commit.c_str(), r.variant.trusted_by.c_str());
+  for (const auto& [layer, why] : kernelizer->unresolved())
+    std::printf("  %-16s keeps its decomposition: %s\n", layer.c_str(), why.c_str());
+  return 0;
+}
+
 int RunSeal(const KernelsOptions& o) {
   for (const auto& dir : o.sources) {
     if (Status s = k::SealVariant(dir); !s.ok()) return Fail("seal", s);
@@ -192,6 +231,16 @@ void RegisterKernelsCommand(CLI::App& app) {
   auto* seal = cmd->add_subcommand("seal", "Write file digests into variants' metadata.json");
   seal->add_option("VARIANT_DIR", o->sources, "build/<variant> folders")->required();
   seal->callback([o] { SetExitCode(RunSeal(*o)); });
+  auto* resolve = cmd->add_subcommand("resolve", "Which kernel each mapped layer gets, and why");
+  resolve->add_option("MAPPING", o->sources, "kernel mapping JSON file")->required();
+  resolve->add_option("--target", o->target, "cpu, tpu or cuda[M.m][:smNN]");
+  resolve->add_option("--mode", o->mode, "inference or training");
+  resolve->add_flag("--trust-remote-code", o->trust_remote_code,
+                    "Allow native kernels from sources that are neither local nor locked");
+  resolve->add_flag("--use-lockfile", o->use_lockfile, "Pin and trust what --lockfile lists");
+  resolve->add_option("--lockfile", o->lockfile, "Lockfile (with --use-lockfile)");
+  common(resolve);
+  resolve->callback([o] { SetExitCode(RunResolve(*o)); });
   struct One {
     const char* name;
     const char* help;

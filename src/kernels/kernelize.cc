@@ -235,8 +235,11 @@ StatusOr<Kernelizer> Kernelizer::Create(const KernelMapping& mapping,
       std::string name = repo.layer.empty() ? layer : repo.layer;
       auto spec_it = v.meta.layers.find(name);
       std::string where = repo.source.ToString() + " (" + v.meta.variant + ")";
-      if (spec_it == v.meta.layers.end())
-        return NotFound("kernel repository " + where + " provides no layer " + name);
+      if (spec_it == v.meta.layers.end()) {
+        why = "kernel repository " + where + " provides no layer " + name;
+        if (!options.use_fallback) return NotFound(why);
+        continue;
+      }
       LayerSpec spec = spec_it->second;
       TL_RETURN_IF_ERROR(CheckSignature(*sig, spec, where));
       // Training keeps the decomposition (and its VJP) unless the kernel has a backward;
