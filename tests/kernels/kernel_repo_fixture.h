@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -94,6 +95,8 @@ inline Status MakeGitKernelRepo(const fs::path& root, const VariantFiles& varian
   // Dumb HTTP clones read info/refs and objects/info/packs.
   return Git(root, {"update-server-info"});
 }
+
+inline bool HaveGit() { return std::system("git --version >/dev/null 2>&1") == 0; }
 
 inline std::string FileUrl(const fs::path& p) { return "file://" + fs::absolute(p).string(); }
 

@@ -24,6 +24,7 @@ using testing::KernelTempDir;
 class KernelSourceTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    if (!testing::HaveGit()) GTEST_SKIP() << "git (the git CLI) is not installed";
     root_ = KernelTempDir("src");
     repo_ = root_ / "rmsnorm";
     Status s = testing::MakeGitKernelRepo(repo_, testing::RmsNormVariants());
@@ -31,7 +32,9 @@ class KernelSourceTest : public ::testing::Test {
     options_.cache_dir = root_ / "cache";
     options_.local_overrides = "none=none";  // ignore the developer's environment
   }
-  void TearDown() override { std::filesystem::remove_all(root_); }
+  void TearDown() override {
+    if (!root_.empty()) std::filesystem::remove_all(root_);
+  }
   std::filesystem::path root_, repo_;
   LoaderOptions options_;
 };
