@@ -9,6 +9,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -151,6 +152,60 @@ void RowsTimesVectors(const W* rows, int64_t row_step, int64_t batch_step, int64
   });
 }
 
+// out[0, n) += scale * row[0, n), row f32 or bf16.
+template <typename W>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void AxpyAvx512(float scale, const W* row,
+                                                                     float* out, int64_t n) {
+  const __m512 sv = _mm512_set1_ps(scale);
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16)
+    _mm512_storeu_ps(out + j, _mm512_fmadd_ps(sv, LoadRow(row + j), _mm512_loadu_ps(out + j)));
+  if (j < n) {
+    __mmask16 m = static_cast<__mmask16>((1u << (n - j)) - 1u);
+    __m512 r = _mm512_fmadd_ps(sv, LoadRowMasked(row + j, m), _mm512_maskz_loadu_ps(m, out + j));
+    _mm512_mask_storeu_ps(out + j, m, r);
+  }
+}
+
+template <typename W>
+void Axpy(float scale, const W* row, float* out, int64_t n) {
+  if (kAvx512) {
+    AxpyAvx512(scale, row, out, n);
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    float w;
+    if constexpr (std::is_same_v<W, uint16_t>) {
+      w = Bf16BitsToFloat(row[j]);
+    } else {
+      w = row[j];
+    }
+    out[j] = std::fma(scale, w, out[j]);
+  }
+}
+
+// S f32 vectors per batch (`vecs`: [batch][S][k]) times B stored with its n columns contiguous
+// (row p of B at `rows + p * row_step`): each output row accumulates scaled rows of B, so B is
+// read once. Threads split batches and blocks of 256 columns. Output rows are [batch][S][n].
+template <typename W>
+void VectorsTimesRows(const W* rows, int64_t row_step, int64_t batch_step, const float* vecs,
+                      int s_count, int64_t batch, int64_t k, int64_t n, float* c,
+                      EvalContext& ctx) {
+  const int64_t block = std::min<int64_t>(n, 256), blocks = (n + block - 1) / block;
+  ctx.ParallelFor(batch * blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t bi = task / blocks, j0 = task % blocks * block;
+      const int64_t nb = std::min(block, n - j0);
+      for (int s = 0; s < s_count; ++s) std::fill_n(c + (bi * s_count + s) * n + j0, nb, 0.0f);
+      for (int64_t p = 0; p < k; ++p) {
+        const W* row = rows + bi * batch_step + p * row_step + j0;
+        for (int s = 0; s < s_count; ++s)
+          Axpy(vecs[(bi * s_count + s) * k + p], row, c + (bi * s_count + s) * n + j0, nb);
+      }
+    }
+  });
+}
+
 float ElementAt(const MatrixView& v, int64_t index) {
   if (v.type == ElementType::kBF16) {
     uint16_t bits;
@@ -283,6 +338,18 @@ void ViewMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t
   if (m <= kMaxVectors && b.row_stride == 1) {
     std::vector<float> vecs = GatherVectors(a, batch, m, k, /*vectors_are_rows=*/true);
     RunRows(b, b.col_stride, vecs, static_cast<int>(m), batch, n, k, c, m * n, n, 1, ctx);
+    return;
+  }
+  // Few rows of A and B's columns contiguous (B row-major [k, n], e.g. attention's values).
+  if (m <= kMaxVectors && b.col_stride == 1) {
+    std::vector<float> vecs = GatherVectors(a, batch, m, k, /*vectors_are_rows=*/true);
+    if (b.type == ElementType::kBF16) {
+      VectorsTimesRows(reinterpret_cast<const uint16_t*>(b.data), b.row_stride, b.batch_stride,
+                       vecs.data(), static_cast<int>(m), batch, k, n, c, ctx);
+    } else {
+      VectorsTimesRows(reinterpret_cast<const float*>(b.data), b.row_stride, b.batch_stride,
+                       vecs.data(), static_cast<int>(m), batch, k, n, c, ctx);
+    }
     return;
   }
   // Few columns of B and A's rows contiguous over k.

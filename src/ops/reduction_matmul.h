@@ -21,9 +21,10 @@ struct MatrixView {
   int64_t batch_stride = 0, row_stride = 0, col_stride = 0;
 };
 
-// C[b] = A[b] (m x k) * B[b] (k x n), C an f32 row-major [batch, m, n] buffer. Picks a
-// matrix-vector kernel when m or n is small, else BLAS sgemm (bf16 operands widened to f32 in
-// blocks first).
+// C[b] = A[b] (m x k) * B[b] (k x n), C an f32 row-major [batch, m, n] buffer. When m or n is
+// small, a matrix-vector kernel reads the large side once (dot products along contiguous rows,
+// or scaled-row accumulation when the large side is contiguous along the output); otherwise
+// BLAS sgemm over blocks split across the pool (bf16 operands widened to f32 per block).
 void ViewMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t m, int64_t k,
                 int64_t n, float* c, EvalContext& ctx);
 
