@@ -1,7 +1,6 @@
-// `tlaloc finetune`: fine-tune a Hugging Face Qwen3 checkpoint on a JSONL file,
-// with a progress bar on stderr, a loss log and a checkpoint in the input's
-// form. `tlaloc finetune-demo`: the whole cycle on a generated task, with
-// held-out accuracy before and after.
+// `tlaloc finetune`: fine-tune a Hugging Face Qwen3 checkpoint on a JSONL file, with a progress
+// bar on stderr, a loss log and a checkpoint in the input's form. `tlaloc finetune-demo`: the
+// whole cycle on a generated task, with held-out accuracy before and after.
 #include <unistd.h>
 
 #include <chrono>
@@ -115,25 +114,29 @@ int RunFinetuneCommand(const FinetuneArgs &a) {
   return 0;
 }
 
-// --- finetune-demo
-// --------------------------------------------------------------------------
+// --- finetune-demo ---------------------------------------------------------------------------
 
 struct DemoArgs {
   std::string out = "out/finetune-demo";
-  std::string task = "reverse";
+  std::string task = "upper";
   std::string target;
   int64_t train_size = 4000;
   int64_t held_out = 40;
-  int64_t steps = 300;
+  int64_t steps = 500;
   int64_t batch = 8;
   int64_t seq_len = 128;
-  double lr = 3e-3;
+  double lr = 2e-2;
   uint64_t seed = 0;
 };
 
-// Greedy answers to the held-out questions; returns how many are exactly right.
-StatusOr<int64_t> Evaluate(const fs::path &model, std::shared_ptr<Backend> backend,
-                           const std::vector<train::DemoExample> &questions, int64_t show) {
+struct Score {
+  int64_t right = 0;                   // answers exactly right
+  int64_t chars_right = 0, chars = 0;  // answer characters right in their place
+};
+
+// Greedy answers to the held-out questions, scored against the expected ones.
+StatusOr<Score> Evaluate(const fs::path &model, std::shared_ptr<Backend> backend,
+                         const std::vector<train::DemoExample> &questions, int64_t show) {
   TL_ASSIGN_OR_RETURN(auto generator,
                       generate::Generator::Load(model, ElementType::kF32, std::move(backend)));
   TL_ASSIGN_OR_RETURN(Tokenizer tokenizer, Tokenizer::FromFile((model / "tokenizer.json")));
@@ -152,12 +155,16 @@ StatusOr<int64_t> Evaluate(const fs::path &model, std::shared_ptr<Backend> backe
   TL_ASSIGN_OR_RETURN(auto results, generator->Generate(prompts, options));
   DecodeOptions decode;
   decode.skip_special_tokens = true;
-  int64_t right = 0;
+  Score score;
   for (size_t i = 0; i < questions.size(); ++i) {
     TL_ASSIGN_OR_RETURN(std::string answer,
                         tokenizer.DecodeBytes(results[i].generated_ids, decode));
-    const bool ok = answer == questions[i].answer;
-    right += ok ? 1 : 0;
+    const std::string &expected = questions[i].answer;
+    const bool ok = answer == expected;
+    score.right += ok ? 1 : 0;
+    score.chars += static_cast<int64_t>(expected.size());
+    for (size_t c = 0; c < expected.size() && c < answer.size(); ++c)
+      score.chars_right += answer[c] == expected[c] ? 1 : 0;
     if (static_cast<int64_t>(i) < show) {
       std::string shown;
       // Random weights emit arbitrary bytes; show those escaped rather than as mojibake.
@@ -170,7 +177,7 @@ StatusOr<int64_t> Evaluate(const fs::path &model, std::shared_ptr<Backend> backe
                    ("\"" + shown + "\"").c_str(), ok ? "right" : "wrong");
     }
   }
-  return right;
+  return score;
 }
 
 Status WriteText(const fs::path &path, const std::string &text) {
@@ -242,14 +249,15 @@ int RunDemo(const DemoArgs &a) {
   auto after = Evaluate(tuned, *backend, task->held_out, 4);
   if (!after.ok()) return Fail("finetune-demo", after.status().message());
   const double first = result->steps.front().loss, last = result->steps.back().loss;
+  auto percent = [](const Score &s) { return s.chars > 0 ? 100.0 * s.chars_right / s.chars : 0; };
   std::printf(
-      "held-out accuracy: before %lld/%zu, after %lld/%zu (loss %.3f "
-      "-> %.3f; %zu steps in %s, "
-      "%.0f tokens/s; total %s)\n",
-      static_cast<long long>(*before), task->held_out.size(), static_cast<long long>(*after),
-      task->held_out.size(), first, last, result->steps.size(),
-      Duration(result->train_seconds).c_str(), result->tokens_per_second,
-      Duration(elapsed()).c_str());
+      "held-out answers exactly right: before %lld/%zu, after %lld/%zu; characters right: "
+      "before %.0f%%, after %.0f%%\n(loss %.3f -> %.3f; %zu steps in %s, %.0f tokens/s; total "
+      "%s)\n",
+      static_cast<long long>(before->right), task->held_out.size(),
+      static_cast<long long>(after->right), task->held_out.size(), percent(*before),
+      percent(*after), first, last, result->steps.size(), Duration(result->train_seconds).c_str(),
+      result->tokens_per_second, Duration(elapsed()).c_str());
   std::printf(
       "fine-tuned checkpoint: %s (try: tlaloc generate --model %s "
       "--chat \"%s\")\n",
@@ -292,7 +300,7 @@ void RegisterFinetuneCommand(CLI::App &app) {
                                   "Create a tiny model, fine-tune it on a "
                                   "generated task, score held-out answers");
   demo->add_option("--out", d->out, "working folder")->capture_default_str();
-  demo->add_option("--task", d->task, "reverse or add")->capture_default_str();
+  demo->add_option("--task", d->task, "upper, reverse or add")->capture_default_str();
   demo->add_option("--steps", d->steps, "optimizer steps")->capture_default_str();
   demo->add_option("--train-size", d->train_size, "training conversations")->capture_default_str();
   demo->add_option("--held-out", d->held_out, "held-out questions")->capture_default_str();

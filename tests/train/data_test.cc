@@ -217,6 +217,10 @@ TEST(Data, DemoTasksKeepHeldOutQuestionsOutOfTraining) {
     EXPECT_EQ(std::string(h.question.rbegin(), h.question.rend()), h.answer);
     for (const auto& t : task->train) ASSERT_NE(t.question, h.question);
   }
+  auto upper = MakeDemoTask("upper", 10, 5, 1);
+  ASSERT_TRUE(upper.ok());
+  EXPECT_EQ(upper->train[0].answer.size(), upper->train[0].question.size());
+  EXPECT_EQ(upper->train[0].answer[0], upper->train[0].question[0] - 'a' + 'A');
   auto add = MakeDemoTask("add", 10, 5, 1);
   ASSERT_TRUE(add.ok());
   const auto& e = add->train[0];

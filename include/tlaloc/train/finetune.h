@@ -84,8 +84,8 @@ struct DemoTask {
   std::vector<DemoExample> held_out;  // questions that never occur in `train`
 };
 
-// "reverse": reverse a string of 3-5 lower-case letters; "add": the sum of two numbers below
-// 50. Errors name the task when it is unknown.
+// "upper": upper-case four lower-case letters; "reverse": reverse four lower-case letters; "add":
+// the sum of two numbers below 50. Errors name the task when it is unknown.
 StatusOr<DemoTask> MakeDemoTask(const std::string& name, int64_t train_size, int64_t held_out,
                                 uint64_t seed);
 
