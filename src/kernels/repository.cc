@@ -29,8 +29,12 @@ StatusOr<std::vector<std::string>> VariantFiles(const fs::path& dir) {
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
        it.increment(ec)) {
+    std::string rel = it->path().lexically_relative(dir).generic_string();
+    // A link could make a digest cover a file outside the repository.
+    if (it->is_symlink())
+      return DataLoss("kernel variant folder " + dir.string() + " holds a symbolic link (" + rel +
+                      "); variants must hold plain files");
     if (!it->is_regular_file()) continue;
-    std::string rel = fs::relative(it->path(), dir).generic_string();
     if (rel != kMetadataFile) out.push_back(rel);
   }
   if (ec)

@@ -46,6 +46,10 @@ TEST(KernelRepository, SealedVariantVerifiesAndTamperingIsNamed) {
   std::filesystem::remove(dir / "extra.txt");
   s = VerifyVariant(dir, *meta);
   EXPECT_NE(s.message().find("extra.txt"), std::string::npos) << s.ToString();
+  std::filesystem::create_symlink("/etc/hostname", dir / "link.so");
+  s = VerifyVariant(dir, *meta);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("symbolic link (link.so)"), std::string::npos) << s.ToString();
   std::filesystem::remove_all(root);
 }
 
