@@ -45,11 +45,14 @@ Status SaveModelFolder(const fs::path& out, const fs::path& source_dir,
   TL_ASSIGN_OR_RETURN(io::GenerationConfig generation,
                       io::LoadGenerationConfigOrDefault(source_dir, config));
   std::error_code ec;
+  // Writing over the source folder (a resumed run saving in place) keeps its tokenizer files.
+  const bool in_place = fs::exists(out, ec) && fs::equivalent(out, source_dir, ec);
   const fs::path tokenizer = source_dir / "tokenizer.json";
-  TL_RETURN_IF_ERROR(models::WriteModelFolder(config, out, tensors, generation,
-                                              fs::exists(tokenizer, ec) ? tokenizer : fs::path()));
+  TL_RETURN_IF_ERROR(
+      models::WriteModelFolder(config, out, tensors, generation,
+                               !in_place && fs::exists(tokenizer, ec) ? tokenizer : fs::path()));
   for (const char* name : kTokenizerFiles) {
-    if (!fs::exists(source_dir / name, ec)) continue;
+    if (in_place || !fs::exists(source_dir / name, ec)) continue;
     fs::copy_file(source_dir / name, out / name, fs::copy_options::overwrite_existing, ec);
     if (ec)
       return InvalidArgument("cannot copy " + (source_dir / name).string() + ": " + ec.message());
@@ -79,6 +82,7 @@ Status SaveTrainingState(const fs::path& dir, const io::ModelConfig& config,
             {"warmup_steps", state.warmup_steps},
             {"total_steps", state.total_steps},
             {"weight_decay", state.weight_decay},
+            {"grad_clip_norm", state.grad_clip_norm},
             {"source_model", state.source_model},
             {"data", state.data},
             {"optimizer_order", json::array()}};
@@ -112,6 +116,7 @@ StatusOr<LoadedTrainingState> LoadTrainingState(const fs::path& dir,
     s.warmup_steps = j.value("warmup_steps", int64_t{0});
     s.total_steps = j.value("total_steps", int64_t{0});
     s.weight_decay = j.value("weight_decay", 0.0);
+    s.grad_clip_norm = j.value("grad_clip_norm", 0.0);
     s.source_model = j.value("source_model", std::string());
     s.data = j.value("data", std::string());
   } catch (const json::exception& e) {

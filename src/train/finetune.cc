@@ -60,10 +60,18 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
   std::optional<LoadedTrainingState> resumed;
   if (!options.resume_dir.empty()) {
     TL_ASSIGN_OR_RETURN(resumed, LoadTrainingState(options.resume_dir, config));
-    // The data stream and schedule continue exactly where they stopped.
-    options.seed = resumed->state.seed;
-    options.batch = resumed->state.batch;
-    options.seq_len = resumed->state.seq_len;
+    // The data stream and the optimizer settings continue exactly where they stopped.
+    const TrainerState& saved = resumed->state;
+    options.seed = saved.seed;
+    options.batch = saved.batch;
+    options.seq_len = saved.seq_len;
+    options.lr = saved.lr;
+    options.warmup_steps = saved.warmup_steps;
+    options.weight_decay = saved.weight_decay;
+    options.grad_clip_norm = saved.grad_clip_norm;
+    // The saved schedule still holds unless the run now goes past its end.
+    if (options.schedule_steps == 0 && saved.total_steps >= options.steps)
+      options.schedule_steps = saved.total_steps;
   }
 
   TL_ASSIGN_OR_RETURN(Tokenizer tokenizer, Tokenizer::FromFile((model_dir / "tokenizer.json")));
@@ -161,6 +169,7 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
   state.warmup_steps = options.warmup_steps;
   state.total_steps = train_options.adamw.total_steps;
   state.weight_decay = options.weight_decay;
+  state.grad_clip_norm = options.grad_clip_norm;
   state.source_model = fs::absolute(model_dir, ec).string();
   state.data = fs::absolute(options.data_path, ec).string();
   TL_RETURN_IF_ERROR(SaveTrainingState(options.out_dir, config, optimizer_state, trained, state));

@@ -186,9 +186,12 @@ TEST_F(FinetuneTest, ResumedRunRepeatsTheUnbrokenRunsLosses) {
   FinetuneOptions first = Options("first", 2);
   first.schedule_steps = 4;
   ASSERT_TRUE(RunFinetune(first, *backend).ok());
-  FinetuneOptions rest = Options("rest", 4);
+  // Resumed in place, with settings that the saved state overrides.
+  FinetuneOptions rest = Options("first", 4);
   rest.model_dir.clear();
   rest.resume_dir = dir_ / "first";
+  rest.lr = 123;
+  rest.seed = 77;
   auto resumed = RunFinetune(rest, *backend);
   ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
   ASSERT_EQ(resumed->first_step, 3);
@@ -200,6 +203,13 @@ TEST_F(FinetuneTest, ResumedRunRepeatsTheUnbrokenRunsLosses) {
         << "step " << resumed->steps[i].step;
     EXPECT_DOUBLE_EQ(resumed->steps[i].lr, unbroken->steps[2 + i].lr);
   }
+  // The folder now holds the whole run: four log lines and a loadable checkpoint.
+  std::ifstream log(dir_ / "first" / kLossLogFile);
+  std::string line;
+  int lines = 0;
+  while (std::getline(log, line)) ++lines;
+  EXPECT_EQ(lines, 4);
+  EXPECT_TRUE(generate::Generator::Load(dir_ / "first").ok());
 }
 
 TEST_F(FinetuneTest, BadOptionsAreRefusedByName) {

@@ -40,6 +40,7 @@ struct TrainerState {
   int64_t warmup_steps = 0;
   int64_t total_steps = 0;
   double weight_decay = 0;
+  double grad_clip_norm = 0;
   std::string source_model;  // the folder fine-tuning started from
   std::string data;          // the JSONL file
 };

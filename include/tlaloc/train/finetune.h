@@ -22,7 +22,9 @@ struct FinetuneOptions {
   std::filesystem::path model_dir;  // may be empty when resuming: the resume folder is used
   std::filesystem::path data_path;
   std::filesystem::path out_dir;
-  std::filesystem::path resume_dir;  // a previous out_dir; empty = start fresh
+  // A previous out_dir; empty = start fresh. A resumed run keeps the saved seed, batch, seq_len,
+  // lr, warmup, weight decay, clipping and schedule; only `steps` is taken from here.
+  std::filesystem::path resume_dir;
   // Total steps (a resumed run continues up to it); 0 = `epochs` passes over the data.
   int64_t steps = 0;
   int64_t epochs = 1;
