@@ -252,6 +252,12 @@ StatusOr<Kernelizer> Kernelizer::Create(const KernelMapping& mapping,
       Resolved r;
       r.layer = layer;
       r.spec = spec;
+      TL_ASSIGN_OR_RETURN(r.dependencies, LoadDependencies(v, target, options.loader));
+      for (const LoadedVariant& dep : r.dependencies)
+        if (dep.meta.backend == Backend::kCpu && !dep.meta.library.empty()) {
+          TL_ASSIGN_OR_RETURN(auto lib, NativeLibrary::Open(dep.dir / dep.meta.library, true));
+          r.dependency_libraries.push_back(std::move(lib));
+        }
       switch (v.meta.backend) {
         case Backend::kUniversal: {
           TL_ASSIGN_OR_RETURN(r.module_text, ReadFileBytes(v.dir / v.meta.module));

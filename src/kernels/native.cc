@@ -38,8 +38,9 @@ NativeLibrary::~NativeLibrary() {
   if (handle_) dlclose(handle_);
 }
 
-StatusOr<std::shared_ptr<NativeLibrary>> NativeLibrary::Open(const std::filesystem::path& path) {
-  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+StatusOr<std::shared_ptr<NativeLibrary>> NativeLibrary::Open(const std::filesystem::path& path,
+                                                             bool global) {
+  void* h = dlopen(path.c_str(), RTLD_NOW | (global ? RTLD_GLOBAL : RTLD_LOCAL));
   if (!h)
     return FailedPrecondition("cannot load kernel library " + path.string() + ": " + dlerror());
   std::shared_ptr<NativeLibrary> lib(new NativeLibrary());

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -289,6 +290,40 @@ StatusOr<LoadedVariant> LoadVariant(const KernelSource& source, const Target& ta
   TL_ASSIGN_OR_RETURN(std::vector<std::string> variants, ListVariants(c.root));
   TL_ASSIGN_OR_RETURN(std::string variant, SelectVariant(variants, target, source.ToString()));
   return LoadNamedVariant(c, variant, options);
+}
+
+StatusOr<std::vector<LoadedVariant>> LoadDependencies(const LoadedVariant& variant,
+                                                      const Target& target,
+                                                      const LoaderOptions& options) {
+  std::vector<LoadedVariant> out;
+  std::vector<std::string> seen = {variant.checkout.repo};
+  std::string hub = options.hub_url.empty() ? Env("TLALOC_KERNELS_HUB") : options.hub_url;
+  auto visit = [&](const LoadedVariant& dependent) -> Status {
+    for (const KernelDependency& d : dependent.meta.depends) {
+      KernelSource src{d.repo_id, d.version, d.revision};
+      if (!IsUrl(d.repo_id) && !fs::exists(d.repo_id)) {
+        if (hub.empty())
+          return NotFound("kernel dependency " + d.repo_id + " of " + dependent.checkout.repo +
+                          " is a repo id, but no hub is set (LoaderOptions::hub_url or "
+                          "TLALOC_KERNELS_HUB)");
+        src.repo = hub + (hub.back() == '/' ? "" : "/") + d.repo_id;
+      }
+      if (std::find(seen.begin(), seen.end(), src.repo) != seen.end()) continue;
+      seen.push_back(src.repo);
+      auto loaded = LoadVariant(src, target, options);
+      if (!loaded.ok())
+        return loaded.status().WithContext("kernel dependency " + d.repo_id + " of " +
+                                           dependent.checkout.repo);
+      out.push_back(std::move(*loaded));
+    }
+    return OkStatus();
+  };
+  TL_RETURN_IF_ERROR(visit(variant));
+  for (size_t i = 0; i < out.size(); ++i) {
+    LoadedVariant current = out[i];  // visit() may grow `out`
+    TL_RETURN_IF_ERROR(visit(current));
+  }
+  return out;
 }
 
 }  // namespace tlaloc::kernels

@@ -227,6 +227,39 @@ TEST_F(KernelizeTest, MissingVariantFallsBackOrFailsWithTheVariantList) {
       << strict.status().ToString();
 }
 
+TEST_F(KernelizeTest, KernelDependenciesAreLoadedAndVerified) {
+  if (!testing::HaveGit()) GTEST_SKIP() << "git (the git CLI) is not installed";
+  std::string silu = GitRepo("silu", testing::SiluVariants());
+  fs::path ex = testing::ExamplesDir() / "rmsnorm" / "universal";
+  std::vector<fs::path> files = {ex / "metadata.json", ex / "rms_norm.mlir"};
+  std::string dep = "\"kernel-depends\": [{\"repo-id\": \"" + silu + "\", \"version\": 1}], ";
+  std::string dir =
+      EditedFolder("with-dep", "tlaloc-universal", files, "\"layers\"", dep + "\"layers\"");
+  KernelMapping mapping;
+  mapping.Add("RMSNorm", Backend::kCpu, Mode::kInference, {{dir, std::nullopt, ""}, "", {}});
+  // The dependency is native code from a remote source: untrusted until the flag is given.
+  auto refused = Kernelizer::Create(mapping, options_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("kernel dependency " + silu), std::string::npos)
+      << refused.status().ToString();
+  options_.loader.trust_remote_code = true;
+  auto k = Kernelizer::Create(mapping, options_);
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  const auto& r = k->resolved().at("RMSNorm");
+  ASSERT_EQ(r.dependencies.size(), 1u);
+  EXPECT_EQ(r.dependencies[0].meta.name, "silu-and-mul");
+  EXPECT_EQ(r.dependency_libraries.size(), 1u);
+  std::string missing = EditedFolder("missing-dep", "tlaloc-universal", files, "\"layers\"",
+                                     "\"kernel-depends\": [{\"repo-id\": \"org/absent\"}], "
+                                     "\"layers\"");
+  KernelMapping m2;
+  m2.Add("RMSNorm", Backend::kCpu, Mode::kInference, {{missing, std::nullopt, ""}, "", {}});
+  auto absent = Kernelizer::Create(m2, options_);
+  ASSERT_FALSE(absent.ok());
+  EXPECT_NE(absent.status().message().find("org/absent"), std::string::npos);
+  EXPECT_NE(absent.status().message().find("TLALOC_KERNELS_HUB"), std::string::npos);
+}
+
 TEST_F(KernelizeTest, TrainingNeedsABackward) {
   if (!testing::HaveGit()) GTEST_SKIP() << "git (the git CLI) is not installed";
   std::string rms = GitRepo("rms", testing::RmsNormVariants());

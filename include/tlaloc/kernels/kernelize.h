@@ -106,9 +106,11 @@ class Kernelizer {
     std::string layer;
     LoadedVariant variant;
     LayerSpec spec;
-    std::string module_text;                 // universal
-    std::string payload;                     // tpu
-    std::shared_ptr<NativeLibrary> library;  // cpu
+    std::string module_text;                  // universal
+    std::string payload;                      // tpu
+    std::shared_ptr<NativeLibrary> library;   // cpu
+    std::vector<LoadedVariant> dependencies;  // kernel-depends, verified like the kernel
+    std::vector<std::shared_ptr<NativeLibrary>> dependency_libraries;  // cpu, kept loaded
     TlalocKernelFn fn = nullptr;
   };
   const std::map<std::string, Resolved>& resolved() const { return resolved_; }

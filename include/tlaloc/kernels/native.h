@@ -15,7 +15,9 @@ class NativeLibrary {
  public:
   ~NativeLibrary();
   // Opens the library and checks tlaloc_kernel_abi_version() against this build's ABI.
-  static StatusOr<std::shared_ptr<NativeLibrary>> Open(const std::filesystem::path& path);
+  // `global`: its symbols resolve later libraries' references (a kernel dependency).
+  static StatusOr<std::shared_ptr<NativeLibrary>> Open(const std::filesystem::path& path,
+                                                       bool global = false);
   StatusOr<TlalocKernelFn> Symbol(const std::string& name) const;
   const std::filesystem::path& path() const { return path_; }
 

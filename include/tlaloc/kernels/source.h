@@ -39,6 +39,9 @@ struct LoaderOptions {
   const Lockfile* lockfile = nullptr;
   // "repo=path:repo2=path2"; empty: $TLALOC_LOCAL_KERNELS.
   std::string local_overrides;
+  // Base URL that kernel-depends repo ids ("org/name") are relative to; empty:
+  // $TLALOC_KERNELS_HUB. Ids that are URLs or folders are used as they are.
+  std::string hub_url;
 };
 
 struct Checkout {
@@ -66,6 +69,12 @@ StatusOr<LoadedVariant> LoadVariant(const KernelSource& source, const Target& ta
 // Loads a specific variant (no target choice); same verification and trust rules.
 StatusOr<LoadedVariant> LoadNamedVariant(const Checkout& checkout, const std::string& variant,
                                          const LoaderOptions& options);
+
+// Loads the kernel-depends of a loaded variant (recursively, each once) for the same target,
+// with the same verification and trust rules. Errors name the dependency and its dependent.
+StatusOr<std::vector<LoadedVariant>> LoadDependencies(const LoadedVariant& variant,
+                                                      const Target& target,
+                                                      const LoaderOptions& options);
 
 // Runs a command (arguments are quoted), returning its stdout, or an error with its stderr.
 StatusOr<std::string> RunCommand(const std::vector<std::string>& argv);
