@@ -1,5 +1,5 @@
 // `tlaloc bench --model DIR [--dtype f32|bf16] [--prompt-tokens N] [--new-tokens M]
-//  [--threads T] [--target cpu] [--json]`: load time, prefill and decode speed and peak resident
+//  [--threads T] [--target T] [--json]`: load time, prefill and decode speed and peak resident
 // memory of a Qwen3 checkpoint, with a random prompt of N tokens and M greedy new tokens (no end
 // token, so every run decodes exactly M tokens).
 #include <sys/resource.h>
@@ -19,6 +19,8 @@
 #include "commands.h"
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/interp/interpreter.h"
+#include "tlaloc/pjrt/pjrt_backend.h"
+#include "tlaloc/runtime/target.h"
 
 // OpenBLAS's name for the kernel set it loaded (its cblas.h is not on the CLI's include path).
 extern "C" char* openblas_get_corename(void);
@@ -28,7 +30,7 @@ namespace tlaloc::cli {
 namespace {
 
 struct BenchArgs {
-  std::string model, dtype, target = "cpu";
+  std::string model, dtype, target;
   int64_t prompt_tokens = 512, new_tokens = 128;
   int threads = 0;
   uint64_t seed = 0;
@@ -94,8 +96,8 @@ int RunBench(const BenchArgs& a) {
     std::fprintf(stderr, "tlaloc bench: %s\n", msg.c_str());
     return 1;
   };
-  if (a.target != "cpu")
-    return fail("--target \"" + a.target + "\": only the built-in cpu interpreter is supported");
+  auto choice = a.target.empty() ? DefaultBackendChoice() : ParseBackendChoice(a.target);
+  if (!choice.ok()) return fail("--target: " + choice.status().message());
   if (a.prompt_tokens < 1) return fail("--prompt-tokens must be at least 1");
   if (a.new_tokens < 1) return fail("--new-tokens must be at least 1");
   if (a.threads < 0) return fail("--threads must be >= 0 (0: all cores)");
@@ -111,7 +113,11 @@ int RunBench(const BenchArgs& a) {
   if (a.threads > 0) SetComputeThreads(a.threads);
 
   double t0 = Seconds();
-  auto gen = generate::Generator::Load(a.model, dtype);
+  auto backend = MakeBackend(*choice);
+  if (!backend.ok())
+    return fail("target " + choice->ToString() + ": " + backend.status().message());
+  const std::string backend_name = (*backend)->name();
+  auto gen = generate::Generator::Load(a.model, dtype, std::move(*backend));
   if (!gen.ok()) return fail(gen.status().message());
   const double load_s = Seconds() - t0;
   const auto& cfg = (*gen)->config();
@@ -139,6 +145,7 @@ int RunBench(const BenchArgs& a) {
     nlohmann::json j;
     j["model"] = a.model;
     j["dtype"] = dt;
+    j["target"] = backend_name;
     j["threads"] = a.threads;
     j["blas_core"] = openblas_get_corename();
     j["load_s"] = load_s;
@@ -177,7 +184,9 @@ void RegisterBenchCommand(CLI::App& app) {
   cmd->add_option("--new-tokens", args->new_tokens, "greedy tokens to decode (128)");
   cmd->add_option("--threads", args->threads, "interpreter and OpenBLAS threads (0: all cores)");
   cmd->add_option("--seed", args->seed, "prompt and sampling seed");
-  cmd->add_option("--target", args->target, "execution target (cpu)");
+  cmd->add_option("--target", args->target,
+                  "interp, cpu, cuda, tpu or a PJRT plugin path (default: $TLALOC_TARGET, "
+                  "else interp)");
   cmd->add_flag("--json", args->json, "print one JSON object");
   cmd->callback([args] { SetExitCode(RunBench(*args)); });
 }
