@@ -122,9 +122,9 @@ struct DemoArgs {
   std::string target;
   int64_t train_size = 4000;
   int64_t held_out = 40;
-  int64_t steps = 500;
+  int64_t steps = 1000;
   int64_t batch = 8;
-  int64_t seq_len = 128;
+  int64_t seq_len = 100;
   double lr = 2e-2;
   uint64_t seed = 0;
 };
