@@ -1,9 +1,9 @@
 // Kernels that dominate Qwen3-0.6B on the interpreter, run as one-op (or one-layer) programs so
 // the figures include the interpreter's own cost: matrix products at the model's shapes (decode
 // M=1 and prefill M=512, f32 and bf16), attention over a growing KV cache, and an elementwise
-// chain (SiLU(gate) * up). Each reports GFLOP/s or GB/s and its fraction of this machine's peak,
-// measured in the same binary: a STREAM-like read bandwidth and an FMA peak, over the
-// interpreter's thread pool (TLALOC_NUM_THREADS threads).
+// chain (SiLU(gate) * up), and the interpreter's fixed cost per op. Each reports GFLOP/s or GB/s
+// and its fraction of this machine's peak, measured in the same binary: a STREAM-like read
+// bandwidth and an FMA peak, over the interpreter's thread pool (TLALOC_NUM_THREADS threads).
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 
@@ -242,6 +242,21 @@ void BM_SiluAndMul(benchmark::State& state) {
   ReportRates(state, secs, 5.0 * m * n, 4.0 * 3 * m * n);
 }
 BENCHMARK(BM_SiluAndMul)->Arg(1)->Arg(512)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// The interpreter's fixed cost per op: a chain of 200 adds on [1, 1024] f32 (a decode step's
+// activation size), reported as microseconds per op.
+void BM_OpOverhead(benchmark::State& state) {
+  const int ops = 200;
+  Program p = MakeProgram({TensorType(ElementType::kF32, {1, 1024})},
+                          [ops](std::vector<tlaloc::Tensor>& a) {
+                            tlaloc::Tensor x = a[0];
+                            for (int i = 0; i < ops; ++i) x = x + a[0];
+                            return x;
+                          });
+  double secs = RunProgram(state, p);
+  state.counters["us_per_op"] = secs / ops * 1e6;
+}
+BENCHMARK(BM_OpOverhead)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
