@@ -3,27 +3,22 @@
 // memory of a Qwen3 checkpoint, with a random prompt of N tokens and M greedy new tokens (no end
 // token, so every run decodes exactly M tokens).
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "blas_core.h"
 #include "commands.h"
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/pjrt/pjrt_backend.h"
 #include "tlaloc/runtime/target.h"
-
-// OpenBLAS's name for the kernel set it loaded (its cblas.h is not on the CLI's include path).
-extern "C" char* openblas_get_corename(void);
 
 namespace tlaloc::cli {
 
@@ -47,50 +42,6 @@ int64_t PeakRssBytes() {
   return static_cast<int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
-// OpenBLAS picks its kernels from the CPU model when it loads; a model newer than the library
-// (or a forced OPENBLAS_CORETYPE) falls back to old SSE3 kernels ("Prescott") that run prefill
-// several times slower. Re-run this process once with the core type the CPU's vector unit fits.
-std::string PreferredBlasCore() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return "SkylakeX";
-  if (__builtin_cpu_supports("avx2")) return "Haswell";
-  return "";
-}
-
-bool BlasCoreFits(const std::string& core, const std::string& preferred) {
-  if (preferred == "SkylakeX")
-    return core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids";
-  if (preferred == "Haswell")
-    return core == "Haswell" || core == "Zen" || core == "SkylakeX" || core == "Cooperlake";
-  return true;
-}
-
-void ReexecWithFittingBlasCore() {
-  const std::string core = openblas_get_corename(), preferred = PreferredBlasCore();
-  if (BlasCoreFits(core, preferred) || std::getenv("TLALOC_BENCH_REEXEC")) return;
-  std::ifstream f("/proc/self/cmdline", std::ios::binary);
-  std::string raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::vector<std::string> parts;
-  for (size_t start = 0; start < raw.size();) {
-    size_t end = raw.find('\0', start);
-    if (end == std::string::npos) end = raw.size();
-    parts.push_back(raw.substr(start, end - start));
-    start = end + 1;
-  }
-  if (parts.empty()) return;
-  std::vector<char*> argv;
-  for (auto& p : parts) argv.push_back(p.data());
-  argv.push_back(nullptr);
-  std::fprintf(stderr,
-               "tlaloc bench: OpenBLAS chose %s kernels on a CPU that fits %s; "
-               "re-running with OPENBLAS_CORETYPE=%s\n",
-               core.c_str(), preferred.c_str(), preferred.c_str());
-  setenv("OPENBLAS_CORETYPE", preferred.c_str(), 1);
-  setenv("TLALOC_BENCH_REEXEC", "1", 1);
-  execv("/proc/self/exe", argv.data());
-  std::fprintf(stderr, "tlaloc bench: re-exec failed; measuring with %s kernels\n", core.c_str());
-}
-
 int RunBench(const BenchArgs& a) {
   auto fail = [](const std::string& msg) {
     std::fprintf(stderr, "tlaloc bench: %s\n", msg.c_str());
@@ -109,7 +60,6 @@ int RunBench(const BenchArgs& a) {
   } else if (!a.dtype.empty()) {
     return fail("--dtype \"" + a.dtype + "\": expected f32 or bf16");
   }
-  ReexecWithFittingBlasCore();
   if (a.threads > 0) SetComputeThreads(a.threads);
 
   double t0 = Seconds();
@@ -147,7 +97,7 @@ int RunBench(const BenchArgs& a) {
     j["dtype"] = dt;
     j["target"] = backend_name;
     j["threads"] = a.threads;
-    j["blas_core"] = openblas_get_corename();
+    j["blas_core"] = BlasCoreName();
     j["load_s"] = load_s;
     j["compile_s"] = tm.compile_seconds;
     j["prefill_tokens"] = tm.prefill_tokens;
@@ -160,7 +110,7 @@ int RunBench(const BenchArgs& a) {
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("model        %s (%s, %d threads, OpenBLAS %s)\n", a.model.c_str(), dt.c_str(),
-                a.threads, openblas_get_corename());
+                a.threads, BlasCoreName().c_str());
     std::printf("load         %.3f s (compile %.3f s)\n", load_s, tm.compile_seconds);
     std::printf("prefill      %lld tokens in %.3f s: %.2f tokens/s\n",
                 static_cast<long long>(tm.prefill_tokens), tm.prefill_seconds,

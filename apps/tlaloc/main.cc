@@ -2,9 +2,11 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "blas_core.h"
 #include "commands.h"
 
 int main(int argc, char** argv) {
+  tlaloc::cli::ReexecWithFittingBlasCore();
   CLI::App app{"tlaloc: train and serve transformer models on the CPU or any PJRT device"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("tlaloc 0.1.0"));

@@ -1,0 +1,63 @@
+#include "blas_core.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+// OpenBLAS's name for the kernel set it loaded (its cblas.h is not on the CLI's include path).
+extern "C" char* openblas_get_corename(void);
+
+namespace tlaloc::cli {
+
+namespace {
+
+constexpr const char* kReexecGuard = "TLALOC_BLAS_REEXEC";
+
+std::string PreferredBlasCore() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return "SkylakeX";
+  if (__builtin_cpu_supports("avx2")) return "Haswell";
+  return "";
+}
+
+bool BlasCoreFits(const std::string& core, const std::string& preferred) {
+  if (preferred == "SkylakeX")
+    return core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids";
+  if (preferred == "Haswell")
+    return core == "Haswell" || core == "Zen" || core == "SkylakeX" || core == "Cooperlake";
+  return true;
+}
+
+}  // namespace
+
+std::string BlasCoreName() { return openblas_get_corename(); }
+
+void ReexecWithFittingBlasCore() {
+  const std::string core = BlasCoreName(), preferred = PreferredBlasCore();
+  // A user's own OPENBLAS_CORETYPE choice that fits is kept; the guard stops a second re-run.
+  if (BlasCoreFits(core, preferred) || std::getenv(kReexecGuard)) return;
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<std::string> parts;
+  for (size_t start = 0; start < raw.size();) {
+    size_t end = raw.find('\0', start);
+    if (end == std::string::npos) end = raw.size();
+    parts.push_back(raw.substr(start, end - start));
+    start = end + 1;
+  }
+  if (parts.empty()) return;
+  std::vector<char*> argv;
+  for (auto& p : parts) argv.push_back(p.data());
+  argv.push_back(nullptr);
+  setenv("OPENBLAS_CORETYPE", preferred.c_str(), 1);
+  setenv(kReexecGuard, "1", 1);
+  execv("/proc/self/exe", argv.data());
+  std::fprintf(stderr, "tlaloc: re-running with OPENBLAS_CORETYPE=%s failed; using %s kernels\n",
+               preferred.c_str(), core.c_str());
+}
+
+}  // namespace tlaloc::cli
