@@ -1,7 +1,8 @@
 // `tlaloc generate --model DIR (--prompt TEXT | --chat TEXT | stdin) [--max-new-tokens N]
-//  [--temperature T --top-k K --top-p P --seed S] [--dtype f32|bf16] [--target T] [--json]`:
+//  [--temperature T --top-k K --top-p P --seed S] [--dtype f32|bf16] [--target T] [--json]
+//  [--kernels MAPPING.json [--kernels-lock FILE] [--trust-kernels]]`:
 // runs a Qwen3 checkpoint on the interpreter or a PJRT plugin, streaming the text as it is
-// decoded.
+// decoded; --kernels swaps mapped layers for kernels from kernel repositories (kernelize).
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -12,6 +13,7 @@
 
 #include "commands.h"
 #include "tlaloc/generate/generator.h"
+#include "tlaloc/kernels/kernelize.h"
 #include "tlaloc/pjrt/pjrt_backend.h"
 #include "tlaloc/runtime/target.h"
 #include "tlaloc/tokenizer/chat.h"
@@ -25,6 +27,8 @@ namespace fs = std::filesystem;
 
 struct GenerateArgs {
   std::string model, prompt, chat, dtype, target;
+  std::string kernels, kernels_lock;
+  bool trust_kernels = false;
   std::optional<int64_t> max_new_tokens, top_k;
   std::optional<double> temperature, top_p;
   uint64_t seed = 0;
@@ -33,6 +37,40 @@ struct GenerateArgs {
 
 double Seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Loads the kernels a mapping names for the host CPU (inference) and builds the interpreter
+// backend that runs their custom calls. Only the interpreter target: a cpu kernel's handler runs
+// in this process, not inside a plugin.
+struct KernelSetup {
+  std::optional<kernels::Kernelizer> kernelizer;
+  kernels::Lockfile lock;
+};
+
+StatusOr<std::unique_ptr<Backend>> MakeKernelizedBackend(const GenerateArgs& a, double rms_eps,
+                                                         KernelSetup& setup) {
+  auto text = kernels::ReadFileBytes(a.kernels);
+  if (!text.ok()) return text.status().WithContext("--kernels");
+  auto mapping = kernels::ParseKernelMapping(*text);
+  if (!mapping.ok()) return mapping.status().WithContext("--kernels " + a.kernels);
+  kernels::KernelizeOptions options;
+  options.loader.trust_remote_code = a.trust_kernels;
+  if (!a.kernels_lock.empty()) {
+    auto lock = kernels::ReadLockfile(a.kernels_lock);
+    if (!lock.ok()) return lock.status().WithContext("--kernels-lock");
+    setup.lock = std::move(*lock);
+    options.loader.lockfile = &setup.lock;
+  }
+  options.layer_attributes["RMSNorm"]["eps"] = rms_eps;
+  auto kernelizer = kernels::Kernelizer::Create(*mapping, options);
+  if (!kernelizer.ok()) return kernelizer.status();
+  for (const auto& [layer, why] : kernelizer->unresolved())
+    std::fprintf(stderr, "tlaloc generate: %s keeps its decomposition: %s\n", layer.c_str(),
+                 why.c_str());
+  InterpreterOptions io;
+  io.custom_calls = kernelizer->CustomCalls();
+  setup.kernelizer = std::move(*kernelizer);
+  return MakeInterpreterBackend(io);
 }
 
 int RunGenerate(const GenerateArgs& a) {
@@ -53,12 +91,34 @@ int RunGenerate(const GenerateArgs& a) {
   }
   const fs::path dir = a.model;
   double t0 = Seconds();
-  auto backend = MakeBackend(*choice);
-  if (!backend.ok())
-    return fail("target " + choice->ToString() + ": " + backend.status().message());
+  KernelSetup kernel_setup;
+  StatusOr<std::unique_ptr<Backend>> backend = std::unique_ptr<Backend>();
+  if (!a.kernels.empty()) {
+    if (!choice->interpreter)
+      return fail("--kernels runs kernels on the interpreter only; drop --target " +
+                  choice->ToString() + " or --kernels");
+    auto config = io::LoadModelConfig(dir);
+    if (!config.ok()) return fail(config.status().message());
+    backend = MakeKernelizedBackend(a, config->rms_norm_eps, kernel_setup);
+    if (!backend.ok()) return fail(backend.status().message());
+  } else {
+    backend = MakeBackend(*choice);
+    if (!backend.ok())
+      return fail("target " + choice->ToString() + ": " + backend.status().message());
+  }
   const std::string backend_name = (*backend)->name();
   auto gen = generate::Generator::Load(dir, dtype, std::move(*backend));
   if (!gen.ok()) return fail(gen.status().message());
+  size_t kernel_calls = 0;
+  if (kernel_setup.kernelizer) {
+    (*gen)->set_program_transform(
+        [&](std::shared_ptr<Module> module, const nn::LayerTrace& trace) -> Status {
+          auto r = kernel_setup.kernelizer->Apply(std::move(module), trace);
+          if (!r.ok()) return r.status();
+          kernel_calls += r->replaced.size();
+          return OkStatus();
+        });
+  }
   if (!fs::exists(dir / "tokenizer.json")) return fail(a.model + " has no tokenizer.json");
   auto tok = Tokenizer::FromFile((dir / "tokenizer.json").string());
   if (!tok.ok()) return fail(tok.status().message());
@@ -133,6 +193,7 @@ int RunGenerate(const GenerateArgs& a) {
     j["text"] = *out_text;
     j["finish_reason"] = r.finish_reason;
     j["target"] = backend_name;
+    if (kernel_setup.kernelizer) j["kernel_calls"] = kernel_calls;
     j["timings"] = {{"load_s", load_s},
                     {"compile_s", tm.compile_seconds},
                     {"prefill_s", tm.prefill_seconds},
@@ -156,6 +217,8 @@ int RunGenerate(const GenerateArgs& a) {
                rate(tm.prefill_tokens, tm.prefill_seconds),
                static_cast<long long>(tm.decode_tokens), rate(tm.decode_tokens, tm.decode_seconds),
                r.finish_reason.c_str());
+  if (kernel_setup.kernelizer)
+    std::fprintf(stderr, "tlaloc generate: %zu layer calls ran as kernels\n", kernel_calls);
   return 0;
 }
 
@@ -177,6 +240,13 @@ void RegisterGenerateCommand(CLI::App& app) {
                   "where programs run: interp, cpu, cuda, tpu or a PJRT plugin path "
                   "(default: $TLALOC_TARGET, else interp)");
   cmd->add_flag("--json", args->json, "print one JSON object instead of streaming text");
+  cmd->add_option("--kernels", args->kernels,
+                  "kernel mapping JSON (layer -> backend -> mode -> repository; docs/kernels.md): "
+                  "mapped layers run as kernels (interpreter target)");
+  cmd->add_option("--kernels-lock", args->kernels_lock,
+                  "lockfile from `tlaloc kernels lock`: trusts and pins the locked commits");
+  cmd->add_flag("--trust-kernels", args->trust_kernels,
+                "load native kernel code from repositories not in a lockfile");
   cmd->callback([args] { SetExitCode(RunGenerate(*args)); });
 }
 

