@@ -79,24 +79,7 @@ Tensor DecoderLayer(const ModelConfig& c, const Weights& w, int64_t layer, Mode 
 
   Tensor n = nn::RmsNormLayer(hidden, W("post_attention_layernorm.weight"), eps, trace,
                               p + "post_attention_layernorm");
-  Tensor mlp;
-  if (c.IsMoeLayer(layer)) {
-    std::vector<Tensor> gs, us, ds;
-    for (int64_t e = 0; e < c.num_experts; ++e) {
-      const std::string ep = "mlp.experts." + std::to_string(e) + ".";
-      gs.push_back(W(ep + "gate_proj.weight"));
-      us.push_back(W(ep + "up_proj.weight"));
-      ds.push_back(W(ep + "down_proj.weight"));
-    }
-    Tensor flat = Reshape(n, {bsz * t, c.hidden_size});
-    mlp = Reshape(nn::SparseMoe(flat, W("mlp.gate.weight"), gs, us, ds, c.num_experts_per_tok,
-                                c.norm_topk_prob, trace, p + "mlp"),
-                  {bsz, t, c.hidden_size});
-  } else {
-    mlp = nn::SwiGluMlp(n, W("mlp.gate_proj.weight"), W("mlp.up_proj.weight"),
-                        W("mlp.down_proj.weight"), trace, p + "mlp");
-  }
-  return hidden + mlp;
+  return hidden + FeedForward(c, w, layer, n, trace);
 }
 
 // Final norm and LM head on [B, H] hidden states -> f32 logits [B, V].
@@ -193,6 +176,31 @@ StatusOr<std::shared_ptr<Module>> Build(const ModelConfig& c, const ProgramShape
 }
 
 }  // namespace
+
+Tensor FeedForward(const io::ModelConfig& c, const std::map<std::string, Tensor>& w, int64_t layer,
+                   const Tensor& n, nn::LayerTrace* trace) {
+  const std::string p = "model.layers." + std::to_string(layer) + ".";
+  auto W = [&](const std::string& name) { return w.at(p + name); };
+  const int64_t bsz = n.dim(0), t = n.dim(1);
+  Tensor mlp;
+  if (c.IsMoeLayer(layer)) {
+    std::vector<Tensor> gs, us, ds;
+    for (int64_t e = 0; e < c.num_experts; ++e) {
+      const std::string ep = "mlp.experts." + std::to_string(e) + ".";
+      gs.push_back(W(ep + "gate_proj.weight"));
+      us.push_back(W(ep + "up_proj.weight"));
+      ds.push_back(W(ep + "down_proj.weight"));
+    }
+    Tensor flat = Reshape(n, {bsz * t, c.hidden_size});
+    mlp = Reshape(nn::SparseMoe(flat, W("mlp.gate.weight"), gs, us, ds, c.num_experts_per_tok,
+                                c.norm_topk_prob, trace, p + "mlp"),
+                  {bsz, t, c.hidden_size});
+  } else {
+    mlp = nn::SwiGluMlp(n, W("mlp.gate_proj.weight"), W("mlp.up_proj.weight"),
+                        W("mlp.down_proj.weight"), trace, p + "mlp");
+  }
+  return mlp;
+}
 
 Status CheckSupported(const ModelConfig& c) {
   TL_RETURN_IF_ERROR(io::ValidateModelConfig(c));

@@ -42,23 +42,7 @@ Tensor TrainDecoderLayer(const io::ModelConfig& c, const WeightTensors& w, int64
                                      in.mask, 1.0 / std::sqrt(static_cast<double>(d)));
   Tensor hidden = x + nn::Linear(Reshape(attn, {bsz, t, hq * d}), W("self_attn.o_proj.weight"));
   Tensor n = nn::RmsNormLayer(hidden, W("post_attention_layernorm.weight"), eps);
-  Tensor mlp;
-  if (c.IsMoeLayer(layer)) {
-    std::vector<Tensor> gs, us, ds;
-    for (int64_t e = 0; e < c.num_experts; ++e) {
-      const std::string ep = "mlp.experts." + std::to_string(e) + ".";
-      gs.push_back(W(ep + "gate_proj.weight"));
-      us.push_back(W(ep + "up_proj.weight"));
-      ds.push_back(W(ep + "down_proj.weight"));
-    }
-    mlp = Reshape(nn::SparseMoe(Reshape(n, {bsz * t, c.hidden_size}), W("mlp.gate.weight"), gs, us,
-                                ds, c.num_experts_per_tok, c.norm_topk_prob),
-                  {bsz, t, c.hidden_size});
-  } else {
-    mlp = nn::SwiGluMlp(n, W("mlp.gate_proj.weight"), W("mlp.up_proj.weight"),
-                        W("mlp.down_proj.weight"));
-  }
-  return hidden + mlp;
+  return hidden + FeedForward(c, w, layer, n);
 }
 
 Tensor TrainFinalNorm(const io::ModelConfig& c, const WeightTensors& w, const Tensor& x) {

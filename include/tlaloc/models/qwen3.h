@@ -49,6 +49,12 @@ struct ProgramShape {
   nn::SamplingParams sampling;
 };
 
+// The feed-forward half of decoder layer `layer` (SwiGLU MLP, or the sparse MoE block on MoE
+// layers) on post-attention-norm hidden states n [B, T, H]; shared by the inference programs
+// and the training forward. `w` maps checkpoint names to tensors.
+Tensor FeedForward(const io::ModelConfig& config, const std::map<std::string, Tensor>& w,
+                   int64_t layer, const Tensor& n, nn::LayerTrace* trace = nullptr);
+
 // The type of each KV cache argument: [B, kv_heads, max_len, head_dim].
 TensorType KvCacheType(const io::ModelConfig& config, const ProgramShape& shape);
 
