@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "blas_core.h"
+#include "cli_options.h"
 #include "commands.h"
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/interp/interpreter.h"
@@ -47,19 +48,13 @@ int RunBench(const BenchArgs& a) {
     std::fprintf(stderr, "tlaloc bench: %s\n", msg.c_str());
     return 1;
   };
-  auto choice = a.target.empty() ? DefaultBackendChoice() : ParseBackendChoice(a.target);
-  if (!choice.ok()) return fail("--target: " + choice.status().message());
+  auto choice = BackendChoiceFromFlag(a.target);
+  if (!choice.ok()) return fail(choice.status().message());
   if (a.prompt_tokens < 1) return fail("--prompt-tokens must be at least 1");
   if (a.new_tokens < 1) return fail("--new-tokens must be at least 1");
   if (a.threads < 0) return fail("--threads must be >= 0 (0: all cores)");
-  std::optional<ElementType> dtype;
-  if (a.dtype == "f32" || a.dtype == "float32") {
-    dtype = ElementType::kF32;
-  } else if (a.dtype == "bf16" || a.dtype == "bfloat16") {
-    dtype = ElementType::kBF16;
-  } else if (!a.dtype.empty()) {
-    return fail("--dtype \"" + a.dtype + "\": expected f32 or bf16");
-  }
+  auto dtype = ParseDtypeFlag(a.dtype);
+  if (!dtype.ok()) return fail(dtype.status().message());
   if (a.threads > 0) SetComputeThreads(a.threads);
 
   double t0 = Seconds();
@@ -67,7 +62,7 @@ int RunBench(const BenchArgs& a) {
   if (!backend.ok())
     return fail("target " + choice->ToString() + ": " + backend.status().message());
   const std::string backend_name = (*backend)->name();
-  auto gen = generate::Generator::Load(a.model, dtype, std::move(*backend));
+  auto gen = generate::Generator::Load(a.model, *dtype, std::move(*backend));
   if (!gen.ok()) return fail(gen.status().message());
   const double load_s = Seconds() - t0;
   const auto& cfg = (*gen)->config();
@@ -134,9 +129,7 @@ void RegisterBenchCommand(CLI::App& app) {
   cmd->add_option("--new-tokens", args->new_tokens, "greedy tokens to decode (128)");
   cmd->add_option("--threads", args->threads, "interpreter and OpenBLAS threads (0: all cores)");
   cmd->add_option("--seed", args->seed, "prompt and sampling seed");
-  cmd->add_option("--target", args->target,
-                  "interp, cpu, cuda, tpu or a PJRT plugin path (default: $TLALOC_TARGET, "
-                  "else interp)");
+  AddTargetOption(cmd, &args->target);
   cmd->add_flag("--json", args->json, "print one JSON object");
   cmd->callback([args] { SetExitCode(RunBench(*args)); });
 }

@@ -10,16 +10,16 @@ void RegisterCommands(CLI::App& app);
 int ExitCode();
 void SetExitCode(int code);
 
-void RegisterExampleCommand(CLI::App& app);   // example_command.cc
-void RegisterRunCommand(CLI::App& app);       // run_command.cc: tlaloc run FILE.mlir
-void RegisterInspectCommand(CLI::App& app);   // inspect_command.cc: tlaloc inspect DIR
-void RegisterTokenizeCommand(CLI::App& app);  // tokenize_command.cc: tlaloc tokenize
-void RegisterDoctorCommand(CLI::App& app);    // doctor_command.cc: tlaloc doctor
+void RegisterExampleCommand(CLI::App& app);    // example_command.cc
+void RegisterRunCommand(CLI::App& app);        // run_command.cc: tlaloc run FILE.mlir
+void RegisterInspectCommand(CLI::App& app);    // inspect_command.cc: tlaloc inspect DIR
+void RegisterTokenizeCommand(CLI::App& app);   // tokenize_command.cc: tlaloc tokenize
+void RegisterDoctorCommand(CLI::App& app);     // doctor_command.cc: tlaloc doctor
 void RegisterGenerateCommand(CLI::App& app);   // generate_command.cc: tlaloc generate
 void RegisterInitModelCommand(CLI::App& app);  // init_model_command.cc: tlaloc init-model
-void RegisterFinetuneCommand(CLI::App& app);  // finetune_command.cc: finetune, finetune-demo
+void RegisterFinetuneCommand(CLI::App& app);   // finetune_command.cc: finetune, finetune-demo
 void RegisterExportCommand(CLI::App& app);     // export_command.cc: tlaloc export gguf
 void RegisterBenchCommand(CLI::App& app);      // bench_command.cc: tlaloc bench
-void RegisterKernelsCommand(CLI::App& app);   // kernels_command.cc: tlaloc kernels ...
+void RegisterKernelsCommand(CLI::App& app);    // kernels_command.cc: tlaloc kernels ...
 
 }  // namespace tlaloc::cli

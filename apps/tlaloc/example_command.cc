@@ -23,7 +23,8 @@ struct ExampleOptions {
 
 // attention(x) over `tokens` positions: q = k = v projections of random x, causal mask.
 Status BuildExample(Module& module, const ExampleOptions& o) {
-  FunctionBuilder fb(&module, "main", {Type(TensorType(ElementType::kF32, {o.head_dim, o.head_dim}))});
+  FunctionBuilder fb(&module, "main",
+                     {Type(TensorType(ElementType::kF32, {o.head_dim, o.head_dim}))});
   OpBuilder& b = fb.ops();
   Tensor w = fb.arg(0);
   Tensor keys = SplitKey(PrngKey(b, o.seed), 2);
@@ -54,7 +55,8 @@ int RunExample(const ExampleOptions& o) {
   Literal w(TensorType(ElementType::kF32, {o.head_dim, o.head_dim}));
   for (int64_t i = 0; i < o.head_dim; ++i)
     for (int64_t j = 0; j < o.head_dim; ++j)
-      w.span<float>()[i * o.head_dim + j] = (i == j ? 1.0f : 0.0f) + 0.05f * static_cast<float>(j - i);
+      w.span<float>()[i * o.head_dim + j] =
+          (i == j ? 1.0f : 0.0f) + 0.05f * static_cast<float>(j - i);
   ExecutionStats stats;
   auto out = (*exe)->Execute({std::move(w)}, &stats);
   if (!out.ok()) {
@@ -64,7 +66,8 @@ int RunExample(const ExampleOptions& o) {
   std::printf("attention output: %s\n", (*out)[0].ToString(16).c_str());
   std::printf("most attended position per query: %s\n", (*out)[1].ToString().c_str());
   std::printf("ops executed: %lld, peak live bytes: %lld\n",
-              static_cast<long long>(stats.ops_executed), static_cast<long long>(stats.peak_live_bytes));
+              static_cast<long long>(stats.ops_executed),
+              static_cast<long long>(stats.peak_live_bytes));
   return 0;
 }
 
@@ -73,7 +76,8 @@ int RunExample(const ExampleOptions& o) {
 void RegisterExampleCommand(CLI::App& app) {
   auto opts = std::make_shared<ExampleOptions>();
   auto* cmd = app.add_subcommand(
-      "example", "Build a small attention program, print it as StableHLO, run it on the interpreter");
+      "example",
+      "Build a small attention program, print it as StableHLO, run it on the interpreter");
   cmd->add_option("--seed", opts->seed, "PRNG seed of the random inputs");
   cmd->add_option("--tokens", opts->tokens, "sequence length")->check(CLI::Range(1, 4096));
   cmd->add_option("--head-dim", opts->head_dim, "head dimension")->check(CLI::Range(1, 1024));

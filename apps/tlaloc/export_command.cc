@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "cli_options.h"
 #include "commands.h"
 #include "tlaloc/io/gguf.h"
 
@@ -19,19 +20,12 @@ struct ExportGgufArgs {
 int RunExportGguf(const ExportGgufArgs& a) {
   io::GgufExportOptions options;
   options.name = a.name;
-  if (!a.dtype.empty()) {
-    if (a.dtype == "f32" || a.dtype == "float32") {
-      options.dtype = ElementType::kF32;
-    } else if (a.dtype == "f16" || a.dtype == "float16") {
-      options.dtype = ElementType::kF16;
-    } else if (a.dtype == "bf16" || a.dtype == "bfloat16") {
-      options.dtype = ElementType::kBF16;
-    } else {
-      std::fprintf(stderr, "tlaloc export gguf: --dtype \"%s\": expected f32, f16 or bf16\n",
-                   a.dtype.c_str());
-      return 1;
-    }
+  auto dtype = ParseDtypeFlag(a.dtype, {ElementType::kF32, ElementType::kF16, ElementType::kBF16});
+  if (!dtype.ok()) {
+    std::fprintf(stderr, "tlaloc export gguf: %s\n", dtype.status().message().c_str());
+    return 1;
   }
+  if (*dtype) options.dtype = **dtype;
   auto summary = io::ExportQwen3Gguf(a.dir, a.out, options);
   if (!summary.ok()) {
     std::fprintf(stderr, "tlaloc export gguf: %s\n", summary.status().message().c_str());

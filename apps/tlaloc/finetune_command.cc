@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "cli_options.h"
 #include "commands.h"
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/models/init.h"
@@ -71,8 +72,7 @@ class ProgressBar {
 };
 
 StatusOr<std::shared_ptr<Backend>> BackendFor(const std::string &target) {
-  TL_ASSIGN_OR_RETURN(BackendChoice choice,
-                      target.empty() ? DefaultBackendChoice() : ParseBackendChoice(target));
+  TL_ASSIGN_OR_RETURN(BackendChoice choice, BackendChoiceFromFlag(target));
   StatusOr<std::unique_ptr<Backend>> backend = MakeBackend(choice);
   if (!backend.ok()) return backend.status().WithContext("target " + choice.ToString());
   return std::shared_ptr<Backend>(std::move(*backend));
@@ -289,7 +289,7 @@ void RegisterFinetuneCommand(CLI::App &app) {
   cmd->add_option("--grad-clip", o.grad_clip_norm, "clip gradients to this global norm (0: off)")
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "data shuffling seed")->capture_default_str();
-  cmd->add_option("--target", a->target, "interp (default), cpu, cuda, tpu or a plugin path");
+  AddTargetOption(cmd, &a->target);
   cmd->add_option("--resume", o.resume_dir, "continue from a previous --out folder");
   cmd->add_option("--print-every", a->print_every,
                   "progress line every N steps when stderr is not a terminal");
@@ -308,7 +308,7 @@ void RegisterFinetuneCommand(CLI::App &app) {
   demo->add_option("--seq-len", d->seq_len, "tokens per sequence")->capture_default_str();
   demo->add_option("--lr", d->lr, "peak learning rate")->capture_default_str();
   demo->add_option("--seed", d->seed, "model, task and shuffling seed")->capture_default_str();
-  demo->add_option("--target", d->target, "interp (default), cpu, cuda, tpu or a plugin path");
+  AddTargetOption(demo, &d->target);
   demo->callback([d] { SetExitCode(RunDemo(*d)); });
 }
 

@@ -11,6 +11,7 @@
 #include <optional>
 #include <sstream>
 
+#include "cli_options.h"
 #include "commands.h"
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/kernels/kernelize.h"
@@ -78,17 +79,11 @@ int RunGenerate(const GenerateArgs& a) {
     std::fprintf(stderr, "tlaloc generate: %s\n", msg.c_str());
     return 1;
   };
-  auto choice = a.target.empty() ? DefaultBackendChoice() : ParseBackendChoice(a.target);
-  if (!choice.ok()) return fail("--target: " + choice.status().message());
+  auto choice = BackendChoiceFromFlag(a.target);
+  if (!choice.ok()) return fail(choice.status().message());
   if (!a.prompt.empty() && !a.chat.empty()) return fail("give at most one of --prompt and --chat");
-  std::optional<ElementType> dtype;
-  if (a.dtype == "f32" || a.dtype == "float32") {
-    dtype = ElementType::kF32;
-  } else if (a.dtype == "bf16" || a.dtype == "bfloat16") {
-    dtype = ElementType::kBF16;
-  } else if (!a.dtype.empty()) {
-    return fail("--dtype \"" + a.dtype + "\": expected f32 or bf16");
-  }
+  auto dtype = ParseDtypeFlag(a.dtype);
+  if (!dtype.ok()) return fail(dtype.status().message());
   const fs::path dir = a.model;
   double t0 = Seconds();
   KernelSetup kernel_setup;
@@ -107,7 +102,7 @@ int RunGenerate(const GenerateArgs& a) {
       return fail("target " + choice->ToString() + ": " + backend.status().message());
   }
   const std::string backend_name = (*backend)->name();
-  auto gen = generate::Generator::Load(dir, dtype, std::move(*backend));
+  auto gen = generate::Generator::Load(dir, *dtype, std::move(*backend));
   if (!gen.ok()) return fail(gen.status().message());
   size_t kernel_calls = 0;
   if (kernel_setup.kernelizer) {
@@ -236,9 +231,7 @@ void RegisterGenerateCommand(CLI::App& app) {
   cmd->add_option("--top-p", args->top_p, "nucleus sampling mass");
   cmd->add_option("--seed", args->seed, "sampling seed");
   cmd->add_option("--dtype", args->dtype, "f32 or bf16 (default: as stored)");
-  cmd->add_option("--target", args->target,
-                  "where programs run: interp, cpu, cuda, tpu or a PJRT plugin path "
-                  "(default: $TLALOC_TARGET, else interp)");
+  AddTargetOption(cmd, &args->target);
   cmd->add_flag("--json", args->json, "print one JSON object instead of streaming text");
   cmd->add_option("--kernels", args->kernels,
                   "kernel mapping JSON (layer -> backend -> mode -> repository; docs/kernels.md): "

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "cli_options.h"
 #include "commands.h"
 #include "tlaloc/io/model_config.h"
 #include "tlaloc/models/init.h"
@@ -56,16 +57,14 @@ int RunInitModel(const InitArgs& a) {
   if (!config.ok()) return fail(config.status().message());
   models::InitOptions opts;
   opts.seed = a.seed;
-  if (a.dtype.empty()) {
+  auto dtype = ParseDtypeFlag(a.dtype);
+  if (!dtype.ok()) return fail(dtype.status().message());
+  if (*dtype) {
+    opts.dtype = **dtype;
+  } else {
     opts.dtype = config->dtype.value_or(ElementType::kF32);
     if (opts.dtype != ElementType::kBF16 && opts.dtype != ElementType::kF16)
       opts.dtype = ElementType::kF32;
-  } else if (a.dtype == "f32" || a.dtype == "float32") {
-    opts.dtype = ElementType::kF32;
-  } else if (a.dtype == "bf16" || a.dtype == "bfloat16") {
-    opts.dtype = ElementType::kBF16;
-  } else {
-    return fail("--dtype \"" + a.dtype + "\": expected f32 or bf16");
   }
   if (!a.tokenizer.empty()) {
     opts.tokenizer_json = a.tokenizer;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_options.h"
 #include "commands.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/pjrt/pjrt_backend.h"
@@ -77,8 +78,8 @@ int RunOnBackend(const BackendChoice& choice, std::shared_ptr<const Module> modu
 }
 
 int RunProgramFile(const RunArgs& args) {
-  auto choice = args.target.empty() ? DefaultBackendChoice() : ParseBackendChoice(args.target);
-  if (!choice.ok()) return Fail("--target: " + choice.status().message());
+  auto choice = BackendChoiceFromFlag(args.target);
+  if (!choice.ok()) return Fail(choice.status().message());
   std::ifstream in(args.file, std::ios::binary);
   if (!in) return Fail("cannot open " + args.file);
   std::stringstream ss;
@@ -150,9 +151,7 @@ void RegisterRunCommand(CLI::App& app) {
   cmd->add_option("--input", args->inputs, "Entry argument from a .npy file: arg0=FILE.npy");
   cmd->add_flag("--print", args->print, "Print the parsed module back as StableHLO");
   cmd->add_option("--entry", args->entry, "Function to run (default: main)");
-  cmd->add_option("--target", args->target,
-                  "where it runs: interp, cpu, cuda, tpu or a PJRT plugin path "
-                  "(default: $TLALOC_TARGET, else interp)");
+  AddTargetOption(cmd, &args->target);
   cmd->add_option("--max-elements", args->max_elements, "Elements shown per result")
       ->check(CLI::PositiveNumber);
   cmd->callback([args] { SetExitCode(RunProgramFile(*args)); });
