@@ -14,15 +14,7 @@
 namespace tlaloc {
 namespace {
 
-AttrDict DotAttrs(std::vector<int64_t> lb, std::vector<int64_t> rb, std::vector<int64_t> lc,
-                  std::vector<int64_t> rc) {
-  return {{"dot_dimension_numbers",
-           Attribute::Struct("stablehlo.dot",
-                             {{"lhs_batching_dimensions", Attribute::IntArray(lb)},
-                              {"rhs_batching_dimensions", Attribute::IntArray(rb)},
-                              {"lhs_contracting_dimensions", Attribute::IntArray(lc)},
-                              {"rhs_contracting_dimensions", Attribute::IntArray(rc)}})}};
-}
+using rdtest::DotAttrs;
 
 struct Case {
   int64_t batch, m, k, n;

@@ -99,4 +99,15 @@ inline std::vector<float> RandomFloats(size_t n, uint32_t seed, float range = 4.
   return v;
 }
 
+// dot_general's dimension numbers: batching and contracting dimensions of each side.
+inline AttrDict DotAttrs(std::vector<int64_t> lb, std::vector<int64_t> rb, std::vector<int64_t> lc,
+                         std::vector<int64_t> rc) {
+  return {{"dot_dimension_numbers",
+           Attribute::Struct("stablehlo.dot",
+                             {{"lhs_batching_dimensions", Attribute::IntArray(lb)},
+                              {"rhs_batching_dimensions", Attribute::IntArray(rb)},
+                              {"lhs_contracting_dimensions", Attribute::IntArray(lc)},
+                              {"rhs_contracting_dimensions", Attribute::IntArray(rc)}})}};
+}
+
 }  // namespace tlaloc::rdtest

@@ -104,15 +104,7 @@ void CheckVjp(const std::string& name, const std::vector<Literal>& xs,
   }
 }
 
-AttrDict DotAttrs(std::vector<int64_t> lb, std::vector<int64_t> rb, std::vector<int64_t> lc,
-                  std::vector<int64_t> rc) {
-  return {{"dot_dimension_numbers",
-           Attribute::Struct("stablehlo.dot",
-                             {{"lhs_batching_dimensions", Attribute::IntArray(lb)},
-                              {"rhs_batching_dimensions", Attribute::IntArray(rb)},
-                              {"lhs_contracting_dimensions", Attribute::IntArray(lc)},
-                              {"rhs_contracting_dimensions", Attribute::IntArray(rc)}})}};
-}
+using rdtest::DotAttrs;
 
 class ReductionVjp : public ::testing::Test {
  protected:
