@@ -3,6 +3,7 @@
 // the many ops that differ only in their scalar function.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -223,6 +224,44 @@ EvalFn UnaryEval(F f) {
         return OkStatus();
       } else {
         return UnsupportedElementType(op, in[0].element_type());
+      }
+    });
+  };
+}
+
+// Eval of a float unary op that also has a bulk f32 kernel giving, bit for bit, what `f` gives on
+// the compute type (see vector_math.h): f32 tensors go through the kernel directly, f16/bf16
+// ones through it in blocks of floats (rounded back as `f`'s results are), others through `f`.
+template <typename F>
+EvalFn FloatUnaryEvalWithF32Kernel(F f,
+                                   void (*f32_kernel)(const float* in, float* out, int64_t n)) {
+  return [f, f32_kernel](const Operation& op, std::span<const Literal> in,
+                         std::vector<Literal>& out, EvalContext& ctx) -> Status {
+    return DispatchElementType(in[0].element_type(), [&]<typename T>() -> Status {
+      if constexpr (KindOf<T>() != kFloatK) {
+        return UnsupportedElementType(op, in[0].element_type());
+      } else {
+        ReuseDeadOperand(in, out, ctx);  // the kernels allow in == out
+        const T* x = reinterpret_cast<const T*>(in[0].data());
+        T* y = reinterpret_cast<T*>(out[0].data());
+        if constexpr (std::is_same_v<T, float>) {
+          ParallelRange(ctx, out[0].num_elements(),
+                        [&](int64_t b, int64_t e) { f32_kernel(x + b, y + b, e - b); });
+        } else if constexpr (std::is_same_v<ComputeType<T>, float>) {
+          ParallelRange(ctx, out[0].num_elements(), [&](int64_t b, int64_t e) {
+            constexpr int64_t kBlock = 512;
+            float block[kBlock];
+            for (int64_t i = b; i < e; i += kBlock) {
+              const int64_t m = std::min(kBlock, e - i);
+              for (int64_t k = 0; k < m; ++k) block[k] = Up(x[i + k]);
+              f32_kernel(block, block, m);
+              for (int64_t k = 0; k < m; ++k) y[i + k] = Down<T>(block[k]);
+            }
+          });
+        } else {
+          Map1<T, T>(ctx, in[0], out[0], [&](T v) { return Down<T>(f(Up(v))); });
+        }
+        return OkStatus();
       }
     });
   };

@@ -2,6 +2,7 @@
 // is_finite. Floats are computed in their own precision (f16/bf16 in float, rounded to nearest
 // even); integer negation wraps.
 #include "elementwise_kernels.h"
+#include "vector_math.h"
 
 namespace tlaloc::ops::ew {
 
@@ -78,8 +79,9 @@ void RegisterElementwiseMathOps(OpRegistry& r) {
                  UnaryEval<kSignedK | kFloatK>([](auto x) { return SignOf(x); }))
       .vjp = ZeroVjp();
 
+  // exp, logistic and rsqrt are defined in vector_math.h, next to their bulk f32 kernels.
   RegisterFloatUnary(r, "stablehlo.exponential",
-                     UnaryEval<kFloatK>(InDouble([](auto x) { return std::exp(x); })),
+                     FloatUnaryEvalWithF32Kernel(InDouble(vmath::Exp), vmath::ExpF32),
                      UnaryVjp([](OpBuilder&, Value, Value y) { return y; }));
   RegisterFloatUnary(
       r, "stablehlo.exponential_minus_one",
@@ -96,13 +98,8 @@ void RegisterElementwiseMathOps(OpRegistry& r) {
                        Value one = Splat(b, x, 1);
                        return Op2(b, "stablehlo.divide", one, Op2(b, "stablehlo.add", one, x));
                      }));
-  // exp(x) / (1 + exp(x)) for negative x keeps tiny results instead of 1 / (1 + inf) = 0.
-  RegisterFloatUnary(r, "stablehlo.logistic", UnaryEval<kFloatK>(InDouble([](auto x) {
-                       using C = decltype(x);
-                       if (x >= 0) return C{1} / (C{1} + std::exp(-x));
-                       const C e = std::exp(x);
-                       return e / (C{1} + e);
-                     })),
+  RegisterFloatUnary(r, "stablehlo.logistic",
+                     FloatUnaryEvalWithF32Kernel(InDouble(vmath::Logistic), vmath::LogisticF32),
                      UnaryVjp([](OpBuilder& b, Value, Value y) {
                        Value one_minus_y = Op2(b, "stablehlo.subtract", Splat(b, y, 1), y);
                        return Op2(b, "stablehlo.multiply", y, one_minus_y);
@@ -111,10 +108,8 @@ void RegisterElementwiseMathOps(OpRegistry& r) {
                      UnaryVjp([](OpBuilder& b, Value, Value y) {
                        return Op2(b, "stablehlo.divide", Splat(b, y, 0.5), y);
                      }));
-  RegisterFloatUnary(r, "stablehlo.rsqrt", UnaryEval<kFloatK>(InDouble([](auto x) {
-                       using C = decltype(x);
-                       return C{1} / std::sqrt(x);
-                     })),
+  RegisterFloatUnary(r, "stablehlo.rsqrt",
+                     FloatUnaryEvalWithF32Kernel(InDouble(vmath::Rsqrt), vmath::RsqrtF32),
                      // d/dx x^-1/2 = -1/2 * y / x
                      UnaryVjp([](OpBuilder& b, Value x, Value y) {
                        Value t = Op2(b, "stablehlo.divide", y, x);

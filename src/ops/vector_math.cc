@@ -1,0 +1,151 @@
+// Bulk f32 exp, logistic and rsqrt (see vector_math.h): AVX-512 kernels selected at run time,
+// portable scalar loops otherwise.
+#include "vector_math.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+// GCC 12 reports the deliberately undefined lanes of its own AVX-512 intrinsics
+// (_mm512_undefined_*) as uninitialised once they are inlined here.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace tlaloc::ops::vmath {
+
+namespace {
+
+template <double (*F)(double)>
+void ScalarLoop(const float* in, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(F(static_cast<double>(in[i])));
+}
+
+#if defined(__x86_64__)
+
+#define TLALOC_VMATH_TARGET [[gnu::target("avx512f,avx512vl,avx512dq")]]
+
+// A vector result y stands for the double the scalar function returns only up to a relative
+// error: below 1e-14 for the polynomial below, below 1 ulp (1.1e-16) for glibc. When
+// y * (1 - kSlack) and y * (1 + kSlack) round to the same float, every double in between does
+// too (rounding is monotonic), the scalar result included. About 1 element in 30,000 is
+// that close to a rounding boundary and is recomputed by the scalar function.
+constexpr double kSlack = 0x1p-40;
+
+// exp(x) for doubles that came from floats.
+TLALOC_VMATH_TARGET inline __m512d ExpPd(__m512d x) {
+  // Past these bounds every f32 result is already 0 or inf; the clamp keeps 2^n finite and
+  // nonzero (NaN lanes also become finite here and are patched by the caller).
+  x = _mm512_min_pd(_mm512_max_pd(x, _mm512_set1_pd(-110.0)), _mm512_set1_pd(89.0));
+  // x = n ln2 + r with |r| <= ln2/2; ln2 split in two so that r is accurate to ~1e-17.
+  const __m512d n = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(0x1.71547652b82fep0)),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512d r = _mm512_fnmadd_pd(n, _mm512_set1_pd(0x1.62e42fefa39efp-1), x);
+  r = _mm512_fnmadd_pd(n, _mm512_set1_pd(0x1.abc9e3b39803fp-56), r);
+  // Taylor series of exp(r) to r^11/11!: the remainder is below 1e-14 relative for |r| <= ln2/2.
+  constexpr double kInverseFactorials[] = {1.0 / 3628800, 1.0 / 362880, 1.0 / 40320, 1.0 / 5040,
+                                           1.0 / 720,     1.0 / 120,    1.0 / 24,    1.0 / 6,
+                                           1.0 / 2,       1.0,          1.0};
+  __m512d p = _mm512_set1_pd(1.0 / 39916800);
+  for (double c : kInverseFactorials) p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c));
+  return _mm512_scalef_pd(p, n);  // p * 2^n
+}
+
+struct ExpOp {
+  static constexpr bool kExactIeee = false;
+  static double Reference(double x) { return Exp(x); }
+  TLALOC_VMATH_TARGET static __m512d Eval(__m512d x) { return ExpPd(x); }
+};
+
+// The scalar formula's two branches as one: the numerator is 1 for x >= 0 (-0 included) and
+// exp(x) below, the denominator 1 + exp(-|x|).
+struct LogisticOp {
+  static constexpr bool kExactIeee = false;
+  static double Reference(double x) { return Logistic(x); }
+  TLALOC_VMATH_TARGET static __m512d Eval(__m512d x) {
+    const __m512d zero = _mm512_setzero_pd(), one = _mm512_set1_pd(1.0);
+    const __m512d e = ExpPd(_mm512_min_pd(x, _mm512_sub_pd(zero, x)));
+    const __mmask8 non_negative = _mm512_cmp_pd_mask(x, zero, _CMP_GE_OQ);
+    const __m512d numerator = _mm512_mask_blend_pd(non_negative, e, one);
+    return _mm512_div_pd(numerator, _mm512_add_pd(one, e));
+  }
+};
+
+// The same two correctly rounded IEEE operations as the scalar function, so the same bits for
+// every input (NaNs and negative inputs included) with no rounding check needed.
+struct RsqrtOp {
+  static constexpr bool kExactIeee = true;
+  static double Reference(double x) { return Rsqrt(x); }
+  TLALOC_VMATH_TARGET static __m512d Eval(__m512d x) {
+    return _mm512_div_pd(_mm512_set1_pd(1.0), _mm512_sqrt_pd(x));
+  }
+};
+
+template <typename Op>
+TLALOC_VMATH_TARGET void VectorLoop(const float* in, float* out, int64_t n) {
+  const __m512d below = _mm512_set1_pd(1.0 - kSlack), above = _mm512_set1_pd(1.0 + kSlack);
+  for (int64_t i = 0; i < n; i += 8) {
+    const __mmask8 live = n - i >= 8 ? 0xff : static_cast<__mmask8>((1u << (n - i)) - 1);
+    const __m256 x = _mm256_maskz_loadu_ps(live, in + i);
+    const __m512d y = Op::Eval(_mm512_cvtps_pd(x));
+    if constexpr (Op::kExactIeee) {
+      _mm256_mask_storeu_ps(out + i, live, _mm512_cvtpd_ps(y));
+    } else {
+      const __m256 low = _mm512_cvtpd_ps(_mm512_mul_pd(y, below));
+      const __m256 high = _mm512_cvtpd_ps(_mm512_mul_pd(y, above));
+      // A NaN input comes back quieted with its sign and payload, as from the libm call.
+      const __mmask8 nan = _mm256_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+      const __mmask8 unsure =
+          _mm256_cmpneq_epi32_mask(_mm256_castps_si256(low), _mm256_castps_si256(high)) & live &
+          static_cast<__mmask8>(~nan);
+      _mm256_mask_storeu_ps(out + i, live, _mm256_mask_add_ps(low, nan, x, x));
+      if (unsure != 0) {
+        alignas(32) float xs[8];
+        _mm256_store_ps(xs, x);  // `out` may alias `in`: the inputs as they were
+        for (int j = 0; j < 8; ++j)
+          if ((unsure >> j) & 1)
+            out[i + j] = static_cast<float>(Op::Reference(static_cast<double>(xs[j])));
+      }
+    }
+  }
+}
+
+#endif  // __x86_64__
+
+}  // namespace
+
+bool HasVectorKernels() {
+#if defined(__x86_64__)
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                          __builtin_cpu_supports("avx512dq");
+  return has;
+#else
+  return false;
+#endif
+}
+
+void ExpF32Scalar(const float* in, float* out, int64_t n) { ScalarLoop<Exp>(in, out, n); }
+void LogisticF32Scalar(const float* in, float* out, int64_t n) { ScalarLoop<Logistic>(in, out, n); }
+void RsqrtF32Scalar(const float* in, float* out, int64_t n) { ScalarLoop<Rsqrt>(in, out, n); }
+
+void ExpF32(const float* in, float* out, int64_t n) {
+#if defined(__x86_64__)
+  if (HasVectorKernels()) return VectorLoop<ExpOp>(in, out, n);
+#endif
+  ExpF32Scalar(in, out, n);
+}
+
+void LogisticF32(const float* in, float* out, int64_t n) {
+#if defined(__x86_64__)
+  if (HasVectorKernels()) return VectorLoop<LogisticOp>(in, out, n);
+#endif
+  LogisticF32Scalar(in, out, n);
+}
+
+void RsqrtF32(const float* in, float* out, int64_t n) {
+#if defined(__x86_64__)
+  if (HasVectorKernels()) return VectorLoop<RsqrtOp>(in, out, n);
+#endif
+  RsqrtF32Scalar(in, out, n);
+}
+
+}  // namespace tlaloc::ops::vmath

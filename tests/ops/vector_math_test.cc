@@ -1,0 +1,190 @@
+// The bulk f32 exp / logistic / rsqrt kernels (src/ops/vector_math.h) against the scalar
+// definition, bit for bit: sampled inputs with every special value and the edges where results
+// overflow, turn subnormal, vanish or reach 1, directly and through the interpreter's ops.
+#include "ops/vector_math.h"
+
+#include <bit>
+#include <cstring>
+#include <random>
+
+#include "elementwise_test_util.h"
+
+namespace tlaloc::ewtest {
+namespace {
+
+using ops::vmath::F32Kernel;
+
+struct KernelCase {
+  const char* op;
+  double (*definition)(double);
+  F32Kernel kernel, scalar_kernel;
+};
+
+const KernelCase kKernelCases[] = {
+    {"stablehlo.exponential", ops::vmath::Exp, ops::vmath::ExpF32, ops::vmath::ExpF32Scalar},
+    {"stablehlo.logistic", ops::vmath::Logistic, ops::vmath::LogisticF32,
+     ops::vmath::LogisticF32Scalar},
+    {"stablehlo.rsqrt", ops::vmath::Rsqrt, ops::vmath::RsqrtF32, ops::vmath::RsqrtF32Scalar},
+};
+
+float FromBits(uint32_t u) { return std::bit_cast<float>(u); }
+uint32_t Bits(float f) { return std::bit_cast<uint32_t>(f); }
+
+// Every float within `radius` steps of x (both signs of x are the caller's business).
+void AddNeighbours(std::vector<float>& xs, float x, uint32_t radius) {
+  const uint32_t u = Bits(x);
+  for (uint32_t d = 0; d <= 2 * radius; ++d) xs.push_back(FromBits(u - radius + d));
+}
+
+// About 3.5 million inputs: special values, dense runs around each edge, random bit patterns
+// (all exponents, NaN payloads included) and random values in the range where exp is finite.
+std::vector<float> SampledInputs() {
+  const float kInfF = std::numeric_limits<float>::infinity();
+  std::vector<float> xs = {0.0f,
+                           -0.0f,
+                           kInfF,
+                           -kInfF,
+                           FromBits(0x7fc00000u),  // quiet NaN
+                           FromBits(0xffc00000u),
+                           FromBits(0x7f800001u),  // signalling NaNs with payloads
+                           FromBits(0xffa5a5a5u),
+                           FromBits(0x7fffffffu),
+                           std::numeric_limits<float>::denorm_min(),
+                           -std::numeric_limits<float>::denorm_min(),
+                           std::numeric_limits<float>::min(),
+                           std::numeric_limits<float>::max(),
+                           -std::numeric_limits<float>::max(),
+                           1.0f,
+                           -1.0f,
+                           -1e9f,
+                           -3.4e38f};
+  // exp: overflow to inf (~88.72), subnormal results (~-87.34), results that round to 0 (~-103.97);
+  // logistic: its results reach 1 (~16.64) and vanish (~-103.28); rsqrt: inputs near 0 and 1.
+  const float edges[] = {88.72283935546875f,
+                         -87.33654022216797f,
+                         -103.97208404541016f,
+                         -103.27893829345703f,
+                         16.635532379150391f,
+                         17.32868f,
+                         1.0f,
+                         std::numeric_limits<float>::min()};
+  for (float e : edges) {
+    AddNeighbours(xs, e, 1 << 15);
+    AddNeighbours(xs, -e, 1 << 12);
+  }
+  AddNeighbours(xs, 0.0f, 1 << 16);  // tiny inputs of both signs, subnormals included
+  std::mt19937 rng(20261130);
+  std::uniform_int_distribution<uint32_t> any_bits;
+  for (int i = 0; i < 2'000'000; ++i) xs.push_back(FromBits(any_bits(rng)));
+  std::uniform_real_distribution<float> finite_range(-110.0f, 90.0f);
+  for (int i = 0; i < 1'000'000; ++i) xs.push_back(finite_range(rng));
+  return xs;
+}
+
+// The first few inputs whose two kernels' results differ in any bit; empty when none do.
+std::string Mismatches(const std::vector<float>& xs, const std::vector<float>& got,
+                       const std::vector<float>& want) {
+  std::string report;
+  int count = 0;
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (Bits(got[i]) != Bits(want[i]) && ++count <= 5)
+      report += "x=" + std::to_string(xs[i]) + " (bits " + std::to_string(Bits(xs[i])) +
+                "): got bits " + std::to_string(Bits(got[i])) + ", want " +
+                std::to_string(Bits(want[i])) + "\n";
+  if (count > 0) report += std::to_string(count) + " mismatches";
+  return report;
+}
+
+TEST(VectorMath, KernelsMatchScalarDefinitionOnSampledInputs) {
+  if (!ops::vmath::HasVectorKernels())
+    GTEST_SKIP() << "this CPU lacks AVX-512 F/VL/DQ, so only the scalar kernels run";
+  const std::vector<float> xs = SampledInputs();
+  const int64_t n = static_cast<int64_t>(xs.size());
+  for (const KernelCase& c : kKernelCases) {
+    std::vector<float> want(n), got(n);
+    c.scalar_kernel(xs.data(), want.data(), n);
+    c.kernel(xs.data(), got.data(), n);
+    EXPECT_EQ(Mismatches(xs, got, want), "") << c.op;
+    // In place, from an unaligned start with a ragged tail (masked loads and stores).
+    std::vector<float> inout = xs;
+    c.kernel(inout.data() + 1, inout.data() + 1, n - 4);
+    EXPECT_EQ(Bits(inout[0]), Bits(xs[0])) << c.op << ": wrote before its range";
+    for (int64_t i = n - 3; i < n; ++i)
+      EXPECT_EQ(Bits(inout[i]), Bits(xs[i])) << c.op << ": wrote past its range";
+    std::vector<float> expected = xs;
+    std::copy(want.begin() + 1, want.end() - 3, expected.begin() + 1);
+    EXPECT_EQ(Mismatches(xs, inout, expected), "") << c.op << " in place";
+  }
+}
+
+// The portable path (every CPU without AVX-512) is the definition applied per element.
+TEST(VectorMath, ScalarKernelsFollowTheDefinition) {
+  std::vector<float> xs = {0.0f,
+                           -0.0f,
+                           1.0f,
+                           -1.0f,
+                           4.0f,
+                           88.8f,
+                           -100.0f,
+                           -104.0f,
+                           1e-40f,
+                           std::numeric_limits<float>::infinity(),
+                           -std::numeric_limits<float>::infinity(),
+                           FromBits(0x7fc00123u)};
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<uint32_t> any_bits;
+  for (int i = 0; i < 100'000; ++i) xs.push_back(FromBits(any_bits(rng)));
+  for (const KernelCase& c : kKernelCases) {
+    std::vector<float> got(xs.size()), want(xs.size());
+    c.scalar_kernel(xs.data(), got.data(), static_cast<int64_t>(xs.size()));
+    for (size_t i = 0; i < xs.size(); ++i)
+      want[i] = static_cast<float>(c.definition(static_cast<double>(xs[i])));
+    EXPECT_EQ(Mismatches(xs, got, want), "") << c.op;
+  }
+  float out[4];
+  const float special[4] = {0.0f, 88.8f, -100.0f, -0.0f};
+  ops::vmath::ExpF32Scalar(special, out, 4);
+  EXPECT_EQ(out[0], 1.0f);
+  EXPECT_EQ(out[1], std::numeric_limits<float>::infinity());  // overflows f32
+  EXPECT_GT(out[2], 0.0f);                                    // 3.7e-44 is a subnormal, not 0
+  ops::vmath::LogisticF32Scalar(special, out, 4);
+  EXPECT_EQ(out[3], 0.5f);
+  ops::vmath::RsqrtF32Scalar(special, out, 4);
+  EXPECT_EQ(out[3], -std::numeric_limits<float>::infinity());
+}
+
+// The ops in f32 (through the kernels, over several parallel chunks) and in bf16 / f16 (through
+// the kernels in float blocks, then rounded) give what the scalar definition gives.
+TEST(VectorMath, OpsMatchTheDefinitionInEveryFloatType) {
+  std::vector<float> xs;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> range(-120.0f, 100.0f);
+  const int64_t n = 100'003;  // several chunks plus a ragged tail
+  for (int64_t i = 0; i < n; ++i)
+    xs.push_back(i % 97 == 0 ? -std::abs(range(rng)) * 1e6f : range(rng));
+  for (const KernelCase& c : kKernelCases) {
+    auto f32 = Elems<float>(Run1(c.op, {Literal::FromVector<float>({n}, xs)}));
+    ASSERT_EQ(static_cast<int64_t>(f32.size()), n);
+    std::vector<bf16> bx;
+    std::vector<f16> hx;
+    for (float x : xs) {
+      bx.push_back(bf16(x));
+      hx.push_back(f16(x));
+    }
+    auto b = Elems<bf16>(Run1(c.op, {Literal::FromVector<bf16>({n}, bx)}));
+    auto h = Elems<f16>(Run1(c.op, {Literal::FromVector<f16>({n}, hx)}));
+    ASSERT_EQ(static_cast<int64_t>(b.size()), n);
+    ASSERT_EQ(static_cast<int64_t>(h.size()), n);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(Bits(f32[i]), Bits(static_cast<float>(c.definition(xs[i]))))
+          << c.op << " f32 at " << xs[i];
+      ASSERT_EQ(b[i].bits, bf16(static_cast<float>(c.definition(bx[i].f()))).bits)
+          << c.op << " bf16 at " << bx[i].f();
+      ASSERT_EQ(h[i].bits, f16(static_cast<float>(c.definition(hx[i].f()))).bits)
+          << c.op << " f16 at " << hx[i].f();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tlaloc::ewtest
