@@ -1,16 +1,50 @@
 #include "tlaloc/support/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace tlaloc {
 
 namespace {
 thread_local bool tls_in_parallel = false;
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
 }
 
-ThreadPool::ThreadPool(int num_threads) {
-  if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+// Spins until `done()` or `budget` has passed; true when done. A decode step issues hundreds of
+// short parallel loops a few microseconds apart: waking a sleeping thread through the kernel
+// costs tens of microseconds each time, so idle threads first spin for about as long as a
+// typical gap, then sleep so that an idle process uses no CPU.
+template <typename Done>
+bool SpinUntil(const Done& done, std::chrono::microseconds budget) {
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      CpuRelax();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+  }
+}
+
+int SpinMicroseconds() {
+  // TLALOC_SPIN_US=0 turns spinning off (for machines where cores are oversubscribed).
+  if (const char* env = std::getenv("TLALOC_SPIN_US")) return std::max(0, std::atoi(env));
+  return 200;
+}
+}  // namespace
+
+ThreadPool::ThreadPool(int num_threads) : spin_(SpinMicroseconds()) {
+  if (num_threads <= 0)
+    num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 
@@ -18,6 +52,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
+    published_.fetch_add(1, std::memory_order_release);
   }
   cv_.notify_all();
   for (auto& t : workers_) t.join();
@@ -26,9 +61,12 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   for (;;) {
+    SpinUntil([&] { return published_.load(std::memory_order_acquire) != seen; }, spin_);
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return stop_ || (generation_ != seen && next_chunk_ < num_chunks_); });
+    cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
     if (stop_) return;
+    // A job whose chunks the caller already took is simply marked seen, so this thread goes
+    // back to spinning for the next one instead of sleeping.
     seen = generation_;
     while (next_chunk_ < num_chunks_) {
       int64_t c = next_chunk_++;
@@ -39,7 +77,10 @@ void ThreadPool::WorkerLoop() {
       (*job)(begin, end);
       tls_in_parallel = false;
       lock.lock();
-      if (++chunks_done_ == num_chunks_) done_cv_.notify_all();
+      if (++chunks_done_ == num_chunks_) {
+        finished_.store(generation_, std::memory_order_release);
+        done_cv_.notify_all();
+      }
     }
   }
 }
@@ -62,7 +103,8 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
   num_chunks_ = (n + job_chunk_ - 1) / job_chunk_;
   next_chunk_ = 0;
   chunks_done_ = 0;
-  ++generation_;
+  const uint64_t generation = ++generation_;
+  published_.store(generation, std::memory_order_release);
   cv_.notify_all();
   while (next_chunk_ < num_chunks_) {
     int64_t c = next_chunk_++;
@@ -72,9 +114,15 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
     body(begin, end);
     tls_in_parallel = false;
     lock.lock();
-    ++chunks_done_;
+    if (++chunks_done_ == num_chunks_) finished_.store(generation, std::memory_order_release);
   }
-  done_cv_.wait(lock, [&] { return chunks_done_ == num_chunks_; });
+  if (chunks_done_ != num_chunks_) {
+    // The last chunks are usually a few microseconds from done: spin before sleeping.
+    lock.unlock();
+    SpinUntil([&] { return finished_.load(std::memory_order_acquire) == generation; }, spin_);
+    lock.lock();
+    done_cv_.wait(lock, [&] { return chunks_done_ == num_chunks_; });
+  }
   job_ = nullptr;
   num_chunks_ = 0;
   done_cv_.notify_all();

@@ -2,6 +2,8 @@
 // elementwise, reduce and matmul work over it.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -27,6 +29,8 @@ class ThreadPool {
  private:
   void WorkerLoop();
 
+  // How long idle threads spin before sleeping (TLALOC_SPIN_US, default 200).
+  const std::chrono::microseconds spin_;
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -34,6 +38,9 @@ class ThreadPool {
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t job_n_ = 0, job_chunk_ = 0, next_chunk_ = 0, num_chunks_ = 0, chunks_done_ = 0;
   uint64_t generation_ = 0;
+  // Lock-free mirrors of generation_ (the newest job) and of the newest finished job, for
+  // spinning threads.
+  std::atomic<uint64_t> published_{0}, finished_{0};
   bool stop_ = false;
 };
 
