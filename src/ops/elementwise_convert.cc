@@ -27,7 +27,9 @@ To ConvertElement(From v) {
   } else if constexpr (std::is_same_v<From, bool>) {
     return FromDouble<To>(v ? 1.0 : 0.0);
   } else if constexpr (kIsFloatLike<To>) {
-    if constexpr (kIsHalfLike<To>) {
+    if constexpr (kIsHalfLike<To> && (std::is_same_v<From, float> || kIsHalfLike<From>)) {
+      return To(Up(v));  // float (or a half type's exact float) rounds once, straight from its bits
+    } else if constexpr (kIsHalfLike<To>) {
       return FromDouble<To>(ToDouble(v));  // one rounding from the (exact for floats) double
     } else if constexpr (kIsHalfLike<From>) {
       return static_cast<To>(v.f());
