@@ -10,6 +10,7 @@ packages=(
   libpcre2-dev libutf8proc-dev libprotobuf-dev protobuf-compiler
   python3-torch python3-numpy  # test-only oracle: PyTorch autograd and AdamW (train tests)
   libssl-dev git  # kernel repositories: sha256 digests (OpenSSL), fetching with the git CLI
+  libdnnl-dev  # oneDNN: bf16 matrix products on AVX512-BF16 / AMX
 )
 # Node.js (with npm) may come from another source than Debian; ask apt for it only when absent.
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)

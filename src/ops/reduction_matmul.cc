@@ -87,6 +87,52 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512 LoadRowMasked
   }
 }
 
+// 32 consecutive elements of a row as two f32 vectors, and the matching 32 elements of an f32
+// vector in the same lane order. bf16 rows are widened by interleaving with zeros within each
+// 128-bit lane (one shuffle, no shift), which puts elements {0-3, 8-11, 16-19, 24-27} in `lo` and
+// the others in `hi`; the f32 side is permuted to match (once per 32 elements, shared by every
+// row it meets). f32 rows keep their order.
+template <typename W>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline void LoadRowPair(const W* p, __m512& lo,
+                                                                             __m512& hi) {
+  if constexpr (std::is_same_v<W, uint16_t>) {
+    const __m512i v = _mm512_loadu_si512(p);
+    lo = _mm512_castsi512_ps(_mm512_unpacklo_epi16(_mm512_setzero_si512(), v));
+    hi = _mm512_castsi512_ps(_mm512_unpackhi_epi16(_mm512_setzero_si512(), v));
+  } else {
+    lo = _mm512_loadu_ps(p);
+    hi = _mm512_loadu_ps(p + 16);
+  }
+}
+
+template <typename W>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline void LoadVectorPair(const float* x,
+                                                                                __m512& lo,
+                                                                                __m512& hi) {
+  const __m512 a = _mm512_loadu_ps(x), b = _mm512_loadu_ps(x + 16);
+  if constexpr (std::is_same_v<W, uint16_t>) {
+    // Indices 0-15 pick from a, 16-31 from b.
+    const __m512i lo_idx =
+        _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+    const __m512i hi_idx =
+        _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+    lo = _mm512_permutex2var_ps(a, lo_idx, b);
+    hi = _mm512_permutex2var_ps(a, hi_idx, b);
+  } else {
+    lo = a;
+    hi = b;
+  }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline float SumLanes(__m512 a, __m512 b) {
+  // Pairwise over the 16 lanes, through memory, in a fixed order.
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, _mm512_add_ps(a, b));
+  for (int w = 8; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
+  return lanes[0];
+}
+
 // Two accumulators per vector over 32-element steps keep two FMA chains in flight per vector;
 // the kernel is bound by reading the row, not by arithmetic.
 template <int S, typename W>
@@ -97,10 +143,13 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void DotsAvx512(const float
   for (int s = 0; s < S; ++s) acc0[s] = acc1[s] = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 32 <= k; i += 32) {
-    __m512 w0 = LoadRow(row + i), w1 = LoadRow(row + i + 16);
+    __m512 w0, w1;
+    LoadRowPair(row + i, w0, w1);
     for (int s = 0; s < S; ++s) {
-      acc0[s] = _mm512_fmadd_ps(_mm512_loadu_ps(x[s] + i), w0, acc0[s]);
-      acc1[s] = _mm512_fmadd_ps(_mm512_loadu_ps(x[s] + i + 16), w1, acc1[s]);
+      __m512 x0, x1;
+      LoadVectorPair<W>(x[s] + i, x0, x1);
+      acc0[s] = _mm512_fmadd_ps(x0, w0, acc0[s]);
+      acc1[s] = _mm512_fmadd_ps(x1, w1, acc1[s]);
     }
   }
   for (; i < k; i += 16) {
@@ -110,14 +159,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void DotsAvx512(const float
     for (int s = 0; s < S; ++s)
       acc0[s] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x[s] + i), w, acc0[s]);
   }
-  for (int s = 0; s < S; ++s) {
-    // Pairwise over the 16 lanes, through memory.
-    alignas(64) float lanes[16];
-    _mm512_store_ps(lanes, _mm512_add_ps(acc0[s], acc1[s]));
-    for (int w = 8; w >= 1; w /= 2)
-      for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
-    out[s] = lanes[0];
-  }
+  for (int s = 0; s < S; ++s) out[s] = SumLanes(acc0[s], acc1[s]);
 }
 
 // One vector against four rows at once: four independent streams per thread keep more memory
@@ -131,10 +173,13 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void Dot4RowsAvx512(const f
   for (int r = 0; r < 4; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 32 <= k; i += 32) {
-    const __m512 x0 = _mm512_loadu_ps(x + i), x1 = _mm512_loadu_ps(x + i + 16);
+    __m512 x0, x1;
+    LoadVectorPair<W>(x + i, x0, x1);
     for (int r = 0; r < 4; ++r) {
-      acc0[r] = _mm512_fmadd_ps(x0, LoadRow(rows[r] + i), acc0[r]);
-      acc1[r] = _mm512_fmadd_ps(x1, LoadRow(rows[r] + i + 16), acc1[r]);
+      __m512 w0, w1;
+      LoadRowPair(rows[r] + i, w0, w1);
+      acc0[r] = _mm512_fmadd_ps(x0, w0, acc0[r]);
+      acc1[r] = _mm512_fmadd_ps(x1, w1, acc1[r]);
     }
   }
   for (; i < k; i += 16) {
@@ -144,13 +189,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void Dot4RowsAvx512(const f
     for (int r = 0; r < 4; ++r)
       acc0[r] = _mm512_fmadd_ps(xv, LoadRowMasked(rows[r] + i, m), acc0[r]);
   }
-  for (int r = 0; r < 4; ++r) {
-    alignas(64) float lanes[16];
-    _mm512_store_ps(lanes, _mm512_add_ps(acc0[r], acc1[r]));
-    for (int w = 8; w >= 1; w /= 2)
-      for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
-    out[r] = lanes[0];
-  }
+  for (int r = 0; r < 4; ++r) out[r] = SumLanes(acc0[r], acc1[r]);
 }
 
 template <int S, typename W>
@@ -415,6 +454,7 @@ void ViewMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t
     RunRows(a, a.row_stride, vecs, static_cast<int>(n), batch, m, k, c, m * n, 1, n, ctx);
     return;
   }
+  if (DnnlBf16Matmul(a, b, batch, m, k, n, c, ctx)) return;
   BlasMatmulViews(a, b, batch, m, k, n, c, ctx);
 }
 

@@ -39,4 +39,12 @@ float DotBF16(const float* x, const uint16_t* row, int64_t k);
 // Whether the AVX-512 kernels are used on this CPU.
 bool MatmulUsesAvx512();
 
+// bf16 x bf16 products through oneDNN's bf16 kernels (reduction_matmul_dnnl.cc), where the CPU
+// has bf16 arithmetic. Returns false, having written nothing of use, when it cannot run them
+// (other types, no bf16 hardware, TLALOC_BF16_MATMUL=blas, a oneDNN error); the caller then
+// takes the BLAS path.
+bool DnnlBf16Available();
+bool DnnlBf16Matmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t m, int64_t k,
+                    int64_t n, float* c, EvalContext& ctx);
+
 }  // namespace tlaloc::ops

@@ -1,0 +1,111 @@
+// bf16 x bf16 matrix products through oneDNN, which uses the CPU's bf16 instructions (AMX tiles
+// or AVX512-BF16 dot products) that OpenBLAS 0.3.21 in Debian does not expose. Products of two
+// bf16 values are exact in f32 and oneDNN accumulates in f32, as the f32-widening BLAS path
+// does; the one difference is that these instructions treat subnormal bf16 inputs (magnitude
+// below 2^-126) as zero and flush subnormal sums, which only matters for values no model
+// weight or activation takes. TLALOC_BF16_MATMUL=blas turns this path off.
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "reduction_matmul.h"
+
+namespace tlaloc::ops {
+
+namespace {
+
+bool DnnlBf16Wanted() {
+  const char* env = std::getenv("TLALOC_BF16_MATMUL");
+  if (env && std::strcmp(env, "blas") == 0) return false;
+  // Only where the hardware has bf16 arithmetic; elsewhere oneDNN would emulate it, and the
+  // widening BLAS path is as good.
+  const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+}
+
+struct DnnlContext {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+};
+
+DnnlContext& Context() {
+  static DnnlContext* context = new DnnlContext;
+  return *context;
+}
+
+// oneDNN on libgomp would start its own team of spinning threads on every call; products are
+// split over the interpreter's pool instead, each block run on one thread.
+void UseOneOmpThreadHere() {
+  thread_local bool done = [] {
+    omp_set_num_threads(1);
+    return true;
+  }();
+  (void)done;
+}
+
+dnnl::memory::desc Plain(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride,
+                         dnnl::memory::data_type type) {
+  return dnnl::memory::desc({rows, cols}, type, dnnl::memory::dims{row_stride, col_stride});
+}
+
+}  // namespace
+
+bool DnnlBf16Available() {
+  static const bool available = [] {
+    try {
+      return DnnlBf16Wanted();
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return available;
+}
+
+bool DnnlBf16Matmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t m, int64_t k,
+                    int64_t n, float* c, EvalContext& ctx) {
+  if (!DnnlBf16Available() || a.type != ElementType::kBF16 || b.type != ElementType::kBF16)
+    return false;
+  using dt = dnnl::memory::data_type;
+  // Blocks of columns of B over the pool; each block is one oneDNN call over all of A's rows, so
+  // A is packed once per block and B's block once.
+  const int64_t n_block = std::min<int64_t>(n, 512);
+  const int64_t n_blocks = (n + n_block - 1) / n_block;
+  std::atomic<bool> failed{false};
+  std::atomic<int64_t> next{0};
+  const int64_t tasks = batch * n_blocks;
+  ctx.ParallelFor(tasks, 1, [&](int64_t, int64_t) {
+    UseOneOmpThreadHere();
+    try {
+      dnnl::stream stream(Context().engine);
+      for (int64_t task = next.fetch_add(1); task < tasks && !failed; task = next.fetch_add(1)) {
+        const int64_t bi = task / n_blocks, j0 = task % n_blocks * n_block;
+        const int64_t nb = std::min(n_block, n - j0);
+        auto a_desc = Plain(m, k, a.row_stride, a.col_stride, dt::bf16);
+        auto b_desc = Plain(k, nb, b.row_stride, b.col_stride, dt::bf16);
+        auto c_desc = Plain(m, nb, n, 1, dt::f32);
+        // oneDNN keeps a cache of built primitives keyed by these descriptors, so the layers'
+        // repeated shapes are built once.
+        dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_desc, b_desc, c_desc),
+                                        Context().engine);
+        dnnl::matmul product(pd);
+        auto* a_ptr = const_cast<std::byte*>(a.data + 2 * bi * a.batch_stride);
+        auto* b_ptr =
+            const_cast<std::byte*>(b.data + 2 * (bi * b.batch_stride + j0 * b.col_stride));
+        dnnl::memory a_mem(a_desc, Context().engine, a_ptr);
+        dnnl::memory b_mem(b_desc, Context().engine, b_ptr);
+        dnnl::memory c_mem(c_desc, Context().engine, c + bi * m * n + j0);
+        product.execute(stream,
+                        {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+        stream.wait();
+      }
+    } catch (const dnnl::error&) {
+      failed = true;
+    }
+  });
+  return !failed;
+}
+
+}  // namespace tlaloc::ops

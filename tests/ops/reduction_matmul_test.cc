@@ -1,0 +1,135 @@
+// The matrix-product kernels behind dot_general: the bf16 matrix-vector kernel and the oneDNN
+// bf16 path, checked against exact references and against each other.
+#include "ops/reduction_matmul.h"
+
+#include <cmath>
+
+#include "reduction_test_util.h"
+
+namespace tlaloc {
+namespace {
+
+using rdtest::DotAttrs;
+using rdtest::RunOp;
+using rdtest::Values;
+
+std::vector<bf16> RandomBf16(size_t n, uint32_t seed) {
+  std::vector<bf16> out;
+  for (float f : rdtest::RandomFloats(n, seed, 2.0f)) out.push_back(bf16(f));
+  return out;
+}
+
+// Exact products of bf16 values summed in double, and the bound an f32 accumulation of k terms
+// in any order stays within.
+struct Reference {
+  double value = 0, bound = 0;
+};
+
+Reference DotReference(const bf16* x, int64_t x_step, const bf16* w, int64_t w_step, int64_t k) {
+  Reference r;
+  double magnitude = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    double p = static_cast<double>(x[i * x_step].f()) * w[i * w_step].f();
+    r.value += p;
+    magnitude += std::abs(p);
+  }
+  r.bound = magnitude * static_cast<double>(k) * 0x1p-24 + 1e-30;
+  return r;
+}
+
+TEST(MatmulKernelTest, Bf16RowDotsMatchExactProductsWithAndWithoutTail) {
+  for (int64_t k : {1024, 1000, 31, 7}) {
+    std::vector<float> x = rdtest::RandomFloats(k, 3);
+    std::vector<bf16> row = RandomBf16(k, 4);
+    double exact = 0, magnitude = 0;
+    for (int64_t i = 0; i < k; ++i) {
+      exact += static_cast<double>(x[i]) * row[i].f();
+      magnitude += std::abs(static_cast<double>(x[i]) * row[i].f());
+    }
+    std::vector<uint16_t> bits;
+    for (bf16 b : row) bits.push_back(b.bits);
+    const float got = ops::DotBF16(x.data(), bits.data(), k);
+    EXPECT_NEAR(got, exact, magnitude * k * 0x1p-24) << "k=" << k;
+  }
+}
+
+// A vector times 7 weight rows: rows 0-3 go through the four-row kernel, 4-6 through the
+// one-row kernel; each result must be bit-identical to DotBF16 of that row, so a row's value
+// never depends on its position.
+TEST(MatmulKernelTest, Bf16FourRowKernelAgreesBitwiseWithOneRowKernel) {
+  const int64_t k = 1056, n = 7;
+  std::vector<bf16> x = RandomBf16(k, 5), w = RandomBf16(n * k, 6);
+  Type f32_result(TensorType(ElementType::kF32, {1, n}));
+  auto out = RunOp("stablehlo.dot_general",
+                   {Literal::FromVector<bf16>({1, k}, x), Literal::FromVector<bf16>({n, k}, w)},
+                   DotAttrs({}, {}, {1}, {1}), std::vector<Type>{f32_result});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  auto got = Values<float>((*out)[0]);
+  std::vector<float> xf;
+  for (bf16 v : x) xf.push_back(v.f());
+  for (int64_t r = 0; r < n; ++r) {
+    std::vector<uint16_t> bits;
+    for (int64_t i = 0; i < k; ++i) bits.push_back(w[r * k + i].bits);
+    EXPECT_EQ(got[r], ops::DotBF16(xf.data(), bits.data(), k)) << "row " << r;
+  }
+}
+
+// bf16 x bf16 with an f32 result and enough rows for the GEMM path (oneDNN where the CPU has
+// bf16 arithmetic): weights as [n, k] (a Linear layer), as [k, n], and batched with a
+// transposed left side, all against exact products.
+TEST(MatmulKernelTest, Bf16GemmMatchesExactProductsInEveryLayout) {
+  const int64_t m = 37, k = 200, n = 300;
+  std::vector<bf16> a = RandomBf16(m * k, 7), w = RandomBf16(n * k, 8);
+  Type f32_result(TensorType(ElementType::kF32, {m, n}));
+  // [m, k] . [n, k] over k.
+  auto linear = RunOp("stablehlo.dot_general",
+                      {Literal::FromVector<bf16>({m, k}, a), Literal::FromVector<bf16>({n, k}, w)},
+                      DotAttrs({}, {}, {1}, {1}), std::vector<Type>{f32_result});
+  ASSERT_TRUE(linear.ok()) << linear.status().ToString();
+  // [m, k] . [k, n] over k (the same numbers read column-wise).
+  auto plain = RunOp("stablehlo.dot_general",
+                     {Literal::FromVector<bf16>({m, k}, a), Literal::FromVector<bf16>({k, n}, w)},
+                     DotAttrs({}, {}, {1}, {0}), std::vector<Type>{f32_result});
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  auto got_linear = Values<float>((*linear)[0]), got_plain = Values<float>((*plain)[0]);
+  int checked = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      Reference r = DotReference(&a[i * k], 1, &w[j * k], 1, k);
+      ASSERT_NEAR(got_linear[i * n + j], r.value, r.bound) << i << "," << j;
+      Reference p = DotReference(&a[i * k], 1, &w[j], n, k);
+      ASSERT_NEAR(got_plain[i * n + j], p.value, p.bound) << i << "," << j;
+      ++checked;
+    }
+  EXPECT_EQ(checked, m * n);
+
+  // Batched: lhs [b, k, m] contracted over its middle dimension, rhs [b, n, k].
+  const int64_t batch = 3, bm = 9, bk = 64, bn = 70;
+  std::vector<bf16> lhs = RandomBf16(batch * bk * bm, 9), rhs = RandomBf16(batch * bn * bk, 10);
+  Type batched_result(TensorType(ElementType::kF32, {batch, bm, bn}));
+  auto batched = RunOp("stablehlo.dot_general",
+                       {Literal::FromVector<bf16>({batch, bk, bm}, lhs),
+                        Literal::FromVector<bf16>({batch, bn, bk}, rhs)},
+                       DotAttrs({0}, {0}, {1}, {2}), std::vector<Type>{batched_result});
+  ASSERT_TRUE(batched.ok()) << batched.status().ToString();
+  auto got_batched = Values<float>((*batched)[0]);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < bm; ++i)
+      for (int64_t j = 0; j < bn; ++j) {
+        Reference r = DotReference(&lhs[b * bk * bm + i], bm, &rhs[(b * bn + j) * bk], 1, bk);
+        ASSERT_NEAR(got_batched[(b * bm + i) * bn + j], r.value, r.bound)
+            << b << "," << i << "," << j;
+      }
+}
+
+TEST(MatmulKernelTest, OneDnnBf16PathIsUsedWhereTheCpuHasBf16Arithmetic) {
+  __builtin_cpu_init();
+  const bool hardware = __builtin_cpu_supports("avx512bf16");
+  if (!hardware) GTEST_SKIP() << "this CPU has no AVX512-BF16: oneDNN's bf16 path is not used";
+  const char* env = std::getenv("TLALOC_BF16_MATMUL");
+  if (env && std::string(env) == "blas") GTEST_SKIP() << "TLALOC_BF16_MATMUL=blas turns it off";
+  EXPECT_TRUE(ops::DnnlBf16Available());
+}
+
+}  // namespace
+}  // namespace tlaloc
