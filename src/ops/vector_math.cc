@@ -2,6 +2,10 @@
 // portable scalar loops otherwise.
 #include "vector_math.h"
 
+#include <cstdlib>
+#include <limits>
+#include <string_view>
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 
@@ -25,11 +29,21 @@ void ScalarLoop(const float* in, float* out, int64_t n) {
 #define TLALOC_VMATH_TARGET [[gnu::target("avx512f,avx512vl,avx512dq")]]
 
 // A vector result y stands for the double the scalar function returns only up to a relative
-// error: below 1e-14 for the polynomial below, below 1 ulp (1.1e-16) for glibc. When
-// y * (1 - kSlack) and y * (1 + kSlack) round to the same float, every double in between does
-// too (rounding is monotonic), the scalar result included. About 1 element in 30,000 is
-// that close to a rounding boundary and is recomputed by the scalar function.
+// error: below 1e-14 for the vector code (polynomial, Newton steps), below 2 ulp (2.2e-16) for
+// glibc's exp and for sqrt-then-divide. When y * (1 - kSlack) and y * (1 + kSlack) round to the
+// same float, every double in between does too (rounding is monotonic), the scalar result
+// included. About 1 element in 30,000 is that close to a rounding boundary and is recomputed by
+// the scalar function.
 constexpr double kSlack = 0x1p-40;
+
+// c_n r^n + ... + c_0 by Horner's rule, coefficients from the highest power down (spelled out
+// so the compiler keeps every coefficient in a register instead of looping over an array).
+template <typename... Lower>
+TLALOC_VMATH_TARGET inline __m512d Polynomial(__m512d r, double highest, Lower... lower) {
+  __m512d p = _mm512_set1_pd(highest);
+  ((p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(lower))), ...);
+  return p;
+}
 
 // exp(x) for doubles that came from floats.
 TLALOC_VMATH_TARGET inline __m512d ExpPd(__m512d x) {
@@ -42,41 +56,61 @@ TLALOC_VMATH_TARGET inline __m512d ExpPd(__m512d x) {
   __m512d r = _mm512_fnmadd_pd(n, _mm512_set1_pd(0x1.62e42fefa39efp-1), x);
   r = _mm512_fnmadd_pd(n, _mm512_set1_pd(0x1.abc9e3b39803fp-56), r);
   // Taylor series of exp(r) to r^11/11!: the remainder is below 1e-14 relative for |r| <= ln2/2.
-  constexpr double kInverseFactorials[] = {1.0 / 3628800, 1.0 / 362880, 1.0 / 40320, 1.0 / 5040,
-                                           1.0 / 720,     1.0 / 120,    1.0 / 24,    1.0 / 6,
-                                           1.0 / 2,       1.0,          1.0};
-  __m512d p = _mm512_set1_pd(1.0 / 39916800);
-  for (double c : kInverseFactorials) p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(c));
+  const __m512d p =
+      Polynomial(r, 1.0 / 39916800, 1.0 / 3628800, 1.0 / 362880, 1.0 / 40320, 1.0 / 5040, 1.0 / 720,
+                 1.0 / 120, 1.0 / 24, 1.0 / 6, 1.0 / 2, 1.0, 1.0);
   return _mm512_scalef_pd(p, n);  // p * 2^n
 }
 
+// 1 / d for d in [1, 2]: the 14-bit hardware estimate refined by two Newton steps (error
+// 2^-14 -> 2^-28 -> ~2^-53), much cheaper than a vector division.
+TLALOC_VMATH_TARGET inline __m512d ReciprocalPd(__m512d d) {
+  const __m512d one = _mm512_set1_pd(1.0);
+  __m512d r = _mm512_rcp14_pd(d);
+  for (int step = 0; step < 2; ++step) r = _mm512_fmadd_pd(r, _mm512_fnmadd_pd(d, r, one), r);
+  return r;
+}
+
+// Each op: Eval gives the double result of lanes that Unhandled leaves out; those go to the
+// scalar function.
 struct ExpOp {
-  static constexpr bool kExactIeee = false;
   static double Reference(double x) { return Exp(x); }
   TLALOC_VMATH_TARGET static __m512d Eval(__m512d x) { return ExpPd(x); }
+  TLALOC_VMATH_TARGET static __mmask8 Unhandled(__m512d) { return 0; }
 };
 
 // The scalar formula's two branches as one: the numerator is 1 for x >= 0 (-0 included) and
 // exp(x) below, the denominator 1 + exp(-|x|).
 struct LogisticOp {
-  static constexpr bool kExactIeee = false;
   static double Reference(double x) { return Logistic(x); }
   TLALOC_VMATH_TARGET static __m512d Eval(__m512d x) {
     const __m512d zero = _mm512_setzero_pd(), one = _mm512_set1_pd(1.0);
     const __m512d e = ExpPd(_mm512_min_pd(x, _mm512_sub_pd(zero, x)));
     const __mmask8 non_negative = _mm512_cmp_pd_mask(x, zero, _CMP_GE_OQ);
     const __m512d numerator = _mm512_mask_blend_pd(non_negative, e, one);
-    return _mm512_div_pd(numerator, _mm512_add_pd(one, e));
+    return _mm512_mul_pd(numerator, ReciprocalPd(_mm512_add_pd(one, e)));
   }
+  TLALOC_VMATH_TARGET static __mmask8 Unhandled(__m512d) { return 0; }
 };
 
-// The same two correctly rounded IEEE operations as the scalar function, so the same bits for
-// every input (NaNs and negative inputs included) with no rounding check needed.
+// The 14-bit hardware estimate of 1/sqrt(x) refined by two Newton steps on 1 - x y^2 (error
+// 2^-14 -> 2^-27 -> ~2^-52). Zeros, negatives, +inf (and NaN) take the scalar path.
 struct RsqrtOp {
-  static constexpr bool kExactIeee = true;
   static double Reference(double x) { return Rsqrt(x); }
   TLALOC_VMATH_TARGET static __m512d Eval(__m512d x) {
-    return _mm512_div_pd(_mm512_set1_pd(1.0), _mm512_sqrt_pd(x));
+    const __m512d one = _mm512_set1_pd(1.0), half = _mm512_set1_pd(0.5);
+    __m512d y = _mm512_rsqrt14_pd(x);
+    for (int step = 0; step < 2; ++step) {
+      const __m512d error = _mm512_fnmadd_pd(_mm512_mul_pd(x, y), y, one);
+      y = _mm512_fmadd_pd(_mm512_mul_pd(y, half), error, y);
+    }
+    return y;
+  }
+  TLALOC_VMATH_TARGET static __mmask8 Unhandled(__m512d x) {
+    const __mmask8 positive = _mm512_cmp_pd_mask(x, _mm512_setzero_pd(), _CMP_GT_OQ);
+    const __mmask8 finite =
+        _mm512_cmp_pd_mask(x, _mm512_set1_pd(std::numeric_limits<double>::infinity()), _CMP_LT_OQ);
+    return static_cast<__mmask8>(~(positive & finite));
   }
 };
 
@@ -86,27 +120,31 @@ TLALOC_VMATH_TARGET void VectorLoop(const float* in, float* out, int64_t n) {
   for (int64_t i = 0; i < n; i += 8) {
     const __mmask8 live = n - i >= 8 ? 0xff : static_cast<__mmask8>((1u << (n - i)) - 1);
     const __m256 x = _mm256_maskz_loadu_ps(live, in + i);
-    const __m512d y = Op::Eval(_mm512_cvtps_pd(x));
-    if constexpr (Op::kExactIeee) {
-      _mm256_mask_storeu_ps(out + i, live, _mm512_cvtpd_ps(y));
-    } else {
-      const __m256 low = _mm512_cvtpd_ps(_mm512_mul_pd(y, below));
-      const __m256 high = _mm512_cvtpd_ps(_mm512_mul_pd(y, above));
-      // A NaN input comes back quieted with its sign and payload, as from the libm call.
-      const __mmask8 nan = _mm256_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-      const __mmask8 unsure =
-          _mm256_cmpneq_epi32_mask(_mm256_castps_si256(low), _mm256_castps_si256(high)) & live &
-          static_cast<__mmask8>(~nan);
-      _mm256_mask_storeu_ps(out + i, live, _mm256_mask_add_ps(low, nan, x, x));
-      if (unsure != 0) {
-        alignas(32) float xs[8];
-        _mm256_store_ps(xs, x);  // `out` may alias `in`: the inputs as they were
-        for (int j = 0; j < 8; ++j)
-          if ((unsure >> j) & 1)
-            out[i + j] = static_cast<float>(Op::Reference(static_cast<double>(xs[j])));
-      }
+    const __m512d xd = _mm512_cvtps_pd(x);
+    const __m512d y = Op::Eval(xd);
+    const __m256 low = _mm512_cvtpd_ps(_mm512_mul_pd(y, below));
+    const __m256 high = _mm512_cvtpd_ps(_mm512_mul_pd(y, above));
+    // A NaN input comes back quieted with its sign and payload, as from the libm call.
+    const __mmask8 nan = _mm256_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    const __mmask8 unsure =
+        (_mm256_cmpneq_epi32_mask(_mm256_castps_si256(low), _mm256_castps_si256(high)) |
+         Op::Unhandled(xd)) &
+        live & static_cast<__mmask8>(~nan);
+    _mm256_mask_storeu_ps(out + i, live, _mm256_mask_add_ps(low, nan, x, x));
+    if (unsure != 0) {
+      alignas(32) float xs[8];
+      _mm256_store_ps(xs, x);  // `out` may alias `in`: the inputs as they were
+      for (int j = 0; j < 8; ++j)
+        if ((unsure >> j) & 1)
+          out[i + j] = static_cast<float>(Op::Reference(static_cast<double>(xs[j])));
     }
   }
+}
+
+// TLALOC_VECTOR_MATH=0 keeps the scalar loops, to compare speed (results are the same).
+bool DisabledByEnvironment() {
+  const char* setting = std::getenv("TLALOC_VECTOR_MATH");
+  return setting != nullptr && std::string_view(setting) == "0";
 }
 
 #endif  // __x86_64__
@@ -116,7 +154,7 @@ TLALOC_VMATH_TARGET void VectorLoop(const float* in, float* out, int64_t n) {
 bool HasVectorKernels() {
 #if defined(__x86_64__)
   static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-                          __builtin_cpu_supports("avx512dq");
+                          __builtin_cpu_supports("avx512dq") && !DisabledByEnvironment();
   return has;
 #else
   return false;

@@ -38,7 +38,8 @@ void ExpF32Scalar(const float* in, float* out, int64_t n);
 void LogisticF32Scalar(const float* in, float* out, int64_t n);
 void RsqrtF32Scalar(const float* in, float* out, int64_t n);
 
-// Whether this CPU runs the vectorised kernels (AVX-512 F, VL and DQ).
+// Whether the vectorised kernels run: the CPU has AVX-512 F, VL and DQ, and the environment
+// does not set TLALOC_VECTOR_MATH=0 (which keeps the scalar loops, for speed comparisons).
 bool HasVectorKernels();
 
 }  // namespace tlaloc::ops::vmath
