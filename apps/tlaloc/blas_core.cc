@@ -8,38 +8,20 @@
 #include <iterator>
 #include <vector>
 
-// OpenBLAS's name for the kernel set it loaded (its cblas.h is not on the CLI's include path).
-extern "C" char* openblas_get_corename(void);
+#include "tlaloc/ir/blas_kernels.h"
 
 namespace tlaloc::cli {
 
 namespace {
-
 constexpr const char* kReexecGuard = "TLALOC_BLAS_REEXEC";
-
-std::string PreferredBlasCore() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return "SkylakeX";
-  if (__builtin_cpu_supports("avx2")) return "Haswell";
-  return "";
-}
-
-bool BlasCoreFits(const std::string& core, const std::string& preferred) {
-  if (preferred == "SkylakeX")
-    return core == "SkylakeX" || core == "Cooperlake" || core == "SapphireRapids";
-  if (preferred == "Haswell")
-    return core == "Haswell" || core == "Zen" || core == "SkylakeX" || core == "Cooperlake";
-  return true;
-}
-
 }  // namespace
 
-std::string BlasCoreName() { return openblas_get_corename(); }
+std::string BlasCoreName() { return OpenBlasCoreName(); }
 
 void ReexecWithFittingBlasCore() {
-  const std::string core = BlasCoreName(), preferred = PreferredBlasCore();
+  const std::string core = BlasCoreName(), preferred = PreferredOpenBlasCore();
   // A user's own OPENBLAS_CORETYPE choice that fits is kept; the guard stops a second re-run.
-  if (BlasCoreFits(core, preferred) || std::getenv(kReexecGuard)) return;
+  if (OpenBlasCoreFitsCpu() || std::getenv(kReexecGuard)) return;
   std::ifstream f("/proc/self/cmdline", std::ios::binary);
   std::string raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   std::vector<std::string> parts;

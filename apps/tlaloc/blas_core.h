@@ -1,8 +1,6 @@
-// OpenBLAS chooses its kernel set from the CPU model when the library loads, and falls back to
-// old SSE3 ("Prescott") kernels on a model newer than the library (as Debian 12's OpenBLAS does
-// on Sapphire Rapids), which runs matrix products several times slower. The only way to choose
-// again is the OPENBLAS_CORETYPE variable before the library loads, so the CLI re-runs itself
-// once with the core type the CPU's vector unit fits.
+// The CLI re-runs itself once with the OPENBLAS_CORETYPE the CPU's vector unit fits when
+// OpenBLAS loaded older kernels (see tlaloc/ir/blas_kernels.h): OpenBLAS's f32 products are
+// faster than the oneDNN ones the library falls back to.
 #pragma once
 
 #include <string>

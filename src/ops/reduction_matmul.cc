@@ -454,7 +454,7 @@ void ViewMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t
     RunRows(a, a.row_stride, vecs, static_cast<int>(n), batch, m, k, c, m * n, 1, n, ctx);
     return;
   }
-  if (DnnlBf16Matmul(a, b, batch, m, k, n, c, ctx)) return;
+  if (DnnlMatmul(a, b, batch, m, k, n, c, ctx)) return;
   BlasMatmulViews(a, b, batch, m, k, n, c, ctx);
 }
 

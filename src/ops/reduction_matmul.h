@@ -39,12 +39,12 @@ float DotBF16(const float* x, const uint16_t* row, int64_t k);
 // Whether the AVX-512 kernels are used on this CPU.
 bool MatmulUsesAvx512();
 
-// bf16 x bf16 products through oneDNN's bf16 kernels (reduction_matmul_dnnl.cc), where the CPU
-// has bf16 arithmetic. Returns false, having written nothing of use, when it cannot run them
-// (other types, no bf16 hardware, TLALOC_BF16_MATMUL=blas, a oneDNN error); the caller then
-// takes the BLAS path.
+// Products through oneDNN (reduction_matmul_dnnl.cc): bf16 x bf16 where the CPU has bf16
+// arithmetic, f32 x f32 where OpenBLAS loaded kernels older than the CPU. Returns false, having
+// written nothing of use, when neither applies (or TLALOC_BF16_MATMUL=blas, or a oneDNN error);
+// the caller then takes the BLAS path.
 bool DnnlBf16Available();
-bool DnnlBf16Matmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t m, int64_t k,
-                    int64_t n, float* c, EvalContext& ctx);
+bool DnnlMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t m, int64_t k,
+                int64_t n, float* c, EvalContext& ctx);
 
 }  // namespace tlaloc::ops

@@ -1,5 +1,6 @@
-// bf16 x bf16 matrix products through oneDNN, which uses the CPU's bf16 instructions (AMX tiles
-// or AVX512-BF16 dot products) that OpenBLAS 0.3.21 in Debian does not expose. Products of two
+// Matrix products through oneDNN: bf16 x bf16 on the CPU's bf16 instructions (AMX tiles or
+// AVX512-BF16 dot products), which OpenBLAS 0.3.21 in Debian does not expose, and f32 x f32
+// where OpenBLAS loaded kernels older than the CPU (tlaloc/ir/blas_kernels.h). Products of two
 // bf16 values are exact in f32 and oneDNN accumulates in f32, as the f32-widening BLAS path
 // does; the one difference is that these instructions treat subnormal bf16 inputs (magnitude
 // below 2^-126) as zero and flush subnormal sums, which only matters for values no model
@@ -13,6 +14,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "reduction_matmul.h"
+#include "tlaloc/ir/blas_kernels.h"
 
 namespace tlaloc::ops {
 
@@ -64,11 +66,19 @@ bool DnnlBf16Available() {
   return available;
 }
 
-bool DnnlBf16Matmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t m, int64_t k,
-                    int64_t n, float* c, EvalContext& ctx) {
-  if (!DnnlBf16Available() || a.type != ElementType::kBF16 || b.type != ElementType::kBF16)
-    return false;
+bool DnnlMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t m, int64_t k,
+                int64_t n, float* c, EvalContext& ctx) {
+  if (a.type != b.type) return false;
   using dt = dnnl::memory::data_type;
+  dt type;
+  if (a.type == ElementType::kBF16 && DnnlBf16Available()) {
+    type = dt::bf16;
+  } else if (a.type == ElementType::kF32 && !OpenBlasCoreFitsCpu()) {
+    type = dt::f32;
+  } else {
+    return false;
+  }
+  const int64_t bytes = a.type == ElementType::kBF16 ? 2 : 4;
   // Blocks of columns of B over the pool; each block is one oneDNN call over all of A's rows, so
   // A is packed once per block and B's block once.
   const int64_t n_block = std::min<int64_t>(n, 512);
@@ -83,17 +93,17 @@ bool DnnlBf16Matmul(const MatrixView& a, const MatrixView& b, int64_t batch, int
       for (int64_t task = next.fetch_add(1); task < tasks && !failed; task = next.fetch_add(1)) {
         const int64_t bi = task / n_blocks, j0 = task % n_blocks * n_block;
         const int64_t nb = std::min(n_block, n - j0);
-        auto a_desc = Plain(m, k, a.row_stride, a.col_stride, dt::bf16);
-        auto b_desc = Plain(k, nb, b.row_stride, b.col_stride, dt::bf16);
+        auto a_desc = Plain(m, k, a.row_stride, a.col_stride, type);
+        auto b_desc = Plain(k, nb, b.row_stride, b.col_stride, type);
         auto c_desc = Plain(m, nb, n, 1, dt::f32);
         // oneDNN keeps a cache of built primitives keyed by these descriptors, so the layers'
         // repeated shapes are built once.
         dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_desc, b_desc, c_desc),
                                         Context().engine);
         dnnl::matmul product(pd);
-        auto* a_ptr = const_cast<std::byte*>(a.data + 2 * bi * a.batch_stride);
+        auto* a_ptr = const_cast<std::byte*>(a.data + bytes * bi * a.batch_stride);
         auto* b_ptr =
-            const_cast<std::byte*>(b.data + 2 * (bi * b.batch_stride + j0 * b.col_stride));
+            const_cast<std::byte*>(b.data + bytes * (bi * b.batch_stride + j0 * b.col_stride));
         dnnl::memory a_mem(a_desc, Context().engine, a_ptr);
         dnnl::memory b_mem(b_desc, Context().engine, b_ptr);
         dnnl::memory c_mem(c_desc, Context().engine, c + bi * m * n + j0);

@@ -133,3 +133,37 @@ TEST(MatmulKernelTest, OneDnnBf16PathIsUsedWhereTheCpuHasBf16Arithmetic) {
 
 }  // namespace
 }  // namespace tlaloc
+
+namespace tlaloc {
+namespace {
+
+// f32 x f32 with the GEMM path (oneDNN when OpenBLAS loaded kernels older than this CPU,
+// OpenBLAS otherwise): weights as [n, k] and [k, n], against double sums.
+TEST(MatmulKernelTest, F32GemmMatchesDoubleSumsInBothWeightLayouts) {
+  const int64_t m = 33, k = 150, n = 260;
+  std::vector<float> a = rdtest::RandomFloats(m * k, 21), w = rdtest::RandomFloats(n * k, 22);
+  for (bool transposed : {true, false}) {
+    std::vector<int64_t> w_dims =
+        transposed ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n};
+    auto out = rdtest::RunOp(
+        "stablehlo.dot_general",
+        {Literal::FromVector<float>({m, k}, a), Literal::FromVector<float>(w_dims, w)},
+        rdtest::DotAttrs({}, {}, {1}, {transposed ? 1 : 0}));
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    auto got = rdtest::Values<float>((*out)[0]);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0, magnitude = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          double prod =
+              static_cast<double>(a[i * k + p]) * (transposed ? w[j * k + p] : w[p * n + j]);
+          s += prod;
+          magnitude += std::abs(prod);
+        }
+        ASSERT_NEAR(got[i * n + j], s, magnitude * k * 0x1p-24) << i << "," << j;
+      }
+  }
+}
+
+}  // namespace
+}  // namespace tlaloc
