@@ -19,6 +19,7 @@
 #include "tlaloc/builder/tensor.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/nn/layers.h"
+#include "tlaloc/support/memory_bandwidth.h"
 #include "tlaloc/support/thread_pool.h"
 
 namespace {
@@ -32,52 +33,6 @@ double Now() {
 }
 
 // ---- Machine peaks ----------------------------------------------------------------------------
-
-// Sums [b, e) of a buffer with four independent vector chains, so the loop is bound by the
-// memory reads alone (a scalar or single-chain loop is bound by add latency instead).
-__attribute__((target("avx512f"))) double SumAvx512(const float* p, int64_t b, int64_t e) {
-  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
-                   _mm512_setzero_ps()};
-  for (int64_t i = b; i + 64 <= e; i += 64)
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) acc[j] = _mm512_add_ps(acc[j], _mm512_loadu_ps(p + i + 16 * j));
-  float out[16];
-  _mm512_storeu_ps(out,
-                   _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
-  double s = 0;
-  for (float v : out) s += v;
-  return s;
-}
-
-double SumPortable(const float* p, int64_t b, int64_t e) {
-  float acc[16] = {};
-  for (int64_t i = b; i + 16 <= e; i += 16)
-    for (int j = 0; j < 16; ++j) acc[j] += p[i + j];
-  double s = 0;
-  for (float a : acc) s += a;
-  return s;
-}
-
-// Sums a buffer far larger than the caches on every pool thread: the bandwidth a
-// weight-streaming matrix-vector product can reach at best.
-double MeasureReadBandwidth() {
-  const int64_t n = int64_t{1} << 27;  // 512 MiB of floats
-  std::vector<float> buf(n, 1.0f);
-  tlaloc::ThreadPool& pool = tlaloc::DefaultThreadPool();
-  const bool avx512 = __builtin_cpu_supports("avx512f");
-  std::atomic<double> sink{0};
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    double t0 = Now();
-    pool.ParallelFor(n, n / pool.size(), [&](int64_t b, int64_t e) {
-      const double s = avx512 ? SumAvx512(buf.data(), b, e) : SumPortable(buf.data(), b, e);
-      sink = sink + s;
-    });
-    best = std::max(best, n * sizeof(float) / (Now() - t0));
-  }
-  benchmark::DoNotOptimize(sink.load());
-  return best;
-}
 
 __attribute__((target("avx512f"))) double FmaLoop(int64_t iters) {
   __m512 acc[12];
@@ -111,7 +66,7 @@ double MeasurePeakFlops() {
 }
 
 double PeakBandwidth() {
-  static const double bw = MeasureReadBandwidth();
+  static const double bw = tlaloc::MeasureReadBandwidth(tlaloc::DefaultThreadPool());
   return bw;
 }
 double PeakFlops() {

@@ -1,5 +1,5 @@
 // `tlaloc bench --model DIR [--dtype f32|bf16] [--prompt-tokens N] [--new-tokens M]
-//  [--threads T] [--target T] [--json]`: load time, prefill and decode speed and peak resident
+//  [--threads T] [--target T] [--json] [--no-bandwidth]`: load time, prefill and decode speed and peak resident
 // memory of a Qwen3 checkpoint, with a random prompt of N tokens and M greedy new tokens (no end
 // token, so every run decodes exactly M tokens).
 #include <sys/resource.h>
@@ -18,8 +18,10 @@
 #include "commands.h"
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/interp/interpreter.h"
+#include "tlaloc/models/qwen3.h"
 #include "tlaloc/pjrt/pjrt_backend.h"
 #include "tlaloc/runtime/target.h"
+#include "tlaloc/support/memory_bandwidth.h"
 
 namespace tlaloc::cli {
 
@@ -31,6 +33,7 @@ struct BenchArgs {
   int threads = 0;
   uint64_t seed = 0;
   bool json = false;
+  bool bandwidth = true;
 };
 
 double Seconds() {
@@ -41,6 +44,19 @@ int64_t PeakRssBytes() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return static_cast<int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+// Bytes of weights one decode step reads: every parameter once, except the embedding table, of
+// which a step reads one row (it is read whole as the LM head when tied).
+int64_t WeightBytesPerToken(const io::ModelConfig& config, ElementType dtype) {
+  int64_t elements = 0;
+  for (const auto& spec : models::WeightSpecs(config)) {
+    if (spec.name == "model.embed_tokens.weight" && !config.tie_word_embeddings) continue;
+    int64_t n = 1;
+    for (int64_t d : spec.shape) n *= d;
+    elements += n;
+  }
+  return elements * ElementSize(dtype);
 }
 
 int RunBench(const BenchArgs& a) {
@@ -84,8 +100,13 @@ int RunBench(const BenchArgs& a) {
   auto results = (*gen)->Generate({prompt}, opts, {}, &tm);
   if (!results.ok()) return fail(results.status().message());
   auto rate = [](int64_t n, double s) { return s > 0 ? n / s : 0.0; };
-  const int64_t rss = PeakRssBytes();
+  const int64_t rss = PeakRssBytes();  // before the bandwidth probe's buffer
   const std::string dt(MlirName((*gen)->dtype()));
+  const double decode_rate = rate(tm.decode_tokens, tm.decode_seconds);
+  const double weight_bytes = static_cast<double>(WeightBytesPerToken(cfg, (*gen)->dtype()));
+  const double decode_read = weight_bytes * decode_rate;
+  const double peak_read =
+      a.bandwidth ? MeasureReadBandwidth(DefaultThreadPool(), int64_t{256} << 20) : 0.0;
   if (a.json) {
     nlohmann::json j;
     j["model"] = a.model;
@@ -102,6 +123,9 @@ int RunBench(const BenchArgs& a) {
     j["decode_s"] = tm.decode_seconds;
     j["decode_tokens_per_s"] = rate(tm.decode_tokens, tm.decode_seconds);
     j["peak_rss_bytes"] = rss;
+    j["weight_bytes_per_token"] = weight_bytes;
+    j["decode_weight_read_bytes_per_s"] = decode_read;
+    if (a.bandwidth) j["machine_read_bytes_per_s"] = peak_read;
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("model        %s (%s, %d threads, OpenBLAS %s)\n", a.model.c_str(), dt.c_str(),
@@ -114,6 +138,12 @@ int RunBench(const BenchArgs& a) {
                 static_cast<long long>(tm.decode_tokens), tm.decode_seconds,
                 rate(tm.decode_tokens, tm.decode_seconds));
     std::printf("peak RSS     %.1f MiB\n", rss / 1048576.0);
+    std::printf("weights      %.2f GB read per decoded token: %.2f GB/s while decoding",
+                weight_bytes / 1e9, decode_read / 1e9);
+    if (a.bandwidth)
+      std::printf(", %.0f%% of the %.2f GB/s this machine reads", 100.0 * decode_read / peak_read,
+                  peak_read / 1e9);
+    std::printf("\n");
   }
   return 0;
 }
@@ -131,6 +161,8 @@ void RegisterBenchCommand(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "prompt and sampling seed");
   AddTargetOption(cmd, &args->target);
   cmd->add_flag("--json", args->json, "print one JSON object");
+  cmd->add_flag("!--no-bandwidth", args->bandwidth,
+                "skip measuring the machine's read bandwidth after the run");
   cmd->callback([args] { SetExitCode(RunBench(*args)); });
 }
 
