@@ -1,8 +1,8 @@
 // `tlaloc bench --model DIR [--dtype f32|bf16] [--prompt-tokens N] [--new-tokens M]
-//  [--threads T] [--target T] [--json] [--no-bandwidth]`: load time, prefill and decode speed and
-//  peak resident
-// memory of a Qwen3 checkpoint, with a random prompt of N tokens and M greedy new tokens (no end
-// token, so every run decodes exactly M tokens).
+//  [--threads T] [--target T] [--json] [--no-bandwidth]`: load time, prefill and decode speed,
+// peak resident memory and decode's share of the memory bandwidth for a Qwen3 checkpoint, with a
+// random prompt of N tokens and M greedy new tokens (no end token, so every run decodes exactly
+// M tokens).
 #include <sys/resource.h>
 
 #include <chrono>
