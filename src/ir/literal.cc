@@ -2,23 +2,21 @@
 
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
+
+#include "tlaloc/support/buffer_cache.h"
 
 namespace tlaloc {
 
-namespace {
-// 64-byte aligned, zeroed storage so BLAS and vector loops see aligned rows.
-std::shared_ptr<std::byte> AllocateZeroed(int64_t bytes) {
-  size_t size = static_cast<size_t>((bytes + 63) / 64 * 64);
-  if (size == 0) size = 64;
-  void* p = std::aligned_alloc(64, size);
-  if (!p) throw std::bad_alloc();
-  std::memset(p, 0, size);
-  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
-}
-}  // namespace
+// Storage is 64-byte aligned so BLAS and vector loops see aligned rows.
+Literal::Literal(TensorType type)
+    : type_(std::move(type)), data_(AllocateTensorStorage(type_.byte_size(), /*zeroed=*/true)) {}
 
-Literal::Literal(TensorType type) : type_(std::move(type)), data_(AllocateZeroed(type_.byte_size())) {}
+Literal Literal::Uninitialized(TensorType type) {
+  Literal l;
+  l.type_ = std::move(type);
+  l.data_ = AllocateTensorStorage(l.type_.byte_size(), /*zeroed=*/false);
+  return l;
+}
 
 Literal Literal::View(TensorType type, std::byte* data, std::shared_ptr<void> owner) {
   Literal l;
@@ -57,7 +55,7 @@ int64_t Literal::GetAsInt64(int64_t i) const {
 }
 
 Literal Literal::Clone() const {
-  Literal l(type_);
+  Literal l = data_ ? Uninitialized(type_) : Literal(type_);
   if (data_) std::memcpy(l.data(), data(), static_cast<size_t>(byte_size()));
   return l;
 }

@@ -9,6 +9,7 @@ namespace {
 void RegisterConstant(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.constant";
+  d.traits.writes_all_results = true;  // replaced by the attribute
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     TL_RETURN_IF_ERROR(ExpectOperandCount(in, 0));
     const Attribute* v = FindAttr(in.attrs, "value");
@@ -79,6 +80,7 @@ void RegisterReturn(OpRegistry& r, const std::string& name) {
 void RegisterCall(OpRegistry& r) {
   OpDef d;
   d.name = "func.call";
+  d.traits.writes_all_results = true;  // replaced by the callee
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     const Attribute* callee = FindAttr(in.attrs, "callee");
     if (!callee || callee->kind() != Attribute::Kind::kSymbol)

@@ -123,6 +123,7 @@ void UseOperandListSyntax(OpDef& d, std::string keyword, std::string attr) {
 void RegisterBroadcastInDim(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.broadcast_in_dim";
+  d.traits.writes_all_results = true;
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     TL_RETURN_IF_ERROR(ExpectOperandCount(in, 1));
     TL_ASSIGN_OR_RETURN(TensorType operand, TensorOperand(in, 0, "operand"));
@@ -174,6 +175,7 @@ void RegisterBroadcastInDim(OpRegistry& r) {
 void RegisterReshape(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.reshape";
+  d.traits.writes_all_results = true;  // a view of the operand
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     TL_RETURN_IF_ERROR(ExpectOperandCount(in, 1));
     TL_ASSIGN_OR_RETURN(TensorType operand, TensorOperand(in, 0, "operand"));
@@ -204,6 +206,7 @@ void RegisterReshape(OpRegistry& r) {
 void RegisterTranspose(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.transpose";
+  d.traits.writes_all_results = true;
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     TL_RETURN_IF_ERROR(ExpectOperandCount(in, 1));
     TL_ASSIGN_OR_RETURN(TensorType operand, TensorOperand(in, 0, "operand"));
@@ -241,6 +244,7 @@ void RegisterTranspose(OpRegistry& r) {
 void RegisterReverse(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.reverse";
+  d.traits.writes_all_results = true;
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     TL_RETURN_IF_ERROR(ExpectOperandCount(in, 1));
     TL_ASSIGN_OR_RETURN(TensorType operand, TensorOperand(in, 0, "operand"));
@@ -299,6 +303,7 @@ void RegisterReverse(OpRegistry& r) {
 void RegisterSlice(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.slice";
+  d.traits.writes_all_results = true;
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     TL_RETURN_IF_ERROR(ExpectOperandCount(in, 1));
     TL_ASSIGN_OR_RETURN(TensorType operand, TensorOperand(in, 0, "operand"));
@@ -385,6 +390,7 @@ void RegisterSlice(OpRegistry& r) {
 void RegisterConcatenate(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.concatenate";
+  d.traits.writes_all_results = true;
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     if (in.operand_types.empty()) return InvalidArgument("expected at least one operand");
     TL_ASSIGN_OR_RETURN(TensorType first, TensorOperand(in, 0, "operand 0"));
@@ -446,6 +452,7 @@ int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) 
 void RegisterPad(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.pad";
+  d.traits.writes_all_results = true;  // filled with the padding value first
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     TL_RETURN_IF_ERROR(ExpectOperandCount(in, 2));
     TL_ASSIGN_OR_RETURN(TensorType operand, TensorOperand(in, 0, "operand"));
@@ -548,6 +555,7 @@ Dims ClampedStarts(std::span<const Literal> operands, size_t first, const Dims& 
 void RegisterDynamicSlice(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.dynamic_slice";
+  d.traits.writes_all_results = true;
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     TL_ASSIGN_OR_RETURN(TensorType operand, TensorOperand(in, 0, "operand"));
     TL_RETURN_IF_ERROR(CheckScalarIndices(in, 1, operand.rank()));
@@ -591,6 +599,7 @@ void RegisterDynamicSlice(OpRegistry& r) {
 void RegisterDynamicUpdateSlice(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.dynamic_update_slice";
+  d.traits.writes_all_results = true;  // the operand copied (or reused) first
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     TL_ASSIGN_OR_RETURN(TensorType operand, TensorOperand(in, 0, "operand"));
     TL_ASSIGN_OR_RETURN(TensorType update, TensorOperand(in, 1, "update"));

@@ -574,6 +574,7 @@ std::string ScatterCombinerName(const Operation& scatter) {
 void RegisterGatherScatterOps(OpRegistry& r) {
   OpDef g;
   g.name = "stablehlo.gather";
+  g.traits.writes_all_results = true;  // one window per batch index
   g.infer = InferGather;
   g.eval = EvalGather;
   g.vjp = GatherVjp;
@@ -581,6 +582,7 @@ void RegisterGatherScatterOps(OpRegistry& r) {
 
   OpDef s;
   s.name = "stablehlo.scatter";
+  s.traits.writes_all_results = true;  // the inputs copied (or reused) first
   s.num_regions = 1;
   s.infer = InferScatter;
   s.eval = EvalScatter;

@@ -46,6 +46,7 @@ OpDef& DefineSameType(OpRegistry& r, const std::string& name, int num_operands, 
   OpDef d;
   d.name = name;
   d.traits.elementwise = true;
+  d.traits.writes_all_results = true;  // every eval maps all elements
   d.infer = [num_operands, kinds,
              result_pred](const InferInput& in) -> StatusOr<std::vector<Type>> {
     TL_RETURN_IF_ERROR(ExpectOperandCount(in, num_operands));

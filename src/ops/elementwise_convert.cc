@@ -54,6 +54,7 @@ To ConvertElement(From v) {
 void RegisterConvert(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.convert";
+  d.traits.writes_all_results = true;
   d.traits.elementwise = true;
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     TL_RETURN_IF_ERROR(ExpectOperandCount(in, 1));
@@ -96,6 +97,7 @@ int BitcastWidth(ElementType et) { return ElementSize(et) * 8; }
 void RegisterBitcastConvert(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.bitcast_convert";
+  d.traits.writes_all_results = true;
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     TL_RETURN_IF_ERROR(ExpectOperandCount(in, 1));
     TL_RETURN_IF_ERROR(ExpectTensorOperands(in));
@@ -199,6 +201,7 @@ StatusOr<FloatLayout> ReducedFormat(const AttrDict& attrs) {
 void RegisterReducePrecision(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.reduce_precision";
+  d.traits.writes_all_results = true;
   d.traits.elementwise = true;
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     TL_RETURN_IF_ERROR(ExpectOperandCount(in, 1));
@@ -260,6 +263,7 @@ void RegisterReducePrecision(OpRegistry& r) {
 void RegisterIota(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.iota";
+  d.traits.writes_all_results = true;
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     TL_RETURN_IF_ERROR(ExpectOperandCount(in, 0));
     TL_ASSIGN_OR_RETURN(std::vector<Type> res, DeclaredResults(in, 1));

@@ -421,6 +421,7 @@ StatusOr<std::vector<Value>> ReduceVjp(OpBuilder& b, const Operation& op,
 void RegisterReduce(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.reduce";
+  d.traits.writes_all_results = true;
   d.num_regions = 1;
   d.infer = InferReduce;
   d.eval = EvalReduce;

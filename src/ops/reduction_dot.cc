@@ -517,6 +517,7 @@ void RegisterDotOps(OpRegistry& r) {
   {
     OpDef d;
     d.name = "stablehlo.dot_general";
+    d.traits.writes_all_results = true;  // C = A * B, never C +=
     d.infer = InferDotGeneral;
     d.eval = [](const Operation& op, std::span<const Literal> operands,
                 std::vector<Literal>& results, EvalContext& ctx) -> Status {
@@ -536,6 +537,7 @@ void RegisterDotOps(OpRegistry& r) {
   {
     OpDef d;
     d.name = "stablehlo.dot";
+    d.traits.writes_all_results = true;
     d.infer = InferDot;
     d.eval = [](const Operation&, std::span<const Literal> operands, std::vector<Literal>& results,
                 EvalContext& ctx) -> Status {

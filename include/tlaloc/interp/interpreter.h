@@ -65,6 +65,11 @@ class Executable {
 // once, when first used (else TLALOC_NUM_THREADS decides).
 void SetComputeThreads(int num_threads);
 
+// The buffers an op's evaluation receives for its results: zero-filled, or uninitialised when
+// its OpDef says it writes every element (OpTraits::writes_all_results). Non-tensor results
+// (tokens) get a zeroed i1 scalar.
+std::vector<Literal> AllocateResults(const Operation& op);
+
 // One-shot helper: prepares and runs a function of a module (no sharing of the module).
 StatusOr<std::vector<Literal>> Interpret(const Module& module, const std::string& entry,
                                          std::vector<Literal> args, ExecutionStats* stats = nullptr,

@@ -20,6 +20,9 @@ class Literal {
   Literal() = default;
   // Zero-initialised tensor of `type`.
   explicit Literal(TensorType type);
+  // A tensor of `type` whose elements are unspecified until written: for results that are
+  // about to be overwritten whole, skipping the zero-fill (storage may be a reused block).
+  static Literal Uninitialized(TensorType type);
   // A view of external memory kept alive by `owner`; no copy.
   static Literal View(TensorType type, std::byte* data, std::shared_ptr<void> owner);
 

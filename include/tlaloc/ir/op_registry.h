@@ -53,8 +53,9 @@ class EvalContext {
   FindCustomCall(const std::string& target) const = 0;
 };
 
-// Computes an op's results. `results` arrives holding zeroed buffers of the result types; the
-// function fills them, or replaces an entry (for example with a view of an operand).
+// Computes an op's results. `results` arrives holding zeroed buffers of the result types
+// (uninitialised ones when the op has OpTraits::writes_all_results); the function fills them, or
+// replaces an entry (for example with a view of an operand).
 using EvalFn = std::function<Status(const Operation& op, std::span<const Literal> operands,
                                     std::vector<Literal>& results, EvalContext& ctx)>;
 
@@ -138,6 +139,11 @@ struct OpTraits {
   bool terminator = false;      // ends a block (return)
   bool side_effecting = false;  // never removed or reordered (custom_call with side effects)
   bool commutative = false;
+  // The eval writes every element of every result (or replaces the result whole), so the
+  // interpreter hands it uninitialised buffers and skips the zero-fill. Set only after
+  // reading the eval: one that writes part of a result (or lets a handler do it) relies on
+  // the zeros.
+  bool writes_all_results = false;
 };
 
 struct OpDef {

@@ -1,0 +1,154 @@
+#include "tlaloc/support/buffer_cache.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+
+// Why a cache of our own rather than glibc tuning (mallopt M_MMAP_THRESHOLD/M_TRIM_THRESHOLD):
+// raising those thresholds keeps every large block in the heap, where freed space is only
+// given back from its top, so fragmentation can hold on to any amount of memory; the cache
+// bounds what it keeps (capacity) and, on a miss, returns at least as many bytes as it then
+// takes, so live + cached bytes never exceed the peak of live bytes (peak RSS does not grow).
+// Measured figures are in docs/performance.md.
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TLALOC_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TLALOC_ASAN 1
+#endif
+#endif
+
+namespace tlaloc {
+
+namespace {
+
+constexpr size_t kPage = 4096;
+
+size_t RoundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+size_t GlobalCapacity() {
+#ifdef TLALOC_ASAN
+  return 0;  // every block goes back to ASan's allocator, which then reports uses after free
+#else
+  size_t mb = 256;
+  if (const char* env = std::getenv("TLALOC_BUFFER_CACHE_MB")) {
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(env, &end, 10);
+    if (end != env && *end == '\0') mb = static_cast<size_t>(v);
+  }
+  return mb << 20;
+#endif
+}
+
+}  // namespace
+
+BufferCache::BufferCache(size_t capacity_bytes, size_t min_block_bytes)
+    : capacity_(capacity_bytes), min_block_(std::max(min_block_bytes, kAlignment)) {}
+
+BufferCache::~BufferCache() { Trim(); }
+
+BufferCache& BufferCache::Global() {
+  // Never destroyed: tensors held by other static objects may be released after main returns.
+  static BufferCache* cache = new BufferCache(GlobalCapacity());
+  return *cache;
+}
+
+size_t BufferCache::RoundedSize(size_t bytes) const {
+  size_t size = RoundUp(std::max<size_t>(bytes, 1), kAlignment);
+  // Whole pages for cacheable sizes, so that requests of equal page counts share blocks.
+  return size >= min_block_ ? RoundUp(size, kPage) : size;
+}
+
+void* BufferCache::Allocate(size_t bytes) {
+  const size_t size = RoundedSize(bytes);
+  std::vector<void*> evicted;
+  if (capacity_ > 0 && size >= min_block_) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_size_.find(size);
+    if (it != by_size_.end() && !it->second.empty()) {
+      Lru::iterator e = it->second.back();  // the most recently released: warmest in cache
+      it->second.pop_back();
+      void* block = e->block;
+      lru_.erase(e);
+      stats_.cached_bytes -= size;
+      --stats_.cached_blocks;
+      ++stats_.hits;
+      return block;
+    }
+    ++stats_.misses;
+    // A miss maps fresh memory: first give back at least as much, so that cached plus live
+    // bytes stay within what the process has already needed at its peak.
+    size_t freed = 0;
+    while (freed < size && !lru_.empty()) {
+      freed += lru_.back().size;
+      EvictOldestLocked(evicted);
+    }
+  }
+  for (void* p : evicted) std::free(p);
+  void* block = std::aligned_alloc(kAlignment, size);
+  if (!block) throw std::bad_alloc();
+  return block;
+}
+
+void BufferCache::Release(void* block, size_t bytes) {
+  if (!block) return;
+  const size_t size = RoundedSize(bytes);
+  if (size < min_block_ || size > capacity_) {
+    std::free(block);
+    return;
+  }
+  std::vector<void*> evicted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    lru_.push_front(Entry{size, block});
+    by_size_[size].push_back(lru_.begin());
+    stats_.cached_bytes += size;
+    ++stats_.cached_blocks;
+    while (stats_.cached_bytes > capacity_) EvictOldestLocked(evicted);
+  }
+  for (void* p : evicted) std::free(p);
+}
+
+void BufferCache::EvictOldestLocked(std::vector<void*>& out) {
+  const Entry e = lru_.back();
+  // The overall oldest block is also the oldest of its size.
+  auto it = by_size_.find(e.size);
+  it->second.pop_front();
+  if (it->second.empty()) by_size_.erase(it);
+  lru_.pop_back();
+  stats_.cached_bytes -= e.size;
+  --stats_.cached_blocks;
+  ++stats_.evictions;
+  out.push_back(e.block);
+}
+
+void BufferCache::Trim() {
+  std::vector<void*> evicted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (!lru_.empty()) EvictOldestLocked(evicted);
+  }
+  for (void* p : evicted) std::free(p);
+}
+
+BufferCache::Stats BufferCache::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+std::shared_ptr<std::byte> AllocateTensorStorage(int64_t bytes, bool zeroed) {
+  BufferCache& cache = BufferCache::Global();
+  const size_t n = static_cast<size_t>(std::max<int64_t>(bytes, 0));
+  auto* p = static_cast<std::byte*>(cache.Allocate(n));
+  const size_t padded = RoundUp(std::max<size_t>(n, 1), BufferCache::kAlignment);
+  if (zeroed)
+    std::memset(p, 0, padded);
+  else
+    std::memset(p + n, 0, padded - n);
+  return std::shared_ptr<std::byte>(p, [n](std::byte* q) { BufferCache::Global().Release(q, n); });
+}
+
+}  // namespace tlaloc
