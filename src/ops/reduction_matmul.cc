@@ -87,11 +87,23 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512 LoadRowMasked
   }
 }
 
-// 32 consecutive elements of a row as two f32 vectors, and the matching 32 elements of an f32
-// vector in the same lane order. bf16 rows are widened by interleaving with zeros within each
-// 128-bit lane (one shuffle, no shift), which puts elements {0-3, 8-11, 16-19, 24-27} in `lo` and
-// the others in `hi`; the f32 side is permuted to match (once per 32 elements, shared by every
-// row it meets). f32 rows keep their order.
+// 32 consecutive elements as two f32 vectors in one fixed lane order: elements {0-3, 8-11,
+// 16-19, 24-27} in `lo`, the others in `hi`. That is the order in which interleaving bf16 with
+// zeros within each 128-bit lane widens it (one shuffle, no shift); f32 rows and the f32 vectors
+// are permuted into the same order, so every product sums in the same order whatever the row's
+// type, and bf16 rows give bit for bit the result of the same values in f32.
+inline constexpr int kLoLanes[16] = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};
+inline constexpr int kHiLanes[16] = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) inline void PermutePair(const float* p,
+                                                                             __m512& lo,
+                                                                             __m512& hi) {
+  const __m512 a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + 16);
+  const __m512i lo_idx = _mm512_loadu_si512(kLoLanes), hi_idx = _mm512_loadu_si512(kHiLanes);
+  lo = _mm512_permutex2var_ps(a, lo_idx, b);  // indices 0-15 pick from a, 16-31 from b
+  hi = _mm512_permutex2var_ps(a, hi_idx, b);
+}
+
 template <typename W>
 __attribute__((target("avx512f,avx512bw,avx512vl"))) inline void LoadRowPair(const W* p, __m512& lo,
                                                                              __m512& hi) {
@@ -100,28 +112,14 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline void LoadRowPair(con
     lo = _mm512_castsi512_ps(_mm512_unpacklo_epi16(_mm512_setzero_si512(), v));
     hi = _mm512_castsi512_ps(_mm512_unpackhi_epi16(_mm512_setzero_si512(), v));
   } else {
-    lo = _mm512_loadu_ps(p);
-    hi = _mm512_loadu_ps(p + 16);
+    PermutePair(p, lo, hi);
   }
 }
 
-template <typename W>
 __attribute__((target("avx512f,avx512bw,avx512vl"))) inline void LoadVectorPair(const float* x,
                                                                                 __m512& lo,
                                                                                 __m512& hi) {
-  const __m512 a = _mm512_loadu_ps(x), b = _mm512_loadu_ps(x + 16);
-  if constexpr (std::is_same_v<W, uint16_t>) {
-    // Indices 0-15 pick from a, 16-31 from b.
-    const __m512i lo_idx =
-        _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
-    const __m512i hi_idx =
-        _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
-    lo = _mm512_permutex2var_ps(a, lo_idx, b);
-    hi = _mm512_permutex2var_ps(a, hi_idx, b);
-  } else {
-    lo = a;
-    hi = b;
-  }
+  PermutePair(x, lo, hi);
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl"))) inline float SumLanes(__m512 a, __m512 b) {
@@ -134,7 +132,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline float SumLanes(__m51
 }
 
 // Two accumulators per vector over 32-element steps keep two FMA chains in flight per vector;
-// the kernel is bound by reading the row, not by arithmetic.
+// the kernel is bound by reading the row, not by arithmetic. The loops over vectors and rows are
+// unrolled so the accumulators live in registers: GCC -O2 otherwise keeps the arrays in memory
+// and every FMA waits on a store-to-load round trip.
 template <int S, typename W>
 __attribute__((target("avx512f,avx512bw,avx512vl"))) void DotsAvx512(const float* const* x,
                                                                      const W* row, int64_t k,
@@ -145,9 +145,10 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void DotsAvx512(const float
   for (; i + 32 <= k; i += 32) {
     __m512 w0, w1;
     LoadRowPair(row + i, w0, w1);
+#pragma GCC unroll 4
     for (int s = 0; s < S; ++s) {
       __m512 x0, x1;
-      LoadVectorPair<W>(x[s] + i, x0, x1);
+      LoadVectorPair(x[s] + i, x0, x1);
       acc0[s] = _mm512_fmadd_ps(x0, w0, acc0[s]);
       acc1[s] = _mm512_fmadd_ps(x1, w1, acc1[s]);
     }
@@ -156,6 +157,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void DotsAvx512(const float
     int64_t rem = std::min<int64_t>(16, k - i);
     __mmask16 m = static_cast<__mmask16>((1u << rem) - 1u);
     __m512 w = LoadRowMasked(row + i, m);
+#pragma GCC unroll 4
     for (int s = 0; s < S; ++s)
       acc0[s] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x[s] + i), w, acc0[s]);
   }
@@ -174,7 +176,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void Dot4RowsAvx512(const f
   int64_t i = 0;
   for (; i + 32 <= k; i += 32) {
     __m512 x0, x1;
-    LoadVectorPair<W>(x + i, x0, x1);
+    LoadVectorPair(x + i, x0, x1);
+#pragma GCC unroll 4
     for (int r = 0; r < 4; ++r) {
       __m512 w0, w1;
       LoadRowPair(rows[r] + i, w0, w1);
@@ -186,6 +189,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void Dot4RowsAvx512(const f
     int64_t rem = std::min<int64_t>(16, k - i);
     __mmask16 m = static_cast<__mmask16>((1u << rem) - 1u);
     const __m512 xv = _mm512_maskz_loadu_ps(m, x + i);
+#pragma GCC unroll 4
     for (int r = 0; r < 4; ++r)
       acc0[r] = _mm512_fmadd_ps(xv, LoadRowMasked(rows[r] + i, m), acc0[r]);
   }
