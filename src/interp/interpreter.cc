@@ -1,11 +1,13 @@
 #include "tlaloc/interp/interpreter.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "op_profile.h"
 #include "tlaloc/ir/op_registry.h"
 #include "tlaloc/support/thread_pool.h"
 
@@ -235,11 +237,29 @@ class InterpreterRun : public EvalContext {
     // An operand is reusable only if nothing else (caller, constant, other slot) shares it.
     for (size_t i = 0; i < operands.size(); ++i)
       if (reusable_[i]) reusable_[i] = operands[i].storage().use_count() == 2;  // slot + here
+    const int profiling = interp::OpProfilingLevel();
+    const auto start =
+        profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    const double outer_child_seconds = child_seconds_;
+    child_seconds_ = 0;
     std::vector<Literal> results = AllocateResults(op);
     const Operation* saved_op = current_op_;
     current_op_ = &op;
     Status st = op.def().eval(op, operands, results, *this);
     current_op_ = saved_op;
+    if (profiling) {
+      // Self time: what this op's regions or callees ran is already counted under their ops.
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      int64_t bytes = 0;
+      for (const Literal& r : results) bytes += r.valid() ? r.byte_size() : 0;
+      std::string key = op.name();
+      if (profiling == 2 && op.num_results() > 0) key += " -> " + op.result(0).type().ToString();
+      interp::RecordOpTime(key, elapsed - child_seconds_, bytes);
+      child_seconds_ = outer_child_seconds + elapsed;
+    } else {
+      child_seconds_ = outer_child_seconds;
+    }
     if (!st.ok()) return st.WithContext(op.name());
     if (results.size() != p.result_slots.size())
       return Internal(op.name() + " produced " + std::to_string(results.size()) + " results");
@@ -309,6 +329,7 @@ class InterpreterRun : public EvalContext {
   const Operation* current_op_ = nullptr;
   std::vector<bool> reusable_;
   MemoryTracker tracker_;
+  double child_seconds_ = 0;  // time of the ops run inside the op being evaluated (profiling)
 };
 
 Executable::~Executable() = default;
