@@ -66,6 +66,21 @@ void CopyBoxTyped(std::byte* dst, const StridedView& dv, const std::byte* src,
       ForEachBoxRow(dims, dv, sv, begin, end, [&](int64_t di, int64_t si) { d[di] = s[si]; });
     }
   };
+  // The source repeats one element along the last dim (broadcasting a scalar, or a reduced
+  // value back over its row): fill each destination row, a vectorised store loop.
+  if (!dims.empty() && sv.strides.back() == 0 && dv.strides.back() == 1 && inner > 1) {
+    std::vector<int64_t> outer(dims.begin(), dims.end() - 1);
+    outer.push_back(1);
+    auto fill_rows = [&](int64_t begin, int64_t end) {
+      ForEachBoxRow(outer, dv, sv, begin, end,
+                    [&](int64_t di, int64_t si) { std::fill(d + di, d + di + inner, s[si]); });
+    };
+    if (ctx && rows * inner >= 2 * kGrainElements && rows > 1)
+      ctx->ParallelFor(rows, std::max<int64_t>(1, kGrainElements / inner), fill_rows);
+    else
+      fill_rows(0, rows);
+    return;
+  }
   // A transposing copy (source contiguous along another dim than the last) walks one side with a
   // large stride; copy it in square tiles so both sides stay in cache.
   int k = -1;
