@@ -90,36 +90,19 @@ Tensor Argmax(const Tensor& x, int64_t axis, ElementType index_type) {
   OpBuilder* b = x.builder();
   if (!b || !x.valid()) return Tensor();
   int64_t a = NormalizeAxis(b, axis, x.rank());
-  ElementType et = x.element_type();
+  // The first position holding the maximum, NaN counting as the largest value (maximum
+  // propagates NaN, and only NaN positions then match it). Two single-op reductions rather than
+  // one variadic reduce with a compare-and-select body: every backend has fast paths for max
+  // and min, while the variadic body is interpreted element by element (5.7 ms over a 151,936-id
+  // vocabulary, a tenth of a decode step).
+  Tensor m = ReduceMax(x, {a}, true);
+  Tensor hit = Eq(x, m);
+  if (IsFloat(x.element_type())) hit = hit | (Ne(x, x) & Ne(m, m));
   Tensor idx = Iota(*b, x.dims(), a, index_type);
-  // Body: pick (v1, i1) over (v2, i2) when v1 > v2, or v1 is NaN, or equal with lower index.
-  auto region = std::make_unique<Region>();
-  Block& blk = region->AddBlock();
-  TensorType sv(et, {}), si(index_type, {});
-  Tensor v1(blk.AddArgument(sv), nullptr), i1(blk.AddArgument(si), nullptr);
-  Tensor v2(blk.AddArgument(sv), nullptr), i2(blk.AddArgument(si), nullptr);
-  OpBuilder rb(&blk);
-  v1 = Tensor(v1.value(), &rb);
-  i1 = Tensor(i1.value(), &rb);
-  v2 = Tensor(v2.value(), &rb);
-  i2 = Tensor(i2.value(), &rb);
-  Tensor gt = Gt(v1, v2);
-  if (IsFloat(et)) gt = gt | Ne(v1, v1);
-  Tensor eq = Eq(v1, v2);
-  if (IsFloat(et)) eq = eq | (Ne(v1, v1) & Ne(v2, v2));
-  Tensor pick1 = gt | (eq & Lt(i1, i2));
-  Tensor v = Where(pick1, v1, v2), i = Where(pick1, i1, i2);
-  rb.Create("stablehlo.return", {v.value(), i.value()});
-  if (!rb.ok()) {
-    b->Fail(rb.status());
-    return Tensor();
-  }
-  std::vector<std::unique_ptr<Region>> regions;
-  regions.push_back(std::move(region));
-  Tensor init_v = Scalar(*b, LowestOf(et), et), init_i = Scalar(*b, 0, index_type);
-  auto rs = b->Create("stablehlo.reduce", {x.value(), idx.value(), init_v.value(), init_i.value()},
-                      {{"dimensions", I64Array({a})}}, std::nullopt, std::move(regions));
-  return rs.size() == 2 ? Wrap(b, rs[1]) : Tensor();
+  Tensor past_end = FullLike(idx, static_cast<double>(x.dim(a)));
+  Tensor first = ReduceMin(Where(hit, idx, past_end), {a}, false);
+  // An empty axis has no maximum; index 0, as a reduce from the initial (lowest, 0) pair gives.
+  return x.dim(a) == 0 ? FullLike(first, 0) : first;
 }
 
 Tensor Cumsum(const Tensor& x, int64_t axis) {
