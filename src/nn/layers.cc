@@ -1,5 +1,6 @@
 // Transformer layers from builder ops. Numerics follow Hugging Face transformers' Qwen3 code:
-// norms, rotary angles, attention scores and softmax in f32; everything else in the model type.
+// norms, rotary angles, attention scores and softmax in f32; everything else in the model type
+// (the attention probabilities too, before they meet V).
 #include "tlaloc/nn/layers.h"
 
 #include <cmath>
@@ -140,7 +141,17 @@ Tensor GroupedAttention(const Tensor& q, const Tensor& k, const Tensor& v, const
   // A large finite negative rather than -inf: a fully masked (padding) row stays finite.
   Tensor masked = Where(m, scores, FullLike(scores, -1e30));
   Tensor probs = Softmax(masked, -1);
-  Tensor out = Einsum("bkgts,bksd->btkgd", probs, ToF32(v));
+  Tensor out;
+  if (IsLowPrecision(v.element_type())) {
+    // As transformers and llama.cpp do: the probabilities are rounded to the cache's type and
+    // multiplied with it in place (exact products, f32 sums), rather than widening the whole V
+    // cache to f32 at every step.
+    out = DotGeneral(Convert(probs, v.element_type()), v, {0, 1}, {0, 1}, {4}, {2},
+                     ElementType::kF32, /*same_as_lhs=*/false);  // [B, Hkv, G, T, D]
+    out = Transpose(out, {0, 3, 1, 2, 4});
+  } else {
+    out = Einsum("bkgts,bksd->btkgd", probs, ToF32(v));
+  }
   out = Reshape(out, {bsz, t, hq, d});
   return q.element_type() == ElementType::kF32 ? out : Convert(out, q.element_type());
 }
