@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "fusion.h"
 #include "op_profile.h"
 #include "tlaloc/ir/op_registry.h"
 #include "tlaloc/support/thread_pool.h"
@@ -17,18 +18,8 @@ namespace tlaloc {
 
 namespace {
 
-struct OpPlan {
-  const Operation* op;
-  std::vector<int> operand_slots;
-  std::vector<int> result_slots;
-  std::vector<int> release_after;  // slots dead once this op has run
-};
-
-struct BlockPlan {
-  std::vector<int> arg_slots;
-  std::vector<int> release_at_start;  // unused block arguments
-  std::vector<OpPlan> ops;            // the terminator included (last)
-};
+using interp::BlockPlan;
+using interp::OpPlan;
 
 struct FunctionPlan {
   int num_slots = 0;
@@ -53,7 +44,7 @@ void CollectCaptures(const Operation& op, std::unordered_set<const ValueImpl*>& 
 
 class Planner {
  public:
-  explicit Planner(FunctionPlan& plan) : plan_(plan) {}
+  Planner(FunctionPlan& plan, bool fuse) : plan_(plan), fuse_(fuse) {}
 
   int Slot(const ValueImpl* v) {
     auto [it, inserted] = plan_.slots.emplace(v, plan_.num_slots);
@@ -104,11 +95,13 @@ class Planner {
       std::sort(p.release_after.begin(), p.release_after.end());
       bp.ops.push_back(std::move(p));
     }
+    if (fuse_) interp::FuseChains(block, bp, [&](const ValueImpl* v) { return Slot(v); });
     plan_.blocks[&block] = std::move(bp);
   }
 
  private:
   FunctionPlan& plan_;
+  const bool fuse_;
 };
 
 // Live-bytes accounting keyed by storage, so aliased buffers count once.
@@ -207,6 +200,7 @@ class InterpreterRun : public EvalContext {
     }
     for (int s : bp.release_at_start) Release(s);
     for (const OpPlan& p : bp.ops) {
+      if (p.skip) continue;  // part of a fused chain that runs at its last op
       const Operation& op = *p.op;
       if (op.def().traits.terminator) {
         std::vector<Literal> out;
@@ -242,10 +236,21 @@ class InterpreterRun : public EvalContext {
         profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     const double outer_child_seconds = child_seconds_;
     child_seconds_ = 0;
-    std::vector<Literal> results = AllocateResults(op);
+    std::vector<Literal> results;
     const Operation* saved_op = current_op_;
     current_op_ = &op;
-    Status st = op.def().eval(op, operands, results, *this);
+    Status st;
+    if (p.fused) {
+      // The chain's result may take over its first operand's buffer when that dies here.
+      if (reusable_[0] && operands[0].type() == op.result(0).type().tensor)
+        results.push_back(operands[0]);
+      else
+        results = AllocateResults(op);
+      st = p.fused->eval(operands, results[0], *this);
+    } else {
+      results = AllocateResults(op);
+      st = op.def().eval(op, operands, results, *this);
+    }
     current_op_ = saved_op;
     if (profiling) {
       // Self time: what this op's regions or callees ran is already counted under their ops.
@@ -253,14 +258,14 @@ class InterpreterRun : public EvalContext {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       int64_t bytes = 0;
       for (const Literal& r : results) bytes += r.valid() ? r.byte_size() : 0;
-      std::string key = op.name();
+      std::string key = p.fused ? p.fused->name : op.name();
       if (profiling == 2 && op.num_results() > 0) key += " -> " + op.result(0).type().ToString();
       interp::RecordOpTime(key, elapsed - child_seconds_, bytes);
       child_seconds_ = outer_child_seconds + elapsed;
     } else {
       child_seconds_ = outer_child_seconds;
     }
-    if (!st.ok()) return st.WithContext(op.name());
+    if (!st.ok()) return st.WithContext(p.fused ? p.fused->name : op.name());
     if (results.size() != p.result_slots.size())
       return Internal(op.name() + " produced " + std::to_string(results.size()) + " results");
     for (size_t i = 0; i < results.size(); ++i) {
@@ -334,6 +339,13 @@ class InterpreterRun : public EvalContext {
 
 Executable::~Executable() = default;
 
+namespace {
+bool FusionDisabledByEnvironment() {
+  const char* env = std::getenv("TLALOC_FUSION");
+  return env && std::string(env) == "0";
+}
+}  // namespace
+
 StatusOr<std::unique_ptr<Executable>> Executable::Prepare(std::shared_ptr<const Module> module,
                                                           const std::string& entry,
                                                           InterpreterOptions options) {
@@ -349,7 +361,7 @@ StatusOr<std::unique_ptr<Executable>> Executable::Prepare(std::shared_ptr<const 
   exe->plan_ = std::make_unique<Plan>();
   for (const auto& f : exe->module_->functions()) {
     FunctionPlan& fp = exe->plan_->functions[f.get()];
-    Planner(fp).PlanBlock(f->entry());
+    Planner(fp, exe->options_.fuse && !FusionDisabledByEnvironment()).PlanBlock(f->entry());
   }
   return exe;
 }

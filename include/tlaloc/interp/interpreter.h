@@ -23,6 +23,9 @@ struct InterpreterOptions {
   std::map<std::string, CustomCallHandler> custom_calls;
   // Threads for large ops; 0: the process-wide pool.
   int num_threads = 0;
+  // Run recognised chains of ops (softmax) as one fused kernel with the same bits
+  // (src/interp/fusion.h); TLALOC_FUSION=0 in the environment turns it off everywhere.
+  bool fuse = true;
 };
 
 struct ExecutionStats {

@@ -1,0 +1,245 @@
+#include "fusion.h"
+
+#include <immintrin.h>
+
+// GCC 12 reports the deliberately undefined lanes inside its own AVX-512 intrinsic headers
+// (_mm512_undefined_*) as uninitialised once they are inlined here.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+#include "ops/reduction_kernels.h"
+#include "ops/vector_math.h"
+
+namespace tlaloc::interp {
+
+namespace {
+
+using ops::BinaryKind;
+
+// Op indices of the block that use each value: operands, and values captured by regions
+// (counted as a use by the op that owns the region).
+class Uses {
+ public:
+  explicit Uses(const Block& block) {
+    const auto& ops = block.operations();
+    for (size_t i = 0; i < ops.size(); ++i) {
+      for (Value v : ops[i]->operands()) users_[v.impl()].push_back(static_cast<int>(i));
+      for (const auto& region : ops[i]->regions())
+        for (const auto& inner : region->blocks()) AddCaptures(*inner, static_cast<int>(i));
+    }
+  }
+  // The one op using `v`, or -1 when it has none or several.
+  int Only(Value v) const {
+    auto it = users_.find(v.impl());
+    return it != users_.end() && it->second.size() == 1 ? it->second[0] : -1;
+  }
+  const std::vector<int>& All(Value v) const {
+    static const std::vector<int> none;
+    auto it = users_.find(v.impl());
+    return it == users_.end() ? none : it->second;
+  }
+
+ private:
+  void AddCaptures(const Block& block, int owner) {
+    for (const auto& op : block.operations()) {
+      for (Value v : op->operands()) users_[v.impl()].push_back(owner);
+      for (const auto& region : op->regions())
+        for (const auto& inner : region->blocks()) AddCaptures(*inner, owner);
+    }
+  }
+  std::unordered_map<const ValueImpl*, std::vector<int>> users_;
+};
+
+bool IsF32(Value v) {
+  return v.type().is_tensor() && v.tensor_type().element_type == ElementType::kF32;
+}
+
+// `op` reduces an f32 tensor of rank >= 1 over its last axis with a body of `kind`.
+bool IsLastAxisReduce(const Operation& op, BinaryKind kind) {
+  if (op.name() != "stablehlo.reduce" || op.num_operands() != 2 || op.num_results() != 1 ||
+      op.regions().size() != 1)
+    return false;
+  Value x = op.operand(0);
+  if (!IsF32(x) || !IsF32(op.operand(1)) || !IsF32(op.result(0))) return false;
+  const int64_t rank = x.tensor_type().rank();
+  if (rank < 1 || op.operand(1).tensor_type().rank() != 0) return false;
+  if (GetIntArrayAttr(op.attrs(), "dimensions") != std::vector<int64_t>{rank - 1}) return false;
+  auto body = ops::MatchBinaryBody(*op.regions()[0]);
+  return body && *body == kind;
+}
+
+// Follows a reduced row value `r` (shape x without its last axis) through reshapes between
+// that shape and [..., 1] and a broadcast_in_dim back to x's shape that repeats it along the
+// last axis. Returns the broadcast op's index, or -1. `chain` collects the ops passed.
+int RowBroadcast(const Block& block, const Uses& uses, Value r, const TensorType& x,
+                 std::vector<int>& chain) {
+  const auto& ops = block.operations();
+  const int64_t rank = x.rank();
+  const std::vector<int64_t> kept(x.dims.begin(), x.dims.end() - 1);
+  std::vector<int64_t> kept_one = kept;
+  kept_one.push_back(1);
+  int i = uses.Only(r);
+  while (i >= 0 && ops[i]->name() == "stablehlo.reshape") {
+    const auto& dims = ops[i]->result(0).tensor_type().dims;
+    if (dims != kept && dims != kept_one) return -1;
+    chain.push_back(i);
+    r = ops[i]->result(0);
+    i = uses.Only(r);
+  }
+  if (i < 0 || ops[i]->name() != "stablehlo.broadcast_in_dim") return -1;
+  // The broadcast's operand is [...] (dims 0..rank-2) or [..., 1] (dims 0..rank-1).
+  const bool with_one = r.tensor_type().dims == kept_one && kept_one != kept;
+  std::vector<int64_t> expected(with_one ? rank : rank - 1);
+  for (size_t d = 0; d < expected.size(); ++d) expected[d] = static_cast<int64_t>(d);
+  if (r.tensor_type().dims != (with_one ? kept_one : kept)) return -1;
+  if (GetIntArrayAttr(ops[i]->attrs(), "broadcast_dimensions") != expected) return -1;
+  if (!(ops[i]->result(0).tensor_type() == x)) return -1;
+  chain.push_back(i);
+  return i;
+}
+
+// R rows of softmax with the unfused ops' exact arithmetic: each row's max (in any order when
+// the row has no NaN) and sum (sequentially from the reduce init: the reduce fast path's
+// order), x - max in f32, the
+// exponential op's kernel, then e / sum. The R rows' chains are interleaved so their add
+// latencies overlap; no row's order of operations changes.
+// The row's maximum when it holds no NaN (then the order of comparisons does not matter, and a
+// zero maximum's sign cancels out of x - max and exp); NaN when it does, for the exact path.
+__attribute__((target("avx512f"))) float MaxWithoutNaNAvx512(const float* x, int64_t n,
+                                                             float init) {
+  __m512 m = _mm512_set1_ps(init);
+  __mmask16 nan = 0;
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    const __m512 v = _mm512_loadu_ps(x + j);
+    nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    m = _mm512_max_ps(m, v);
+  }
+  float best = _mm512_reduce_max_ps(m);
+  for (; j < n; ++j) {
+    if (std::isnan(x[j])) nan = 1;
+    best = x[j] > best ? x[j] : best;
+  }
+  return nan || std::isnan(init) ? std::numeric_limits<float>::quiet_NaN() : best;
+}
+
+const bool kAvx512 = __builtin_cpu_supports("avx512f");
+
+float RowMax(const float* x, int64_t n, float init) {
+  if (kAvx512) {
+    const float m = MaxWithoutNaNAvx512(x, n, init);
+    if (!std::isnan(m)) return m;
+  }
+  float m = init;  // the reduce's own sequential rule, NaN payloads and all
+  for (int64_t j = 0; j < n; ++j) m = ops::ApplyBinary<float>(BinaryKind::kMax, m, x[j]);
+  return m;
+}
+
+template <int R>
+void SoftmaxRows(const float* x, float* out, int64_t n, float max_init, float sum_init) {
+  float m[R], s[R];
+  for (int r = 0; r < R; ++r) m[r] = RowMax(x + r * n, n, max_init), s[r] = sum_init;
+  for (int r = 0; r < R; ++r)
+    for (int64_t j = 0; j < n; ++j) out[r * n + j] = x[r * n + j] - m[r];
+  ops::vmath::ExpF32(out, out, R * n);
+  for (int64_t j = 0; j < n; ++j)
+    for (int r = 0; r < R; ++r) s[r] = s[r] + out[r * n + j];
+  for (int r = 0; r < R; ++r)
+    for (int64_t j = 0; j < n; ++j) out[r * n + j] = out[r * n + j] / s[r];
+}
+
+const FusedKernel& SoftmaxKernel() {
+  static const FusedKernel* kernel = new FusedKernel{
+      "fused.softmax", [](std::span<const Literal> in, Literal& out, EvalContext& ctx) -> Status {
+        const Literal& x = in[0];
+        const int64_t n = x.dims().back();
+        const int64_t rows = n > 0 ? x.num_elements() / n : 0;
+        const float max_init = in[1].span<float>()[0], sum_init = in[2].span<float>()[0];
+        const float* px = x.span<float>().data();
+        float* po = out.span<float>().data();
+        ctx.ParallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)),
+                        [&](int64_t begin, int64_t end) {
+                          int64_t r = begin;
+                          for (; r + 8 <= end; r += 8)
+                            SoftmaxRows<8>(px + r * n, po + r * n, n, max_init, sum_init);
+                          for (; r < end; ++r)
+                            SoftmaxRows<1>(px + r * n, po + r * n, n, max_init, sum_init);
+                        });
+        return OkStatus();
+      }};
+  return *kernel;
+}
+
+// Matches the softmax chain starting at the max reduce `a`; on success fills `chain` (every op
+// of it, the divide last) and `operands` (x, the max init, the sum init).
+bool MatchSoftmax(const Block& block, const Uses& uses, int a, std::vector<int>& chain,
+                  std::vector<Value>& operands) {
+  const auto& ops = block.operations();
+  const Operation& max_op = *ops[a];
+  if (!IsLastAxisReduce(max_op, BinaryKind::kMax)) return false;
+  Value x = max_op.operand(0);
+  const TensorType& xt = x.tensor_type();
+  chain = {a};
+  const int bmax = RowBroadcast(block, uses, max_op.result(0), xt, chain);
+  if (bmax < 0) return false;
+  const int sub = uses.Only(ops[bmax]->result(0));
+  if (sub < 0 || ops[sub]->name() != "stablehlo.subtract" || !(ops[sub]->operand(0) == x) ||
+      !(ops[sub]->operand(1) == ops[bmax]->result(0)))
+    return false;
+  chain.push_back(sub);
+  const int exp = uses.Only(ops[sub]->result(0));
+  if (exp < 0 || ops[exp]->name() != "stablehlo.exponential") return false;
+  chain.push_back(exp);
+  Value e = ops[exp]->result(0);
+  const std::vector<int>& e_users = uses.All(e);
+  if (e_users.size() != 2) return false;
+  const int sum = std::min(e_users[0], e_users[1]), div = std::max(e_users[0], e_users[1]);
+  if (!IsLastAxisReduce(*ops[sum], BinaryKind::kAdd) || !(ops[sum]->operand(0) == e)) return false;
+  chain.push_back(sum);
+  const int bsum = RowBroadcast(block, uses, ops[sum]->result(0), xt, chain);
+  if (bsum < 0 || uses.Only(ops[bsum]->result(0)) != div) return false;
+  if (ops[div]->name() != "stablehlo.divide" || !(ops[div]->operand(0) == e) ||
+      !(ops[div]->operand(1) == ops[bsum]->result(0)) || !(ops[div]->result(0).tensor_type() == xt))
+    return false;
+  chain.push_back(div);
+  operands = {x, max_op.operand(1), ops[sum]->operand(1)};
+  return true;
+}
+
+}  // namespace
+
+void FuseChains(const Block& block, BlockPlan& plan,
+                const std::function<int(const ValueImpl*)>& slot_of) {
+  const auto& ops = block.operations();
+  Uses uses(block);
+  for (size_t a = 0; a < ops.size(); ++a) {
+    if (plan.ops[a].skip || plan.ops[a].fused) continue;
+    std::vector<int> chain;
+    std::vector<Value> operands;
+    if (!MatchSoftmax(block, uses, static_cast<int>(a), chain, operands)) continue;
+    const int last = chain.back();  // the divide: every operand is defined before it
+    OpPlan& fused = plan.ops[last];
+    std::vector<int> release;
+    for (int i : chain) {
+      release.insert(release.end(), plan.ops[i].release_after.begin(),
+                     plan.ops[i].release_after.end());
+      if (i != last) {
+        plan.ops[i].skip = true;
+        plan.ops[i].release_after.clear();
+      }
+    }
+    std::sort(release.begin(), release.end());
+    release.erase(std::unique(release.begin(), release.end()), release.end());
+    fused.release_after = std::move(release);
+    fused.operand_slots.clear();
+    for (Value v : operands) fused.operand_slots.push_back(slot_of(v.impl()));
+    fused.fused = &SoftmaxKernel();
+  }
+}
+
+}  // namespace tlaloc::interp
