@@ -79,7 +79,8 @@ for dt in $DTYPES; do
     run_tlaloc() {
       echo "== run $r/$RUNS $dt: tlaloc" >&2
       measure "$RESULTS/tlaloc-$dt-$r.json" "$TLALOC" bench --model "$model" --dtype "$dt" \
-        --prompt-tokens "$PROMPT" --new-tokens "$NEW" --threads "$THREADS" --seed "$r" --json
+        --prompt-tokens "$PROMPT" --new-tokens "$NEW" --threads "$THREADS" --seed "$r" --json \
+        --no-bandwidth  # the probe's buffer would count in the peak RSS /usr/bin/time sees
     }
     run_llama() {
       echo "== run $r/$RUNS $dt: llama.cpp" >&2
@@ -88,6 +89,9 @@ for dt in $DTYPES; do
     }
     if ((r % 2)); then run_tlaloc; run_llama; else run_llama; run_tlaloc; fi
   done
+  # The machine's read bandwidth, once per dtype, for decode's share of it.
+  "$TLALOC" bench --model "$model" --dtype "$dt" --prompt-tokens 1 --new-tokens 1 \
+    --threads "$THREADS" --json > "$RESULTS/bandwidth-$dt.json"
 done
 
 node - "$RESULTS" "$DTYPES" "$THREADS" "$PROMPT" "$NEW" "$RUNS" <<'EOF'
@@ -117,6 +121,20 @@ for (const dt of dtypes.split(/\s+/).filter(Boolean)) {
   metric("load s", "load_s", 1, false);
 }
 console.log(`\nmedians of ${runs} runs, ${threads} threads, results in ${dir}\n`);
+for (const dt of dtypes.split(/\s+/).filter(Boolean)) {
+  const f = path.join(dir, `bandwidth-${dt}.json`);
+  if (!fs.existsSync(f)) continue;
+  const bw = JSON.parse(fs.readFileSync(f, "utf8"));
+  const t = load("tlaloc", dt), l = load("llama", dt);
+  if (!t.length || !l.length || !bw.machine_read_bytes_per_s) continue;
+  const gb = bw.weight_bytes_per_token / 1e9, peak = bw.machine_read_bytes_per_s / 1e9;
+  const rate = (js) => median(js.map((j) => j.decode_tokens_per_s)) * gb;
+  console.log(`${dt}: decode reads ${gb.toFixed(2)} GB of weights per token; ` +
+              `Tlaloc ${rate(t).toFixed(1)} GB/s (${(100 * rate(t) / peak).toFixed(0)}%), ` +
+              `llama.cpp ${rate(l).toFixed(1)} GB/s (${(100 * rate(l) / peak).toFixed(0)}%) ` +
+              `of the ${peak.toFixed(1)} GB/s this machine reads (${threads} threads)`);
+}
+console.log("");
 console.log("| dtype | figure | Tlaloc | llama.cpp | Tlaloc/llama.cpp |");
 console.log("|---|---|---:|---:|---:|");
 for (const r of rows)
