@@ -172,7 +172,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void DotsAvx512(const float
 template <typename W>
 __attribute__((target("avx512f,avx512bw,avx512vl"))) void Dot4RowsAvx512(const float* x,
                                                                          const W* const* rows,
-                                                                         int64_t k, float* out) {
+                                                                         int64_t k, float* out,
+                                                                         int64_t prefetch_ahead) {
   __m512 acc0[4], acc1[4];
   for (int r = 0; r < 4; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
   int64_t i = 0;
@@ -181,6 +182,14 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void Dot4RowsAvx512(const f
     LoadVectorPair(x + i, x0, x1);
 #pragma GCC unroll 4
     for (int r = 0; r < 4; ++r) {
+      // The same lines of rows further on: short rows (2 KiB of bf16 at k = 1024) end before
+      // the hardware prefetcher ramps up on them; this lifts a bf16 LM head from about 14 to
+      // 20 GB/s on two threads here, the read bandwidth.
+      if (prefetch_ahead) {
+        const char* ahead = reinterpret_cast<const char*>(rows[r] + i + prefetch_ahead);
+        _mm_prefetch(ahead, _MM_HINT_T0);
+        if constexpr (sizeof(W) == 4) _mm_prefetch(ahead + 64, _MM_HINT_T0);
+      }
       __m512 w0, w1;
       LoadRowPair(rows[r] + i, w0, w1);
       acc0[r] = _mm512_fmadd_ps(x0, w0, acc0[r]);
@@ -224,7 +233,9 @@ void RowsTimesVectors(const W* rows, int64_t row_step, int64_t batch_step, int64
         const W* four[4];
         for (int j = 0; j < 4; ++j) four[j] = rows + bi * batch_step + (r + j) * row_step;
         float res[4];
-        Dot4RowsAvx512(vecs + bi * k, four, k, res);
+        // Eight rows ahead, while those rows are still in this batch's matrix.
+        const int64_t ahead = r + 12 <= num_rows ? 8 * row_step : 0;
+        Dot4RowsAvx512(vecs + bi * k, four, k, res, ahead);
         float* o = out + bi * out_batch + r * out_r;
         for (int j = 0; j < 4; ++j) o[j * out_r] = res[j];
         t += 3;
