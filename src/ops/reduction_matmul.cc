@@ -166,20 +166,24 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void DotsAvx512(const float
   for (int s = 0; s < S; ++s) out[s] = SumLanes(acc0[s], acc1[s]);
 }
 
-// One vector against four rows at once: four independent streams per thread keep more memory
-// reads in flight than one. Each row's arithmetic is exactly DotsAvx512<1>'s, so results do not
-// depend on which kernel a row went through.
-template <typename W>
-__attribute__((target("avx512f,avx512bw,avx512vl"))) void Dot4RowsAvx512(const float* x,
+// S (1 or 2) vectors against four rows at once: four independent streams per thread keep more
+// memory reads in flight than one, and short rows (attention's keys, 128 elements) pay the
+// per-row setup once per four. Each (row, vector) pair's arithmetic is exactly DotsAvx512<S>'s,
+// so results do not depend on which kernel a row went through.
+template <int S, typename W>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void Dot4RowsAvx512(const float* const* x,
                                                                          const W* const* rows,
                                                                          int64_t k, float* out,
+                                                                         int64_t out_s,
                                                                          int64_t prefetch_ahead) {
-  __m512 acc0[4], acc1[4];
-  for (int r = 0; r < 4; ++r) acc0[r] = acc1[r] = _mm512_setzero_ps();
+  __m512 acc0[4][S], acc1[4][S];
+  for (int r = 0; r < 4; ++r)
+    for (int v = 0; v < S; ++v) acc0[r][v] = acc1[r][v] = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 32 <= k; i += 32) {
-    __m512 x0, x1;
-    LoadVectorPair(x + i, x0, x1);
+    __m512 x0[S], x1[S];
+#pragma GCC unroll 2
+    for (int v = 0; v < S; ++v) LoadVectorPair(x[v] + i, x0[v], x1[v]);
 #pragma GCC unroll 4
     for (int r = 0; r < 4; ++r) {
       // The same lines of rows further on: short rows (2 KiB of bf16 at k = 1024) end before
@@ -192,19 +196,26 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void Dot4RowsAvx512(const f
       }
       __m512 w0, w1;
       LoadRowPair(rows[r] + i, w0, w1);
-      acc0[r] = _mm512_fmadd_ps(x0, w0, acc0[r]);
-      acc1[r] = _mm512_fmadd_ps(x1, w1, acc1[r]);
+#pragma GCC unroll 2
+      for (int v = 0; v < S; ++v) {
+        acc0[r][v] = _mm512_fmadd_ps(x0[v], w0, acc0[r][v]);
+        acc1[r][v] = _mm512_fmadd_ps(x1[v], w1, acc1[r][v]);
+      }
     }
   }
   for (; i < k; i += 16) {
     int64_t rem = std::min<int64_t>(16, k - i);
     __mmask16 m = static_cast<__mmask16>((1u << rem) - 1u);
-    const __m512 xv = _mm512_maskz_loadu_ps(m, x + i);
 #pragma GCC unroll 4
-    for (int r = 0; r < 4; ++r)
-      acc0[r] = _mm512_fmadd_ps(xv, LoadRowMasked(rows[r] + i, m), acc0[r]);
+    for (int r = 0; r < 4; ++r) {
+      const __m512 w = LoadRowMasked(rows[r] + i, m);
+#pragma GCC unroll 2
+      for (int v = 0; v < S; ++v)
+        acc0[r][v] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x[v] + i), w, acc0[r][v]);
+    }
   }
-  for (int r = 0; r < 4; ++r) out[r] = SumLanes(acc0[r], acc1[r]);
+  for (int r = 0; r < 4; ++r)
+    for (int v = 0; v < S; ++v) out[r + v * out_s] = SumLanes(acc0[r][v], acc1[r][v]);
 }
 
 template <int S, typename W>
@@ -229,15 +240,20 @@ void RowsTimesVectors(const W* rows, int64_t row_step, int64_t batch_step, int64
   ParallelBlocks(ctx, total, block, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const int64_t bi = t / num_rows, r = t % num_rows;
-      if (kAvx512 && s_count == 1 && t + 4 <= end && r + 4 <= num_rows) {
+      if (kAvx512 && s_count <= 2 && t + 4 <= end && r + 4 <= num_rows) {
         const W* four[4];
         for (int j = 0; j < 4; ++j) four[j] = rows + bi * batch_step + (r + j) * row_step;
-        float res[4];
+        const float* x[2] = {vecs + bi * s_count * k, vecs + (bi * s_count + 1) * k};
+        float res[8];
         // Eight rows ahead, while those rows are still in this batch's matrix.
         const int64_t ahead = r + 12 <= num_rows ? 8 * row_step : 0;
-        Dot4RowsAvx512(vecs + bi * k, four, k, res, ahead);
+        if (s_count == 1)
+          Dot4RowsAvx512<1>(x, four, k, res, 4, ahead);
+        else
+          Dot4RowsAvx512<2>(x, four, k, res, 4, ahead);
         float* o = out + bi * out_batch + r * out_r;
-        for (int j = 0; j < 4; ++j) o[j * out_r] = res[j];
+        for (int v = 0; v < s_count; ++v)
+          for (int j = 0; j < 4; ++j) o[j * out_r + v * out_s] = res[j + 4 * v];
         t += 3;
         continue;
       }
@@ -300,10 +316,72 @@ void Axpy(float scale, const W* row, float* out, int64_t n) {
 // S f32 vectors per batch (`vecs`: [batch][S][k]) times B stored with its n columns contiguous
 // (row p of B at `rows + p * row_step`): each output row accumulates scaled rows of B, so B is
 // read once. Threads split batches and blocks of 256 columns. Output rows are [batch][S][n].
+// S vectors times `nb` <= 64 contiguous columns of B (row p at rows + p * row_step), the S x nb
+// results kept in registers over all k rows: c[s * n + j] = sum_p vecs[s * k + p] * row_p[j],
+// accumulated in order of p with one FMA each, exactly as Axpy accumulates.
+template <int S, typename W>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void ColumnsAvx512(const W* rows,
+                                                                        int64_t row_step,
+                                                                        const float* vecs,
+                                                                        int64_t k, int64_t nb,
+                                                                        float* c, int64_t n) {
+  __m512 acc[S][4];
+  for (int s = 0; s < S; ++s)
+    for (int v = 0; v < 4; ++v) acc[s][v] = _mm512_setzero_ps();
+  __mmask16 mask[4];
+  for (int v = 0; v < 4; ++v) {
+    const int64_t left = std::clamp<int64_t>(nb - 16 * v, 0, 16);
+    mask[v] = static_cast<__mmask16>((1u << left) - 1u);
+  }
+  for (int64_t p = 0; p < k; ++p) {
+    const W* row = rows + p * row_step;
+    __m512 w[4];
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) w[v] = LoadRowMasked(row + 16 * v, mask[v]);
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s) {
+      const __m512 xs = _mm512_set1_ps(vecs[s * k + p]);
+#pragma GCC unroll 4
+      for (int v = 0; v < 4; ++v) acc[s][v] = _mm512_fmadd_ps(xs, w[v], acc[s][v]);
+    }
+  }
+  for (int s = 0; s < S; ++s)
+    for (int v = 0; v < 4; ++v) _mm512_mask_storeu_ps(c + s * n + 16 * v, mask[v], acc[s][v]);
+}
+
 template <typename W>
 void VectorsTimesRows(const W* rows, int64_t row_step, int64_t batch_step, const float* vecs,
                       int s_count, int64_t batch, int64_t k, int64_t n, float* c,
                       EvalContext& ctx) {
+  if (kAvx512) {
+    // Blocks of 64 columns whose results stay in registers (attention's probabilities times V
+    // in decode: no load and store of the output per cached position).
+    const int64_t blocks = (n + 63) / 64;
+    ParallelBlocks(ctx, batch * blocks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t bi = task / blocks, j0 = task % blocks * 64;
+        const int64_t nb = std::min<int64_t>(64, n - j0);
+        const W* b = rows + bi * batch_step + j0;
+        const float* v = vecs + bi * s_count * k;
+        float* out = c + bi * s_count * n + j0;
+        switch (s_count) {
+          case 1:
+            ColumnsAvx512<1>(b, row_step, v, k, nb, out, n);
+            break;
+          case 2:
+            ColumnsAvx512<2>(b, row_step, v, k, nb, out, n);
+            break;
+          case 3:
+            ColumnsAvx512<3>(b, row_step, v, k, nb, out, n);
+            break;
+          default:
+            ColumnsAvx512<4>(b, row_step, v, k, nb, out, n);
+            break;
+        }
+      }
+    });
+    return;
+  }
   const int64_t block = std::min<int64_t>(n, 256), blocks = (n + block - 1) / block;
   ParallelBlocks(ctx, batch * blocks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
@@ -334,14 +412,21 @@ float ElementAt(const MatrixView& v, int64_t index) {
 std::vector<float> GatherVectors(const MatrixView& v, int64_t batch, int64_t count, int64_t k,
                                  bool vectors_are_rows) {
   std::vector<float> out(batch * count * k);
+  const int64_t step = vectors_are_rows ? v.col_stride : v.row_stride;  // between elements
+  const int64_t vec_step = vectors_are_rows ? v.row_stride : v.col_stride;
   for (int64_t bi = 0; bi < batch; ++bi)
-    for (int64_t s = 0; s < count; ++s)
-      for (int64_t i = 0; i < k; ++i) {
-        int64_t idx =
-            bi * v.batch_stride + (vectors_are_rows ? s * v.row_stride + i * v.col_stride
-                                                    : i * v.row_stride + s * v.col_stride);
-        out[(bi * count + s) * k + i] = ElementAt(v, idx);
+    for (int64_t s = 0; s < count; ++s) {
+      const int64_t base = bi * v.batch_stride + s * vec_step;
+      float* dst = out.data() + (bi * count + s) * k;
+      if (step == 1 && v.type == ElementType::kF32) {
+        std::memcpy(dst, v.data + 4 * base, static_cast<size_t>(k) * 4);
+      } else if (step == 1) {  // contiguous bf16: widen (decode attention's probabilities)
+        const auto* src = reinterpret_cast<const uint16_t*>(v.data) + base;
+        for (int64_t i = 0; i < k; ++i) dst[i] = Bf16BitsToFloat(src[i]);
+      } else {
+        for (int64_t i = 0; i < k; ++i) dst[i] = ElementAt(v, base + i * step);
       }
+    }
   return out;
 }
 

@@ -53,25 +53,53 @@ TEST(MatmulKernelTest, Bf16RowDotsMatchExactProductsWithAndWithoutTail) {
   }
 }
 
-// A vector times 7 weight rows: rows 0-3 go through the four-row kernel, 4-6 through the
-// one-row kernel; each result must be bit-identical to DotBF16 of that row, so a row's value
-// never depends on its position.
+// One or two vectors times 7 weight rows: rows 0-3 go through the four-row kernel, 4-6 through
+// the one-row kernel; each result must be bit-identical to DotBF16 of that row and vector, so a
+// row's value never depends on its position or on how many vectors share the pass.
 TEST(MatmulKernelTest, Bf16FourRowKernelAgreesBitwiseWithOneRowKernel) {
   const int64_t k = 1056, n = 7;
-  std::vector<bf16> x = RandomBf16(k, 5), w = RandomBf16(n * k, 6);
-  Type f32_result(TensorType(ElementType::kF32, {1, n}));
-  auto out = RunOp("stablehlo.dot_general",
-                   {Literal::FromVector<bf16>({1, k}, x), Literal::FromVector<bf16>({n, k}, w)},
-                   DotAttrs({}, {}, {1}, {1}), std::vector<Type>{f32_result});
-  ASSERT_TRUE(out.ok()) << out.status().ToString();
-  auto got = Values<float>((*out)[0]);
-  std::vector<float> xf;
-  for (bf16 v : x) xf.push_back(v.f());
-  for (int64_t r = 0; r < n; ++r) {
-    std::vector<uint16_t> bits;
-    for (int64_t i = 0; i < k; ++i) bits.push_back(w[r * k + i].bits);
-    EXPECT_EQ(got[r], ops::DotBF16(xf.data(), bits.data(), k)) << "row " << r;
+  for (int64_t m : {1, 2}) {
+    std::vector<bf16> x = RandomBf16(m * k, 5), w = RandomBf16(n * k, 6);
+    Type f32_result(TensorType(ElementType::kF32, {m, n}));
+    auto out = RunOp("stablehlo.dot_general",
+                     {Literal::FromVector<bf16>({m, k}, x), Literal::FromVector<bf16>({n, k}, w)},
+                     DotAttrs({}, {}, {1}, {1}), std::vector<Type>{f32_result});
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    auto got = Values<float>((*out)[0]);
+    for (int64_t s = 0; s < m; ++s) {
+      std::vector<float> xf;
+      for (int64_t i = 0; i < k; ++i) xf.push_back(x[s * k + i].f());
+      for (int64_t r = 0; r < n; ++r) {
+        std::vector<uint16_t> bits;
+        for (int64_t i = 0; i < k; ++i) bits.push_back(w[r * k + i].bits);
+        EXPECT_EQ(got[s * n + r], ops::DotBF16(xf.data(), bits.data(), k))
+            << "vector " << s << " of " << m << ", row " << r;
+      }
+    }
   }
+}
+
+// A few vectors times B stored [k, n] with n contiguous (decode attention's probabilities times
+// V): the register-blocked column kernel must give, bit for bit, the in-order sums of single
+// FMAs, for column counts that are not multiples of 16 or 64.
+TEST(MatmulKernelTest, VectorsTimesRowMajorColumnsAccumulateInOrder) {
+  for (int64_t m : {1, 2, 3, 4})
+    for (int64_t n : {7, 64, 130}) {
+      const int64_t k = 37;
+      std::vector<bf16> x = RandomBf16(m * k, 8), b = RandomBf16(k * n, 9);
+      Type f32_result(TensorType(ElementType::kF32, {m, n}));
+      auto out = RunOp("stablehlo.dot_general",
+                       {Literal::FromVector<bf16>({m, k}, x), Literal::FromVector<bf16>({k, n}, b)},
+                       DotAttrs({}, {}, {1}, {0}), std::vector<Type>{f32_result});
+      ASSERT_TRUE(out.ok()) << out.status().ToString();
+      auto got = Values<float>((*out)[0]);
+      for (int64_t s = 0; s < m; ++s)
+        for (int64_t j = 0; j < n; ++j) {
+          float acc = 0;
+          for (int64_t p = 0; p < k; ++p) acc = std::fma(x[s * k + p].f(), b[p * n + j].f(), acc);
+          ASSERT_EQ(got[s * n + j], acc) << "m=" << m << " n=" << n << " at " << s << "," << j;
+        }
+    }
 }
 
 // bf16 x bf16 with an f32 result and enough rows for the GEMM path (oneDNN where the CPU has
