@@ -278,22 +278,46 @@ void RegisterFinetuneCommand(CLI::App &app) {
       ->required();
   cmd->add_option("--steps", o.steps, "total optimizer steps (default: --epochs passes)");
   cmd->add_option("--epochs", o.epochs, "passes over the data when --steps is not given");
-  cmd->add_option("--batch", o.batch, "sequences per step")->capture_default_str();
-  cmd->add_option("--seq-len", o.seq_len, "tokens per sequence")->capture_default_str();
-  cmd->add_option("--lr", o.lr, "peak learning rate")->capture_default_str();
-  cmd->add_option("--warmup", o.warmup_steps, "linear warmup steps")->capture_default_str();
+  // Settings a resumed run takes from its saved state; giving one with --resume is an error.
+  std::vector<CLI::Option *> saved_settings;
+  saved_settings.push_back(
+      cmd->add_option("--batch", o.batch, "sequences per step")->capture_default_str());
+  saved_settings.push_back(
+      cmd->add_option("--seq-len", o.seq_len, "tokens per sequence")->capture_default_str());
+  saved_settings.push_back(
+      cmd->add_option("--lr", o.lr, "peak learning rate")->capture_default_str());
+  saved_settings.push_back(
+      cmd->add_option("--warmup", o.warmup_steps, "linear warmup steps")->capture_default_str());
   cmd->add_option("--schedule-steps", o.schedule_steps,
                   "steps the cosine schedule spans (default: --steps)");
-  cmd->add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay")
-      ->capture_default_str();
-  cmd->add_option("--grad-clip", o.grad_clip_norm, "clip gradients to this global norm (0: off)")
-      ->capture_default_str();
-  cmd->add_option("--seed", o.seed, "data shuffling seed")->capture_default_str();
+  saved_settings.push_back(
+      cmd->add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay")
+          ->capture_default_str());
+  saved_settings.push_back(cmd->add_option("--grad-clip", o.grad_clip_norm,
+                                           "clip gradients to this global norm (0: off)")
+                               ->capture_default_str());
+  saved_settings.push_back(
+      cmd->add_option("--seed", o.seed, "data shuffling seed")->capture_default_str());
   AddTargetOption(cmd, &a->target);
   cmd->add_option("--resume", o.resume_dir, "continue from a previous --out folder");
   cmd->add_option("--print-every", a->print_every,
                   "progress line every N steps when stderr is not a terminal");
-  cmd->callback([a] { SetExitCode(RunFinetuneCommand(*a)); });
+  cmd->callback([a, saved_settings] {
+    if (!a->options.resume_dir.empty()) {
+      std::string given;
+      for (const CLI::Option *opt : saved_settings)
+        if (opt->count() > 0) given += (given.empty() ? "" : ", ") + opt->get_name();
+      if (!given.empty()) {
+        std::fprintf(stderr,
+                     "tlaloc finetune: --resume continues with the saved %s; to train with other "
+                     "settings start a new run from the checkpoint (--model %s)\n",
+                     given.c_str(), a->options.resume_dir.string().c_str());
+        SetExitCode(2);
+        return;
+      }
+    }
+    SetExitCode(RunFinetuneCommand(*a));
+  });
 
   auto d = std::make_shared<DemoArgs>();
   auto *demo = app.add_subcommand("finetune-demo",
