@@ -3,6 +3,8 @@
 #include <cblas.h>
 #include <immintrin.h>
 
+#include "tlaloc/support/half.h"
+
 // GCC 12 reports the deliberately undefined lanes inside its own AVX-512 intrinsic headers
 // (_mm512_undefined_*) as uninitialised once they are inlined here.
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -18,11 +20,14 @@ namespace tlaloc::ops {
 
 namespace {
 
-inline float Bf16BitsToFloat(uint16_t bits) {
-  uint32_t u = static_cast<uint32_t>(bits) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof(f));
-  return f;
+// A stored element (f32, or bf16 bits) as f32: exact.
+template <typename W>
+inline float Widen(W w) {
+  if constexpr (std::is_same_v<W, uint16_t>) {
+    return Bf16BitsToFloat(w);
+  } else {
+    return w;
+  }
 }
 
 bool DetectAvx512() {
@@ -53,26 +58,8 @@ template <int S, typename W>
 void DotsPortable(const float* const* x, const W* row, int64_t k, float* out) {
   for (int s = 0; s < S; ++s) {
     float acc = 0;
-    for (int64_t i = 0; i < k; ++i) {
-      float w;
-      if constexpr (std::is_same_v<W, uint16_t>) {
-        w = Bf16BitsToFloat(row[i]);
-      } else {
-        w = row[i];
-      }
-      acc += x[s][i] * w;
-    }
+    for (int64_t i = 0; i < k; ++i) acc += x[s][i] * Widen(row[i]);
     out[s] = acc;
-  }
-}
-
-template <typename W>
-__attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512 LoadRow(const W* p) {
-  if constexpr (std::is_same_v<W, uint16_t>) {
-    __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-  } else {
-    return _mm512_loadu_ps(p);
   }
 }
 
@@ -281,36 +268,11 @@ void RowsTimesVectors(const W* rows, int64_t row_step, int64_t batch_step, int64
   });
 }
 
-// out[0, n) += scale * row[0, n), row f32 or bf16.
-template <typename W>
-__attribute__((target("avx512f,avx512bw,avx512vl"))) void AxpyAvx512(float scale, const W* row,
-                                                                     float* out, int64_t n) {
-  const __m512 sv = _mm512_set1_ps(scale);
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16)
-    _mm512_storeu_ps(out + j, _mm512_fmadd_ps(sv, LoadRow(row + j), _mm512_loadu_ps(out + j)));
-  if (j < n) {
-    __mmask16 m = static_cast<__mmask16>((1u << (n - j)) - 1u);
-    __m512 r = _mm512_fmadd_ps(sv, LoadRowMasked(row + j, m), _mm512_maskz_loadu_ps(m, out + j));
-    _mm512_mask_storeu_ps(out + j, m, r);
-  }
-}
-
+// out[0, n) += scale * row[0, n), row f32 or bf16 (the portable path; AVX-512 CPUs use
+// ColumnsAvx512, which keeps the same order of FMAs).
 template <typename W>
 void Axpy(float scale, const W* row, float* out, int64_t n) {
-  if (kAvx512) {
-    AxpyAvx512(scale, row, out, n);
-    return;
-  }
-  for (int64_t j = 0; j < n; ++j) {
-    float w;
-    if constexpr (std::is_same_v<W, uint16_t>) {
-      w = Bf16BitsToFloat(row[j]);
-    } else {
-      w = row[j];
-    }
-    out[j] = std::fma(scale, w, out[j]);
-  }
+  for (int64_t j = 0; j < n; ++j) out[j] = std::fma(scale, Widen(row[j]), out[j]);
 }
 
 // S f32 vectors per batch (`vecs`: [batch][S][k]) times B stored with its n columns contiguous
