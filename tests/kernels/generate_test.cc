@@ -11,7 +11,7 @@ namespace tlaloc::kernels {
 namespace {
 
 TEST(KernelizeGenerate, GeneratorWithCpuKernelsGivesTheSameTokens) {
-  if (!testing::HaveGit()) GTEST_SKIP() << "git (the git CLI) is not installed";
+  if (!testing::HaveGit()) TL_ORACLE_MISSING("git (the git CLI) is not installed");
   auto root = testing::KernelTempDir("gen");
   ASSERT_TRUE(testing::MakeGitKernelRepo(root / "rms", testing::RmsNormVariants()).ok());
   ASSERT_TRUE(testing::MakeGitKernelRepo(root / "silu", testing::SiluVariants()).ok());

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/oracle.h"
 #include "tlaloc/kernels/repository.h"
 #include "tlaloc/kernels/source.h"
 

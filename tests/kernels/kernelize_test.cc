@@ -123,7 +123,7 @@ class KernelizeTest : public ::testing::Test {
 };
 
 TEST_F(KernelizeTest, UniversalRmsNormOverFileUrlKeepsTokens) {
-  if (!testing::HaveGit()) GTEST_SKIP() << "git (the git CLI) is not installed";
+  if (!testing::HaveGit()) TL_ORACLE_MISSING("git (the git CLI) is not installed");
   fs::path ex = testing::ExamplesDir() / "rmsnorm" / "universal";
   std::string url =
       GitRepo("uni", {{"tlaloc-universal", {ex / "metadata.json", ex / "rms_norm.mlir"}}});
@@ -145,7 +145,7 @@ TEST_F(KernelizeTest, UniversalRmsNormOverFileUrlKeepsTokens) {
 }
 
 TEST_F(KernelizeTest, CpuKernelsKeepTokensAndRunThroughCustomCalls) {
-  if (!testing::HaveGit()) GTEST_SKIP() << "git (the git CLI) is not installed";
+  if (!testing::HaveGit()) TL_ORACLE_MISSING("git (the git CLI) is not installed");
   std::string rms = GitRepo("rms", testing::RmsNormVariants());
   std::string silu = GitRepo("silu", testing::SiluVariants());
   KernelMapping mapping;
@@ -228,7 +228,7 @@ TEST_F(KernelizeTest, MissingVariantFallsBackOrFailsWithTheVariantList) {
 }
 
 TEST_F(KernelizeTest, KernelDependenciesAreLoadedAndVerified) {
-  if (!testing::HaveGit()) GTEST_SKIP() << "git (the git CLI) is not installed";
+  if (!testing::HaveGit()) TL_ORACLE_MISSING("git (the git CLI) is not installed");
   std::string silu = GitRepo("silu", testing::SiluVariants());
   fs::path ex = testing::ExamplesDir() / "rmsnorm" / "universal";
   std::vector<fs::path> files = {ex / "metadata.json", ex / "rms_norm.mlir"};
@@ -261,7 +261,7 @@ TEST_F(KernelizeTest, KernelDependenciesAreLoadedAndVerified) {
 }
 
 TEST_F(KernelizeTest, TrainingNeedsABackward) {
-  if (!testing::HaveGit()) GTEST_SKIP() << "git (the git CLI) is not installed";
+  if (!testing::HaveGit()) TL_ORACLE_MISSING("git (the git CLI) is not installed");
   std::string rms = GitRepo("rms", testing::RmsNormVariants());
   options_.loader.trust_remote_code = true;
   options_.mode = Mode::kTraining;

@@ -24,7 +24,7 @@ using testing::KernelTempDir;
 class KernelSourceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!testing::HaveGit()) GTEST_SKIP() << "git (the git CLI) is not installed";
+    if (!testing::HaveGit()) TL_ORACLE_MISSING("git (the git CLI) is not installed");
     root_ = KernelTempDir("src");
     repo_ = root_ / "rmsnorm";
     Status s = testing::MakeGitKernelRepo(repo_, testing::RmsNormVariants());
@@ -142,7 +142,7 @@ TEST_F(KernelSourceTest, LocalFolderAndOverrideAreTrusted) {
 
 TEST_F(KernelSourceTest, DumbHttpServer) {
   if (std::system("python3 -c 'import http.server' >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "python3 (with http.server) is not installed";
+    TL_ORACLE_MISSING("python3 (with http.server) is not installed");
   // A port the kernel just handed out as free (the server binds it right after).
   int port = 0;
   {

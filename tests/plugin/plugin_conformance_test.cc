@@ -19,6 +19,7 @@
 #include <map>
 #include <sstream>
 
+#include "testing/oracle.h"
 #include "pjrt/pjrt_test_util.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/pjrt/session.h"
@@ -105,7 +106,7 @@ TEST(PluginConformance, SameResultsAsInProcess) {
                                         : std::filesystem::path(TLALOC_SOURCE_DIR) / ".." /
                                               "shared" / "conformance" / "stablehlo-testdata";
   if (!std::filesystem::is_directory(dir)) {
-    GTEST_SKIP() << "conformance programs not found at " << dir.string();
+    TL_ORACLE_MISSING("conformance programs not found at " << dir.string());
   }
   const char* filter = std::getenv("TLALOC_CONFORMANCE_FILTER");
   std::vector<std::filesystem::path> files;

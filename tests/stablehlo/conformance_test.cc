@@ -6,6 +6,7 @@
 // kPassedFloor programs pass.
 //
 // TLALOC_CONFORMANCE_FILTER=substring limits the run to matching file names.
+#include "testing/oracle.h"
 #include "tlaloc/stablehlo/conformance.h"
 
 #include <gtest/gtest.h>
@@ -160,7 +161,7 @@ TEST(Conformance, StableHloTestdata) {
   const std::filesystem::path dir = std::filesystem::path(TLALOC_SOURCE_DIR) / ".." / "shared" /
                                     "conformance" / "stablehlo-testdata";
   if (!std::filesystem::is_directory(dir))
-    GTEST_SKIP() << "conformance programs not found at " << dir.string();
+    TL_ORACLE_MISSING("conformance programs not found at " << dir.string());
   const char* filter = std::getenv("TLALOC_CONFORMANCE_FILTER");
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::directory_iterator(dir))

