@@ -15,6 +15,8 @@ packages=(
   # package only recommends the headers and loader, which --no-install-recommends leaves out.
   ocl-icd-opencl-dev
   ca-certificates  # npm's HTTPS to the registry; a minimal Debian root has no CA bundle
+  tmux  # terminal tests of `tlaloc chat` (send keys, read the pane)
+  chromium python3-pil  # headless screenshots of what Tlaloc draws (loss.svg), checked for pixels
 )
 # Node.js (with npm) may come from another source than Debian; ask apt for it only when absent.
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
