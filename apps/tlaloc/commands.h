@@ -6,6 +6,14 @@
 namespace tlaloc::cli {
 
 void RegisterCommands(CLI::App& app);
+
+// The exit codes of every command (documented in the README): 0 success, 1 a runtime failure
+// (a file that does not load, a program that fails), 2 a usage error (unknown command or flag, a
+// missing or conflicting option, a value out of range).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
 // Exit code set by the subcommand that ran.
 int ExitCode();
 void SetExitCode(int code);
