@@ -16,6 +16,7 @@ void RegisterCommands(CLI::App& app) {
   RegisterTokenizeCommand(app);
   RegisterDoctorCommand(app);
   RegisterGenerateCommand(app);
+  RegisterChatCommand(app);
   RegisterInitModelCommand(app);
   RegisterFinetuneCommand(app);
   RegisterExportCommand(app);

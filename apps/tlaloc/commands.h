@@ -24,6 +24,7 @@ void RegisterInspectCommand(CLI::App& app);    // inspect_command.cc: tlaloc ins
 void RegisterTokenizeCommand(CLI::App& app);   // tokenize_command.cc: tlaloc tokenize
 void RegisterDoctorCommand(CLI::App& app);     // doctor_command.cc: tlaloc doctor
 void RegisterGenerateCommand(CLI::App& app);   // generate_command.cc: tlaloc generate
+void RegisterChatCommand(CLI::App& app);       // chat_command.cc: tlaloc chat
 void RegisterInitModelCommand(CLI::App& app);  // init_model_command.cc: tlaloc init-model
 void RegisterFinetuneCommand(CLI::App& app);   // finetune_command.cc: finetune, finetune-demo
 void RegisterExportCommand(CLI::App& app);     // export_command.cc: tlaloc export gguf

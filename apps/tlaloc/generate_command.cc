@@ -1,9 +1,10 @@
-// `tlaloc generate --model DIR (--prompt TEXT | --chat TEXT | stdin) [--max-new-tokens N]
-//  [--temperature T --top-k K --top-p P --seed S] [--dtype f32|bf16] [--target T] [--json]
-//  [--kernels MAPPING.json [--kernels-lock FILE] [--trust-kernels]]`:
-// runs a Qwen3 checkpoint on the interpreter or a PJRT plugin, streaming the text as it is
-// decoded; --kernels swaps mapped layers for kernels from kernel repositories (kernelize).
+// `tlaloc generate`: one request through generate::TextGenerator (chat template, sampling
+// settings, stop strings, reasoning split) on the interpreter or a PJRT plugin, streaming the
+// reply as it is decoded; --kernels swaps mapped layers for kernels from kernel repositories.
+#include <unistd.h>
+
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <iterator>
@@ -13,7 +14,7 @@
 
 #include "cli_options.h"
 #include "commands.h"
-#include "tlaloc/generate/generator.h"
+#include "tlaloc/generate/text_generation.h"
 #include "tlaloc/kernels/kernelize.h"
 #include "tlaloc/pjrt/pjrt_backend.h"
 #include "tlaloc/runtime/target.h"
@@ -27,14 +28,22 @@ namespace {
 namespace fs = std::filesystem;
 
 struct GenerateArgs {
-  std::string model, prompt, chat, dtype, target;
+  std::string model, prompt, chat, system, dtype, target;
   std::string kernels, kernels_lock;
-  bool trust_kernels = false;
-  std::optional<int64_t> max_new_tokens, top_k;
+  bool trust_kernels = false, no_think = false, raw = false, show_thinking = false;
+  std::optional<int64_t> max_new_tokens, top_k, ctx_size;
   std::optional<double> temperature, top_p;
-  uint64_t seed = 0;
+  std::optional<uint64_t> seed;
+  std::vector<std::string> stop;
   bool json = false;
 };
+
+// A flag's number as the user would read it back ("nan", "-1", "0.5").
+std::string FlagNumber(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
 
 double Seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -74,16 +83,42 @@ StatusOr<std::unique_ptr<Backend>> MakeKernelizedBackend(const GenerateArgs& a, 
   return MakeInterpreterBackend(io);
 }
 
+// Flag values checked before anything loads; each error names the flag (exit 2).
+Status CheckFlags(const GenerateArgs& a) {
+  if (!a.prompt.empty() && !a.chat.empty())
+    return InvalidArgument("give at most one of --prompt and --chat");
+  if (a.raw && !a.chat.empty())
+    return InvalidArgument("--raw applies to --prompt text; --chat is rendered by the template");
+  if ((!a.system.empty() || a.no_think) && a.chat.empty())
+    return InvalidArgument(std::string(a.no_think ? "--no-think" : "--system") +
+                           " needs --chat (a plain prompt has no chat template)");
+  if (a.temperature && (!std::isfinite(*a.temperature) || *a.temperature < 0))
+    return InvalidArgument("--temperature " + FlagNumber(*a.temperature) +
+                           ": expected a finite number >= 0 (0 is greedy)");
+  if (a.top_p && (!std::isfinite(*a.top_p) || *a.top_p <= 0 || *a.top_p > 1))
+    return InvalidArgument("--top-p " + FlagNumber(*a.top_p) + ": expected a number in (0, 1]");
+  if (a.top_k && *a.top_k < 0)
+    return InvalidArgument("--top-k " + std::to_string(*a.top_k) + ": expected >= 0 (0: all)");
+  if (a.max_new_tokens && *a.max_new_tokens < 1)
+    return InvalidArgument("--max-new-tokens " + std::to_string(*a.max_new_tokens) +
+                           ": expected >= 1");
+  if (a.ctx_size && *a.ctx_size < 2)
+    return InvalidArgument("--ctx-size " + std::to_string(*a.ctx_size) + ": expected >= 2");
+  for (const std::string& s : a.stop)
+    if (s.empty()) return InvalidArgument("--stop \"\": an empty stop string ends every reply");
+  return OkStatus();
+}
+
 int RunGenerate(const GenerateArgs& a) {
-  auto fail = [](const std::string& msg) {
+  auto fail = [](const std::string& msg, int code = kExitFailure) {
     std::fprintf(stderr, "tlaloc generate: %s\n", msg.c_str());
-    return 1;
+    return code;
   };
+  if (Status flags = CheckFlags(a); !flags.ok()) return fail(flags.message(), kExitUsage);
   auto choice = BackendChoiceFromFlag(a.target);
-  if (!choice.ok()) return fail(choice.status().message());
-  if (!a.prompt.empty() && !a.chat.empty()) return fail("give at most one of --prompt and --chat");
+  if (!choice.ok()) return fail(choice.status().message(), kExitUsage);
   auto dtype = ParseDtypeFlag(a.dtype);
-  if (!dtype.ok()) return fail(dtype.status().message());
+  if (!dtype.ok()) return fail(dtype.status().message(), kExitUsage);
   const fs::path dir = a.model;
   double t0 = Seconds();
   KernelSetup kernel_setup;
@@ -91,7 +126,8 @@ int RunGenerate(const GenerateArgs& a) {
   if (!a.kernels.empty()) {
     if (!choice->interpreter)
       return fail("--kernels runs kernels on the interpreter only; drop --target " +
-                  choice->ToString() + " or --kernels");
+                      choice->ToString() + " or --kernels",
+                  kExitUsage);
     auto config = io::LoadModelConfig(dir);
     if (!config.ok()) return fail(config.status().message());
     backend = MakeKernelizedBackend(a, config->rms_norm_eps, kernel_setup);
@@ -102,11 +138,11 @@ int RunGenerate(const GenerateArgs& a) {
       return fail("target " + choice->ToString() + ": " + backend.status().message());
   }
   const std::string backend_name = (*backend)->name();
-  auto gen = generate::Generator::Load(dir, *dtype, std::move(*backend));
+  auto gen = generate::TextGenerator::Load(dir, *dtype, std::move(*backend));
   if (!gen.ok()) return fail(gen.status().message());
   size_t kernel_calls = 0;
   if (kernel_setup.kernelizer) {
-    (*gen)->set_program_transform(
+    (*gen)->generator().set_program_transform(
         [&](std::shared_ptr<Module> module, const nn::LayerTrace& trace) -> Status {
           auto r = kernel_setup.kernelizer->Apply(std::move(module), trace);
           if (!r.ok()) return r.status();
@@ -114,80 +150,70 @@ int RunGenerate(const GenerateArgs& a) {
           return OkStatus();
         });
   }
-  if (!fs::exists(dir / "tokenizer.json")) return fail(a.model + " has no tokenizer.json");
-  auto tok = Tokenizer::FromFile((dir / "tokenizer.json").string());
-  if (!tok.ok()) return fail(tok.status().message());
-  auto gcfg = io::LoadGenerationConfigOrDefault(dir, (*gen)->config());
-  if (!gcfg.ok()) return fail(gcfg.status().message());
   const double load_s = Seconds() - t0;
 
-  std::string text;
-  std::vector<int32_t> prompt_ids;
+  generate::TextRequest request;
   if (!a.chat.empty()) {
-    std::vector<ChatMessage> msgs{{"user", a.chat, std::nullopt}};
-    auto rendered = RenderQwen3Chat(msgs);
-    if (!rendered.ok()) return fail(rendered.status().message());
-    prompt_ids = tok->Encode(*rendered);
+    if (!a.system.empty()) request.messages.push_back({"system", a.system, std::nullopt});
+    request.messages.push_back({"user", a.chat, std::nullopt});
+    if (a.no_think) request.enable_thinking = false;
   } else {
-    text = a.prompt;
-    if (text.empty()) {
-      text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-      if (text.empty()) return fail("empty prompt (give --prompt, --chat or text on stdin)");
+    request.prompt = a.prompt;
+    if (request.prompt.empty()) {
+      request.prompt.assign(std::istreambuf_iterator<char>(std::cin),
+                            std::istreambuf_iterator<char>());
+      if (request.prompt.empty())
+        return fail("empty prompt (give --prompt, --chat or text on stdin)", kExitUsage);
     }
-    // Plain prompts are text: control tokens typed into them stay text.
-    EncodeOptions eo;
-    eo.allow_special = false;
-    prompt_ids = tok->Encode(text, eo);
+    request.parse_special = a.raw;
   }
-  if (prompt_ids.empty()) return fail("the prompt encodes to no tokens");
+  request.max_new_tokens = a.max_new_tokens;
+  request.temperature = a.temperature;
+  request.top_k = a.top_k;
+  request.top_p = a.top_p;
+  request.seed = a.seed;
+  request.stop = a.stop;
+  request.max_context = a.ctx_size.value_or(0);
 
-  generate::GenerateOptions opts;
-  opts.max_new_tokens = a.max_new_tokens.value_or(gcfg->max_new_tokens.value_or(64));
-  if (a.temperature || a.top_k || a.top_p) {
-    opts.sampling.temperature = a.temperature.value_or(1.0);
-    opts.sampling.top_k = a.top_k.value_or(0);
-    opts.sampling.top_p = a.top_p.value_or(1.0);
-  } else if (gcfg->do_sample) {
-    opts.sampling.temperature = gcfg->temperature;
-    opts.sampling.top_k = gcfg->top_k;
-    opts.sampling.top_p = gcfg->top_p;
-  }
-  if (opts.sampling.top_p <= 0 || opts.sampling.top_p > 1) return fail("--top-p must be in (0, 1]");
-  if (opts.sampling.top_k < 0) return fail("--top-k must be >= 0");
-  opts.seed = a.seed;
-  opts.eos_token_ids = gcfg->eos_token_ids;
-  for (int64_t id : (*gen)->config().eos_token_ids) opts.eos_token_ids.push_back(id);
-  opts.pad_token_id = static_cast<int32_t>(gcfg->pad_token_id.value_or(0));
-
-  DecodeOptions dopts;
-  dopts.skip_special_tokens = true;
-  StreamDecoder stream(*tok, dopts);
-  Status stream_error;
-  auto on_token = [&](size_t, int32_t id) {
-    if (a.json || !stream_error.ok()) return;
-    auto piece = stream.Push(id);
-    if (!piece.ok()) {
-      stream_error = piece.status();
-      return;
+  // Streamed text: the reply on stdout; the reasoning only with --show-thinking (dimmed on a
+  // terminal, between <think> markers otherwise).
+  const bool tty = isatty(fileno(stdout));
+  bool in_reasoning = false;
+  auto end_reasoning = [&] {
+    if (!in_reasoning) return;
+    std::fputs(tty ? "\x1b[0m\n\n" : "\n</think>\n\n", stdout);
+    in_reasoning = false;
+  };
+  auto on_text = [&](generate::TextPart part, std::string_view piece) {
+    if (a.json) return;
+    if (part == generate::TextPart::kReasoning) {
+      if (!a.show_thinking) return;
+      if (!in_reasoning) std::fputs(tty ? "\x1b[2m" : "<think>\n", stdout);
+      in_reasoning = true;
+    } else {
+      end_reasoning();
     }
-    std::fwrite(piece->data(), 1, piece->size(), stdout);
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
   };
-  generate::GenerateTimings tm;
-  auto results = (*gen)->Generate({prompt_ids}, opts, on_token, &tm);
-  if (!results.ok()) return fail(results.status().message());
-  if (!stream_error.ok()) return fail(stream_error.message());
-  const auto& r = (*results)[0];
+  auto ran = (*gen)->Run(request, on_text);
+  if (!ran.ok())
+    return fail(ran.status().message(),
+                ran.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure);
+  const generate::TextResult& r = *ran;
+  const generate::GenerateTimings& tm = r.timings;
   auto rate = [](int64_t n, double s) { return s > 0 ? n / s : 0.0; };
   if (a.json) {
-    auto out_text = tok->Decode(r.generated_ids, dopts);
-    if (!out_text.ok()) return fail(out_text.status().message());
     nlohmann::json j;
-    j["prompt_ids"] = prompt_ids;
+    j["prompt_ids"] = r.prompt_ids;
     j["generated_ids"] = r.generated_ids;
-    j["text"] = *out_text;
+    j["text"] = r.content;
+    j["reasoning_content"] = r.reasoning;
     j["finish_reason"] = r.finish_reason;
+    j["seed"] = r.seed;
     j["target"] = backend_name;
+    if (!r.notes.empty()) j["notes"] = r.notes;
+    if (!r.error.ok()) j["error"] = r.error.message();
     if (kernel_setup.kernelizer) j["kernel_calls"] = kernel_calls;
     j["timings"] = {{"load_s", load_s},
                     {"compile_s", tm.compile_seconds},
@@ -199,22 +225,24 @@ int RunGenerate(const GenerateArgs& a) {
                     {"decode_tokens_per_s", rate(tm.decode_tokens, tm.decode_seconds)}};
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
-    std::string rest = stream.Finish();
-    std::fwrite(rest.data(), 1, rest.size(), stdout);
+    end_reasoning();
     std::printf("\n");
   }
   std::fflush(stdout);  // the text ends before the summary on stderr, even through a pipe
+  for (const std::string& note : r.notes)
+    std::fprintf(stderr, "tlaloc generate: %s\n", note.c_str());
+  if (!r.error.ok()) return fail("generation stopped: " + r.error.message());
   std::fprintf(stderr,
                "tlaloc generate: %s on %s, load %.2f s, compile %.2f s, prefill %lld tokens at "
-               "%.1f tokens/s, decode %lld tokens at %.1f tokens/s (%s)\n",
-               std::string(MlirName((*gen)->dtype())).c_str(), backend_name.c_str(), load_s,
-               tm.compile_seconds, static_cast<long long>(tm.prefill_tokens),
+               "%.1f tokens/s, decode %lld tokens at %.1f tokens/s (%s, seed %llu)\n",
+               std::string(MlirName((*gen)->generator().dtype())).c_str(), backend_name.c_str(),
+               load_s, tm.compile_seconds, static_cast<long long>(tm.prefill_tokens),
                rate(tm.prefill_tokens, tm.prefill_seconds),
                static_cast<long long>(tm.decode_tokens), rate(tm.decode_tokens, tm.decode_seconds),
-               r.finish_reason.c_str());
+               r.finish_reason.c_str(), static_cast<unsigned long long>(r.seed));
   if (kernel_setup.kernelizer)
     std::fprintf(stderr, "tlaloc generate: %zu layer calls ran as kernels\n", kernel_calls);
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace
@@ -222,17 +250,34 @@ int RunGenerate(const GenerateArgs& a) {
 void RegisterGenerateCommand(CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
   auto* cmd = app.add_subcommand("generate", "Generate text with a Qwen3 checkpoint");
-  cmd->add_option("--model", args->model, "Hugging Face model folder")->required();
-  cmd->add_option("--prompt", args->prompt, "prompt text (default: stdin)");
+  cmd->add_option("-m,--model", args->model, "Hugging Face model folder")->required();
+  cmd->add_option("-p,--prompt", args->prompt, "prompt text (default: stdin)");
   cmd->add_option("--chat", args->chat, "a user message, rendered with the Qwen3 chat template");
-  cmd->add_option("--max-new-tokens", args->max_new_tokens, "token budget");
-  cmd->add_option("--temperature", args->temperature, "sampling temperature (0: greedy)");
+  cmd->add_option("--system", args->system, "a system message before --chat");
+  cmd->add_flag("--no-think", args->no_think,
+                "with --chat: an empty think block, so the model answers without reasoning");
+  cmd->add_flag("--raw", args->raw,
+                "the prompt is model input as is: control tokens written in it (<|im_start|>) "
+                "become their ids");
+  cmd->add_flag("--show-thinking", args->show_thinking,
+                "print the model's <think> reasoning (dimmed on a terminal); hidden by default");
+  cmd->add_option("-n,--max-new-tokens", args->max_new_tokens,
+                  "token budget (default: generation_config.json's max_new_tokens, else 64; "
+                  "capped to the context)");
+  cmd->add_option("--temp,--temperature", args->temperature,
+                  "sampling temperature, 0 is greedy (default: generation_config.json, else "
+                  "greedy)");
   cmd->add_option("--top-k", args->top_k, "keep the k most likely tokens (0: all)");
-  cmd->add_option("--top-p", args->top_p, "nucleus sampling mass");
-  cmd->add_option("--seed", args->seed, "sampling seed");
+  cmd->add_option("--top-p", args->top_p, "nucleus sampling mass, in (0, 1]");
+  cmd->add_option("-s,--seed", args->seed, "sampling seed (default: random, printed)");
+  cmd->add_option("--stop", args->stop, "stop before this text (repeatable)");
+  cmd->add_option("-c,--ctx-size", args->ctx_size,
+                  "context size in tokens, prompt included (default: max_position_embeddings)");
   cmd->add_option("--dtype", args->dtype, "f32 or bf16 (default: as stored)");
   AddTargetOption(cmd, &args->target);
-  cmd->add_flag("--json", args->json, "print one JSON object instead of streaming text");
+  cmd->add_flag("--json", args->json,
+                "print one JSON object (text, reasoning_content, ids, finish_reason, seed, "
+                "timings) instead of streaming text");
   cmd->add_option("--kernels", args->kernels,
                   "kernel mapping JSON (layer -> backend -> mode -> repository; docs/kernels.md): "
                   "mapped layers run as kernels (interpreter target)");

@@ -82,6 +82,17 @@ StatusOr<std::unique_ptr<Generator>> Generator::Load(const std::filesystem::path
   return Create(std::move(config), std::move(*weights), et, std::move(backend));
 }
 
+void Generator::set_sample_vocab(int64_t n) {
+  if (n == sample_vocab_) return;
+  sample_vocab_ = n;
+  programs_.clear();
+}
+
+int64_t Generator::ContextLimit(const GenerateOptions& options) const {
+  const int64_t model = config_.max_position_embeddings;
+  return options.max_context > 0 ? std::min(options.max_context, model) : model;
+}
+
 int64_t Generator::PromptBucket(int64_t len) const {
   int64_t t = 16;
   while (t < len) t *= 2;
@@ -172,6 +183,7 @@ StatusOr<Generator::StepOutput> Generator::Prefill(const std::vector<std::vector
   shape.max_len = max_len;
   shape.dtype = dtype_;
   shape.sampling = sampling;
+  shape.sample_vocab = sample_vocab_;
   TL_ASSIGN_OR_RETURN(CompiledProgram * program, GetProgram(true, shape));
   const int64_t t = shape.prompt_len;
   std::vector<int32_t> tokens(bsz * t, 0), positions(bsz * t), lengths(bsz);
@@ -225,6 +237,7 @@ StatusOr<Generator::StepOutput> Generator::DecodeStep(const std::vector<int32_t>
   shape.max_len = cache_len_;
   shape.dtype = dtype_;
   shape.sampling = sampling;
+  shape.sample_vocab = sample_vocab_;
   TL_ASSIGN_OR_RETURN(CompiledProgram * program, GetProgram(false, shape));
   std::vector<Literal> inputs;
   inputs.push_back(Literal::FromVector<int32_t>({bsz}, tokens));
@@ -252,11 +265,14 @@ StatusOr<std::vector<GenerateResult>> Generator::Generate(
     longest = std::max<int64_t>(longest, p.size());
     total_prompt += p.size();
   }
-  const int64_t context = config_.max_position_embeddings;
+  const int64_t context = ContextLimit(options);
   if (longest > context)
-    return InvalidArgument("prompt of " + std::to_string(longest) +
-                           " tokens is longer than the model's context of " +
-                           std::to_string(context) + " (max_position_embeddings)");
+    return InvalidArgument(
+        "prompt of " + std::to_string(longest) +
+        (context == config_.max_position_embeddings
+             ? " tokens is longer than the model's context of " + std::to_string(context) +
+                   " (max_position_embeddings)"
+             : " tokens is longer than the context of " + std::to_string(context)));
   if (options.max_new_tokens < 0) return InvalidArgument("max_new_tokens must be >= 0");
   if (options.max_new_tokens == 0) {
     for (auto& r : results) r.finish_reason = "length";
@@ -274,10 +290,11 @@ StatusOr<std::vector<GenerateResult>> Generator::Generate(
   auto accept = [&](size_t r, int32_t id) {
     results[r].generated_ids.push_back(id);
     if (on_token) on_token(r, id);
-    if (is_eos(id)) {
+    if (is_eos(id) || (options.stop_requested && options.stop_requested(r))) {
       results[r].finish_reason = "stop";
     } else if (static_cast<int64_t>(results[r].generated_ids.size()) >= options.max_new_tokens ||
-               pos[r] >= max_len) {
+               pos[r] + 1 >= std::min<int64_t>(max_len, context)) {
+      // The row holds `context` tokens, prompt included (the last one is never fed back).
       results[r].finish_reason = "length";
     } else {
       return;

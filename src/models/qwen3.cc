@@ -3,6 +3,7 @@
 #include "tlaloc/models/qwen3.h"
 
 #include <cmath>
+#include <limits>
 
 #include "tlaloc/builder/tensor.h"
 
@@ -158,7 +159,13 @@ StatusOr<std::shared_ptr<Module>> Build(const ModelConfig& c, const ProgramShape
   Tensor next;
   {
     nn::LayerScope scope(trace, &b, nn::kSamplerLayer, "sampler");
-    next = nn::SampleTokens(logits, key, step, shape.sampling);
+    Tensor candidates = logits;
+    if (shape.sample_vocab > 0 && shape.sample_vocab < c.vocab_size) {
+      Tensor ids = Iota(b, {bsz, c.vocab_size}, 1);
+      candidates = Where(Lt(ids, FullLike(ids, static_cast<double>(shape.sample_vocab))), logits,
+                         FullLike(logits, -std::numeric_limits<double>::infinity()));
+    }
+    next = nn::SampleTokens(candidates, key, step, shape.sampling);
   }
   std::vector<Tensor> results{next, logits};
   for (auto& lc : caches) {

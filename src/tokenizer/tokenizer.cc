@@ -223,6 +223,9 @@ StatusOr<std::string> Tokenizer::DecodeBytes(std::span<const int32_t> ids,
   std::string out;
   for (size_t i = 0; i < ids.size(); ++i) {
     int32_t id = ids[i];
+    if (options.skip_unknown_ids && id >= 0 &&
+        (static_cast<size_t>(id) >= impl_->id_kind.size() || impl_->id_kind[id] == 0))
+      continue;
     if (id < 0 || static_cast<size_t>(id) >= impl_->id_kind.size() || impl_->id_kind[id] == 0)
       return InvalidArgument("decode: id " + std::to_string(id) + " at position " +
                              std::to_string(i) + " is not in the vocabulary (ids 0.." +

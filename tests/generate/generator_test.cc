@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "models/qwen3_reference.h"
+#include "tlaloc/generate/text_generation.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/models/init.h"
 
@@ -238,6 +240,72 @@ TEST(Presets, ShapesOfTheRealModel) {
   auto bad = models::PresetConfig("gpt2");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("qwen3-0.6b"), std::string::npos);
+}
+
+// The LM head's rows past a tokenizer's ids are never produced, greedy or sampled, while the
+// logits the step returns stay unmasked (llama.cpp parity compares them).
+TEST(Generator, SampleVocabKeepsIdsInsideTheTokenizer) {
+  RefModel m = RandomModel(TinyConfig(false, 4, 2, 8), 31);
+  auto g = MakeGenerator(m);
+  ASSERT_TRUE(g);
+  const std::vector<int32_t> prompt{7, 8, 9};
+  const auto ref_logits = RefForward(m, prompt).back();
+  const int32_t free_pick = static_cast<int32_t>(
+      std::max_element(ref_logits.begin(), ref_logits.end()) - ref_logits.begin());
+  ASSERT_GT(free_pick, 0) << "pick another seed: the unmasked argmax must not be id 0";
+  // Forbid the unmasked choice and everything above it.
+  g->set_sample_vocab(free_pick);
+  const int32_t masked_pick = static_cast<int32_t>(
+      std::max_element(ref_logits.begin(), ref_logits.begin() + free_pick) - ref_logits.begin());
+  auto out = g->Prefill({prompt}, 64, nn::SamplingParams{}, 0);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->tokens[0], masked_pick);
+  auto logits = out->logits.span<float>();
+  EXPECT_NEAR(logits[free_pick], ref_logits[free_pick], 1e-4) << "returned logits are unmasked";
+  nn::SamplingParams hot;
+  hot.temperature = 5.0;  // flat enough that unmasked draws would land above the limit often
+  generate::GenerateOptions opts;
+  opts.max_new_tokens = 8;
+  opts.sampling = hot;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    opts.seed = seed;
+    auto res = g->Generate({prompt}, opts);
+    ASSERT_TRUE(res.ok()) << res.status().ToString();
+    for (int32_t id : (*res)[0].generated_ids) EXPECT_LT(id, free_pick) << "seed " << seed;
+  }
+}
+
+TEST(Generator, StopRequestAndContextLimitEndRows) {
+  RefModel m = RandomModel(TinyConfig(true, 4, 2, 8), 33);
+  auto g = MakeGenerator(m);
+  ASSERT_TRUE(g);
+  generate::GenerateOptions opts;
+  opts.max_new_tokens = 20;
+  size_t seen = 0;
+  opts.stop_requested = [&](size_t) { return ++seen == 3; };
+  auto stopped = g->Generate({{1, 2, 3}}, opts);
+  ASSERT_TRUE(stopped.ok()) << stopped.status().ToString();
+  EXPECT_EQ((*stopped)[0].generated_ids.size(), 3u);
+  EXPECT_EQ((*stopped)[0].finish_reason, "stop");
+  opts.stop_requested = nullptr;
+  opts.max_context = 8;  // 3 prompt tokens leave room for 5
+  auto limited = g->Generate({{1, 2, 3}}, opts);
+  ASSERT_TRUE(limited.ok()) << limited.status().ToString();
+  EXPECT_EQ((*limited)[0].generated_ids.size(), 5u);
+  EXPECT_EQ((*limited)[0].finish_reason, "length");
+  EXPECT_EQ(g->ContextLimit(opts), 8);
+  opts.max_context = 1 << 30;
+  EXPECT_EQ(g->ContextLimit(opts), m.config.max_position_embeddings);
+}
+
+TEST(TextGeneration, StopPrefixHeldBack) {
+  using generate::StopPrefixHeldBack;
+  EXPECT_EQ(StopPrefixHeldBack("hello wor", {"world"}), 3u);
+  EXPECT_EQ(StopPrefixHeldBack("hello", {"world"}), 0u);
+  EXPECT_EQ(StopPrefixHeldBack("abcab", {"abc", "bx"}), 2u);  // "ab" starts "abc"
+  EXPECT_EQ(StopPrefixHeldBack("xx\n", {"\n\n", "END"}), 1u);
+  EXPECT_EQ(StopPrefixHeldBack("EN", {"END"}), 2u);
+  EXPECT_EQ(StopPrefixHeldBack("anything", {}), 0u);
 }
 
 }  // namespace

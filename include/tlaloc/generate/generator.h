@@ -40,6 +40,12 @@ struct GenerateOptions {
   std::vector<int64_t> eos_token_ids;
   // Fed to finished rows while others still decode.
   int32_t pad_token_id = 0;
+  // Asked after each new token of a row (after on_token): true finishes the row with "stop"
+  // (a stop string matched, the client went away, the user pressed Ctrl-C).
+  std::function<bool(size_t row)> stop_requested;
+  // Positions a row may use, prompt included (0: the model's max_position_embeddings; larger
+  // values are capped to it).
+  int64_t max_context = 0;
 };
 
 struct GenerateResult {
@@ -74,6 +80,13 @@ class Generator {
   const io::ModelConfig& config() const { return config_; }
   ElementType dtype() const { return dtype_; }
   Backend& backend() const { return *backend_; }
+
+  // Ids at or past `n` are never produced (0: no limit): the LM-head rows past the tokenizer's
+  // vocabulary. Dropped programs are rebuilt with the mask.
+  void set_sample_vocab(int64_t n);
+  int64_t sample_vocab() const { return sample_vocab_; }
+  // The context a request may fill: options.max_context capped by max_position_embeddings.
+  int64_t ContextLimit(const GenerateOptions& options) const;
 
   // Rewrites each program right after it is built and before it is compiled, given the op
   // ranges of its layers (e.g. kernels::Kernelizer::Apply). Set before the first step.
@@ -131,6 +144,7 @@ class Generator {
   std::map<ProgramKey, std::unique_ptr<CompiledProgram>> programs_;
   double compile_seconds_ = 0;
   ProgramTransform program_transform_;
+  int64_t sample_vocab_ = 0;
 };
 
 }  // namespace tlaloc::generate

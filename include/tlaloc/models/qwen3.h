@@ -47,6 +47,9 @@ struct ProgramShape {
   int64_t max_len = 0;     // S: KV cache slots
   ElementType dtype = ElementType::kF32;
   nn::SamplingParams sampling;
+  // Ids at or past this are never sampled (0: every row of the LM head). Qwen3's embedding has
+  // rows past its tokenizer's ids (151,936 vs 151,669): no text exists for them.
+  int64_t sample_vocab = 0;
 };
 
 // The feed-forward half of decoder layer `layer` (SwiGLU MLP, or the sparse MoE block on MoE

@@ -49,6 +49,10 @@ struct EncodeOptions {
 
 struct DecodeOptions {
   bool skip_special_tokens = false;
+  // Ids past the vocabulary (a model's embedding often has more rows than its tokenizer has
+  // ids) decode as nothing, as transformers does, instead of being an error. Negative ids are
+  // always an error.
+  bool skip_unknown_ids = false;
 };
 
 class Tokenizer {

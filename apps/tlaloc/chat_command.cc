@@ -1,0 +1,188 @@
+// `tlaloc chat`: an interactive conversation in the terminal. Each line typed is a user turn;
+// the reply streams as it is decoded, the history is kept for the next turn, `/reset` starts
+// over, `/exit` or Ctrl-D quits. Ctrl-C stops the reply being written, not the program.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cli_options.h"
+#include "commands.h"
+#include "tlaloc/generate/text_generation.h"
+#include "tlaloc/pjrt/pjrt_backend.h"
+
+namespace tlaloc::cli {
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+void OnInterrupt(int) { g_interrupted.store(true); }
+
+struct ChatArgs {
+  std::string model, system, dtype, target;
+  bool no_think = false, show_thinking = false;
+  std::optional<int64_t> max_new_tokens, top_k, ctx_size;
+  std::optional<double> temperature, top_p;
+  std::optional<uint64_t> seed;
+};
+
+enum class ReadResult { kLine, kEnd, kInterrupted };
+
+// Reads one line from stdin with read(2), so that Ctrl-C (EINTR, since the handler is installed
+// without SA_RESTART) returns to the caller instead of being retried inside stdio.
+ReadResult ReadLine(std::string* line) {
+  line->clear();
+  char c;
+  while (true) {
+    const ssize_t n = ::read(STDIN_FILENO, &c, 1);
+    if (n == 1) {
+      if (c == '\n') return ReadResult::kLine;
+      *line += c;
+    } else if (n == 0) {
+      return line->empty() ? ReadResult::kEnd : ReadResult::kLine;
+    } else if (errno == EINTR) {
+      if (g_interrupted.exchange(false)) return ReadResult::kInterrupted;
+    } else {
+      return ReadResult::kEnd;
+    }
+  }
+}
+
+int RunChat(const ChatArgs& a) {
+  auto fail = [](const std::string& msg, int code = kExitFailure) {
+    std::fprintf(stderr, "tlaloc chat: %s\n", msg.c_str());
+    return code;
+  };
+  if (a.temperature && (!std::isfinite(*a.temperature) || *a.temperature < 0))
+    return fail("--temperature: expected a finite number >= 0 (0 is greedy)", kExitUsage);
+  if (a.top_p && (!std::isfinite(*a.top_p) || *a.top_p <= 0 || *a.top_p > 1))
+    return fail("--top-p: expected a number in (0, 1]", kExitUsage);
+  if (a.top_k && *a.top_k < 0) return fail("--top-k: expected >= 0 (0: all)", kExitUsage);
+  if (a.max_new_tokens && *a.max_new_tokens < 1)
+    return fail("--max-new-tokens: expected >= 1", kExitUsage);
+  if (a.ctx_size && *a.ctx_size < 2) return fail("--ctx-size: expected >= 2", kExitUsage);
+  auto choice = BackendChoiceFromFlag(a.target);
+  if (!choice.ok()) return fail(choice.status().message(), kExitUsage);
+  auto dtype = ParseDtypeFlag(a.dtype);
+  if (!dtype.ok()) return fail(dtype.status().message(), kExitUsage);
+  auto backend = MakeBackend(*choice);
+  if (!backend.ok())
+    return fail("target " + choice->ToString() + ": " + backend.status().message());
+  std::fprintf(stderr, "tlaloc chat: loading %s\n", a.model.c_str());
+  auto gen = generate::TextGenerator::Load(a.model, *dtype, std::move(*backend));
+  if (!gen.ok()) return fail(gen.status().message());
+
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a pending read returns EINTR
+  sigaction(SIGINT, &sa, nullptr);
+
+  const bool tty = isatty(fileno(stdout));
+  const uint64_t base_seed = a.seed ? *a.seed : std::random_device{}();
+  std::fprintf(stderr,
+               "tlaloc chat: ready (seed %llu). Type a message; /reset starts over, /exit or "
+               "Ctrl-D quits, Ctrl-C stops a reply.\n",
+               static_cast<unsigned long long>(base_seed));
+  std::vector<ChatMessage> history;
+  if (!a.system.empty()) history.push_back({"system", a.system, std::nullopt});
+  uint64_t turn = 0;
+  std::string line;
+  while (true) {
+    std::fputs("> ", stdout);
+    std::fflush(stdout);
+    const ReadResult got = ReadLine(&line);
+    if (got == ReadResult::kEnd) break;
+    if (got == ReadResult::kInterrupted) {
+      std::fputs("\n(Ctrl-C stops a reply; /exit or Ctrl-D quits)\n", stdout);
+      continue;
+    }
+    if (line.empty()) continue;
+    if (line == "/exit" || line == "/quit") break;
+    if (line == "/reset") {
+      history.resize(a.system.empty() ? 0 : 1);
+      std::fputs("(conversation cleared)\n", stdout);
+      continue;
+    }
+    if (line[0] == '/') {
+      std::fputs("(commands: /reset, /exit)\n", stdout);
+      continue;
+    }
+    history.push_back({"user", line, std::nullopt});
+    generate::TextRequest request;
+    request.messages = history;
+    if (a.no_think) request.enable_thinking = false;
+    request.max_new_tokens = a.max_new_tokens.value_or(1024);
+    request.temperature = a.temperature;
+    request.top_k = a.top_k;
+    request.top_p = a.top_p;
+    request.seed = base_seed + turn++;
+    request.max_context = a.ctx_size.value_or(0);
+    bool in_reasoning = false;
+    auto on_text = [&](generate::TextPart part, std::string_view piece) {
+      if (part == generate::TextPart::kReasoning) {
+        if (!a.show_thinking) return;
+        if (!in_reasoning && tty) std::fputs("\x1b[2m", stdout);
+        in_reasoning = true;
+      } else if (in_reasoning) {
+        std::fputs(tty ? "\x1b[0m\n\n" : "\n\n", stdout);
+        in_reasoning = false;
+      }
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    };
+    g_interrupted.store(false);
+    auto r = (*gen)->Run(request, on_text, [] { return g_interrupted.load(); });
+    if (in_reasoning && tty) std::fputs("\x1b[0m", stdout);
+    if (!r.ok()) {
+      history.pop_back();
+      std::printf("\n(%s%s)\n", r.status().message().c_str(),
+                  r.status().code() == StatusCode::kInvalidArgument ? "; /reset starts over" : "");
+      continue;
+    }
+    if (r->finish_reason == "cancelled") {
+      std::fputs(" [stopped]", stdout);
+      g_interrupted.store(false);
+    }
+    std::fputs("\n", stdout);
+    for (const std::string& note : r->notes) std::printf("(%s)\n", note.c_str());
+    if (!r->error.ok()) std::printf("(generation failed: %s)\n", r->error.message().c_str());
+    history.push_back(ChatMessage{"assistant", r->content, r->reasoning});
+  }
+  std::fputs("\n", stdout);
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterChatCommand(CLI::App& app) {
+  auto args = std::make_shared<ChatArgs>();
+  auto* cmd = app.add_subcommand("chat", "Chat with a Qwen3 checkpoint in the terminal");
+  cmd->add_option("-m,--model", args->model, "Hugging Face model folder")->required();
+  cmd->add_option("--system", args->system, "a system message that starts the conversation");
+  cmd->add_flag("--no-think", args->no_think, "answer without reasoning (an empty think block)");
+  cmd->add_flag("--show-thinking", args->show_thinking,
+                "print the model's <think> reasoning (dimmed); hidden by default");
+  cmd->add_option("-n,--max-new-tokens", args->max_new_tokens,
+                  "token budget per reply (default: 1024, capped to the context)");
+  cmd->add_option("--temp,--temperature", args->temperature,
+                  "sampling temperature, 0 is greedy (default: generation_config.json)");
+  cmd->add_option("--top-k", args->top_k, "keep the k most likely tokens (0: all)");
+  cmd->add_option("--top-p", args->top_p, "nucleus sampling mass, in (0, 1]");
+  cmd->add_option("-s,--seed", args->seed, "sampling seed of the first reply (default: random)");
+  cmd->add_option("-c,--ctx-size", args->ctx_size,
+                  "context size in tokens for the whole conversation (default: the model's)");
+  cmd->add_option("--dtype", args->dtype, "f32 or bf16 (default: as stored)");
+  AddTargetOption(cmd, &args->target);
+  cmd->callback([args] { SetExitCode(RunChat(*args)); });
+}
+
+}  // namespace tlaloc::cli

@@ -1,0 +1,95 @@
+// Text in, text out: the request policy every front end shares (`tlaloc generate`, `tlaloc
+// chat`, later the server). A request is a chat conversation or a prompt; this layer renders it
+// with the Qwen3 chat template, merges the checkpoint's generation_config.json with the
+// request's sampling settings, never samples ids the tokenizer has no text for, stops at end
+// tokens and stop strings, splits the model's <think>...</think> reasoning from its reply while
+// streaming, and keeps whatever was produced when a step fails.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tlaloc/generate/generator.h"
+#include "tlaloc/io/model_config.h"
+#include "tlaloc/tokenizer/chat.h"
+#include "tlaloc/tokenizer/tokenizer.h"
+
+namespace tlaloc::generate {
+
+struct TextRequest {
+  // A conversation (rendered with the chat template) or, when empty, `prompt` as it is.
+  std::vector<ChatMessage> messages;
+  std::string prompt;
+  // Prompt text only: control tokens written in it (<|im_start|>...) become their ids; otherwise
+  // they stay literal text.
+  bool parse_special = false;
+  // Conversations only: false renders an empty think block so the model answers directly.
+  std::optional<bool> enable_thinking;
+  // Unset fields come from generation_config.json (then transformers' defaults).
+  std::optional<int64_t> max_new_tokens;
+  std::optional<double> temperature, top_p;
+  std::optional<int64_t> top_k;
+  std::optional<uint64_t> seed;   // unset: drawn at random (TextResult::seed says which)
+  std::vector<std::string> stop;  // generation ends before the first of these in the reply
+  int64_t max_context = 0;        // positions the request may use (0: the model's)
+};
+
+// Which part of the output a streamed piece belongs to.
+enum class TextPart { kReasoning, kContent };
+
+struct TextResult {
+  std::vector<int32_t> prompt_ids, generated_ids;
+  std::string content;        // the reply, without the think block and stop string
+  std::string reasoning;      // the text inside <think>...</think> (empty when none)
+  std::string finish_reason;  // "stop" (end token or stop string), "length", "cancelled"
+  uint64_t seed = 0;
+  GenerateTimings timings;
+  std::vector<std::string> notes;  // things the user should know (budget capped, context full)
+  Status error;                    // a failure part-way: the fields above hold what came before
+};
+
+// Called with each piece of decoded text as it becomes final.
+using TextCallback = std::function<void(TextPart part, std::string_view text)>;
+
+class TextGenerator {
+ public:
+  // Loads weights, tokenizer.json and generation_config.json from a checkpoint folder.
+  static StatusOr<std::unique_ptr<TextGenerator>> Load(const std::filesystem::path& dir,
+                                                       std::optional<ElementType> dtype = {},
+                                                       std::shared_ptr<Backend> backend = nullptr);
+  TextGenerator(std::unique_ptr<Generator> generator, Tokenizer tokenizer,
+                io::GenerationConfig generation_config);
+
+  Generator& generator() { return *generator_; }
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  const io::GenerationConfig& generation_config() const { return generation_config_; }
+
+  // Checks the request's values (each error names the field and what was expected), renders it
+  // and generates. Errors before generation starts come back as a status; a failure during
+  // generation comes back in TextResult::error with the text produced until then.
+  // `cancelled` is polled after every token: true ends the request with "cancelled".
+  StatusOr<TextResult> Run(const TextRequest& request, const TextCallback& on_text = {},
+                           const std::function<bool()>& cancelled = {});
+
+  // The request's sampling settings after generation_config.json is merged in; errors name the
+  // field (temperature must be a finite number >= 0, top_p in (0, 1], top_k >= 0).
+  StatusOr<nn::SamplingParams> Sampling(const TextRequest& request) const;
+
+ private:
+  std::unique_ptr<Generator> generator_;
+  Tokenizer tokenizer_;
+  io::GenerationConfig generation_config_;
+  std::optional<int32_t> think_open_, think_close_;
+};
+
+// The longest suffix of `text` that is a proper prefix of one of `stops` (held back while
+// streaming, since the next token may complete a stop string).
+size_t StopPrefixHeldBack(std::string_view text, const std::vector<std::string>& stops);
+
+}  // namespace tlaloc::generate

@@ -1,0 +1,252 @@
+#include "tlaloc/generate/text_generation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace tlaloc::generate {
+
+namespace {
+
+uint64_t RandomSeed() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+// Routes decoded pieces to reasoning or content, holds back text that may start a stop string,
+// and notices a completed stop string.
+class ReplyStream {
+ public:
+  ReplyStream(const Tokenizer& tok, std::optional<int32_t> think_open,
+              std::optional<int32_t> think_close, const std::vector<std::string>& stops,
+              const TextCallback& on_text, TextResult& result)
+      : decoder_(tok, Options()),
+        think_open_(think_open),
+        think_close_(think_close),
+        stops_(stops),
+        on_text_(on_text),
+        result_(result) {}
+
+  // False when the token could not be decoded (the error is kept in result.error).
+  bool Push(int32_t id) {
+    if (think_open_ && id == *think_open_ && !in_think_) {
+      in_think_ = true;
+      return true;
+    }
+    if (think_close_ && id == *think_close_ && in_think_) {
+      Emit(TextPart::kReasoning, decoder_.Finish());
+      in_think_ = false;
+      strip_newlines_ = true;  // the template puts "\n\n" between the think block and reply
+      return true;
+    }
+    auto piece = decoder_.Push(id);
+    if (!piece.ok()) {
+      result_.error = piece.status();
+      return false;
+    }
+    Route(*piece);
+    return true;
+  }
+
+  // The rest at the end: bytes of an unfinished character, text held back for a stop string.
+  void Finish() {
+    Route(decoder_.Finish());
+    if (!stopped_ && !pending_.empty()) Emit(TextPart::kContent, pending_);
+    pending_.clear();
+  }
+
+  bool stopped() const { return stopped_; }
+
+ private:
+  static DecodeOptions Options() {
+    DecodeOptions o;
+    o.skip_special_tokens = true;
+    o.skip_unknown_ids = true;
+    return o;
+  }
+
+  void Route(std::string piece) {
+    if (piece.empty() || stopped_) return;
+    if (in_think_) {
+      Emit(TextPart::kReasoning, piece);
+      return;
+    }
+    if (strip_newlines_) {
+      size_t n = piece.find_first_not_of('\n');
+      piece.erase(0, n == std::string::npos ? piece.size() : n);
+      if (piece.empty()) return;
+      strip_newlines_ = false;
+    }
+    pending_ += piece;
+    // A stop string can only begin inside pending_: every suffix of the emitted text that
+    // could start one was held back.
+    size_t first = std::string::npos;
+    for (const std::string& s : stops_) {
+      if (s.empty()) continue;
+      first = std::min(first, pending_.find(s));
+    }
+    if (first != std::string::npos) {
+      Emit(TextPart::kContent, pending_.substr(0, first));
+      pending_.clear();
+      stopped_ = true;
+      return;
+    }
+    const size_t hold = StopPrefixHeldBack(pending_, stops_);
+    Emit(TextPart::kContent, pending_.substr(0, pending_.size() - hold));
+    pending_.erase(0, pending_.size() - hold);
+  }
+
+  void Emit(TextPart part, const std::string& text) {
+    if (text.empty()) return;
+    (part == TextPart::kReasoning ? result_.reasoning : result_.content) += text;
+    if (on_text_) on_text_(part, text);
+  }
+
+  StreamDecoder decoder_;
+  std::optional<int32_t> think_open_, think_close_;
+  const std::vector<std::string>& stops_;
+  const TextCallback& on_text_;
+  TextResult& result_;
+  bool in_think_ = false, strip_newlines_ = false, stopped_ = false;
+  std::string pending_;
+};
+
+}  // namespace
+
+size_t StopPrefixHeldBack(std::string_view text, const std::vector<std::string>& stops) {
+  size_t best = 0;
+  for (const std::string& s : stops) {
+    const size_t max_len = std::min(text.size(), s.empty() ? 0 : s.size() - 1);
+    for (size_t len = max_len; len > best; --len) {
+      if (text.substr(text.size() - len) == std::string_view(s).substr(0, len)) {
+        best = len;
+        break;
+      }
+    }
+  }
+  return best;
+}
+
+StatusOr<std::unique_ptr<TextGenerator>> TextGenerator::Load(const std::filesystem::path& dir,
+                                                             std::optional<ElementType> dtype,
+                                                             std::shared_ptr<Backend> backend) {
+  TL_ASSIGN_OR_RETURN(std::unique_ptr<Generator> gen,
+                      Generator::Load(dir, dtype, std::move(backend)));
+  const std::filesystem::path tok_path = dir / "tokenizer.json";
+  if (!std::filesystem::exists(tok_path)) return NotFound(dir.string() + " has no tokenizer.json");
+  TL_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::FromFile(tok_path.string()));
+  TL_ASSIGN_OR_RETURN(io::GenerationConfig gcfg,
+                      io::LoadGenerationConfigOrDefault(dir, gen->config()));
+  return std::make_unique<TextGenerator>(std::move(gen), std::move(tok), std::move(gcfg));
+}
+
+TextGenerator::TextGenerator(std::unique_ptr<Generator> generator, Tokenizer tokenizer,
+                             io::GenerationConfig generation_config)
+    : generator_(std::move(generator)),
+      tokenizer_(std::move(tokenizer)),
+      generation_config_(std::move(generation_config)) {
+  if (tokenizer_.vocab_size() < generator_->config().vocab_size)
+    generator_->set_sample_vocab(tokenizer_.vocab_size());
+  think_open_ = tokenizer_.TokenToId("<think>");
+  think_close_ = tokenizer_.TokenToId("</think>");
+}
+
+StatusOr<nn::SamplingParams> TextGenerator::Sampling(const TextRequest& request) const {
+  nn::SamplingParams p;
+  const io::GenerationConfig& g = generation_config_;
+  if (request.temperature || request.top_k || request.top_p) {
+    p.temperature = request.temperature.value_or(g.do_sample ? g.temperature : 1.0);
+    p.top_k = request.top_k.value_or(g.do_sample ? g.top_k : 0);
+    p.top_p = request.top_p.value_or(g.do_sample ? g.top_p : 1.0);
+  } else if (g.do_sample) {
+    p.temperature = g.temperature;
+    p.top_k = g.top_k;
+    p.top_p = g.top_p;
+  }
+  if (!std::isfinite(p.temperature) || p.temperature < 0)
+    return InvalidArgument("temperature " + std::to_string(p.temperature) +
+                           ": expected a finite number >= 0 (0 is greedy)");
+  if (!std::isfinite(p.top_p) || p.top_p <= 0 || p.top_p > 1)
+    return InvalidArgument("top_p " + std::to_string(p.top_p) + ": expected a number in (0, 1]");
+  if (p.top_k < 0)
+    return InvalidArgument("top_k " + std::to_string(p.top_k) + ": expected >= 0 (0 keeps all)");
+  return p;
+}
+
+StatusOr<TextResult> TextGenerator::Run(const TextRequest& request, const TextCallback& on_text,
+                                        const std::function<bool()>& cancelled) {
+  TL_ASSIGN_OR_RETURN(nn::SamplingParams sampling, Sampling(request));
+  int64_t max_new = request.max_new_tokens.value_or(generation_config_.max_new_tokens.value_or(64));
+  if (max_new < 1)
+    return InvalidArgument("max_new_tokens " + std::to_string(max_new) + ": expected >= 1");
+  if (request.max_context < 0)
+    return InvalidArgument("context size " + std::to_string(request.max_context) +
+                           ": expected >= 0 (0: the model's)");
+  for (const std::string& s : request.stop)
+    if (s.empty()) return InvalidArgument("stop: an empty stop string would end every reply");
+
+  TextResult result;
+  if (!request.messages.empty()) {
+    ChatOptions co;
+    co.enable_thinking = request.enable_thinking;
+    TL_ASSIGN_OR_RETURN(std::string rendered, RenderQwen3Chat(request.messages, co));
+    result.prompt_ids = tokenizer_.Encode(rendered);
+  } else {
+    EncodeOptions eo;
+    eo.allow_special = request.parse_special;
+    result.prompt_ids = tokenizer_.Encode(request.prompt, eo);
+  }
+  if (result.prompt_ids.empty()) return InvalidArgument("the prompt encodes to no tokens");
+
+  GenerateOptions opts;
+  opts.max_context = request.max_context;
+  const int64_t context = generator_->ContextLimit(opts);
+  const int64_t prompt_len = static_cast<int64_t>(result.prompt_ids.size());
+  if (prompt_len >= context)
+    return InvalidArgument("the prompt has " + std::to_string(prompt_len) +
+                           " tokens and the context holds " + std::to_string(context) +
+                           ": no room for a reply (shorten the prompt or raise the context)");
+  if (prompt_len + max_new > context) {
+    result.notes.push_back("max_new_tokens " + std::to_string(max_new) + " capped to " +
+                           std::to_string(context - prompt_len) + ": the context holds " +
+                           std::to_string(context) + " tokens and the prompt uses " +
+                           std::to_string(prompt_len));
+    max_new = context - prompt_len;
+  }
+  result.seed = request.seed ? *request.seed : RandomSeed();
+  opts.max_new_tokens = max_new;
+  opts.sampling = sampling;
+  opts.seed = result.seed;
+  opts.eos_token_ids = generation_config_.eos_token_ids;
+  for (int64_t id : generator_->config().eos_token_ids) opts.eos_token_ids.push_back(id);
+  opts.pad_token_id = static_cast<int32_t>(generation_config_.pad_token_id.value_or(0));
+
+  ReplyStream stream(tokenizer_, think_open_, think_close_, request.stop, on_text, result);
+  bool was_cancelled = false, decode_failed = false;
+  opts.stop_requested = [&](size_t) {
+    if (cancelled && cancelled()) was_cancelled = true;
+    return was_cancelled || decode_failed || stream.stopped();
+  };
+  auto on_token = [&](size_t, int32_t id) {
+    result.generated_ids.push_back(id);
+    if (!decode_failed && !stream.Push(id)) decode_failed = true;
+  };
+  auto generated = generator_->Generate({result.prompt_ids}, opts, on_token, &result.timings);
+  stream.Finish();
+  if (!generated.ok()) {
+    result.error = generated.status();
+    result.finish_reason = "error";
+  } else if (decode_failed) {
+    result.finish_reason = "error";
+  } else if (was_cancelled) {
+    result.finish_reason = "cancelled";
+  } else {
+    result.finish_reason = (*generated)[0].finish_reason;
+  }
+  if (result.finish_reason == "length" &&
+      prompt_len + static_cast<int64_t>(result.generated_ids.size()) >= context)
+    result.notes.push_back("the context of " + std::to_string(context) + " tokens is full");
+  return result;
+}
+
+}  // namespace tlaloc::generate

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# `tlaloc generate` as a user runs it on the tiny preset (151,936 embedding rows, 151,669
+# tokenizer ids): sampling over many seeds never produces an id the tokenizer cannot decode
+# (it used to end with "id 151879 ... is not in the vocabulary"), greedy runs past the 262
+# tokens where it used to die, bad values are refused by name with exit 2, --stop cuts the reply,
+# the budget is capped to --ctx-size with a note, and the seed is printed.
+# Usage: generate_requests_test.sh TLALOC SOURCE_DIR
+set -euo pipefail
+tlaloc=$1
+source "$2/tests/cli_test_lib.sh"
+make_tiny_model "$tlaloc" "$2" 5
+fail() { echo "FAIL: $*"; exit 1; }
+json_field() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+# 1. Sampling: 24 seeds x 48 tokens, every id inside the tokenizer, every run exit 0.
+for seed in $(seq 1 24); do
+  "$tlaloc" generate -m "$MODEL" --chat Hello --temperature 1 --seed "$seed" -n 48 --json \
+    >"$WORK/s.json" 2>"$WORK/s.err" || { cat "$WORK/s.err"; fail "seed $seed exited non-zero"; }
+  max_id=$(json_field "$WORK/s.json" "max(j['generated_ids'])")
+  [ "$max_id" -lt 151669 ] || fail "seed $seed sampled id $max_id past the tokenizer"
+  [ "$(json_field "$WORK/s.json" "j['seed']")" = "$seed" ] || fail "seed $seed not reported"
+done
+echo "ok: 24 sampled runs stay inside the tokenizer's ids"
+
+# 2. Greedy, 300 tokens (it used to die at 262).
+"$tlaloc" generate -m "$MODEL" --chat Hello -n 300 --json >"$WORK/g.json" 2>"$WORK/g.err" ||
+  { cat "$WORK/g.err"; fail "greedy 300 tokens exited non-zero"; }
+[ "$(json_field "$WORK/g.json" "len(j['generated_ids'])")" -ge 1 ] || fail "no greedy tokens"
+[ "$(json_field "$WORK/g.json" "max(j['generated_ids'])")" -lt 151669 ] || fail "greedy id past vocab"
+echo "ok: greedy 300 tokens"
+
+# 3. Bad values: exit 2 and the flag named; nothing printed on stdout.
+check_refused() {  # check_refused NEEDLE ARGS...
+  local needle=$1; shift
+  set +e
+  "$tlaloc" generate -m "$MODEL" "$@" >"$WORK/r.out" 2>"$WORK/r.err"
+  local rc=$?
+  set -e
+  [ "$rc" -eq 2 ] || { cat "$WORK/r.err"; fail "$* exited $rc, expected 2"; }
+  grep -q -- "$needle" "$WORK/r.err" || { cat "$WORK/r.err"; fail "$* did not name $needle"; }
+  [ ! -s "$WORK/r.out" ] || fail "$* printed on stdout"
+}
+check_refused --temperature --chat Hi --temperature nan
+check_refused --temperature --chat Hi --temp -1
+check_refused --top-p --chat Hi --top-p 0
+check_refused --top-k --chat Hi --top-k -3
+check_refused --max-new-tokens --chat Hi -n 0
+check_refused --no-think --prompt Hi --no-think
+echo "ok: bad values refused with exit 2"
+
+# 4. --stop: the reply ends before the stop text, finish_reason stop. The stop text is taken
+# from a free run's reply, so it is known to occur.
+"$tlaloc" generate -m "$MODEL" --prompt "The" -n 24 --temp 1 -s 9 --json >"$WORK/free.json" 2>/dev/null
+free=$(json_field "$WORK/free.json" "j['text']")
+stop=$(json_field "$WORK/free.json" "j['text'][len(j['text'])//2:len(j['text'])//2+3]")
+"$tlaloc" generate -m "$MODEL" --prompt "The" -n 24 --temp 1 -s 9 --stop "$stop" --json \
+  >"$WORK/stop.json" 2>/dev/null
+python3 - "$WORK/free.json" "$WORK/stop.json" "$stop" <<'PY'
+import json, sys
+free = json.load(open(sys.argv[1]))["text"]
+got = json.load(open(sys.argv[2]))
+stop = sys.argv[3]
+assert got["finish_reason"] == "stop", got["finish_reason"]
+assert got["text"] == free[: free.index(stop)], (got["text"], free, stop)
+assert stop not in got["text"]
+PY
+echo "ok: --stop cuts the reply before '$stop'"
+
+# 5. A budget past --ctx-size is capped with a note; the full context says so.
+"$tlaloc" generate -m "$MODEL" --prompt "hi there" -n 5000 -c 24 --json >"$WORK/c.json" 2>"$WORK/c.err"
+grep -q "capped to" "$WORK/c.err" || { cat "$WORK/c.err"; fail "no cap warning"; }
+grep -q "is full" "$WORK/c.err" || { cat "$WORK/c.err"; fail "no context-full note"; }
+[ "$(json_field "$WORK/c.json" "j['finish_reason']")" = length ] || fail "finish_reason not length"
+total=$(json_field "$WORK/c.json" "len(j['prompt_ids']) + len(j['generated_ids'])")
+[ "$total" -le 24 ] || fail "prompt + reply is $total tokens, past --ctx-size 24"
+echo "ok: budget capped to the context"
+
+# 6. Streaming prints the seed it drew when none was given; JSON carries reasoning_content.
+"$tlaloc" generate -m "$MODEL" --chat Hi -n 4 --temp 1 >"$WORK/t.out" 2>"$WORK/t.err"
+grep -Eq "seed [0-9]+" "$WORK/t.err" || { cat "$WORK/t.err"; fail "random seed not printed"; }
+json_field "$WORK/g.json" "'reasoning_content' in j" | grep -q True || fail "no reasoning_content"
+echo "PASS"

@@ -1,0 +1,9 @@
+# `tlaloc generate` and `tlaloc chat` end to end (tests/cli/generate_*.sh, chat_tmux_test.sh).
+add_test(NAME cli.generate_requests
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/generate_requests_test.sh
+          $<TARGET_FILE:tlaloc_cli> ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.generate_requests PROPERTIES LABELS cli SKIP_RETURN_CODE 77 TIMEOUT 600)
+add_test(NAME cli.chat_tmux
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/chat_tmux_test.sh
+          $<TARGET_FILE:tlaloc_cli> ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.chat_tmux PROPERTIES LABELS cli SKIP_RETURN_CODE 77 TIMEOUT 300)
