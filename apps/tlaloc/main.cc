@@ -172,7 +172,17 @@ int ReportParseError(CLI::App& app, int argc, char** argv, const CLI::ParseError
       return kExitUsage;
     }
   }
-  std::fprintf(stderr, "%s: %s\nRun '%s --help' for its options.\n", where.c_str(), error.what(),
+  // "--model: 1 required TEXT missing": an option given without its value, at the end of argv.
+  const std::string what = error.what();
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&error) != nullptr &&
+      what.find(" missing") != std::string::npos) {
+    if (const CLI::Option* opt = cmd->get_option_no_throw(what.substr(0, what.find(':')))) {
+      std::fprintf(stderr, "%s: %s needs a value: %s\n", where.c_str(), Spellings(opt).c_str(),
+                   opt->get_description().c_str());
+      return kExitUsage;
+    }
+  }
+  std::fprintf(stderr, "%s: %s\nRun '%s --help' for its options.\n", where.c_str(), what.c_str(),
                where.c_str());
   return kExitUsage;
 }

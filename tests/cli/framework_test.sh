@@ -47,6 +47,10 @@ run bench
 expect_rc 2 "missing --model"
 expect_in err "--model (-m) is required: the model" "missing --model"
 
+run bench -m
+expect_rc 2 "-m without its value"
+expect_in err "--model (-m) needs a value" "-m without its value"
+
 # An unknown option: a suggestion from the subcommand's own options, reported before the
 # missing --model.
 run bench --prompt-token 5
