@@ -123,6 +123,13 @@ Walk WalkArguments(CLI::App& app, int argc, char** argv) {
   return walk;
 }
 
+// Captured defaults of empty lists read "=[]" in --help; an empty list is no default at all.
+void HideEmptyListDefaults(CLI::App* app) {
+  for (CLI::Option* opt : app->get_options())
+    if (opt->get_default_str() == "[]") opt->default_str("");
+  for (CLI::App* sub : Subcommands(app)) HideEmptyListDefaults(sub);
+}
+
 void PrintCommandList(CLI::App* app) {
   std::fprintf(stderr, "commands:\n");
   for (CLI::App* sub : Subcommands(app))
@@ -206,6 +213,7 @@ int main(int argc, char** argv) {
       "Exit status: 0 success, 1 failure, 2 usage error. 'tlaloc COMMAND --help' lists a "
       "command's options.\n");
   RegisterCommands(app);
+  HideEmptyListDefaults(&app);
   if (argc <= 1) {
     std::fputs(app.help().c_str(), stdout);
     return kExitUsage;

@@ -82,6 +82,7 @@ expect_in out "-t,--threads" "bench --help shows -t"
 expect_in out "=512" "bench --help shows the --prompt-tokens default"
 run run --help
 expect_in out "=64" "run --help shows the --max-elements default"
+! grep -qF "=[]" "$work/out" || fail "run --help shows an empty list as a default"
 
 # A flag given twice keeps its last value: bench checks --dtype and --prompt-tokens before it
 # looks at the model, so the last value decides which error comes first.
