@@ -1,5 +1,5 @@
-// `tlaloc bench --model DIR [--dtype f32|bf16] [--prompt-tokens N] [--new-tokens M]
-//  [--threads T] [--target T] [--json] [--no-bandwidth]`: load time, prefill and decode speed,
+// `tlaloc bench -m MODEL [--dtype f32|bf16] [--prompt-tokens N] [--new-tokens M]
+//  [-t THREADS] [--target T] [--json] [--no-bandwidth]`: load time, prefill and decode speed,
 // peak resident memory and decode's share of the memory bandwidth for a Qwen3 checkpoint, with a
 // random prompt of N tokens and M greedy new tokens (no end token, so every run decodes exactly
 // M tokens).
@@ -23,6 +23,7 @@
 #include "tlaloc/pjrt/pjrt_backend.h"
 #include "tlaloc/runtime/target.h"
 #include "tlaloc/support/memory_bandwidth.h"
+#include "tlaloc/support/thread_pool.h"
 
 namespace tlaloc::cli {
 
@@ -31,7 +32,7 @@ namespace {
 struct BenchArgs {
   std::string model, dtype, target;
   int64_t prompt_tokens = 512, new_tokens = 128;
-  int threads = 0;
+  std::optional<int> threads;
   uint64_t seed = 0;
   bool json = false;
   bool bandwidth = true;
@@ -61,32 +62,36 @@ int64_t WeightBytesPerToken(const io::ModelConfig& config, ElementType dtype) {
 }
 
 int RunBench(const BenchArgs& a) {
-  auto fail = [](const std::string& msg) {
+  auto fail = [](const std::string& msg, int code = kExitFailure) {
     std::fprintf(stderr, "tlaloc bench: %s\n", msg.c_str());
-    return 1;
+    return code;
   };
+  auto usage = [&](const Status& s) { return fail(s.message(), ExitCodeForFlagError(s)); };
   auto choice = BackendChoiceFromFlag(a.target);
-  if (!choice.ok()) return fail(choice.status().message());
-  if (a.prompt_tokens < 1) return fail("--prompt-tokens must be at least 1");
-  if (a.new_tokens < 1) return fail("--new-tokens must be at least 1");
-  if (a.threads < 0) return fail("--threads must be >= 0 (0: all cores)");
+  if (!choice.ok()) return usage(choice.status());
+  if (a.prompt_tokens < 1) return fail("--prompt-tokens must be at least 1", kExitUsage);
+  if (a.new_tokens < 1) return fail("--new-tokens must be at least 1", kExitUsage);
   auto dtype = ParseDtypeFlag(a.dtype);
-  if (!dtype.ok()) return fail(dtype.status().message());
-  if (a.threads > 0) SetComputeThreads(a.threads);
+  if (!dtype.ok()) return usage(dtype.status());
+  auto model = ResolveModelFlag(a.model);
+  if (!model.ok()) return usage(model.status());
+  if (Status s = ApplyThreads(a.threads); !s.ok()) return usage(s);
+  const int threads = DefaultThreadPool().size();
 
   double t0 = Seconds();
   auto backend = MakeBackend(*choice);
   if (!backend.ok())
     return fail("target " + choice->ToString() + ": " + backend.status().message());
   const std::string backend_name = (*backend)->name();
-  auto gen = generate::Generator::Load(a.model, *dtype, std::move(*backend));
+  auto gen = generate::Generator::Load(model->string(), *dtype, std::move(*backend));
   if (!gen.ok()) return fail(gen.status().message());
   const double load_s = Seconds() - t0;
   const auto& cfg = (*gen)->config();
   if (a.prompt_tokens + a.new_tokens > cfg.max_position_embeddings)
     return fail(
         "--prompt-tokens + --new-tokens = " + std::to_string(a.prompt_tokens + a.new_tokens) +
-        " exceeds the model's context of " + std::to_string(cfg.max_position_embeddings));
+            " exceeds the model's context of " + std::to_string(cfg.max_position_embeddings),
+        kExitUsage);
 
   // Random ids over the whole vocabulary: speed does not depend on which ids they are.
   std::mt19937_64 rng(a.seed);
@@ -113,7 +118,7 @@ int RunBench(const BenchArgs& a) {
     j["model"] = a.model;
     j["dtype"] = dt;
     j["target"] = backend_name;
-    j["threads"] = a.threads;
+    j["threads"] = threads;
     j["blas_core"] = BlasCoreName();
     j["load_s"] = load_s;
     j["compile_s"] = tm.compile_seconds;
@@ -130,7 +135,7 @@ int RunBench(const BenchArgs& a) {
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("model        %s (%s, %d threads, OpenBLAS %s)\n", a.model.c_str(), dt.c_str(),
-                a.threads, BlasCoreName().c_str());
+                threads, BlasCoreName().c_str());
     std::printf("load         %.3f s (compile %.3f s)\n", load_s, tm.compile_seconds);
     std::printf("prefill      %lld tokens in %.3f s: %.2f tokens/s\n",
                 static_cast<long long>(tm.prefill_tokens), tm.prefill_seconds,
@@ -154,11 +159,11 @@ int RunBench(const BenchArgs& a) {
 void RegisterBenchCommand(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   auto* cmd = app.add_subcommand("bench", "Measure load, prefill and decode speed of a model");
-  cmd->add_option("--model", args->model, "Hugging Face model folder")->required();
+  AddModelOption(cmd, &args->model);
   cmd->add_option("--dtype", args->dtype, "f32 or bf16 (default: as stored)");
-  cmd->add_option("--prompt-tokens", args->prompt_tokens, "random prompt length (512)");
-  cmd->add_option("--new-tokens", args->new_tokens, "greedy tokens to decode (128)");
-  cmd->add_option("--threads", args->threads, "interpreter and OpenBLAS threads (0: all cores)");
+  cmd->add_option("--prompt-tokens", args->prompt_tokens, "random prompt length");
+  cmd->add_option("--new-tokens", args->new_tokens, "greedy tokens to decode");
+  AddThreadsOption(cmd, &args->threads);
   cmd->add_option("--seed", args->seed, "prompt and sampling seed");
   AddTargetOption(cmd, &args->target);
   cmd->add_flag("--json", args->json, "print one JSON object");

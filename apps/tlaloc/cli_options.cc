@@ -1,6 +1,15 @@
 #include "cli_options.h"
 
+#include <fstream>
+#include <system_error>
+
+#include "commands.h"
+#include "tlaloc/io/hf_cache.h"
+#include "tlaloc/support/thread_pool.h"
+
 namespace tlaloc::cli {
+
+namespace fs = std::filesystem;
 
 void AddTargetOption(CLI::App* cmd, std::string* target) {
   cmd->add_option("--target", *target,
@@ -34,6 +43,76 @@ StatusOr<std::optional<ElementType>> ParseDtypeFlag(const std::string& text,
     expected += std::string(expected.empty() ? "" : ", ") + s.short_name;
   }
   return InvalidArgument("--dtype \"" + text + "\": expected one of " + expected);
+}
+
+CLI::Option* AddModelOption(CLI::App* cmd, std::string* model) {
+  return cmd
+      ->add_option("-m,--model", *model,
+                   "the model: a Hugging Face checkpoint folder (config.json, *.safetensors, "
+                   "tokenizer.json), or ORG/NAME[@REVISION] already in the Hugging Face cache "
+                   "(nothing is downloaded)")
+      ->required();
+}
+
+CLI::Option* AddThreadsOption(CLI::App* cmd, std::optional<int>* threads) {
+  // Bounded so that a typo cannot ask for a million threads.
+  return cmd
+      ->add_option("-t,--threads", *threads,
+                   "interpreter threads, 0 for one per core (default: $TLALOC_NUM_THREADS, else "
+                   "one per core)")
+      ->check(CLI::Range(0, 4096));
+}
+
+Status ApplyThreads(std::optional<int> threads) {
+  if (!threads) return OkStatus();
+  if (*threads < 0)
+    return InvalidArgument("--threads " + std::to_string(*threads) +
+                           ": expected 0 (one per core) or more");
+  Status status = SetDefaultThreadPoolSize(*threads);
+  if (!status.ok()) return status.WithContext("--threads");
+  return OkStatus();
+}
+
+bool IsGgufFile(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return false;
+  if (path.extension() == ".gguf") return true;
+  char magic[4] = {};
+  std::ifstream in(path, std::ios::binary);
+  return in.read(magic, 4) && std::string(magic, 4) == "GGUF";
+}
+
+Status CheckModelFolder(const std::string& flag, const fs::path& path) {
+  std::error_code ec;
+  const std::string what = flag + " " + path.string();
+  if (fs::is_directory(path, ec)) return OkStatus();
+  if (!fs::exists(path, ec))
+    return NotFound(what + " does not exist (expected a Hugging Face checkpoint folder)");
+  if (IsGgufFile(path))
+    return InvalidArgument(what +
+                           " is a GGUF file; Tlaloc runs Hugging Face checkpoint folders "
+                           "(config.json, *.safetensors, tokenizer.json); GGUF is an export "
+                           "format (tlaloc export gguf)");
+  return InvalidArgument(what +
+                         " is not a folder: expected a Hugging Face checkpoint folder "
+                         "(config.json, *.safetensors, tokenizer.json)");
+}
+
+StatusOr<fs::path> ResolveModelFlag(const std::string& value) {
+  auto path = io::ResolveModelReference(value);
+  if (!path.ok()) return path.status().WithContext("--model");
+  TL_RETURN_IF_ERROR(CheckModelFolder("--model", *path));
+  return path;
+}
+
+int ExitCodeForFlagError(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kOutOfRange:
+      return kExitUsage;
+    default:
+      return kExitFailure;
+  }
 }
 
 }  // namespace tlaloc::cli

@@ -1,8 +1,10 @@
-// Options several subcommands share, parsed one way: where programs run (--target) and the
-// floating-point type a model runs or is stored in (--dtype).
+// Options several subcommands share, parsed one way: where programs run (--target), the
+// floating-point type a model runs or is stored in (--dtype), the model (-m/--model: a folder or
+// ORG/NAME from the Hugging Face cache) and the interpreter's threads (-t/--threads).
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,5 +26,36 @@ StatusOr<BackendChoice> BackendChoiceFromFlag(const std::string& target);
 StatusOr<std::optional<ElementType>> ParseDtypeFlag(const std::string& text,
                                                     const std::vector<ElementType>& allowed = {
                                                         ElementType::kF32, ElementType::kBF16});
+
+// Adds -m,--model (required; call ->required(false) on the result where another flag can stand
+// in for it). Resolve the value with ResolveModelFlag before loading.
+CLI::Option* AddModelOption(CLI::App* cmd, std::string* model);
+
+// Adds -t,--threads: the interpreter's threads, 0 for one per core; unset leaves the choice to
+// $TLALOC_NUM_THREADS, else all cores. Call ApplyThreads with the value before anything runs.
+CLI::Option* AddThreadsOption(CLI::App* cmd, std::optional<int>* threads);
+
+// Sizes the interpreter's process-wide thread pool from --threads (nothing when unset). Fails
+// (InvalidArgument) for a negative count, and (FailedPrecondition) when the pool already runs.
+Status ApplyThreads(std::optional<int> threads);
+
+// OK for a folder. A GGUF file (the "GGUF" magic, or a .gguf name) is refused with what Tlaloc
+// runs instead and that GGUF is an export format; another file or a missing path says that a
+// checkpoint folder was expected. `flag` ("--model") starts the message. InvalidArgument for a
+// path of the wrong kind, NotFound for a missing one.
+Status CheckModelFolder(const std::string& flag, const std::filesystem::path& path);
+
+// True when `path` is a regular file starting with the GGUF magic or named *.gguf.
+bool IsGgufFile(const std::filesystem::path& path);
+
+// A --model value made a checkpoint folder: a local folder as is, ORG/NAME[@REVISION] through
+// the Hugging Face cache (io::ResolveModelReference, offline), then CheckModelFolder. Errors
+// start with "--model VALUE".
+StatusOr<std::filesystem::path> ResolveModelFlag(const std::string& value);
+
+// The exit code for a failed flag check: kExitUsage for a value of the wrong form or kind
+// (InvalidArgument, OutOfRange), kExitFailure otherwise (a missing file, a cache without the
+// model).
+int ExitCodeForFlagError(const Status& status);
 
 }  // namespace tlaloc::cli

@@ -58,10 +58,10 @@ int RunDoctor(const DoctorArgs& args) {
     auto t = ParsePjrtTarget(args.target);
     if (!t.ok()) {
       std::fprintf(stderr, "tlaloc doctor: %s\n", t.status().ToString().c_str());
-      return 2;
+      return kExitUsage;
     }
     Probe(*t, args.load);
-    return 0;
+    return kExitOk;
   }
   for (const PjrtTarget& t : {PjrtTarget::Cpu(), PjrtTarget::Cuda(), PjrtTarget::Tpu()}) {
     Probe(t, args.load);

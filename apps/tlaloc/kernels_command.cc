@@ -41,10 +41,13 @@ k::LoaderOptions Loader(const KernelsOptions& o) {
   return l;
 }
 
-int Fail(const char* cmd, const Status& s) {
+int Fail(const char* cmd, const Status& s, int code = kExitFailure) {
   std::fprintf(stderr, "tlaloc kernels %s: %s\n", cmd, s.ToString().c_str());
-  return 1;
+  return code;
 }
+
+// A flag or argument of the wrong form (a source, --target, --mode): a usage error.
+int Usage(const char* cmd, const Status& s) { return Fail(cmd, s, kExitUsage); }
 
 StatusOr<k::Checkout> Fetch(const std::string& text, const k::LoaderOptions& loader) {
   TL_ASSIGN_OR_RETURN(k::KernelSource src, k::KernelSource::Parse(text));
@@ -56,7 +59,7 @@ int RunLock(const KernelsOptions& o) {
   if (auto existing = k::ReadLockfile(o.lockfile); existing.ok()) lock = *existing;
   for (const auto& text : o.sources) {
     auto src = k::KernelSource::Parse(text);
-    if (!src.ok()) return Fail("lock", src.status());
+    if (!src.ok()) return Usage("lock", src.status());
     auto c = k::FetchRepository(*src, Loader(o));
     if (!c.ok()) return Fail("lock", c.status());
     if (c->local && c->commit == "local")
@@ -137,7 +140,7 @@ int RunInfo(const KernelsOptions& o) {
 
 int RunVariants(const KernelsOptions& o) {
   auto target = k::Target::Parse(o.target);
-  if (!target.ok()) return Fail("variants", target.status());
+  if (!target.ok()) return Usage("variants", target.status());
   auto c = Fetch(o.sources.at(0), Loader(o));
   if (!c.ok()) return Fail("variants", c.status());
   auto variants = k::ListVariants(c->root);
@@ -163,7 +166,7 @@ int RunVerify(const KernelsOptions& o) {
     auto m = k::ReadMetadata(dir);
     Status s = m.ok() ? k::VerifyVariant(dir, *m) : m.status();
     std::printf("  %s: %s\n", v.c_str(), s.ok() ? "ok" : s.message().c_str());
-    if (!s.ok()) rc = 2;
+    if (!s.ok()) rc = kExitFailure;
   }
   return rc;
 }
@@ -175,10 +178,10 @@ int RunResolve(const KernelsOptions& o) {
   if (!mapping.ok()) return Fail("resolve", mapping.status());
   k::KernelizeOptions options;
   auto target = k::Target::Parse(o.target);
-  if (!target.ok()) return Fail("resolve", target.status());
+  if (!target.ok()) return Usage("resolve", target.status());
   options.target = *target;
   if (o.mode != "inference" && o.mode != "training")
-    return Fail("resolve", InvalidArgument("--mode must be inference or training"));
+    return Usage("resolve", InvalidArgument("--mode must be inference or training"));
   options.mode = o.mode == "training" ? k::Mode::kTraining : k::Mode::kInference;
   options.loader = Loader(o);
   options.loader.trust_remote_code = o.trust_remote_code;

@@ -1,4 +1,5 @@
-// `tlaloc run FILE.mlir [--input NAME=FILE.npy ...] [--print] [--entry NAME] [--target T]`:
+// `tlaloc run FILE.mlir [--input NAME=FILE.npy ...] [--print] [--entry NAME] [--target T]
+//  [-t THREADS]`:
 // parses and verifies a StableHLO program, runs its entry function on the interpreter (or a
 // PJRT plugin), and prints each result, or PASS/FAIL per check for self-checking programs
 // (@check.expect_*), and the peak live bytes of the run (a plugin's compiled memory statistics).
@@ -6,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -31,11 +33,13 @@ struct RunArgs {
   std::string entry;
   std::string target;
   int64_t max_elements = 64;
+  std::optional<int> threads;
 };
 
-int Fail(const std::string& message) {
+// Exit kExitFailure for what failed to load or run, kExitUsage for flags that do not fit.
+int Fail(const std::string& message, int code = kExitFailure) {
   std::fprintf(stderr, "tlaloc run: %s\n", message.c_str());
-  return 1;
+  return code;
 }
 
 // "arg0", "%arg0" or "0" -> 0.
@@ -61,7 +65,8 @@ int RunOnBackend(const BackendChoice& choice, std::shared_ptr<const Module> modu
   if (!backend.ok()) return Fail("target " + choice.ToString() + ": " + backend.status().message());
   if (&fn != module->Entry())
     return Fail("--target " + choice.ToString() + " runs the module's entry function; @" +
-                fn.name() + " is not it");
+                    fn.name() + " is not it",
+                kExitUsage);
   auto program = (*backend)->Compile(module, fn.name());
   if (!program.ok()) return Fail((*backend)->name() + ": " + program.status().message());
   auto results = (*backend)->Run(**program, call_args);
@@ -79,7 +84,9 @@ int RunOnBackend(const BackendChoice& choice, std::shared_ptr<const Module> modu
 
 int RunProgramFile(const RunArgs& args) {
   auto choice = BackendChoiceFromFlag(args.target);
-  if (!choice.ok()) return Fail(choice.status().message());
+  if (!choice.ok()) return Fail(choice.status().message(), kExitUsage);
+  if (Status s = ApplyThreads(args.threads); !s.ok())
+    return Fail(s.message(), ExitCodeForFlagError(s));
   std::ifstream in(args.file, std::ios::binary);
   if (!in) return Fail("cannot open " + args.file);
   std::stringstream ss;
@@ -92,31 +99,36 @@ int RunProgramFile(const RunArgs& args) {
   const Function* fn = args.entry.empty() ? module->Entry() : module->Find(args.entry);
   if (!fn)
     return Fail(args.entry.empty() ? "the module has no public function to run"
-                                   : "no function @" + args.entry + " in " + args.file);
+                                   : "no function @" + args.entry + " in " + args.file,
+                args.entry.empty() ? kExitFailure : kExitUsage);
   std::vector<Literal> call_args(fn->num_arguments());
   std::vector<bool> given(fn->num_arguments(), false);
   for (const std::string& spec : args.inputs) {
     size_t eq = spec.find('=');
     if (eq == std::string::npos)
-      return Fail("--input " + spec + ": expected NAME=FILE.npy (NAME: arg0, arg1, ...)");
+      return Fail("--input " + spec + ": expected NAME=FILE.npy (NAME: arg0, arg1, ...)",
+                  kExitUsage);
     auto idx = ArgumentIndex(spec.substr(0, eq));
     if (!idx || *idx >= fn->num_arguments())
       return Fail("--input " + spec + ": @" + fn->name() + " has no argument '" +
-                  spec.substr(0, eq) + "' (it takes " + std::to_string(fn->num_arguments()) +
-                  ": arg0..)");
+                      spec.substr(0, eq) + "' (it takes " + std::to_string(fn->num_arguments()) +
+                      ": arg0..)",
+                  kExitUsage);
     auto lit = ReadNpyFile(spec.substr(eq + 1));
     if (!lit.ok()) return Fail("--input " + spec + ": " + lit.status().message());
     const Type& want = fn->entry().argument(*idx).type();
     if (!want.is_tensor() || !(lit->type() == want.tensor))
       return Fail("--input " + spec + ": the file holds " + lit->type().ToString() + ", arg" +
-                  std::to_string(*idx) + " is " + want.ToString());
+                      std::to_string(*idx) + " is " + want.ToString(),
+                  kExitUsage);
     call_args[*idx] = std::move(*lit);
     given[*idx] = true;
   }
   for (int i = 0; i < fn->num_arguments(); ++i)
     if (!given[i])
       return Fail("missing --input arg" + std::to_string(i) + "=FILE.npy (" +
-                  fn->entry().argument(i).type().ToString() + ")");
+                      fn->entry().argument(i).type().ToString() + ")",
+                  kExitUsage);
 
   if (!choice->interpreter)
     return RunOnBackend(*choice, module, *fn, std::move(call_args), args.max_elements);
@@ -153,7 +165,8 @@ void RegisterRunCommand(CLI::App& app) {
   cmd->add_option("--entry", args->entry, "Function to run (default: main)");
   AddTargetOption(cmd, &args->target);
   cmd->add_option("--max-elements", args->max_elements, "Elements shown per result")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1000000));
+  AddThreadsOption(cmd, &args->threads);
   cmd->callback([args] { SetExitCode(RunProgramFile(*args)); });
 }
 

@@ -30,9 +30,9 @@ struct TokenizeArgs {
   std::string system;
 };
 
-int Fail(const std::string& message) {
+int Fail(const std::string& message, int code = kExitFailure) {
   std::fprintf(stderr, "tlaloc tokenize: %s\n", message.c_str());
-  return 1;
+  return code;
 }
 
 // Parses "1 2 3" (commas and brackets allowed too, so a JSON array can be pasted).
@@ -66,7 +66,7 @@ int RunTokenize(const TokenizeArgs& args) {
 
   if (args.decode) {
     auto ids = ParseIds(text);
-    if (!ids.ok()) return Fail(ids.status().ToString());
+    if (!ids.ok()) return Fail(ids.status().ToString(), kExitUsage);  // TEXT is not ids
     auto decoded = tok->Decode(*ids);
     if (!decoded.ok()) return Fail(decoded.status().ToString());
     std::fwrite(decoded->data(), 1, decoded->size(), stdout);

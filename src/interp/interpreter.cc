@@ -140,6 +140,8 @@ class MemoryTracker {
 
 struct Executable::Plan {
   std::unordered_map<const Function*, FunctionPlan> functions;
+  // InterpreterOptions::num_threads > 0: this executable's own pool instead of the shared one.
+  std::unique_ptr<ThreadPool> pool;
 };
 
 // ---- Execution ------------------------------------------------------------------------------
@@ -163,7 +165,9 @@ std::vector<Literal> AllocateResults(const Operation& op) {
 class InterpreterRun : public EvalContext {
  public:
   InterpreterRun(const Executable& exe, ExecutionStats* stats)
-      : exe_(exe), stats_(stats), pool_(&DefaultThreadPool()) {}
+      : exe_(exe),
+        stats_(stats),
+        pool_(exe.plan_->pool ? exe.plan_->pool.get() : &DefaultThreadPool()) {}
 
   StatusOr<std::vector<Literal>> RunFunction(const Function& fn, std::vector<Literal> args,
                                              bool track_args) {
@@ -359,6 +363,8 @@ StatusOr<std::unique_ptr<Executable>> Executable::Prepare(std::shared_ptr<const 
   exe->function_ = fn;
   exe->options_ = std::move(options);
   exe->plan_ = std::make_unique<Plan>();
+  if (exe->options_.num_threads > 0)
+    exe->plan_->pool = std::make_unique<ThreadPool>(exe->options_.num_threads);
   for (const auto& f : exe->module_->functions()) {
     FunctionPlan& fp = exe->plan_->functions[f.get()];
     Planner(fp, exe->options_.fuse && !FusionDisabledByEnvironment()).PlanBlock(f->entry());
@@ -393,7 +399,8 @@ StatusOr<std::vector<Literal>> Interpret(const Module& module, const std::string
 
 void SetComputeThreads(int num_threads) {
   if (num_threads <= 0) return;
-  setenv("TLALOC_NUM_THREADS", std::to_string(num_threads).c_str(), 1);
+  // Best effort, as documented: a pool already running keeps its size.
+  (void)SetDefaultThreadPoolSize(num_threads);
 }
 
 }  // namespace tlaloc

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <string>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -128,13 +129,40 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
   done_cv_.notify_all();
 }
 
+namespace {
+// The pool is created lazily so that a command can size it from its flags first.
+std::mutex g_default_pool_mu;
+std::atomic<ThreadPool*> g_default_pool{nullptr};
+int g_requested_threads = 0;  // 0: not requested, use the environment or the hardware
+
+int HardwareThreads() {
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+}  // namespace
+
 ThreadPool& DefaultThreadPool() {
-  static ThreadPool* pool = [] {
-    int n = 0;
-    if (const char* env = std::getenv("TLALOC_NUM_THREADS")) n = std::atoi(env);
-    return new ThreadPool(n);
-  }();
-  return *pool;
+  if (ThreadPool* pool = g_default_pool.load(std::memory_order_acquire)) return *pool;
+  std::lock_guard<std::mutex> lock(g_default_pool_mu);
+  if (g_default_pool.load(std::memory_order_relaxed) == nullptr) {
+    int n = g_requested_threads;
+    if (n == 0)
+      if (const char* env = std::getenv("TLALOC_NUM_THREADS")) n = std::atoi(env);
+    g_default_pool.store(new ThreadPool(n), std::memory_order_release);
+  }
+  return *g_default_pool.load(std::memory_order_relaxed);
+}
+
+Status SetDefaultThreadPoolSize(int num_threads) {
+  const int want = num_threads > 0 ? num_threads : HardwareThreads();
+  std::lock_guard<std::mutex> lock(g_default_pool_mu);
+  if (ThreadPool* pool = g_default_pool.load(std::memory_order_relaxed)) {
+    if (pool->size() == want) return OkStatus();
+    return FailedPrecondition("the thread pool already runs " + std::to_string(pool->size()) +
+                              " threads; the thread count (" + std::to_string(want) +
+                              ") must be set before anything runs");
+  }
+  g_requested_threads = want;
+  return OkStatus();
 }
 
 }  // namespace tlaloc

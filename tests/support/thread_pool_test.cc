@@ -12,6 +12,20 @@
 namespace tlaloc {
 namespace {
 
+// The process-wide pool takes the size set before its first use (the CLI's --threads), and a
+// later, different size is refused rather than silently ignored. ctest runs each test in its own
+// process; when another test in this process already made the pool, there is nothing to check.
+TEST(DefaultThreadPoolTest, SizeSetBeforeFirstUseIsKeptAndLaterChangesAreRefused) {
+  Status set = SetDefaultThreadPoolSize(3);
+  if (!set.ok()) GTEST_SKIP() << "the pool already exists in this process: " << set.message();
+  EXPECT_EQ(DefaultThreadPool().size(), 3);
+  EXPECT_TRUE(SetDefaultThreadPoolSize(3).ok());
+  Status late = SetDefaultThreadPoolSize(5);
+  EXPECT_EQ(late.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(late.message().find("already runs 3 threads"), std::string::npos) << late.message();
+  EXPECT_EQ(DefaultThreadPool().size(), 3);
+}
+
 TEST(ThreadPoolTest, EveryItemRunsOnceOverManyBackToBackLoops) {
   ThreadPool pool(3);
   std::vector<std::atomic<int>> hits(1000);

@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "tlaloc/support/status.h"
+
 namespace tlaloc {
 
 class ThreadPool {
@@ -44,7 +46,13 @@ class ThreadPool {
   bool stop_ = false;
 };
 
-// The process-wide pool (sized by TLALOC_NUM_THREADS or the hardware).
+// The process-wide pool (sized by SetDefaultThreadPoolSize, else TLALOC_NUM_THREADS, else the
+// hardware), created on first use.
 ThreadPool& DefaultThreadPool();
+
+// Sizes the process-wide pool before its first use (num_threads <= 0: one per hardware thread),
+// overriding TLALOC_NUM_THREADS. Fails once the pool exists with another size, so that a thread
+// count given too late is reported instead of silently ignored.
+Status SetDefaultThreadPoolSize(int num_threads);
 
 }  // namespace tlaloc
