@@ -62,7 +62,7 @@ TokenizerSearch FindQwen3Tokenizer() {
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   std::vector<std::pair<fs::path, std::string>> starts = {
       {fs::current_path(ec), "working directory"}};
-  if (!exe.empty()) starts.push_back({exe.parent_path(), "the tlaloc binary"});
+  if (!exe.empty()) starts.push_back({exe.parent_path(), "tlaloc binary"});
   for (const auto& [start, what] : starts) {
     if (start.empty()) continue;
     bool any = false;
@@ -82,7 +82,7 @@ TokenizerSearch FindQwen3Tokenizer() {
     const fs::path datadir = TLALOC_INSTALL_DATADIR;
     const fs::path data =
         datadir.is_absolute() ? datadir : exe.parent_path().parent_path() / datadir;
-    try_path((data / kInstalledTokenizer).lexically_normal(), "installed beside the binary");
+    try_path((data / kInstalledTokenizer).lexically_normal(), "installed with the binary");
   }
   if (std::string_view(TLALOC_INSTALL_FULL_DATADIR).size() > 0)
     try_path(fs::path(TLALOC_INSTALL_FULL_DATADIR) / kInstalledTokenizer,

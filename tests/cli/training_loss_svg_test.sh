@@ -3,7 +3,8 @@
 # demo's held-out scores as a label, still valid XML when a run is interrupted with SIGINT, and
 # drawn by a real browser (headless Chromium screenshot, checked with Pillow: not blank, the
 # curve colours present). The screenshot is kept under ARTEFACT_DIR.
-# Without chromium it exits 77 (skipped) after the SVG checks; under CI=true that fails instead.
+# Without chromium (or $CHROMIUM) it exits 77 (skipped) after the SVG checks; under CI=true it
+# fails instead.
 # Usage: training_loss_svg_test.sh TLALOC ARTEFACT_DIR
 set -euo pipefail
 tlaloc=$1
@@ -49,6 +50,11 @@ check_svg "$work/ft/loss.svg" 7
 grep -q "plot $work/ft/loss.svg" "$work/ft.err" || { echo "FAIL: finetune does not name loss.svg"; exit 1; }
 ls "$work/ft" | grep -q '\.tmp' && { echo "FAIL: a temporary plot file was left in $work/ft"; exit 1; }
 
+echo "== finetune --resume into the same folder plots the whole run (7 + 3 steps)"
+"$tlaloc" finetune --resume "$work/ft" --data "$work/demo/train.jsonl" --out "$work/ft" \
+  --steps 10 >"$work/resume.out" 2>"$work/resume.err" || { cat "$work/resume.err"; exit 1; }
+check_svg "$work/ft/loss.svg" 10
+
 echo "== finetune interrupted with SIGINT mid-run"
 timeout -s INT 120 "$tlaloc" finetune --model "$work/demo/base" --data "$work/demo/train.jsonl" \
   --out "$work/int" --steps 100000 --batch 2 --seq-len 32 --print-every 1 \
@@ -73,8 +79,9 @@ echo "interrupted (exit $rc) after $logged logged steps; loss.svg valid with $po
 [ "$points" -le "$logged" ] || { echo "FAIL: more plotted points than logged steps"; exit 1; }
 
 echo "== headless Chromium"
-chromium=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$chromium" ]; then
+# $CHROMIUM picks another browser binary (a missing one checks the skip path).
+chromium=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
+if [ ! -x "$chromium" ]; then
   if [ "${CI:-}" = "true" ]; then echo "FAIL: CI=true and chromium is not installed"; exit 1; fi
   echo "SKIP: chromium is not installed (the SVG checks above passed)"
   exit 77
