@@ -4,7 +4,8 @@
 #    llama.cpp tokenizes exactly as Tlaloc does (checked through npm's node-llama-cpp);
 #  - a finetune of a checkpoint keeping its template in chat_template.jinja (copied to the output);
 #  - init-model's tiny Qwen3 (tokenizer_config.json with the Qwen3 chat template), whose template
-#    renders, in a Jinja engine (npm's @huggingface/jinja), what `tlaloc tokenize --chat` does.
+#    renders, in a Jinja engine (npm's @huggingface/jinja), what chat_test.cc expects of Tlaloc's
+#    RenderQwen3Chat and what `tlaloc tokenize --chat` encodes.
 # The node parts skip (exit 77) when the npm packages are missing; under CI=true they fail.
 # Usage: training_export_test.sh TLALOC SOURCE_DIR
 set -euo pipefail
@@ -90,6 +91,7 @@ assert g.get("tokenizer.chat_template") == c["chat_template"], "GGUF lacks the c
 assert g.get("tokenizer.ggml.eos_token_id") == 151645, g.get("tokenizer.ggml.eos_token_id")
 assert g.get("tokenizer.ggml.padding_token_id") == 151643, g.get("tokenizer.ggml.padding_token_id")
 EOF
+  "$node" "$here/chat_template_cases.mjs" "$node_modules" "$work/tiny/tokenizer_config.json"
   cat >"$work/render.mjs" <<'EOF'
 import fs from "node:fs";
 import { createRequire } from "node:module";
