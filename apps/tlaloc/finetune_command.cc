@@ -106,13 +106,16 @@ int RunFinetuneCommand(const FinetuneArgs &a) {
   };
   auto result = train::RunFinetune(a.options, **backend, on_step);
   if (!result.ok()) return Fail("finetune", result.status().message());
-  std::fprintf(stderr,
-               "tlaloc finetune: %zu steps in %s (%.0f tokens/s; setup %.1fs); "
-               "wrote %s (loss log %s, plot %s)\n",
-               result->steps.size(), Duration(result->train_seconds).c_str(),
-               result->tokens_per_second, result->setup_seconds, a.options.out_dir.c_str(),
-               std::string(train::kLossLogFile).c_str(),
-               (a.options.out_dir / train::kLossPlotFile).c_str());
+  if (!result->plot_error.empty())
+    std::fprintf(stderr, "tlaloc finetune: warning: no loss plot: %s\n",
+                 result->plot_error.c_str());
+  std::fprintf(
+      stderr,
+      "tlaloc finetune: %zu steps in %s (%.0f tokens/s; setup %.1fs); "
+      "wrote %s (loss log %s, plot %s)\n",
+      result->steps.size(), Duration(result->train_seconds).c_str(), result->tokens_per_second,
+      result->setup_seconds, a.options.out_dir.c_str(), std::string(train::kLossLogFile).c_str(),
+      result->plot_error.empty() ? (a.options.out_dir / train::kLossPlotFile).c_str() : "none");
   return kExitOk;
 }
 
@@ -319,7 +322,7 @@ int RunDemo(const DemoArgs &a) {
   for (const train::StepRecord &r : result->steps) points.push_back({r.step, r.loss, r.lr});
   const fs::path plot_path = tuned / train::kLossPlotFile;
   if (Status p = train::WriteLossSvg(plot_path, points, plot); !p.ok())
-    return Fail("finetune-demo", p.message());
+    std::fprintf(stderr, "finetune-demo: warning: no loss plot: %s\n", p.message().c_str());
   std::printf(
       "fine-tuned checkpoint: %s (try: tlaloc generate --model %s "
       "--chat \"%s\"); loss plot: %s\n",

@@ -226,9 +226,11 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
                            {"epoch", packer.epoch()}};
     log << line.dump() << "\n" << std::flush;
     points.push_back({step, record.loss, record.lr});
-    if (step == start_step + 1 || step == total_steps || step % plot_every == 0 ||
-        Seconds(last_plot) >= 1.0) {
-      TL_RETURN_IF_ERROR(WriteLossSvg(plot_path, points, plot));
+    if (result.plot_error.empty() && (step == start_step + 1 || step == total_steps ||
+                                      step % plot_every == 0 || Seconds(last_plot) >= 1.0)) {
+      // The plot is a view of the loss log: failing to draw it does not stop the training.
+      if (Status s = WriteLossSvg(plot_path, points, plot); !s.ok())
+        result.plot_error = s.message();
       last_plot = std::chrono::steady_clock::now();
     }
     if (on_step) on_step(record, total_steps);

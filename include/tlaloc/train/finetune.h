@@ -67,6 +67,8 @@ struct FinetuneResult {
   double train_seconds = 0;      // the steps only (no loading, compiling or saving)
   double setup_seconds = 0;      // loading data and model, building the trainer
   double tokens_per_second = 0;  // batch * seq_len tokens per second of train_seconds
+  // Why loss.svg could not be written, if it could not; the run carries on without the plot.
+  std::string plot_error;
 };
 
 // Called after every step with the step's record and the run's total step count.
