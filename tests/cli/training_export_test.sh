@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The checkpoints the training commands write export to GGUF with their chat template:
 #  - finetune-demo's base and fine-tuned ones (a byte-level tokenizer without merges), whose GGUF
-#    llama.cpp tokenizes exactly as Tlaloc does (checked through npm's node-llama-cpp);
+#    llama.cpp tokenizes exactly as Tlaloc does and answers with Tlaloc's greedy tokens (checked
+#    through npm's node-llama-cpp);
 #  - a finetune of a checkpoint keeping its template in chat_template.jinja (copied to the output);
 #  - init-model's tiny Qwen3 (tokenizer_config.json with the Qwen3 chat template), whose template
 #    renders, in a Jinja engine (npm's @huggingface/jinja), what chat_test.cc expects of Tlaloc's
@@ -24,8 +25,8 @@ kv() { python3 "$here/gguf_kv.py" "$1"; }
 key() { python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1])).get(sys.argv[2])))' "$1" "$2"; }
 
 echo "== finetune-demo checkpoints export"
-"$tlaloc" finetune-demo --out "$work/demo" --steps 3 --train-size 16 --held-out 1 --batch 2 \
-  --seq-len 32 >"$work/demo.out" 2>"$work/demo.err" || { cat "$work/demo.err"; exit 1; }
+"$tlaloc" finetune-demo --out "$work/demo" --steps 40 --train-size 64 --held-out 1 --batch 4 \
+  --seq-len 48 >"$work/demo.out" 2>"$work/demo.err" || { cat "$work/demo.err"; exit 1; }
 for which in base tuned; do
   "$tlaloc" export gguf "$work/demo/$which" "$work/$which.gguf" 2>"$work/export.err" ||
     { echo "FAIL: export of the demo's $which checkpoint"; cat "$work/export.err"; exit 1; }
@@ -73,6 +74,16 @@ if [ -n "$node" ] && [ -d "$node_modules/node-llama-cpp" ]; then
   echo "tlaloc:    $want"
   echo "llama.cpp: $got"
   [ -n "$want" ] && [ "$want" = "$got" ] || { echo "FAIL: the token ids differ"; exit 1; }
+  # And llama.cpp runs the fine-tuned model: its greedy answer is Tlaloc's.
+  "$tlaloc" generate --model "$work/demo/tuned" --chat abcd --max-new-tokens 8 --temperature 0 \
+    --json >"$work/gen.json" 2>"$work/gen.err" || { cat "$work/gen.err"; exit 1; }
+  prompt=$(python3 -c 'import json,sys; print(",".join(map(str, json.load(open(sys.argv[1]))["prompt_ids"])))' "$work/gen.json")
+  want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["generated_ids"])' "$work/gen.json")
+  "$node" "$src/tests/generate/llama_oracle.mjs" --model "$work/tuned.gguf" --tokens "$prompt" \
+    --generate 8 --node-modules "$node_modules" >"$work/llama_gen.json"
+  got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["greedy_ids"])' "$work/llama_gen.json")
+  echo "greedy: tlaloc $want, llama.cpp $got"
+  [ "$want" = "$got" ] || { echo "FAIL: llama.cpp's greedy tokens differ from Tlaloc's"; exit 1; }
 else
   missing+=" node-llama-cpp"
 fi
