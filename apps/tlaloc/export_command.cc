@@ -1,6 +1,6 @@
 // `tlaloc export gguf DIR OUT.gguf [--dtype f32|f16|bf16] [--name NAME]`: writes a Qwen3
 // checkpoint folder as a GGUF file for llama.cpp and Ollama. Exit status 0 on success, 1 when
-// the folder cannot be exported (the message names the problem).
+// the folder cannot be exported (the message names the problem), 2 for a bad --dtype.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -23,13 +23,13 @@ int RunExportGguf(const ExportGgufArgs& a) {
   auto dtype = ParseDtypeFlag(a.dtype, {ElementType::kF32, ElementType::kF16, ElementType::kBF16});
   if (!dtype.ok()) {
     std::fprintf(stderr, "tlaloc export gguf: %s\n", dtype.status().message().c_str());
-    return 1;
+    return kExitUsage;
   }
   if (*dtype) options.dtype = **dtype;
   auto summary = io::ExportQwen3Gguf(a.dir, a.out, options);
   if (!summary.ok()) {
     std::fprintf(stderr, "tlaloc export gguf: %s\n", summary.status().message().c_str());
-    return 1;
+    return kExitFailure;
   }
   std::fprintf(stderr,
                "tlaloc export gguf: wrote %s (%lld tensors, %.1f MB of weights, %lld tokens%s%s)\n",
@@ -38,7 +38,7 @@ int RunExportGguf(const ExportGgufArgs& a) {
                static_cast<long long>(summary->vocab_tokens),
                summary->tied_output ? ", head tied to the embedding" : "",
                summary->chat_template ? ", chat template" : "");
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace

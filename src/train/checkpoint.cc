@@ -18,8 +18,11 @@ using json = nlohmann::json;
 
 namespace {
 
-constexpr const char* kTokenizerFiles[] = {"tokenizer_config.json", "vocab.json", "merges.txt",
-                                           "special_tokens_map.json", "added_tokens.json"};
+// chat_template.jinja is where newer transformers keep the chat template (instead of
+// tokenizer_config.json); without it a fine-tuned model's GGUF export has no chat template.
+constexpr const char* kTokenizerFiles[] = {
+    "tokenizer_config.json",   "vocab.json",        "merges.txt",
+    "special_tokens_map.json", "added_tokens.json", "chat_template.jinja"};
 constexpr std::string_view kMasterPrefix = "master.";
 
 Status CheckWeightCount(const io::ModelConfig& config, size_t count) {

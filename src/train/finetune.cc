@@ -2,6 +2,8 @@
 #include "tlaloc/train/finetune.h"
 
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -10,6 +12,7 @@
 #include "tlaloc/tokenizer/tokenizer.h"
 #include "tlaloc/train/checkpoint.h"
 #include "tlaloc/train/data.h"
+#include "tlaloc/train/loss_plot.h"
 #include "tlaloc/train/trainer.h"
 
 namespace tlaloc::train {
@@ -31,25 +34,69 @@ Batch ToBatch(const TokenBatch& b) {
           Literal::FromVector<int32_t>({b.batch, b.seq_len}, b.labels)};
 }
 
-Status CheckOptions(const FinetuneOptions& o) {
-  if (o.data_path.empty()) return InvalidArgument("no data file given (--data FILE.jsonl)");
-  if (o.out_dir.empty()) return InvalidArgument("no output folder given (--out DIR)");
-  if (o.model_dir.empty() && o.resume_dir.empty())
-    return InvalidArgument("no model given (--model DIR, or --resume DIR)");
-  if (o.steps < 0) return InvalidArgument("--steps must be >= 0, got " + std::to_string(o.steps));
-  if (o.steps == 0 && o.epochs <= 0)
-    return InvalidArgument("--epochs must be >= 1, got " + std::to_string(o.epochs));
-  if (!(o.lr > 0)) return InvalidArgument("--lr must be > 0");
-  if (o.warmup_steps < 0) return InvalidArgument("--warmup must be >= 0");
-  if (o.weight_decay < 0) return InvalidArgument("--weight-decay must be >= 0");
-  return OkStatus();
+// Steps already in a loss log this run appends to (a resume into the same folder), so loss.svg
+// shows the whole run. Unreadable lines are skipped: the plot is a view, not the record.
+std::vector<LossPoint> LoggedPoints(const fs::path& log_path, int64_t before_step) {
+  std::vector<LossPoint> points;
+  std::ifstream in(log_path);
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) continue;
+    const int64_t step = j["step"].get<int64_t>();
+    if (step >= before_step) continue;
+    // A NaN loss is logged as null by nlohmann::json.
+    const double loss = j.contains("loss") && j["loss"].is_number() ? j["loss"].get<double>() : NAN;
+    const double lr = j.contains("lr") && j["lr"].is_number() ? j["lr"].get<double>() : 0.0;
+    points.push_back({step, loss, lr});
+  }
+  return points;
 }
 
 }  // namespace
 
+Status CheckFinetuneOptions(const FinetuneOptions& o, const io::ModelConfig* config) {
+  auto n = [](auto v) { return std::to_string(v); };
+  auto g = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%g", v);
+    return std::string(buf);
+  };
+  if (o.data_path.empty()) return InvalidArgument("no data file given (--data FILE.jsonl)");
+  if (o.out_dir.empty()) return InvalidArgument("no output folder given (--out DIR)");
+  if (o.model_dir.empty() && o.resume_dir.empty())
+    return InvalidArgument("no model given (--model DIR, or --resume DIR)");
+  if (o.steps < 0) return InvalidArgument("--steps must be >= 1, got " + n(o.steps));
+  if (o.steps == 0 && o.epochs <= 0)
+    return InvalidArgument("--epochs must be >= 1, got " + n(o.epochs));
+  if (o.batch < 1) return InvalidArgument("--batch must be >= 1, got " + n(o.batch));
+  if (o.seq_len < 2)
+    return InvalidArgument("--seq-len must be >= 2 (an input token and its label), got " +
+                           n(o.seq_len));
+  if (config && o.seq_len > config->max_position_embeddings)
+    return InvalidArgument("--seq-len " + n(o.seq_len) + " is beyond the model's " +
+                           "max_position_embeddings of " + n(config->max_position_embeddings));
+  if (!std::isfinite(o.lr) || !(o.lr > 0))
+    return InvalidArgument("--lr must be a finite number > 0, got " + g(o.lr));
+  if (o.warmup_steps < 0) return InvalidArgument("--warmup must be >= 0, got " + n(o.warmup_steps));
+  if (o.schedule_steps < 0)
+    return InvalidArgument("--schedule-steps must be >= 1, got " + n(o.schedule_steps));
+  // The schedule the warmup belongs to: --schedule-steps, else the run's --steps.
+  const int64_t span = o.schedule_steps > 0 ? o.schedule_steps : o.steps;
+  if (span > 0 && o.warmup_steps > span)
+    return InvalidArgument("--warmup " + n(o.warmup_steps) + " is longer than the run (" +
+                           (o.schedule_steps > 0 ? "--schedule-steps " : "--steps ") + n(span) +
+                           "); the learning rate would never reach --lr");
+  if (!std::isfinite(o.weight_decay) || o.weight_decay < 0)
+    return InvalidArgument("--weight-decay must be a finite number >= 0, got " + g(o.weight_decay));
+  if (!std::isfinite(o.grad_clip_norm) || o.grad_clip_norm < 0)
+    return InvalidArgument("--grad-clip must be a finite number >= 0 (0: no clipping), got " +
+                           g(o.grad_clip_norm));
+  return OkStatus();
+}
+
 StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend& backend,
                                      const StepCallback& on_step) {
-  TL_RETURN_IF_ERROR(CheckOptions(options_in));
+  TL_RETURN_IF_ERROR(CheckFinetuneOptions(options_in));
   FinetuneOptions options = options_in;
   const auto setup_start = std::chrono::steady_clock::now();
   const fs::path model_dir = options.model_dir.empty() ? options.resume_dir : options.model_dir;
@@ -77,6 +124,7 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
     if (options.schedule_steps == 0 && saved.total_steps >= options.steps)
       options.schedule_steps = saved.total_steps;
   }
+  TL_RETURN_IF_ERROR(CheckFinetuneOptions(options, &config));
 
   TL_ASSIGN_OR_RETURN(Tokenizer tokenizer, Tokenizer::FromFile((model_dir / "tokenizer.json")));
   TL_ASSIGN_OR_RETURN(int32_t eot, EndOfTextId(tokenizer));
@@ -97,6 +145,10 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
 
   const int64_t total_steps =
       options.steps > 0 ? options.steps : options.epochs * packer.batches_per_epoch();
+  if (options.schedule_steps == 0 && options.warmup_steps > total_steps)
+    return InvalidArgument("--warmup " + std::to_string(options.warmup_steps) +
+                           " is longer than the run (" + std::to_string(total_steps) +
+                           " steps); the learning rate would never reach --lr");
   TrainOptions train_options;
   train_options.adamw.lr = options.lr;
   train_options.adamw.weight_decay = options.weight_decay;
@@ -132,6 +184,19 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
   std::ofstream log(options.out_dir / kLossLogFile, append_log ? std::ios::app : std::ios::trunc);
   if (!log) return InvalidArgument("cannot write " + (options.out_dir / kLossLogFile).string());
 
+  // loss.svg: redrawn on the first step, every `plot_every` steps, at least once a second and
+  // at the end, so a browser shows the run as it goes (at most ~50 + 1/s redraws of O(steps)).
+  const fs::path plot_path = options.out_dir / kLossPlotFile;
+  LossPlotOptions plot;
+  plot.title = options.plot_title.empty()
+                   ? "tlaloc finetune: " + options.data_path.filename().string()
+                   : options.plot_title;
+  plot.total_steps = total_steps;
+  std::vector<LossPoint> points;
+  if (append_log) points = LoggedPoints(options.out_dir / kLossLogFile, start_step + 1);
+  const int64_t plot_every = std::max<int64_t>(1, (total_steps - start_step) / 50);
+  auto last_plot = std::chrono::steady_clock::now();
+
   FinetuneResult result;
   result.first_step = start_step + 1;
   result.total_steps = total_steps;
@@ -160,6 +225,14 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
                            {"seconds", record.seconds},
                            {"epoch", packer.epoch()}};
     log << line.dump() << "\n" << std::flush;
+    points.push_back({step, record.loss, record.lr});
+    if (result.plot_error.empty() && (step == start_step + 1 || step == total_steps ||
+                                      step % plot_every == 0 || Seconds(last_plot) >= 1.0)) {
+      // The plot is a view of the loss log: failing to draw it does not stop the training.
+      if (Status s = WriteLossSvg(plot_path, points, plot); !s.ok())
+        result.plot_error = s.message();
+      last_plot = std::chrono::steady_clock::now();
+    }
     if (on_step) on_step(record, total_steps);
   }
   result.tokens_per_second = result.train_seconds > 0 ? tokens / result.train_seconds : 0;

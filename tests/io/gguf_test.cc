@@ -308,6 +308,29 @@ TEST(GgufExport, TiedHeadAndDtypeKeepNormsF32) {
   EXPECT_EQ(g->Find("general.file_type")->integer, 1);
 }
 
+// finetune-demo's kind of tokenizer: ByteLevel alone (no regex split) and no merges. Every byte
+// is its own token whatever llama.cpp splits on, so it exports; with merges it would not.
+TEST(GgufExport, ByteLevelTokenizerWithoutMergesExports) {
+  TempDir dir;
+  WriteFolder(dir.path(), SmallConfig(false), ElementType::kF32);
+  auto bytes_only = nlohmann::json::parse(SmallTokenizerJson());
+  bytes_only["pre_tokenizer"] = {{"type", "ByteLevel"}, {"use_regex", false}};
+  bytes_only["model"]["merges"] = nlohmann::json::array();
+  WriteText(dir / "tokenizer.json", bytes_only.dump());
+  auto summary = ExportQwen3Gguf(dir.path(), dir / "m.gguf");
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  const auto image = ReadBytes(dir / "m.gguf");
+  auto g = ParseGguf(image, "m.gguf");
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(g->Find("tokenizer.ggml.pre")->text, "qwen2");
+  EXPECT_TRUE(g->Find("tokenizer.ggml.merges")->texts.empty());
+
+  bytes_only["model"]["merges"] = nlohmann::json::array({"a b"});
+  WriteText(dir / "tokenizer.json", bytes_only.dump());
+  EXPECT_ERROR_CONTAINS(ExportQwen3Gguf(dir.path(), dir / "m.gguf"), "pre-tokenizer",
+                        "finetune-demo");
+}
+
 TEST(GgufExport, BadInputNamesTheProblem) {
   TempDir dir;
   const ModelConfig c = SmallConfig(false);

@@ -28,7 +28,17 @@ struct InitOptions {
   ElementType dtype = ElementType::kF32;
   // Copied into the folder when non-empty.
   std::filesystem::path tokenizer_json;
+  // With a tokenizer: also write tokenizer_config.json (Qwen3TokenizerConfigJson), so the chat
+  // template travels with the checkpoint (GGUF export, transformers).
+  bool write_tokenizer_config = true;
 };
+
+// Qwen3's chat template in Jinja, rendering what RenderQwen3Chat (tlaloc/tokenizer/chat.h) does.
+std::string Qwen3ChatTemplate();
+
+// tokenizer_config.json for a Qwen3-style tokenizer.json: eos <|im_end|>, pad <|endoftext|>, no
+// BOS, model_max_length from `config`, and Qwen3ChatTemplate().
+std::string Qwen3TokenizerConfigJson(const io::ModelConfig& config);
 
 // Writes a Hugging Face folder: model.safetensors (the tensors as given), config.json,
 // generation_config.json, and a copy of `tokenizer_json` when it is non-empty.
@@ -37,7 +47,8 @@ Status WriteModelFolder(const io::ModelConfig& config, const std::filesystem::pa
                         const io::GenerationConfig& generation,
                         const std::filesystem::path& tokenizer_json);
 
-// Writes config.json, model.safetensors, generation_config.json (and tokenizer.json).
+// Writes config.json, model.safetensors, generation_config.json (and tokenizer.json plus
+// tokenizer_config.json).
 Status WriteRandomCheckpoint(const io::ModelConfig& config, const std::filesystem::path& dir,
                              const InitOptions& options);
 

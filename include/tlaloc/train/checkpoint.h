@@ -26,7 +26,7 @@ inline constexpr std::string_view kTrainerStateFile = "trainer_state.json";
 // Writes `weights` (models::WeightSpecs order, any float type) converted to `dtype` into `out`
 // as a Hugging Face folder; generation_config.json and the tokenizer files
 // (tokenizer.json, tokenizer_config.json, vocab.json, merges.txt, special_tokens_map.json,
-// added_tokens.json) are copied from `source_dir` where present.
+// added_tokens.json, chat_template.jinja) are copied from `source_dir` where present.
 Status SaveModelFolder(const std::filesystem::path& out, const std::filesystem::path& source_dir,
                        const io::ModelConfig& config, std::span<const Literal> weights,
                        ElementType dtype);

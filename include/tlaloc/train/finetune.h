@@ -17,6 +17,7 @@
 namespace tlaloc::train {
 
 inline constexpr std::string_view kLossLogFile = "loss_log.jsonl";
+// Beside the loss log: loss.svg (see loss_plot.h), rewritten every few steps during the run.
 
 struct FinetuneOptions {
   std::filesystem::path model_dir;  // may be empty when resuming: the resume folder is used
@@ -38,7 +39,16 @@ struct FinetuneOptions {
   double weight_decay = 0.0;
   double grad_clip_norm = 1.0;
   uint64_t seed = 0;
+  // Title of out_dir/loss.svg (empty: "tlaloc finetune" and the data file's name).
+  std::string plot_title;
 };
+
+// The settings' ranges, each error naming its flag: batch >= 1, seq_len >= 2, lr finite and > 0,
+// warmup within the run, grad clip and weight decay finite and >= 0, steps >= 0 (0: epochs).
+// With `config`, seq_len must also fit its max_position_embeddings. RunFinetune checks these
+// too; the CLI calls it first so a bad value is a usage error.
+Status CheckFinetuneOptions(const FinetuneOptions& options,
+                            const io::ModelConfig* config = nullptr);
 
 struct StepRecord {
   int64_t step = 0;  // 1-based
@@ -57,6 +67,8 @@ struct FinetuneResult {
   double train_seconds = 0;      // the steps only (no loading, compiling or saving)
   double setup_seconds = 0;      // loading data and model, building the trainer
   double tokens_per_second = 0;  // batch * seq_len tokens per second of train_seconds
+  // Why loss.svg could not be written, if it could not; the run carries on without the plot.
+  std::string plot_error;
 };
 
 // Called after every step with the step's record and the run's total step count.

@@ -1,0 +1,21 @@
+# CLI tests of the training commands (finetune, finetune-demo, init-model, export gguf); included
+# from tests/CMakeLists.txt. Each takes well under a minute on two cores.
+
+# Bad flag values are usage errors (exit 2) naming the flag, and write nothing.
+add_test(NAME cli.training_flags
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/training_flags_test.sh $<TARGET_FILE:tlaloc_cli>)
+set_tests_properties(cli.training_flags PROPERTIES LABELS cli TIMEOUT 120)
+
+# loss.svg: one point per step, valid after SIGINT, drawn by headless Chromium (the screenshot is
+# kept in the build folder's test_artefacts/). Skips (77) without chromium unless CI=true.
+add_test(NAME cli.training_loss_svg
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/training_loss_svg_test.sh $<TARGET_FILE:tlaloc_cli>
+          ${PROJECT_BINARY_DIR}/test_artefacts)
+set_tests_properties(cli.training_loss_svg PROPERTIES LABELS cli SKIP_RETURN_CODE 77 TIMEOUT 180)
+
+# GGUF export of finetune-demo's, finetune's and init-model's checkpoints with their chat
+# template; llama.cpp's tokenization of the demo's GGUF. Skips (77) without the npm packages.
+add_test(NAME cli.training_export
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/training_export_test.sh $<TARGET_FILE:tlaloc_cli>
+          ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.training_export PROPERTIES LABELS cli SKIP_RETURN_CODE 77 TIMEOUT 180)
