@@ -32,6 +32,7 @@ struct ChatArgs {
   std::optional<int64_t> max_new_tokens, top_k, ctx_size;
   std::optional<double> temperature, top_p;
   std::optional<uint64_t> seed;
+  std::optional<int> threads;
 };
 
 enum class ReadResult { kLine, kEnd, kInterrupted };
@@ -69,6 +70,9 @@ int RunChat(const ChatArgs& a) {
   if (a.max_new_tokens && *a.max_new_tokens < 1)
     return fail("--max-new-tokens: expected >= 1", kExitUsage);
   if (a.ctx_size && *a.ctx_size < 2) return fail("--ctx-size: expected >= 2", kExitUsage);
+  if (Status t = ApplyThreads(a.threads); !t.ok()) return fail(t.message(), kExitUsage);
+  auto model = ResolveModelFlag(a.model);
+  if (!model.ok()) return fail(model.status().message(), ExitCodeForFlagError(model.status()));
   auto choice = BackendChoiceFromFlag(a.target);
   if (!choice.ok()) return fail(choice.status().message(), kExitUsage);
   auto dtype = ParseDtypeFlag(a.dtype);
@@ -77,7 +81,7 @@ int RunChat(const ChatArgs& a) {
   if (!backend.ok())
     return fail("target " + choice->ToString() + ": " + backend.status().message());
   std::fprintf(stderr, "tlaloc chat: loading %s\n", a.model.c_str());
-  auto gen = generate::TextGenerator::Load(a.model, *dtype, std::move(*backend));
+  auto gen = generate::TextGenerator::Load(*model, *dtype, std::move(*backend));
   if (!gen.ok()) return fail(gen.status().message());
 
   struct sigaction sa {};
@@ -166,7 +170,8 @@ int RunChat(const ChatArgs& a) {
 void RegisterChatCommand(CLI::App& app) {
   auto args = std::make_shared<ChatArgs>();
   auto* cmd = app.add_subcommand("chat", "Chat with a Qwen3 checkpoint in the terminal");
-  cmd->add_option("-m,--model", args->model, "Hugging Face model folder")->required();
+  AddModelOption(cmd, &args->model);
+  AddThreadsOption(cmd, &args->threads);
   cmd->add_option("--system", args->system, "a system message that starts the conversation");
   cmd->add_flag("--no-think", args->no_think, "answer without reasoning (an empty think block)");
   cmd->add_flag("--show-thinking", args->show_thinking,

@@ -34,6 +34,7 @@ struct GenerateArgs {
   std::optional<int64_t> max_new_tokens, top_k, ctx_size;
   std::optional<double> temperature, top_p;
   std::optional<uint64_t> seed;
+  std::optional<int> threads;
   std::vector<std::string> stop;
   bool json = false;
 };
@@ -119,7 +120,11 @@ int RunGenerate(const GenerateArgs& a) {
   if (!choice.ok()) return fail(choice.status().message(), kExitUsage);
   auto dtype = ParseDtypeFlag(a.dtype);
   if (!dtype.ok()) return fail(dtype.status().message(), kExitUsage);
-  const fs::path dir = a.model;
+  if (Status t = ApplyThreads(a.threads); !t.ok()) return fail(t.message(), kExitUsage);
+  auto resolved = ResolveModelFlag(a.model);
+  if (!resolved.ok())
+    return fail(resolved.status().message(), ExitCodeForFlagError(resolved.status()));
+  const fs::path dir = *resolved;
   double t0 = Seconds();
   KernelSetup kernel_setup;
   StatusOr<std::unique_ptr<Backend>> backend = std::unique_ptr<Backend>();
@@ -250,7 +255,8 @@ int RunGenerate(const GenerateArgs& a) {
 void RegisterGenerateCommand(CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
   auto* cmd = app.add_subcommand("generate", "Generate text with a Qwen3 checkpoint");
-  cmd->add_option("-m,--model", args->model, "Hugging Face model folder")->required();
+  AddModelOption(cmd, &args->model);
+  AddThreadsOption(cmd, &args->threads);
   cmd->add_option("-p,--prompt", args->prompt, "prompt text (default: stdin)");
   cmd->add_option("--chat", args->chat, "a user message, rendered with the Qwen3 chat template");
   cmd->add_option("--system", args->system, "a system message before --chat");
