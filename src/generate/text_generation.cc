@@ -13,104 +13,6 @@ uint64_t RandomSeed() {
   return (static_cast<uint64_t>(rd()) << 32) ^ rd();
 }
 
-// Routes decoded pieces to reasoning or content, holds back text that may start a stop string,
-// and notices a completed stop string.
-class ReplyStream {
- public:
-  ReplyStream(const Tokenizer& tok, std::optional<int32_t> think_open,
-              std::optional<int32_t> think_close, const std::vector<std::string>& stops,
-              const TextCallback& on_text, TextResult& result)
-      : decoder_(tok, Options()),
-        think_open_(think_open),
-        think_close_(think_close),
-        stops_(stops),
-        on_text_(on_text),
-        result_(result) {}
-
-  // False when the token could not be decoded (the error is kept in result.error).
-  bool Push(int32_t id) {
-    if (think_open_ && id == *think_open_ && !in_think_) {
-      in_think_ = true;
-      return true;
-    }
-    if (think_close_ && id == *think_close_ && in_think_) {
-      Emit(TextPart::kReasoning, decoder_.Finish());
-      in_think_ = false;
-      strip_newlines_ = true;  // the template puts "\n\n" between the think block and reply
-      return true;
-    }
-    auto piece = decoder_.Push(id);
-    if (!piece.ok()) {
-      result_.error = piece.status();
-      return false;
-    }
-    Route(*piece);
-    return true;
-  }
-
-  // The rest at the end: bytes of an unfinished character, text held back for a stop string.
-  void Finish() {
-    Route(decoder_.Finish());
-    if (!stopped_ && !pending_.empty()) Emit(TextPart::kContent, pending_);
-    pending_.clear();
-  }
-
-  bool stopped() const { return stopped_; }
-
- private:
-  static DecodeOptions Options() {
-    DecodeOptions o;
-    o.skip_special_tokens = true;
-    o.skip_unknown_ids = true;
-    return o;
-  }
-
-  void Route(std::string piece) {
-    if (piece.empty() || stopped_) return;
-    if (in_think_) {
-      Emit(TextPart::kReasoning, piece);
-      return;
-    }
-    if (strip_newlines_) {
-      size_t n = piece.find_first_not_of('\n');
-      piece.erase(0, n == std::string::npos ? piece.size() : n);
-      if (piece.empty()) return;
-      strip_newlines_ = false;
-    }
-    pending_ += piece;
-    // A stop string can only begin inside pending_: every suffix of the emitted text that
-    // could start one was held back.
-    size_t first = std::string::npos;
-    for (const std::string& s : stops_) {
-      if (s.empty()) continue;
-      first = std::min(first, pending_.find(s));
-    }
-    if (first != std::string::npos) {
-      Emit(TextPart::kContent, pending_.substr(0, first));
-      pending_.clear();
-      stopped_ = true;
-      return;
-    }
-    const size_t hold = StopPrefixHeldBack(pending_, stops_);
-    Emit(TextPart::kContent, pending_.substr(0, pending_.size() - hold));
-    pending_.erase(0, pending_.size() - hold);
-  }
-
-  void Emit(TextPart part, const std::string& text) {
-    if (text.empty()) return;
-    (part == TextPart::kReasoning ? result_.reasoning : result_.content) += text;
-    if (on_text_) on_text_(part, text);
-  }
-
-  StreamDecoder decoder_;
-  std::optional<int32_t> think_open_, think_close_;
-  const std::vector<std::string>& stops_;
-  const TextCallback& on_text_;
-  TextResult& result_;
-  bool in_think_ = false, strip_newlines_ = false, stopped_ = false;
-  std::string pending_;
-};
-
 }  // namespace
 
 size_t StopPrefixHeldBack(std::string_view text, const std::vector<std::string>& stops) {
@@ -125,6 +27,87 @@ size_t StopPrefixHeldBack(std::string_view text, const std::vector<std::string>&
     }
   }
   return best;
+}
+
+ReplySplitter::ReplySplitter(const Tokenizer& tok, std::optional<int32_t> think_open,
+                             std::optional<int32_t> think_close,
+                             const std::vector<std::string>& stops, const TextCallback& on_text,
+                             TextResult& result)
+    : decoder_(tok, DecoderOptions()),
+      think_open_(think_open),
+      think_close_(think_close),
+      stops_(stops),
+      on_text_(on_text),
+      result_(result) {}
+
+DecodeOptions ReplySplitter::DecoderOptions() {
+  DecodeOptions o;
+  o.skip_special_tokens = true;
+  o.skip_unknown_ids = true;
+  return o;
+}
+
+bool ReplySplitter::Push(int32_t id) {
+  if (think_open_ && id == *think_open_ && !in_think_) {
+    in_think_ = true;
+    return true;
+  }
+  if (think_close_ && id == *think_close_ && in_think_) {
+    Emit(TextPart::kReasoning, decoder_.Finish());
+    in_think_ = false;
+    strip_newlines_ = true;  // the template puts "\n\n" between the think block and reply
+    return true;
+  }
+  auto piece = decoder_.Push(id);
+  if (!piece.ok()) {
+    result_.error = piece.status();
+    return false;
+  }
+  Route(*piece);
+  return true;
+}
+
+void ReplySplitter::Finish() {
+  Route(decoder_.Finish());
+  if (!stopped_ && !pending_.empty()) Emit(TextPart::kContent, pending_);
+  pending_.clear();
+}
+
+void ReplySplitter::Route(std::string piece) {
+  if (piece.empty() || stopped_) return;
+  if (in_think_) {
+    Emit(TextPart::kReasoning, piece);
+    return;
+  }
+  if (strip_newlines_) {
+    size_t n = piece.find_first_not_of('\n');
+    piece.erase(0, n == std::string::npos ? piece.size() : n);
+    if (piece.empty()) return;
+    strip_newlines_ = false;
+  }
+  pending_ += piece;
+  // A stop string can only begin inside pending_: every suffix of the emitted text that could
+  // start one was held back.
+  size_t first = std::string::npos;
+  for (const std::string& s : stops_) {
+    if (s.empty()) continue;
+    first = std::min(first, pending_.find(s));
+  }
+  if (first != std::string::npos) {
+    Emit(TextPart::kContent, pending_.substr(0, first));
+    pending_.clear();
+    stopped_ = true;
+    return;
+  }
+  const size_t hold = StopPrefixHeldBack(pending_, stops_);
+  Emit(TextPart::kContent, pending_.substr(0, pending_.size() - hold));
+  pending_.erase(0, pending_.size() - hold);
+}
+
+void ReplySplitter::Emit(TextPart part, const std::string& text) {
+  if (text.empty()) return;
+  (part == TextPart::kReasoning ? result_.reasoning : result_.content) += text;
+  if (on_text_) on_text_(part, text);
 }
 
 StatusOr<std::unique_ptr<TextGenerator>> TextGenerator::Load(const std::filesystem::path& dir,
@@ -221,7 +204,7 @@ StatusOr<TextResult> TextGenerator::Run(const TextRequest& request, const TextCa
   for (int64_t id : generator_->config().eos_token_ids) opts.eos_token_ids.push_back(id);
   opts.pad_token_id = static_cast<int32_t>(generation_config_.pad_token_id.value_or(0));
 
-  ReplyStream stream(tokenizer_, think_open_, think_close_, request.stop, on_text, result);
+  ReplySplitter stream(tokenizer_, think_open_, think_close_, request.stop, on_text, result);
   bool was_cancelled = false, decode_failed = false;
   opts.stop_requested = [&](size_t) {
     if (cancelled && cancelled()) was_cancelled = true;

@@ -79,4 +79,22 @@ echo "ok: budget capped to the context"
 "$tlaloc" generate -m "$MODEL" --chat Hi -n 4 --temp 1 >"$WORK/t.out" 2>"$WORK/t.err"
 grep -Eq "seed [0-9]+" "$WORK/t.err" || { cat "$WORK/t.err"; fail "random seed not printed"; }
 json_field "$WORK/g.json" "'reasoning_content' in j" | grep -q True || fail "no reasoning_content"
+
+# 7. --raw parses control tokens written in the prompt; without it they stay text.
+"$tlaloc" generate -m "$MODEL" --raw --prompt "<|im_start|>user" -n 1 --json >"$WORK/raw.json" 2>/dev/null
+"$tlaloc" generate -m "$MODEL" --prompt "<|im_start|>user" -n 1 --json >"$WORK/text.json" 2>/dev/null
+[ "$(json_field "$WORK/raw.json" "j['prompt_ids'][0]")" = 151644 ] || fail "--raw did not parse <|im_start|>"
+[ "$(json_field "$WORK/text.json" "151644 in j['prompt_ids']")" = False ] || fail "plain prompt parsed <|im_start|>"
+echo "ok: --raw"
+
+# 8. --system and --no-think reach the chat template.
+"$tlaloc" generate -m "$MODEL" --chat Hi --system "Be brief" --no-think -n 1 --json >"$WORK/sys.json" 2>/dev/null
+"$tlaloc" tokenize --tokenizer "$MODEL/tokenizer.json" --chat --system "Be brief" --no-think --ids Hi >"$WORK/sys.ids"
+python3 - "$WORK/sys.json" "$WORK/sys.ids" <<'PY'
+import json, re, sys
+got = json.load(open(sys.argv[1]))["prompt_ids"]
+want = [int(x) for x in re.findall(r"-?\d+", open(sys.argv[2]).read())]
+assert got == want, (got, want)
+PY
+echo "ok: --system and --no-think render as tokenize --chat does"
 echo "PASS"

@@ -57,6 +57,36 @@ struct TextResult {
 // Called with each piece of decoded text as it becomes final.
 using TextCallback = std::function<void(TextPart part, std::string_view text)>;
 
+// Routes a reply's decoded tokens: text inside <think>...</think> to reasoning, the rest to
+// content (the newlines after </think> dropped); holds back text that may start a stop string and
+// ends the content before the first stop string. Each piece goes to `on_text` once final and is
+// appended to `result`'s reasoning or content.
+class ReplySplitter {
+ public:
+  ReplySplitter(const Tokenizer& tok, std::optional<int32_t> think_open,
+                std::optional<int32_t> think_close, const std::vector<std::string>& stops,
+                const TextCallback& on_text, TextResult& result);
+  // False when the token could not be decoded (the error is kept in result.error).
+  bool Push(int32_t id);
+  // The rest at the end: bytes of an unfinished character, text held back for a stop string.
+  void Finish();
+  // True once a stop string was seen: nothing more is emitted.
+  bool stopped() const { return stopped_; }
+
+ private:
+  static DecodeOptions DecoderOptions();
+  void Route(std::string piece);
+  void Emit(TextPart part, const std::string& text);
+
+  StreamDecoder decoder_;
+  std::optional<int32_t> think_open_, think_close_;
+  const std::vector<std::string>& stops_;
+  const TextCallback& on_text_;
+  TextResult& result_;
+  bool in_think_ = false, strip_newlines_ = false, stopped_ = false;
+  std::string pending_;
+};
+
 class TextGenerator {
  public:
   // Loads weights, tokenizer.json and generation_config.json from a checkpoint folder.
