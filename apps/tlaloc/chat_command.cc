@@ -15,6 +15,7 @@
 
 #include "cli_options.h"
 #include "commands.h"
+#include "request_options.h"
 #include "tlaloc/generate/text_generation.h"
 #include "tlaloc/pjrt/pjrt_backend.h"
 
@@ -27,11 +28,8 @@ std::atomic<bool> g_interrupted{false};
 void OnInterrupt(int) { g_interrupted.store(true); }
 
 struct ChatArgs {
-  std::string model, system, dtype, target;
-  bool no_think = false, show_thinking = false;
-  std::optional<int64_t> max_new_tokens, top_k, ctx_size;
-  std::optional<double> temperature, top_p;
-  std::optional<uint64_t> seed;
+  std::string model, dtype, target;
+  RequestFlags request;
   std::optional<int> threads;
 };
 
@@ -62,14 +60,8 @@ int RunChat(const ChatArgs& a) {
     std::fprintf(stderr, "tlaloc chat: %s\n", msg.c_str());
     return code;
   };
-  if (a.temperature && (!std::isfinite(*a.temperature) || *a.temperature < 0))
-    return fail("--temperature: expected a finite number >= 0 (0 is greedy)", kExitUsage);
-  if (a.top_p && (!std::isfinite(*a.top_p) || *a.top_p <= 0 || *a.top_p > 1))
-    return fail("--top-p: expected a number in (0, 1]", kExitUsage);
-  if (a.top_k && *a.top_k < 0) return fail("--top-k: expected >= 0 (0: all)", kExitUsage);
-  if (a.max_new_tokens && *a.max_new_tokens < 1)
-    return fail("--max-new-tokens: expected >= 1", kExitUsage);
-  if (a.ctx_size && *a.ctx_size < 2) return fail("--ctx-size: expected >= 2", kExitUsage);
+  if (Status flags = CheckRequestFlags(a.request); !flags.ok())
+    return fail(flags.message(), kExitUsage);
   if (Status t = ApplyThreads(a.threads); !t.ok()) return fail(t.message(), kExitUsage);
   auto model = ResolveModelFlag(a.model);
   if (!model.ok()) return fail(model.status().message(), ExitCodeForFlagError(model.status()));
@@ -91,13 +83,14 @@ int RunChat(const ChatArgs& a) {
   sigaction(SIGINT, &sa, nullptr);
 
   const bool tty = isatty(fileno(stdout));
-  const uint64_t base_seed = a.seed ? *a.seed : std::random_device{}();
+  const uint64_t base_seed = a.request.seed ? *a.request.seed : std::random_device{}();
   std::fprintf(stderr,
                "tlaloc chat: ready (seed %llu). Type a message; /reset starts over, /exit or "
                "Ctrl-D quits, Ctrl-C stops a reply.\n",
                static_cast<unsigned long long>(base_seed));
   std::vector<ChatMessage> history;
-  if (!a.system.empty()) history.push_back({"system", a.system, std::nullopt});
+  const std::string& system = a.request.system;
+  if (!system.empty()) history.push_back({"system", system, std::nullopt});
   uint64_t turn = 0;
   std::string line;
   while (true) {
@@ -112,7 +105,7 @@ int RunChat(const ChatArgs& a) {
     if (line.empty()) continue;
     if (line == "/exit" || line == "/quit") break;
     if (line == "/reset") {
-      history.resize(a.system.empty() ? 0 : 1);
+      history.resize(system.empty() ? 0 : 1);
       std::fputs("(conversation cleared)\n", stdout);
       continue;
     }
@@ -123,17 +116,13 @@ int RunChat(const ChatArgs& a) {
     history.push_back({"user", line, std::nullopt});
     generate::TextRequest request;
     request.messages = history;
-    if (a.no_think) request.enable_thinking = false;
-    request.max_new_tokens = a.max_new_tokens.value_or(1024);
-    request.temperature = a.temperature;
-    request.top_k = a.top_k;
-    request.top_p = a.top_p;
+    ApplyRequestFlags(a.request, &request);
+    if (!a.request.max_new_tokens) request.max_new_tokens = 1024;
     request.seed = base_seed + turn++;
-    request.max_context = a.ctx_size.value_or(0);
     bool in_reasoning = false;
     auto on_text = [&](generate::TextPart part, std::string_view piece) {
       if (part == generate::TextPart::kReasoning) {
-        if (!a.show_thinking) return;
+        if (!a.request.show_thinking) return;
         if (!in_reasoning && tty) std::fputs("\x1b[2m", stdout);
         in_reasoning = true;
       } else if (in_reasoning) {
@@ -172,19 +161,9 @@ void RegisterChatCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("chat", "Chat with a Qwen3 checkpoint in the terminal");
   AddModelOption(cmd, &args->model);
   AddThreadsOption(cmd, &args->threads);
-  cmd->add_option("--system", args->system, "a system message that starts the conversation");
-  cmd->add_flag("--no-think", args->no_think, "answer without reasoning (an empty think block)");
-  cmd->add_flag("--show-thinking", args->show_thinking,
-                "print the model's <think> reasoning (dimmed); hidden by default");
-  cmd->add_option("-n,--max-new-tokens", args->max_new_tokens,
-                  "token budget per reply (default: 1024, capped to the context)");
-  cmd->add_option("--temp,--temperature", args->temperature,
-                  "sampling temperature, 0 is greedy (default: generation_config.json)");
-  cmd->add_option("--top-k", args->top_k, "keep the k most likely tokens (0: all)");
-  cmd->add_option("--top-p", args->top_p, "nucleus sampling mass, in (0, 1]");
-  cmd->add_option("-s,--seed", args->seed, "sampling seed of the first reply (default: random)");
-  cmd->add_option("-c,--ctx-size", args->ctx_size,
-                  "context size in tokens for the whole conversation (default: the model's)");
+  AddRequestOptions(cmd, &args->request,
+                    "token budget per reply (default: 1024, capped to the context)",
+                    "sampling seed of the first reply (default: random, printed)");
   cmd->add_option("--dtype", args->dtype, "f32 or bf16 (default: as stored)");
   AddTargetOption(cmd, &args->target);
   cmd->callback([args] { SetExitCode(RunChat(*args)); });

@@ -14,6 +14,7 @@
 
 #include "cli_options.h"
 #include "commands.h"
+#include "request_options.h"
 #include "tlaloc/generate/text_generation.h"
 #include "tlaloc/kernels/kernelize.h"
 #include "tlaloc/pjrt/pjrt_backend.h"
@@ -28,23 +29,14 @@ namespace {
 namespace fs = std::filesystem;
 
 struct GenerateArgs {
-  std::string model, prompt, chat, system, dtype, target;
+  std::string model, prompt, chat, dtype, target;
   std::string kernels, kernels_lock;
-  bool trust_kernels = false, no_think = false, raw = false, show_thinking = false;
-  std::optional<int64_t> max_new_tokens, top_k, ctx_size;
-  std::optional<double> temperature, top_p;
-  std::optional<uint64_t> seed;
+  bool trust_kernels = false, raw = false;
+  RequestFlags request;
   std::optional<int> threads;
   std::vector<std::string> stop;
   bool json = false;
 };
-
-// A flag's number as the user would read it back ("nan", "-1", "0.5").
-std::string FlagNumber(double v) {
-  std::ostringstream o;
-  o << v;
-  return o.str();
-}
 
 double Seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -90,21 +82,10 @@ Status CheckFlags(const GenerateArgs& a) {
     return InvalidArgument("give at most one of --prompt and --chat");
   if (a.raw && !a.chat.empty())
     return InvalidArgument("--raw applies to --prompt text; --chat is rendered by the template");
-  if ((!a.system.empty() || a.no_think) && a.chat.empty())
-    return InvalidArgument(std::string(a.no_think ? "--no-think" : "--system") +
+  if ((!a.request.system.empty() || a.request.no_think) && a.chat.empty())
+    return InvalidArgument(std::string(a.request.no_think ? "--no-think" : "--system") +
                            " needs --chat (a plain prompt has no chat template)");
-  if (a.temperature && (!std::isfinite(*a.temperature) || *a.temperature < 0))
-    return InvalidArgument("--temperature " + FlagNumber(*a.temperature) +
-                           ": expected a finite number >= 0 (0 is greedy)");
-  if (a.top_p && (!std::isfinite(*a.top_p) || *a.top_p <= 0 || *a.top_p > 1))
-    return InvalidArgument("--top-p " + FlagNumber(*a.top_p) + ": expected a number in (0, 1]");
-  if (a.top_k && *a.top_k < 0)
-    return InvalidArgument("--top-k " + std::to_string(*a.top_k) + ": expected >= 0 (0: all)");
-  if (a.max_new_tokens && *a.max_new_tokens < 1)
-    return InvalidArgument("--max-new-tokens " + std::to_string(*a.max_new_tokens) +
-                           ": expected >= 1");
-  if (a.ctx_size && *a.ctx_size < 2)
-    return InvalidArgument("--ctx-size " + std::to_string(*a.ctx_size) + ": expected >= 2");
+  TL_RETURN_IF_ERROR(CheckRequestFlags(a.request));
   for (const std::string& s : a.stop)
     if (s.empty()) return InvalidArgument("--stop \"\": an empty stop string ends every reply");
   return OkStatus();
@@ -159,9 +140,9 @@ int RunGenerate(const GenerateArgs& a) {
 
   generate::TextRequest request;
   if (!a.chat.empty()) {
-    if (!a.system.empty()) request.messages.push_back({"system", a.system, std::nullopt});
+    if (!a.request.system.empty())
+      request.messages.push_back({"system", a.request.system, std::nullopt});
     request.messages.push_back({"user", a.chat, std::nullopt});
-    if (a.no_think) request.enable_thinking = false;
   } else {
     request.prompt = a.prompt;
     if (request.prompt.empty()) {
@@ -172,13 +153,8 @@ int RunGenerate(const GenerateArgs& a) {
     }
     request.parse_special = a.raw;
   }
-  request.max_new_tokens = a.max_new_tokens;
-  request.temperature = a.temperature;
-  request.top_k = a.top_k;
-  request.top_p = a.top_p;
-  request.seed = a.seed;
+  ApplyRequestFlags(a.request, &request);
   request.stop = a.stop;
-  request.max_context = a.ctx_size.value_or(0);
 
   // Streamed text: the reply on stdout; the reasoning only with --show-thinking (dimmed on a
   // terminal, between <think> markers otherwise).
@@ -192,7 +168,7 @@ int RunGenerate(const GenerateArgs& a) {
   auto on_text = [&](generate::TextPart part, std::string_view piece) {
     if (a.json) return;
     if (part == generate::TextPart::kReasoning) {
-      if (!a.show_thinking) return;
+      if (!a.request.show_thinking) return;
       if (!in_reasoning) std::fputs(tty ? "\x1b[2m" : "<think>\n", stdout);
       in_reasoning = true;
     } else {
@@ -259,26 +235,14 @@ void RegisterGenerateCommand(CLI::App& app) {
   AddThreadsOption(cmd, &args->threads);
   cmd->add_option("-p,--prompt", args->prompt, "prompt text (default: stdin)");
   cmd->add_option("--chat", args->chat, "a user message, rendered with the Qwen3 chat template");
-  cmd->add_option("--system", args->system, "a system message before --chat");
-  cmd->add_flag("--no-think", args->no_think,
-                "with --chat: an empty think block, so the model answers without reasoning");
+  AddRequestOptions(cmd, &args->request,
+                    "token budget (default: generation_config.json's max_new_tokens, else 64; "
+                    "capped to the context)",
+                    "sampling seed (default: random, printed)");
   cmd->add_flag("--raw", args->raw,
                 "the prompt is model input as is: control tokens written in it (<|im_start|>) "
                 "become their ids");
-  cmd->add_flag("--show-thinking", args->show_thinking,
-                "print the model's <think> reasoning (dimmed on a terminal); hidden by default");
-  cmd->add_option("-n,--max-new-tokens", args->max_new_tokens,
-                  "token budget (default: generation_config.json's max_new_tokens, else 64; "
-                  "capped to the context)");
-  cmd->add_option("--temp,--temperature", args->temperature,
-                  "sampling temperature, 0 is greedy (default: generation_config.json, else "
-                  "greedy)");
-  cmd->add_option("--top-k", args->top_k, "keep the k most likely tokens (0: all)");
-  cmd->add_option("--top-p", args->top_p, "nucleus sampling mass, in (0, 1]");
-  cmd->add_option("-s,--seed", args->seed, "sampling seed (default: random, printed)");
   cmd->add_option("--stop", args->stop, "stop before this text (repeatable)");
-  cmd->add_option("-c,--ctx-size", args->ctx_size,
-                  "context size in tokens, prompt included (default: max_position_embeddings)");
   cmd->add_option("--dtype", args->dtype, "f32 or bf16 (default: as stored)");
   AddTargetOption(cmd, &args->target);
   cmd->add_flag("--json", args->json,

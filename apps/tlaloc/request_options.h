@@ -1,0 +1,34 @@
+// The request options `generate` and `chat` share (system message, thinking, budget, sampling,
+// seed, context), added, checked and applied one way so that the two commands cannot drift.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "tlaloc/generate/text_generation.h"
+#include "tlaloc/support/status.h"
+
+namespace tlaloc::cli {
+
+struct RequestFlags {
+  std::string system;
+  bool no_think = false, show_thinking = false;
+  std::optional<int64_t> max_new_tokens, top_k, ctx_size;
+  std::optional<double> temperature, top_p;
+  std::optional<uint64_t> seed;
+};
+
+// Adds --system, --no-think, --show-thinking, -n, --temp, --top-k, --top-p, -s and -c;
+// `budget_help` and `seed_help` say what the command does without them.
+void AddRequestOptions(CLI::App* cmd, RequestFlags* flags, const std::string& budget_help,
+                       const std::string& seed_help);
+
+// Each value in range, or InvalidArgument naming the flag and what was expected.
+Status CheckRequestFlags(const RequestFlags& flags);
+
+// Copies the flags into a request (sampling, budget, seed, context, thinking).
+void ApplyRequestFlags(const RequestFlags& flags, generate::TextRequest* request);
+
+}  // namespace tlaloc::cli
