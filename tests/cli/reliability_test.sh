@@ -195,6 +195,23 @@ else
   grep -q "No space left on device" "$work/full.err" || fail "the full-disk error has no strerror"
   [ "$(cat "$mnt/model.gguf")" = previous ] || fail "the failed export changed the previous file"
   [ "$(ls -A "$mnt")" = model.gguf ] || fail "the failed export left files: $(ls -A "$mnt")"
+  # A fine-tune whose second save (about 1.8 MB each) does not fit: exit 1 naming the file, the
+  # first save intact and resumable elsewhere.
+  umount "$mnt" && mount -t tmpfs -o size=2700k tmpfs "$mnt" || fail "cannot remount the tmpfs"
+  "$tlaloc" "${ft[@]}" --model "$base" --out "$mnt/run" --steps 5 --save-every 1 \
+    >/dev/null 2>"$work/full_ft.err"
+  rc=$?
+  echo "finetune into a full disk: exit $rc: $(tail -1 "$work/full_ft.err")"
+  [ $rc -eq 1 ] || fail "finetune into a full disk: exit $rc, expected 1"
+  grep -q "$mnt/run/.*No space left on device" "$work/full_ft.err" ||
+    fail "the full-disk error of finetune names no file under $mnt/run or lacks strerror"
+  [ -f "$mnt/run/checkpoint-1/trainer_state.json" ] || fail "the first save did not survive the full disk"
+  ls -A "$mnt/run" | grep -q '\.tmp-' && fail "the failed save left temporary files: $(ls -A "$mnt/run")"
+  "$tlaloc" finetune --resume "$mnt/run" --data "$data" --out "$work/after_full" --steps 3 \
+    >/dev/null 2>"$work/after_full.err" || fail "resume after the full disk: $(tail -2 "$work/after_full.err")"
+  want=$(losses "$work/ref/loss_log.jsonl" 3 | tail -2)
+  [ "$(losses "$work/after_full/loss_log.jsonl")" = "$want" ] ||
+    fail "steps 2-3 resumed from the full disk's save differ from the unbroken run's"
 fi
 
 if [ $failures -gt 0 ]; then
