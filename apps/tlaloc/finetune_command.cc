@@ -119,9 +119,19 @@ struct FinetuneArgs {
 int RunFinetuneCommand(const FinetuneArgs &a) {
   auto backend = BackendFor(a.target);
   if (!backend.ok()) return Fail("finetune", backend.status().message());
-  std::fprintf(stderr, "tlaloc finetune: %s on %s, batch %lld x %lld tokens\n",
-               a.options.data_path.c_str(), (*backend)->name().c_str(),
-               static_cast<long long>(a.options.batch), static_cast<long long>(a.options.seq_len));
+  if (!a.options.resume_dir.empty()) {
+    auto save = train::FindNewestSave(a.options.resume_dir);
+    // The batch and sequence length are the save's, not the flags' defaults.
+    std::fprintf(stderr, "tlaloc finetune: %s on %s, resuming %s at step %lld\n",
+                 a.options.data_path.c_str(), (*backend)->name().c_str(),
+                 save.ok() ? save->dir.c_str() : a.options.resume_dir.c_str(),
+                 static_cast<long long>(save.ok() ? save->step : 0));
+  } else {
+    std::fprintf(stderr, "tlaloc finetune: %s on %s, batch %lld x %lld tokens\n",
+                 a.options.data_path.c_str(), (*backend)->name().c_str(),
+                 static_cast<long long>(a.options.batch),
+                 static_cast<long long>(a.options.seq_len));
+  }
   std::unique_ptr<ProgressBar> bar;
   auto on_step = [&](const train::StepRecord &r, int64_t total) {
     if (!bar)

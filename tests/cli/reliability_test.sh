@@ -175,6 +175,11 @@ expect_usage "--out == --model via .." "${ft[@]}" --model "$base" --out "$work/d
 grep -q -- "--model" "$work/refuse.err" && grep -q "base weights" "$work/refuse.err" ||
   fail "the --out == --model refusal does not say why"
 cmp -s "$base/model.safetensors" "$work/base_weights" || fail "the refused run changed the base weights"
+expect_usage "--save-every -1" "${ft[@]}" --model "$base" --out "$work/bad" --save-every=-1
+grep -q -- "--save-every" "$work/refuse.err" || fail "the refusal does not name --save-every"
+expect_usage "--keep-last -1" "${ft[@]}" --model "$base" --out "$work/bad" --keep-last=-1
+grep -q -- "--keep-last" "$work/refuse.err" || fail "the refusal does not name --keep-last"
+[ ! -e "$work/bad" ] || fail "a refused run created $work/bad"
 expect_usage "--resume, no steps left" finetune --resume "$work/ref" --data "$data" --out "$work/ref" --steps $steps
 grep -q "step $steps" "$work/refuse.err" || fail "the no-steps-left refusal does not name the saved step"
 
