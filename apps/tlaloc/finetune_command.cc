@@ -4,9 +4,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -17,8 +17,10 @@
 #include "tlaloc/models/init.h"
 #include "tlaloc/pjrt/pjrt_backend.h"
 #include "tlaloc/runtime/target.h"
+#include "tlaloc/support/atomic_file.h"
 #include "tlaloc/tokenizer/chat.h"
 #include "tlaloc/tokenizer/tokenizer.h"
+#include "tlaloc/train/checkpoint.h"
 #include "tlaloc/train/finetune.h"
 #include "tlaloc/train/loss_plot.h"
 
@@ -85,6 +87,29 @@ int Fail(const char *command, const std::string &message, int code = kExitFailur
   return code;
 }
 
+// SIGINT/SIGTERM during finetune: the signal's number, so the run stops at the next step
+// boundary with a save instead of losing the steps since the start.
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void OnStopSignal(int sig) {
+  g_stop_signal = sig;
+  static const char kMessage[] =
+      "\ntlaloc finetune: stopping after this step and saving (signal again to quit at once)\n";
+  // write(2) is async-signal-safe; stdio is not.
+  [[maybe_unused]] ssize_t n = write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+}
+
+// SA_RESETHAND: a second signal takes the default action, which is safe because every save is
+// atomic (the newest complete save stays).
+void InstallStopHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sa.sa_flags = SA_RESETHAND | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
 struct FinetuneArgs {
   train::FinetuneOptions options;
   std::string target;
@@ -94,9 +119,19 @@ struct FinetuneArgs {
 int RunFinetuneCommand(const FinetuneArgs &a) {
   auto backend = BackendFor(a.target);
   if (!backend.ok()) return Fail("finetune", backend.status().message());
-  std::fprintf(stderr, "tlaloc finetune: %s on %s, batch %lld x %lld tokens\n",
-               a.options.data_path.c_str(), (*backend)->name().c_str(),
-               static_cast<long long>(a.options.batch), static_cast<long long>(a.options.seq_len));
+  if (!a.options.resume_dir.empty()) {
+    auto save = train::FindNewestSave(a.options.resume_dir);
+    // The batch and sequence length are the save's, not the flags' defaults.
+    std::fprintf(stderr, "tlaloc finetune: %s on %s, resuming %s at step %lld\n",
+                 a.options.data_path.c_str(), (*backend)->name().c_str(),
+                 save.ok() ? save->dir.c_str() : a.options.resume_dir.c_str(),
+                 static_cast<long long>(save.ok() ? save->step : 0));
+  } else {
+    std::fprintf(stderr, "tlaloc finetune: %s on %s, batch %lld x %lld tokens\n",
+                 a.options.data_path.c_str(), (*backend)->name().c_str(),
+                 static_cast<long long>(a.options.batch),
+                 static_cast<long long>(a.options.seq_len));
+  }
   std::unique_ptr<ProgressBar> bar;
   auto on_step = [&](const train::StepRecord &r, int64_t total) {
     if (!bar)
@@ -104,8 +139,32 @@ int RunFinetuneCommand(const FinetuneArgs &a) {
                                                             : std::max<int64_t>(1, total / 20));
     bar->Update(r, total);
   };
-  auto result = train::RunFinetune(a.options, **backend, on_step);
-  if (!result.ok()) return Fail("finetune", result.status().message());
+  train::FinetuneOptions options = a.options;
+  options.stop_requested = [] { return g_stop_signal != 0; };
+  InstallStopHandlers();
+  auto result = train::RunFinetune(options, **backend, on_step);
+  if (!result.ok())
+    return Fail("finetune", result.status().message(),
+                result.status().code() == train::kNothingLeftToTrain ? kExitUsage : kExitFailure);
+  if (result->stopped) {
+    // The shell's convention for a death by signal: 128 + its number (130 SIGINT, 143 SIGTERM).
+    const int sig = g_stop_signal;
+    const char *name = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+    if (result->saved_step == 0) {
+      std::fprintf(stderr, "tlaloc finetune: stopped by %s before the first step; nothing saved\n",
+                   name);
+    } else {
+      const std::string out = a.options.out_dir.string();
+      std::fprintf(stderr,
+                   "tlaloc finetune: stopped by %s after step %lld of %lld; saved %s (and %s)\n"
+                   "resume with: tlaloc finetune --resume %s --data %s --out %s --steps %lld\n",
+                   name, static_cast<long long>(result->saved_step),
+                   static_cast<long long>(result->total_steps), result->saved_dir.c_str(),
+                   out.c_str(), out.c_str(), a.options.data_path.c_str(), out.c_str(),
+                   static_cast<long long>(result->total_steps));
+    }
+    return 128 + sig;
+  }
   if (!result->plot_error.empty())
     std::fprintf(stderr, "tlaloc finetune: warning: no loss plot: %s\n",
                  result->plot_error.c_str());
@@ -135,7 +194,17 @@ Status CheckFinetuneFlags(const FinetuneArgs &a, const std::function<bool(const 
   if (a.print_every < 0)
     return InvalidArgument("--print-every must be >= 0, got " + std::to_string(a.print_every));
   TL_RETURN_IF_ERROR(train::CheckFinetuneOptions(o));
-  if (!o.resume_dir.empty()) return OkStatus();  // the saved seq_len fitted when it was saved
+  if (!o.resume_dir.empty()) {
+    // The saved seq_len fitted when it was saved; what is left to train is checked here when
+    // --steps says it (with --epochs the run finds out once the data is loaded).
+    auto save = train::FindNewestSave(o.resume_dir);
+    if (save.ok() && o.steps > 0 && save->step >= o.steps)
+      return InvalidArgument("--resume " + o.resume_dir.string() + ": the save in " +
+                             save->dir.string() + " is at step " + std::to_string(save->step) +
+                             ", not before --steps " + std::to_string(o.steps) +
+                             ": nothing left to train (give a larger --steps)");
+    return OkStatus();
+  }
   auto config = io::LoadModelConfig(o.model_dir / "config.json");
   if (config.ok()) TL_RETURN_IF_ERROR(train::CheckFinetuneOptions(o, &*config));
   return OkStatus();
@@ -239,10 +308,7 @@ StatusOr<Score> Evaluate(const fs::path &model, std::shared_ptr<Backend> backend
 }
 
 Status WriteText(const fs::path &path, const std::string &text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  if (!f) return InvalidArgument("cannot write " + path.string());
-  return OkStatus();
+  return WriteStringAtomic(path, text);
 }
 
 int RunDemo(const DemoArgs &a) {
@@ -364,9 +430,14 @@ void RegisterFinetuneCommand(CLI::App &app) {
   saved_settings.push_back(
       cmd->add_option("--seed", o.seed, "data shuffling seed")->capture_default_str());
   AddTargetOption(cmd, &a->target);
-  cmd->add_option("--resume", o.resume_dir, "continue from a previous --out folder");
+  cmd->add_option("--resume", o.resume_dir,
+                  "continue from the newest save in a previous --out folder (or a checkpoint-N)");
   cmd->add_option("--print-every", a->print_every,
                   "progress line every N steps when stderr is not a terminal");
+  cmd->add_option("--save-every", o.save_every,
+                  "also save OUT/checkpoint-N every N steps (a kill loses at most N steps)");
+  cmd->add_option("--keep-last", o.keep_last, "checkpoint-N folders kept (0: all)")
+      ->capture_default_str();
   cmd->callback([a, saved_settings, cmd] {
     if (!a->options.resume_dir.empty()) {
       std::string given;

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 
+#include "tlaloc/support/atomic_file.h"
 #include "tlaloc/support/status.h"
 
 namespace tlaloc::io {
@@ -17,9 +18,10 @@ Status ErrnoStatus(int err, const std::string& what);
 // Reads a whole (text) file.
 StatusOr<std::string> ReadFileToString(const std::filesystem::path& path);
 
-// Writes a file through a temporary sibling renamed into place. `write` is handed a sink that
-// appends bytes; it returns an error to abandon the file.
-using ByteSink = std::function<Status(std::span<const std::byte>)>;
+// Writes a file through a temporary sibling, fsync'ed and renamed into place (see
+// tlaloc/support/atomic_file.h). `write` is handed a sink that appends bytes; it returns an
+// error to abandon the file.
+using ::tlaloc::ByteSink;
 Status WriteFileAtomically(const std::filesystem::path& path,
                            const std::function<Status(const ByteSink&)>& write);
 Status WriteStringAtomically(const std::filesystem::path& path, const std::string& text);

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tlaloc/support/atomic_file.h"
+
 namespace tlaloc::kernels {
 using nlohmann::json;
 
@@ -62,10 +64,7 @@ Status WriteLockfile(const Lockfile& lock, const std::filesystem::path& path) {
       variants[v] = {{"hash", h}, {"hash-type", "sha256-of-file-digests"}};
     j.push_back({{"repo", e.repo}, {"commit", e.commit}, {"variants", variants}});
   }
-  std::ofstream out(path, std::ios::trunc);
-  out << j.dump(2) << "\n";
-  if (!out) return Internal("cannot write lockfile " + path.string());
-  return OkStatus();
+  return WriteStringAtomic(path, j.dump(2) + "\n").WithContext("lockfile");
 }
 
 }  // namespace tlaloc::kernels

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tlaloc/support/atomic_file.h"
+
 namespace tlaloc::kernels {
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -198,10 +200,7 @@ Status SealVariant(const fs::path& variant_dir) {
     digests[f] = Sha256Base64(bytes);
   }
   j["digest"] = {{"algorithm", "sha256"}, {"files", digests}};
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out << j.dump(2) << "\n";
-  if (!out) return Internal("cannot write " + file.string());
-  return OkStatus();
+  return WriteStringAtomic(file, j.dump(2) + "\n");
 }
 
 StatusOr<std::string> VariantHash(const fs::path& variant_dir) {

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "tlaloc/support/atomic_file.h"
+
 namespace tlaloc::kernels {
 namespace fs = std::filesystem;
 
@@ -102,8 +104,8 @@ Status ExportCommit(const fs::path& git_dir, const std::string& commit, const fs
                     Quote(commit) + " | tar -xf - -C " + Quote(dest.string());
   if (std::system(cmd.c_str()) != 0)
     return Internal("could not export commit " + commit + " of " + git_dir.string());
-  std::ofstream(dest / ".tlaloc-export-complete") << commit << "\n";
-  return OkStatus();
+  // The marker says the export is whole, so it must never exist half-written.
+  return WriteStringAtomic(dest / ".tlaloc-export-complete", commit + "\n");
 }
 
 StatusOr<Checkout> FetchGit(const KernelSource& source, const std::string& url, bool is_local_repo,

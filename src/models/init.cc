@@ -1,11 +1,11 @@
 // Random Qwen3 checkpoints: presets, initialisation and the Hugging Face folder layout.
 #include "tlaloc/models/init.h"
 
-#include <fstream>
 #include <random>
 
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/models/qwen3.h"
+#include "tlaloc/support/atomic_file.h"
 #include "tlaloc/support/half.h"
 
 namespace tlaloc::models {
@@ -99,18 +99,10 @@ Status WriteModelFolder(const io::ModelConfig& config, const std::filesystem::pa
   if (ec) return InvalidArgument("cannot create " + dir.string() + ": " + ec.message());
   TL_RETURN_IF_ERROR(io::WriteCheckpoint(dir, weights));
   TL_RETURN_IF_ERROR(io::WriteModelConfig(dir / "config.json", config));
-  {
-    std::ofstream f(dir / "generation_config.json");
-    f << io::GenerationConfigToJson(generation) << "\n";
-    if (!f) return InvalidArgument("cannot write " + (dir / "generation_config.json").string());
-  }
-  if (!tokenizer_json.empty()) {
-    std::filesystem::copy_file(tokenizer_json, dir / "tokenizer.json",
-                               std::filesystem::copy_options::overwrite_existing, ec);
-    if (ec)
-      return InvalidArgument("cannot copy " + tokenizer_json.string() + " to " + dir.string() +
-                             ": " + ec.message());
-  }
+  TL_RETURN_IF_ERROR(WriteStringAtomic(dir / "generation_config.json",
+                                       io::GenerationConfigToJson(generation) + "\n"));
+  if (!tokenizer_json.empty())
+    TL_RETURN_IF_ERROR(CopyFileAtomic(tokenizer_json, dir / "tokenizer.json"));
   return OkStatus();
 }
 
@@ -127,10 +119,7 @@ Status WriteRandomCheckpoint(const io::ModelConfig& config_in, const std::filesy
   TL_RETURN_IF_ERROR(WriteModelFolder(config, dir, weights, gen, options.tokenizer_json));
   if (options.tokenizer_json.empty() || !options.write_tokenizer_config) return OkStatus();
   const std::filesystem::path path = dir / "tokenizer_config.json";
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << Qwen3TokenizerConfigJson(config);
-  if (!f) return InvalidArgument("cannot write " + path.string());
-  return OkStatus();
+  return WriteStringAtomic(path, Qwen3TokenizerConfigJson(config));
 }
 
 }  // namespace tlaloc::models

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tlaloc/support/atomic_file.h"
+
 namespace tlaloc {
 
 namespace {
@@ -159,10 +161,7 @@ StatusOr<std::string> SerializeNpy(const Literal& literal) {
 
 Status WriteNpyFile(const std::string& path, const Literal& literal) {
   TL_ASSIGN_OR_RETURN(std::string bytes, SerializeNpy(literal));
-  std::ofstream out(path, std::ios::binary);
-  if (!out) return NotFound("cannot write " + path);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  return out ? OkStatus() : DataLoss("failed writing " + path);
+  return WriteStringAtomic(path, bytes);
 }
 
 }  // namespace tlaloc

@@ -10,6 +10,7 @@
 #include "tlaloc/io/safetensors.h"
 #include "tlaloc/models/init.h"
 #include "tlaloc/models/qwen3.h"
+#include "tlaloc/support/atomic_file.h"
 
 namespace tlaloc::train {
 
@@ -56,9 +57,7 @@ Status SaveModelFolder(const fs::path& out, const fs::path& source_dir,
                                !in_place && fs::exists(tokenizer, ec) ? tokenizer : fs::path()));
   for (const char* name : kTokenizerFiles) {
     if (in_place || !fs::exists(source_dir / name, ec)) continue;
-    fs::copy_file(source_dir / name, out / name, fs::copy_options::overwrite_existing, ec);
-    if (ec)
-      return InvalidArgument("cannot copy " + (source_dir / name).string() + ": " + ec.message());
+    TL_RETURN_IF_ERROR(CopyFileAtomic(source_dir / name, out / name));
   }
   return OkStatus();
 }
@@ -90,10 +89,163 @@ Status SaveTrainingState(const fs::path& dir, const io::ModelConfig& config,
             {"data", state.data},
             {"optimizer_order", json::array()}};
   for (const auto& entry : optimizer_state) j["optimizer_order"].push_back(entry.first);
-  std::ofstream f(dir / kTrainerStateFile);
-  f << j.dump(2) << "\n";
-  if (!f) return InvalidArgument("cannot write " + (dir / kTrainerStateFile).string());
+  // Written last: it marks the folder's save complete.
+  return WriteStringAtomic(dir / kTrainerStateFile, j.dump(2) + "\n");
+}
+
+namespace {
+
+// N of a "checkpoint-N" folder name, or -1.
+int64_t CheckpointStep(const std::string& name) {
+  constexpr std::string_view kPrefix = "checkpoint-";
+  if (name.rfind(kPrefix, 0) != 0 || name.size() == kPrefix.size() || name.size() > 30) return -1;
+  int64_t step = 0;
+  for (char c : name.substr(kPrefix.size())) {
+    if (c < '0' || c > '9') return -1;
+    step = step * 10 + (c - '0');
+  }
+  return step;
+}
+
+// The checkpoint-N folders of `dir`, oldest first.
+std::vector<std::pair<int64_t, fs::path>> CheckpointFolders(const fs::path& dir) {
+  std::vector<std::pair<int64_t, fs::path>> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const int64_t step = CheckpointStep(e.path().filename().string());
+    if (step >= 0 && e.is_directory(ec)) out.emplace_back(step, e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The step in dir/trainer_state.json, or -1 when there is none that reads.
+int64_t SavedStep(const fs::path& dir) {
+  std::ifstream in(dir / kTrainerStateFile);
+  if (!in) return -1;
+  std::stringstream text;
+  text << in.rdbuf();
+  json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) return -1;
+  return j["step"].get<int64_t>();
+}
+
+// Removes a folder so that it is never seen half-removed: renamed to a temporary name first
+// (ClearStaleSaves removes what a kill leaves of it), then deleted.
+Status RemoveAll(const fs::path& path) {
+  const fs::path doomed = TemporarySibling(path);
+  TL_RETURN_IF_ERROR(RenameDurably(path, doomed));
+  std::error_code ec;
+  fs::remove_all(doomed, ec);
+  if (ec) return InvalidArgument("cannot remove " + doomed.string() + ": " + ec.message());
   return OkStatus();
+}
+
+bool IsModelWeightsFile(const std::string& name) {
+  return name == "model.safetensors.index.json" ||
+         (name.rfind("model", 0) == 0 && name.size() > 12 &&
+          name.compare(name.size() - 12, 12, ".safetensors") == 0);
+}
+
+// Puts checkpoint's files into out_dir (see checkpoint.h): trainer_state.json out first, in last.
+Status Publish(const fs::path& checkpoint, const fs::path& out_dir) {
+  std::error_code ec;
+  fs::remove(out_dir / kTrainerStateFile, ec);
+  if (ec) return InvalidArgument("cannot remove " + (out_dir / kTrainerStateFile).string());
+  TL_RETURN_IF_ERROR(SyncDirectory(out_dir));
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(checkpoint, ec))
+    if (e.is_regular_file(ec)) names.push_back(e.path().filename().string());
+  if (ec) return InvalidArgument("cannot list " + checkpoint.string() + ": " + ec.message());
+  // Weight files of an earlier save that this one has not (a sharded save before) would mix in.
+  for (const auto& e : fs::directory_iterator(out_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (IsModelWeightsFile(name) && std::find(names.begin(), names.end(), name) == names.end())
+      fs::remove(e.path(), ec);
+  }
+  std::stable_partition(names.begin(), names.end(),
+                        [](const std::string& n) { return n != kTrainerStateFile; });
+  for (const std::string& name : names) {
+    const fs::path target = out_dir / name, tmp = TemporarySibling(target);
+    // A hard link costs no space or copying; a file system without links gets a copy.
+    fs::create_hard_link(checkpoint / name, tmp, ec);
+    if (ec) {
+      TL_RETURN_IF_ERROR(CopyFileAtomic(checkpoint / name, target));
+      continue;
+    }
+    if (Status s = RenameDurably(tmp, target); !s.ok()) {
+      fs::remove(tmp, ec);
+      return s;
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<fs::path> SaveCheckpoint(const fs::path& out_dir, const fs::path& source_dir,
+                                  const io::ModelConfig& config, std::span<const Literal> weights,
+                                  ElementType dtype, const NamedLiterals& optimizer_state,
+                                  const TrainerState& state, int64_t keep_last) {
+  const fs::path final_dir = out_dir / ("checkpoint-" + std::to_string(state.step));
+  const fs::path staging = TemporarySibling(final_dir);
+  Status status = SaveModelFolder(staging, source_dir, config, weights, dtype);
+  if (status.ok()) status = SaveTrainingState(staging, config, optimizer_state, weights, state);
+  if (status.ok()) status = SyncDirectory(staging);
+  // The same step saved again (a stop right after a periodic save) replaces the folder.
+  std::error_code ec;
+  if (status.ok() && fs::exists(final_dir, ec)) status = RemoveAll(final_dir);
+  if (status.ok()) status = RenameDurably(staging, final_dir);
+  if (!status.ok()) {
+    fs::remove_all(staging, ec);
+    return status.WithContext("saving step " + std::to_string(state.step) + " into " +
+                              final_dir.string());
+  }
+  TL_RETURN_IF_ERROR(Publish(final_dir, out_dir));
+  if (keep_last > 0) {
+    auto folders = CheckpointFolders(out_dir);
+    for (size_t i = 0; i + static_cast<size_t>(keep_last) < folders.size(); ++i)
+      if (folders[i].second != final_dir) TL_RETURN_IF_ERROR(RemoveAll(folders[i].second));
+  }
+  return final_dir;
+}
+
+StatusOr<SavePoint> FindNewestSave(const fs::path& dir) {
+  SavePoint best{fs::path(), -1};
+  for (const auto& [name_step, folder] : CheckpointFolders(dir)) {
+    const int64_t step = SavedStep(folder);
+    if (step >= 0 && step >= best.step) best = {folder, step};
+  }
+  if (const int64_t step = SavedStep(dir); step > best.step) best = {dir, step};
+  if (best.step < 0)
+    return NotFound("cannot resume from " + dir.string() + ": no " +
+                    std::string(kTrainerStateFile) + " in it or in a checkpoint-N folder in it " +
+                    "(written by tlaloc finetune)");
+  return best;
+}
+
+Status ClearStaleSaves(const fs::path& out_dir, const fs::path& keep, bool fresh_run) {
+  std::error_code ec;
+  std::vector<fs::path> doomed;
+  for (const auto& e : fs::directory_iterator(out_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const bool stale_checkpoint = fresh_run && CheckpointStep(name) >= 0 &&
+                                  !(fs::exists(keep, ec) && fs::equivalent(e.path(), keep, ec));
+    if (IsTemporaryName(name) || stale_checkpoint) doomed.push_back(e.path());
+  }
+  for (const fs::path& path : doomed) {
+    if (IsTemporaryName(path.filename().string())) {
+      fs::remove_all(path, ec);
+      if (ec) return InvalidArgument("cannot remove " + path.string() + ": " + ec.message());
+    } else {
+      TL_RETURN_IF_ERROR(RemoveAll(path));
+    }
+  }
+  if (fresh_run) {
+    fs::remove(out_dir / kTrainerStateFile, ec);
+    if (ec) return InvalidArgument("cannot remove " + (out_dir / kTrainerStateFile).string());
+  }
+  return SyncDirectory(out_dir);
 }
 
 StatusOr<LoadedTrainingState> LoadTrainingState(const fs::path& dir,

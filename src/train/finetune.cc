@@ -9,6 +9,7 @@
 
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/io/checkpoint.h"
+#include "tlaloc/support/atomic_file.h"
 #include "tlaloc/tokenizer/tokenizer.h"
 #include "tlaloc/train/checkpoint.h"
 #include "tlaloc/train/data.h"
@@ -52,6 +53,26 @@ std::vector<LossPoint> LoggedPoints(const fs::path& log_path, int64_t before_ste
   return points;
 }
 
+// Keeps the lines of a loss log up to `last_step` (a resume continuing after it), so that the
+// steps a killed run logged after its last save are not logged twice.
+Status TrimLossLog(const fs::path& log_path, int64_t last_step) {
+  std::ifstream in(log_path);
+  if (!in) return OkStatus();
+  std::string kept;
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) continue;
+    if (j["step"].get<int64_t>() <= last_step) kept += line + "\n";
+  }
+  return WriteStringAtomic(log_path, kept);
+}
+
+bool SameFolder(const fs::path& a, const fs::path& b) {
+  std::error_code ec1, ec2;
+  const fs::path ca = fs::weakly_canonical(a, ec1), cb = fs::weakly_canonical(b, ec2);
+  return !ec1 && !ec2 && ca == cb;
+}
+
 }  // namespace
 
 Status CheckFinetuneOptions(const FinetuneOptions& o, const io::ModelConfig* config) {
@@ -91,6 +112,15 @@ Status CheckFinetuneOptions(const FinetuneOptions& o, const io::ModelConfig* con
   if (!std::isfinite(o.grad_clip_norm) || o.grad_clip_norm < 0)
     return InvalidArgument("--grad-clip must be a finite number >= 0 (0: no clipping), got " +
                            g(o.grad_clip_norm));
+  if (o.save_every < 0)
+    return InvalidArgument("--save-every must be >= 0 (0: save at the end only), got " +
+                           n(o.save_every));
+  if (o.keep_last < 0)
+    return InvalidArgument("--keep-last must be >= 0 (0: keep all), got " + n(o.keep_last));
+  if (!o.model_dir.empty() && SameFolder(o.out_dir, o.model_dir))
+    return InvalidArgument("--out " + o.out_dir.string() + " is the --model folder " +
+                           o.model_dir.string() +
+                           ": saving would overwrite the base weights; give another --out");
   return OkStatus();
 }
 
@@ -99,7 +129,12 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
   TL_RETURN_IF_ERROR(CheckFinetuneOptions(options_in));
   FinetuneOptions options = options_in;
   const auto setup_start = std::chrono::steady_clock::now();
-  const fs::path model_dir = options.model_dir.empty() ? options.resume_dir : options.model_dir;
+  // A resume starts from the newest complete save under --resume (the folder or a checkpoint-N).
+  SavePoint save_point;
+  if (!options.resume_dir.empty()) {
+    TL_ASSIGN_OR_RETURN(save_point, FindNewestSave(options.resume_dir));
+  }
+  const fs::path model_dir = options.model_dir.empty() ? save_point.dir : options.model_dir;
 
   TL_ASSIGN_OR_RETURN(io::ModelConfig config, io::LoadModelConfig(model_dir / "config.json"));
   // The checkpoint is written back in the dtype it was read in.
@@ -110,7 +145,7 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
 
   std::optional<LoadedTrainingState> resumed;
   if (!options.resume_dir.empty()) {
-    TL_ASSIGN_OR_RETURN(resumed, LoadTrainingState(options.resume_dir, config));
+    TL_ASSIGN_OR_RETURN(resumed, LoadTrainingState(save_point.dir, config));
     // The data stream and the optimizer settings continue exactly where they stopped.
     const TrainerState& saved = resumed->state;
     options.seed = saved.seed;
@@ -145,6 +180,12 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
 
   const int64_t total_steps =
       options.steps > 0 ? options.steps : options.epochs * packer.batches_per_epoch();
+  if (resumed && resumed->state.step >= total_steps)
+    return Status(kNothingLeftToTrain, "--resume " + options.resume_dir.string() +
+                                           ": the save in " + save_point.dir.string() +
+                                           " is at step " + std::to_string(resumed->state.step) +
+                                           " and the run has " + std::to_string(total_steps) +
+                                           " steps: nothing left to train (give a larger --steps)");
   if (options.schedule_steps == 0 && options.warmup_steps > total_steps)
     return InvalidArgument("--warmup " + std::to_string(options.warmup_steps) +
                            " is longer than the run (" + std::to_string(total_steps) +
@@ -180,7 +221,13 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
   std::error_code ec;
   fs::create_directories(options.out_dir, ec);
   if (ec) return InvalidArgument("cannot create " + options.out_dir.string() + ": " + ec.message());
-  const bool append_log = resumed && fs::equivalent(options.out_dir, options.resume_dir, ec) && !ec;
+  // Leftovers of killed runs go; a fresh run also drops an earlier run's saves, which a later
+  // --resume would otherwise take for its own.
+  TL_RETURN_IF_ERROR(ClearStaleSaves(options.out_dir, model_dir, /*fresh_run=*/!resumed));
+  // Resuming into the run's own folder continues its loss log from the save's step.
+  const bool append_log = resumed && (SameFolder(options.out_dir, options.resume_dir) ||
+                                      SameFolder(options.out_dir, save_point.dir.parent_path()));
+  if (append_log) TL_RETURN_IF_ERROR(TrimLossLog(options.out_dir / kLossLogFile, start_step));
   std::ofstream log(options.out_dir / kLossLogFile, append_log ? std::ios::app : std::ios::trunc);
   if (!log) return InvalidArgument("cannot write " + (options.out_dir / kLossLogFile).string());
 
@@ -201,8 +248,39 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
   result.first_step = start_step + 1;
   result.total_steps = total_steps;
   result.setup_seconds = Seconds(setup_start);
-  int64_t tokens = 0;
+  TrainerState state;
+  state.seed = options.seed;
+  state.batch = options.batch;
+  state.seq_len = options.seq_len;
+  state.lr = options.lr;
+  state.warmup_steps = options.warmup_steps;
+  state.total_steps = train_options.adamw.total_steps;
+  state.weight_decay = options.weight_decay;
+  state.grad_clip_norm = options.grad_clip_norm;
+  state.source_model = resumed ? resumed->state.source_model : fs::absolute(model_dir, ec).string();
+  state.data = fs::absolute(options.data_path, ec).string();
+  // Where a save copies the tokenizer and generation config from: the model folder, then this
+  // run's newest save, since pruning (--keep-last) may remove the checkpoint-N it resumed from.
+  fs::path copy_source = model_dir;
+  auto save = [&](int64_t step) -> Status {
+    TL_ASSIGN_OR_RETURN(std::vector<Literal> trained, trainer->Weights());
+    TL_ASSIGN_OR_RETURN(auto optimizer_state, trainer->OptimizerState());
+    state.step = step;
+    TL_ASSIGN_OR_RETURN(result.saved_dir,
+                        SaveCheckpoint(options.out_dir, copy_source, config, trained, stored,
+                                       optimizer_state, state, options.keep_last));
+    result.saved_step = step;
+    copy_source = result.saved_dir;
+    return OkStatus();
+  };
+
+  int64_t tokens = 0, last_step = start_step;
   for (int64_t step = start_step + 1; step <= total_steps; ++step) {
+    // The step boundary: a stop requested during the step before takes effect here.
+    if (options.stop_requested && options.stop_requested()) {
+      result.stopped = true;
+      break;
+    }
     TokenBatch token_batch = packer.Next();
     const auto step_start = std::chrono::steady_clock::now();
     StatusOr<StepStats> stats = trainer->Step(ToBatch(token_batch));
@@ -234,25 +312,15 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
       last_plot = std::chrono::steady_clock::now();
     }
     if (on_step) on_step(record, total_steps);
+    last_step = step;
+    if (options.save_every > 0 && step % options.save_every == 0 && step != total_steps)
+      TL_RETURN_IF_ERROR(save(step));
   }
   result.tokens_per_second = result.train_seconds > 0 ? tokens / result.train_seconds : 0;
-
-  TL_ASSIGN_OR_RETURN(std::vector<Literal> trained, trainer->Weights());
-  TL_RETURN_IF_ERROR(SaveModelFolder(options.out_dir, model_dir, config, trained, stored));
-  TL_ASSIGN_OR_RETURN(auto optimizer_state, trainer->OptimizerState());
-  TrainerState state;
-  state.step = total_steps;
-  state.seed = options.seed;
-  state.batch = options.batch;
-  state.seq_len = options.seq_len;
-  state.lr = options.lr;
-  state.warmup_steps = options.warmup_steps;
-  state.total_steps = train_options.adamw.total_steps;
-  state.weight_decay = options.weight_decay;
-  state.grad_clip_norm = options.grad_clip_norm;
-  state.source_model = fs::absolute(model_dir, ec).string();
-  state.data = fs::absolute(options.data_path, ec).string();
-  TL_RETURN_IF_ERROR(SaveTrainingState(options.out_dir, config, optimizer_state, trained, state));
+  if (result.stopped && result.plot_error.empty() && last_step > start_step)
+    if (Status s = WriteLossSvg(plot_path, points, plot); !s.ok()) result.plot_error = s.message();
+  // A stop right after a periodic save has nothing new to save.
+  if (last_step > start_step && result.saved_step != last_step) TL_RETURN_IF_ERROR(save(last_step));
   return result;
 }
 

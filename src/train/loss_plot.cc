@@ -1,12 +1,11 @@
 // loss.svg (see loss_plot.h): hand-written SVG, no plotting library.
 #include "tlaloc/train/loss_plot.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+
+#include "tlaloc/support/atomic_file.h"
 
 namespace tlaloc::train {
 
@@ -168,24 +167,8 @@ std::string RenderLossSvg(std::span<const LossPoint> points, const LossPlotOptio
 
 Status WriteLossSvg(const std::filesystem::path& path, std::span<const LossPoint> points,
                     const LossPlotOptions& options) {
-  // The pid keeps two runs writing into one folder from sharing a temporary file.
-  std::filesystem::path tmp = path;
-  tmp += ".tmp" + std::to_string(getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << RenderLossSvg(points, options);
-    f.close();
-    if (!f) return InvalidArgument("cannot write " + tmp.string());
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    const std::string why = ec.message();
-    std::filesystem::remove(tmp, ec);
-    return InvalidArgument("cannot replace " + path.string() + " with " + tmp.string() + ": " +
-                           why);
-  }
-  return OkStatus();
+  // A browser reloading the plot mid-run never sees a truncated file.
+  return WriteStringAtomic(path, RenderLossSvg(points, options));
 }
 
 }  // namespace tlaloc::train

@@ -5,6 +5,18 @@
 //                           master weights as "master.<name>", so a bf16 checkpoint resumes
 //                           exactly
 //   trainer_state.json      step, seed, batch, seq_len and the learning-rate settings
+//
+// Saves of a fine-tuning run (SaveCheckpoint) never leave a half-written checkpoint:
+//   OUT/checkpoint-<step>/  one complete save (all of the above). It is written as a hidden
+//                           staging folder OUT/.checkpoint-<step>.tmp-PID-X/ (every file fsync'ed,
+//                           trainer_state.json last) and renamed into place, so a checkpoint-N
+//                           folder exists only complete. The newest `keep_last` are kept.
+//   OUT/                    the newest save's files again (hard links into checkpoint-<step>), so
+//                           OUT itself is a model folder for generate and export. Published by
+//                           removing OUT/trainer_state.json, renaming each new file into place
+//                           and renaming trainer_state.json in last: OUT/trainer_state.json marks
+//                           a complete save there too. A crash mid-publish leaves OUT without it,
+//                           and FindNewestSave then picks checkpoint-<step>.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +70,33 @@ struct LoadedTrainingState {
   NamedLiterals optimizer_state;        // everything not named "master.*"
   std::vector<Literal> master_weights;  // WeightSpecs order
 };
+
+// Writes one save of a run into `out_dir` as described at the top: checkpoint-<state.step>/
+// (model in `dtype`, tokenizer files from `source_dir`, optimizer state and f32 `weights` as the
+// master weights), then the same files published into `out_dir`, then the checkpoint-N
+// folders beyond the newest `keep_last` removed (0: keep all). Returns checkpoint-<step>/.
+StatusOr<std::filesystem::path> SaveCheckpoint(const std::filesystem::path& out_dir,
+                                               const std::filesystem::path& source_dir,
+                                               const io::ModelConfig& config,
+                                               std::span<const Literal> weights, ElementType dtype,
+                                               const NamedLiterals& optimizer_state,
+                                               const TrainerState& state, int64_t keep_last);
+
+struct SavePoint {
+  std::filesystem::path dir;  // holds trainer_state.json, optimizer.safetensors and the model
+  int64_t step = 0;
+};
+
+// The newest complete save under `dir`: `dir` itself or one of its checkpoint-N folders,
+// whichever holds a trainer_state.json of the highest step (a checkpoint folder on a tie).
+// NotFound, naming trainer_state.json, when there is none.
+StatusOr<SavePoint> FindNewestSave(const std::filesystem::path& dir);
+
+// Removes what a fresh run must not resume from later: the checkpoint-N folders and
+// trainer_state.json of an earlier run in `out_dir` (except the folder `keep`, e.g. the model
+// the run starts from), and temporary files and staging folders left by killed processes.
+Status ClearStaleSaves(const std::filesystem::path& out_dir, const std::filesystem::path& keep,
+                       bool fresh_run);
 
 // Reads what SaveTrainingState wrote; errors name the missing file or tensor.
 StatusOr<LoadedTrainingState> LoadTrainingState(const std::filesystem::path& dir,

@@ -23,8 +23,9 @@ struct FinetuneOptions {
   std::filesystem::path model_dir;  // may be empty when resuming: the resume folder is used
   std::filesystem::path data_path;
   std::filesystem::path out_dir;
-  // A previous out_dir; empty = start fresh. A resumed run keeps the saved seed, batch, seq_len,
-  // lr, warmup, weight decay, clipping and schedule; only `steps` is taken from here.
+  // A previous out_dir (its newest complete save is used, see FindNewestSave) or one of its
+  // checkpoint-N folders; empty = start fresh. A resumed run keeps the saved seed, batch,
+  // seq_len, lr, warmup, weight decay, clipping and schedule; only `steps` is taken from here.
   std::filesystem::path resume_dir;
   // Total steps (a resumed run continues up to it); 0 = `epochs` passes over the data.
   int64_t steps = 0;
@@ -41,10 +42,17 @@ struct FinetuneOptions {
   uint64_t seed = 0;
   // Title of out_dir/loss.svg (empty: "tlaloc finetune" and the data file's name).
   std::string plot_title;
+  // Save out_dir/checkpoint-N every this many steps (0: only at the end and when stopped), so a
+  // killed run loses at most this many steps; the newest `keep_last` are kept (0: all).
+  int64_t save_every = 0;
+  int64_t keep_last = 2;
+  // Polled after every step: true stops the run there, with a save (SIGINT/SIGTERM in the CLI).
+  std::function<bool()> stop_requested;
 };
 
 // The settings' ranges, each error naming its flag: batch >= 1, seq_len >= 2, lr finite and > 0,
-// warmup within the run, grad clip and weight decay finite and >= 0, steps >= 0 (0: epochs).
+// warmup within the run, grad clip and weight decay finite and >= 0, steps >= 0 (0: epochs),
+// save_every and keep_last >= 0, out_dir not the model folder (saving would overwrite it).
 // With `config`, seq_len must also fit its max_position_embeddings. RunFinetune checks these
 // too; the CLI calls it first so a bad value is a usage error.
 Status CheckFinetuneOptions(const FinetuneOptions& options,
@@ -69,10 +77,17 @@ struct FinetuneResult {
   double tokens_per_second = 0;  // batch * seq_len tokens per second of train_seconds
   // Why loss.svg could not be written, if it could not; the run carries on without the plot.
   std::string plot_error;
+  bool stopped = false;             // stop_requested ended the run before total_steps
+  int64_t saved_step = 0;           // the last save's step (0: none, stopped before a step)
+  std::filesystem::path saved_dir;  // out_dir/checkpoint-<saved_step>
 };
 
 // Called after every step with the step's record and the run's total step count.
 using StepCallback = std::function<void(const StepRecord&, int64_t total_steps)>;
+
+// A resumed run with no step left to train (the save is at or past the run's total) fails with
+// this code, so the CLI can call it a usage error.
+inline constexpr StatusCode kNothingLeftToTrain = StatusCode::kOutOfRange;
 
 StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options, Backend& backend,
                                      const StepCallback& on_step = {});
