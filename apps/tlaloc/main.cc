@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -226,6 +227,12 @@ int main(int argc, char** argv) {
     return e.get_exit_code();  // a command's own exit, not a parse error
   } catch (const CLI::ParseError& e) {
     return ReportParseError(app, argc, argv, e);
+  } catch (const std::bad_alloc&) {
+    // The last line of defence: commands check sizes before allocating, but a message and exit
+    // status 1 beat an abort (exit 134) when one is missed.
+    std::fputs("tlaloc: out of memory; the model, batch or context is too large for this machine\n",
+               stderr);
+    return kExitFailure;
   }
   return ExitCode();
 }

@@ -7,6 +7,7 @@
 #include "tlaloc/models/qwen3.h"
 #include "tlaloc/support/atomic_file.h"
 #include "tlaloc/support/half.h"
+#include "tlaloc/support/memory_info.h"
 
 namespace tlaloc::models {
 
@@ -111,6 +112,21 @@ Status WriteRandomCheckpoint(const io::ModelConfig& config_in, const std::filesy
   TL_RETURN_IF_ERROR(CheckSupported(config_in));
   io::ModelConfig config = config_in;
   config.dtype = options.dtype;
+  // Every weight is held in memory before the file is streamed out: refuse a model that cannot
+  // fit instead of aborting with std::bad_alloc half-way (a bare {"model_type": "qwen3"} config
+  // means transformers' 8B defaults).
+  const int64_t params = io::ParameterCount(config);
+  const uint64_t weight_bytes =
+      static_cast<uint64_t>(params) * static_cast<uint64_t>(BitWidth(options.dtype) / 8);
+  // A margin of 1/8 plus 64 MiB covers the allocator, the tokenizer copy and the program itself.
+  const uint64_t needed = weight_bytes + weight_bytes / 8 + (uint64_t{64} << 20);
+  if (auto available = AvailableMemoryBytes(); available && needed > *available)
+    return ResourceExhausted("a model of " + std::to_string(params) + " parameters needs about " +
+                             FormatBytes(needed) + " of memory in " +
+                             std::string(MlirName(options.dtype)) + " and " +
+                             FormatBytes(*available) +
+                             " is available: choose a smaller config (hidden_size, "
+                             "num_hidden_layers, vocab_size) or --dtype bf16");
   auto weights = RandomWeights(config, options.seed, options.dtype);
   io::GenerationConfig gen;
   gen.bos_token_id = config.bos_token_id;

@@ -7,3 +7,6 @@ add_test(NAME cli.chat_tmux
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/chat_tmux_test.sh
           $<TARGET_FILE:tlaloc_cli> ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli.chat_tmux PROPERTIES LABELS cli SKIP_RETURN_CODE 77 TIMEOUT 300)
+add_test(NAME cli.memory_refusal
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/memory_refusal_test.sh $<TARGET_FILE:tlaloc_cli>)
+set_tests_properties(cli.memory_refusal PROPERTIES LABELS cli TIMEOUT 120)
