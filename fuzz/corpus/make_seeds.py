@@ -121,12 +121,25 @@ func.func @main(%x: tensor<2x3xi32>) -> (tensor<3x2xi32>, tensor<6xi32>) {
 """)
 
 # --- tokenizer: first byte even = tokenizer.json, odd = text for the built-in BPE.
+def byte_symbols():
+    """Byte-level BPE's byte -> symbol map: printable bytes stand for themselves, the others
+    take code points from 256 up, in byte order (what Tlaloc's loader requires in the vocab)."""
+    out, extra = {}, 256
+    for b in range(256):
+        printable = 0x21 <= b <= 0x7E or 0xA1 <= b <= 0xAC or b >= 0xAE
+        out[b] = chr(b) if printable else chr(extra)
+        extra += 0 if printable else 1
+    return out
+
+
+vocab = {sym: b for b, sym in byte_symbols().items()}
+vocab.update({"ab": 256, "\u0120a": 257})
 tok = {
-    "added_tokens": [{"id": 3, "content": "<|end|>", "special": True}],
+    "added_tokens": [{"id": 300, "content": "<|end|>", "special": True}],
     "normalizer": {"type": "NFC"},
     "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True},
     "decoder": {"type": "ByteLevel"},
-    "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]},
+    "model": {"type": "BPE", "vocab": vocab, "merges": ["a b", "\u0120 a"]},
 }
 write("tokenizer_fuzz", "json_bpe", b"\x00" + json.dumps(tok).encode())
 tok2 = dict(tok, pre_tokenizer={"type": "Sequence", "pretokenizers": [
