@@ -4,6 +4,7 @@
 #include <set>
 
 #include "tlaloc/io/gguf.h"
+#include "tlaloc/support/checked_math.h"
 
 namespace tlaloc::io {
 
@@ -230,6 +231,11 @@ StatusOr<GgufContents> ParseGguf(std::span<const std::byte> bytes, std::string_v
       return c.Error(what + " has ggml type " + std::to_string(type) +
                      " (Tlaloc reads F32, F16 and BF16 only)");
     t.type = static_cast<GgmlType>(type);
+    // The running product above is 0 after a zero dim, which hides an overflowing product of
+    // the others; the int64 shape code downstream multiplies them in other orders (found by
+    // gguf_fuzz).
+    if (Status s = CheckShape(t.dims(), ElementTypeOf(t.type)); !s.ok())
+      return c.Error(what + ": " + s.message());
     TL_RETURN_IF_ERROR(c.Get(&t.offset, what));
     if (t.offset % out.alignment != 0)
       return c.Error(what + " starts at offset " + std::to_string(t.offset) +
@@ -252,8 +258,13 @@ StatusOr<GgufContents> ParseGguf(std::span<const std::byte> bytes, std::string_v
 
 StatusOr<Literal> ReadGgufTensor(std::span<const std::byte> bytes, const GgufContents& contents,
                                  const GgufTensorInfo& info) {
-  if (contents.data_offset + info.offset + info.byte_size > bytes.size())
+  // Checked: info may not come from ParseGguf, and a wrapped sum would pass the bound.
+  uint64_t begin = 0, end = 0;
+  if (!CheckedAdd(contents.data_offset, info.offset, &begin) ||
+      !CheckedAdd(begin, info.byte_size, &end) || end > bytes.size())
     return InvalidArgument("GGUF tensor \"" + info.name + "\" lies past the end of the buffer");
+  if (Status s = CheckShape(info.dims(), ElementTypeOf(info.type)); !s.ok())
+    return InvalidArgument("GGUF tensor \"" + info.name + "\": " + s.message());
   Literal out(TensorType(ElementTypeOf(info.type), info.dims()));
   if (static_cast<uint64_t>(out.byte_size()) != info.byte_size)
     return Internal("GGUF tensor \"" + info.name + "\": size mismatch");

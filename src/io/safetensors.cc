@@ -115,7 +115,10 @@ StatusOr<SafetensorsTensorInfo> ParseTensorEntry(const std::string& name, const 
     if (__builtin_mul_overflow(elements, d, &elements)) overflow = true;
   }
   uint64_t bytes = 0;
-  if (overflow || elements > static_cast<uint64_t>(INT64_MAX) ||
+  // ShapeFits also catches products hidden behind a zero dim, which the int64 shape code
+  // (strides, element counts in another order) would still overflow on.
+  if (overflow || !ShapeFits(info.shape, ElementSize(info.dtype)) ||
+      elements > static_cast<uint64_t>(INT64_MAX) ||
       __builtin_mul_overflow(elements, static_cast<uint64_t>(ElementSize(info.dtype)), &bytes) ||
       bytes > static_cast<uint64_t>(INT64_MAX))
     return InvalidArgument(where + ": shape " + ShapeString(info.shape) + " of " +

@@ -48,7 +48,9 @@ StatusOr<KernelMapping> ParseKernelMapping(std::string_view json_text) {
       std::string where = "kernel mapping " + layer + "." + backend_name;
       auto backend = ParseBackend(backend_name);
       if (!backend.ok()) return InvalidArgument(where + ": " + backend.status().message());
-      auto add = [&](const json& e, Mode mode, const std::string& at) -> Status {
+      // Clang 14 cannot capture structured bindings: copy the key into the closure instead.
+      auto add = [&mapping, &backend, layer = std::string(layer)](const json& e, Mode mode,
+                                                                  const std::string& at) -> Status {
         if (e.is_array()) {
           for (const auto& item : e) {
             TL_ASSIGN_OR_RETURN(LayerRepository r, ParseEntry(item, at));

@@ -11,8 +11,11 @@
 
 // GCC 12 reports the deliberately undefined lanes of its own AVX-512 intrinsics
 // (_mm512_undefined_*) as uninitialised once they are inlined here.
+// GCC only: clang has no -Wmaybe-uninitialized and rejects the pragma under -Werror.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #endif
 
 namespace tlaloc::ops::vmath {

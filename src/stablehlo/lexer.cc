@@ -301,9 +301,11 @@ StatusOr<TensorType> Parser::ParseTensorTypeBody() {
     }
     if (p >= text_.size() || text_[p] != 'x') return err("'x' after a dimension");
     ++p;
+    // Zero dims are skipped so that "0x2^40x2^40" cannot hide an overflowing product: the
+    // count of a zero-size tensor is 0 but its strides multiply the other dims.
     if (d > 0 && elements > kMaxElements / d)
       return ErrorAt(p, "tensor type has too many elements");
-    elements *= d;
+    if (d > 0) elements *= d;
     t.dims.push_back(d);
     if (t.dims.size() > 64) return ErrorAt(p, "tensor rank above 64 is not supported");
   }

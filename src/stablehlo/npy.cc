@@ -104,10 +104,12 @@ StatusOr<Literal> ParseNpy(std::string_view bytes, std::string_view source_name)
       }
       if (d > 0 && total > (int64_t{1} << 40) / d)
         return InvalidArgument(src + ": .npy shape too large");
-      total *= d;
+      if (d > 0) total *= d;
       dims.push_back(d);
     }
   }
+  // The running total above stays 0 after a zero dim; check the other dims' product too.
+  TL_RETURN_IF_ERROR(CheckShape(dims, *et).WithContext(src));
   TensorType type(*et, dims);
   const size_t data_start = header_start + header_len;
   if (bytes.size() - data_start != static_cast<size_t>(type.byte_size()))

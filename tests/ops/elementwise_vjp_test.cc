@@ -10,7 +10,7 @@ namespace {
 // entry as an empty Literal).
 std::vector<Literal> RunVjp(const std::string& name, const std::vector<Literal>& xs,
                             const Literal& ct, AttrDict attrs = {},
-                            std::optional<std::vector<Type>> result = {}) {
+                            std::optional<std::vector<Type>> result_types = {}) {
   Module m("t");
   std::vector<Type> types;
   for (const Literal& x : xs) types.push_back(Type(x.type()));
@@ -20,7 +20,7 @@ std::vector<Literal> RunVjp(const std::string& name, const std::vector<Literal>&
   std::vector<Value> args = fn->entry().arguments();
   Value ct_value = args.back();
   args.pop_back();
-  Value y = b.CreateOne(name, args, attrs, result);
+  Value y = b.CreateOne(name, args, attrs, result_types);
   EXPECT_TRUE(b.ok()) << b.status().ToString();
   const OpDef& def = b.last_op()->def();
   EXPECT_TRUE(def.vjp) << name << " has no VJP rule";

@@ -260,7 +260,8 @@ TEST(Conformance, StableHloTestdata) {
   std::printf("%-14s %7s %7s %11s %7s %5s\n", "area", "passed", "failed", "unsupported", "crashed",
               "hung");
   for (const auto& [area, counts] : by_area) {
-    auto get = [&](const char* k) {
+    // Clang 14 cannot capture structured bindings: bind a reference explicitly.
+    auto get = [&counts = counts](const char* k) {
       auto it = counts.find(k);
       return it == counts.end() ? 0 : it->second;
     };

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tlaloc/ir/element_type.h"
+#include "tlaloc/support/status.h"
 
 namespace tlaloc {
 
@@ -18,7 +19,8 @@ struct TensorType {
 
   int64_t rank() const { return static_cast<int64_t>(dims.size()); }
   int64_t num_elements() const;
-  int64_t byte_size() const { return num_elements() * ElementSize(element_type); }
+  // Both abort on int64 overflow: shapes from input are checked with CheckShape first.
+  int64_t byte_size() const;
   // "tensor<2x3xf32>"
   std::string ToString() const;
   bool operator==(const TensorType&) const = default;
@@ -52,8 +54,16 @@ struct Type {
 
 // Row-major strides (in elements) of a shape.
 std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims);
-// Product of dims, 1 for a scalar.
+// Product of dims, 1 for a scalar. Aborts (rather than overflow, which is undefined) when the
+// product does not fit in int64; parsers reject such shapes earlier with CheckShape.
 int64_t NumElements(const std::vector<int64_t>& dims);
+// Whether every dim is non-negative and the product of the non-zero dims times element_size fits
+// in int64. Checking the non-zero dims makes every partial product (element counts in any order,
+// strides, byte sizes) fit too, even when a zero dim makes the total 0.
+bool ShapeFits(const std::vector<int64_t>& dims, int64_t element_size = 1);
+// OK, or InvalidArgument("shape AxB of f32 overflows 64-bit element or byte counts") when
+// !ShapeFits(dims, ElementSize(et)). For every shape that comes from outside input.
+Status CheckShape(const std::vector<int64_t>& dims, ElementType et);
 // "2x3" style, "" for a scalar.
 std::string DimsToString(const std::vector<int64_t>& dims);
 
