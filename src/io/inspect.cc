@@ -7,6 +7,7 @@
 
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/safetensors.h"
+#include "tlaloc/support/memory_info.h"
 
 namespace tlaloc::io {
 
@@ -24,18 +25,7 @@ std::string Grouped(uint64_t v) {
   return out;
 }
 
-std::string HumanBytes(uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
-  return buf;
-}
+std::string HumanBytes(uint64_t bytes) { return FormatBytes(bytes, 2); }
 
 std::string Shape(const std::vector<int64_t>& s) {
   std::string out = "[";

@@ -66,7 +66,7 @@ std::optional<uint64_t> AvailableMemoryBytes() {
   return best;
 }
 
-std::string FormatBytes(uint64_t bytes) {
+std::string FormatBytes(uint64_t bytes, int decimals) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(bytes);
   int u = 0;
@@ -75,7 +75,7 @@ std::string FormatBytes(uint64_t bytes) {
     ++u;
   }
   char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  std::snprintf(buf, sizeof buf, "%.*f %s", u == 0 ? 0 : decimals, v, units[u]);
   return buf;
 }
 

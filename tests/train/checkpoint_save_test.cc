@@ -14,24 +14,14 @@
 #include "tlaloc/support/atomic_file.h"
 #include "tlaloc/train/checkpoint.h"
 #include "tlaloc/train/finetune.h"
+#include "train/small_config.h"
 
 namespace tlaloc::train {
 namespace {
 
 namespace fs = std::filesystem;
 
-io::ModelConfig SmallConfig() {
-  io::ModelConfig c = DemoModelConfig();
-  c.hidden_size = 32;
-  c.intermediate_size = 64;
-  c.num_hidden_layers = 1;
-  c.max_window_layers = 1;
-  c.num_attention_heads = 2;
-  c.num_key_value_heads = 1;
-  c.head_dim = 16;
-  c.layer_types.assign(1, "full_attention");
-  return c;
-}
+using testing::SmallConfig;
 
 class CheckpointSaveTest : public ::testing::Test {
  protected:

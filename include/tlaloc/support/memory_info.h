@@ -13,7 +13,7 @@ namespace tlaloc {
 // Bytes available to this process now; nullopt when nothing can be read (not Linux).
 std::optional<uint64_t> AvailableMemoryBytes();
 
-// "1.5 GiB", "300.0 MiB": sizes in messages.
-std::string FormatBytes(uint64_t bytes);
+// "1.5 GiB", "300.0 MiB" (binary units, `decimals` after the point): sizes in messages.
+std::string FormatBytes(uint64_t bytes, int decimals = 1);
 
 }  // namespace tlaloc
