@@ -82,7 +82,6 @@ int RunChat(const ChatArgs& a) {
   sa.sa_flags = 0;  // no SA_RESTART: a pending read returns EINTR
   sigaction(SIGINT, &sa, nullptr);
 
-  const bool tty = isatty(fileno(stdout));
   const uint64_t base_seed = a.request.seed ? *a.request.seed : std::random_device{}();
   std::fprintf(stderr,
                "tlaloc chat: ready (seed %llu). Type a message; /reset starts over, /exit or "
@@ -119,22 +118,11 @@ int RunChat(const ChatArgs& a) {
     ApplyRequestFlags(a.request, &request);
     if (!a.request.max_new_tokens) request.max_new_tokens = 1024;
     request.seed = base_seed + turn++;
-    bool in_reasoning = false;
-    auto on_text = [&](generate::TextPart part, std::string_view piece) {
-      if (part == generate::TextPart::kReasoning) {
-        if (!a.request.show_thinking) return;
-        if (!in_reasoning && tty) std::fputs("\x1b[2m", stdout);
-        in_reasoning = true;
-      } else if (in_reasoning) {
-        std::fputs(tty ? "\x1b[0m\n\n" : "\n\n", stdout);
-        in_reasoning = false;
-      }
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
-      std::fflush(stdout);
-    };
+    ReplyPrinter printer(a.request.show_thinking);
+    auto on_text = [&](generate::TextPart part, std::string_view piece) { printer(part, piece); };
     g_interrupted.store(false);
     auto r = (*gen)->Run(request, on_text, [] { return g_interrupted.load(); });
-    if (in_reasoning && tty) std::fputs("\x1b[0m", stdout);
+    printer.Finish();
     if (!r.ok()) {
       history.pop_back();
       std::printf("\n(%s%s)\n", r.status().message().c_str(),

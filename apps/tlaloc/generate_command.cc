@@ -156,27 +156,10 @@ int RunGenerate(const GenerateArgs& a) {
   ApplyRequestFlags(a.request, &request);
   request.stop = a.stop;
 
-  // Streamed text: the reply on stdout; the reasoning only with --show-thinking (dimmed on a
-  // terminal, between <think> markers otherwise).
-  const bool tty = isatty(fileno(stdout));
-  bool in_reasoning = false;
-  auto end_reasoning = [&] {
-    if (!in_reasoning) return;
-    std::fputs(tty ? "\x1b[0m\n\n" : "\n</think>\n\n", stdout);
-    in_reasoning = false;
-  };
-  auto on_text = [&](generate::TextPart part, std::string_view piece) {
-    if (a.json) return;
-    if (part == generate::TextPart::kReasoning) {
-      if (!a.request.show_thinking) return;
-      if (!in_reasoning) std::fputs(tty ? "\x1b[2m" : "<think>\n", stdout);
-      in_reasoning = true;
-    } else {
-      end_reasoning();
-    }
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
-    std::fflush(stdout);
-  };
+  ReplyPrinter printer(a.request.show_thinking);
+  generate::TextCallback on_text;
+  if (!a.json)
+    on_text = [&](generate::TextPart part, std::string_view piece) { printer(part, piece); };
   auto ran = (*gen)->Run(request, on_text);
   if (!ran.ok())
     return fail(ran.status().message(),
@@ -206,7 +189,7 @@ int RunGenerate(const GenerateArgs& a) {
                     {"decode_tokens_per_s", rate(tm.decode_tokens, tm.decode_seconds)}};
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
-    end_reasoning();
+    printer.Finish();
     std::printf("\n");
   }
   std::fflush(stdout);  // the text ends before the summary on stderr, even through a pipe

@@ -1,6 +1,9 @@
 #include "request_options.h"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 namespace tlaloc::cli {
@@ -59,6 +62,27 @@ void ApplyRequestFlags(const RequestFlags& f, generate::TextRequest* r) {
   r->top_p = f.top_p;
   r->seed = f.seed;
   r->max_context = f.ctx_size.value_or(0);
+}
+
+ReplyPrinter::ReplyPrinter(bool show_thinking)
+    : show_thinking_(show_thinking), tty_(isatty(fileno(stdout)) != 0) {}
+
+void ReplyPrinter::operator()(generate::TextPart part, std::string_view piece) {
+  if (part == generate::TextPart::kReasoning) {
+    if (!show_thinking_) return;
+    if (!in_reasoning_) std::fputs(tty_ ? "\x1b[2m" : "<think>\n", stdout);
+    in_reasoning_ = true;
+  } else {
+    Finish();
+  }
+  std::fwrite(piece.data(), 1, piece.size(), stdout);
+  std::fflush(stdout);
+}
+
+void ReplyPrinter::Finish() {
+  if (!in_reasoning_) return;
+  std::fputs(tty_ ? "\x1b[0m\n\n" : "\n</think>\n\n", stdout);
+  in_reasoning_ = false;
 }
 
 }  // namespace tlaloc::cli

@@ -31,4 +31,17 @@ Status CheckRequestFlags(const RequestFlags& flags);
 // Copies the flags into a request (sampling, budget, seed, context, thinking).
 void ApplyRequestFlags(const RequestFlags& flags, generate::TextRequest* request);
 
+// Prints a streamed reply on stdout: the content as it comes, the reasoning only when
+// `show_thinking` (dimmed on a terminal, between <think> markers otherwise).
+class ReplyPrinter {
+ public:
+  explicit ReplyPrinter(bool show_thinking);
+  void operator()(generate::TextPart part, std::string_view piece);
+  // Closes an open reasoning block (resets the terminal's dim attribute).
+  void Finish();
+
+ private:
+  bool show_thinking_, tty_, in_reasoning_ = false;
+};
+
 }  // namespace tlaloc::cli
