@@ -19,7 +19,7 @@
 #include "commands.h"
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/interp/interpreter.h"
-#include "tlaloc/models/qwen3.h"
+#include "tlaloc/models/family.h"
 #include "tlaloc/pjrt/pjrt_backend.h"
 #include "tlaloc/runtime/target.h"
 #include "tlaloc/support/memory_bandwidth.h"
@@ -50,10 +50,11 @@ int64_t PeakRssBytes() {
 
 // Bytes of weights one decode step reads: every parameter once, except the embedding table, of
 // which a step reads one row (it is read whole as the LM head when tied).
-int64_t WeightBytesPerToken(const io::ModelConfig& config, ElementType dtype) {
+int64_t WeightBytesPerToken(const models::ModelFamily& family, const io::ModelConfig& config,
+                            ElementType dtype) {
   int64_t elements = 0;
-  for (const auto& spec : models::WeightSpecs(config)) {
-    if (spec.name == "model.embed_tokens.weight" && !config.tie_word_embeddings) continue;
+  for (const auto& spec : family.weight_specs(config)) {
+    if (spec.name == family.embedding_weight && !config.tie_word_embeddings) continue;
     int64_t n = 1;
     for (int64_t d : spec.shape) n *= d;
     elements += n;
@@ -109,7 +110,8 @@ int RunBench(const BenchArgs& a) {
   const int64_t rss = PeakRssBytes();  // before the bandwidth probe's buffer
   const std::string dt(MlirName((*gen)->dtype()));
   const double decode_rate = rate(tm.decode_tokens, tm.decode_seconds);
-  const double weight_bytes = static_cast<double>(WeightBytesPerToken(cfg, (*gen)->dtype()));
+  const double weight_bytes =
+      static_cast<double>(WeightBytesPerToken((*gen)->engine().family(), cfg, (*gen)->dtype()));
   const double decode_read = weight_bytes * decode_rate;
   const double peak_read =
       a.bandwidth ? MeasureReadBandwidth(DefaultThreadPool(), int64_t{256} << 20) : 0.0;

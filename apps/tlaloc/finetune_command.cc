@@ -278,7 +278,6 @@ StatusOr<Score> Evaluate(const fs::path &model, std::shared_ptr<Backend> backend
   generate::GenerateOptions options;
   options.max_new_tokens = 8;
   options.eos_token_ids = generator->config().eos_token_ids;
-  options.pad_token_id = static_cast<int32_t>(generator->config().pad_token_id.value_or(0));
   TL_ASSIGN_OR_RETURN(auto results, generator->Generate(prompts, options));
   DecodeOptions decode;
   decode.skip_special_tokens = true;

@@ -172,7 +172,8 @@ StatusOr<TextResult> TextGenerator::Run(const TextRequest& request, const TextCa
   if (!request.messages.empty()) {
     ChatOptions co;
     co.enable_thinking = request.enable_thinking;
-    TL_ASSIGN_OR_RETURN(std::string rendered, RenderQwen3Chat(request.messages, co));
+    TL_ASSIGN_OR_RETURN(std::string rendered,
+                        generator_->engine().family().render_chat(request.messages, co));
     result.prompt_ids = tokenizer_.Encode(rendered);
   } else {
     EncodeOptions eo;
@@ -202,7 +203,6 @@ StatusOr<TextResult> TextGenerator::Run(const TextRequest& request, const TextCa
   opts.seed = result.seed;
   opts.eos_token_ids = generation_config_.eos_token_ids;
   for (int64_t id : generator_->config().eos_token_ids) opts.eos_token_ids.push_back(id);
-  opts.pad_token_id = static_cast<int32_t>(generation_config_.pad_token_id.value_or(0));
 
   ReplySplitter stream(tokenizer_, think_open_, think_close_, request.stop, on_text, result);
   bool was_cancelled = false, decode_failed = false;

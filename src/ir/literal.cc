@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "tlaloc/support/buffer_cache.h"
+#include "tlaloc/support/half.h"
 
 namespace tlaloc {
 
@@ -34,23 +35,27 @@ Literal Literal::FromDoubles(ElementType et, std::vector<int64_t> dims,
 }
 
 double Literal::GetAsDouble(int64_t i) const {
-  return DispatchElementType(element_type(), [&]<typename T>() -> double {
-    return ToDouble(span<T>()[i]);
-  });
+  return DispatchElementType(element_type(),
+                             [&]<typename T>() -> double { return ToDouble(span<T>()[i]); });
 }
 
 void Literal::SetFromDouble(int64_t i, double v) {
   DispatchElementType(element_type(), [&]<typename T>() {
-    if constexpr (std::is_same_v<T, bool>) span<T>()[i] = v != 0;
-    else if constexpr (std::is_integral_v<T>) span<T>()[i] = static_cast<T>(static_cast<int64_t>(v));
-    else span<T>()[i] = FromDouble<T>(v);
+    if constexpr (std::is_same_v<T, bool>)
+      span<T>()[i] = v != 0;
+    else if constexpr (std::is_integral_v<T>)
+      span<T>()[i] = static_cast<T>(static_cast<int64_t>(v));
+    else
+      span<T>()[i] = FromDouble<T>(v);
   });
 }
 
 int64_t Literal::GetAsInt64(int64_t i) const {
   return DispatchElementType(element_type(), [&]<typename T>() -> int64_t {
-    if constexpr (kIsFloatLike<T>) return static_cast<int64_t>(ToDouble(span<T>()[i]));
-    else return static_cast<int64_t>(span<T>()[i]);
+    if constexpr (kIsFloatLike<T>)
+      return static_cast<int64_t>(ToDouble(span<T>()[i]));
+    else
+      return static_cast<int64_t>(span<T>()[i]);
   });
 }
 
@@ -106,6 +111,33 @@ std::string Literal::ToString(int64_t max_elements) const {
   }
   if (n > max_elements) s += ", ...";
   return s + "]";
+}
+
+Literal ConvertElementType(const Literal& x, ElementType to) {
+  if (x.element_type() == to) return x;
+  Literal out = Literal::Uninitialized(TensorType(to, x.dims()));
+  const int64_t n = x.num_elements();
+  const ElementType from = x.element_type();
+  if (from == ElementType::kF32 && to == ElementType::kBF16) {
+    auto src = x.span<float>();
+    auto dst = out.span<uint16_t>();
+    for (int64_t i = 0; i < n; ++i) dst[i] = FloatToBf16Bits(src[i]);
+  } else if (from == ElementType::kBF16 && to == ElementType::kF32) {
+    auto src = x.span<uint16_t>();
+    auto dst = out.span<float>();
+    for (int64_t i = 0; i < n; ++i) dst[i] = Bf16BitsToFloat(src[i]);
+  } else if (from == ElementType::kF32 && to == ElementType::kF16) {
+    auto src = x.span<float>();
+    auto dst = out.span<uint16_t>();
+    for (int64_t i = 0; i < n; ++i) dst[i] = FloatToHalfBits(src[i]);
+  } else if (from == ElementType::kF16 && to == ElementType::kF32) {
+    auto src = x.span<uint16_t>();
+    auto dst = out.span<float>();
+    for (int64_t i = 0; i < n; ++i) dst[i] = HalfBitsToFloat(src[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out.SetFromDouble(i, x.GetAsDouble(i));
+  }
+  return out;
 }
 
 }  // namespace tlaloc

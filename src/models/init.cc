@@ -4,7 +4,7 @@
 #include <random>
 
 #include "tlaloc/io/checkpoint.h"
-#include "tlaloc/models/qwen3.h"
+#include "tlaloc/models/family.h"
 #include "tlaloc/support/atomic_file.h"
 #include "tlaloc/support/half.h"
 #include "tlaloc/support/memory_info.h"

@@ -46,4 +46,39 @@ Tensor SampleTokens(const Tensor& logits, const Tensor& key, const Tensor& step,
   return Sum(hit * idx, {-1});
 }
 
+Tensor SampleRows(const Tensor& logits, const RowSamplingInputs& in, int64_t max_candidates) {
+  OpBuilder* b = logits.builder();
+  if (!b || !logits.valid()) return Tensor();
+  const int64_t rows = logits.dim(0), vocab = logits.dim(-1);
+  const int64_t k = max_candidates > 0 && max_candidates < vocab ? max_candidates : vocab;
+  Tensor greedy = Argmax(logits, -1);
+  Tensor sampled_rows = Gt(in.temperature, FullLike(in.temperature, 0.0));
+  Tensor count = Sum(Convert(sampled_rows, ElementType::kS32), {0});
+  Tensor any_sampled = Gt(count, FullLike(count, 0));
+  auto draw = [&]() -> std::vector<Tensor> {
+    // Greedy rows divide by 1 here; their draw is discarded below.
+    Tensor t = Where(sampled_rows, in.temperature, FullLike(in.temperature, 1.0));
+    Tensor scaled = logits / ExpandDims(t, 1);
+    auto [vals, idx] = TopK(scaled, k);  // [B, k], descending
+    Tensor rank = Iota(*b, {rows, k}, 1, ElementType::kS32);
+    Tensor top_k = ExpandDims(in.top_k, 1);
+    Tensor within_k = Le(top_k, FullLike(top_k, 0)) | Lt(rank, top_k);
+    vals = Where(within_k, vals, FullLike(vals, -1e30));
+    // Keep a candidate while the mass before it is below top_p (the first is always kept).
+    Tensor probs = Softmax(vals, -1);
+    Tensor before = PrefixSumLastAxis(probs) - probs;
+    Tensor top_p = ExpandDims(in.top_p, 1);
+    Tensor keep = Ge(top_p, FullLike(top_p, 1.0)) | Lt(before, top_p);
+    vals = Where(keep, vals, FullLike(vals, -1e30));
+    Tensor noise = RowGumbel(RowFoldIn(in.keys, in.steps), k);
+    Tensor choice = Argmax(noise + vals, -1);  // [B] index into the candidates
+    Tensor hit = Convert(OneHot(choice, k, ElementType::kS32), ElementType::kS32);
+    Tensor token = Sum(hit * idx, {-1});
+    return {Where(sampled_rows, token, greedy)};
+  };
+  auto keep_greedy = [&]() -> std::vector<Tensor> { return {greedy}; };
+  std::vector<Tensor> out = Cond(any_sampled, draw, keep_greedy);
+  return out.empty() ? Tensor() : out[0];
+}
+
 }  // namespace tlaloc::nn

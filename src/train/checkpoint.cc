@@ -6,10 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "tlaloc/generate/generator.h"
 #include "tlaloc/io/safetensors.h"
+#include "tlaloc/models/family.h"
 #include "tlaloc/models/init.h"
-#include "tlaloc/models/qwen3.h"
 #include "tlaloc/support/atomic_file.h"
 
 namespace tlaloc::train {
@@ -45,7 +44,7 @@ Status SaveModelFolder(const fs::path& out, const fs::path& source_dir,
   std::vector<io::NamedTensor> tensors;
   const auto specs = models::WeightSpecs(config);
   for (size_t i = 0; i < specs.size(); ++i)
-    tensors.push_back({specs[i].name, generate::ConvertLiteral(weights[i], dtype)});
+    tensors.push_back({specs[i].name, ConvertElementType(weights[i], dtype)});
   TL_ASSIGN_OR_RETURN(io::GenerationConfig generation,
                       io::LoadGenerationConfigOrDefault(source_dir, config));
   std::error_code ec;
@@ -74,7 +73,7 @@ Status SaveTrainingState(const fs::path& dir, const io::ModelConfig& config,
   const auto specs = models::WeightSpecs(config);
   for (size_t i = 0; i < specs.size(); ++i)
     tensors.push_back({std::string(kMasterPrefix) + specs[i].name,
-                       generate::ConvertLiteral(master_weights[i], ElementType::kF32)});
+                       ConvertElementType(master_weights[i], ElementType::kF32)});
   TL_RETURN_IF_ERROR(io::WriteSafetensors(dir / kOptimizerFile, tensors));
   json j = {{"step", state.step},
             {"seed", state.seed},

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "tlaloc/generate/generator.h"
 #include "tlaloc/io/checkpoint.h"
+#include "tlaloc/models/load_weights.h"
 #include "tlaloc/support/atomic_file.h"
 #include "tlaloc/tokenizer/tokenizer.h"
 #include "tlaloc/train/checkpoint.h"
@@ -207,7 +207,7 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
   if (resumed) {
     weights = std::move(resumed->master_weights);
   } else {
-    TL_ASSIGN_OR_RETURN(weights, generate::LoadWeights(config, checkpoint, ElementType::kF32));
+    TL_ASSIGN_OR_RETURN(weights, models::LoadWeights(config, checkpoint, ElementType::kF32));
   }
   TL_ASSIGN_OR_RETURN(auto trainer, Trainer::Create(config, std::move(weights), train_options,
                                                     backend, options.batch, options.seq_len));

@@ -5,8 +5,7 @@
 #include <cmath>
 
 #include "tlaloc/autodiff/autodiff.h"
-#include "tlaloc/models/qwen3.h"
-#include "tlaloc/models/qwen3_train.h"
+#include "tlaloc/models/family.h"
 #include "tlaloc/train/adamw.h"
 #include "tlaloc/train/loss.h"
 
@@ -25,28 +24,26 @@ struct Trainer::Impl {
 
 namespace {
 
-// Emits the mean loss (and the counted tokens) of a Qwen3 over one batch into fb's function,
-// from f32 master weights `w32` (in WeightSpecs order).
+// Emits the mean loss (and the counted tokens) of the config's model over one batch into fb's
+// function, from f32 master weights `w32` (in WeightSpecs order).
 StatusOr<std::pair<Tensor, Tensor>> EmitLoss(const io::ModelConfig& config,
                                              const TrainOptions& options,
                                              const std::vector<models::WeightSpec>& specs,
                                              const std::vector<Tensor>& w32, const Tensor& ids,
                                              const Tensor& labels, autodiff::Marks* marks) {
+  TL_ASSIGN_OR_RETURN(const models::ModelFamily* family, models::FamilyOf(config));
   models::WeightTensors w;
   for (size_t i = 0; i < specs.size(); ++i)
     w[specs[i].name] = options.compute_dtype == ElementType::kF32
                            ? w32[i]
                            : Convert(w32[i], options.compute_dtype);
-  TL_ASSIGN_OR_RETURN(models::TrainInputs in, models::TrainEmbed(config, w, ids));
-  Tensor x = in.hidden;
-  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
-    autodiff::RematScope scope(options.remat_layers ? marks : nullptr, *ids.builder());
-    x = models::TrainDecoderLayer(config, w, l, x, in);
-  }
+  TL_ASSIGN_OR_RETURN(
+      models::TrainForward forward,
+      family->train_forward(config, w, ids, options.remat_layers ? marks : nullptr));
   const int64_t tokens = ids.dim(0) * ids.dim(1);
-  Tensor hidden = Reshape(models::TrainFinalNorm(config, w, x), {tokens, config.hidden_size});
-  LossTerms terms = LmHeadCrossEntropy(hidden, models::TrainHeadWeight(config, w),
-                                       Reshape(labels, {tokens}), options.loss_chunk, marks);
+  Tensor hidden = Reshape(forward.hidden, {tokens, config.hidden_size});
+  LossTerms terms = LmHeadCrossEntropy(hidden, w.at(forward.head_weight), Reshape(labels, {tokens}),
+                                       options.loss_chunk, marks);
   Tensor mean = terms.loss_sum / Max(terms.count, FullLike(terms.count, 1.0));
   return std::make_pair(mean, terms.count);
 }

@@ -1,8 +1,9 @@
+#include "tlaloc/builder/random.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "tlaloc/builder/random.h"
 #include "tlaloc/interp/interpreter.h"
 
 namespace tlaloc {
@@ -63,9 +64,8 @@ TEST(Threefry, SplitOfKeyZeroMatchesJaxOriginal) {
 }
 
 TEST(Threefry, PrngKeyHoldsSeedWords) {
-  auto out = RunProgram([](OpBuilder& b) {
-    return std::vector<Tensor>{PrngKey(b, 0x0000000500000007ull)};
-  });
+  auto out = RunProgram(
+      [](OpBuilder& b) { return std::vector<Tensor>{PrngKey(b, 0x0000000500000007ull)}; });
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(Words(out[0]), (std::vector<uint32_t>{5, 7}));
 }
@@ -101,9 +101,8 @@ TEST(Random, UniformIsInRangeAndSpread) {
 }
 
 TEST(Random, NormalHasUnitMoments) {
-  auto out = RunProgram([](OpBuilder& b) {
-    return std::vector<Tensor>{Normal(PrngKey(b, 3), {8192})};
-  });
+  auto out =
+      RunProgram([](OpBuilder& b) { return std::vector<Tensor>{Normal(PrngKey(b, 3), {8192})}; });
   ASSERT_EQ(out.size(), 1u);
   double sum = 0, sq = 0;
   for (float v : out[0].span<float>()) {
@@ -145,6 +144,62 @@ TEST(Random, SameSeedSameBitsDifferentSeedDifferentBits) {
   ASSERT_EQ(out.size(), 3u);
   EXPECT_TRUE(out[0].BitwiseEquals(out[1]));
   EXPECT_FALSE(out[0].BitwiseEquals(out[2]));
+}
+
+// A key per row draws, row by row, exactly what that key draws alone.
+TEST(Threefry, RowKeysDrawWhatEachKeyDrawsAlone) {
+  const std::vector<uint64_t> seeds{0, 42, (uint64_t{7} << 32) | 9};
+  const std::vector<uint32_t> data{3, 0, 1234567};
+  auto out = RunProgram([&](OpBuilder& b) {
+    std::vector<uint32_t> words;
+    for (uint64_t s : seeds) {
+      words.push_back(static_cast<uint32_t>(s >> 32));
+      words.push_back(static_cast<uint32_t>(s));
+    }
+    Tensor keys = Constant(b, Literal::FromVector<uint32_t>({3, 2}, words));
+    Tensor d = Constant(b, Literal::FromVector<uint32_t>({3}, data));
+    Tensor folded = RowFoldIn(keys, d);
+    std::vector<Tensor> outs{folded, RowGumbel(folded, 5)};
+    for (size_t r = 0; r < seeds.size(); ++r) {
+      Tensor one = FoldIn(PrngKey(b, seeds[r]), Scalar(b, data[r], ElementType::kU32));
+      outs.push_back(one);
+      outs.push_back(Gumbel(one, {5}));
+    }
+    return outs;
+  });
+  ASSERT_EQ(out.size(), 2 + 2 * seeds.size());
+  auto folded = out[0].span<uint32_t>();
+  auto gumbel = out[1].span<float>();
+  for (size_t r = 0; r < seeds.size(); ++r) {
+    auto key = out[2 + 2 * r].span<uint32_t>();
+    EXPECT_EQ(folded[2 * r], key[0]) << "row " << r;
+    EXPECT_EQ(folded[2 * r + 1], key[1]) << "row " << r;
+    auto alone = out[3 + 2 * r].span<float>();
+    for (int j = 0; j < 5; ++j) EXPECT_EQ(gumbel[5 * r + j], alone[j]) << "row " << r;
+  }
+}
+
+// Cond runs one branch at run time; the branches may use tensors built before it.
+TEST(Cond, RunsTheBranchThePredicateChooses) {
+  for (bool which : {true, false}) {
+    auto out = RunProgram([&](OpBuilder& b) {
+      Tensor x = Constant(b, Literal::FromVector<float>({3}, {1, 2, 3}));
+      Tensor pred = Constant(b, Literal::FromVector<bool>({}, {which}));
+      auto r = Cond(
+          pred,
+          [&]() {
+            return std::vector<Tensor>{x * 2.0, Sum(x, {0})};
+          },
+          [&]() {
+            return std::vector<Tensor>{x + 1.0, ReduceMax(x, {0})};
+          });
+      return r;
+    });
+    ASSERT_EQ(out.size(), 2u);
+    auto v = out[0].span<float>();
+    EXPECT_EQ(v[2], which ? 6.f : 4.f);
+    EXPECT_EQ(out[1].span<float>()[0], which ? 6.f : 3.f);
+  }
 }
 
 }  // namespace

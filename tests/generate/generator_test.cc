@@ -210,7 +210,7 @@ TEST(Generator, LoadErrorsNameTheProblem) {
 TEST(Generator, Bf16LogitsTrackF32) {
   RefModel m = RandomModel(TinyConfig(false, 4, 2, 8), 31);
   std::vector<Literal> bf16;
-  for (const auto& w : m.literals) bf16.push_back(generate::ConvertLiteral(w, ElementType::kBF16));
+  for (const auto& w : m.literals) bf16.push_back(ConvertElementType(w, ElementType::kBF16));
   auto g32 = MakeGenerator(m);
   auto g16 = generate::Generator::Create(m.config, bf16, ElementType::kBF16);
   ASSERT_TRUE(g32 && g16.ok()) << g16.status().ToString();

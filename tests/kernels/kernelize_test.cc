@@ -8,7 +8,7 @@
 #include "kernels/kernel_repo_fixture.h"
 #include "models/qwen3_reference.h"
 #include "tlaloc/builder/tensor.h"
-#include "tlaloc/models/qwen3.h"
+#include "tlaloc/models/family.h"
 #include "tlaloc/stablehlo/printer.h"
 
 namespace tlaloc::kernels {
@@ -32,15 +32,16 @@ struct GreedyRun {
 StatusOr<GreedyRun> Greedy(const RefModel& m, const std::vector<int32_t>& prompt, int steps,
                            const Kernelizer* kernelizer) {
   GreedyRun run;
-  models::ProgramShape shape;
+  models::StepShape shape;
   shape.batch = 1;
   shape.prompt_len = static_cast<int64_t>(prompt.size());
   shape.max_len = 32;
+  models::ModelProgram programs[2];  // prefill, decode
   auto prepare = [&](bool prefill) -> StatusOr<std::unique_ptr<Executable>> {
     nn::LayerTrace trace;
-    TL_ASSIGN_OR_RETURN(std::shared_ptr<Module> module,
-                        prefill ? models::BuildPrefill(m.config, shape, &trace)
-                                : models::BuildDecodeStep(m.config, shape, &trace));
+    shape.kind = prefill ? models::StepKind::kPrefill : models::StepKind::kDecode;
+    TL_ASSIGN_OR_RETURN(models::ModelProgram program, models::BuildStep(m.config, shape, &trace));
+    std::shared_ptr<Module> module = program.module;
     InterpreterOptions io;
     if (kernelizer) {
       for (const auto& [layer, _] : kernelizer->resolved()) run.traced += trace.Find(layer).size();
@@ -50,36 +51,36 @@ StatusOr<GreedyRun> Greedy(const RefModel& m, const std::vector<int32_t>& prompt
       run.replaced.insert(run.replaced.end(), r.replaced.begin(), r.replaced.end());
     }
     if (prefill) run.printed_prefill = PrintModule(*module);
-    return Executable::Prepare(
-        module, std::string(prefill ? models::kPrefillEntry : models::kDecodeEntry), io);
+    programs[prefill ? 0 : 1] = program;
+    return Executable::Prepare(module, program.entry, io);
   };
   TL_ASSIGN_OR_RETURN(auto prefill, prepare(true));
   TL_ASSIGN_OR_RETURN(auto decode, prepare(false));
   const int64_t t = shape.prompt_len;
-  std::vector<Literal> caches;
-  for (int64_t l = 0; l < 2 * m.config.num_hidden_layers; ++l)
-    caches.emplace_back(models::KvCacheType(m.config, shape));
   std::vector<int32_t> positions(t);
   for (int64_t i = 0; i < t; ++i) positions[i] = static_cast<int32_t>(i);
-  std::vector<Literal> args = m.literals;
-  args.push_back(Literal::FromVector<int32_t>({1, t}, prompt));
-  args.push_back(Literal::FromVector<int32_t>({1, t}, positions));
-  args.push_back(Literal::FromVector<int32_t>({1}, {static_cast<int32_t>(t)}));
-  args.push_back(Literal::FromVector<uint32_t>({2}, {0, 0}));
-  args.push_back(Literal::Scalar<uint32_t>(0));
-  for (auto& c : caches) args.push_back(std::move(c));
-  TL_ASSIGN_OR_RETURN(std::vector<Literal> out, prefill->Execute(std::move(args)));
+  std::map<models::Port, Literal> in;
+  in[models::Port::kTokens] = Literal::FromVector<int32_t>({1, t}, prompt);
+  in[models::Port::kPositions] = Literal::FromVector<int32_t>({1, t}, positions);
+  in[models::Port::kLengths] = Literal::FromVector<int32_t>({1}, {static_cast<int32_t>(t)});
+  in[models::Port::kSlots] = Literal::FromVector<int32_t>({1}, {0});
+  TL_ASSIGN_OR_RETURN(std::vector<Literal> out,
+                      prefill->Execute(testing::StepArgs(programs[0], m.literals, std::move(in))));
+  const models::ProgramSignature& sig = programs[1].signature;
   for (int s = 0; s < steps; ++s) {
-    int32_t token = out[0].span<int32_t>()[0];
+    int32_t token = out[sig.Output(models::Port::kNextTokens)].span<int32_t>()[0];
     run.tokens.push_back(token);
     if (s + 1 == steps) break;
-    std::vector<Literal> dargs = m.literals;
-    dargs.push_back(Literal::FromVector<int32_t>({1}, {token}));
-    dargs.push_back(Literal::FromVector<int32_t>({1}, {static_cast<int32_t>(t + s)}));
-    dargs.push_back(Literal::FromVector<uint32_t>({2}, {0, 0}));
-    dargs.push_back(Literal::Scalar<uint32_t>(static_cast<uint32_t>(s + 1)));
-    for (size_t i = 2; i < out.size(); ++i) dargs.push_back(std::move(out[i]));
-    TL_ASSIGN_OR_RETURN(out, decode->Execute(std::move(dargs)));
+    std::map<models::Port, Literal> step;
+    step[models::Port::kTokens] = Literal::FromVector<int32_t>({1}, {token});
+    step[models::Port::kPositions] =
+        Literal::FromVector<int32_t>({1}, {static_cast<int32_t>(t + s)});
+    std::vector<Literal> caches;
+    for (size_t i = 0; i < sig.outputs.size(); ++i)
+      if (sig.outputs[i].aliased_input >= 0) caches.push_back(std::move(out[i]));
+    TL_ASSIGN_OR_RETURN(
+        out, decode->Execute(testing::StepArgs(programs[1], m.literals, std::move(step), {}, 0,
+                                               static_cast<uint32_t>(s + 1), std::move(caches))));
   }
   return run;
 }
@@ -301,13 +302,14 @@ TEST_F(KernelizeTest, CudaCapabilityRangesPickTheSmallestContainingRange) {
   ASSERT_TRUE(k.ok());
   EXPECT_EQ(k->resolved().at("RMSNorm").spec.symbol, "wide_ffi");
   // The program carries a typed-FFI custom_call with eps in its backend_config.
-  models::ProgramShape shape;
+  models::StepShape shape;
+  shape.kind = models::StepKind::kPrefill;
   shape.prompt_len = 4;
   shape.max_len = 16;
   nn::LayerTrace trace;
-  auto module = models::BuildPrefill(model_.config, shape, &trace);
-  ASSERT_TRUE(module.ok());
-  auto r = k->Apply(*module, trace);
+  auto program = models::BuildStep(model_.config, shape, &trace);
+  ASSERT_TRUE(program.ok());
+  auto r = k->Apply(program->module, trace);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   std::string text = PrintModule(*r->module);
   EXPECT_NE(text.find("stablehlo.custom_call @wide_ffi"), std::string::npos);

@@ -11,7 +11,7 @@
 
 #include "tlaloc/io/model_config.h"
 #include "tlaloc/ir/literal.h"
-#include "tlaloc/models/qwen3.h"
+#include "tlaloc/models/family.h"
 
 namespace tlaloc::testing {
 
@@ -22,6 +22,46 @@ struct RefModel {
   std::map<std::string, std::vector<double>> w;  // values as rounded to f32
   std::vector<Literal> literals;                 // f32, in models::WeightSpecs order
 };
+
+// The argument list of a step program, bound by port: the weights, one sampling setting for
+// every row (key from `seed`, draw counter `step`), the `inputs` given, and zeroed caches (or
+// `caches`, moved in, when given).
+inline std::vector<Literal> StepArgs(const models::ModelProgram& program,
+                                     const std::vector<Literal>& weights,
+                                     std::map<models::Port, Literal> inputs,
+                                     const nn::SamplingParams& sampling = {}, uint64_t seed = 0,
+                                     uint32_t step = 0, std::vector<Literal> caches = {}) {
+  const models::ProgramSignature& sig = program.signature;
+  const int64_t b = sig.inputs[sig.Input(models::Port::kTemperature)].type.dims[0];
+  using models::Port;
+  inputs.emplace(Port::kTemperature,
+                 Literal::FromVector<float>({b}, std::vector<float>(b, sampling.temperature)));
+  inputs.emplace(Port::kTopK,
+                 Literal::FromVector<int32_t>(
+                     {b}, std::vector<int32_t>(b, static_cast<int32_t>(sampling.top_k))));
+  inputs.emplace(Port::kTopP,
+                 Literal::FromVector<float>({b}, std::vector<float>(b, sampling.top_p)));
+  std::vector<uint32_t> keys;
+  for (int64_t r = 0; r < b; ++r) {
+    keys.push_back(static_cast<uint32_t>(seed >> 32));
+    keys.push_back(static_cast<uint32_t>(seed));
+  }
+  inputs.emplace(Port::kKeys, Literal::FromVector<uint32_t>({b, 2}, keys));
+  inputs.emplace(Port::kSteps, Literal::FromVector<uint32_t>({b}, std::vector<uint32_t>(b, step)));
+  std::vector<Literal> args;
+  size_t next_weight = 0, next_cache = 0;
+  for (size_t i = 0; i < sig.inputs.size(); ++i) {
+    const models::PortSpec& p = sig.inputs[i];
+    if (p.port == Port::kWeight) {
+      args.push_back(weights.at(next_weight++));
+    } else if (sig.IsCacheInput(static_cast<int>(i))) {
+      args.push_back(caches.empty() ? Literal(p.type) : std::move(caches.at(next_cache++)));
+    } else {
+      args.push_back(std::move(inputs.at(p.port)));
+    }
+  }
+  return args;
+}
 
 inline io::ModelConfig TinyConfig(bool tied, int64_t heads, int64_t kv_heads, int64_t head_dim) {
   io::ModelConfig c = io::DefaultModelConfig(io::ModelArchitecture::kQwen3);

@@ -1,14 +1,13 @@
 // The Qwen3 programs against a plain double-precision forward written in the test, on tiny
 // random models: prefill logits, KV-cached decode steps against full recomputation, padding
 // and batching, in-place cache updates, and the layer trace.
-#include "tlaloc/models/qwen3.h"
-
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "models/qwen3_reference.h"
 #include "tlaloc/interp/interpreter.h"
+#include "tlaloc/models/family.h"
 
 namespace tlaloc {
 namespace {
@@ -37,19 +36,22 @@ class Runner {
  public:
   Runner(const RefModel& m, int64_t batch, int64_t prompt_len, int64_t max_len,
          nn::SamplingParams sampling = {})
-      : m_(m) {
+      : m_(m), sampling_(sampling) {
     shape_.batch = batch;
     shape_.prompt_len = prompt_len;
     shape_.max_len = max_len;
-    shape_.sampling = sampling;
-    auto pre = models::BuildPrefill(m.config, shape_);
+    shape_.kind = models::StepKind::kPrefill;
+    auto pre = models::BuildStep(m.config, shape_);
     EXPECT_TRUE(pre.ok()) << pre.status().ToString();
-    auto dec = models::BuildDecodeStep(m.config, shape_);
+    shape_.kind = models::StepKind::kDecode;
+    auto dec = models::BuildStep(m.config, shape_);
     EXPECT_TRUE(dec.ok()) << dec.status().ToString();
     if (!pre.ok() || !dec.ok()) return;
-    auto pe = Executable::Prepare(*pre, std::string(models::kPrefillEntry));
+    prefill_program_ = *pre;
+    decode_program_ = *dec;
+    auto pe = Executable::Prepare(pre->module, pre->entry);
     EXPECT_TRUE(pe.ok()) << pe.status().ToString();
-    auto de = Executable::Prepare(*dec, std::string(models::kDecodeEntry));
+    auto de = Executable::Prepare(dec->module, dec->entry);
     EXPECT_TRUE(de.ok()) << de.status().ToString();
     if (pe.ok()) prefill_ = std::move(*pe);
     if (de.ok()) decode_ = std::move(*de);
@@ -60,37 +62,33 @@ class Runner {
   std::pair<std::vector<int32_t>, Literal> Prefill(const std::vector<std::vector<int32_t>>& p,
                                                    uint64_t seed = 0) {
     const int64_t b = shape_.batch, t = shape_.prompt_len;
-    std::vector<int32_t> tok(b * t, 0), pos(b * t), len(b);
+    std::vector<int32_t> tok(b * t, 0), pos(b * t), len(b), slots(b);
     for (int64_t r = 0; r < b; ++r) {
       std::copy(p[r].begin(), p[r].end(), tok.begin() + r * t);
       for (int64_t i = 0; i < t; ++i) pos[r * t + i] = static_cast<int32_t>(i);
       len[r] = static_cast<int32_t>(p[r].size());
+      slots[r] = static_cast<int32_t>(r);
     }
-    std::vector<Literal> args(m_.literals.begin(), m_.literals.end());
-    args.push_back(Literal::FromVector<int32_t>({b, t}, tok));
-    args.push_back(Literal::FromVector<int32_t>({b, t}, pos));
-    args.push_back(Literal::FromVector<int32_t>({b}, len));
-    args.push_back(Literal::FromVector<uint32_t>({2}, {0, static_cast<uint32_t>(seed)}));
-    args.push_back(Literal::Scalar<uint32_t>(0));
-    for (int64_t i = 0; i < 2 * m_.config.num_hidden_layers; ++i)
-      args.push_back(Literal(models::KvCacheType(m_.config, shape_)));
-    return Unpack(prefill_->Execute(std::move(args)));
+    std::map<models::Port, Literal> in;
+    in[models::Port::kTokens] = Literal::FromVector<int32_t>({b, t}, tok);
+    in[models::Port::kPositions] = Literal::FromVector<int32_t>({b, t}, pos);
+    in[models::Port::kLengths] = Literal::FromVector<int32_t>({b}, len);
+    in[models::Port::kSlots] = Literal::FromVector<int32_t>({b}, slots);
+    return Unpack(prefill_->Execute(
+        testing::StepArgs(prefill_program_, m_.literals, std::move(in), sampling_, seed, 0)));
   }
 
   std::pair<std::vector<int32_t>, Literal> Decode(const std::vector<int32_t>& tok,
                                                   const std::vector<int32_t>& pos,
                                                   uint32_t step = 1, uint64_t seed = 0) {
     const int64_t b = shape_.batch;
-    std::vector<Literal> args(m_.literals.begin(), m_.literals.end());
-    args.push_back(Literal::FromVector<int32_t>({b}, tok));
-    args.push_back(Literal::FromVector<int32_t>({b}, pos));
-    args.push_back(Literal::FromVector<uint32_t>({2}, {0, static_cast<uint32_t>(seed)}));
-    args.push_back(Literal::Scalar<uint32_t>(step));
+    std::map<models::Port, Literal> in;
+    in[models::Port::kTokens] = Literal::FromVector<int32_t>({b}, tok);
+    in[models::Port::kPositions] = Literal::FromVector<int32_t>({b}, pos);
     cache_ptrs_.clear();
-    for (auto& c : caches_) {
-      cache_ptrs_.push_back(c.data());
-      args.push_back(std::move(c));
-    }
+    for (auto& c : caches_) cache_ptrs_.push_back(c.data());
+    auto args = testing::StepArgs(decode_program_, m_.literals, std::move(in), sampling_, seed,
+                                  step, std::move(caches_));
     caches_.clear();
     return Unpack(decode_->Execute(std::move(args)));
   }
@@ -102,13 +100,20 @@ class Runner {
   std::pair<std::vector<int32_t>, Literal> Unpack(StatusOr<std::vector<Literal>> out) {
     EXPECT_TRUE(out.ok()) << out.status().ToString();
     if (!out.ok()) return {};
-    auto t = (*out)[0].span<int32_t>();
-    caches_.assign(std::make_move_iterator(out->begin() + 2), std::make_move_iterator(out->end()));
-    return {std::vector<int32_t>(t.begin(), t.end()), std::move((*out)[1])};
+    const models::ProgramSignature& sig = decode_program_.signature;
+    auto t = (*out)[sig.Output(models::Port::kNextTokens)].span<int32_t>();
+    std::vector<int32_t> tokens(t.begin(), t.end());
+    Literal logits = std::move((*out)[sig.Output(models::Port::kLogits)]);
+    caches_.clear();
+    for (size_t i = 0; i < sig.outputs.size(); ++i)
+      if (sig.outputs[i].aliased_input >= 0) caches_.push_back(std::move((*out)[i]));
+    return {std::move(tokens), std::move(logits)};
   }
 
   const RefModel& m_;
-  models::ProgramShape shape_;
+  nn::SamplingParams sampling_;
+  models::StepShape shape_;
+  models::ModelProgram prefill_program_, decode_program_;
   std::unique_ptr<Executable> prefill_, decode_;
   std::vector<Literal> caches_;
   std::vector<const std::byte*> cache_ptrs_;
@@ -237,16 +242,21 @@ TEST(Qwen3Program, SamplingIsSeededAndTopKOneIsGreedy) {
 
 TEST(Qwen3Program, WeightsAreParametersAndLayersAreTraced) {
   io::ModelConfig c = TinyConfig(false, 4, 2, 8);
-  models::ProgramShape shape;
+  models::StepShape shape;
   shape.batch = 1;
   shape.prompt_len = 4;
   shape.max_len = 8;
   nn::LayerTrace trace;
-  auto module = models::BuildDecodeStep(c, shape, &trace);
-  ASSERT_TRUE(module.ok()) << module.status().ToString();
-  const Function* fn = (*module)->functions().front().get();
+  auto program = models::BuildStep(c, shape, &trace);
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  const Function* fn = program->module->functions().front().get();
   const size_t nweights = models::WeightSpecs(c).size();
-  EXPECT_EQ(fn->entry().num_arguments(), static_cast<int>(nweights + 4 + 2 * c.num_hidden_layers));
+  // Weights, tokens, positions, the five sampling inputs, and a K and a V cache per layer.
+  const auto& sig = program->signature;
+  EXPECT_EQ(fn->entry().num_arguments(), static_cast<int>(sig.inputs.size()));
+  EXPECT_EQ(sig.Inputs(models::Port::kWeight).size(), nweights);
+  EXPECT_EQ(sig.inputs.size(), nweights + 7 + 2 * c.num_hidden_layers);
+  EXPECT_EQ(sig.Outputs(models::Port::kKCache).size(), static_cast<size_t>(c.num_hidden_layers));
   // No weight-sized constant: the weights enter only as parameters.
   for (const auto& op : fn->entry().operations()) {
     if (op->name() == "stablehlo.constant") {
@@ -266,15 +276,16 @@ TEST(Qwen3Program, WeightsAreParametersAndLayersAreTraced) {
 TEST(Qwen3Program, RefusesUnsupportedConfigs) {
   io::ModelConfig c = TinyConfig(false, 4, 2, 8);
   c.hidden_act = "gelu";
-  models::ProgramShape shape;
+  models::StepShape shape;
+  shape.kind = models::StepKind::kPrefill;
   shape.prompt_len = 4;
   shape.max_len = 8;
-  auto m = models::BuildPrefill(c, shape);
+  auto m = models::BuildStep(c, shape);
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("hidden_act"), std::string::npos) << m.status().ToString();
   c = TinyConfig(false, 4, 2, 8);
   shape.prompt_len = 9;
-  m = models::BuildPrefill(c, shape);
+  m = models::BuildStep(c, shape);
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("max_len"), std::string::npos) << m.status().ToString();
 }

@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tlaloc/models/family.h"
 #include "tlaloc/models/init.h"
-#include "tlaloc/models/qwen3.h"
 #include "tlaloc/runtime/backend.h"
 #include "tlaloc/support/atomic_file.h"
 #include "tlaloc/train/checkpoint.h"

@@ -11,8 +11,8 @@
 
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/io/checkpoint.h"
+#include "tlaloc/models/family.h"
 #include "tlaloc/models/init.h"
-#include "tlaloc/models/qwen3.h"
 #include "tlaloc/train/checkpoint.h"
 #include "train/small_config.h"
 
@@ -81,7 +81,7 @@ TEST_F(FinetuneTest, SavedFolderLoadsInTheGeneratorWithTheSameWeights) {
     auto stored = ckpt->Get(specs[i].name);
     ASSERT_TRUE(stored.ok()) << specs[i].name;
     EXPECT_EQ(stored->element_type(), ElementType::kBF16);
-    EXPECT_TRUE(stored->BitwiseEquals(generate::ConvertLiteral(weights[i], ElementType::kBF16)))
+    EXPECT_TRUE(stored->BitwiseEquals(ConvertElementType(weights[i], ElementType::kBF16)))
         << specs[i].name;
   }
   // The Generator reads the folder and computes what the same weights give it directly.
@@ -89,8 +89,8 @@ TEST_F(FinetuneTest, SavedFolderLoadsInTheGeneratorWithTheSameWeights) {
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   std::vector<Literal> rounded;
   for (const Literal& w : weights)
-    rounded.push_back(generate::ConvertLiteral(generate::ConvertLiteral(w, ElementType::kBF16),
-                                               ElementType::kF32));
+    rounded.push_back(
+        ConvertElementType(ConvertElementType(w, ElementType::kBF16), ElementType::kF32));
   auto direct = generate::Generator::Create(config, std::move(rounded), ElementType::kF32);
   ASSERT_TRUE(direct.ok()) << direct.status().ToString();
   const std::vector<std::vector<int32_t>> prompt = {{257, 97, 98, 99}};

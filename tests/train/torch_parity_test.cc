@@ -14,8 +14,8 @@
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/io/model_config.h"
 #include "tlaloc/io/safetensors.h"
+#include "tlaloc/models/family.h"
 #include "tlaloc/models/init.h"
-#include "tlaloc/models/qwen3.h"
 #include "tlaloc/train/trainer.h"
 
 namespace tlaloc::train {

@@ -9,8 +9,8 @@
 #include <random>
 
 #include "tlaloc/interp/interpreter.h"
+#include "tlaloc/models/family.h"
 #include "tlaloc/models/init.h"
-#include "tlaloc/models/qwen3.h"
 
 namespace tlaloc::train {
 namespace {

@@ -43,4 +43,10 @@ Tensor Gumbel(const Tensor& key, const std::vector<int64_t>& dims,
 Tensor Categorical(const Tensor& key, const Tensor& logits, int64_t axis = -1,
                    ThreefryMode mode = ThreefryMode::kPartitionable);
 
+// Keys per row, for batches whose rows must each draw what they would draw alone:
+// RowFoldIn(keys u32[B, 2], data u32[B]) is FoldIn(keys[r], data[r]) for every row r, and
+// RowGumbel(keys, n) -> f32 [B, n] is Gumbel(keys[r], {n}) (partitionable) for every row r.
+Tensor RowFoldIn(const Tensor& keys, const Tensor& data);
+Tensor RowGumbel(const Tensor& keys, int64_t n);
+
 }  // namespace tlaloc

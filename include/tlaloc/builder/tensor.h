@@ -3,6 +3,7 @@
 // convenience is a new IR op. Errors are sticky in the FunctionBuilder (see OpBuilder).
 #pragma once
 
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -177,5 +178,11 @@ Tensor OneHot(const Tensor& indices, int64_t depth, ElementType et = ElementType
 Tensor Take(const Tensor& table, const Tensor& indices);
 // Top k values and indices along the last axis (descending; ties keep the lower index).
 std::pair<Tensor, Tensor> TopK(const Tensor& x, int64_t k);
+
+// ---- Control flow ----
+// stablehlo.if on a pred[] scalar: runs one of two branches at run time. Each branch is builder
+// code returning tensors of the same types; it may use any tensor built before the call.
+std::vector<Tensor> Cond(const Tensor& pred, const std::function<std::vector<Tensor>()>& then_fn,
+                         const std::function<std::vector<Tensor>()>& else_fn);
 
 }  // namespace tlaloc

@@ -87,6 +87,10 @@ class Literal {
   std::shared_ptr<std::byte> data_;
 };
 
+// `x` in element type `to` (itself when already of that type): f32 <-> bf16 / f16 directly
+// (round to nearest even), other pairs through double.
+Literal ConvertElementType(const Literal& x, ElementType to);
+
 // Formats one element the way the printer and ToString do (shortest round-trip for floats).
 std::string FormatElement(const Literal& l, int64_t i);
 

@@ -35,4 +35,24 @@ Tensor PrefixSumLastAxis(const Tensor& x);
 Tensor SampleTokens(const Tensor& logits, const Tensor& key, const Tensor& step,
                     const SamplingParams& params);
 
+// Sampling settings per row, as program inputs (changing them compiles nothing).
+struct RowSamplingInputs {
+  Tensor temperature;  // f32 [B]; <= 0: greedy
+  Tensor top_k;        // s32 [B]; <= 0: no limit below the candidate cap
+  Tensor top_p;        // f32 [B]; >= 1: no nucleus cut
+  Tensor keys;         // u32 [B, 2]: each row's threefry key (from its request's seed)
+  Tensor steps;        // u32 [B]: each row's draw counter, folded into its key
+};
+
+// The candidate cap of SampleRows when none is given: a sampled row draws among at most this
+// many of its most likely ids (before top-k and top-p), so no step sorts the whole vocabulary.
+inline constexpr int64_t kDefaultMaxCandidates = 4096;
+
+// logits f32 [B, V] -> s32 [B], each row by its own settings. A row's token depends only on its
+// own logits and inputs, so a batch gives every row the token it gives alone. Greedy rows take
+// the argmax; sampled rows draw (Gumbel-max) among the max_candidates most likely ids after
+// temperature, top-k and top-p. When no row samples, the candidate sort is skipped at run time.
+Tensor SampleRows(const Tensor& logits, const RowSamplingInputs& in,
+                  int64_t max_candidates = kDefaultMaxCandidates);
+
 }  // namespace tlaloc::nn

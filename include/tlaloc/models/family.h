@@ -1,0 +1,101 @@
+// Model families, one registry entry each (as ops have OpDefs): what Tlaloc needs to run a
+// checkpoint of a given config.json `model_type` — the config checks, the weight names and
+// shapes, the step programs for generation with their typed signatures, the training forward,
+// and the chat format. A new family lives in its own folder under src/models/ and adds one line
+// to src/models/families.cc.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tlaloc/autodiff/autodiff.h"
+#include "tlaloc/builder/tensor.h"
+#include "tlaloc/io/model_config.h"
+#include "tlaloc/models/signature.h"
+#include "tlaloc/nn/layers.h"
+#include "tlaloc/nn/sampling.h"
+#include "tlaloc/tokenizer/chat.h"
+
+namespace tlaloc::models {
+
+struct WeightSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+
+// Weight tensors by checkpoint name (WeightSpec names).
+using WeightTensors = std::map<std::string, Tensor>;
+
+enum class StepKind { kPrefill, kDecode };
+
+// The static shape of one generation step program. Sampling settings are inputs, not part of
+// the shape, so one program serves every mix of requests.
+struct StepShape {
+  StepKind kind = StepKind::kDecode;
+  // Rows of the step. Decode: one per KV-cache slot (row r is slot r). Prefill: the prompts
+  // being started, each writing the slot its `slots` input names.
+  int64_t batch = 1;
+  int64_t prompt_len = 0;  // T: tokens per prefill row (prefill only)
+  int64_t num_slots = 0;   // KV-cache rows (0: the batch)
+  int64_t max_len = 0;     // positions each slot holds
+  ElementType dtype = ElementType::kF32;
+  // Ids at or past this are never sampled (0: every row of the LM head). Qwen3's embedding has
+  // rows past its tokenizer's ids (151,936 vs 151,669): no text exists for them.
+  int64_t sample_vocab = 0;
+  // A sampled row draws among at most this many of its most likely ids.
+  int64_t max_candidates = nn::kDefaultMaxCandidates;
+
+  int64_t slots() const { return num_slots > 0 ? num_slots : batch; }
+};
+
+// The training forward's output: final-normed hidden states [B, T, H] and the LM head's weight.
+struct TrainForward {
+  Tensor hidden;
+  std::string head_weight;  // checkpoint name of the [V, H] head matrix
+};
+
+struct ModelFamily {
+  std::string_view model_type;    // config.json "model_type", e.g. "qwen3"
+  std::string_view architecture;  // config.json "architectures" entry, e.g. "Qwen3ForCausalLM"
+  // The token embedding table's checkpoint name.
+  std::string_view embedding_weight;
+  // Whether Tlaloc's code implements this config (activation, rope type, ...).
+  Status (*check_supported)(const io::ModelConfig& config) = nullptr;
+  // The weight parameters of every program, in argument order.
+  std::vector<WeightSpec> (*weight_specs)(const io::ModelConfig& config) = nullptr;
+  // A generation step program (prefill or decode) and its signature; `trace` (may be null)
+  // records each layer's op range for kernelize.
+  StatusOr<ModelProgram> (*build_step)(const io::ModelConfig& config, const StepShape& shape,
+                                       nn::LayerTrace* trace) = nullptr;
+  // The causal forward over input_ids s32 [B, T] for training; each decoder layer becomes a
+  // remat region when `remat` is given.
+  StatusOr<TrainForward> (*train_forward)(const io::ModelConfig& config, const WeightTensors& w,
+                                          const Tensor& input_ids,
+                                          autodiff::Marks* remat) = nullptr;
+  // Renders a conversation as the model's chat template does.
+  StatusOr<std::string> (*render_chat)(std::span<const ChatMessage> messages,
+                                       const ChatOptions& options) = nullptr;
+  // The chat template as Jinja, for tokenizer_config.json of folders Tlaloc writes.
+  std::string (*chat_template_jinja)() = nullptr;
+};
+
+// The family registered for `model_type`; an unknown type is refused naming the known ones.
+StatusOr<const ModelFamily*> FindFamily(std::string_view model_type);
+// The family of a parsed config.
+StatusOr<const ModelFamily*> FamilyOf(const io::ModelConfig& config);
+// Every registered model_type, sorted.
+std::vector<std::string_view> KnownModelTypes();
+
+// Shorthands through FamilyOf(config).
+Status CheckSupported(const io::ModelConfig& config);
+std::vector<WeightSpec> WeightSpecs(const io::ModelConfig& config);
+StatusOr<ModelProgram> BuildStep(const io::ModelConfig& config, const StepShape& shape,
+                                 nn::LayerTrace* trace = nullptr);
+// The type of each KV cache argument: [slots, kv_heads, max_len, head_dim] in shape.dtype.
+TensorType KvCacheType(const io::ModelConfig& config, const StepShape& shape);
+
+}  // namespace tlaloc::models

@@ -1,0 +1,329 @@
+// The engine: weights on the backend, a slot-indexed KV cache, step programs cached by shape.
+#include "tlaloc/generate/engine.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace tlaloc::generate {
+
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The sampling inputs of a batch, one entry per program row (idle rows greedy).
+struct SamplingColumns {
+  std::vector<float> temperature, top_p;
+  std::vector<int32_t> top_k;
+  std::vector<uint32_t> keys, steps;
+
+  explicit SamplingColumns(int64_t rows)
+      : temperature(rows, 0.f),
+        top_p(rows, 1.f),
+        top_k(rows, 0),
+        keys(2 * rows, 0),
+        steps(rows, 0) {}
+  void Set(int64_t row, const RowSampling& s, uint32_t step) {
+    temperature[row] = static_cast<float>(s.params.temperature);
+    top_k[row] = static_cast<int32_t>(std::clamp<int64_t>(s.params.top_k, 0, INT32_MAX));
+    top_p[row] = static_cast<float>(s.params.top_p);
+    // jax.random.PRNGKey(seed) layout: [high word, low word].
+    keys[2 * row] = static_cast<uint32_t>(s.seed >> 32);
+    keys[2 * row + 1] = static_cast<uint32_t>(s.seed & 0xffffffffu);
+    steps[row] = step;
+  }
+  void AddTo(std::map<models::Port, Literal>& in) const {
+    const int64_t n = static_cast<int64_t>(temperature.size());
+    in[models::Port::kTemperature] = Literal::FromVector<float>({n}, temperature);
+    in[models::Port::kTopK] = Literal::FromVector<int32_t>({n}, top_k);
+    in[models::Port::kTopP] = Literal::FromVector<float>({n}, top_p);
+    in[models::Port::kKeys] = Literal::FromVector<uint32_t>({n, 2}, keys);
+    in[models::Port::kSteps] = Literal::FromVector<uint32_t>({n}, steps);
+  }
+};
+
+Status CheckSampling(const nn::SamplingParams& p, const std::string& what) {
+  if (!(p.temperature == p.temperature) || !(p.top_p > 0 && p.top_p <= 1))
+    return InvalidArgument(what + ": temperature must be a number and top_p in (0, 1]");
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Engine>> Engine::Create(io::ModelConfig config,
+                                                 std::vector<Literal> weights, ElementType dtype,
+                                                 std::shared_ptr<Backend> backend) {
+  TL_ASSIGN_OR_RETURN(const models::ModelFamily* family, models::FamilyOf(config));
+  TL_RETURN_IF_ERROR(family->check_supported(config));
+  auto specs = family->weight_specs(config);
+  if (weights.size() != specs.size())
+    return InvalidArgument("Engine: expected " + std::to_string(specs.size()) +
+                           " weight tensors, got " + std::to_string(weights.size()));
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (weights[i].type() != TensorType(dtype, specs[i].shape))
+      return InvalidArgument("Engine: weight \"" + specs[i].name + "\" is " +
+                             weights[i].type().ToString() + ", expected " +
+                             TensorType(dtype, specs[i].shape).ToString());
+  std::unique_ptr<Engine> e(new Engine());
+  e->backend_ = backend ? std::move(backend) : std::shared_ptr<Backend>(MakeInterpreterBackend());
+  e->config_ = std::move(config);
+  e->family_ = family;
+  e->dtype_ = dtype;
+  // Uploaded once; the interpreter adopts the (possibly file-mapped) storage without a copy.
+  e->weights_.reserve(weights.size());
+  for (size_t i = 0; i < weights.size(); ++i) {
+    auto buffer = e->backend_->Adopt(std::move(weights[i]));
+    if (!buffer.ok())
+      return Status(buffer.status().code(), "uploading weight \"" + specs[i].name + "\" to " +
+                                                e->backend_->name() + ": " +
+                                                buffer.status().message());
+    e->weights_.push_back(std::move(*buffer));
+  }
+  return e;
+}
+
+Status Engine::Reserve(int64_t num_slots, int64_t max_len) {
+  if (num_slots <= 0 || max_len <= 0 || max_len > config_.max_position_embeddings)
+    return InvalidArgument("KV cache of " + std::to_string(num_slots) + " slots x " +
+                           std::to_string(max_len) +
+                           " positions: expected at least one slot and 1.." +
+                           std::to_string(config_.max_position_embeddings) + " positions");
+  if (num_slots == num_slots_ && max_len == max_len_ && !caches_.empty()) return OkStatus();
+  // The old cache goes first, so two never coexist.
+  caches_.clear();
+  num_slots_ = max_len_ = 0;
+  lengths_.clear();
+  models::StepShape shape;
+  shape.num_slots = num_slots;
+  shape.batch = num_slots;
+  shape.max_len = max_len;
+  shape.dtype = dtype_;
+  const TensorType cache_type = models::KvCacheType(config_, shape);
+  for (int64_t i = 0; i < 2 * config_.num_hidden_layers; ++i) {
+    auto buffer = backend_->Adopt(Literal(cache_type));
+    if (!buffer.ok()) {
+      caches_.clear();
+      return Status(buffer.status().code(),
+                    "allocating the KV cache (" + std::to_string(2 * config_.num_hidden_layers) +
+                        " x " + cache_type.ToString() + ") on " + backend_->name() + ": " +
+                        buffer.status().message());
+    }
+    caches_.push_back(std::move(*buffer));
+  }
+  num_slots_ = num_slots;
+  max_len_ = max_len;
+  lengths_.assign(num_slots, 0);
+  return OkStatus();
+}
+
+void Engine::set_sample_vocab(int64_t n) {
+  if (n == sample_vocab_) return;
+  sample_vocab_ = n;
+  programs_.clear();
+}
+
+void Engine::set_max_candidates(int64_t n) {
+  if (n == max_candidates_) return;
+  max_candidates_ = n;
+  programs_.clear();
+}
+
+int64_t Engine::PromptBucket(int64_t len) const {
+  int64_t t = 16;
+  while (t < len) t *= 2;
+  return std::min(t, max_len_ > 0 ? max_len_ : config_.max_position_embeddings);
+}
+
+StatusOr<Engine::Program*> Engine::GetProgram(const models::StepShape& shape) {
+  ProgramKey key{shape.kind, shape.batch, shape.prompt_len, shape.num_slots, shape.max_len};
+  auto it = programs_.find(key);
+  if (it != programs_.end()) return &it->second;
+  const bool prefill = shape.kind == models::StepKind::kPrefill;
+  double t0 = Now();
+  nn::LayerTrace trace;
+  TL_ASSIGN_OR_RETURN(models::ModelProgram built,
+                      family_->build_step(config_, shape, program_transform_ ? &trace : nullptr));
+  if (program_transform_)
+    TL_RETURN_IF_ERROR(program_transform_(built.module, trace).WithContext("program transform"));
+  auto compiled = backend_->Compile(built.module, built.entry);
+  if (!compiled.ok())
+    return Status(compiled.status().code(),
+                  std::string("compiling the ") + (prefill ? "prefill" : "decode-step") +
+                      " program on " + backend_->name() + ": " + compiled.status().message());
+  compile_seconds_ += Now() - t0;
+  Program& p = programs_[key];
+  p.compiled = std::move(*compiled);
+  p.signature = std::move(built.signature);
+  return &p;
+}
+
+Status Engine::CheckSlot(int64_t slot, std::vector<bool>& seen) const {
+  if (slot < 0 || slot >= num_slots_)
+    return InvalidArgument("slot " + std::to_string(slot) + " is outside the KV cache's " +
+                           std::to_string(num_slots_) + " slots");
+  if (seen[slot]) return InvalidArgument("slot " + std::to_string(slot) + " appears twice");
+  seen[slot] = true;
+  return OkStatus();
+}
+
+StatusOr<EngineStep> Engine::Run(Program& program, std::map<models::Port, Literal> step_inputs,
+                                 const std::vector<int64_t>& rows) {
+  const models::ProgramSignature& sig = program.signature;
+  std::vector<std::unique_ptr<DeviceBuffer>> uploaded;
+  std::vector<ExecuteArg> args(sig.inputs.size());
+  std::vector<int> cache_args;
+  size_t next_weight = 0, next_cache = 0;
+  for (size_t i = 0; i < sig.inputs.size(); ++i) {
+    const models::Port port = sig.inputs[i].port;
+    if (port == models::Port::kWeight) {
+      args[i] = {weights_.at(next_weight++).get(), false};
+    } else if (sig.IsCacheInput(static_cast<int>(i))) {
+      // Donated: the program aliases each cache to its updated result, so the backend writes
+      // the new keys and values into the same buffer.
+      args[i] = {caches_.at(next_cache++).get(), true};
+      cache_args.push_back(static_cast<int>(i));
+    } else {
+      auto in = step_inputs.find(port);
+      if (in == step_inputs.end())
+        return Internal("no value for the program input \"" + sig.inputs[i].name + "\"");
+      TL_ASSIGN_OR_RETURN(auto buffer, backend_->Adopt(std::move(in->second)));
+      args[i] = {buffer.get(), true};
+      uploaded.push_back(std::move(buffer));
+    }
+  }
+  // The caches leave caches_ for the run: donated buffers are gone whatever happens, and a
+  // failed step must leave "no cache" behind rather than deleted buffers.
+  std::vector<std::unique_ptr<DeviceBuffer>> donated = std::move(caches_);
+  caches_.clear();
+  auto out = backend_->Execute(*program.compiled, args);
+  donated.clear();
+  if (!out.ok()) {
+    num_slots_ = max_len_ = 0;
+    lengths_.clear();
+    return out.status();
+  }
+  if (out->size() != sig.outputs.size())
+    return Internal("the step program returned " + std::to_string(out->size()) +
+                    " results, expected " + std::to_string(sig.outputs.size()));
+  TL_ASSIGN_OR_RETURN(Literal next,
+                      backend_->ToHost(*(*out)[sig.Output(models::Port::kNextTokens)]));
+  TL_ASSIGN_OR_RETURN(Literal logits, backend_->ToHost(*(*out)[sig.Output(models::Port::kLogits)]));
+  for (size_t i = 0; i < sig.outputs.size(); ++i)
+    if (sig.outputs[i].aliased_input >= 0) caches_.push_back(std::move((*out)[i]));
+  EngineStep step;
+  const int64_t vocab = logits.dims()[1];
+  step.logits = Literal::Uninitialized(
+      TensorType(ElementType::kF32, {static_cast<int64_t>(rows.size()), vocab}));
+  auto ids = next.span<int32_t>();
+  auto src = logits.span<float>();
+  auto dst = step.logits.span<float>();
+  for (size_t r = 0; r < rows.size(); ++r) {
+    step.tokens.push_back(ids[rows[r]]);
+    std::copy_n(src.begin() + rows[r] * vocab, vocab, dst.begin() + r * vocab);
+  }
+  return step;
+}
+
+StatusOr<EngineStep> Engine::Prefill(std::span<const PrefillRow> rows) {
+  if (caches_.empty()) return FailedPrecondition("Prefill: no KV cache (call Reserve first)");
+  const int64_t bsz = static_cast<int64_t>(rows.size());
+  if (bsz == 0) return InvalidArgument("Prefill: no prompts");
+  std::vector<bool> seen(num_slots_, false);
+  int64_t longest = 0;
+  for (int64_t r = 0; r < bsz; ++r) {
+    const auto& prompt = rows[r].prompt;
+    TL_RETURN_IF_ERROR(CheckSlot(rows[r].slot, seen));
+    if (prompt.empty()) return InvalidArgument("prompt " + std::to_string(r) + " is empty");
+    for (int32_t id : prompt)
+      if (id < 0 || id >= config_.vocab_size)
+        return InvalidArgument("prompt " + std::to_string(r) + " has token id " +
+                               std::to_string(id) + " outside the vocabulary [0, " +
+                               std::to_string(config_.vocab_size) + ")");
+    TL_RETURN_IF_ERROR(CheckSampling(rows[r].sampling.params, "prompt " + std::to_string(r)));
+    longest = std::max<int64_t>(longest, prompt.size());
+  }
+  if (longest > max_len_)
+    return InvalidArgument("prompt of " + std::to_string(longest) +
+                           " tokens is longer than the context of " + std::to_string(max_len_));
+  models::StepShape shape;
+  shape.kind = models::StepKind::kPrefill;
+  shape.batch = bsz;
+  shape.prompt_len = PromptBucket(longest);
+  shape.num_slots = num_slots_;
+  shape.max_len = max_len_;
+  shape.dtype = dtype_;
+  shape.sample_vocab = sample_vocab_;
+  shape.max_candidates = max_candidates_;
+  TL_ASSIGN_OR_RETURN(Program * program, GetProgram(shape));
+  const int64_t t = shape.prompt_len;
+  std::vector<int32_t> tokens(bsz * t, 0), positions(bsz * t), lengths(bsz), slots(bsz);
+  SamplingColumns sampling(bsz);
+  std::vector<int64_t> out_rows(bsz);
+  for (int64_t r = 0; r < bsz; ++r) {
+    std::copy(rows[r].prompt.begin(), rows[r].prompt.end(), tokens.begin() + r * t);
+    for (int64_t i = 0; i < t; ++i) positions[r * t + i] = static_cast<int32_t>(i);
+    lengths[r] = static_cast<int32_t>(rows[r].prompt.size());
+    slots[r] = static_cast<int32_t>(rows[r].slot);
+    sampling.Set(r, rows[r].sampling, 0);
+    out_rows[r] = r;
+  }
+  std::map<models::Port, Literal> in;
+  in[models::Port::kTokens] = Literal::FromVector<int32_t>({bsz, t}, tokens);
+  in[models::Port::kPositions] = Literal::FromVector<int32_t>({bsz, t}, positions);
+  in[models::Port::kLengths] = Literal::FromVector<int32_t>({bsz}, lengths);
+  in[models::Port::kSlots] = Literal::FromVector<int32_t>({bsz}, slots);
+  sampling.AddTo(in);
+  TL_ASSIGN_OR_RETURN(EngineStep step, Run(*program, std::move(in), out_rows));
+  for (const PrefillRow& row : rows) lengths_[row.slot] = static_cast<int64_t>(row.prompt.size());
+  return step;
+}
+
+StatusOr<EngineStep> Engine::Decode(std::span<const DecodeRow> rows) {
+  if (caches_.empty()) return FailedPrecondition("DecodeStep: no KV cache (run Prefill first)");
+  std::vector<bool> seen(num_slots_, false);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    TL_RETURN_IF_ERROR(CheckSlot(rows[r].slot, seen));
+    if (rows[r].position < 0 || rows[r].position >= max_len_)
+      return InvalidArgument("DecodeStep: position " + std::to_string(rows[r].position) +
+                             " of row " + std::to_string(r) + " is outside the context of " +
+                             std::to_string(max_len_));
+    if (rows[r].token < 0 || rows[r].token >= config_.vocab_size)
+      return InvalidArgument("DecodeStep: token id " + std::to_string(rows[r].token) +
+                             " outside the vocabulary");
+    TL_RETURN_IF_ERROR(CheckSampling(rows[r].sampling.params, "row " + std::to_string(r)));
+  }
+  const int64_t n = num_slots_;
+  models::StepShape shape;
+  shape.kind = models::StepKind::kDecode;
+  shape.batch = n;
+  shape.num_slots = n;
+  shape.max_len = max_len_;
+  shape.dtype = dtype_;
+  shape.sample_vocab = sample_vocab_;
+  shape.max_candidates = max_candidates_;
+  TL_ASSIGN_OR_RETURN(Program * program, GetProgram(shape));
+  // Idle slots run too: they write at their sequence's end (a position nothing reads yet, which
+  // their next real step overwrites) and their results are dropped.
+  std::vector<int32_t> tokens(n, 0), positions(n);
+  for (int64_t s = 0; s < n; ++s)
+    positions[s] = static_cast<int32_t>(std::min(lengths_[s], max_len_ - 1));
+  SamplingColumns sampling(n);
+  std::vector<int64_t> out_rows;
+  for (const DecodeRow& row : rows) {
+    tokens[row.slot] = row.token;
+    positions[row.slot] = row.position;
+    sampling.Set(row.slot, row.sampling, row.step);
+    out_rows.push_back(row.slot);
+  }
+  std::map<models::Port, Literal> in;
+  in[models::Port::kTokens] = Literal::FromVector<int32_t>({n}, tokens);
+  in[models::Port::kPositions] = Literal::FromVector<int32_t>({n}, positions);
+  sampling.AddTo(in);
+  TL_ASSIGN_OR_RETURN(EngineStep step, Run(*program, std::move(in), out_rows));
+  for (const DecodeRow& row : rows)
+    lengths_[row.slot] = std::max<int64_t>(lengths_[row.slot], row.position + 1);
+  return step;
+}
+
+}  // namespace tlaloc::generate

@@ -1,0 +1,64 @@
+// The model family registry: filled once from families.cc, then read-only.
+#include "tlaloc/models/family.h"
+
+#include <algorithm>
+
+#include "models/families.h"
+
+namespace tlaloc::models {
+
+namespace {
+const std::vector<ModelFamily>& Registry() {
+  static const std::vector<ModelFamily> families = [] {
+    std::vector<ModelFamily> all;
+    RegisterFamilies(all);
+    std::sort(all.begin(), all.end(), [](const ModelFamily& a, const ModelFamily& b) {
+      return a.model_type < b.model_type;
+    });
+    return all;
+  }();
+  return families;
+}
+}  // namespace
+
+std::vector<std::string_view> KnownModelTypes() {
+  std::vector<std::string_view> out;
+  for (const ModelFamily& f : Registry()) out.push_back(f.model_type);
+  return out;
+}
+
+StatusOr<const ModelFamily*> FindFamily(std::string_view model_type) {
+  for (const ModelFamily& f : Registry())
+    if (f.model_type == model_type) return &f;
+  std::string known;
+  for (std::string_view t : KnownModelTypes())
+    known += (known.empty() ? "" : ", ") + std::string(t);
+  return InvalidArgument("model_type \"" + std::string(model_type) +
+                         "\" is not a model family Tlaloc runs (known: " + known + ")");
+}
+
+StatusOr<const ModelFamily*> FamilyOf(const io::ModelConfig& config) {
+  return FindFamily(io::ArchitectureModelType(config.architecture));
+}
+
+Status CheckSupported(const io::ModelConfig& config) {
+  TL_ASSIGN_OR_RETURN(const ModelFamily* f, FamilyOf(config));
+  return f->check_supported(config);
+}
+
+std::vector<WeightSpec> WeightSpecs(const io::ModelConfig& config) {
+  auto f = FamilyOf(config);
+  return f.ok() ? (*f)->weight_specs(config) : std::vector<WeightSpec>{};
+}
+
+StatusOr<ModelProgram> BuildStep(const io::ModelConfig& config, const StepShape& shape,
+                                 nn::LayerTrace* trace) {
+  TL_ASSIGN_OR_RETURN(const ModelFamily* f, FamilyOf(config));
+  return f->build_step(config, shape, trace);
+}
+
+TensorType KvCacheType(const io::ModelConfig& c, const StepShape& shape) {
+  return TensorType(shape.dtype, {shape.slots(), c.num_key_value_heads, shape.max_len, c.head_dim});
+}
+
+}  // namespace tlaloc::models

@@ -1,0 +1,50 @@
+// Qwen3 and Qwen3-MoE as model families: what Tlaloc supports of their configs, their weights,
+// and their registry entries.
+#include "models/qwen3/qwen3_family.h"
+#include "tlaloc/models/init.h"
+
+namespace tlaloc::models::qwen3 {
+
+Status CheckSupported(const ModelConfig& c) {
+  TL_RETURN_IF_ERROR(io::ValidateModelConfig(c));
+  // ValidateModelConfig admits what transformers' Qwen3Config accepts; this is what Tlaloc's
+  // layer implements.
+  if (c.hidden_act != "silu" && c.hidden_act != "swish")
+    return InvalidArgument("config hidden_act \"" + c.hidden_act +
+                           "\": Tlaloc's Qwen3 expects silu (or its alias swish)");
+  if (c.attention_bias)
+    return InvalidArgument("config attention_bias true: Tlaloc's Qwen3 has no projection biases");
+  if (c.use_sliding_window)
+    return InvalidArgument(
+        "config use_sliding_window true: sliding-window attention is not implemented");
+  if (c.rope_scaling && c.rope_scaling->rope_type != "default")
+    return InvalidArgument("config rope_scaling type \"" + c.rope_scaling->rope_type +
+                           "\": only the default rotary embedding is implemented");
+  return OkStatus();
+}
+
+std::vector<WeightSpec> WeightSpecs(const ModelConfig& c) {
+  std::vector<WeightSpec> out;
+  for (const auto& t : io::ExpectedTensors(c))
+    if (!t.optional) out.push_back({t.name, t.shape});
+  return out;
+}
+
+void Register(std::vector<ModelFamily>& registry) {
+  for (io::ModelArchitecture arch :
+       {io::ModelArchitecture::kQwen3, io::ModelArchitecture::kQwen3Moe}) {
+    ModelFamily f;
+    f.model_type = io::ArchitectureModelType(arch);
+    f.architecture = io::ArchitectureClassName(arch);
+    f.embedding_weight = "model.embed_tokens.weight";
+    f.check_supported = CheckSupported;
+    f.weight_specs = WeightSpecs;
+    f.build_step = BuildStep;
+    f.train_forward = BuildTrainForward;
+    f.render_chat = RenderQwen3Chat;
+    f.chat_template_jinja = Qwen3ChatTemplate;
+    registry.push_back(f);
+  }
+}
+
+}  // namespace tlaloc::models::qwen3

@@ -1,0 +1,106 @@
+// Qwen3's decoder layer, written once for prefill, decode and training. The modes differ only
+// in where the attention's keys come from (the chunk's own, or the whole cache) and whether
+// they are written to a cache.
+#include <cmath>
+
+#include "models/qwen3/qwen3_family.h"
+
+namespace tlaloc::models::qwen3 {
+
+namespace {
+
+// The feed-forward half on post-attention-norm hidden states n [B, T, H]: the SwiGLU MLP, or
+// the sparse MoE block on MoE layers.
+Tensor FeedForward(const ModelConfig& c, const WeightTensors& w, int64_t layer, const Tensor& n,
+                   nn::LayerTrace* trace) {
+  const std::string p = "model.layers." + std::to_string(layer) + ".";
+  auto W = [&](const std::string& name) { return w.at(p + name); };
+  if (!c.IsMoeLayer(layer))
+    return nn::SwiGluMlp(n, W("mlp.gate_proj.weight"), W("mlp.up_proj.weight"),
+                         W("mlp.down_proj.weight"), trace, p + "mlp");
+  std::vector<Tensor> gs, us, ds;
+  for (int64_t e = 0; e < c.num_experts; ++e) {
+    const std::string ep = "mlp.experts." + std::to_string(e) + ".";
+    gs.push_back(W(ep + "gate_proj.weight"));
+    us.push_back(W(ep + "up_proj.weight"));
+    ds.push_back(W(ep + "down_proj.weight"));
+  }
+  const int64_t bsz = n.dim(0), t = n.dim(1);
+  Tensor flat = Reshape(n, {bsz * t, c.hidden_size});
+  return Reshape(nn::SparseMoe(flat, W("mlp.gate.weight"), gs, us, ds, c.num_experts_per_tok,
+                               c.norm_topk_prob, trace, p + "mlp"),
+                 {bsz, t, c.hidden_size});
+}
+
+// Writes kt / vt [B, Hkv, T, D] into the caches: prefill row r into slot slots[r] from position
+// 0, decode row r (T = 1) into slot r at positions[r]. Each write is in place (the cache is
+// donated and dies at its update).
+void WriteCache(const LayerContext& ctx, const Tensor& kt, const Tensor& vt, LayerCache& cache) {
+  OpBuilder* b = kt.builder();
+  Tensor zero = Scalar(*b, 0, ElementType::kS32);
+  for (int64_t r = 0; r < kt.dim(0); ++r) {
+    Tensor slot, pos;
+    if (ctx.mode == Mode::kPrefill) {
+      slot = Reshape(SliceAxis(ctx.slots, 0, r, r + 1), {});
+      pos = zero;
+    } else {
+      slot = Scalar(*b, static_cast<double>(r), ElementType::kS32);
+      pos = Reshape(SliceAxis(ctx.positions, 0, r, r + 1), {});
+    }
+    cache.k = DynamicUpdateSlice(cache.k, SliceAxis(kt, 0, r, r + 1), {slot, zero, pos, zero});
+    cache.v = DynamicUpdateSlice(cache.v, SliceAxis(vt, 0, r, r + 1), {slot, zero, pos, zero});
+  }
+}
+
+}  // namespace
+
+Tensor DecoderLayer(const ModelConfig& c, const WeightTensors& w, int64_t layer, const Tensor& x,
+                    const LayerContext& ctx, LayerCache* cache, nn::LayerTrace* trace) {
+  OpBuilder* b = x.builder();
+  const std::string p = "model.layers." + std::to_string(layer) + ".";
+  nn::LayerScope scope(trace, b, nn::kDecoderLayer, p.substr(0, p.size() - 1));
+  auto W = [&](const std::string& name) { return w.at(p + name); };
+  const int64_t bsz = x.dim(0), t = x.dim(1), d = c.head_dim;
+  const int64_t hq = c.num_attention_heads, hkv = c.num_key_value_heads;
+  const double eps = c.rms_norm_eps;
+
+  Tensor h = nn::RmsNormLayer(x, W("input_layernorm.weight"), eps, trace, p + "input_layernorm");
+  const std::string a = p + "self_attn.";
+  Tensor q =
+      Reshape(nn::Linear(h, W("self_attn.q_proj.weight"), trace, a + "q_proj"), {bsz, t, hq, d});
+  Tensor k =
+      Reshape(nn::Linear(h, W("self_attn.k_proj.weight"), trace, a + "k_proj"), {bsz, t, hkv, d});
+  Tensor v =
+      Reshape(nn::Linear(h, W("self_attn.v_proj.weight"), trace, a + "v_proj"), {bsz, t, hkv, d});
+  q = nn::RmsNormLayer(q, W("self_attn.q_norm.weight"), eps, trace, a + "q_norm");
+  k = nn::RmsNormLayer(k, W("self_attn.k_norm.weight"), eps, trace, a + "k_norm");
+  q = nn::ApplyRotary(q, ctx.cos, ctx.sin, trace, a + "rotary_emb");
+  k = nn::ApplyRotary(k, ctx.cos, ctx.sin, trace, a + "rotary_emb");
+  Tensor keys = Transpose(k, {0, 2, 1, 3});  // [B, Hkv, T, D]
+  Tensor values = Transpose(v, {0, 2, 1, 3});
+  if (ctx.mode != Mode::kTrain) {
+    WriteCache(ctx, keys, values, *cache);
+    if (ctx.mode == Mode::kDecode) {
+      keys = cache->k;
+      values = cache->v;
+    }
+  }
+  Tensor attn = nn::GroupedAttention(q, keys, values, ctx.mask,
+                                     1.0 / std::sqrt(static_cast<double>(d)), trace, a + "attn");
+  attn = Reshape(attn, {bsz, t, hq * d});
+  Tensor hidden = x + nn::Linear(attn, W("self_attn.o_proj.weight"), trace, a + "o_proj");
+  Tensor n = nn::RmsNormLayer(hidden, W("post_attention_layernorm.weight"), eps, trace,
+                              p + "post_attention_layernorm");
+  return hidden + FeedForward(c, w, layer, n, trace);
+}
+
+Tensor FinalNorm(const ModelConfig& c, const WeightTensors& w, const Tensor& x,
+                 nn::LayerTrace* trace) {
+  return nn::RmsNormLayer(x, w.at("model.norm.weight"), c.rms_norm_eps, trace, "model.norm");
+}
+
+std::string HeadWeightName(const ModelConfig& c) {
+  return c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+}
+
+}  // namespace tlaloc::models::qwen3

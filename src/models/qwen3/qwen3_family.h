@@ -1,0 +1,50 @@
+// Qwen3 (dense) and Qwen3-MoE: the family's pieces, shared by its source files.
+#pragma once
+
+#include <vector>
+
+#include "tlaloc/models/family.h"
+
+namespace tlaloc::models::qwen3 {
+
+using io::ModelConfig;
+
+// How a decoder layer is used: prefill writes a chunk's keys into cache slots and attends
+// within the chunk; decode writes one key per slot and attends over the whole cache; train has
+// no cache.
+enum class Mode { kPrefill, kDecode, kTrain };
+
+// What every layer of one forward shares.
+struct LayerContext {
+  Mode mode = Mode::kTrain;
+  Tensor cos, sin;   // rotary tables [B, T, head_dim], f32
+  Tensor mask;       // pred [B, T, keys]
+  Tensor slots;      // prefill: s32 [B], the cache row of each batch row
+  Tensor positions;  // decode: s32 [B], where each row's new key goes
+};
+
+// One layer's KV cache, replaced by its updated value as layers write it.
+struct LayerCache {
+  Tensor k, v;
+};
+
+// Decoder layer `layer` on x [B, T, H] (`cache` unused, may be null, in training).
+Tensor DecoderLayer(const ModelConfig& c, const WeightTensors& w, int64_t layer, const Tensor& x,
+                    const LayerContext& ctx, LayerCache* cache, nn::LayerTrace* trace);
+// Final RMSNorm.
+Tensor FinalNorm(const ModelConfig& c, const WeightTensors& w, const Tensor& x,
+                 nn::LayerTrace* trace);
+// The LM head matrix's checkpoint name: lm_head.weight, or the embedding when tied.
+std::string HeadWeightName(const ModelConfig& c);
+
+Status CheckSupported(const ModelConfig& c);
+std::vector<WeightSpec> WeightSpecs(const ModelConfig& c);
+StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
+                                 nn::LayerTrace* trace);
+StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTensors& w,
+                                         const Tensor& input_ids, autodiff::Marks* remat);
+
+// Adds the qwen3 and qwen3_moe entries.
+void Register(std::vector<ModelFamily>& registry);
+
+}  // namespace tlaloc::models::qwen3

@@ -1,0 +1,165 @@
+// Qwen3's generation step programs:
+//
+//   prefill(weights..., tokens s32[B,T], positions s32[B,T], lengths s32[B], slots s32[B],
+//           temperature f32[B], top_k s32[B], top_p f32[B], keys u32[B,2], steps u32[B],
+//           k_cache.0, v_cache.0, ...) -> (next_tokens s32[B], logits f32[B,V], caches'...)
+//   decode(weights..., tokens s32[S], positions s32[S], <sampling as above>, caches...)
+//           -> (next_tokens, logits, caches'...)
+//
+// Caches are [slots, kv_heads, max_len, head_dim]; cache position p holds sequence position p.
+// Prefill rows are left-aligned prompts padded on the right, starting at position 0, and write
+// the slots `slots` names; logits are those of each row's last real token. Decode runs one row
+// per slot (row r is slot r); rows of idle slots run too and their results are ignored. Each
+// cache argument aliases its updated result (donated, updated in place).
+#include <limits>
+
+#include "models/qwen3/qwen3_family.h"
+
+namespace tlaloc::models::qwen3 {
+
+namespace {
+
+// Adds function arguments and records them in the signature.
+class Inputs {
+ public:
+  Inputs(FunctionBuilder& fb, ProgramSignature& sig) : fb_(fb), sig_(sig) {}
+  Tensor Add(Port port, const TensorType& type, std::string name = {}, int64_t layer = -1) {
+    if (name.empty()) name = std::string(PortName(port));
+    sig_.inputs.push_back({port, std::move(name), type, layer});
+    return fb_.AddArg(type);
+  }
+
+ private:
+  FunctionBuilder& fb_;
+  ProgramSignature& sig_;
+};
+
+Status CheckShape(const ModelConfig& c, const StepShape& shape) {
+  const bool prefill = shape.kind == StepKind::kPrefill;
+  const int64_t t = prefill ? shape.prompt_len : 1;
+  if (shape.batch <= 0 || t <= 0 || shape.max_len <= 0 || t > shape.max_len ||
+      shape.slots() < shape.batch || (!prefill && shape.slots() != shape.batch))
+    return InvalidArgument("Qwen3 step shape: batch " + std::to_string(shape.batch) + ", prompt " +
+                           std::to_string(t) + ", slots " + std::to_string(shape.slots()) +
+                           ", max_len " + std::to_string(shape.max_len) +
+                           " (expected positive sizes, prompt <= max_len, a decode batch of one "
+                           "row per slot and a prefill batch of at most the slots)");
+  if (shape.dtype != ElementType::kF32 && shape.dtype != ElementType::kBF16 &&
+      shape.dtype != ElementType::kF16)
+    return InvalidArgument("Qwen3 program dtype " + std::string(MlirName(shape.dtype)) +
+                           ": expected f32, bf16 or f16");
+  if (shape.max_len > c.max_position_embeddings)
+    return InvalidArgument("Qwen3 step shape: max_len " + std::to_string(shape.max_len) +
+                           " exceeds max_position_embeddings " +
+                           std::to_string(c.max_position_embeddings));
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
+                                 nn::LayerTrace* trace) {
+  TL_RETURN_IF_ERROR(CheckSupported(c));
+  TL_RETURN_IF_ERROR(CheckShape(c, shape));
+  const bool prefill = shape.kind == StepKind::kPrefill;
+  const int64_t bsz = shape.batch, s = shape.max_len;
+  const int64_t t = prefill ? shape.prompt_len : 1;
+  ModelProgram program;
+  program.entry = prefill ? "prefill" : "decode_step";
+  program.module = std::make_shared<Module>("qwen3");
+  FunctionBuilder fb(program.module.get(), program.entry);
+  OpBuilder& b = fb.ops();
+  ProgramSignature& sig = program.signature;
+  Inputs in(fb, sig);
+
+  WeightTensors w;
+  for (const auto& spec : WeightSpecs(c))
+    w[spec.name] = in.Add(Port::kWeight, TensorType(shape.dtype, spec.shape), spec.name);
+  const std::vector<int64_t> tok_dims =
+      prefill ? std::vector<int64_t>{bsz, t} : std::vector<int64_t>{bsz};
+  Tensor tokens = in.Add(Port::kTokens, TensorType(ElementType::kS32, tok_dims));
+  Tensor positions = in.Add(Port::kPositions, TensorType(ElementType::kS32, tok_dims));
+  LayerContext ctx;
+  ctx.mode = prefill ? Mode::kPrefill : Mode::kDecode;
+  Tensor lengths;
+  if (prefill) {
+    lengths = in.Add(Port::kLengths, TensorType(ElementType::kS32, {bsz}));
+    ctx.slots = in.Add(Port::kSlots, TensorType(ElementType::kS32, {bsz}));
+  }
+  nn::RowSamplingInputs sampling;
+  sampling.temperature = in.Add(Port::kTemperature, TensorType(ElementType::kF32, {bsz}));
+  sampling.top_k = in.Add(Port::kTopK, TensorType(ElementType::kS32, {bsz}));
+  sampling.top_p = in.Add(Port::kTopP, TensorType(ElementType::kF32, {bsz}));
+  sampling.keys = in.Add(Port::kKeys, TensorType(ElementType::kU32, {bsz, 2}));
+  sampling.steps = in.Add(Port::kSteps, TensorType(ElementType::kU32, {bsz}));
+  std::vector<LayerCache> caches(c.num_hidden_layers);
+  const TensorType cache_type = KvCacheType(c, shape);
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    caches[l].k = in.Add(Port::kKCache, cache_type, "k_cache." + std::to_string(l), l);
+    caches[l].v = in.Add(Port::kVCache, cache_type, "v_cache." + std::to_string(l), l);
+  }
+
+  Tensor pos2 = prefill ? positions : Reshape(positions, {bsz, 1});
+  ctx.positions = positions;
+  Tensor x =
+      nn::Embedding(w.at("model.embed_tokens.weight"), prefill ? tokens : Reshape(tokens, {bsz, 1}),
+                    trace, "model.embed_tokens");
+  std::tie(ctx.cos, ctx.sin) = nn::RotaryTables(pos2, c.head_dim, c.rope_theta);
+  if (prefill) {
+    // Query i may see key j when j <= i (causal) and j < length (not padding).
+    Tensor qi = Iota(b, {bsz, t, t}, 1), kj = Iota(b, {bsz, t, t}, 2);
+    Tensor len = BroadcastInDim(lengths, {bsz, t, t}, {0});
+    ctx.mask = Le(kj, qi) & Lt(kj, len);
+  } else {
+    // The query at position p sees cache positions 0..p (its own key was just written at p).
+    Tensor kj = Iota(b, {bsz, 1, s}, 2);
+    ctx.mask = Le(kj, BroadcastInDim(positions, {bsz, 1, s}, {0}));
+  }
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    x = DecoderLayer(c, w, l, x, ctx, &caches[l], trace);
+
+  // Hidden state of each row's last real token: a one-hot contraction over T (exact: one 1).
+  Tensor last =
+      prefill ? Einsum("bt,bth->bh", OneHot(lengths - FullLike(lengths, 1), t, x.element_type()), x)
+              : Reshape(x, {bsz, c.hidden_size});
+  Tensor n = FinalNorm(c, w, last, trace);
+  Tensor logits;
+  {
+    nn::LayerScope scope(trace, &b, nn::kLmHeadLayer, "lm_head");
+    logits = nn::Linear(n, w.at(HeadWeightName(c)), trace, "lm_head");
+    if (logits.element_type() != ElementType::kF32) logits = Convert(logits, ElementType::kF32);
+  }
+  Tensor next;
+  {
+    nn::LayerScope scope(trace, &b, nn::kSamplerLayer, "sampler");
+    Tensor candidates = logits;
+    if (shape.sample_vocab > 0 && shape.sample_vocab < c.vocab_size) {
+      Tensor ids = Iota(b, {bsz, c.vocab_size}, 1);
+      candidates = Where(Lt(ids, FullLike(ids, static_cast<double>(shape.sample_vocab))), logits,
+                         FullLike(logits, -std::numeric_limits<double>::infinity()));
+    }
+    next = nn::SampleRows(candidates, sampling, shape.max_candidates);
+  }
+
+  std::vector<Tensor> results{next, logits};
+  sig.outputs.push_back({Port::kNextTokens, "next_tokens", next.type()});
+  sig.outputs.push_back({Port::kLogits, "logits", logits.type()});
+  Function* fn = fb.function();
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    for (const Tensor* cache : {&caches[l].k, &caches[l].v}) {
+      const bool is_k = cache == &caches[l].k;
+      const int arg = sig.Input(is_k ? Port::kKCache : Port::kVCache, static_cast<int>(l));
+      const int result = static_cast<int>(results.size());
+      results.push_back(*cache);
+      sig.outputs.push_back(
+          {is_k ? Port::kKCache : Port::kVCache, sig.inputs[arg].name, cache_type, l, arg});
+      // The argument aliases its updated result (tf.aliasing_output), so PJRT backends can
+      // donate the buffer the way the interpreter does.
+      fn->arg_attrs(arg)["tf.aliasing_output"] = Attribute::Int(result, ElementType::kS32);
+    }
+  }
+  TL_RETURN_IF_ERROR(fb.Return(results));
+  return program;
+}
+
+}  // namespace tlaloc::models::qwen3
