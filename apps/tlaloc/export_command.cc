@@ -7,7 +7,7 @@
 
 #include "cli_options.h"
 #include "commands.h"
-#include "tlaloc/io/gguf.h"
+#include "tlaloc/models/gguf_export.h"
 
 namespace tlaloc::cli {
 
@@ -18,7 +18,7 @@ struct ExportGgufArgs {
 };
 
 int RunExportGguf(const ExportGgufArgs& a) {
-  io::GgufExportOptions options;
+  models::GgufExportOptions options;
   options.name = a.name;
   auto dtype = ParseDtypeFlag(a.dtype, {ElementType::kF32, ElementType::kF16, ElementType::kBF16});
   if (!dtype.ok()) {
@@ -26,7 +26,7 @@ int RunExportGguf(const ExportGgufArgs& a) {
     return kExitUsage;
   }
   if (*dtype) options.dtype = **dtype;
-  auto summary = io::ExportQwen3Gguf(a.dir, a.out, options);
+  auto summary = models::ExportGguf(a.dir, a.out, options);
   if (!summary.ok()) {
     std::fprintf(stderr, "tlaloc export gguf: %s\n", summary.status().message().c_str());
     return kExitFailure;

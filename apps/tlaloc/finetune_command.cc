@@ -14,6 +14,7 @@
 #include "cli_options.h"
 #include "commands.h"
 #include "tlaloc/generate/generator.h"
+#include "tlaloc/models/family.h"
 #include "tlaloc/models/init.h"
 #include "tlaloc/pjrt/pjrt_backend.h"
 #include "tlaloc/runtime/target.h"
@@ -340,7 +341,7 @@ int RunDemo(const DemoArgs &a) {
                "layers, byte-level "
                "vocabulary of %lld) in %s, backend %s\n",
                task->description.c_str(), task->train.size(), task->held_out.size(),
-               static_cast<long long>(io::ParameterCount(config)),
+               static_cast<long long>(models::ParameterCount(config)),
                static_cast<long long>(config.hidden_size),
                static_cast<long long>(config.num_hidden_layers),
                static_cast<long long>(config.vocab_size), base.c_str(), (*backend)->name().c_str());

@@ -16,6 +16,7 @@
 #include "cli_options.h"
 #include "commands.h"
 #include "tlaloc/io/model_config.h"
+#include "tlaloc/models/family.h"
 #include "tlaloc/models/init.h"
 
 namespace tlaloc::cli {
@@ -136,7 +137,7 @@ int RunInitModel(const InitArgs& a) {
   Status s = models::WriteRandomCheckpoint(*config, a.out_dir, opts);
   if (!s.ok()) return fail(s.message());
   std::fprintf(stderr, "tlaloc init-model: wrote %s (%lld parameters, %s)\n", a.out_dir.c_str(),
-               static_cast<long long>(io::ParameterCount(*config)),
+               static_cast<long long>(models::ParameterCount(*config)),
                std::string(MlirName(opts.dtype)).c_str());
   return kExitOk;
 }

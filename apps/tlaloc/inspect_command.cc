@@ -20,7 +20,7 @@
 #include "commands.h"
 #include "tlaloc/io/gguf.h"
 #include "tlaloc/io/hf_cache.h"
-#include "tlaloc/io/inspect.h"
+#include "tlaloc/models/inspect.h"
 
 namespace tlaloc::cli {
 
@@ -184,10 +184,10 @@ int RunInspect(InspectOptions options) {
     if (Status s = CheckModelFolder("inspect", *resolved); !s.ok())
       return Fail(s.message(), ExitCodeForFlagError(s));
   }
-  auto report = io::InspectCheckpoint(options.path);
+  auto report = models::InspectCheckpoint(options.path);
   if (!report.ok()) return Fail(report.status().ToString());
-  std::string text = options.json ? io::FormatInspectJson(*report)
-                                  : io::FormatInspectText(*report, options.max_listed);
+  std::string text = options.json ? models::FormatInspectJson(*report)
+                                  : models::FormatInspectText(*report, options.max_listed);
   std::fwrite(text.data(), 1, text.size(), stdout);
   // A checkpoint that does not fit its config failed the check: 1, not a usage error.
   return report->matches() ? kExitOk : kExitFailure;

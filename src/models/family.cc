@@ -46,6 +46,42 @@ Status CheckSupported(const io::ModelConfig& config) {
   return f->check_supported(config);
 }
 
+std::vector<ExpectedTensor> ExpectedTensors(const io::ModelConfig& config) {
+  auto f = FamilyOf(config);
+  return f.ok() ? (*f)->checkpoint_tensors(config) : std::vector<ExpectedTensor>{};
+}
+
+int64_t ParameterCount(const io::ModelConfig& config) {
+  int64_t total = 0;
+  for (const auto& t : ExpectedTensors(config))
+    if (!t.optional) total += NumElements(t.shape);
+  return total;
+}
+
+StatusOr<GgufExportSummary> ExportGguf(const std::filesystem::path& dir,
+                                       const std::filesystem::path& out,
+                                       const GgufExportOptions& options) {
+  const std::string where = "GGUF export of " + dir.string();
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    return NotFound(where +
+                    ": no such checkpoint folder (expected config.json, safetensors "
+                    "and tokenizer.json in a folder)");
+  auto config = io::LoadModelConfig(dir);
+  if (!config.ok())
+    return Status(config.status().code(), where + ": " + std::string(config.status().message()));
+  TL_ASSIGN_OR_RETURN(const ModelFamily* f, FamilyOf(*config));
+  if (!f->export_gguf) {
+    std::string exported;
+    for (const ModelFamily& other : Registry())
+      if (other.export_gguf)
+        exported += (exported.empty() ? "" : ", ") + std::string(other.architecture);
+    return Unimplemented(where + ": architecture " + std::string(f->architecture) +
+                         " is not exported to GGUF yet (exported: " + exported + ")");
+  }
+  return f->export_gguf(dir, out, options);
+}
+
 std::vector<WeightSpec> WeightSpecs(const io::ModelConfig& config) {
   auto f = FamilyOf(config);
   return f.ok() ? (*f)->weight_specs(config) : std::vector<WeightSpec>{};

@@ -115,7 +115,7 @@ Status WriteRandomCheckpoint(const io::ModelConfig& config_in, const std::filesy
   // Every weight is held in memory before the file is streamed out: refuse a model that cannot
   // fit instead of aborting with std::bad_alloc half-way (a bare {"model_type": "qwen3"} config
   // means transformers' 8B defaults).
-  const int64_t params = io::ParameterCount(config);
+  const int64_t params = models::ParameterCount(config);
   const uint64_t weight_bytes =
       static_cast<uint64_t>(params) * static_cast<uint64_t>(BitWidth(options.dtype) / 8);
   // A margin of 1/8 plus 64 MiB covers the allocator, the tokenizer copy and the program itself.

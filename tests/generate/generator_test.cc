@@ -232,7 +232,7 @@ TEST(Generator, Bf16LogitsTrackF32) {
 TEST(Presets, ShapesOfTheRealModel) {
   auto c = models::PresetConfig("qwen3-0.6b");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(io::ParameterCount(*c), 596049920);
+  EXPECT_EQ(models::ParameterCount(*c), 596049920);
   auto tiny = models::PresetConfig("tiny");
   ASSERT_TRUE(tiny.ok());
   EXPECT_FALSE(tiny->tie_word_embeddings);

@@ -1,5 +1,5 @@
 // llama.cpp as the oracle: random Qwen3 checkpoints of several shapes are exported with
-// `ExportQwen3Gguf`, run by llama.cpp (npm's node-llama-cpp, through llama_oracle.mjs), and
+// `models::ExportGguf`, run by llama.cpp (npm's node-llama-cpp, through llama_oracle.mjs), and
 // compared with Tlaloc on the same weights: f32 logits at every prompt position, greedy ids,
 // and Tlaloc's KV-cached decoding against its own full recomputation. f16 and bf16 exports are
 // checked against llama.cpp's f32 run and Tlaloc's bf16 run with the tolerance rounding allows.
@@ -21,6 +21,8 @@
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/gguf.h"
+#include "tlaloc/models/family.h"
+#include "tlaloc/models/gguf_export.h"
 #include "tlaloc/models/init.h"
 #include "tlaloc/tokenizer/tokenizer.h"
 
@@ -139,10 +141,10 @@ std::optional<OracleRun> RunOracle(const fs::path& gguf, const std::vector<int32
   const fs::path logits_file = work / "llama_logits.f32";
   const fs::path text_file = work / "text.txt";
   std::ofstream(text_file) << kTokenizerText;
-  const std::string cmd = testing::NodeCommand() + " " + kScript.string() + " --model " + gguf.string() + " --tokens " +
-                          Join(prompt) + " --generate " + std::to_string(kNewTokens) +
-                          " --logits-out " + logits_file.string() + " --text-file " +
-                          text_file.string() + " --threads 2 --node-modules " +
+  const std::string cmd = testing::NodeCommand() + " " + kScript.string() + " --model " +
+                          gguf.string() + " --tokens " + Join(prompt) + " --generate " +
+                          std::to_string(kNewTokens) + " --logits-out " + logits_file.string() +
+                          " --text-file " + text_file.string() + " --threads 2 --node-modules " +
                           kNodeModules.string() + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) {
@@ -300,7 +302,7 @@ TEST_P(LlamaOracle, F32LogitsGreedyIdsAndKvCacheAgree) {
   const std::vector<int32_t>& prompt = PromptOf(shape);
   const fs::path dir = TempDir(shape.name);
   WriteCheckpoint(config, dir, 1000 + static_cast<uint64_t>(shape.hidden));
-  auto exported = io::ExportQwen3Gguf(dir, dir / "model.gguf");
+  auto exported = models::ExportGguf(dir, dir / "model.gguf");
   ASSERT_TRUE(exported.ok()) << exported.status().ToString();
   EXPECT_EQ(exported->tied_output, shape.tied);
 
@@ -369,16 +371,16 @@ TEST(LlamaOracleHalf, F16AndBf16ExportsTrackF32AndTlaloc) {
   const std::vector<int32_t>& prompt = PromptOf(shape);
   const fs::path dir = TempDir("half");
   WriteCheckpoint(config, dir, 77);
-  ASSERT_TRUE(io::ExportQwen3Gguf(dir, dir / "f32.gguf").ok());
+  ASSERT_TRUE(models::ExportGguf(dir, dir / "f32.gguf").ok());
   auto f32 = RunOracle(dir / "f32.gguf", prompt, dir);
   ASSERT_TRUE(f32);
   const double scale = MaxAbs(f32->logits);
   for (ElementType et : {ElementType::kF16, ElementType::kBF16}) {
     const std::string name = std::string(ShortName(et));
-    io::GgufExportOptions opts;
+    models::GgufExportOptions opts;
     opts.dtype = et;
     const fs::path file = dir / (name + ".gguf");
-    ASSERT_TRUE(io::ExportQwen3Gguf(dir, file, opts).ok());
+    ASSERT_TRUE(models::ExportGguf(dir, file, opts).ok());
     auto half = RunOracle(file, prompt, dir);
     ASSERT_TRUE(half);
     const double d = MaxAbsDiff(half->logits, f32->logits);

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 #include "models/qwen3_reference.h"
 
 namespace tlaloc {
@@ -68,6 +71,59 @@ TEST(ModelFamily, EntryPiecesAgree) {
   EXPECT_FALSE(f.build_step(c, shape, nullptr).ok());
   shape.batch = 3;
   EXPECT_TRUE(f.build_step(c, shape, nullptr).ok());
+}
+
+TEST(ModelFamily, ExpectedTensorsNameEveryParameter) {
+  auto c = io::ParseModelConfig(R"({"model_type": "qwen3", "vocab_size": 10, "hidden_size": 8,
+      "intermediate_size": 12, "num_hidden_layers": 2, "num_attention_heads": 4,
+      "num_key_value_heads": 2, "head_dim": 4, "tie_word_embeddings": true})");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  auto tensors = models::ExpectedTensors(*c);
+  EXPECT_EQ(tensors.size(), 3u + 2 * 11);
+  std::map<std::string, models::ExpectedTensor> by_name;
+  for (const auto& t : tensors) by_name[t.name] = t;
+  EXPECT_EQ(by_name.size(), tensors.size()) << "names are unique";
+  EXPECT_EQ(by_name["model.embed_tokens.weight"].shape, (std::vector<int64_t>{10, 8}));
+  EXPECT_EQ(by_name["model.layers.1.self_attn.q_proj.weight"].shape, (std::vector<int64_t>{16, 8}));
+  EXPECT_EQ(by_name["model.layers.1.self_attn.k_proj.weight"].shape, (std::vector<int64_t>{8, 8}));
+  EXPECT_EQ(by_name["model.layers.0.self_attn.o_proj.weight"].shape, (std::vector<int64_t>{8, 16}));
+  EXPECT_EQ(by_name["model.layers.0.self_attn.q_norm.weight"].shape, (std::vector<int64_t>{4}));
+  EXPECT_EQ(by_name["model.layers.0.mlp.down_proj.weight"].shape, (std::vector<int64_t>{8, 12}));
+  EXPECT_TRUE(by_name["lm_head.weight"].optional);
+  int64_t sum = 0;
+  for (const auto& t : tensors)
+    if (!t.optional) sum += NumElements(t.shape);
+  EXPECT_EQ(models::ParameterCount(*c), sum);
+
+  c->tie_word_embeddings = false;
+  c->attention_bias = true;
+  auto untied = models::ExpectedTensors(*c);
+  EXPECT_EQ(untied.size(), 3u + 2 * 15);
+  EXPECT_FALSE(untied.back().optional);
+  EXPECT_EQ(models::ParameterCount(*c), sum + 10 * 8 + 2 * (16 + 8 + 8 + 8));
+}
+
+TEST(ModelFamily, ExpectedMoeTensors) {
+  auto c = io::ParseModelConfig(R"({"model_type": "qwen3_moe", "vocab_size": 10, "hidden_size": 8,
+      "intermediate_size": 12, "moe_intermediate_size": 6, "num_hidden_layers": 2,
+      "num_attention_heads": 2, "num_key_value_heads": 1, "num_experts": 3,
+      "num_experts_per_tok": 2, "mlp_only_layers": [1]})");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  std::set<std::string> names;
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& t : models::ExpectedTensors(*c)) {
+    names.insert(t.name);
+    shapes[t.name] = t.shape;
+  }
+  EXPECT_EQ(shapes["model.layers.0.mlp.gate.weight"], (std::vector<int64_t>{3, 8}));
+  EXPECT_EQ(shapes["model.layers.0.mlp.experts.2.up_proj.weight"], (std::vector<int64_t>{6, 8}));
+  EXPECT_EQ(shapes["model.layers.0.mlp.experts.0.down_proj.weight"], (std::vector<int64_t>{8, 6}));
+  EXPECT_FALSE(names.count("model.layers.0.mlp.experts.3.up_proj.weight"));
+  EXPECT_FALSE(names.count("model.layers.0.mlp.up_proj.weight"));
+  // Layer 1 is dense (mlp_only_layers).
+  EXPECT_EQ(shapes["model.layers.1.mlp.up_proj.weight"], (std::vector<int64_t>{12, 8}));
+  EXPECT_FALSE(names.count("model.layers.1.mlp.gate.weight"));
+  EXPECT_EQ(names.size(), 3u + 2 * 8 + (1 + 3 * 3) + 3);  // globals, attention, MoE, dense
 }
 
 }  // namespace

@@ -3,10 +3,11 @@
 // tensor (name, dims innermost-first, ggml type, offset), then the tensor data, each tensor
 // starting at a multiple of general.alignment (32 by default).
 //
-// Writing: WriteGguf lays out any set of metadata and tensors; ExportQwen3Gguf turns a Hugging
-// Face Qwen3 folder (config.json, safetensors, tokenizer.json) into the metadata and tensor
-// names llama.cpp's `qwen3` architecture loads. Reading: ParseGguf validates an image (used by
-// tests and the fuzz target), so a file Tlaloc writes can be checked without llama.cpp.
+// Writing: WriteGguf lays out any set of metadata and tensors; models::ExportGguf
+// (models/gguf_export.h) turns a Hugging Face Qwen3 folder (config.json, safetensors,
+// tokenizer.json) into the metadata and tensor names llama.cpp's `qwen3` architecture loads.
+// Reading: ParseGguf validates an image (used by tests and the fuzz target), so a file Tlaloc
+// writes can be checked without llama.cpp.
 #pragma once
 
 #include <cstddef>
@@ -127,29 +128,5 @@ StatusOr<GgufContents> ParseGguf(std::span<const std::byte> bytes,
 // A copy of one tensor's data from the image ParseGguf read.
 StatusOr<Literal> ReadGgufTensor(std::span<const std::byte> bytes, const GgufContents& contents,
                                  const GgufTensorInfo& info);
-
-struct GgufExportOptions {
-  // Type of the matrices (1-D norm weights stay f32); unset keeps each tensor's stored type
-  // (f32, f16 or bf16; anything else becomes f32).
-  std::optional<ElementType> dtype;
-  // general.name; the folder's name when empty.
-  std::string name;
-};
-
-struct GgufExportSummary {
-  int64_t tensors = 0;
-  uint64_t tensor_bytes = 0;
-  int64_t vocab_tokens = 0;
-  bool tied_output = false;
-  bool chat_template = false;
-};
-
-// Writes the Qwen3 checkpoint folder `dir` as a GGUF file llama.cpp loads as architecture
-// `qwen3`: hyperparameters, the byte-level BPE tokenizer (tokens padded to the embedding rows,
-// their types, merges, special token ids, the chat template when the folder has one) and the
-// weights under llama.cpp's tensor names (`output` omitted when the head is tied).
-StatusOr<GgufExportSummary> ExportQwen3Gguf(const std::filesystem::path& dir,
-                                            const std::filesystem::path& out,
-                                            const GgufExportOptions& options = {});
 
 }  // namespace tlaloc::io

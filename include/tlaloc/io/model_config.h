@@ -1,8 +1,8 @@
 // Hugging Face config.json for the model families Tlaloc runs: Qwen3 (Qwen3ForCausalLM,
 // model_type qwen3) and Qwen3-MoE (Qwen3MoeForCausalLM, qwen3_moe). Absent fields take the
 // defaults transformers' Qwen3Config / Qwen3MoeConfig apply (they differ between the two), so a
-// config means the same model here as there. Also the expected tensor names and shapes of a
-// checkpoint of that config.
+// config means the same model here as there. What Tlaloc runs of a config (its weights, its
+// programs) is the model family's business (models/family.h).
 #pragma once
 
 #include <cstdint>
@@ -130,17 +130,5 @@ StatusOr<GenerationConfig> LoadGenerationConfig(const std::filesystem::path& pat
 StatusOr<GenerationConfig> LoadGenerationConfigOrDefault(const std::filesystem::path& dir,
                                                          const ModelConfig& model);
 std::string GenerationConfigToJson(const GenerationConfig& config);
-
-// One tensor a checkpoint of a config holds.
-struct ExpectedTensor {
-  std::string name;
-  std::vector<int64_t> shape;
-  bool optional = false;  // lm_head.weight when the head is tied to the embedding
-};
-
-// Every tensor of a Qwen3 / Qwen3-MoE checkpoint in transformers' naming, in model order.
-std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& config);
-// Number of distinct parameters (a tied head counted once).
-int64_t ParameterCount(const ModelConfig& config);
 
 }  // namespace tlaloc::io

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <span>
 #include <string>
@@ -15,6 +16,7 @@
 #include "tlaloc/autodiff/autodiff.h"
 #include "tlaloc/builder/tensor.h"
 #include "tlaloc/io/model_config.h"
+#include "tlaloc/models/gguf_export.h"
 #include "tlaloc/models/signature.h"
 #include "tlaloc/nn/layers.h"
 #include "tlaloc/nn/sampling.h"
@@ -25,6 +27,13 @@ namespace tlaloc::models {
 struct WeightSpec {
   std::string name;
   std::vector<int64_t> shape;
+};
+
+// One tensor a checkpoint of a config holds, in the ecosystem's (transformers') naming.
+struct ExpectedTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  bool optional = false;  // e.g. lm_head.weight when the head is tied to the embedding
 };
 
 // Weight tensors by checkpoint name (WeightSpec names).
@@ -65,6 +74,8 @@ struct ModelFamily {
   std::string_view embedding_weight;
   // Whether Tlaloc's code implements this config (activation, rope type, ...).
   Status (*check_supported)(const io::ModelConfig& config) = nullptr;
+  // Every tensor a checkpoint of this config holds, in model order.
+  std::vector<ExpectedTensor> (*checkpoint_tensors)(const io::ModelConfig& config) = nullptr;
   // The weight parameters of every program, in argument order.
   std::vector<WeightSpec> (*weight_specs)(const io::ModelConfig& config) = nullptr;
   // A generation step program (prefill or decode) and its signature; `trace` (may be null)
@@ -81,6 +92,11 @@ struct ModelFamily {
                                        const ChatOptions& options) = nullptr;
   // The chat template as Jinja, for tokenizer_config.json of folders Tlaloc writes.
   std::string (*chat_template_jinja)() = nullptr;
+  // Writes a checkpoint folder as GGUF for llama.cpp (models/gguf_export.h); null when the
+  // family has no exporter.
+  StatusOr<GgufExportSummary> (*export_gguf)(const std::filesystem::path& dir,
+                                             const std::filesystem::path& out,
+                                             const GgufExportOptions& options) = nullptr;
 };
 
 // The family registered for `model_type`; an unknown type is refused naming the known ones.
@@ -92,7 +108,10 @@ std::vector<std::string_view> KnownModelTypes();
 
 // Shorthands through FamilyOf(config).
 Status CheckSupported(const io::ModelConfig& config);
+std::vector<ExpectedTensor> ExpectedTensors(const io::ModelConfig& config);
 std::vector<WeightSpec> WeightSpecs(const io::ModelConfig& config);
+// Number of distinct parameters (a tied head counted once).
+int64_t ParameterCount(const io::ModelConfig& config);
 StatusOr<ModelProgram> BuildStep(const io::ModelConfig& config, const StepShape& shape,
                                  nn::LayerTrace* trace = nullptr);
 // The type of each KV cache argument: [slots, kv_heads, max_len, head_dim] in shape.dtype.

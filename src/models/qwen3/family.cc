@@ -23,13 +23,6 @@ Status CheckSupported(const ModelConfig& c) {
   return OkStatus();
 }
 
-std::vector<WeightSpec> WeightSpecs(const ModelConfig& c) {
-  std::vector<WeightSpec> out;
-  for (const auto& t : io::ExpectedTensors(c))
-    if (!t.optional) out.push_back({t.name, t.shape});
-  return out;
-}
-
 void Register(std::vector<ModelFamily>& registry) {
   for (io::ModelArchitecture arch :
        {io::ModelArchitecture::kQwen3, io::ModelArchitecture::kQwen3Moe}) {
@@ -38,11 +31,14 @@ void Register(std::vector<ModelFamily>& registry) {
     f.architecture = io::ArchitectureClassName(arch);
     f.embedding_weight = "model.embed_tokens.weight";
     f.check_supported = CheckSupported;
+    f.checkpoint_tensors = ExpectedTensors;
     f.weight_specs = WeightSpecs;
     f.build_step = BuildStep;
     f.train_forward = BuildTrainForward;
     f.render_chat = RenderQwen3Chat;
     f.chat_template_jinja = Qwen3ChatTemplate;
+    // llama.cpp's qwen3moe graph is not exported yet.
+    if (arch == io::ModelArchitecture::kQwen3) f.export_gguf = ExportGguf;
     registry.push_back(f);
   }
 }

@@ -38,11 +38,17 @@ Tensor FinalNorm(const ModelConfig& c, const WeightTensors& w, const Tensor& x,
 std::string HeadWeightName(const ModelConfig& c);
 
 Status CheckSupported(const ModelConfig& c);
+std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c);
 std::vector<WeightSpec> WeightSpecs(const ModelConfig& c);
 StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
                                  nn::LayerTrace* trace);
 StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTensors& w,
                                          const Tensor& input_ids, autodiff::Marks* remat);
+
+// Dense Qwen3 as llama.cpp's `qwen3` architecture.
+StatusOr<GgufExportSummary> ExportGguf(const std::filesystem::path& dir,
+                                       const std::filesystem::path& out,
+                                       const GgufExportOptions& options);
 
 // Adds the qwen3 and qwen3_moe entries.
 void Register(std::vector<ModelFamily>& registry);

@@ -1,16 +1,21 @@
-#include "tlaloc/io/inspect.h"
+#include "tlaloc/models/inspect.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "io_test_util.h"
+#include "io/io_test_util.h"
 #include "tlaloc/io/checkpoint.h"
+#include "tlaloc/models/family.h"
 
-namespace tlaloc::io {
+namespace tlaloc::models {
 namespace {
 
-using testing::TempDir;
+using io::CheckpointWriteOptions;
+using io::ModelConfig;
+using io::NamedTensor;
+using io::ParseModelConfig;
+using io::testing::TempDir;
 
 ModelConfig TinyConfig(bool moe) {
   auto c = ParseModelConfig(moe ? R"({"model_type": "qwen3_moe", "vocab_size": 16,
@@ -42,7 +47,7 @@ TEST(Inspect, MatchingCheckpointIsSummarised) {
   auto tensors = TensorsFor(c);
   ASSERT_TRUE(WriteCheckpoint(dir.path(), tensors).ok());
   ASSERT_TRUE(WriteModelConfig(dir.path(), c).ok());
-  testing::WriteText(dir / "generation_config.json", R"({"eos_token_id": [3, 4], "top_k": 7})");
+  io::testing::WriteText(dir / "generation_config.json", R"({"eos_token_id": [3, 4], "top_k": 7})");
 
   auto r = InspectCheckpoint(dir.path());
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -146,15 +151,15 @@ TEST(Inspect, BadFoldersAndFilesAreErrors) {
   EXPECT_ERROR_CONTAINS(InspectCheckpoint(dir.path()), "no model.safetensors");
   ASSERT_TRUE(
       WriteCheckpoint(dir.path(), std::vector<NamedTensor>{{"w", Literal::Scalar<float>(1)}}).ok());
-  testing::WriteText(dir / "config.json", R"({"architectures": ["GPT2LMHeadModel"]})");
+  io::testing::WriteText(dir / "config.json", R"({"architectures": ["GPT2LMHeadModel"]})");
   EXPECT_ERROR_CONTAINS(InspectCheckpoint(dir.path()), "config.json",
                         "architecture \"GPT2LMHeadModel\" is not supported");
-  testing::WriteText(dir / "config.json", R"({"model_type": "qwen3"})");
-  testing::WriteText(dir / "generation_config.json", R"({"top_p": 2})");
+  io::testing::WriteText(dir / "config.json", R"({"model_type": "qwen3"})");
+  io::testing::WriteText(dir / "generation_config.json", R"({"top_p": 2})");
   EXPECT_ERROR_CONTAINS(InspectCheckpoint(dir.path()), "generation_config.json", "top_p");
-  testing::WriteBytes(dir / "model.safetensors", testing::BuildSafetensors("{\"a\":"));
+  io::testing::WriteBytes(dir / "model.safetensors", io::testing::BuildSafetensors("{\"a\":"));
   EXPECT_ERROR_CONTAINS(InspectCheckpoint(dir.path()), "model.safetensors", "not valid JSON");
 }
 
 }  // namespace
-}  // namespace tlaloc::io
+}  // namespace tlaloc::models

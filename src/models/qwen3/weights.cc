@@ -1,9 +1,9 @@
 // The tensors a Qwen3 / Qwen3-MoE checkpoint holds, in transformers' names and PyTorch shapes
 // ([out, in] for projections).
-#include "tlaloc/io/model_config.h"
+#include "models/qwen3/qwen3_family.h"
 #include "tlaloc/ir/type.h"
 
-namespace tlaloc::io {
+namespace tlaloc::models::qwen3 {
 
 std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c) {
   std::vector<ExpectedTensor> out;
@@ -49,11 +49,11 @@ std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c) {
   return out;
 }
 
-int64_t ParameterCount(const ModelConfig& c) {
-  int64_t total = 0;
+std::vector<WeightSpec> WeightSpecs(const ModelConfig& c) {
+  std::vector<WeightSpec> out;
   for (const auto& t : ExpectedTensors(c))
-    if (!t.optional) total += NumElements(t.shape);
-  return total;
+    if (!t.optional) out.push_back({t.name, t.shape});
+  return out;
 }
 
-}  // namespace tlaloc::io
+}  // namespace tlaloc::models::qwen3

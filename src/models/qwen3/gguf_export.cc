@@ -5,11 +5,19 @@
 #include <nlohmann/json.hpp>
 
 #include "io/io_util.h"
+#include "models/qwen3/qwen3_family.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/gguf.h"
-#include "tlaloc/io/model_config.h"
+#include "tlaloc/models/gguf_export.h"
 
-namespace tlaloc::io {
+namespace tlaloc::models::qwen3 {
+
+using io::GgmlType;
+using io::GgmlTypeFor;
+using io::GgufKeyValue;
+using io::GgufTensorToWrite;
+using io::GgufValue;
+using io::ReadFileToString;
 
 namespace {
 
@@ -193,8 +201,8 @@ GgmlType ChooseType(const Literal& value, const std::optional<ElementType>& dtyp
 
 }  // namespace
 
-StatusOr<GgufExportSummary> ExportQwen3Gguf(const fs::path& dir, const fs::path& out,
-                                            const GgufExportOptions& options) {
+StatusOr<GgufExportSummary> ExportGguf(const fs::path& dir, const fs::path& out,
+                                       const GgufExportOptions& options) {
   const std::string where = "GGUF export of " + dir.string();
   if (options.dtype && !GgmlTypeFor(*options.dtype).ok())
     return InvalidArgument(where + ": dtype " + std::string(ShortName(*options.dtype)) +
@@ -204,10 +212,10 @@ StatusOr<GgufExportSummary> ExportQwen3Gguf(const fs::path& dir, const fs::path&
     return NotFound(where +
                     ": no such checkpoint folder (expected config.json, safetensors "
                     "and tokenizer.json in a folder)");
-  TL_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir));
-  if (config.architecture != ModelArchitecture::kQwen3)
+  TL_ASSIGN_OR_RETURN(ModelConfig config, io::LoadModelConfig(dir));
+  if (config.architecture != io::ModelArchitecture::kQwen3)
     return Unimplemented(where + ": architecture " +
-                         std::string(ArchitectureClassName(config.architecture)) +
+                         std::string(io::ArchitectureClassName(config.architecture)) +
                          " is not exported (only Qwen3ForCausalLM)");
   if (config.rope_scaling)
     return Unimplemented(where + ": rope_scaling \"" + config.rope_scaling->rope_type +
@@ -219,14 +227,14 @@ StatusOr<GgufExportSummary> ExportQwen3Gguf(const fs::path& dir, const fs::path&
   if (!fs::exists(dir / "tokenizer.json"))
     return NotFound(where + ": no tokenizer.json (llama.cpp needs the tokenizer in the file)");
 
-  auto checkpoint = Checkpoint::Open(dir);
+  auto checkpoint = io::Checkpoint::Open(dir);
   if (!checkpoint.ok()) return checkpoint.status().WithContext(where);
   std::vector<GgufTensorToWrite> tensors;
   GgufExportSummary summary;
   summary.tied_output = config.tie_word_embeddings;
   for (const auto& expected : ExpectedTensors(config)) {
     if (expected.optional) continue;  // a tied head's stored copy is not exported
-    const SafetensorsTensorInfo* info = checkpoint->Find(expected.name);
+    const io::SafetensorsTensorInfo* info = checkpoint->Find(expected.name);
     if (!info) return NotFound(where + ": missing tensor \"" + expected.name + "\"");
     if (info->shape != expected.shape)
       return InvalidArgument(where + ": tensor \"" + expected.name + "\" has shape " +
@@ -251,7 +259,7 @@ StatusOr<GgufExportSummary> ExportQwen3Gguf(const fs::path& dir, const fs::path&
   if (fs::exists(dir / "tokenizer_config.json")) {
     TL_ASSIGN_OR_RETURN(tok_config, ReadJson(dir / "tokenizer_config.json"));
   }
-  TL_ASSIGN_OR_RETURN(GenerationConfig generation, LoadGenerationConfigOrDefault(dir, config));
+  TL_ASSIGN_OR_RETURN(io::GenerationConfig generation, io::LoadGenerationConfigOrDefault(dir, config));
 
   // Special ids: tokenizer_config.json's tokens first, then config.json's and
   // generation_config.json's ids, the order llama.cpp's converter looks in.
@@ -323,8 +331,8 @@ StatusOr<GgufExportSummary> ExportQwen3Gguf(const fs::path& dir, const fs::path&
   kv.push_back({"tokenizer.ggml.add_bos_token", GgufValue::Bool(add_bos)});
   if (chat_template) kv.push_back({"tokenizer.chat_template", GgufValue::String(*chat_template)});
 
-  TL_RETURN_IF_ERROR(WriteGguf(out, kv, tensors));
+  TL_RETURN_IF_ERROR(io::WriteGguf(out, kv, tensors));
   return summary;
 }
 
-}  // namespace tlaloc::io
+}  // namespace tlaloc::models::qwen3

@@ -1,5 +1,5 @@
-// Checkpoint inspection: tensor statistics and the comparison with the config's expectations.
-#include "tlaloc/io/inspect.h"
+// io::Checkpoint inspection: tensor statistics and the comparison with the config's expectations.
+#include "tlaloc/models/inspect.h"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -7,9 +7,10 @@
 
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/safetensors.h"
+#include "tlaloc/models/family.h"
 #include "tlaloc/support/memory_info.h"
 
-namespace tlaloc::io {
+namespace tlaloc::models {
 
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
@@ -49,13 +50,13 @@ std::string Num(double v) {
 StatusOr<InspectReport> InspectCheckpoint(const fs::path& path) {
   InspectReport r;
   r.path = path.string();
-  TL_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(path));
+  TL_ASSIGN_OR_RETURN(io::Checkpoint ckpt, io::Checkpoint::Open(path));
   if (fs::is_directory(path)) {
     if (fs::exists(path / "config.json")) {
-      TL_ASSIGN_OR_RETURN(r.config, LoadModelConfig(path / "config.json"));
+      TL_ASSIGN_OR_RETURN(r.config, io::LoadModelConfig(path / "config.json"));
     }
     if (fs::exists(path / "generation_config.json")) {
-      TL_ASSIGN_OR_RETURN(r.generation, LoadGenerationConfig(path / "generation_config.json"));
+      TL_ASSIGN_OR_RETURN(r.generation, io::LoadGenerationConfig(path / "generation_config.json"));
     }
   }
   for (const auto& shard : ckpt.shards())
@@ -64,7 +65,7 @@ StatusOr<InspectReport> InspectCheckpoint(const fs::path& path) {
   if (!ckpt.shards().empty()) r.metadata = ckpt.shards()[0]->metadata();
 
   for (const auto& name : ckpt.names()) {
-    const SafetensorsTensorInfo* info = ckpt.Find(name);
+    const io::SafetensorsTensorInfo* info = ckpt.Find(name);
     auto& d = r.by_dtype[info->dtype];
     d.tensors += 1;
     d.elements += info->num_elements();
@@ -79,7 +80,7 @@ StatusOr<InspectReport> InspectCheckpoint(const fs::path& path) {
     std::set<std::string> expected_names;
     for (const auto& e : ExpectedTensors(*r.config)) {
       expected_names.insert(e.name);
-      const SafetensorsTensorInfo* info = ckpt.Find(e.name);
+      const io::SafetensorsTensorInfo* info = ckpt.Find(e.name);
       if (!info) {
         if (!e.optional) r.missing.push_back(e.name);
         continue;
@@ -101,9 +102,9 @@ std::string FormatInspectText(const InspectReport& r, size_t max_listed) {
                           : (r.shard_files.empty() ? "" : r.shard_files[0]);
   line("checkpoint:   " + r.path + " (" + where + ")");
   if (r.config) {
-    const ModelConfig& c = *r.config;
-    line("architecture: " + std::string(ArchitectureClassName(c.architecture)) + " (" +
-         std::string(ArchitectureModelType(c.architecture)) + ")");
+    const io::ModelConfig& c = *r.config;
+    line("architecture: " + std::string(io::ArchitectureClassName(c.architecture)) + " (" +
+         std::string(io::ArchitectureModelType(c.architecture)) + ")");
     line("config:       vocab " + std::to_string(c.vocab_size) + ", hidden " +
          std::to_string(c.hidden_size) + ", layers " + std::to_string(c.num_hidden_layers) +
          ", heads " + std::to_string(c.num_attention_heads) + " (kv " +
@@ -133,7 +134,7 @@ std::string FormatInspectText(const InspectReport& r, size_t max_listed) {
     line("architecture: unknown (no config.json)");
   }
   if (r.generation) {
-    const GenerationConfig& g = *r.generation;
+    const io::GenerationConfig& g = *r.generation;
     line("generation:   " + std::string(g.do_sample ? "sampling" : "greedy") + ", temperature " +
          Num(g.temperature) + ", top_k " + std::to_string(g.top_k) + ", top_p " + Num(g.top_p) +
          (g.eos_token_ids.empty() ? std::string() : ", eos " + Ids(g.eos_token_ids)));
@@ -147,7 +148,7 @@ std::string FormatInspectText(const InspectReport& r, size_t max_listed) {
   for (const auto& [et, d] : r.by_dtype) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "  %-5s %8s tensors %16s elements %12s",
-                  std::string(SafetensorsDtypeName(et)).c_str(), Grouped(d.tensors).c_str(),
+                  std::string(io::SafetensorsDtypeName(et)).c_str(), Grouped(d.tensors).c_str(),
                   Grouped(d.elements).c_str(), HumanBytes(d.bytes).c_str());
     line(buf);
   }
@@ -180,7 +181,7 @@ std::string FormatInspectJson(const InspectReport& r) {
   j["index"] = r.index_file ? ordered_json(*r.index_file) : ordered_json();
   j["metadata"] = r.metadata;
   if (r.config) {
-    j["architecture"] = std::string(ArchitectureClassName(r.config->architecture));
+    j["architecture"] = std::string(io::ArchitectureClassName(r.config->architecture));
     j["config"] = ordered_json::parse(ModelConfigToJson(*r.config));
   } else {
     j["architecture"] = nullptr;
@@ -194,7 +195,7 @@ std::string FormatInspectJson(const InspectReport& r) {
   j["stored_bytes"] = r.stored_bytes;
   ordered_json dtypes = ordered_json::object();
   for (const auto& [et, d] : r.by_dtype)
-    dtypes[std::string(SafetensorsDtypeName(et))] = {
+    dtypes[std::string(io::SafetensorsDtypeName(et))] = {
         {"tensors", d.tensors}, {"elements", d.elements}, {"bytes", d.bytes}};
   j["by_dtype"] = dtypes;
   j["missing"] = r.missing;
@@ -208,4 +209,4 @@ std::string FormatInspectJson(const InspectReport& r) {
   return j.dump(2) + "\n";
 }
 
-}  // namespace tlaloc::io
+}  // namespace tlaloc::models

@@ -11,7 +11,7 @@
 
 #include "tlaloc/io/model_config.h"
 
-namespace tlaloc::io {
+namespace tlaloc::models {
 
 struct InspectReport {
   struct DtypeSummary {
@@ -26,8 +26,8 @@ struct InspectReport {
   };
 
   std::string path;
-  std::optional<ModelConfig> config;            // absent when the folder has no config.json
-  std::optional<GenerationConfig> generation;   // from generation_config.json when present
+  std::optional<io::ModelConfig> config;            // absent when the folder has no config.json
+  std::optional<io::GenerationConfig> generation;   // from generation_config.json when present
   std::vector<std::string> shard_files;         // file names, in load order
   std::optional<std::string> index_file;        // set for sharded checkpoints
   std::map<std::string, std::string> metadata;  // the first shard's __metadata__
@@ -57,4 +57,4 @@ std::string FormatInspectText(const InspectReport& report, size_t max_listed = 2
 // Machine-readable form with complete lists.
 std::string FormatInspectJson(const InspectReport& report);
 
-}  // namespace tlaloc::io
+}  // namespace tlaloc::models
