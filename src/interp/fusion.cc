@@ -16,6 +16,7 @@
 
 #include "ops/reduction_kernels.h"
 #include "ops/vector_math.h"
+#include "tlaloc/support/cpu_features.h"
 
 namespace tlaloc::interp {
 
@@ -78,8 +79,7 @@ int RowBroadcast(const Block& block, const BlockUses& uses, Value r, const Tenso
 // latencies overlap; no row's order of operations changes.
 // The row's maximum when it holds no NaN (then the order of comparisons does not matter, and a
 // zero maximum's sign cancels out of x - max and exp); NaN when it does, for the exact path.
-__attribute__((target("avx512f"))) float MaxWithoutNaNAvx512(const float* x, int64_t n,
-                                                             float init) {
+TLALOC_AVX512_CORE_TARGET float MaxWithoutNaNAvx512(const float* x, int64_t n, float init) {
   __m512 m = _mm512_set1_ps(init);
   __mmask16 nan = 0;
   int64_t j = 0;
@@ -96,7 +96,7 @@ __attribute__((target("avx512f"))) float MaxWithoutNaNAvx512(const float* x, int
   return nan || std::isnan(init) ? std::numeric_limits<float>::quiet_NaN() : best;
 }
 
-const bool kAvx512 = __builtin_cpu_supports("avx512f");
+const bool kAvx512 = HasAvx512Core();
 
 float RowMax(const float* x, int64_t n, float init) {
   if (kAvx512) {

@@ -25,8 +25,8 @@ TEST(BlockUsesTest, CountsEachUseAndRegionCapturesAtTheirOwner) {
   OpBuilder b(&entry, &m);
   Value a = entry.argument(0), s = entry.argument(1), unused = entry.argument(2);
   Value x = b.CreateOne("stablehlo.add", {a, a});
-  Value c = b.CreateOne("stablehlo.constant", {},
-                        {{"value", Attribute::Elements(Literal(scalar))}});
+  Value c =
+      b.CreateOne("stablehlo.constant", {}, {{"value", Attribute::Elements(Literal(scalar))}});
   auto region = std::make_unique<Region>();
   Block& body = region->AddBlock();
   Value p = body.AddArgument(Type(scalar)), q = body.AddArgument(Type(scalar));
@@ -35,8 +35,8 @@ TEST(BlockUsesTest, CountsEachUseAndRegionCapturesAtTheirOwner) {
   rb.Create("stablehlo.return", {inner});
   std::vector<std::unique_ptr<Region>> regions;
   regions.push_back(std::move(region));
-  Value r = b.CreateOne("stablehlo.reduce", {x, s}, {{"dimensions", Attribute::IntArray({0})}},
-                        {}, std::move(regions));
+  Value r = b.CreateOne("stablehlo.reduce", {x, s}, {{"dimensions", Attribute::IntArray({0})}}, {},
+                        std::move(regions));
   Value dead = b.CreateOne("stablehlo.negate", {x});
   b.Create("func.return", {r});
   ASSERT_TRUE(b.ok() && rb.ok()) << b.status().ToString() << rb.status().ToString();
