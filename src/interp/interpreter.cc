@@ -374,10 +374,4 @@ StatusOr<std::vector<Literal>> Interpret(const Module& module, const std::string
   return exe->Execute(std::move(args), stats);
 }
 
-void SetComputeThreads(int num_threads) {
-  if (num_threads <= 0) return;
-  // Best effort, as documented: a pool already running keeps its size.
-  (void)SetDefaultThreadPoolSize(num_threads);
-}
-
 }  // namespace tlaloc
