@@ -68,7 +68,7 @@ void BM_KernelF32(benchmark::State& state) {
   const int op = static_cast<int>(state.range(0));
   const bool vector = state.range(1) != 0;
   if (vector && !vmath::HasVectorKernels()) {
-    state.SkipWithError("this CPU lacks AVX-512 F/VL/DQ");
+    state.SkipWithError("AVX-512 kernels off (CPU lacks F/BW/VL/DQ, or TLALOC_VECTOR_MATH=0)");
     return;
   }
   state.SetLabel(kOpNames[op]);

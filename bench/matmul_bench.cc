@@ -19,6 +19,7 @@
 #include "tlaloc/builder/tensor.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/nn/layers.h"
+#include "tlaloc/support/cpu_features.h"
 #include "tlaloc/support/memory_bandwidth.h"
 #include "tlaloc/support/thread_pool.h"
 
@@ -34,7 +35,7 @@ double Now() {
 
 // ---- Machine peaks ----------------------------------------------------------------------------
 
-__attribute__((target("avx512f"))) double FmaLoop(int64_t iters) {
+TLALOC_AVX512_CORE_TARGET double FmaLoop(int64_t iters) {
   __m512 acc[12];
   for (auto& a : acc) a = _mm512_set1_ps(1.0f);
   const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
@@ -52,7 +53,7 @@ __attribute__((target("avx512f"))) double FmaLoop(int64_t iters) {
 
 // Peak f32 FLOP/s: independent AVX-512 FMA chains on every pool thread (0 without AVX-512).
 double MeasurePeakFlops() {
-  if (!__builtin_cpu_supports("avx512f")) return 0;
+  if (!tlaloc::HasAvx512Core()) return 0;
   tlaloc::ThreadPool& pool = tlaloc::DefaultThreadPool();
   const int64_t iters = 20'000'000;
   std::atomic<double> sink{0};

@@ -35,6 +35,9 @@ void ReexecWithFittingBlasCore() {
   std::vector<char*> argv;
   for (auto& p : parts) argv.push_back(p.data());
   argv.push_back(nullptr);
+  // The one setting that has to travel as an environment variable: OpenBLAS picks its kernel
+  // set in its load-time constructor, before main, and reads nothing else; it is set for the
+  // re-executed process only.
   setenv("OPENBLAS_CORETYPE", preferred.c_str(), 1);
   setenv(kReexecGuard, "1", 1);
   execv("/proc/self/exe", argv.data());

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tlaloc/builder/tensor.h"
+#include "tlaloc/ir/typed_builder.h"
 
 namespace tlaloc::builder_internal {
 
@@ -14,8 +15,6 @@ OpBuilder* BuilderOf(std::initializer_list<const Tensor*> ts);
 Tensor Wrap(OpBuilder* b, Value v);
 // Normalises a possibly negative axis against `rank`; records an error on `b` when out of range.
 int64_t NormalizeAxis(OpBuilder* b, int64_t axis, int64_t rank);
-// A region with one block of two scalar arguments returning `op(arg0, arg1)`.
-std::unique_ptr<Region> ScalarBinaryRegion(const std::string& op, ElementType et);
 Attribute I64Array(std::vector<int64_t> v);
 Attribute I64(int64_t v);
 // numpy broadcast of two shapes, or an error on b.
@@ -23,6 +22,6 @@ std::vector<int64_t> BroadcastShapes(OpBuilder* b, const std::vector<int64_t>& x
                                      const std::vector<int64_t>& y);
 // Generic reduce of x over axes with init value and a scalar binary body op.
 Tensor ReduceWith(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims,
-                  const std::string& body_op, double init);
+                  hlo::BinaryFn body, double init);
 
 }  // namespace tlaloc::builder_internal

@@ -28,17 +28,6 @@ int64_t NormalizeAxis(OpBuilder* b, int64_t axis, int64_t rank) {
   return a;
 }
 
-std::unique_ptr<Region> ScalarBinaryRegion(const std::string& op, ElementType et) {
-  auto region = std::make_unique<Region>();
-  Block& block = region->AddBlock();
-  Value a = block.AddArgument(TensorType(et, {}));
-  Value c = block.AddArgument(TensorType(et, {}));
-  OpBuilder rb(&block);
-  Value r = rb.CreateOne(op, {a, c});
-  rb.Create("stablehlo.return", {r});
-  return region;
-}
-
 Attribute I64Array(std::vector<int64_t> v) { return Attribute::IntArray(std::move(v)); }
 Attribute I64(int64_t v) { return Attribute::Int(v, ElementType::kS64); }
 
@@ -81,28 +70,24 @@ std::pair<Tensor, Tensor> Broadcast2(const Tensor& a, const Tensor& b) {
   return {BroadcastTo(a, shape), BroadcastTo(b, shape)};
 }
 
-Tensor Binary(const char* op, const Tensor& a, const Tensor& b) {
+Tensor Binary(hlo::BinaryFn op, const Tensor& a, const Tensor& b) {
   OpBuilder* ob = BuilderOf({&a, &b});
   if (!ob) return Tensor();
   auto [x, y] = Broadcast2(a, b);
-  return Wrap(ob, ob->CreateOne(op, {x.value(), y.value()}));
+  return Wrap(ob, op(*ob, x.value(), y.value()));
 }
 
-Tensor Unary(const char* op, const Tensor& x) {
+Tensor Unary(Value (*op)(OpBuilder&, Value), const Tensor& x) {
   if (!x.builder()) return Tensor();
-  return Wrap(x.builder(), x.builder()->CreateOne(op, {x.value()}));
+  return Wrap(x.builder(), op(*x.builder(), x.value()));
 }
 
-Tensor Compare(const char* dir, const Tensor& a, const Tensor& b) {
+Tensor Compare(hlo::CompareDirection dir, const Tensor& a, const Tensor& b) {
   OpBuilder* ob = BuilderOf({&a, &b});
   if (!ob) return Tensor();
   auto [x, y] = Broadcast2(a, b);
   if (!x.valid()) return Tensor();
-  ElementType et = x.element_type();
-  const char* type = IsFloat(et) ? "FLOAT" : IsSignedInt(et) ? "SIGNED" : "UNSIGNED";
-  return Wrap(ob, ob->CreateOne("stablehlo.compare", {x.value(), y.value()},
-                                {{"comparison_direction", Attribute::Enum(dir, "comparison_direction")},
-                                 {"compare_type", Attribute::Enum(type, "comparison_type")}}));
+  return Wrap(ob, hlo::Compare(*ob, x.value(), y.value(), dir));
 }
 
 Tensor ScalarLike(const Tensor& x, double s) {
@@ -145,7 +130,7 @@ Status FunctionBuilder::Return(const std::vector<Tensor>& values) {
 }
 
 Tensor Constant(OpBuilder& b, Literal value) {
-  return Wrap(&b, b.CreateOne("stablehlo.constant", {}, {{"value", Attribute::Elements(std::move(value))}}));
+  return Wrap(&b, hlo::Constant(b, std::move(value)));
 }
 
 Tensor Scalar(OpBuilder& b, double value, ElementType et) {
@@ -161,8 +146,7 @@ Tensor Zeros(OpBuilder& b, const std::vector<int64_t>& dims, ElementType et) {
 }
 
 Tensor Iota(OpBuilder& b, const std::vector<int64_t>& dims, int64_t axis, ElementType et) {
-  return Wrap(&b, b.CreateOne("stablehlo.iota", {}, {{"iota_dimension", I64(axis)}},
-                              std::vector<Type>{TensorType(et, dims)}));
+  return Wrap(&b, hlo::Iota(b, TensorType(et, dims), axis));
 }
 
 Tensor FullLike(const Tensor& x, double value) {
@@ -170,11 +154,11 @@ Tensor FullLike(const Tensor& x, double value) {
   return Full(*x.builder(), x.dims(), value, x.element_type());
 }
 
-Tensor operator+(const Tensor& a, const Tensor& b) { return Binary("stablehlo.add", a, b); }
-Tensor operator-(const Tensor& a, const Tensor& b) { return Binary("stablehlo.subtract", a, b); }
-Tensor operator*(const Tensor& a, const Tensor& b) { return Binary("stablehlo.multiply", a, b); }
-Tensor operator/(const Tensor& a, const Tensor& b) { return Binary("stablehlo.divide", a, b); }
-Tensor operator-(const Tensor& a) { return Unary("stablehlo.negate", a); }
+Tensor operator+(const Tensor& a, const Tensor& b) { return Binary(hlo::Add, a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return Binary(hlo::Sub, a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return Binary(hlo::Mul, a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return Binary(hlo::Div, a, b); }
+Tensor operator-(const Tensor& a) { return Unary(hlo::Neg, a); }
 Tensor operator+(const Tensor& a, double s) { return a + ScalarLike(a, s); }
 Tensor operator-(const Tensor& a, double s) { return a - ScalarLike(a, s); }
 Tensor operator*(const Tensor& a, double s) { return a * ScalarLike(a, s); }
@@ -183,49 +167,48 @@ Tensor operator+(double s, const Tensor& a) { return ScalarLike(a, s) + a; }
 Tensor operator-(double s, const Tensor& a) { return ScalarLike(a, s) - a; }
 Tensor operator*(double s, const Tensor& a) { return ScalarLike(a, s) * a; }
 Tensor operator/(double s, const Tensor& a) { return ScalarLike(a, s) / a; }
-Tensor operator&(const Tensor& a, const Tensor& b) { return Binary("stablehlo.and", a, b); }
-Tensor operator|(const Tensor& a, const Tensor& b) { return Binary("stablehlo.or", a, b); }
-Tensor operator^(const Tensor& a, const Tensor& b) { return Binary("stablehlo.xor", a, b); }
+Tensor operator&(const Tensor& a, const Tensor& b) { return Binary(hlo::And, a, b); }
+Tensor operator|(const Tensor& a, const Tensor& b) { return Binary(hlo::Or, a, b); }
+Tensor operator^(const Tensor& a, const Tensor& b) { return Binary(hlo::Xor, a, b); }
 
-Tensor Max(const Tensor& a, const Tensor& b) { return Binary("stablehlo.maximum", a, b); }
-Tensor Min(const Tensor& a, const Tensor& b) { return Binary("stablehlo.minimum", a, b); }
-Tensor Pow(const Tensor& a, const Tensor& b) { return Binary("stablehlo.power", a, b); }
-Tensor Rem(const Tensor& a, const Tensor& b) { return Binary("stablehlo.remainder", a, b); }
-Tensor Atan2(const Tensor& a, const Tensor& b) { return Binary("stablehlo.atan2", a, b); }
-Tensor ShiftLeft(const Tensor& a, const Tensor& b) { return Binary("stablehlo.shift_left", a, b); }
+Tensor Max(const Tensor& a, const Tensor& b) { return Binary(hlo::Max, a, b); }
+Tensor Min(const Tensor& a, const Tensor& b) { return Binary(hlo::Min, a, b); }
+Tensor Pow(const Tensor& a, const Tensor& b) { return Binary(hlo::Pow, a, b); }
+Tensor Rem(const Tensor& a, const Tensor& b) { return Binary(hlo::Rem, a, b); }
+Tensor Atan2(const Tensor& a, const Tensor& b) { return Binary(hlo::Atan2, a, b); }
+Tensor ShiftLeft(const Tensor& a, const Tensor& b) { return Binary(hlo::ShiftLeft, a, b); }
 Tensor ShiftRightLogical(const Tensor& a, const Tensor& b) {
-  return Binary("stablehlo.shift_right_logical", a, b);
+  return Binary(hlo::ShiftRightLogical, a, b);
 }
 Tensor ShiftRightArithmetic(const Tensor& a, const Tensor& b) {
-  return Binary("stablehlo.shift_right_arithmetic", a, b);
+  return Binary(hlo::ShiftRightArithmetic, a, b);
 }
-Tensor Eq(const Tensor& a, const Tensor& b) { return Compare("EQ", a, b); }
-Tensor Ne(const Tensor& a, const Tensor& b) { return Compare("NE", a, b); }
-Tensor Lt(const Tensor& a, const Tensor& b) { return Compare("LT", a, b); }
-Tensor Le(const Tensor& a, const Tensor& b) { return Compare("LE", a, b); }
-Tensor Gt(const Tensor& a, const Tensor& b) { return Compare("GT", a, b); }
-Tensor Ge(const Tensor& a, const Tensor& b) { return Compare("GE", a, b); }
+Tensor Eq(const Tensor& a, const Tensor& b) { return Compare(hlo::CompareDirection::kEq, a, b); }
+Tensor Ne(const Tensor& a, const Tensor& b) { return Compare(hlo::CompareDirection::kNe, a, b); }
+Tensor Lt(const Tensor& a, const Tensor& b) { return Compare(hlo::CompareDirection::kLt, a, b); }
+Tensor Le(const Tensor& a, const Tensor& b) { return Compare(hlo::CompareDirection::kLe, a, b); }
+Tensor Gt(const Tensor& a, const Tensor& b) { return Compare(hlo::CompareDirection::kGt, a, b); }
+Tensor Ge(const Tensor& a, const Tensor& b) { return Compare(hlo::CompareDirection::kGe, a, b); }
 
-Tensor Exp(const Tensor& x) { return Unary("stablehlo.exponential", x); }
-Tensor Log(const Tensor& x) { return Unary("stablehlo.log", x); }
-Tensor Sqrt(const Tensor& x) { return Unary("stablehlo.sqrt", x); }
-Tensor Rsqrt(const Tensor& x) { return Unary("stablehlo.rsqrt", x); }
-Tensor Tanh(const Tensor& x) { return Unary("stablehlo.tanh", x); }
-Tensor Logistic(const Tensor& x) { return Unary("stablehlo.logistic", x); }
-Tensor Abs(const Tensor& x) { return Unary("stablehlo.abs", x); }
-Tensor Sign(const Tensor& x) { return Unary("stablehlo.sign", x); }
-Tensor Floor(const Tensor& x) { return Unary("stablehlo.floor", x); }
-Tensor Sin(const Tensor& x) { return Unary("stablehlo.sine", x); }
-Tensor Cos(const Tensor& x) { return Unary("stablehlo.cosine", x); }
-Tensor Not(const Tensor& x) { return Unary("stablehlo.not", x); }
-Tensor ErfInv(const Tensor& x) { return Unary("chlo.erf_inv", x); }
-Tensor Erf(const Tensor& x) { return Unary("chlo.erf", x); }
+Tensor Exp(const Tensor& x) { return Unary(hlo::Exp, x); }
+Tensor Log(const Tensor& x) { return Unary(hlo::Log, x); }
+Tensor Sqrt(const Tensor& x) { return Unary(hlo::Sqrt, x); }
+Tensor Rsqrt(const Tensor& x) { return Unary(hlo::Rsqrt, x); }
+Tensor Tanh(const Tensor& x) { return Unary(hlo::Tanh, x); }
+Tensor Logistic(const Tensor& x) { return Unary(hlo::Logistic, x); }
+Tensor Abs(const Tensor& x) { return Unary(hlo::Abs, x); }
+Tensor Sign(const Tensor& x) { return Unary(hlo::Sign, x); }
+Tensor Floor(const Tensor& x) { return Unary(hlo::Floor, x); }
+Tensor Sin(const Tensor& x) { return Unary(hlo::Sin, x); }
+Tensor Cos(const Tensor& x) { return Unary(hlo::Cos, x); }
+Tensor Not(const Tensor& x) { return Unary(hlo::Not, x); }
+Tensor ErfInv(const Tensor& x) { return Unary(hlo::ErfInv, x); }
+Tensor Erf(const Tensor& x) { return Unary(hlo::Erf, x); }
 
 Tensor Convert(const Tensor& x, ElementType et) {
   if (!x.builder()) return Tensor();
   if (x.element_type() == et) return x;
-  return Wrap(x.builder(), x.builder()->CreateOne("stablehlo.convert", {x.value()}, {},
-                                                  std::vector<Type>{TensorType(et, x.dims())}));
+  return Wrap(x.builder(), hlo::Convert(*x.builder(), x.value(), et));
 }
 
 Tensor BitcastConvert(const Tensor& x, ElementType et) {
@@ -234,8 +217,7 @@ Tensor BitcastConvert(const Tensor& x, ElementType et) {
     x.builder()->Fail(InvalidArgument("BitcastConvert needs element types of equal width"));
     return Tensor();
   }
-  return Wrap(x.builder(), x.builder()->CreateOne("stablehlo.bitcast_convert", {x.value()}, {},
-                                                  std::vector<Type>{TensorType(et, x.dims())}));
+  return Wrap(x.builder(), hlo::BitcastConvert(*x.builder(), x.value(), et));
 }
 
 Tensor Where(const Tensor& cond, const Tensor& a, const Tensor& b) {
@@ -243,13 +225,13 @@ Tensor Where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   if (!ob || !cond.valid() || !a.valid() || !b.valid()) return Tensor();
   auto shape = BroadcastShapes(ob, BroadcastShapes(ob, cond.dims(), a.dims()), b.dims());
   Tensor c = BroadcastTo(cond, shape), x = BroadcastTo(a, shape), y = BroadcastTo(b, shape);
-  return Wrap(ob, ob->CreateOne("stablehlo.select", {c.value(), x.value(), y.value()}));
+  return Wrap(ob, hlo::Select(*ob, c.value(), x.value(), y.value()));
 }
 
 Tensor Clamp(const Tensor& lo, const Tensor& x, const Tensor& hi) {
   OpBuilder* ob = BuilderOf({&lo, &x, &hi});
   if (!ob) return Tensor();
-  return Wrap(ob, ob->CreateOne("stablehlo.clamp", {lo.value(), x.value(), hi.value()}));
+  return Wrap(ob, hlo::Clamp(*ob, lo.value(), x.value(), hi.value()));
 }
 
 }  // namespace tlaloc

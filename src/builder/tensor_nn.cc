@@ -95,16 +95,13 @@ std::pair<Tensor, Tensor> TopK(const Tensor& x, int64_t k) {
   Value gt = rb.CreateOne("stablehlo.compare", {a0, a1},
                           {{"comparison_direction", Attribute::Enum("GT", "comparison_direction")},
                            {"compare_type", Attribute::Enum(type, "comparison_type")}});
-  rb.Create("stablehlo.return", {gt});
+  hlo::Return(rb, {gt});
   if (!rb.ok()) {
     b->Fail(rb.status());
     return {};
   }
-  std::vector<std::unique_ptr<Region>> regions;
-  regions.push_back(std::move(region));
-  auto sorted = b->Create("stablehlo.sort", {x.value(), idx.value()},
-                          {{"dimension", I64(axis)}, {"is_stable", Attribute::Bool(true)}},
-                          std::nullopt, std::move(regions));
+  auto sorted =
+      hlo::Sort(*b, {x.value(), idx.value()}, axis, /*is_stable=*/true, std::move(region));
   if (sorted.size() != 2) return {};
   return {SliceAxis(Wrap(b, sorted[0]), -1, 0, k), SliceAxis(Wrap(b, sorted[1]), -1, 0, k)};
 }

@@ -13,7 +13,7 @@ using namespace builder_internal;
 namespace builder_internal {
 
 Tensor ReduceWith(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims,
-                  const std::string& body_op, double init) {
+                  hlo::BinaryFn body, double init) {
   OpBuilder* b = x.builder();
   if (!b || !x.valid()) return Tensor();
   std::vector<int64_t> ax;
@@ -21,10 +21,7 @@ Tensor ReduceWith(const Tensor& x, const std::vector<int64_t>& axes, bool keepdi
   std::sort(ax.begin(), ax.end());
   ax.erase(std::unique(ax.begin(), ax.end()), ax.end());
   Tensor init_v = Scalar(*b, init, x.element_type());
-  std::vector<std::unique_ptr<Region>> regions;
-  regions.push_back(ScalarBinaryRegion(body_op, x.element_type()));
-  Tensor r = Wrap(b, b->CreateOne("stablehlo.reduce", {x.value(), init_v.value()},
-                                  {{"dimensions", I64Array(ax)}}, std::nullopt, std::move(regions)));
+  Tensor r = Wrap(b, hlo::Reduce(*b, x.value(), init_v.value(), ax, body));
   if (!keepdims) return r;
   std::vector<int64_t> d = x.dims();
   for (int64_t a : ax) d[a] = 1;
@@ -55,15 +52,13 @@ std::vector<int64_t> AllAxesIfEmpty(const Tensor& x, const std::vector<int64_t>&
 
 // An empty axes list reduces over every axis.
 Tensor Sum(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
-  return ReduceWith(x, AllAxesIfEmpty(x, axes), keepdims, "stablehlo.add", 0);
+  return ReduceWith(x, AllAxesIfEmpty(x, axes), keepdims, hlo::Add, 0);
 }
 Tensor ReduceMax(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
-  return ReduceWith(x, AllAxesIfEmpty(x, axes), keepdims, "stablehlo.maximum",
-                    LowestOf(x.element_type()));
+  return ReduceWith(x, AllAxesIfEmpty(x, axes), keepdims, hlo::Max, LowestOf(x.element_type()));
 }
 Tensor ReduceMin(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
-  return ReduceWith(x, AllAxesIfEmpty(x, axes), keepdims, "stablehlo.minimum",
-                    HighestOf(x.element_type()));
+  return ReduceWith(x, AllAxesIfEmpty(x, axes), keepdims, hlo::Min, HighestOf(x.element_type()));
 }
 Tensor Mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
   if (!x.valid()) return Tensor();
@@ -116,7 +111,7 @@ Tensor Cumsum(const Tensor& x, int64_t axis) {
   pad[2 * a] = n - 1;
   Literal padding = Literal::FromVector<int64_t>({x.rank(), 2}, pad);
   std::vector<std::unique_ptr<Region>> regions;
-  regions.push_back(ScalarBinaryRegion("stablehlo.add", x.element_type()));
+  regions.push_back(hlo::ScalarBinaryRegion(x.element_type(), hlo::Add));
   Tensor init_v = Scalar(*b, 0, x.element_type());
   return Wrap(b, b->CreateOne("stablehlo.reduce_window", {x.value(), init_v.value()},
                               {{"window_dimensions", I64Array(window)},
@@ -131,10 +126,6 @@ Tensor DotGeneral(const Tensor& lhs, const Tensor& rhs, const std::vector<int64_
                   bool same_as_lhs) {
   OpBuilder* b = BuilderOf({&lhs, &rhs});
   if (!b || !lhs.valid() || !rhs.valid()) return Tensor();
-  AttrDict dims{{"lhs_batching_dimensions", I64Array(lhs_batch)},
-                {"rhs_batching_dimensions", I64Array(rhs_batch)},
-                {"lhs_contracting_dimensions", I64Array(lhs_contract)},
-                {"rhs_contracting_dimensions", I64Array(rhs_contract)}};
   std::vector<int64_t> out;
   for (int64_t d : lhs_batch) out.push_back(lhs.dims()[d]);
   for (int64_t i = 0; i < lhs.rank(); ++i)
@@ -146,9 +137,9 @@ Tensor DotGeneral(const Tensor& lhs, const Tensor& rhs, const std::vector<int64_
         std::find(rhs_contract.begin(), rhs_contract.end(), i) == rhs_contract.end())
       out.push_back(rhs.dims()[i]);
   ElementType et = same_as_lhs ? lhs.element_type() : result_type;
-  return Wrap(b, b->CreateOne("stablehlo.dot_general", {lhs.value(), rhs.value()},
-                              {{"dot_dimension_numbers", Attribute::Struct("stablehlo.dot", dims)}},
-                              std::vector<Type>{TensorType(et, out)}));
+  return Wrap(
+      b, hlo::DotGeneral(*b, lhs.value(), rhs.value(),
+                         {lhs_batch, rhs_batch, lhs_contract, rhs_contract}, TensorType(et, out)));
 }
 
 Tensor Matmul(const Tensor& a_in, const Tensor& b_in) {

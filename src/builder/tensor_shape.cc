@@ -29,8 +29,7 @@ Tensor Reshape(const Tensor& x, const std::vector<int64_t>& dims) {
     return Tensor();
   }
   if (d == x.dims()) return x;
-  return Wrap(b, b->CreateOne("stablehlo.reshape", {x.value()}, {},
-                              std::vector<Type>{TensorType(x.element_type(), d)}));
+  return Wrap(b, hlo::Reshape(*b, x.value(), TensorType(x.element_type(), d)));
 }
 
 Tensor Transpose(const Tensor& x, const std::vector<int64_t>& perm) {
@@ -39,16 +38,15 @@ Tensor Transpose(const Tensor& x, const std::vector<int64_t>& perm) {
   bool identity = true;
   for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
   if (identity && static_cast<int64_t>(perm.size()) == x.rank()) return x;
-  return Wrap(b, b->CreateOne("stablehlo.transpose", {x.value()}, {{"permutation", I64Array(perm)}}));
+  return Wrap(b, hlo::Transpose(*b, x.value(), perm));
 }
 
 Tensor BroadcastInDim(const Tensor& x, const std::vector<int64_t>& dims,
                       const std::vector<int64_t>& broadcast_dimensions) {
   OpBuilder* b = x.builder();
   if (!b || !x.valid()) return Tensor();
-  return Wrap(b, b->CreateOne("stablehlo.broadcast_in_dim", {x.value()},
-                              {{"broadcast_dimensions", I64Array(broadcast_dimensions)}},
-                              std::vector<Type>{TensorType(x.element_type(), dims)}));
+  return Wrap(b, hlo::BroadcastInDim(*b, x.value(), TensorType(x.element_type(), dims),
+                                     broadcast_dimensions));
 }
 
 Tensor BroadcastTo(const Tensor& x, const std::vector<int64_t>& dims) {
@@ -103,10 +101,7 @@ Tensor Slice(const Tensor& x, const std::vector<int64_t>& start, const std::vect
   OpBuilder* b = x.builder();
   if (!b || !x.valid()) return Tensor();
   std::vector<int64_t> s = strides.empty() ? std::vector<int64_t>(start.size(), 1) : strides;
-  return Wrap(b, b->CreateOne("stablehlo.slice", {x.value()},
-                              {{"start_indices", I64Array(start)},
-                               {"limit_indices", I64Array(limit)},
-                               {"strides", I64Array(s)}}));
+  return Wrap(b, hlo::Slice(*b, x.value(), start, limit, s));
 }
 
 Tensor SliceAxis(const Tensor& x, int64_t axis, int64_t begin, int64_t end) {
@@ -122,17 +117,17 @@ Tensor DynamicSlice(const Tensor& x, const std::vector<Tensor>& starts,
                     const std::vector<int64_t>& sizes) {
   OpBuilder* b = x.builder();
   if (!b || !x.valid()) return Tensor();
-  std::vector<Value> operands{x.value()};
-  for (const Tensor& s : starts) operands.push_back(s.value());
-  return Wrap(b, b->CreateOne("stablehlo.dynamic_slice", operands, {{"slice_sizes", I64Array(sizes)}}));
+  std::vector<Value> start_values;
+  for (const Tensor& s : starts) start_values.push_back(s.value());
+  return Wrap(b, hlo::DynamicSlice(*b, x.value(), start_values, sizes));
 }
 
 Tensor DynamicUpdateSlice(const Tensor& x, const Tensor& update, const std::vector<Tensor>& starts) {
   OpBuilder* b = x.builder();
   if (!b || !x.valid()) return Tensor();
-  std::vector<Value> operands{x.value(), update.value()};
-  for (const Tensor& s : starts) operands.push_back(s.value());
-  return Wrap(b, b->CreateOne("stablehlo.dynamic_update_slice", operands));
+  std::vector<Value> start_values;
+  for (const Tensor& s : starts) start_values.push_back(s.value());
+  return Wrap(b, hlo::DynamicUpdateSlice(*b, x.value(), update.value(), start_values));
 }
 
 Tensor Concat(const std::vector<Tensor>& xs, int64_t axis) {
@@ -142,7 +137,7 @@ Tensor Concat(const std::vector<Tensor>& xs, int64_t axis) {
   std::vector<Value> operands;
   for (const Tensor& t : xs) operands.push_back(t.value());
   int64_t a = NormalizeAxis(b, axis, xs[0].rank());
-  return Wrap(b, b->CreateOne("stablehlo.concatenate", operands, {{"dimension", I64(a)}}));
+  return Wrap(b, hlo::Concatenate(*b, std::move(operands), a));
 }
 
 Tensor Pad(const Tensor& x, const Tensor& value, const std::vector<int64_t>& low,
@@ -150,16 +145,13 @@ Tensor Pad(const Tensor& x, const Tensor& value, const std::vector<int64_t>& low
   OpBuilder* b = x.builder();
   if (!b || !x.valid()) return Tensor();
   std::vector<int64_t> in = interior.empty() ? std::vector<int64_t>(low.size(), 0) : interior;
-  return Wrap(b, b->CreateOne("stablehlo.pad", {x.value(), value.value()},
-                              {{"edge_padding_low", I64Array(low)},
-                               {"edge_padding_high", I64Array(high)},
-                               {"interior_padding", I64Array(in)}}));
+  return Wrap(b, hlo::Pad(*b, x.value(), value.value(), low, high, in));
 }
 
 Tensor Reverse(const Tensor& x, const std::vector<int64_t>& axes) {
   OpBuilder* b = x.builder();
   if (!b || !x.valid()) return Tensor();
-  return Wrap(b, b->CreateOne("stablehlo.reverse", {x.value()}, {{"dimensions", I64Array(axes)}}));
+  return Wrap(b, hlo::Reverse(*b, x.value(), axes));
 }
 
 }  // namespace tlaloc

@@ -13,50 +13,16 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <unordered_map>
 
 #include "ops/reduction_kernels.h"
 #include "ops/vector_math.h"
+#include "tlaloc/support/cpu_features.h"
 
 namespace tlaloc::interp {
 
 namespace {
 
 using ops::BinaryKind;
-
-// Op indices of the block that use each value: operands, and values captured by regions
-// (counted as a use by the op that owns the region).
-class Uses {
- public:
-  explicit Uses(const Block& block) {
-    const auto& ops = block.operations();
-    for (size_t i = 0; i < ops.size(); ++i) {
-      for (Value v : ops[i]->operands()) users_[v.impl()].push_back(static_cast<int>(i));
-      for (const auto& region : ops[i]->regions())
-        for (const auto& inner : region->blocks()) AddCaptures(*inner, static_cast<int>(i));
-    }
-  }
-  // The one op using `v`, or -1 when it has none or several.
-  int Only(Value v) const {
-    auto it = users_.find(v.impl());
-    return it != users_.end() && it->second.size() == 1 ? it->second[0] : -1;
-  }
-  const std::vector<int>& All(Value v) const {
-    static const std::vector<int> none;
-    auto it = users_.find(v.impl());
-    return it == users_.end() ? none : it->second;
-  }
-
- private:
-  void AddCaptures(const Block& block, int owner) {
-    for (const auto& op : block.operations()) {
-      for (Value v : op->operands()) users_[v.impl()].push_back(owner);
-      for (const auto& region : op->regions())
-        for (const auto& inner : region->blocks()) AddCaptures(*inner, owner);
-    }
-  }
-  std::unordered_map<const ValueImpl*, std::vector<int>> users_;
-};
 
 bool IsF32(Value v) {
   return v.type().is_tensor() && v.tensor_type().element_type == ElementType::kF32;
@@ -79,20 +45,20 @@ bool IsLastAxisReduce(const Operation& op, BinaryKind kind) {
 // Follows a reduced row value `r` (shape x without its last axis) through reshapes between
 // that shape and [..., 1] and a broadcast_in_dim back to x's shape that repeats it along the
 // last axis. Returns the broadcast op's index, or -1. `chain` collects the ops passed.
-int RowBroadcast(const Block& block, const Uses& uses, Value r, const TensorType& x,
+int RowBroadcast(const Block& block, const BlockUses& uses, Value r, const TensorType& x,
                  std::vector<int>& chain) {
   const auto& ops = block.operations();
   const int64_t rank = x.rank();
   const std::vector<int64_t> kept(x.dims.begin(), x.dims.end() - 1);
   std::vector<int64_t> kept_one = kept;
   kept_one.push_back(1);
-  int i = uses.Only(r);
+  int i = uses.OnlyUser(r);
   while (i >= 0 && ops[i]->name() == "stablehlo.reshape") {
     const auto& dims = ops[i]->result(0).tensor_type().dims;
     if (dims != kept && dims != kept_one) return -1;
     chain.push_back(i);
     r = ops[i]->result(0);
-    i = uses.Only(r);
+    i = uses.OnlyUser(r);
   }
   if (i < 0 || ops[i]->name() != "stablehlo.broadcast_in_dim") return -1;
   // The broadcast's operand is [...] (dims 0..rank-2) or [..., 1] (dims 0..rank-1).
@@ -113,8 +79,7 @@ int RowBroadcast(const Block& block, const Uses& uses, Value r, const TensorType
 // latencies overlap; no row's order of operations changes.
 // The row's maximum when it holds no NaN (then the order of comparisons does not matter, and a
 // zero maximum's sign cancels out of x - max and exp); NaN when it does, for the exact path.
-__attribute__((target("avx512f"))) float MaxWithoutNaNAvx512(const float* x, int64_t n,
-                                                             float init) {
+TLALOC_AVX512_CORE_TARGET float MaxWithoutNaNAvx512(const float* x, int64_t n, float init) {
   __m512 m = _mm512_set1_ps(init);
   __mmask16 nan = 0;
   int64_t j = 0;
@@ -131,7 +96,7 @@ __attribute__((target("avx512f"))) float MaxWithoutNaNAvx512(const float* x, int
   return nan || std::isnan(init) ? std::numeric_limits<float>::quiet_NaN() : best;
 }
 
-const bool kAvx512 = __builtin_cpu_supports("avx512f");
+const bool kAvx512 = HasAvx512Core();
 
 float RowMax(const float* x, int64_t n, float init) {
   if (kAvx512) {
@@ -180,7 +145,7 @@ const FusedKernel& SoftmaxKernel() {
 
 // Matches the softmax chain starting at the max reduce `a`; on success fills `chain` (every op
 // of it, the divide last) and `operands` (x, the max init, the sum init).
-bool MatchSoftmax(const Block& block, const Uses& uses, int a, std::vector<int>& chain,
+bool MatchSoftmax(const Block& block, const BlockUses& uses, int a, std::vector<int>& chain,
                   std::vector<Value>& operands) {
   const auto& ops = block.operations();
   const Operation& max_op = *ops[a];
@@ -190,22 +155,22 @@ bool MatchSoftmax(const Block& block, const Uses& uses, int a, std::vector<int>&
   chain = {a};
   const int bmax = RowBroadcast(block, uses, max_op.result(0), xt, chain);
   if (bmax < 0) return false;
-  const int sub = uses.Only(ops[bmax]->result(0));
+  const int sub = uses.OnlyUser(ops[bmax]->result(0));
   if (sub < 0 || ops[sub]->name() != "stablehlo.subtract" || !(ops[sub]->operand(0) == x) ||
       !(ops[sub]->operand(1) == ops[bmax]->result(0)))
     return false;
   chain.push_back(sub);
-  const int exp = uses.Only(ops[sub]->result(0));
+  const int exp = uses.OnlyUser(ops[sub]->result(0));
   if (exp < 0 || ops[exp]->name() != "stablehlo.exponential") return false;
   chain.push_back(exp);
   Value e = ops[exp]->result(0);
-  const std::vector<int>& e_users = uses.All(e);
+  const std::vector<int>& e_users = uses.Users(e);
   if (e_users.size() != 2) return false;
   const int sum = std::min(e_users[0], e_users[1]), div = std::max(e_users[0], e_users[1]);
   if (!IsLastAxisReduce(*ops[sum], BinaryKind::kAdd) || !(ops[sum]->operand(0) == e)) return false;
   chain.push_back(sum);
   const int bsum = RowBroadcast(block, uses, ops[sum]->result(0), xt, chain);
-  if (bsum < 0 || uses.Only(ops[bsum]->result(0)) != div) return false;
+  if (bsum < 0 || uses.OnlyUser(ops[bsum]->result(0)) != div) return false;
   if (ops[div]->name() != "stablehlo.divide" || !(ops[div]->operand(0) == e) ||
       !(ops[div]->operand(1) == ops[bsum]->result(0)) || !(ops[div]->result(0).tensor_type() == xt))
     return false;
@@ -216,10 +181,9 @@ bool MatchSoftmax(const Block& block, const Uses& uses, int a, std::vector<int>&
 
 }  // namespace
 
-void FuseChains(const Block& block, BlockPlan& plan,
+void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
                 const std::function<int(const ValueImpl*)>& slot_of) {
   const auto& ops = block.operations();
-  Uses uses(block);
   for (size_t a = 0; a < ops.size(); ++a) {
     if (plan.ops[a].skip || plan.ops[a].fused) continue;
     std::vector<int> chain;

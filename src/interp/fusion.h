@@ -13,12 +13,13 @@
 #include <functional>
 
 #include "plan.h"
+#include "tlaloc/ir/liveness.h"
 
 namespace tlaloc::interp {
 
-// Rewrites `plan` (the plan of `block`) so fused kernels replace the chains they match.
-// `slot_of` gives a value's slot.
-void FuseChains(const Block& block, BlockPlan& plan,
+// Rewrites `plan` (the plan of `block`, whose uses are `uses`) so fused kernels replace the
+// chains they match. `slot_of` gives a value's slot.
+void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
                 const std::function<int(const ValueImpl*)>& slot_of);
 
 }  // namespace tlaloc::interp

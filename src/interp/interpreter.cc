@@ -5,10 +5,10 @@
 #include <cstdlib>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "fusion.h"
 #include "op_profile.h"
+#include "tlaloc/ir/liveness.h"
 #include "tlaloc/ir/op_registry.h"
 #include "tlaloc/support/thread_pool.h"
 
@@ -27,21 +27,6 @@ struct FunctionPlan {
   std::unordered_map<const Block*, BlockPlan> blocks;
 };
 
-// Collects values used inside `op`'s regions that are defined outside them.
-void CollectCaptures(const Operation& op, std::unordered_set<const ValueImpl*>& defined_inside,
-                     std::vector<const ValueImpl*>& captures) {
-  for (const auto& region : op.regions())
-    for (const auto& block : region->blocks()) {
-      for (Value a : block->arguments()) defined_inside.insert(a.impl());
-      for (const auto& inner : block->operations()) {
-        for (Value v : inner->operands())
-          if (!defined_inside.count(v.impl())) captures.push_back(v.impl());
-        CollectCaptures(*inner, defined_inside, captures);
-        for (Value r : inner->results()) defined_inside.insert(r.impl());
-      }
-    }
-}
-
 class Planner {
  public:
   Planner(FunctionPlan& plan, bool fuse) : plan_(plan), fuse_(fuse) {}
@@ -54,35 +39,27 @@ class Planner {
 
   void PlanBlock(const Block& block) {
     BlockPlan bp;
-    std::unordered_map<const ValueImpl*, int> last_use;  // op index in this block
-    std::unordered_set<const ValueImpl*> defined_here;
-    for (Value a : block.arguments()) {
-      bp.arg_slots.push_back(Slot(a.impl()));
-      defined_here.insert(a.impl());
-      last_use[a.impl()] = -1;
-    }
+    const BlockUses uses(block);
     const auto& ops = block.operations();
-    for (size_t i = 0; i < ops.size(); ++i) {
-      const Operation& op = *ops[i];
-      for (Value v : op.operands()) last_use[v.impl()] = static_cast<int>(i);
-      std::unordered_set<const ValueImpl*> inside;
-      std::vector<const ValueImpl*> captures;
-      CollectCaptures(op, inside, captures);
-      for (const ValueImpl* v : captures) last_use[v] = static_cast<int>(i);
-      for (Value r : op.results()) {
-        defined_here.insert(r.impl());
-        last_use.emplace(r.impl(), static_cast<int>(i));  // unused results die right away
-      }
-      for (const auto& region : op.regions())
-        for (const auto& inner : region->blocks()) PlanBlock(*inner);
-    }
+    // Values captured from an outer block are released there, so only this block's own
+    // arguments and results are placed.
     std::vector<std::vector<int>> release(ops.size());
-    for (const auto& [v, idx] : last_use) {
-      if (!defined_here.count(v)) continue;  // captured from an outer block: released there
-      if (idx < 0)
-        bp.release_at_start.push_back(Slot(v));
+    for (Value a : block.arguments()) {
+      const int slot = Slot(a.impl());
+      bp.arg_slots.push_back(slot);
+      const int last = uses.LastUse(a);
+      if (last < 0)
+        bp.release_at_start.push_back(slot);
       else
-        release[idx].push_back(Slot(v));
+        release[last].push_back(slot);
+    }
+    for (size_t i = 0; i < ops.size(); ++i) {
+      for (Value r : ops[i]->results()) {
+        const int last = uses.LastUse(r);  // unused results die right away
+        release[last < 0 ? i : static_cast<size_t>(last)].push_back(Slot(r.impl()));
+      }
+      for (const auto& region : ops[i]->regions())
+        for (const auto& inner : region->blocks()) PlanBlock(*inner);
     }
     for (size_t i = 0; i < ops.size(); ++i) {
       const Operation& op = *ops[i];
@@ -95,7 +72,7 @@ class Planner {
       std::sort(p.release_after.begin(), p.release_after.end());
       bp.ops.push_back(std::move(p));
     }
-    if (fuse_) interp::FuseChains(block, bp, [&](const ValueImpl* v) { return Slot(v); });
+    if (fuse_) interp::FuseChains(block, uses, bp, [&](const ValueImpl* v) { return Slot(v); });
     plan_.blocks[&block] = std::move(bp);
   }
 
@@ -395,12 +372,6 @@ StatusOr<std::vector<Literal>> Interpret(const Module& module, const std::string
   std::shared_ptr<const Module> alias(std::shared_ptr<const Module>(), &module);
   TL_ASSIGN_OR_RETURN(auto exe, Executable::Prepare(alias, entry, std::move(options)));
   return exe->Execute(std::move(args), stats);
-}
-
-void SetComputeThreads(int num_threads) {
-  if (num_threads <= 0) return;
-  // Best effort, as documented: a pool already running keeps its size.
-  (void)SetDefaultThreadPoolSize(num_threads);
 }
 
 }  // namespace tlaloc

@@ -2,14 +2,15 @@
 
 #include <cblas.h>
 
+#include "tlaloc/support/cpu_features.h"
+
 namespace tlaloc {
 
 std::string OpenBlasCoreName() { return openblas_get_corename(); }
 
 std::string PreferredOpenBlasCore() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return "SkylakeX";
-  if (__builtin_cpu_supports("avx2")) return "Haswell";
+  if (HasAvx512Core()) return "SkylakeX";
+  if (HasAvx2()) return "Haswell";
   return "";
 }
 

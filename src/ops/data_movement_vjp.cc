@@ -4,7 +4,7 @@
 
 #include "data_movement_kernels.h"
 #include "op_helpers.h"
-#include "tlaloc/ir/builder.h"
+#include "tlaloc/ir/typed_builder.h"
 
 namespace tlaloc::ops {
 
@@ -13,48 +13,7 @@ namespace {
 using Dims = std::vector<int64_t>;
 using Values = std::vector<Value>;
 
-Value ScalarZero(OpBuilder& b, ElementType et) {
-  return b.CreateOne("stablehlo.constant", {},
-                     {{"value", Attribute::Elements(Literal(TensorType(et, {})))}});
-}
-
-// Zeros of type t: a scalar constant broadcast, so no large constant is materialised.
-Value Zeros(OpBuilder& b, const TensorType& t) {
-  Value z = ScalarZero(b, t.element_type);
-  if (t.rank() == 0) return z;
-  return b.CreateOne("stablehlo.broadcast_in_dim", {z},
-                     {{"broadcast_dimensions", Attribute::IntArray({})}},
-                     std::vector<Type>{Type(t)});
-}
-
-// A region (a: tensor<et>, b: tensor<et>) -> a `op` b (or b when op is empty), for reduce and
-// scatter.
-std::unique_ptr<Region> BinaryRegion(ElementType et, const char* op) {
-  auto region = std::make_unique<Region>();
-  Block& body = region->AddBlock();
-  Value a = body.AddArgument(Type(TensorType(et, {})));
-  Value c = body.AddArgument(Type(TensorType(et, {})));
-  OpBuilder rb(&body);
-  Value r = *op ? rb.CreateOne(op, {a, c}) : c;
-  rb.Create("stablehlo.return", {r});
-  return region;
-}
-std::unique_ptr<Region> AddRegion(ElementType et) { return BinaryRegion(et, "stablehlo.add"); }
-
-// Sum of x over `dims` (the other dims kept in order).
-Value SumOver(OpBuilder& b, Value x, const Dims& dims) {
-  if (dims.empty()) return x;
-  ElementType et = x.tensor_type().element_type;
-  std::vector<std::unique_ptr<Region>> regions;
-  regions.push_back(AddRegion(et));
-  return b.CreateOne("stablehlo.reduce", {x, ScalarZero(b, et)},
-                     {{"dimensions", Attribute::IntArray(dims)}}, {}, std::move(regions));
-}
-
-Value Reshape(OpBuilder& b, Value x, const TensorType& t) {
-  if (x.tensor_type() == t) return x;
-  return b.CreateOne("stablehlo.reshape", {x}, {}, std::vector<Type>{Type(t)});
-}
+using hlo::SumOver;
 
 Dims AllDims(int64_t rank) {
   Dims d(rank);
@@ -92,28 +51,25 @@ StatusOr<Values> BroadcastInDimVjp(OpBuilder& b, const Operation& op, const Valu
     auto it = std::find(kept.begin(), kept.end(), r);
     if (it != kept.end()) perm.push_back(it - kept.begin());
   }
-  if (perm != AllDims(static_cast<int64_t>(perm.size())))
-    z = b.CreateOne("stablehlo.transpose", {z}, {{"permutation", Attribute::IntArray(perm)}});
-  return Done(b, {Reshape(b, z, in)});
+  if (perm != AllDims(static_cast<int64_t>(perm.size()))) z = hlo::Transpose(b, z, perm);
+  return Done(b, {hlo::Reshape(b, z, in)});
 }
 
 StatusOr<Values> ReshapeVjp(OpBuilder& b, const Operation&, const Values& x, const Values&,
                             const Values& ct) {
-  return Done(b, {Reshape(b, ct[0], x[0].tensor_type())});
+  return Done(b, {hlo::Reshape(b, ct[0], x[0].tensor_type())});
 }
 
 StatusOr<Values> TransposeVjp(OpBuilder& b, const Operation& op, const Values&, const Values&,
                               const Values& ct) {
   Dims perm = IntList(op, "permutation"), inverse(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = static_cast<int64_t>(i);
-  return Done(b, {b.CreateOne("stablehlo.transpose", {ct[0]},
-                              {{"permutation", Attribute::IntArray(inverse)}})});
+  return Done(b, {hlo::Transpose(b, ct[0], inverse)});
 }
 
 StatusOr<Values> ReverseVjp(OpBuilder& b, const Operation& op, const Values&, const Values&,
                             const Values& ct) {
-  return Done(b, {b.CreateOne("stablehlo.reverse", {ct[0]},
-                              {{"dimensions", Attribute::IntArray(IntList(op, "dimensions"))}})});
+  return Done(b, {hlo::Reverse(b, ct[0], IntList(op, "dimensions"))});
 }
 
 StatusOr<Values> SliceVjp(OpBuilder& b, const Operation& op, const Values& x, const Values&,
@@ -129,11 +85,8 @@ StatusOr<Values> SliceVjp(OpBuilder& b, const Operation& op, const Values& x, co
     high[d] = in.dims[d] - start[d] - span;
     interior[d] = out.dims[d] > 0 ? strides[d] - 1 : 0;
   }
-  Value g = b.CreateOne("stablehlo.pad", {ct[0], ScalarZero(b, in.element_type)},
-                        {{"edge_padding_low", Attribute::IntArray(low)},
-                         {"edge_padding_high", Attribute::IntArray(high)},
-                         {"interior_padding", Attribute::IntArray(interior)}});
-  return Done(b, {g});
+  return Done(
+      b, {hlo::Pad(b, ct[0], hlo::Zeros(b, TensorType(in.element_type, {})), low, high, interior)});
 }
 
 StatusOr<Values> ConcatenateVjp(OpBuilder& b, const Operation& op, const Values& x, const Values&,
@@ -147,10 +100,7 @@ StatusOr<Values> ConcatenateVjp(OpBuilder& b, const Operation& op, const Values&
     start[dim] = offset;
     offset += v.tensor_type().dims[dim];
     limit[dim] = offset;
-    grads.push_back(b.CreateOne("stablehlo.slice", {ct[0]},
-                                {{"start_indices", Attribute::IntArray(start)},
-                                 {"limit_indices", Attribute::IntArray(limit)},
-                                 {"strides", Attribute::IntArray(Dims(out.rank(), 1))}}));
+    grads.push_back(hlo::Slice(b, ct[0], start, limit, Dims(out.rank(), 1)));
   }
   return Done(b, grads);
 }
@@ -176,28 +126,22 @@ StatusOr<Values> PadVjp(OpBuilder& b, const Operation& op, const Values& x, cons
   }
   Value full = ct[0];
   if (cropped)
-    full = b.CreateOne("stablehlo.pad", {ct[0], ScalarZero(b, in.element_type)},
-                       {{"edge_padding_low", Attribute::IntArray(undo_low)},
-                        {"edge_padding_high", Attribute::IntArray(undo_high)},
-                        {"interior_padding", Attribute::IntArray(Dims(rank, 0))}});
-  Value g = b.CreateOne("stablehlo.slice", {full},
-                        {{"start_indices", Attribute::IntArray(start)},
-                         {"limit_indices", Attribute::IntArray(limit)},
-                         {"strides", Attribute::IntArray(strides)}});
+    full = hlo::Pad(b, ct[0], hlo::Zeros(b, TensorType(in.element_type, {})), undo_low, undo_high,
+                    Dims(rank, 0));
+  Value g = hlo::Slice(b, full, start, limit, strides);
   // The padding value received everything that did not come from the operand.
   Value total = SumOver(b, ct[0], AllDims(rank));
   Value from_operand = SumOver(b, g, AllDims(rank));
-  Value gp = b.CreateOne("stablehlo.subtract", {total, from_operand});
+  Value gp = hlo::Sub(b, total, from_operand);
   return Done(b, {g, gp});
 }
 
 StatusOr<Values> DynamicSliceVjp(OpBuilder& b, const Operation&, const Values& x, const Values&,
                                  const Values& ct) {
   // The update is clamped exactly as the slice was, so the cotangent lands where it came from.
-  Values args = {Zeros(b, x[0].tensor_type()), ct[0]};
-  args.insert(args.end(), x.begin() + 1, x.end());
   Values grads(x.size());
-  grads[0] = b.CreateOne("stablehlo.dynamic_update_slice", args);
+  grads[0] =
+      hlo::DynamicUpdateSlice(b, hlo::ZerosLike(b, x[0]), ct[0], Values(x.begin() + 1, x.end()));
   return Done(b, grads);
 }
 
@@ -205,26 +149,26 @@ StatusOr<Values> DynamicUpdateSliceVjp(OpBuilder& b, const Operation&, const Val
                                        const Values&, const Values& ct) {
   const TensorType& upd = x[1].tensor_type();
   Values indices(x.begin() + 2, x.end());
-  Values args = {ct[0], Zeros(b, upd)};
-  args.insert(args.end(), indices.begin(), indices.end());
   Values grads(x.size());
-  grads[0] = b.CreateOne("stablehlo.dynamic_update_slice", args);
-  Values slice_args = {ct[0]};
-  slice_args.insert(slice_args.end(), indices.begin(), indices.end());
-  grads[1] = b.CreateOne("stablehlo.dynamic_slice", slice_args,
-                         {{"slice_sizes", Attribute::IntArray(upd.dims)}});
+  grads[0] = hlo::DynamicUpdateSlice(b, ct[0], hlo::Zeros(b, upd), indices);
+  grads[1] = hlo::DynamicSlice(b, ct[0], indices, upd.dims);
   return Done(b, grads);
 }
 
 StatusOr<Values> GatherVjp(OpBuilder& b, const Operation& op, const Values& x, const Values&,
                            const Values& ct) {
   const Attribute& dn = op.attrs().at("dimension_numbers");
-  TL_ASSIGN_OR_RETURN(Dims offset_dims, StructIntList(dn, "offset_dims"));
-  TL_ASSIGN_OR_RETURN(Dims collapsed, StructIntList(dn, "collapsed_slice_dims"));
-  TL_ASSIGN_OR_RETURN(Dims operand_batching, StructIntList(dn, "operand_batching_dims"));
-  TL_ASSIGN_OR_RETURN(Dims indices_batching, StructIntList(dn, "start_indices_batching_dims"));
-  TL_ASSIGN_OR_RETURN(Dims start_index_map, StructIntList(dn, "start_index_map"));
-  TL_ASSIGN_OR_RETURN(int64_t ivd, StructInt(dn, "index_vector_dim", 0));
+  // The scatter that returns each window's cotangent mirrors the gather's dimension numbers.
+  hlo::ScatterDimensionNumbers sd;
+  TL_ASSIGN_OR_RETURN(sd.update_window_dims, StructIntList(dn, "offset_dims"));
+  TL_ASSIGN_OR_RETURN(sd.inserted_window_dims, StructIntList(dn, "collapsed_slice_dims"));
+  TL_ASSIGN_OR_RETURN(sd.input_batching_dims, StructIntList(dn, "operand_batching_dims"));
+  TL_ASSIGN_OR_RETURN(sd.scatter_indices_batching_dims,
+                      StructIntList(dn, "start_indices_batching_dims"));
+  TL_ASSIGN_OR_RETURN(sd.scatter_dims_to_operand_dims, StructIntList(dn, "start_index_map"));
+  TL_ASSIGN_OR_RETURN(sd.index_vector_dim, StructInt(dn, "index_vector_dim", 0));
+  const Dims& start_index_map = sd.scatter_dims_to_operand_dims;
+  const int64_t ivd = sd.index_vector_dim;
   Dims slice_sizes = IntList(op, "slice_sizes");
   const TensorType& operand = x[0].tensor_type();
   const TensorType& idx_type = x[1].tensor_type();
@@ -237,25 +181,12 @@ StatusOr<Values> GatherVjp(OpBuilder& b, const Operation& op, const Values& x, c
     int64_t d = start_index_map[k];
     hi.SetFromDouble(i, static_cast<double>(operand.dims[d] - slice_sizes[d]));
   }
-  Value lo_v = b.CreateOne("stablehlo.constant", {}, {{"value", Attribute::Elements(lo)}});
-  Value hi_v = b.CreateOne("stablehlo.constant", {}, {{"value", Attribute::Elements(hi)}});
-  Value clamped =
-      b.CreateOne("stablehlo.minimum", {b.CreateOne("stablehlo.maximum", {x[1], lo_v}), hi_v});
-  AttrDict fields{{"update_window_dims", Attribute::IntArray(offset_dims)},
-                  {"inserted_window_dims", Attribute::IntArray(collapsed)},
-                  {"scatter_dims_to_operand_dims", Attribute::IntArray(start_index_map)},
-                  {"index_vector_dim", Attribute::Int(ivd)}};
-  if (!operand_batching.empty()) {
-    fields["input_batching_dims"] = Attribute::IntArray(operand_batching);
-    fields["scatter_indices_batching_dims"] = Attribute::IntArray(indices_batching);
-  }
-  std::vector<std::unique_ptr<Region>> regions;
-  regions.push_back(AddRegion(operand.element_type));
+  Value lo_v = hlo::Constant(b, std::move(lo));
+  Value hi_v = hlo::Constant(b, std::move(hi));
+  Value clamped = hlo::Min(b, hlo::Max(b, x[1], lo_v), hi_v);
   Values grads(2);
-  grads[0] = b.CreateOne(
-      "stablehlo.scatter", {Zeros(b, operand), clamped, ct[0]},
-      {{"scatter_dimension_numbers", Attribute::Struct("stablehlo.scatter", std::move(fields))}},
-      {}, std::move(regions));
+  grads[0] = hlo::Scatter(b, hlo::Zeros(b, operand), clamped, ct[0], sd,
+                          hlo::ScalarBinaryRegion(operand.element_type, hlo::Add));
   return Done(b, grads);
 }
 
@@ -269,12 +200,20 @@ StatusOr<Values> ScatterVjp(OpBuilder& b, const Operation& op, const Values& x, 
         "or a plain replacement with unique_indices = true; got " +
         (kind.empty() ? std::string("another computation") : kind));
   const Attribute& dn = op.attrs().at("scatter_dimension_numbers");
-  TL_ASSIGN_OR_RETURN(Dims window_dims, StructIntList(dn, "update_window_dims"));
-  TL_ASSIGN_OR_RETURN(Dims inserted, StructIntList(dn, "inserted_window_dims"));
-  TL_ASSIGN_OR_RETURN(Dims input_batching, StructIntList(dn, "input_batching_dims"));
-  TL_ASSIGN_OR_RETURN(Dims indices_batching, StructIntList(dn, "scatter_indices_batching_dims"));
-  TL_ASSIGN_OR_RETURN(Dims to_operand, StructIntList(dn, "scatter_dims_to_operand_dims"));
-  TL_ASSIGN_OR_RETURN(int64_t ivd, StructInt(dn, "index_vector_dim", 0));
+  hlo::ScatterDimensionNumbers sd;
+  TL_ASSIGN_OR_RETURN(sd.update_window_dims, StructIntList(dn, "update_window_dims"));
+  TL_ASSIGN_OR_RETURN(sd.inserted_window_dims, StructIntList(dn, "inserted_window_dims"));
+  TL_ASSIGN_OR_RETURN(sd.input_batching_dims, StructIntList(dn, "input_batching_dims"));
+  TL_ASSIGN_OR_RETURN(sd.scatter_indices_batching_dims,
+                      StructIntList(dn, "scatter_indices_batching_dims"));
+  TL_ASSIGN_OR_RETURN(sd.scatter_dims_to_operand_dims,
+                      StructIntList(dn, "scatter_dims_to_operand_dims"));
+  TL_ASSIGN_OR_RETURN(sd.index_vector_dim, StructInt(dn, "index_vector_dim", 0));
+  const Dims& window_dims = sd.update_window_dims;
+  const Dims& inserted = sd.inserted_window_dims;
+  const Dims& input_batching = sd.input_batching_dims;
+  const Dims& to_operand = sd.scatter_dims_to_operand_dims;
+  const int64_t ivd = sd.index_vector_dim;
   const TensorType& operand = x[0].tensor_type();
   const TensorType& idx_type = x[1].tensor_type();
   const TensorType& upd = x[2].tensor_type();
@@ -284,18 +223,14 @@ StatusOr<Values> ScatterVjp(OpBuilder& b, const Operation& op, const Values& x, 
   Dims slice_sizes(operand.rank(), 1);
   for (int64_t d = 0, k = 0; d < operand.rank(); ++d)
     if (!has(inserted, d) && !has(input_batching, d)) slice_sizes[d] = upd.dims[window_dims[k++]];
-  AttrDict g{{"offset_dims", Attribute::IntArray(window_dims)},
-             {"collapsed_slice_dims", Attribute::IntArray(inserted)},
-             {"start_index_map", Attribute::IntArray(to_operand)},
-             {"index_vector_dim", Attribute::Int(ivd)}};
-  if (!input_batching.empty()) {
-    g["operand_batching_dims"] = Attribute::IntArray(input_batching);
-    g["start_indices_batching_dims"] = Attribute::IntArray(indices_batching);
-  }
-  Value gathered =
-      b.CreateOne("stablehlo.gather", {ct[0], x[1]},
-                  {{"dimension_numbers", Attribute::Struct("stablehlo.gather", std::move(g))},
-                   {"slice_sizes", Attribute::IntArray(slice_sizes)}});
+  const hlo::GatherDimensionNumbers gd{
+      .offset_dims = window_dims,
+      .collapsed_slice_dims = inserted,
+      .operand_batching_dims = input_batching,
+      .start_indices_batching_dims = sd.scatter_indices_batching_dims,
+      .start_index_map = to_operand,
+      .index_vector_dim = ivd};
+  Value gathered = hlo::Gather(b, ct[0], x[1], gd, slice_sizes);
   // In-bounds mask per index vector: 0 <= start <= dim - window, all components.
   Literal hi(idx_type);
   Dims istrides = RowMajorStrides(idx_type.dims);
@@ -304,39 +239,26 @@ StatusOr<Values> ScatterVjp(OpBuilder& b, const Operation& op, const Values& x, 
     int64_t d = to_operand[k];
     hi.SetFromDouble(i, static_cast<double>(operand.dims[d] - slice_sizes[d]));
   }
-  auto cmp = [&](Value l, Value r, const char* dir) {
-    return b.CreateOne("stablehlo.compare", {l, r},
-                       {{"comparison_direction", Attribute::Enum(dir, "comparison_direction")}});
-  };
-  Value lo_v =
-      b.CreateOne("stablehlo.constant", {}, {{"value", Attribute::Elements(Literal(idx_type))}});
-  Value hi_v = b.CreateOne("stablehlo.constant", {}, {{"value", Attribute::Elements(hi)}});
-  Value ok = b.CreateOne("stablehlo.and", {cmp(x[1], lo_v, "GE"), cmp(x[1], hi_v, "LE")});
-  if (ivd < idx_type.rank()) {
-    std::vector<std::unique_ptr<Region>> regions;
-    regions.push_back(BinaryRegion(ElementType::kPred, "stablehlo.and"));
-    Literal yes(TensorType(ElementType::kPred, {}));
-    yes.SetFromDouble(0, 1);
-    Value init = b.CreateOne("stablehlo.constant", {}, {{"value", Attribute::Elements(yes)}});
-    ok = b.CreateOne("stablehlo.reduce", {ok, init}, {{"dimensions", Attribute::IntArray({ivd})}},
-                     {}, std::move(regions));
-  }
+  using hlo::CompareDirection;
+  Value lo_v = hlo::Constant(b, Literal(idx_type));
+  Value hi_v = hlo::Constant(b, std::move(hi));
+  Value ok = hlo::And(b, hlo::Compare(b, x[1], lo_v, CompareDirection::kGe),
+                      hlo::Compare(b, x[1], hi_v, CompareDirection::kLe));
+  if (ivd < idx_type.rank())  // all components of each index vector
+    ok = hlo::Reduce(b, ok, hlo::Splat(b, TensorType(ElementType::kPred, {}), 1), {ivd}, hlo::And);
   Dims scatter_dims;
   for (int64_t d = 0; d < upd.rank(); ++d)
     if (!has(window_dims, d)) scatter_dims.push_back(d);
-  Value mask = b.CreateOne("stablehlo.broadcast_in_dim", {ok},
-                           {{"broadcast_dimensions", Attribute::IntArray(scatter_dims)}},
-                           std::vector<Type>{Type(TensorType(ElementType::kPred, upd.dims))});
+  Value mask = hlo::BroadcastInDim(b, ok, TensorType(ElementType::kPred, upd.dims), scatter_dims);
   Values grads(3);
-  grads[2] = b.CreateOne("stablehlo.select", {mask, gathered, Zeros(b, upd)});
+  grads[2] = hlo::Select(b, mask, gathered, hlo::Zeros(b, upd));
   if (kind == "add") {
     grads[0] = ct[0];
   } else {
     // Overwritten positions got their value from the update, not the operand.
-    std::vector<std::unique_ptr<Region>> regions;
-    regions.push_back(BinaryRegion(operand.element_type, ""));
-    grads[0] = b.CreateOne("stablehlo.scatter", {ct[0], x[1], Zeros(b, upd)},
-                           {{"scatter_dimension_numbers", dn}}, {}, std::move(regions));
+    auto replace = [](OpBuilder&, Value, Value update) { return update; };
+    grads[0] = hlo::Scatter(b, ct[0], x[1], hlo::Zeros(b, upd), sd,
+                            hlo::ScalarBinaryRegion(operand.element_type, replace));
   }
   return Done(b, grads);
 }

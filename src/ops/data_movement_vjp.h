@@ -1,7 +1,8 @@
-// Gradient rules of the data-movement ops (data_movement_vjp.cc), written with OpBuilder ops so
-// a gradient is an ordinary program. Every rule is the transpose of a linear map: a copy moves
-// the cotangent back (reshape, transpose, reverse), a selection pads or scatters it back into
-// zeros (slice, dynamic_slice, gather), and a replication sums it (broadcast_in_dim).
+// Gradient rules of the data-movement ops (data_movement_vjp.cc), written with the typed op
+// helpers (tlaloc/ir/typed_builder.h) so a gradient is an ordinary program. Every rule is the
+// transpose of a linear map: a copy moves the cotangent back (reshape, transpose, reverse), a
+// selection pads or scatters it back into zeros (slice, dynamic_slice, gather), and a
+// replication sums it (broadcast_in_dim).
 #pragma once
 
 #include "tlaloc/ir/op_registry.h"

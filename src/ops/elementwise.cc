@@ -63,12 +63,6 @@ OpDef& DefineSameType(OpRegistry& r, const std::string& name, int num_operands, 
   return r.Register(std::move(d));
 }
 
-Value SplatConstant(OpBuilder& b, const TensorType& type, double value) {
-  Literal l(type);
-  for (int64_t i = 0; i < l.num_elements(); ++i) l.SetFromDouble(i, value);
-  return b.CreateOne("stablehlo.constant", {}, {{"value", Attribute::Elements(std::move(l))}});
-}
-
 }  // namespace ew
 
 void RegisterElementwiseOps(OpRegistry& r) {

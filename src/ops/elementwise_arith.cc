@@ -10,9 +10,6 @@ namespace {
 
 using Values = std::vector<Value>;
 
-Value Op1(OpBuilder& b, const char* name, Value x) { return b.CreateOne(name, {x}); }
-Value Op2(OpBuilder& b, const char* name, Value x, Value y) { return b.CreateOne(name, {x, y}); }
-
 template <typename C>
 C Divide(C a, C b) {
   if constexpr (std::is_floating_point_v<C>) {
@@ -62,17 +59,13 @@ C Power(C a, C b) {
 
 // Cotangents of max/min: the one that was selected gets the cotangent (the first operand on
 // ties, a choice the specification leaves open).
-VjpFn SelectingVjp(const char* direction) {
+VjpFn SelectingVjp(hlo::CompareDirection direction) {
   return [direction](OpBuilder& b, const Operation&, const Values& operands, const Values&,
                      const Values& cts) -> StatusOr<Values> {
-    ElementType et = operands[0].tensor_type().element_type;
-    AttrDict attrs{{"comparison_direction", Attribute::Enum(direction, "comparison_direction")}};
-    attrs["compare_type"] = Attribute::Enum(
-        IsFloat(et) ? "FLOAT" : (IsSignedInt(et) ? "SIGNED" : "UNSIGNED"), "comparison_type");
-    Value first = b.CreateOne("stablehlo.compare", {operands[0], operands[1]}, attrs);
-    Value zero = SplatConstant(b, cts[0].tensor_type(), 0);
-    Value ga = b.CreateOne("stablehlo.select", {first, cts[0], zero});
-    Value gb = b.CreateOne("stablehlo.select", {first, zero, cts[0]});
+    Value first = hlo::Compare(b, operands[0], operands[1], direction);
+    Value zero = hlo::SplatLike(b, cts[0], 0);
+    Value ga = hlo::Select(b, first, cts[0], zero);
+    Value gb = hlo::Select(b, first, zero, cts[0]);
     TL_RETURN_IF_ERROR(b.status());
     return Values{ga, gb};
   };
@@ -106,7 +99,7 @@ void RegisterElementwiseArithmeticOps(OpRegistry& r) {
                  }))
       .vjp = [](OpBuilder& b, const Operation&, const Values&, const Values&,
                 const Values& cts) -> StatusOr<Values> {
-    Value neg = Op1(b, "stablehlo.negate", cts[0]);
+    Value neg = hlo::Neg(b, cts[0]);
     TL_RETURN_IF_ERROR(b.status());
     return Values{cts[0], neg};
   };
@@ -124,8 +117,8 @@ void RegisterElementwiseArithmeticOps(OpRegistry& r) {
   mul.traits.commutative = true;
   mul.vjp = [](OpBuilder& b, const Operation&, const Values& x, const Values&,
                const Values& cts) -> StatusOr<Values> {
-    Value ga = Op2(b, "stablehlo.multiply", cts[0], x[1]);
-    Value gb = Op2(b, "stablehlo.multiply", x[0], cts[0]);
+    Value ga = hlo::Mul(b, cts[0], x[1]);
+    Value gb = hlo::Mul(b, x[0], cts[0]);
     TL_RETURN_IF_ERROR(b.status());
     return Values{ga, gb};
   };
@@ -135,8 +128,8 @@ void RegisterElementwiseArithmeticOps(OpRegistry& r) {
       .vjp = [](OpBuilder& b, const Operation&, const Values& x, const Values& y,
                 const Values& cts) -> StatusOr<Values> {
     // d(a/b)/da = 1/b, d(a/b)/db = -(a/b)/b
-    Value ga = Op2(b, "stablehlo.divide", cts[0], x[1]);
-    Value gb = Op1(b, "stablehlo.negate", Op2(b, "stablehlo.multiply", ga, y[0]));
+    Value ga = hlo::Div(b, cts[0], x[1]);
+    Value gb = hlo::Neg(b, hlo::Mul(b, ga, y[0]));
     TL_RETURN_IF_ERROR(b.status());
     return Values{ga, gb};
   };
@@ -146,10 +139,9 @@ void RegisterElementwiseArithmeticOps(OpRegistry& r) {
       .vjp = [](OpBuilder& b, const Operation&, const Values& x, const Values&,
                 const Values& cts) -> StatusOr<Values> {
     // rem(a, b) = a - b * trunc(a / b): d/da = 1, d/db = -trunc(a / b) (away from the jumps).
-    Value q = Op2(b, "stablehlo.divide", x[0], x[1]);
-    Value trunc = Op2(b, "stablehlo.multiply", Op1(b, "stablehlo.sign", q),
-                      Op1(b, "stablehlo.floor", Op1(b, "stablehlo.abs", q)));
-    Value gb = Op1(b, "stablehlo.negate", Op2(b, "stablehlo.multiply", cts[0], trunc));
+    Value q = hlo::Div(b, x[0], x[1]);
+    Value trunc = hlo::Mul(b, hlo::Sign(b, q), hlo::Floor(b, hlo::Abs(b, q)));
+    Value gb = hlo::Neg(b, hlo::Mul(b, cts[0], trunc));
     TL_RETURN_IF_ERROR(b.status());
     return Values{cts[0], gb};
   };
@@ -160,11 +152,10 @@ void RegisterElementwiseArithmeticOps(OpRegistry& r) {
                 const Values& cts) -> StatusOr<Values> {
     // d(a^b)/da = b * a^(b-1) = b * y / a (rewritten with a^(b-1) to stay finite at a = 0);
     // d(a^b)/db = log(a) * y
-    Value one = SplatConstant(b, x[1].tensor_type(), 1);
-    Value a_bm1 = Op2(b, "stablehlo.power", x[0], Op2(b, "stablehlo.subtract", x[1], one));
-    Value ga = Op2(b, "stablehlo.multiply", cts[0], Op2(b, "stablehlo.multiply", x[1], a_bm1));
-    Value gb = Op2(b, "stablehlo.multiply", cts[0],
-                   Op2(b, "stablehlo.multiply", Op1(b, "stablehlo.log", x[0]), y[0]));
+    Value one = hlo::SplatLike(b, x[1], 1);
+    Value a_bm1 = hlo::Pow(b, x[0], hlo::Sub(b, x[1], one));
+    Value ga = hlo::Mul(b, cts[0], hlo::Mul(b, x[1], a_bm1));
+    Value gb = hlo::Mul(b, cts[0], hlo::Mul(b, hlo::Log(b, x[0]), y[0]));
     TL_RETURN_IF_ERROR(b.status());
     return Values{ga, gb};
   };
@@ -172,22 +163,21 @@ void RegisterElementwiseArithmeticOps(OpRegistry& r) {
   OpDef& max = DefineSameType(r, "stablehlo.maximum", 2, kAnyK,
                               BinaryEval<kAnyK>([](auto a, auto b) { return Maximum(a, b); }));
   max.traits.commutative = true;
-  max.vjp = SelectingVjp("GE");
+  max.vjp = SelectingVjp(hlo::CompareDirection::kGe);
   OpDef& min = DefineSameType(r, "stablehlo.minimum", 2, kAnyK,
                               BinaryEval<kAnyK>([](auto a, auto b) { return Minimum(a, b); }));
   min.traits.commutative = true;
-  min.vjp = SelectingVjp("LE");
+  min.vjp = SelectingVjp(hlo::CompareDirection::kLe);
 
   DefineSameType(r, "stablehlo.atan2", 2, kFloatK,
                  BinaryEval<kFloatK>(InDouble([](auto a, auto b) { return std::atan2(a, b); })))
       .vjp = [](OpBuilder& b, const Operation&, const Values& x, const Values&,
                 const Values& cts) -> StatusOr<Values> {
     // atan2(a, b): d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2)
-    Value den = Op2(b, "stablehlo.add", Op2(b, "stablehlo.multiply", x[0], x[0]),
-                    Op2(b, "stablehlo.multiply", x[1], x[1]));
-    Value s = Op2(b, "stablehlo.divide", cts[0], den);
-    Value ga = Op2(b, "stablehlo.multiply", s, x[1]);
-    Value gb = Op1(b, "stablehlo.negate", Op2(b, "stablehlo.multiply", s, x[0]));
+    Value den = hlo::Add(b, hlo::Mul(b, x[0], x[0]), hlo::Mul(b, x[1], x[1]));
+    Value s = hlo::Div(b, cts[0], den);
+    Value ga = hlo::Mul(b, s, x[1]);
+    Value gb = hlo::Neg(b, hlo::Mul(b, s, x[0]));
     TL_RETURN_IF_ERROR(b.status());
     return Values{ga, gb};
   };

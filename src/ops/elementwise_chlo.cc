@@ -260,21 +260,17 @@ void DefineChloBinary(OpRegistry& r, const std::string& name, double (*f)(double
 }
 
 // VJP rules: the cotangent times a derivative built from the operand x and the result y.
-Value Op1(OpBuilder& b, const char* name, Value x) { return b.CreateOne(name, {x}); }
-Value Op2(OpBuilder& b, const char* name, Value x, Value y) { return b.CreateOne(name, {x, y}); }
-Value Splat(OpBuilder& b, Value like, double v) { return SplatConstant(b, like.tensor_type(), v); }
-Value Square(OpBuilder& b, Value x) { return Op2(b, "stablehlo.multiply", x, x); }
+Value Square(OpBuilder& b, Value x) { return hlo::Mul(b, x, x); }
 // c0 + c2 * x^2
 Value Quadratic(OpBuilder& b, Value x, double c0, double c2) {
-  return Op2(b, "stablehlo.add", Splat(b, x, c0),
-             Op2(b, "stablehlo.multiply", Splat(b, x, c2), Square(b, x)));
+  return hlo::Add(b, hlo::SplatLike(b, x, c0), hlo::Mul(b, hlo::SplatLike(b, x, c2), Square(b, x)));
 }
 
 using DerivFn = Value (*)(OpBuilder& b, Value x, Value y);
 VjpFn ChloVjp(DerivFn deriv) {
   return [deriv](OpBuilder& b, const Operation&, const Values& x, const Values& y,
                  const Values& cts) -> StatusOr<Values> {
-    Value g = Op2(b, "stablehlo.multiply", cts[0], deriv(b, x[0], y[0]));
+    Value g = hlo::Mul(b, cts[0], deriv(b, x[0], y[0]));
     TL_RETURN_IF_ERROR(b.status());
     return Values{g};
   };
@@ -283,41 +279,38 @@ VjpFn ChloVjp(DerivFn deriv) {
 void AddChloVjps(const std::map<std::string, OpDef*>& defs) {
   auto set = [&](const char* name, DerivFn deriv) { defs.at(name)->vjp = ChloVjp(deriv); };
   set("chlo.acos", [](OpBuilder& b, Value x, Value) {
-    return Op1(b, "stablehlo.negate", Op1(b, "stablehlo.rsqrt", Quadratic(b, x, 1, -1)));
+    return hlo::Neg(b, hlo::Rsqrt(b, Quadratic(b, x, 1, -1)));
   });
-  set("chlo.acosh", [](OpBuilder& b, Value x, Value) {
-    return Op1(b, "stablehlo.rsqrt", Quadratic(b, x, -1, 1));
-  });
-  set("chlo.asin", [](OpBuilder& b, Value x, Value) {
-    return Op1(b, "stablehlo.rsqrt", Quadratic(b, x, 1, -1));
-  });
-  set("chlo.asinh", [](OpBuilder& b, Value x, Value) {
-    return Op1(b, "stablehlo.rsqrt", Quadratic(b, x, 1, 1));
-  });
+  set("chlo.acosh",
+      [](OpBuilder& b, Value x, Value) { return hlo::Rsqrt(b, Quadratic(b, x, -1, 1)); });
+  set("chlo.asin",
+      [](OpBuilder& b, Value x, Value) { return hlo::Rsqrt(b, Quadratic(b, x, 1, -1)); });
+  set("chlo.asinh",
+      [](OpBuilder& b, Value x, Value) { return hlo::Rsqrt(b, Quadratic(b, x, 1, 1)); });
   set("chlo.atan", [](OpBuilder& b, Value x, Value) {
-    return Op2(b, "stablehlo.divide", Splat(b, x, 1), Quadratic(b, x, 1, 1));
+    return hlo::Div(b, hlo::SplatLike(b, x, 1), Quadratic(b, x, 1, 1));
   });
   set("chlo.atanh", [](OpBuilder& b, Value x, Value) {
-    return Op2(b, "stablehlo.divide", Splat(b, x, 1), Quadratic(b, x, 1, -1));
+    return hlo::Div(b, hlo::SplatLike(b, x, 1), Quadratic(b, x, 1, -1));
   });
-  set("chlo.cosh", [](OpBuilder& b, Value x, Value) { return Op1(b, "chlo.sinh", x); });
-  set("chlo.sinh", [](OpBuilder& b, Value x, Value) { return Op1(b, "chlo.cosh", x); });
+  set("chlo.cosh", [](OpBuilder& b, Value x, Value) { return hlo::Sinh(b, x); });
+  set("chlo.sinh", [](OpBuilder& b, Value x, Value) { return hlo::Cosh(b, x); });
   set("chlo.tan", [](OpBuilder& b, Value, Value y) { return Quadratic(b, y, 1, 1); });
   set("chlo.erf", [](OpBuilder& b, Value x, Value) {
-    Value e = Op1(b, "stablehlo.exponential", Op1(b, "stablehlo.negate", Square(b, x)));
-    return Op2(b, "stablehlo.multiply", Splat(b, x, 2 / std::sqrt(kPi)), e);
+    Value e = hlo::Exp(b, hlo::Neg(b, Square(b, x)));
+    return hlo::Mul(b, hlo::SplatLike(b, x, 2 / std::sqrt(kPi)), e);
   });
   set("chlo.erfc", [](OpBuilder& b, Value x, Value) {
-    Value e = Op1(b, "stablehlo.exponential", Op1(b, "stablehlo.negate", Square(b, x)));
-    return Op2(b, "stablehlo.multiply", Splat(b, x, -2 / std::sqrt(kPi)), e);
+    Value e = hlo::Exp(b, hlo::Neg(b, Square(b, x)));
+    return hlo::Mul(b, hlo::SplatLike(b, x, -2 / std::sqrt(kPi)), e);
   });
   set("chlo.erf_inv", [](OpBuilder& b, Value, Value y) {
-    Value e = Op1(b, "stablehlo.exponential", Square(b, y));
-    return Op2(b, "stablehlo.multiply", Splat(b, y, std::sqrt(kPi) / 2), e);
+    Value e = hlo::Exp(b, Square(b, y));
+    return hlo::Mul(b, hlo::SplatLike(b, y, std::sqrt(kPi) / 2), e);
   });
-  set("chlo.lgamma", [](OpBuilder& b, Value x, Value) { return Op1(b, "chlo.digamma", x); });
+  set("chlo.lgamma", [](OpBuilder& b, Value x, Value) { return hlo::Digamma(b, x); });
   set("chlo.digamma",
-      [](OpBuilder& b, Value x, Value) { return Op2(b, "chlo.polygamma", Splat(b, x, 1), x); });
+      [](OpBuilder& b, Value x, Value) { return hlo::Polygamma(b, hlo::SplatLike(b, x, 1), x); });
 }
 
 }  // namespace

@@ -255,9 +255,9 @@ void RegisterSelect(OpRegistry& r) {
   };
   d.vjp = [](OpBuilder& b, const Operation&, const Values& x, const Values&,
              const Values& cts) -> StatusOr<Values> {
-    Value zero = SplatConstant(b, cts[0].tensor_type(), 0);
-    Value gt = b.CreateOne("stablehlo.select", {x[0], cts[0], zero});
-    Value gf = b.CreateOne("stablehlo.select", {x[0], zero, cts[0]});
+    Value zero = hlo::SplatLike(b, cts[0], 0);
+    Value gt = hlo::Select(b, x[0], cts[0], zero);
+    Value gf = hlo::Select(b, x[0], zero, cts[0]);
     TL_RETURN_IF_ERROR(b.status());
     return Values{Value(), gt, gf};
   };
@@ -297,16 +297,10 @@ void RegisterClamp(OpRegistry& r) {
              const Values& cts) -> StatusOr<Values> {
     if (!(x[0].type() == x[1].type()) || !(x[2].type() == x[1].type()))
       return Unimplemented("clamp gradient with scalar bounds needs a broadcast");
-    ElementType et = x[1].tensor_type().element_type;
-    std::string type = IsFloat(et) ? "FLOAT" : (IsSignedInt(et) ? "SIGNED" : "UNSIGNED");
-    auto cmp = [&](const char* dir, Value a, Value c) {
-      return b.CreateOne("stablehlo.compare", {a, c},
-                         {{"comparison_direction", Attribute::Enum(dir, "comparison_direction")},
-                          {"compare_type", Attribute::Enum(type, "comparison_type")}});
-    };
-    Value inside = b.CreateOne("stablehlo.and", {cmp("GE", x[1], x[0]), cmp("LE", x[1], x[2])});
-    Value g = b.CreateOne("stablehlo.select",
-                          {inside, cts[0], SplatConstant(b, cts[0].tensor_type(), 0)});
+    using hlo::CompareDirection;
+    Value inside = hlo::And(b, hlo::Compare(b, x[1], x[0], CompareDirection::kGe),
+                            hlo::Compare(b, x[1], x[2], CompareDirection::kLe));
+    Value g = hlo::Select(b, inside, cts[0], hlo::SplatLike(b, cts[0], 0));
     TL_RETURN_IF_ERROR(b.status());
     return Values{Value(), g, Value()};
   };

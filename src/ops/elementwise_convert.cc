@@ -84,7 +84,7 @@ void RegisterConvert(OpRegistry& r) {
              const Values& cts) -> StatusOr<Values> {
     if (!IsFloat(x[0].tensor_type().element_type) || !IsFloat(cts[0].tensor_type().element_type))
       return Values{Value()};  // integer values carry no gradient
-    Value g = b.CreateOne("stablehlo.convert", {cts[0]}, {}, std::vector<Type>{x[0].type()});
+    Value g = hlo::Convert(b, cts[0], x[0].tensor_type().element_type);
     TL_RETURN_IF_ERROR(b.status());
     return Values{g};
   };

@@ -12,7 +12,7 @@
 #include <type_traits>
 
 #include "op_helpers.h"
-#include "tlaloc/ir/builder.h"
+#include "tlaloc/ir/typed_builder.h"
 
 namespace tlaloc::ops::ew {
 
@@ -284,9 +284,6 @@ EvalFn BinaryEval(F f) {
     });
   };
 }
-
-// Builds a constant of `type` (any shape) holding `value` in every element, for VJP rules.
-Value SplatConstant(OpBuilder& b, const TensorType& type, double value);
 
 // The area's file-local registration helpers, called by RegisterElementwiseOps.
 void RegisterElementwiseMathOps(OpRegistry& r);

@@ -10,17 +10,13 @@ namespace {
 
 using Values = std::vector<Value>;
 
-Value Op1(OpBuilder& b, const char* name, Value x) { return b.CreateOne(name, {x}); }
-Value Op2(OpBuilder& b, const char* name, Value x, Value y) { return b.CreateOne(name, {x, y}); }
-Value Splat(OpBuilder& b, Value like, double v) { return SplatConstant(b, like.tensor_type(), v); }
-
 // VJP of a unary op whose derivative is built from the operand x and the result y.
 template <typename F>
 VjpFn UnaryVjp(F dydx) {
   return [dydx](OpBuilder& b, const Operation&, const Values& operands, const Values& results,
                 const Values& cts) -> StatusOr<Values> {
     Value d = dydx(b, operands[0], results[0]);
-    Value g = Op2(b, "stablehlo.multiply", cts[0], d);
+    Value g = hlo::Mul(b, cts[0], d);
     TL_RETURN_IF_ERROR(b.status());
     return Values{g};
   };
@@ -59,7 +55,7 @@ void RegisterElementwiseMathOps(OpRegistry& r) {
                    else
                      return x < 0 ? WrapNeg(x) : x;  // abs(INT_MIN) wraps to INT_MIN
                  }))
-      .vjp = UnaryVjp([](OpBuilder& b, Value x, Value) { return Op1(b, "stablehlo.sign", x); });
+      .vjp = UnaryVjp([](OpBuilder& b, Value x, Value) { return hlo::Sign(b, x); });
 
   DefineSameType(r, "stablehlo.negate", 1, kNumericK, UnaryEval<kNumericK>([](auto x) {
                    using C = decltype(x);
@@ -70,7 +66,7 @@ void RegisterElementwiseMathOps(OpRegistry& r) {
                  }))
       .vjp = [](OpBuilder& b, const Operation&, const Values&, const Values&,
                 const Values& cts) -> StatusOr<Values> {
-    Value g = Op1(b, "stablehlo.negate", cts[0]);
+    Value g = hlo::Neg(b, cts[0]);
     TL_RETURN_IF_ERROR(b.status());
     return Values{g};
   };
@@ -83,65 +79,62 @@ void RegisterElementwiseMathOps(OpRegistry& r) {
   RegisterFloatUnary(r, "stablehlo.exponential",
                      FloatUnaryEvalWithF32Kernel(InDouble(vmath::Exp), vmath::ExpF32),
                      UnaryVjp([](OpBuilder&, Value, Value y) { return y; }));
-  RegisterFloatUnary(
-      r, "stablehlo.exponential_minus_one",
-      UnaryEval<kFloatK>(InDouble([](auto x) { return std::expm1(x); })),
-      UnaryVjp([](OpBuilder& b, Value x, Value) { return Op1(b, "stablehlo.exponential", x); }));
+  RegisterFloatUnary(r, "stablehlo.exponential_minus_one",
+                     UnaryEval<kFloatK>(InDouble([](auto x) { return std::expm1(x); })),
+                     UnaryVjp([](OpBuilder& b, Value x, Value) { return hlo::Exp(b, x); }));
   RegisterFloatUnary(r, "stablehlo.log",
                      UnaryEval<kFloatK>(InDouble([](auto x) { return std::log(x); })),
                      UnaryVjp([](OpBuilder& b, Value x, Value) {
-                       return Op2(b, "stablehlo.divide", Splat(b, x, 1), x);
+                       return hlo::Div(b, hlo::SplatLike(b, x, 1), x);
                      }));
   RegisterFloatUnary(r, "stablehlo.log_plus_one",
                      UnaryEval<kFloatK>(InDouble([](auto x) { return std::log1p(x); })),
                      UnaryVjp([](OpBuilder& b, Value x, Value) {
-                       Value one = Splat(b, x, 1);
-                       return Op2(b, "stablehlo.divide", one, Op2(b, "stablehlo.add", one, x));
+                       Value one = hlo::SplatLike(b, x, 1);
+                       return hlo::Div(b, one, hlo::Add(b, one, x));
                      }));
   RegisterFloatUnary(r, "stablehlo.logistic",
                      FloatUnaryEvalWithF32Kernel(InDouble(vmath::Logistic), vmath::LogisticF32),
                      UnaryVjp([](OpBuilder& b, Value, Value y) {
-                       Value one_minus_y = Op2(b, "stablehlo.subtract", Splat(b, y, 1), y);
-                       return Op2(b, "stablehlo.multiply", y, one_minus_y);
+                       Value one_minus_y = hlo::Sub(b, hlo::SplatLike(b, y, 1), y);
+                       return hlo::Mul(b, y, one_minus_y);
                      }));
   RegisterFloatUnary(r, "stablehlo.sqrt", UnaryEval<kFloatK>([](auto x) { return std::sqrt(x); }),
                      UnaryVjp([](OpBuilder& b, Value, Value y) {
-                       return Op2(b, "stablehlo.divide", Splat(b, y, 0.5), y);
+                       return hlo::Div(b, hlo::SplatLike(b, y, 0.5), y);
                      }));
   RegisterFloatUnary(r, "stablehlo.rsqrt",
                      FloatUnaryEvalWithF32Kernel(InDouble(vmath::Rsqrt), vmath::RsqrtF32),
                      // d/dx x^-1/2 = -1/2 * y / x
                      UnaryVjp([](OpBuilder& b, Value x, Value y) {
-                       Value t = Op2(b, "stablehlo.divide", y, x);
-                       return Op2(b, "stablehlo.multiply", Splat(b, x, -0.5), t);
+                       Value t = hlo::Div(b, y, x);
+                       return hlo::Mul(b, hlo::SplatLike(b, x, -0.5), t);
                      }));
   RegisterFloatUnary(r, "stablehlo.cbrt",
                      UnaryEval<kFloatK>(InDouble([](auto x) { return std::cbrt(x); })),
                      // d/dx x^1/3 = 1 / (3 y^2)
                      UnaryVjp([](OpBuilder& b, Value, Value y) {
-                       Value y2 = Op2(b, "stablehlo.multiply", y, y);
-                       Value den = Op2(b, "stablehlo.multiply", Splat(b, y, 3), y2);
-                       return Op2(b, "stablehlo.divide", Splat(b, y, 1), den);
+                       Value y2 = hlo::Mul(b, y, y);
+                       Value den = hlo::Mul(b, hlo::SplatLike(b, y, 3), y2);
+                       return hlo::Div(b, hlo::SplatLike(b, y, 1), den);
                      }));
+  RegisterFloatUnary(r, "stablehlo.sine",
+                     UnaryEval<kFloatK>(InDouble([](auto x) { return std::sin(x); })),
+                     UnaryVjp([](OpBuilder& b, Value x, Value) { return hlo::Cos(b, x); }));
   RegisterFloatUnary(
-      r, "stablehlo.sine", UnaryEval<kFloatK>(InDouble([](auto x) { return std::sin(x); })),
-      UnaryVjp([](OpBuilder& b, Value x, Value) { return Op1(b, "stablehlo.cosine", x); }));
-  RegisterFloatUnary(r, "stablehlo.cosine",
-                     UnaryEval<kFloatK>(InDouble([](auto x) { return std::cos(x); })),
-                     UnaryVjp([](OpBuilder& b, Value x, Value) {
-                       return Op1(b, "stablehlo.negate", Op1(b, "stablehlo.sine", x));
-                     }));
+      r, "stablehlo.cosine", UnaryEval<kFloatK>(InDouble([](auto x) { return std::cos(x); })),
+      UnaryVjp([](OpBuilder& b, Value x, Value) { return hlo::Neg(b, hlo::Sin(b, x)); }));
   RegisterFloatUnary(r, "stablehlo.tan",
                      UnaryEval<kFloatK>(InDouble([](auto x) { return std::tan(x); })),
                      UnaryVjp([](OpBuilder& b, Value, Value y) {  // 1 + tan^2
-                       Value y2 = Op2(b, "stablehlo.multiply", y, y);
-                       return Op2(b, "stablehlo.add", Splat(b, y, 1), y2);
+                       Value y2 = hlo::Mul(b, y, y);
+                       return hlo::Add(b, hlo::SplatLike(b, y, 1), y2);
                      }));
   RegisterFloatUnary(r, "stablehlo.tanh",
                      UnaryEval<kFloatK>(InDouble([](auto x) { return std::tanh(x); })),
                      UnaryVjp([](OpBuilder& b, Value, Value y) {  // 1 - tanh^2
-                       Value y2 = Op2(b, "stablehlo.multiply", y, y);
-                       return Op2(b, "stablehlo.subtract", Splat(b, y, 1), y2);
+                       Value y2 = hlo::Mul(b, y, y);
+                       return hlo::Sub(b, hlo::SplatLike(b, y, 1), y2);
                      }));
   RegisterFloatUnary(r, "stablehlo.floor", UnaryEval<kFloatK>([](auto x) { return std::floor(x); }),
                      ZeroVjp());

@@ -6,7 +6,7 @@
 #include "op_areas.h"
 #include "op_helpers.h"
 #include "reduction_kernels.h"
-#include "tlaloc/ir/builder.h"
+#include "tlaloc/ir/typed_builder.h"
 
 namespace tlaloc::ops {
 
@@ -327,7 +327,7 @@ Status ParseReduce(OpParser& p, ParsedOp& op) {
     Value a0 = block.AddArgument(t), a1 = block.AddArgument(t);
     OpBuilder b(&block);
     Value r = b.CreateOne(applies, {a0, a1});
-    b.Create("stablehlo.return", {r});
+    hlo::Return(b, {r});
     if (!b.ok())
       return p.Error("cannot build the body 'applies " + applies + "': " + b.status().message());
     op.regions.push_back(std::move(region));
@@ -356,27 +356,6 @@ Status ParseReduce(OpParser& p, ParsedOp& op) {
 
 // ---- Gradient -------------------------------------------------------------------------------
 
-// `%r = add %a, %b; return %r` over scalars of `et`, for the reductions a gradient builds.
-std::vector<std::unique_ptr<Region>> AddBody(ElementType et) {
-  auto region = std::make_unique<Region>();
-  Block& block = region->AddBlock();
-  Type t(TensorType(et, {}));
-  Value a = block.AddArgument(t), c = block.AddArgument(t);
-  OpBuilder rb(&block);
-  rb.Create("stablehlo.return", {rb.CreateOne("stablehlo.add", {a, c})});
-  std::vector<std::unique_ptr<Region>> v;
-  v.push_back(std::move(region));
-  return v;
-}
-
-Value SumOver(OpBuilder& b, Value x, const std::vector<int64_t>& dims) {
-  ElementType et = x.tensor_type().element_type;
-  Value zero = b.CreateOne("stablehlo.constant", {},
-                           {{"value", Attribute::Elements(Literal(TensorType(et, {})))}});
-  return b.CreateOne("stablehlo.reduce", {x, zero}, {{"dimensions", Attribute::IntArray(dims)}}, {},
-                     AddBody(et));
-}
-
 // Single-input float reductions with an add, max or min body. add: every input element gets
 // its output's cotangent (the init gets their sum). max/min: the cotangent is shared equally
 // by the elements equal to the result, as JAX does; the init gets none.
@@ -396,24 +375,20 @@ StatusOr<std::vector<Value>> ReduceVjp(OpBuilder& b, const Operation& op,
   for (int64_t d = 0; d < in.rank(); ++d)
     if (std::find(dims.begin(), dims.end(), d) == dims.end()) kept.push_back(d);
   auto broadcast = [&](Value v) {
-    return b.CreateOne("stablehlo.broadcast_in_dim", {v},
-                       {{"broadcast_dimensions", Attribute::IntArray(kept)}},
-                       std::vector<Type>{TensorType(v.tensor_type().element_type, in.dims)});
+    return hlo::BroadcastInDim(b, v, TensorType(v.tensor_type().element_type, in.dims), kept);
   };
   Value ctb = broadcast(cts[0]);
   if (*kind == BinaryKind::kAdd) {
     std::vector<int64_t> all;
     for (int64_t d = 0; d < cts[0].tensor_type().rank(); ++d) all.push_back(d);
-    Value dinit = all.empty() ? cts[0] : SumOver(b, cts[0], all);
+    Value dinit = hlo::SumOver(b, cts[0], all);
     TL_RETURN_IF_ERROR(b.status());
     return std::vector<Value>{ctb, dinit};
   }
-  Value eq = b.CreateOne("stablehlo.compare", {x[0], broadcast(y[0])},
-                         {{"comparison_direction", Attribute::Enum("EQ", "comparison_direction")}});
-  Value mask = b.CreateOne("stablehlo.convert", {eq}, {}, std::vector<Type>{in});
-  Value counts = broadcast(SumOver(b, mask, dims));
-  Value share =
-      b.CreateOne("stablehlo.divide", {b.CreateOne("stablehlo.multiply", {ctb, mask}), counts});
+  Value eq = hlo::Compare(b, x[0], broadcast(y[0]), hlo::CompareDirection::kEq);
+  Value mask = hlo::Convert(b, eq, in.element_type);
+  Value counts = broadcast(hlo::SumOver(b, mask, dims));
+  Value share = hlo::Div(b, hlo::Mul(b, ctb, mask), counts);
   TL_RETURN_IF_ERROR(b.status());
   return std::vector<Value>{share, Value()};
 }

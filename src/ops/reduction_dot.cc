@@ -12,15 +12,13 @@
 #include "op_helpers.h"
 #include "reduction_kernels.h"
 #include "reduction_matmul.h"
-#include "tlaloc/ir/builder.h"
+#include "tlaloc/ir/typed_builder.h"
 
 namespace tlaloc::ops {
 
 namespace {
 
-struct DotDims {
-  std::vector<int64_t> lhs_batch, rhs_batch, lhs_contract, rhs_contract;
-};
+using DotDims = hlo::DotDimensionNumbers;
 
 StatusOr<DotDims> ReadDotDims(const AttrDict& attrs) {
   const Attribute* a = FindAttr(attrs, "dot_dimension_numbers");
@@ -38,8 +36,8 @@ StatusOr<DotDims> ReadDotDims(const AttrDict& attrs) {
   };
   TL_RETURN_IF_ERROR(field("lhs_batching_dimensions", d.lhs_batch));
   TL_RETURN_IF_ERROR(field("rhs_batching_dimensions", d.rhs_batch));
-  TL_RETURN_IF_ERROR(field("lhs_contracting_dimensions", d.lhs_contract));
-  TL_RETURN_IF_ERROR(field("rhs_contracting_dimensions", d.rhs_contract));
+  TL_RETURN_IF_ERROR(field("lhs_contracting_dimensions", d.lhs_contracting));
+  TL_RETURN_IF_ERROR(field("rhs_contracting_dimensions", d.rhs_contracting));
   return d;
 }
 
@@ -58,11 +56,11 @@ StatusOr<std::vector<int64_t>> DotResultDims(const TensorType& lhs, const Tensor
                                              const DotDims& d) {
   if (d.lhs_batch.size() != d.rhs_batch.size())
     return InvalidArgument("lhs and rhs batching dimension lists differ in length");
-  if (d.lhs_contract.size() != d.rhs_contract.size())
+  if (d.lhs_contracting.size() != d.rhs_contracting.size())
     return InvalidArgument("lhs and rhs contracting dimension lists differ in length");
   std::vector<int64_t> lhs_all = d.lhs_batch, rhs_all = d.rhs_batch;
-  lhs_all.insert(lhs_all.end(), d.lhs_contract.begin(), d.lhs_contract.end());
-  rhs_all.insert(rhs_all.end(), d.rhs_contract.begin(), d.rhs_contract.end());
+  lhs_all.insert(lhs_all.end(), d.lhs_contracting.begin(), d.lhs_contracting.end());
+  rhs_all.insert(rhs_all.end(), d.rhs_contracting.begin(), d.rhs_contracting.end());
   TL_RETURN_IF_ERROR(CheckDimensionList(lhs_all, lhs.rank(), "lhs batching+contracting dims"));
   TL_RETURN_IF_ERROR(CheckDimensionList(rhs_all, rhs.rank(), "rhs batching+contracting dims"));
   std::vector<int64_t> out;
@@ -73,14 +71,14 @@ StatusOr<std::vector<int64_t>> DotResultDims(const TensorType& lhs, const Tensor
                              std::to_string(a) + " in lhs and " + std::to_string(b) + " in rhs");
     out.push_back(a);
   }
-  for (size_t i = 0; i < d.lhs_contract.size(); ++i) {
-    int64_t a = lhs.dims[d.lhs_contract[i]], b = rhs.dims[d.rhs_contract[i]];
+  for (size_t i = 0; i < d.lhs_contracting.size(); ++i) {
+    int64_t a = lhs.dims[d.lhs_contracting[i]], b = rhs.dims[d.rhs_contracting[i]];
     if (a != b)
       return InvalidArgument("contracting dimension " + std::to_string(i) + " has size " +
                              std::to_string(a) + " in lhs and " + std::to_string(b) + " in rhs");
   }
-  for (int64_t f : FreeDims(lhs.rank(), d.lhs_batch, d.lhs_contract)) out.push_back(lhs.dims[f]);
-  for (int64_t f : FreeDims(rhs.rank(), d.rhs_batch, d.rhs_contract)) out.push_back(rhs.dims[f]);
+  for (int64_t f : FreeDims(lhs.rank(), d.lhs_batch, d.lhs_contracting)) out.push_back(lhs.dims[f]);
+  for (int64_t f : FreeDims(rhs.rank(), d.rhs_batch, d.rhs_contracting)) out.push_back(rhs.dims[f]);
   return out;
 }
 
@@ -113,8 +111,8 @@ StatusOr<DotDims> PlainDotDims(const TensorType& lhs, const TensorType& rhs) {
     return InvalidArgument("stablehlo.dot takes rank-1 or rank-2 operands, got " + lhs.ToString() +
                            " and " + rhs.ToString());
   DotDims d;
-  d.lhs_contract = {lhs.rank() - 1};
-  d.rhs_contract = {0};
+  d.lhs_contracting = {lhs.rank() - 1};
+  d.rhs_contracting = {0};
   return d;
 }
 
@@ -299,17 +297,17 @@ Status EvalDotWith(const DotDims& d, std::span<const Literal> operands, Literal&
   const Literal& lhs = operands[0];
   const Literal& rhs = operands[1];
   int64_t lrank = lhs.type().rank(), rrank = rhs.type().rank();
-  std::vector<int64_t> lfree = FreeDims(lrank, d.lhs_batch, d.lhs_contract);
-  std::vector<int64_t> rfree = FreeDims(rrank, d.rhs_batch, d.rhs_contract);
+  std::vector<int64_t> lfree = FreeDims(lrank, d.lhs_batch, d.lhs_contracting);
+  std::vector<int64_t> rfree = FreeDims(rrank, d.rhs_batch, d.rhs_contracting);
   int64_t batch = 1, m = 1, k = 1, n = 1;
   for (int64_t x : d.lhs_batch) batch *= lhs.dims()[x];
   for (int64_t x : lfree) m *= lhs.dims()[x];
-  for (int64_t x : d.lhs_contract) k *= lhs.dims()[x];
+  for (int64_t x : d.lhs_contracting) k *= lhs.dims()[x];
   for (int64_t x : rfree) n *= rhs.dims()[x];
   std::vector<int64_t> lorder = d.lhs_batch, rorder = d.rhs_batch;
   lorder.insert(lorder.end(), lfree.begin(), lfree.end());
-  lorder.insert(lorder.end(), d.lhs_contract.begin(), d.lhs_contract.end());
-  rorder.insert(rorder.end(), d.rhs_contract.begin(), d.rhs_contract.end());
+  lorder.insert(lorder.end(), d.lhs_contracting.begin(), d.lhs_contracting.end());
+  rorder.insert(rorder.end(), d.rhs_contracting.begin(), d.rhs_contracting.end());
   rorder.insert(rorder.end(), rfree.begin(), rfree.end());
   ElementType ret = result.element_type();
   Acc acc = Acc::kF32;
@@ -323,8 +321,8 @@ Status EvalDotWith(const DotDims& d, std::span<const Literal> operands, Literal&
     // f32 accumulation: read f32/bf16 operands in place where their layout is a (possibly
     // transposed) batch of matrices, packing only the others.
     std::vector<float> lpack, rpack;
-    MatrixView a = ViewOrPack(lhs, d.lhs_batch, lfree, d.lhs_contract, m, k, lorder, lpack);
-    MatrixView b = ViewOrPack(rhs, d.rhs_batch, d.rhs_contract, rfree, k, n, rorder, rpack);
+    MatrixView a = ViewOrPack(lhs, d.lhs_batch, lfree, d.lhs_contracting, m, k, lorder, lpack);
+    MatrixView b = ViewOrPack(rhs, d.rhs_batch, d.rhs_contracting, rfree, k, n, rorder, rpack);
     if (ret == ElementType::kF32) {
       ViewMatmul(a, b, batch, m, k, n, result.span<float>().data(), ctx);
     } else {
@@ -368,9 +366,9 @@ void PrintDotDims(OpPrinter& p, const DotDims& d) {
     p.PrintIntList(d.rhs_batch);
   }
   p.Print(", contracting_dims = ");
-  p.PrintIntList(d.lhs_contract);
+  p.PrintIntList(d.lhs_contracting);
   p.Print(" x ");
-  p.PrintIntList(d.rhs_contract);
+  p.PrintIntList(d.rhs_contracting);
 }
 
 void PrintDotGeneral(const Operation& op, OpPrinter& p) {
@@ -412,7 +410,7 @@ Status ParseDotGeneral(OpParser& p, ParsedOp& op) {
     if (p.ParseOptionalKeyword("batching_dims")) {
       TL_RETURN_IF_ERROR(ParseDimPair(p, d.lhs_batch, d.rhs_batch));
     } else if (p.ParseOptionalKeyword("contracting_dims")) {
-      TL_RETURN_IF_ERROR(ParseDimPair(p, d.lhs_contract, d.rhs_contract));
+      TL_RETURN_IF_ERROR(ParseDimPair(p, d.lhs_contracting, d.rhs_contracting));
       seen_contract = true;
     } else if (p.ParseOptionalKeyword("precision")) {
       TL_RETURN_IF_ERROR(p.ParsePunct("="));
@@ -437,11 +435,7 @@ Status ParseDotGeneral(OpParser& p, ParsedOp& op) {
     }
   }
   if (!seen_contract) return p.Error("expected 'contracting_dims = [...] x [...]'");
-  op.attrs["dot_dimension_numbers"] = Attribute::Struct(
-      "stablehlo.dot", {{"lhs_batching_dimensions", Attribute::IntArray(d.lhs_batch)},
-                        {"rhs_batching_dimensions", Attribute::IntArray(d.rhs_batch)},
-                        {"lhs_contracting_dimensions", Attribute::IntArray(d.lhs_contract)},
-                        {"rhs_contracting_dimensions", Attribute::IntArray(d.rhs_contract)}});
+  op.attrs["dot_dimension_numbers"] = hlo::DotDimensionsAttr(d);
   TL_RETURN_IF_ERROR(p.ParseOptionalAttrDict(op.attrs));
   TL_RETURN_IF_ERROR(p.ParsePunct(":"));
   std::vector<Type> inputs;
@@ -473,15 +467,8 @@ StatusOr<Value> OperandCotangent(OpBuilder& b, Value ct, Value self, Value other
   for (const auto& [o, s] : rest) order.push_back(s);
   std::vector<int64_t> raw_dims;
   for (int64_t d : order) raw_dims.push_back(st.dims[d]);
-  AttrDict attrs{
-      {"dot_dimension_numbers",
-       Attribute::Struct("stablehlo.dot",
-                         {{"lhs_batching_dimensions", Attribute::IntArray(ct_batch)},
-                          {"rhs_batching_dimensions", Attribute::IntArray(other_batch)},
-                          {"lhs_contracting_dimensions", Attribute::IntArray(ct_other_free)},
-                          {"rhs_contracting_dimensions", Attribute::IntArray(other_free)}})}};
-  Value raw = b.CreateOne("stablehlo.dot_general", {ct, other}, attrs,
-                          std::vector<Type>{TensorType(st.element_type, raw_dims)});
+  Value raw = hlo::DotGeneral(b, ct, other, {ct_batch, other_batch, ct_other_free, other_free},
+                              TensorType(st.element_type, raw_dims));
   std::vector<int64_t> perm(st.rank());
   bool identity = true;
   for (size_t i = 0; i < order.size(); ++i) {
@@ -489,24 +476,26 @@ StatusOr<Value> OperandCotangent(OpBuilder& b, Value ct, Value self, Value other
     identity = identity && order[i] == static_cast<int64_t>(i);
   }
   if (identity) return raw;
-  return b.CreateOne("stablehlo.transpose", {raw}, {{"permutation", Attribute::IntArray(perm)}});
+  return hlo::Transpose(b, raw, perm);
 }
 
 StatusOr<std::vector<Value>> DotVjpWith(OpBuilder& b, const DotDims& d, const std::vector<Value>& x,
                                         const std::vector<Value>& cts) {
   if (!IsFloat(x[0].tensor_type().element_type)) return std::vector<Value>{Value(), Value()};
   int64_t nb = static_cast<int64_t>(d.lhs_batch.size());
-  int64_t nlf =
-      static_cast<int64_t>(FreeDims(x[0].tensor_type().rank(), d.lhs_batch, d.lhs_contract).size());
-  int64_t nrf =
-      static_cast<int64_t>(FreeDims(x[1].tensor_type().rank(), d.rhs_batch, d.rhs_contract).size());
+  int64_t nlf = static_cast<int64_t>(
+      FreeDims(x[0].tensor_type().rank(), d.lhs_batch, d.lhs_contracting).size());
+  int64_t nrf = static_cast<int64_t>(
+      FreeDims(x[1].tensor_type().rank(), d.rhs_batch, d.rhs_contracting).size());
   std::vector<int64_t> ct_lfree, ct_rfree;
   for (int64_t i = 0; i < nlf; ++i) ct_lfree.push_back(nb + i);
   for (int64_t i = 0; i < nrf; ++i) ct_rfree.push_back(nb + nlf + i);
-  TL_ASSIGN_OR_RETURN(Value dl, OperandCotangent(b, cts[0], x[0], x[1], d.lhs_batch, d.lhs_contract,
-                                                 d.rhs_batch, d.rhs_contract, ct_rfree));
-  TL_ASSIGN_OR_RETURN(Value dr, OperandCotangent(b, cts[0], x[1], x[0], d.rhs_batch, d.rhs_contract,
-                                                 d.lhs_batch, d.lhs_contract, ct_lfree));
+  TL_ASSIGN_OR_RETURN(
+      Value dl, OperandCotangent(b, cts[0], x[0], x[1], d.lhs_batch, d.lhs_contracting, d.rhs_batch,
+                                 d.rhs_contracting, ct_rfree));
+  TL_ASSIGN_OR_RETURN(
+      Value dr, OperandCotangent(b, cts[0], x[1], x[0], d.rhs_batch, d.rhs_contracting, d.lhs_batch,
+                                 d.lhs_contracting, ct_lfree));
   TL_RETURN_IF_ERROR(b.status());
   return std::vector<Value>{dl, dr};
 }

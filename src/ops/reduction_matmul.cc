@@ -3,6 +3,7 @@
 #include <cblas.h>
 #include <immintrin.h>
 
+#include "tlaloc/support/cpu_features.h"
 #include "tlaloc/support/half.h"
 
 // GCC 12 reports the deliberately undefined lanes inside its own AVX-512 intrinsic headers
@@ -33,13 +34,7 @@ inline float Widen(W w) {
   }
 }
 
-bool DetectAvx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl");
-}
-
-const bool kAvx512 = DetectAvx512();
+const bool kAvx512 = HasAvx512Core();
 
 // Runs fn(begin, end) over [0, total) in blocks of `block` items handed out one at a time: the
 // pool splits work into equal static parts, so a thread the OS slows down (other processes on
@@ -67,8 +62,7 @@ void DotsPortable(const float* const* x, const W* row, int64_t k, float* out) {
 }
 
 template <typename W>
-__attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512 LoadRowMasked(const W* p,
-                                                                                 __mmask16 m) {
+TLALOC_AVX512_CORE_TARGET inline __m512 LoadRowMasked(const W* p, __mmask16 m) {
   if constexpr (std::is_same_v<W, uint16_t>) {
     __m256i h = _mm256_maskz_loadu_epi16(m, p);
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
@@ -85,9 +79,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline __m512 LoadRowMasked
 inline constexpr int kLoLanes[16] = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};
 inline constexpr int kHiLanes[16] = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};
 
-__attribute__((target("avx512f,avx512bw,avx512vl"))) inline void PermutePair(const float* p,
-                                                                             __m512& lo,
-                                                                             __m512& hi) {
+TLALOC_AVX512_CORE_TARGET inline void PermutePair(const float* p, __m512& lo, __m512& hi) {
   const __m512 a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + 16);
   const __m512i lo_idx = _mm512_loadu_si512(kLoLanes), hi_idx = _mm512_loadu_si512(kHiLanes);
   lo = _mm512_permutex2var_ps(a, lo_idx, b);  // indices 0-15 pick from a, 16-31 from b
@@ -95,8 +87,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline void PermutePair(con
 }
 
 template <typename W>
-__attribute__((target("avx512f,avx512bw,avx512vl"))) inline void LoadRowPair(const W* p, __m512& lo,
-                                                                             __m512& hi) {
+TLALOC_AVX512_CORE_TARGET inline void LoadRowPair(const W* p, __m512& lo, __m512& hi) {
   if constexpr (std::is_same_v<W, uint16_t>) {
     const __m512i v = _mm512_loadu_si512(p);
     lo = _mm512_castsi512_ps(_mm512_unpacklo_epi16(_mm512_setzero_si512(), v));
@@ -106,15 +97,13 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline void LoadRowPair(con
   }
 }
 
-__attribute__((target("avx512f,avx512bw,avx512vl"))) inline void LoadVectorPair(const float* x,
-                                                                                __m512& lo,
-                                                                                __m512& hi) {
+TLALOC_AVX512_CORE_TARGET inline void LoadVectorPair(const float* x, __m512& lo, __m512& hi) {
   PermutePair(x, lo, hi);
 }
 
 // Pairwise over the 16 lanes in a fixed order, in registers: lane l += lane l + 8, then l + 4,
 // l + 2, l + 1.
-__attribute__((target("avx512f,avx512bw,avx512vl"))) inline float SumLanes(__m512 a, __m512 b) {
+TLALOC_AVX512_CORE_TARGET inline float SumLanes(__m512 a, __m512 b) {
   const __m512 v = _mm512_add_ps(a, b);
   const __m256 high = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
   const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), high);
@@ -128,9 +117,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline float SumLanes(__m51
 // unrolled so the accumulators live in registers: GCC -O2 otherwise keeps the arrays in memory
 // and every FMA waits on a store-to-load round trip.
 template <int S, typename W>
-__attribute__((target("avx512f,avx512bw,avx512vl"))) void DotsAvx512(const float* const* x,
-                                                                     const W* row, int64_t k,
-                                                                     float* out) {
+TLALOC_AVX512_CORE_TARGET void DotsAvx512(const float* const* x, const W* row, int64_t k,
+                                          float* out) {
   __m512 acc0[S], acc1[S];
   for (int s = 0; s < S; ++s) acc0[s] = acc1[s] = _mm512_setzero_ps();
   int64_t i = 0;
@@ -161,11 +149,9 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void DotsAvx512(const float
 // per-row setup once per four. Each (row, vector) pair's arithmetic is exactly DotsAvx512<S>'s,
 // so results do not depend on which kernel a row went through.
 template <int S, typename W>
-__attribute__((target("avx512f,avx512bw,avx512vl"))) void Dot4RowsAvx512(const float* const* x,
-                                                                         const W* const* rows,
-                                                                         int64_t k, float* out,
-                                                                         int64_t out_s,
-                                                                         int64_t prefetch_ahead) {
+TLALOC_AVX512_CORE_TARGET void Dot4RowsAvx512(const float* const* x, const W* const* rows,
+                                              int64_t k, float* out, int64_t out_s,
+                                              int64_t prefetch_ahead) {
   __m512 acc0[4][S], acc1[4][S];
   for (int r = 0; r < 4; ++r)
     for (int v = 0; v < S; ++v) acc0[r][v] = acc1[r][v] = _mm512_setzero_ps();
@@ -285,11 +271,8 @@ void Axpy(float scale, const W* row, float* out, int64_t n) {
 // results kept in registers over all k rows: c[s * n + j] = sum_p vecs[s * k + p] * row_p[j],
 // accumulated in order of p with one FMA each, exactly as Axpy accumulates.
 template <int S, typename W>
-__attribute__((target("avx512f,avx512bw,avx512vl"))) void ColumnsAvx512(const W* rows,
-                                                                        int64_t row_step,
-                                                                        const float* vecs,
-                                                                        int64_t k, int64_t nb,
-                                                                        float* c, int64_t n) {
+TLALOC_AVX512_CORE_TARGET void ColumnsAvx512(const W* rows, int64_t row_step, const float* vecs,
+                                             int64_t k, int64_t nb, float* c, int64_t n) {
   __m512 acc[S][4];
   for (int s = 0; s < S; ++s)
     for (int v = 0; v < 4; ++v) acc[s][v] = _mm512_setzero_ps();

@@ -15,6 +15,7 @@
 
 #include "reduction_matmul.h"
 #include "tlaloc/ir/blas_kernels.h"
+#include "tlaloc/support/cpu_features.h"
 
 namespace tlaloc::ops {
 
@@ -25,8 +26,7 @@ bool DnnlBf16Wanted() {
   if (env && std::strcmp(env, "blas") == 0) return false;
   // Only where the hardware has bf16 arithmetic; elsewhere oneDNN would emulate it, and the
   // widening BLAS path is as good.
-  const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
-  return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
+  return HasAvx512Bf16() || HasAmx();
 }
 
 struct DnnlContext {
@@ -34,7 +34,12 @@ struct DnnlContext {
 };
 
 DnnlContext& Context() {
-  static DnnlContext* context = new DnnlContext;
+  static DnnlContext* context = [] {
+    // TLALOC_VECTOR_MATH=0 keeps oneDNN's own kernels off AVX-512 too; it must be said before
+    // oneDNN's first use.
+    if (Avx512DisabledByEnvironment()) (void)dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx2);
+    return new DnnlContext;
+  }();
   return *context;
 }
 
@@ -56,13 +61,7 @@ dnnl::memory::desc Plain(int64_t rows, int64_t cols, int64_t row_stride, int64_t
 }  // namespace
 
 bool DnnlBf16Available() {
-  static const bool available = [] {
-    try {
-      return DnnlBf16Wanted();
-    } catch (const dnnl::error&) {
-      return false;
-    }
-  }();
+  static const bool available = DnnlBf16Wanted();
   return available;
 }
 

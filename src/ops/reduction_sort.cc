@@ -6,7 +6,7 @@
 #include "op_areas.h"
 #include "op_helpers.h"
 #include "reduction_kernels.h"
-#include "tlaloc/ir/builder.h"
+#include "tlaloc/ir/typed_builder.h"
 
 namespace tlaloc::ops {
 
@@ -210,8 +210,7 @@ StatusOr<std::vector<Value>> SortVjp(OpBuilder& b, const Operation& op, const st
   const TensorType& t0 = x[0].tensor_type();
   const int64_t dim = NormalizeDim(GetIntAttr(op.attrs(), "dimension", -1), t0.rank());
   const TensorType index_type(ElementType::kS32, t0.dims), scalar_index(ElementType::kS32, {});
-  Value iota = b.CreateOne("stablehlo.iota", {}, {{"iota_dimension", Attribute::Int(dim)}},
-                           std::vector<Type>{index_type});
+  Value iota = hlo::Iota(b, index_type, dim);
   auto comparator = std::make_unique<Region>();
   Block& blk = comparator->AddBlock();
   std::map<ValueImpl*, Value> map;
@@ -221,12 +220,8 @@ StatusOr<std::vector<Value>> SortVjp(OpBuilder& b, const Operation& op, const st
   for (const auto& inner : op.region(0).front().operations()) CloneInto(*inner, blk, map);
   std::vector<Value> operands = x;
   operands.push_back(iota);
-  std::vector<std::unique_ptr<Region>> regions;
-  regions.push_back(std::move(comparator));
-  AttrDict attrs = op.attrs();
-  attrs["is_stable"] = Attribute::Bool(true);
   std::vector<Value> sorted =
-      b.Create("stablehlo.sort", operands, attrs, std::nullopt, std::move(regions));
+      hlo::Sort(b, operands, dim, /*is_stable=*/true, std::move(comparator));
   TL_RETURN_IF_ERROR(b.status());
   const Value perm = sorted.back();
   for (size_t i = 0; i < x.size(); ++i) {
@@ -237,18 +232,10 @@ StatusOr<std::vector<Value>> SortVjp(OpBuilder& b, const Operation& op, const st
     ib.AddArgument(TensorType(ct[i].tensor_type().element_type, {}));
     ib.AddArgument(TensorType(ct[i].tensor_type().element_type, {}));
     OpBuilder rb(&ib);
-    Value lt =
-        rb.CreateOne("stablehlo.compare", {lhs, rhs},
-                     {{"comparison_direction", Attribute::Enum("LT", "comparison_direction")},
-                      {"compare_type", Attribute::Enum("SIGNED", "comparison_type")}});
-    rb.Create("stablehlo.return", {lt});
+    hlo::Return(rb, {hlo::Compare(rb, lhs, rhs, hlo::CompareDirection::kLt)});
     TL_RETURN_IF_ERROR(rb.status());
-    std::vector<std::unique_ptr<Region>> r2;
-    r2.push_back(std::move(by_index));
     std::vector<Value> back =
-        b.Create("stablehlo.sort", {perm, ct[i]},
-                 {{"dimension", Attribute::Int(dim)}, {"is_stable", Attribute::Bool(true)}},
-                 std::nullopt, std::move(r2));
+        hlo::Sort(b, {perm, ct[i]}, dim, /*is_stable=*/true, std::move(by_index));
     TL_RETURN_IF_ERROR(b.status());
     grads[i] = back[1];
   }

@@ -2,9 +2,9 @@
 // portable scalar loops otherwise.
 #include "vector_math.h"
 
-#include <cstdlib>
 #include <limits>
-#include <string_view>
+
+#include "tlaloc/support/cpu_features.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -29,7 +29,7 @@ void ScalarLoop(const float* in, float* out, int64_t n) {
 
 #if defined(__x86_64__)
 
-#define TLALOC_VMATH_TARGET [[gnu::target("avx512f,avx512vl,avx512dq")]]
+#define TLALOC_VMATH_TARGET TLALOC_AVX512_CORE_TARGET
 
 // A vector result y stands for the double the scalar function returns only up to a relative
 // error: below 1e-14 for the vector code (polynomial, Newton steps), below 2 ulp (2.2e-16) for
@@ -144,21 +144,13 @@ TLALOC_VMATH_TARGET void VectorLoop(const float* in, float* out, int64_t n) {
   }
 }
 
-// TLALOC_VECTOR_MATH=0 keeps the scalar loops, to compare speed (results are the same).
-bool DisabledByEnvironment() {
-  const char* setting = std::getenv("TLALOC_VECTOR_MATH");
-  return setting != nullptr && std::string_view(setting) == "0";
-}
-
 #endif  // __x86_64__
 
 }  // namespace
 
 bool HasVectorKernels() {
 #if defined(__x86_64__)
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-                          __builtin_cpu_supports("avx512dq") && !DisabledByEnvironment();
-  return has;
+  return HasAvx512Core();
 #else
   return false;
 #endif

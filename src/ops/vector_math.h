@@ -38,8 +38,8 @@ void ExpF32Scalar(const float* in, float* out, int64_t n);
 void LogisticF32Scalar(const float* in, float* out, int64_t n);
 void RsqrtF32Scalar(const float* in, float* out, int64_t n);
 
-// Whether the vectorised kernels run: the CPU has AVX-512 F, VL and DQ, and the environment
-// does not set TLALOC_VECTOR_MATH=0 (which keeps the scalar loops, for speed comparisons).
+// Whether the vectorised kernels run: HasAvx512Core() (tlaloc/support/cpu_features.h), false
+// when the environment sets TLALOC_VECTOR_MATH=0 (scalar loops, for speed comparisons).
 bool HasVectorKernels();
 
 }  // namespace tlaloc::ops::vmath

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "plugin/plugin_internal.h"
+#include "tlaloc/ir/liveness.h"
 #include "tlaloc/pjrt/api.h"
 #include "tlaloc/stablehlo/conformance.h"
 #include "tlaloc/stablehlo/parser.h"
@@ -44,8 +45,7 @@ class TemporaryPeak {
     if (const Operation* t = block.terminator()) {
       for (const Value& v : t->operands()) returned.insert(v.impl());
     }
-    std::map<const ValueImpl*, size_t> last_use;
-    for (size_t k = 0; k < ops.size(); ++k) NoteUses(*ops[k], k, last_use);
+    const BlockUses uses(block);
     int64_t live = 0, peak = 0;
     std::multimap<size_t, int64_t> dying;  // op index after which bytes are freed
     for (size_t k = 0; k < ops.size(); ++k) {
@@ -54,8 +54,8 @@ class TemporaryPeak {
         if (returned.count(r.impl())) continue;
         const int64_t bytes = TensorBytes(r.type());
         live += bytes;
-        auto it = last_use.find(r.impl());
-        dying.emplace(it == last_use.end() ? k : it->second, bytes);
+        const int last = uses.LastUse(r);
+        dying.emplace(last < 0 ? k : static_cast<size_t>(last), bytes);
       }
       int64_t inner = 0;
       for (const auto& region : op.regions()) {
@@ -75,15 +75,6 @@ class TemporaryPeak {
 
  private:
   static constexpr int kMaxDepth = 64;
-  static void NoteUses(const Operation& op, size_t at,
-                       std::map<const ValueImpl*, size_t>& last_use) {
-    for (const Value& v : op.operands()) last_use[v.impl()] = at;
-    for (const auto& region : op.regions()) {
-      for (const auto& block : region->blocks()) {
-        for (const auto& inner : block->operations()) NoteUses(*inner, at, last_use);
-      }
-    }
-  }
   const Module& module_;
 };
 

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <vector>
 
+#include "tlaloc/support/cpu_features.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -29,7 +31,7 @@ double SumPortable(const float* p, int64_t b, int64_t e) {
 #if defined(__x86_64__)
 // Eight independent vector chains over two cache lines per step: bound by the reads alone,
 // not by add latency.
-__attribute__((target("avx512f"))) double SumAvx512(const float* p, int64_t b, int64_t e) {
+TLALOC_AVX512_CORE_TARGET double SumAvx512(const float* p, int64_t b, int64_t e) {
   __m512 acc[8];
   for (auto& a : acc) a = _mm512_setzero_ps();
   for (int64_t i = b; i + 128 <= e; i += 128)
@@ -46,8 +48,7 @@ __attribute__((target("avx512f"))) double SumAvx512(const float* p, int64_t b, i
 
 double Sum(const float* p, int64_t b, int64_t e) {
 #if defined(__x86_64__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512) return SumAvx512(p, b, e);
+  if (HasAvx512Core()) return SumAvx512(p, b, e);
 #endif
   return SumPortable(p, b, e);
 }

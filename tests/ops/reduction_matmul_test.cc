@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "reduction_test_util.h"
+#include "tlaloc/support/cpu_features.h"
 
 namespace tlaloc {
 namespace {
@@ -151,9 +152,8 @@ TEST(MatmulKernelTest, Bf16GemmMatchesExactProductsInEveryLayout) {
 }
 
 TEST(MatmulKernelTest, OneDnnBf16PathIsUsedWhereTheCpuHasBf16Arithmetic) {
-  __builtin_cpu_init();
-  const bool hardware = __builtin_cpu_supports("avx512bf16");
-  if (!hardware) GTEST_SKIP() << "this CPU has no AVX512-BF16: oneDNN's bf16 path is not used";
+  if (!HasAvx512Bf16() && !HasAmx())
+    GTEST_SKIP() << "no AVX512-BF16 or AMX (or TLALOC_VECTOR_MATH=0): oneDNN's bf16 path is off";
   const char* env = std::getenv("TLALOC_BF16_MATMUL");
   if (env && std::string(env) == "blas") GTEST_SKIP() << "TLALOC_BF16_MATMUL=blas turns it off";
   EXPECT_TRUE(ops::DnnlBf16Available());

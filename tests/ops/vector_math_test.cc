@@ -103,7 +103,7 @@ std::string Mismatches(const std::vector<float>& xs, const std::vector<float>& g
 
 TEST(VectorMath, KernelsMatchScalarDefinitionOnSampledInputs) {
   if (!ops::vmath::HasVectorKernels())
-    GTEST_SKIP() << "vector kernels off: this CPU lacks AVX-512 F/VL/DQ, or TLALOC_VECTOR_MATH=0";
+    GTEST_SKIP() << "vector kernels off: no AVX-512 F/BW/VL/DQ, or TLALOC_VECTOR_MATH=0";
   const std::vector<float> xs = SampledInputs();
   const int64_t n = static_cast<int64_t>(xs.size());
   for (const KernelCase& c : kKernelCases) {

@@ -21,7 +21,9 @@ using CustomCallHandler = std::function<Status(std::span<const Literal>, std::ve
 struct InterpreterOptions {
   // Handlers for custom_call targets (kernels, test checks), by target name.
   std::map<std::string, CustomCallHandler> custom_calls;
-  // Threads for large ops; 0: the process-wide pool.
+  // Threads for large ops (matrix products too, each block a one-thread BLAS call): > 0 gives
+  // this executable its own pool; 0 uses the process-wide one (SetDefaultThreadPoolSize in
+  // tlaloc/support/thread_pool.h, else TLALOC_NUM_THREADS, else one per core).
   int num_threads = 0;
   // Run recognised chains of ops (softmax) as one fused kernel with the same bits
   // (src/interp/fusion.h); TLALOC_FUSION=0 in the environment turns it off everywhere.
@@ -62,11 +64,6 @@ class Executable {
   InterpreterOptions options_;
   std::unique_ptr<Plan> plan_;
 };
-
-// Sets the threads of the process-wide interpreter pool (matrix products split over it too,
-// each block a one-thread BLAS call). Call it before the first execution: the pool is sized
-// once, when first used (else TLALOC_NUM_THREADS decides).
-void SetComputeThreads(int num_threads);
 
 // The buffers an op's evaluation receives for its results: zero-filled, or uninitialised when
 // its OpDef says it writes every element (OpTraits::writes_all_results). Non-tensor results
