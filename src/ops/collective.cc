@@ -13,6 +13,8 @@
 
 namespace tlaloc::ops {
 
+void RegisterShardingOps(OpRegistry& r);  // collective_sharding.cc: sdy.sharding_constraint
+
 namespace {
 
 // Members of the first group written in replica_groups, 0 when none are written: the group
@@ -339,6 +341,7 @@ void RegisterCollectiveOps(OpRegistry& r) {
                         EvalCollectiveBroadcast, nullptr, 0));
   RegisterProcessId(r, "stablehlo.replica_id", true);
   RegisterProcessId(r, "stablehlo.partition_id", false);
+  RegisterShardingOps(r);
 }
 
 }  // namespace tlaloc::ops
