@@ -10,5 +10,6 @@ void RegisterElementwiseOps(OpRegistry& r);   // elementwise*.cc: math, bitwise,
 void RegisterDataMovementOps(OpRegistry& r);  // data_movement*.cc: broadcast ... gather, scatter
 void RegisterReductionOps(OpRegistry& r);     // reduction*.cc: dot_general, reduce*, sort
 void RegisterControlFlowOps(OpRegistry& r);   // control_flow*.cc: while, case, custom_call, rng
+void RegisterCollectiveOps(OpRegistry& r);    // collective*.cc: all_reduce ... replica_id, sdy ops
 
 }  // namespace tlaloc::ops

@@ -8,6 +8,7 @@ void RegisterBuiltinOps(OpRegistry& registry) {
   ops::RegisterDataMovementOps(registry);
   ops::RegisterReductionOps(registry);
   ops::RegisterControlFlowOps(registry);
+  ops::RegisterCollectiveOps(registry);
 }
 
 }  // namespace tlaloc

@@ -19,7 +19,10 @@ std::string_view NameOf(const PJRT_NamedValue& v) { return {v.name, v.name_size}
 // ----------------------------------------------------------------------------------- client
 PJRT_Error* Plugin_Client_Create(PJRT_Client_Create_Args* args) {
   TL_PLUGIN_CHECK(args, PJRT_Client_Create_Args, "PJRT_Client_Create");
-  int64_t device_count = 1;
+  auto default_count = DefaultDeviceCount();  // TLALOC_CPU_DEVICES; the option overrides it
+  if (!default_count.ok())
+    return FromStatus(default_count.status().WithContext("PJRT_Client_Create"));
+  int64_t device_count = *default_count;
   for (size_t i = 0; i < args->num_options; ++i) {
     const PJRT_NamedValue& v = args->create_options[i];
     std::string name(NameOf(v));

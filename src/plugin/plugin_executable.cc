@@ -205,6 +205,11 @@ PJRT_Error* Plugin_Client_Compile(PJRT_Client_Compile_Args* args) {
   Status options =
       ReadCompileOptions(args->compile_options, args->compile_options_size, replicas, partitions);
   if (!options.ok()) return FromStatus(options.WithContext(fn));
+  TL_PLUGIN_REQUIRE(replicas * partitions <= static_cast<int64_t>(args->client->device_list.size()),
+                    INVALID_ARGUMENT,
+                    std::string(fn) + ": " + std::to_string(replicas) + " replica(s) x " +
+                        std::to_string(partitions) + " partition(s) do not fit the client's " +
+                        std::to_string(args->client->device_list.size()) + " device(s)");
   auto module = ParseModule(std::string_view(program->code, program->code_size), "<pjrt program>");
   if (!module.ok()) return FromStatus(module.status().WithContext(fn));
   auto c = std::make_shared<Compiled>();
@@ -416,6 +421,8 @@ PJRT_Error* Plugin_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args* 
   TL_PLUGIN_REQUIRE(args->output_lists != nullptr && args->argument_lists != nullptr,
                     INVALID_ARGUMENT, std::string(fn) + ": null argument or output lists");
   const std::vector<Type> arg_types = f.argument_types();
+  std::vector<std::vector<Literal>> device_inputs;
+  std::vector<PJRT_Device*> devices;
   for (size_t d = 0; d < args->num_devices; ++d) {
     std::vector<Literal> inputs;
     std::vector<PJRT_Buffer*> donated;
@@ -447,20 +454,25 @@ PJRT_Error* Plugin_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args* 
       b->deleted = true;
       b->literal = Literal();  // the storage now belongs to the run
     }
-    size_t checks_before = c.checks->results().size();
-    auto outs = c.executable->Execute(std::move(inputs));
-    if (!outs.ok()) return FromStatus(outs.status().WithContext(fn));
-    std::vector<CheckResult> checks = c.checks->results();
-    for (size_t k = checks_before; k < checks.size(); ++k) {
-      TL_PLUGIN_REQUIRE(
-          checks[k].passed, INTERNAL,
-          std::string(fn) + ": " + checks[k].target + " failed: " + checks[k].message);
-    }
+    device_inputs.push_back(std::move(inputs));
+    devices.push_back(device);
+  }
+  size_t checks_before = c.checks->results().size();
+  // One list per device, all together: collectives meet across the lists (plugin_devices.cc).
+  auto all_outs = ExecuteLists(c, std::move(device_inputs));
+  if (!all_outs.ok()) return FromStatus(all_outs.status().WithContext(fn));
+  std::vector<CheckResult> checks = c.checks->results();
+  for (size_t k = checks_before; k < checks.size(); ++k) {
+    TL_PLUGIN_REQUIRE(checks[k].passed, INTERNAL,
+                      std::string(fn) + ": " + checks[k].target + " failed: " + checks[k].message);
+  }
+  for (size_t d = 0; d < args->num_devices; ++d) {
+    auto* outs = &(*all_outs)[d];
     for (size_t k = 0; k < outs->size(); ++k) {
       auto* b = new PJRT_Buffer();
       b->literal = std::move((*outs)[k]);
       b->element_type = b->literal.element_type();
-      b->device = device;
+      b->device = devices[d];
       b->dims = b->literal.dims();
       args->output_lists[d][k] = b;
     }

@@ -93,6 +93,14 @@ struct Compiled {
 // use; a region's or a callee's temporaries live while the op holding it runs).
 void ComputeMemoryStats(const Module& module, const Function& f, Compiled& c);
 
+// Runs one argument list per device (plugin_devices.cc): a program compiled for one replica
+// and one partition runs on each list in turn; one compiled for R x P runs on R * P lists at
+// once, on device threads whose collectives meet.
+StatusOr<std::vector<std::vector<Literal>>> ExecuteLists(const Compiled& c,
+                                                         std::vector<std::vector<Literal>> inputs);
+// Devices a client has without a cpu_device_count option: TLALOC_CPU_DEVICES, else 1.
+StatusOr<int64_t> DefaultDeviceCount();
+
 PJRT_Error* MakeError(PJRT_Error_Code code, std::string message);
 PJRT_Error* FromStatus(const Status& status);
 // A ready event carrying `status`.

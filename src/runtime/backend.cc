@@ -1,6 +1,7 @@
 #include "tlaloc/runtime/backend.h"
 
 #include "tlaloc/interp/interpreter.h"
+#include "tlaloc/interp/multi_device.h"
 
 namespace tlaloc {
 
@@ -22,13 +23,51 @@ StatusOr<std::vector<Literal>> Backend::Run(CompiledProgram& program,
   return results;
 }
 
+StatusOr<std::unique_ptr<CompiledProgram>> Backend::CompileForDevices(
+    std::shared_ptr<const Module> module, const ProcessGrid& grid, const std::string& entry) {
+  if (grid.num_processes() == 1) return Compile(std::move(module), entry);
+  return Unimplemented("backend " + name() + " does not compile for several devices");
+}
+
+StatusOr<std::vector<std::vector<std::unique_ptr<DeviceBuffer>>>> Backend::ExecuteOnDevices(
+    CompiledProgram& program, const std::vector<std::vector<ExecuteArg>>& args) {
+  if (args.size() != 1)
+    return Unimplemented("backend " + name() + " does not execute on several devices");
+  TL_ASSIGN_OR_RETURN(auto outs, Execute(program, args[0]));
+  std::vector<std::vector<std::unique_ptr<DeviceBuffer>>> result;
+  result.push_back(std::move(outs));
+  return result;
+}
+
+StatusOr<std::vector<std::vector<Literal>>> Backend::RunOnDevices(
+    CompiledProgram& program, const std::vector<std::vector<Literal>>& args) {
+  std::vector<std::unique_ptr<DeviceBuffer>> buffers;
+  std::vector<std::vector<ExecuteArg>> exec_args(args.size());
+  for (size_t d = 0; d < args.size(); ++d) {
+    for (const Literal& arg : args[d]) {
+      TL_ASSIGN_OR_RETURN(auto buffer, ToDevice(arg, static_cast<int>(d)));
+      exec_args[d].push_back({buffer.get(), false});
+      buffers.push_back(std::move(buffer));
+    }
+  }
+  TL_ASSIGN_OR_RETURN(auto outputs, ExecuteOnDevices(program, exec_args));
+  std::vector<std::vector<Literal>> results(outputs.size());
+  for (size_t d = 0; d < outputs.size(); ++d) {
+    for (auto& out : outputs[d]) {
+      TL_ASSIGN_OR_RETURN(Literal l, ToHost(*out));
+      results[d].push_back(std::move(l));
+    }
+  }
+  return results;
+}
+
 namespace {
 
 class InterpBuffer : public DeviceBuffer {
  public:
-  explicit InterpBuffer(Literal l) : literal_(std::move(l)) {}
+  explicit InterpBuffer(Literal l, int device = 0) : literal_(std::move(l)), device_(device) {}
   const TensorType& type() const override { return literal_.type(); }
-  int device() const override { return 0; }
+  int device() const override { return device_; }
   bool is_deleted() const override { return deleted_; }
   const void* host_data() const override { return deleted_ ? nullptr : literal_.data(); }
   Literal& literal() { return literal_; }
@@ -39,50 +78,76 @@ class InterpBuffer : public DeviceBuffer {
 
  private:
   Literal literal_;
+  int device_ = 0;
   bool deleted_ = false;
 };
 
 class InterpProgram : public CompiledProgram {
  public:
-  explicit InterpProgram(std::unique_ptr<Executable> exe) : exe_(std::move(exe)) {
+  explicit InterpProgram(std::unique_ptr<Executable> exe, ProcessGrid grid = {})
+      : exe_(std::move(exe)), grid_(grid) {
     args_ = exe_->function().argument_types();
     results_ = exe_->function().result_types();
   }
   const std::vector<Type>& argument_types() const override { return args_; }
   const std::vector<Type>& result_types() const override { return results_; }
   const Executable& executable() const { return *exe_; }
+  const ProcessGrid& grid() const { return grid_; }
 
  private:
   std::unique_ptr<Executable> exe_;
+  ProcessGrid grid_;
   std::vector<Type> args_, results_;
 };
 
 class InterpreterBackend : public Backend {
  public:
-  explicit InterpreterBackend(InterpreterOptions options) : options_(std::move(options)) {}
+  InterpreterBackend(InterpreterOptions options, StatusOr<int> num_devices)
+      : options_(std::move(options)),
+        num_devices_(num_devices.ok() ? *num_devices : 1),
+        devices_status_(num_devices.status()) {}
   std::string name() const override { return "interp"; }
-  std::vector<DeviceInfo> devices() const override { return {DeviceInfo{0, "interpreter"}}; }
+  std::vector<DeviceInfo> devices() const override {
+    std::vector<DeviceInfo> out;
+    for (int i = 0; i < num_devices_; ++i) out.push_back(DeviceInfo{i, "interpreter"});
+    return out;
+  }
 
   StatusOr<std::unique_ptr<CompiledProgram>> Compile(std::shared_ptr<const Module> module,
                                                      const std::string& entry) override {
+    TL_RETURN_IF_ERROR(devices_status_);
     TL_ASSIGN_OR_RETURN(auto exe, Executable::Prepare(std::move(module), entry, options_));
     return std::unique_ptr<CompiledProgram>(new InterpProgram(std::move(exe)));
   }
 
+  StatusOr<std::unique_ptr<CompiledProgram>> CompileForDevices(std::shared_ptr<const Module> module,
+                                                               const ProcessGrid& grid,
+                                                               const std::string& entry) override {
+    TL_RETURN_IF_ERROR(devices_status_);
+    if (grid.num_replicas < 1 || grid.num_partitions < 1 || grid.num_processes() > num_devices_)
+      return InvalidArgument("a grid of " + std::to_string(grid.num_replicas) + " replica(s) x " +
+                             std::to_string(grid.num_partitions) +
+                             " partition(s) does not fit the interpreter's " +
+                             std::to_string(num_devices_) + " device(s) (TLALOC_CPU_DEVICES)");
+    TL_ASSIGN_OR_RETURN(auto exe, Executable::Prepare(std::move(module), entry, options_));
+    return std::unique_ptr<CompiledProgram>(new InterpProgram(std::move(exe), grid));
+  }
+
+  Status CheckDevice(int device) const {
+    if (device < 0 || device >= num_devices_)
+      return InvalidArgument("interpreter backend has " + std::to_string(num_devices_) +
+                             " device(s); got device " + std::to_string(device));
+    return OkStatus();
+  }
+
   StatusOr<std::unique_ptr<DeviceBuffer>> ToDevice(const Literal& literal, int device) override {
-    if (device != 0) {
-      return InvalidArgument("interpreter backend has one device (0); got device " +
-                             std::to_string(device));
-    }
-    return std::unique_ptr<DeviceBuffer>(new InterpBuffer(literal.Clone()));
+    TL_RETURN_IF_ERROR(CheckDevice(device));
+    return std::unique_ptr<DeviceBuffer>(new InterpBuffer(literal.Clone(), device));
   }
 
   StatusOr<std::unique_ptr<DeviceBuffer>> Adopt(Literal literal, int device) override {
-    if (device != 0) {
-      return InvalidArgument("interpreter backend has one device (0); got device " +
-                             std::to_string(device));
-    }
-    return std::unique_ptr<DeviceBuffer>(new InterpBuffer(std::move(literal)));
+    TL_RETURN_IF_ERROR(CheckDevice(device));
+    return std::unique_ptr<DeviceBuffer>(new InterpBuffer(std::move(literal), device));
   }
 
   StatusOr<Literal> ToHost(const DeviceBuffer& buffer) override {
@@ -93,11 +158,51 @@ class InterpreterBackend : public Backend {
   StatusOr<std::vector<std::unique_ptr<DeviceBuffer>>> Execute(
       CompiledProgram& program, const std::vector<ExecuteArg>& args) override {
     auto& p = static_cast<InterpProgram&>(program);
+    TL_ASSIGN_OR_RETURN(std::vector<Literal> inputs, TakeInputs(args, -1));
+    TL_ASSIGN_OR_RETURN(auto outs, p.executable().Execute(std::move(inputs)));
+    std::vector<std::unique_ptr<DeviceBuffer>> result;
+    for (Literal& l : outs) result.push_back(std::make_unique<InterpBuffer>(std::move(l)));
+    return result;
+  }
+
+  StatusOr<std::vector<std::vector<std::unique_ptr<DeviceBuffer>>>> ExecuteOnDevices(
+      CompiledProgram& program, const std::vector<std::vector<ExecuteArg>>& args) override {
+    auto& p = static_cast<InterpProgram&>(program);
+    if (p.grid().num_processes() == 1 && args.size() == 1)
+      return Backend::ExecuteOnDevices(program, args);
+    if (static_cast<int64_t>(args.size()) != p.grid().num_processes())
+      return InvalidArgument("the program was compiled for " +
+                             std::to_string(p.grid().num_processes()) + " device(s), got " +
+                             std::to_string(args.size()) + " argument list(s)");
+    for (size_t d = 0; d < args.size(); ++d)
+      for (size_t i = 0; i < args[d].size(); ++i)
+        if (args[d][i].buffer && args[d][i].buffer->device() != static_cast<int>(d))
+          return InvalidArgument("argument " + std::to_string(i) + " of device " +
+                                 std::to_string(d) + " lives on device " +
+                                 std::to_string(args[d][i].buffer->device()));
+    std::vector<std::vector<Literal>> inputs;
+    for (size_t d = 0; d < args.size(); ++d) {
+      TL_ASSIGN_OR_RETURN(auto in, TakeInputs(args[d], static_cast<int>(d)));
+      inputs.push_back(std::move(in));
+    }
+    TL_ASSIGN_OR_RETURN(auto outs,
+                        tlaloc::ExecuteOnDevices(p.executable(), std::move(inputs), p.grid()));
+    std::vector<std::vector<std::unique_ptr<DeviceBuffer>>> result(outs.size());
+    for (size_t d = 0; d < outs.size(); ++d)
+      for (Literal& l : outs[d])
+        result[d].push_back(std::make_unique<InterpBuffer>(std::move(l), static_cast<int>(d)));
+    return result;
+  }
+
+  // The literals of one argument list; donated buffers are marked deleted. `device` < 0: any.
+  StatusOr<std::vector<Literal>> TakeInputs(const std::vector<ExecuteArg>& args, int device) {
     std::vector<Literal> inputs;
     for (size_t i = 0; i < args.size(); ++i) {
       auto* b = static_cast<InterpBuffer*>(args[i].buffer);
       if (b == nullptr || b->is_deleted()) {
-        return InvalidArgument("argument " + std::to_string(i) + " is null, donated or deleted");
+        return InvalidArgument("argument " + std::to_string(i) +
+                               (device >= 0 ? " of device " + std::to_string(device) : "") +
+                               " is null, donated or deleted");
       }
       // A donated literal moves in with unique storage, so the interpreter may reuse it in
       // place; a kept one is shared, which forbids that.
@@ -106,10 +211,7 @@ class InterpreterBackend : public Backend {
     for (const ExecuteArg& a : args) {
       if (a.donate) static_cast<InterpBuffer*>(a.buffer)->MarkDeleted();
     }
-    TL_ASSIGN_OR_RETURN(auto outs, p.executable().Execute(std::move(inputs)));
-    std::vector<std::unique_ptr<DeviceBuffer>> result;
-    for (Literal& l : outs) result.push_back(std::make_unique<InterpBuffer>(std::move(l)));
-    return result;
+    return inputs;
   }
 
   StatusOr<ProgramMemoryStats> MemoryStats(CompiledProgram& program) override {
@@ -126,12 +228,23 @@ class InterpreterBackend : public Backend {
 
  private:
   InterpreterOptions options_;
+  int num_devices_ = 1;
+  Status devices_status_;  // an invalid TLALOC_CPU_DEVICES, reported by Compile
 };
 
 }  // namespace
 
 std::unique_ptr<Backend> MakeInterpreterBackend(InterpreterOptions options) {
-  return std::make_unique<InterpreterBackend>(std::move(options));
+  return std::make_unique<InterpreterBackend>(std::move(options), CpuDevicesFromEnvironment());
+}
+
+std::unique_ptr<Backend> MakeInterpreterBackend(InterpreterOptions options, int num_devices) {
+  StatusOr<int> n =
+      num_devices >= 1
+          ? StatusOr<int>(num_devices)
+          : StatusOr<int>(InvalidArgument("the interpreter needs at least one device, got " +
+                                          std::to_string(num_devices)));
+  return std::make_unique<InterpreterBackend>(std::move(options), std::move(n));
 }
 
 }  // namespace tlaloc

@@ -313,6 +313,27 @@ Status Parser::ParseFunction(Module& module) {
   return SkipLoc();
 }
 
+// `sdy.mesh @name = <["a"=2, ...]>`, kept verbatim in the module's "sdy.meshes" attribute
+// (ir/sharding.h reads it).
+Status Parser::ParseMesh(Module& module) {
+  Advance();  // sdy.mesh
+  if (cur_.kind != Tok::kAt) return Expected("a mesh name (@name)");
+  std::string name = cur_.text;
+  Advance();
+  TL_RETURN_IF_ERROR(ParsePunct("="));
+  if (!Peek("<")) return Expected("'<' opening the mesh");
+  std::string body;
+  TL_RETURN_IF_ERROR(SkipBalanced('<', '>', &body));
+  AttrDict meshes;
+  auto it = module.attrs().find("sdy.meshes");
+  if (it != module.attrs().end() && it->second.kind() == Attribute::Kind::kDict)
+    meshes = it->second.as_dict();
+  if (meshes.count(name)) return Error("redefinition of mesh @" + name);
+  meshes[name] = Attribute::Opaque(std::move(body));
+  module.attrs()["sdy.meshes"] = Attribute::Dict(std::move(meshes));
+  return SkipLoc();
+}
+
 StatusOr<std::unique_ptr<Module>> Parser::ParseTopLevel() {
   auto module = std::make_unique<Module>("");
   bool seen_module = false, seen_func = false;
@@ -345,6 +366,10 @@ StatusOr<std::unique_ptr<Module>> Parser::ParseTopLevel() {
       TL_RETURN_IF_ERROR(ParsePunct("{"));
       while (!Peek("}")) {
         if (AtEof()) return Expected("'}' closing the module");
+        if (cur_.kind == Tok::kIdent && cur_.text == "sdy.mesh") {
+          TL_RETURN_IF_ERROR(ParseMesh(*module));
+          continue;
+        }
         TL_RETURN_IF_ERROR(ParseFunction(*module));
       }
       Advance();

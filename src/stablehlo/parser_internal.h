@@ -79,6 +79,7 @@ class Parser : public OpParser {
   // ---- parser.cc ----
   Status ParseAliasDefinition();
   Status ParseFunction(Module& module);
+  Status ParseMesh(Module& module);  // sdy.mesh @name = <...>
   Status ParseOperation(Block& block);
   Status ParseBlockBody(Block& block, std::string_view end);
   StatusOr<const OpDef*> ResolveOp(const std::string& name, size_t pos) const;

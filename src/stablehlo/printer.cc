@@ -215,8 +215,17 @@ std::string PrintModule(const Module& module) {
   if (!module.name().empty())
     out += " @" + (shlo::IsBareIdentifier(module.name()) ? module.name()
                                                          : shlo::QuoteString(module.name()));
-  if (!module.attrs().empty()) out += " attributes " + shlo::PrintAttrDictText(module.attrs());
-  out += " {\n";
+  // Shardy meshes (ir/sharding.h) are module-level sdy.mesh ops, not module attributes.
+  AttrDict attrs = module.attrs();
+  const auto meshes = attrs.find("sdy.meshes");
+  std::string mesh_ops;
+  if (meshes != attrs.end() && meshes->second.kind() == Attribute::Kind::kDict) {
+    for (const auto& [name, body] : meshes->second.as_dict())
+      mesh_ops += "  sdy.mesh @" + name + " = " + body.as_string() + "\n";
+    attrs.erase(meshes);
+  }
+  if (!attrs.empty()) out += " attributes " + shlo::PrintAttrDictText(attrs);
+  out += " {\n" + mesh_ops;
   p.indent() = 2;
   for (const auto& fn : module.functions()) p.PrintFunctionText(*fn);
   out += "}\n";

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tlaloc/interp/interpreter.h"
+#include "tlaloc/ir/collectives.h"
 #include "tlaloc/ir/ir.h"
 #include "tlaloc/ir/literal.h"
 #include "tlaloc/support/status.h"
@@ -81,10 +82,27 @@ class Backend {
 
   // Uploads, executes without donation and downloads: the common test path.
   StatusOr<std::vector<Literal>> Run(CompiledProgram& program, const std::vector<Literal>& args);
+
+  // ---- Several devices (docs/SHARDING.md) ----
+  int num_devices() const { return static_cast<int>(devices().size()); }
+  // Compiles `entry` for a grid of replicas x partitions; process (r, p) runs on device
+  // r * num_partitions + p. A 1 x 1 grid is Compile.
+  virtual StatusOr<std::unique_ptr<CompiledProgram>> CompileForDevices(
+      std::shared_ptr<const Module> module, const ProcessGrid& grid, const std::string& entry = "");
+  // Runs a program compiled for N devices: args[d] on device d, each argument resident there.
+  // Returns each device's results, resident on it. One list is Execute.
+  virtual StatusOr<std::vector<std::vector<std::unique_ptr<DeviceBuffer>>>> ExecuteOnDevices(
+      CompiledProgram& program, const std::vector<std::vector<ExecuteArg>>& args);
+  // Uploads args[d] to device d, executes without donation and downloads.
+  StatusOr<std::vector<std::vector<Literal>>> RunOnDevices(
+      CompiledProgram& program, const std::vector<std::vector<Literal>>& args);
 };
 
-// The in-process reference interpreter as a backend (one device). `options` carry custom_call
-// handlers (e.g. the cpu kernels kernelize installs).
+// The in-process reference interpreter as a backend. `options` carry custom_call handlers
+// (e.g. the cpu kernels kernelize installs). Its devices: TLALOC_CPU_DEVICES (default 1); an
+// invalid value makes Compile fail naming the variable.
 std::unique_ptr<Backend> MakeInterpreterBackend(InterpreterOptions options = {});
+// The same with `num_devices` devices (>= 1), each a thread of this process.
+std::unique_ptr<Backend> MakeInterpreterBackend(InterpreterOptions options, int num_devices);
 
 }  // namespace tlaloc
