@@ -15,12 +15,12 @@ namespace tlaloc::kernels {
 namespace {
 
 const LayerSignature kSignatures[] = {
-    {"RMSNorm", {"x", "weight"}, {"y"}, {"eps"}},
-    {"SiluAndMul", {"gate", "up"}, {"y"}, {}},
-    {"RotaryEmbedding", {"x", "cos", "sin"}, {"y"}, {}},
-    {"Attention", {"q", "k", "v", "mask"}, {"out"}, {"scale"}},
-    {"Linear", {"x", "weight"}, {"y"}, {}},
-    {"Embedding", {"table", "ids"}, {"y"}, {}},
+    {std::string(nn::kRmsNormLayer), {"x", "weight"}, {"y"}, {"eps"}},
+    {std::string(nn::kSiluAndMulLayer), {"gate", "up"}, {"y"}, {}},
+    {std::string(nn::kRotaryEmbeddingLayer), {"x", "cos", "sin"}, {"y"}, {}},
+    {std::string(nn::kAttentionLayer), {"q", "k", "v", "mask"}, {"out"}, {"scale"}},
+    {std::string(nn::kLinearLayer), {"x", "weight"}, {"y"}, {}},
+    {std::string(nn::kEmbeddingLayer), {"table", "ids"}, {"y"}, {}},
     // Not an nn layer of Qwen3; programs built by hand trace it (the TPU example).
     {"ReLU", {"x"}, {"y"}, {}},
 };
@@ -383,9 +383,10 @@ StatusOr<KernelizeResult> Kernelizer::Apply(std::shared_ptr<Module> module,
                             DtypeText(first));
       continue;
     }
-    std::map<std::string, double> attrs;
+    // The traced call's own settings first; options fill what a hand-built trace lacks.
+    std::map<std::string, double> attrs = rec.attributes;
     if (auto it = options_.layer_attributes.find(rec.kernel); it != options_.layer_attributes.end())
-      attrs = it->second;
+      attrs.insert(it->second.begin(), it->second.end());
     for (const auto& a : spec.attributes)
       if (!attrs.count(a))
         return InvalidArgument("kernelize: layer " + label + " needs attribute '" + a +

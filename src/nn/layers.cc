@@ -14,13 +14,15 @@ std::vector<LayerRecord> LayerTrace::Find(std::string_view kernel) const {
   return out;
 }
 
-LayerScope::LayerScope(LayerTrace* trace, OpBuilder* b, std::string_view kernel, std::string path)
+LayerScope::LayerScope(LayerTrace* trace, OpBuilder* b, std::string_view kernel, std::string path,
+                       std::map<std::string, double> attributes)
     : trace_(trace), b_(b) {
   if (!trace_ || !b_) return;
   index_ = trace_->records_.size();
   LayerRecord r;
   r.kernel = std::string(kernel);
   r.path = std::move(path);
+  r.attributes = std::move(attributes);
   r.block = b_->block();
   r.begin_op = b_->block()->operations().size();
   trace_->records_.push_back(std::move(r));
@@ -63,7 +65,7 @@ Tensor Linear(const Tensor& x, const Tensor& weight, LayerTrace* trace, const st
 
 Tensor RmsNormLayer(const Tensor& x, const Tensor& weight, double eps, LayerTrace* trace,
                     const std::string& path) {
-  LayerScope scope(trace, x.builder(), kRmsNormLayer, path);
+  LayerScope scope(trace, x.builder(), kRmsNormLayer, path, {{"eps", eps}});
   return RmsNorm(x, weight, eps);
 }
 
@@ -115,7 +117,7 @@ Tensor SwiGluMlp(const Tensor& x, const Tensor& gate_w, const Tensor& up_w, cons
 
 Tensor GroupedAttention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                         double scale, LayerTrace* trace, const std::string& path) {
-  LayerScope scope(trace, q.builder(), kAttentionLayer, path);
+  LayerScope scope(trace, q.builder(), kAttentionLayer, path, {{"scale", scale}});
   OpBuilder* b = q.builder();
   if (!b || !q.valid() || !k.valid() || !v.valid() || !mask.valid()) return Tensor();
   int64_t bsz = q.dim(0), t = q.dim(1), hq = q.dim(2), d = q.dim(3);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,8 @@ struct LayerRecord {
   const Block* block = nullptr;
   size_t begin_op = 0;
   size_t end_op = 0;
+  // The call's scalar settings a kernel needs (RMSNorm's eps, Attention's scale).
+  std::map<std::string, double> attributes;
 };
 
 class LayerTrace {
@@ -48,7 +51,8 @@ class LayerTrace {
 // RAII: records one layer call in `trace` (may be null) from construction to destruction.
 class LayerScope {
  public:
-  LayerScope(LayerTrace* trace, OpBuilder* b, std::string_view kernel, std::string path);
+  LayerScope(LayerTrace* trace, OpBuilder* b, std::string_view kernel, std::string path,
+             std::map<std::string, double> attributes = {});
   ~LayerScope();
   LayerScope(const LayerScope&) = delete;
   LayerScope& operator=(const LayerScope&) = delete;
