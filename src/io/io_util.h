@@ -4,9 +4,11 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 
+#include "tlaloc/io/model_config.h"
 #include "tlaloc/support/atomic_file.h"
 #include "tlaloc/support/status.h"
 
@@ -25,5 +27,9 @@ using ::tlaloc::ByteSink;
 Status WriteFileAtomically(const std::filesystem::path& path,
                            const std::function<Status(const ByteSink&)>& write);
 Status WriteStringAtomically(const std::filesystem::path& path, const std::string& text);
+
+// The distinct parameters of a config (a tied head counted once), computed without listing its
+// tensors; nullopt when a size or the total overflows int64.
+std::optional<int64_t> CountParameters(const ModelConfig& config);
 
 }  // namespace tlaloc::io

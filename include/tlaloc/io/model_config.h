@@ -91,6 +91,13 @@ struct ModelConfig {
 // The class defaults of transformers' Qwen3Config / Qwen3MoeConfig.
 ModelConfig DefaultModelConfig(ModelArchitecture architecture);
 
+// Limits of a config Tlaloc accepts beyond its consistency checks: layers and experts (their
+// tensors are listed one by one), and a parameter count whose bytes, at up to 8 per parameter,
+// fit in int64 (so no size computed from the config overflows).
+inline constexpr int64_t kMaxHiddenLayers = 1 << 16;
+inline constexpr int64_t kMaxExperts = 1 << 16;
+inline constexpr int64_t kMaxParameters = INT64_MAX / 8;
+
 // Parses config.json text. The architecture comes from "architectures" and/or "model_type"
 // (they must agree; others are refused by name). Wrongly typed fields, non-positive sizes,
 // heads not divisible by KV heads, top-k above the expert count and the like are refused with
@@ -140,7 +147,8 @@ struct ExpectedTensor {
 
 // Every tensor of a Qwen3 / Qwen3-MoE checkpoint in transformers' naming, in model order.
 std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& config);
-// Number of distinct parameters (a tied head counted once).
+// Number of distinct parameters (a tied head counted once); INT64_MAX for a config whose sizes
+// overflow int64 (ValidateModelConfig refuses those).
 int64_t ParameterCount(const ModelConfig& config);
 
 }  // namespace tlaloc::io

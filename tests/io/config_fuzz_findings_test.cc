@@ -1,0 +1,77 @@
+// config.json inputs that model_config_fuzz found or that review found beside them
+// (docs/RELIABILITY.md): each must be refused with a message naming the field, never crash,
+// hang or overflow.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tlaloc/io/model_config.h"
+
+namespace tlaloc::io {
+namespace {
+
+void ExpectRefused(const std::string& json, const std::string& needle) {
+  auto config = ParseModelConfig(json, "found.json");
+  ASSERT_FALSE(config.ok()) << json;
+  EXPECT_NE(config.status().message().find(needle), std::string::npos)
+      << config.status().ToString();
+  EXPECT_NE(config.status().message().find("found.json"), std::string::npos)
+      << config.status().ToString();
+}
+
+// json::value() threw nlohmann's type_error (an abort) for a rope_type that is not a string.
+TEST(ConfigFuzzFindings, RopeTypeOfTheWrongTypeIsRefused) {
+  ExpectRefused(R"({"model_type":"qwen3","rope_parameters":{"rope_type":1}})",
+                "rope_parameters.rope_type must be a string");
+}
+
+// vocab_size x hidden_size overflowed int64: ParameterCount aborted in NumElements.
+TEST(ConfigFuzzFindings, ParameterCountBeyondInt64IsRefused) {
+  ExpectRefused(R"({"model_type":"qwen3","vocab_size":4611686018427387904,"hidden_size":4})",
+                "parameters, more than Tlaloc supports");
+}
+
+// num_attention_heads x head_dim overflowed (signed overflow, undefined behaviour, in
+// ExpectedTensors).
+TEST(ConfigFuzzFindings, HeadsTimesHeadDimBeyondInt64IsRefused) {
+  ExpectRefused(
+      R"({"model_type":"qwen3","num_attention_heads":4611686018427387904,"num_key_value_heads":1})",
+      "more than 2^63");
+}
+
+// 10^11 layers: deriving one layer type per layer ran out of memory (and time).
+TEST(ConfigFuzzFindings, AbsurdLayerCountIsRefusedBeforeAnythingPerLayer) {
+  ExpectRefused(R"({"model_type":"qwen3","num_hidden_layers":100000000000})",
+                "num_hidden_layers 100000000000 is more than Tlaloc supports (65536)");
+  ExpectRefused(R"({"model_type":"qwen3_moe","num_experts":100000000})",
+                "num_experts 100000000 is more than Tlaloc supports");
+}
+
+// The parameter count is computed without listing tensors, and agrees with the list.
+TEST(ConfigFuzzFindings, ParameterCountMatchesTheExpectedTensors) {
+  for (const char* json : {
+           R"({"model_type":"qwen3","vocab_size":64,"hidden_size":16,"intermediate_size":32,
+              "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
+              "head_dim":8,"tie_word_embeddings":true})",
+           R"({"model_type":"qwen3","vocab_size":10,"hidden_size":4,"intermediate_size":8,
+              "num_hidden_layers":3,"num_attention_heads":1,"num_key_value_heads":1,"head_dim":4,
+              "attention_bias":true})",
+           R"({"architectures":["Qwen3MoeForCausalLM"],"vocab_size":32,"hidden_size":8,
+              "intermediate_size":16,"moe_intermediate_size":4,"num_hidden_layers":3,
+              "num_attention_heads":2,"num_key_value_heads":1,"num_experts":4,
+              "num_experts_per_tok":2,"decoder_sparse_step":2,"mlp_only_layers":[0]})"}) {
+    auto config = ParseModelConfig(json);
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    int64_t sum = 0;
+    for (const auto& t : ExpectedTensors(*config)) {
+      int64_t n = 1;
+      for (int64_t d : t.shape) n *= d;
+      if (!t.optional) sum += n;
+    }
+    EXPECT_EQ(ParameterCount(*config), sum) << json;
+  }
+  EXPECT_EQ(ParameterCount(DefaultModelConfig(ModelArchitecture::kQwen3)), 12'049'461'248);
+}
+
+}  // namespace
+}  // namespace tlaloc::io
