@@ -27,9 +27,9 @@ ctest --test-dir build --output-on-failure -j "$jobs" "$@"
 step_done "build and tests"
 
 # The sanitized clang tree: the fuzz targets and the test binaries of asan_layers.
-# Not yet under ASan: nn, models, generate, train, pjrt, plugin, kernels and the CLI tests
-# (labels models, train, pjrt, kernels, cli); see docs/RELIABILITY.md.
-asan_layers=(support ir ops interp builder stablehlo runtime io tokenizer autodiff)
+# Not yet under ASan: nn, models, generate, train, kernels and the CLI tests (labels models,
+# train, kernels, cli); see docs/RELIABILITY.md.
+asan_layers=(support ir ops interp builder stablehlo runtime io tokenizer autodiff pjrt plugin)
 if [ "${TLALOC_SKIP_SANITIZE:-0}" != "1" ] || [ "${TLALOC_SKIP_FUZZ:-0}" != "1" ]; then
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug \
     -DTLALOC_FUZZ=ON -DTLALOC_BUILD_TESTS=ON -DTLALOC_BUILD_BENCH=OFF >/dev/null
@@ -37,6 +37,7 @@ if [ "${TLALOC_SKIP_SANITIZE:-0}" != "1" ] || [ "${TLALOC_SKIP_FUZZ:-0}" != "1" 
   for src in fuzz/*_fuzz.cc; do san_targets+=(--target "$(basename "$src" .cc)"); done
   if [ "${TLALOC_SKIP_SANITIZE:-0}" != "1" ]; then
     for layer in "${asan_layers[@]}"; do san_targets+=(--target "tlaloc_${layer}_tests"); done
+    san_targets+=(--target tlaloc_cli)  # plugin.generate_cli_parity runs the CLI
   fi
   cmake --build build-fuzz -j "$jobs" "${san_targets[@]}"
   step_done "ASan + UBSan build (clang)"
@@ -54,6 +55,15 @@ if [ "${TLALOC_SKIP_SANITIZE:-0}" != "1" ]; then
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-fuzz --output-on-failure -j "$jobs" -L '^(core|io|autodiff)$' \
     -E "$exclude"
+  # The PJRT tests dlopen the plugin, which has thread_local variables. Clang 14's LeakSanitizer
+  # then reads a garbage dynamic-TLS range for that module when it scans the main thread at exit
+  # ("DTLS 10 at 0x2e77-0x300003f79", "Tracer caught signal 11") and aborts after every test
+  # passed; it is the runtime's __tls_get_addr tracking under Debian 12's glibc, not a leak.
+  # intercept_tls_get_addr=0 turns that tracking off for these tests only (their dynamic TLS is
+  # then not scanned for pointers); leaks are still checked.
+  ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-fuzz --output-on-failure -j "$jobs" -L '^pjrt$' -E "$exclude"
   step_done "ASan + UBSan tests"
 fi
 
