@@ -44,6 +44,9 @@ failed=()
 for t in "${targets[@]}"; do
   seeds="fuzz/corpus/$t"
   [ -d "$seeds" ] || { echo "fuzz_smoke: $t has no seed corpus $seeds" >&2; exit 2; }
+  # A dictionary of the format's keywords, when the target has one.
+  dict=()
+  [ -f "fuzz/dict/$t.dict" ] && dict=(-dict="fuzz/dict/$t.dict")
   work="$out/$t"
   rm -rf "$work"
   mkdir -p "$work/corpus"
@@ -51,7 +54,7 @@ for t in "${targets[@]}"; do
   # Scratch corpus first: libFuzzer writes what it finds into the first directory.
   if ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" \
     UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
-    "$build/fuzz/$t" -max_total_time="$secs" -timeout=20 -rss_limit_mb=4096 \
+    "$build/fuzz/$t" -max_total_time="$secs" -timeout=20 -rss_limit_mb=4096 "${dict[@]}" \
     -print_final_stats=1 -artifact_prefix="$work/" "$work/corpus" "$seeds" \
     >"$work/log.txt" 2>&1; then
     execs="$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/log.txt" | grep -o '[0-9]*$' || true)"

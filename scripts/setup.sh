@@ -4,7 +4,11 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev
+  build-essential cmake ninja-build ccache pkg-config
+  # The fuzz smoke of scripts/test.sh: clang 14 (Debian 12's clang) and its libFuzzer, ASan and
+  # UBSan runtimes. GCC's ASan/UBSan/TSan runtimes (libasan8, libubsan1, libtsan2) come with
+  # build-essential's gcc-12.
+  clang libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libopenblas-dev
   libpcre2-dev libutf8proc-dev libprotobuf-dev protobuf-compiler

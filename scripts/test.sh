@@ -1,25 +1,76 @@
 #!/usr/bin/env bash
-# Builds Tlaloc and runs the whole test suite (then the core tests again under ASan + UBSan).
-# Usage: scripts/test.sh [ctest args...]   Set TLALOC_SKIP_SANITIZE=1 to skip the sanitizer pass.
+# Builds Tlaloc and runs the whole test suite, then the checks of docs/RELIABILITY.md:
+#   1. build/       RelWithDebInfo (GCC): every test.
+#   2. build-fuzz/  clang 14, ASan + UBSan with every report fatal (TLALOC_FUZZ=ON, Debug): the
+#                   test binaries of asan_layers below, except the conformance sweep.
+#   3. build-fuzz/  the same tree: every libFuzzer target of fuzz/ for TLALOC_FUZZ_SECONDS
+#                   (default 30) over its seed corpus (scripts/fuzz_smoke.sh).
+# Steps 2 and 3 share one sanitized tree, so the libraries are compiled with sanitizers once.
+# Each step prints how long it took. Usage: scripts/test.sh [ctest args for step 1...]
+# Env: TLALOC_SKIP_SANITIZE=1 skips 2; TLALOC_SKIP_FUZZ=1 skips 3.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 bash scripts/setup.sh
 jobs="$(nproc)"
+step_start=$SECONDS
+timing=()
+step_done() {  # step_done NAME: records and prints the time since the previous step ended
+  timing+=("$1: $((SECONDS - step_start)) s")
+  echo "test.sh: $1 took $((SECONDS - step_start)) s"
+  step_start=$SECONDS
+}
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs" "$@"
+step_done "build and tests"
+
+# The sanitized clang tree: the fuzz targets and the test binaries of asan_layers.
+# Not yet under ASan: nn, models, generate, train, kernels and the CLI tests (labels models,
+# train, kernels, cli); see docs/RELIABILITY.md.
+asan_layers=(support ir ops interp builder stablehlo runtime io tokenizer autodiff pjrt plugin)
+if [ "${TLALOC_SKIP_SANITIZE:-0}" != "1" ] || [ "${TLALOC_SKIP_FUZZ:-0}" != "1" ]; then
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+    -DTLALOC_FUZZ=ON -DTLALOC_BUILD_TESTS=ON -DTLALOC_BUILD_BENCH=OFF >/dev/null
+  san_targets=()
+  for src in fuzz/*_fuzz.cc; do san_targets+=(--target "$(basename "$src" .cc)"); done
+  if [ "${TLALOC_SKIP_SANITIZE:-0}" != "1" ]; then
+    for layer in "${asan_layers[@]}"; do san_targets+=(--target "tlaloc_${layer}_tests"); done
+    san_targets+=(--target tlaloc_cli)  # plugin.generate_cli_parity runs the CLI
+  fi
+  cmake --build build-fuzz -j "$jobs" "${san_targets[@]}"
+  step_done "ASan + UBSan build (clang)"
+fi
 
 if [ "${TLALOC_SKIP_SANITIZE:-0}" != "1" ]; then
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTLALOC_SANITIZE=ON \
-    -DTLALOC_BUILD_BENCH=OFF >/dev/null
-  # The core layers' tests under the sanitizers (the conformance sweep runs once, above).
-  core_targets=()
-  for layer in support ir ops interp stablehlo builder; do
-    [ -d "tests/$layer" ] && core_targets+=(--target "tlaloc_${layer}_tests")
-  done
-  cmake --build build-asan -j "$jobs" "${core_targets[@]}"
-  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir build-asan --output-on-failure -j "$jobs" -L core -E '^Conformance\.'
+  # What is excluded inside those binaries, each with the reason:
+  asan_excluded=(
+    # The StableHLO conformance sweep: thousands of programs, already run in step 1; the
+    # interpreter's ops run under ASan in the ops/interp/stablehlo tests.
+    '^Conformance\.'
+  )
+  exclude="$(IFS='|'; echo "${asan_excluded[*]}")"
+  # The labels of asan_layers' binaries (tokenizer's tests are labelled io).
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-fuzz --output-on-failure -j "$jobs" -L '^(core|io|autodiff)$' \
+    -E "$exclude"
+  # The PJRT tests dlopen the plugin, which has thread_local variables. Clang 14's LeakSanitizer
+  # then reads a garbage dynamic-TLS range for that module when it scans the main thread at exit
+  # ("DTLS 10 at 0x2e77-0x300003f79", "Tracer caught signal 11") and aborts after every test
+  # passed; it is the runtime's __tls_get_addr tracking under Debian 12's glibc, not a leak.
+  # intercept_tls_get_addr=0 turns that tracking off for these tests only (their dynamic TLS is
+  # then not scanned for pointers); leaks are still checked.
+  ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-fuzz --output-on-failure -j "$jobs" -L '^pjrt$' -E "$exclude"
+  step_done "ASan + UBSan tests"
 fi
+
+if [ "${TLALOC_SKIP_FUZZ:-0}" != "1" ]; then
+  TLALOC_FUZZ_BUILD_DIR=build-fuzz TLALOC_FUZZ_JOBS="$jobs" \
+    bash scripts/fuzz_smoke.sh "${TLALOC_FUZZ_SECONDS:-30}"
+  step_done "fuzz smoke"
+fi
+
+printf 'test.sh: %s\n' "${timing[@]}"

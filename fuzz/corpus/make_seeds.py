@@ -148,3 +148,97 @@ tok2 = dict(tok, pre_tokenizer={"type": "Sequence", "pretokenizers": [
 write("tokenizer_fuzz", "json_split", b"\x00" + json.dumps(tok2).encode())
 write("tokenizer_fuzz", "text_ascii", b"\x01the cat sat in the aaaa <|s|> <t>  x")
 write("tokenizer_fuzz", "text_utf8", b"\x01caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xc3\x83\xc2\xa9")
+
+# --- config.json / generation_config.json: first byte even = config.json, odd = generation.
+def config_seed(name, obj):
+    write("model_config_fuzz", name, b"\x00" + json.dumps(obj, indent=2).encode())
+
+
+config_seed("qwen3_tiny.json", {
+    "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "vocab_size": 64,
+    "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 8, "hidden_act": "silu", "max_position_embeddings": 128,
+    "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16", "bos_token_id": 1, "eos_token_id": [2, 3], "pad_token_id": None,
+    "transformers_version": "4.51.0", "use_sliding_window": False, "sliding_window": None})
+config_seed("qwen3_moe.json", {
+    "architectures": ["Qwen3MoeForCausalLM"], "vocab_size": 32, "hidden_size": 8,
+    "intermediate_size": 16, "moe_intermediate_size": 4, "num_hidden_layers": 3,
+    "num_attention_heads": 2, "num_key_value_heads": 1, "num_experts": 4, "num_experts_per_tok": 2,
+    "decoder_sparse_step": 2, "mlp_only_layers": [0], "norm_topk_prob": True, "dtype": "float32",
+    "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}})
+config_seed("sliding_rope_parameters.json", {
+    "model_type": "qwen3", "vocab_size": 10, "hidden_size": 4, "intermediate_size": 8,
+    "num_hidden_layers": 3, "num_attention_heads": 1, "num_key_value_heads": 1, "head_dim": 4,
+    "use_sliding_window": True,
+    "sliding_window": 16, "max_window_layers": 1, "attention_bias": True,
+    "layer_types": ["full_attention", "sliding_attention", "sliding_attention"],
+    "rope_parameters": {"rope_type": "linear", "rope_theta": 10000.0, "factor": 2.0}})
+write("model_config_fuzz", "generation_qwen3.json", b"\x01" + json.dumps({
+    "bos_token_id": 151643, "do_sample": True, "eos_token_id": [151645, 151643],
+    "pad_token_id": 151643, "temperature": 0.6, "top_k": 20, "top_p": 0.95,
+    "transformers_version": "4.51.0"}, indent=2).encode())
+write("model_config_fuzz", "generation_min.json",
+      b"\x01" + json.dumps({"max_new_tokens": 8, "min_p": 0.1, "top_k": None,
+                            "repetition_penalty": 1.1, "max_length": 64}).encode())
+
+
+# --- .npy: magic, version, little-endian header length, Python-dict header, raw data.
+def npy(descr, shape, raw, version=1):
+    shape_text = "(" + "".join(f"{d}, " for d in shape).rstrip(" ")
+    shape_text = shape_text.rstrip(",") + ("," if len(shape) == 1 else "") + ")"
+    header = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape_text}, }}"
+    size_len = 2 if version == 1 else 4
+    pad = -(8 + size_len + len(header) + 1) % 64
+    header = (header + " " * pad + "\n").encode()
+    return (b"\x93NUMPY" + bytes([version, 0]) + len(header).to_bytes(size_len, "little") +
+            header + raw)
+
+
+write("npy_fuzz", "f32_2x3.npy", npy("<f4", [2, 3], struct.pack("<6f", *range(6))))
+write("npy_fuzz", "i16_big.npy", npy(">i2", [3], struct.pack(">3h", -1, 2, 300)))
+write("npy_fuzz", "bool.npy", npy("|b1", [2, 2], b"\x01\x00\x00\x01"))
+write("npy_fuzz", "u8_scalar.npy", npy("|u1", [], b"\x07"))
+write("npy_fuzz", "f64_v2.npy", npy("<f8", [1], struct.pack("<d", 2.5), version=2))
+write("npy_fuzz", "empty_f16.npy", npy("<f2", [0, 3], b""))
+
+
+# --- kernel metadata.json (first byte even) and kernels.lock (odd).
+write("kernel_metadata_fuzz", "universal.json", b"\x00" + json.dumps({
+    "name": "rmsnorm", "id": "tlaloc-examples/rmsnorm", "version": 1, "license": "Apache-2.0",
+    "backend": {"type": "universal"}, "module": "rmsnorm.mlir",
+    "layers": {"RMSNorm": {"operands": ["x", "weight"], "results": ["y"],
+                           "attributes": ["eps"], "dtypes": ["f32", "bf16"],
+                           "has-backward": False, "function": "rms_norm"}},
+    "digest": {"algorithm": "sha256",
+               "files": {"rmsnorm.mlir": "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="}}},
+    indent=2).encode())
+write("kernel_metadata_fuzz", "cpu_depends.json", b"\x00" + json.dumps({
+    "name": "silu-and-mul", "version": 2, "backend": {"type": "cpu", "archs": ["x86_64"]},
+    "library": "libsilu.so",
+    "kernel-depends": [{"repo-id": "org/base", "version": 1}, {"repo-id": "org/other",
+                                                                "revision": "main"}],
+    "layers": {"SiluAndMul": {"operands": ["x"], "results": ["y"], "symbol": "silu_and_mul"},
+               "ReLU": {"results": ["y"], "payload": "relu.mosaic"}}}).encode())
+write("kernel_metadata_fuzz", "lockfile.json", b"\x01" + json.dumps([
+    {"repo": "https://example.com/org/rmsnorm.git", "commit": "0123456789abcdef0123456789abcdef01234567",
+     "variants": {"tlaloc-universal": {"hash": "sha256-00ff", "hash-type": "sha256-of-file-digests"},
+                  "tlaloc-cpu-x86_64-linux": {"hash": "sha256-11ee"}}},
+    {"repo": "/local/silu", "commit": "fedcba9876543210fedcba9876543210fedcba98"}],
+    indent=2).encode())
+
+# --- JSONL fine-tuning rows: text rows and chat rows, one per line.
+write("jsonl_fuzz", "text.jsonl", "\n".join(json.dumps(r) for r in [
+    {"text": "The quick brown fox."}, {"text": "caf\u00e9 \u20ac <|im_end|> not a token"},
+    {"text": "x"}]) + "\n")
+write("jsonl_fuzz", "chat.jsonl", "\n".join(json.dumps(r) for r in [
+    {"messages": [{"role": "system", "content": "Be brief."},
+                  {"role": "user", "content": "Hi?"},
+                  {"role": "assistant", "content": "Hello."}]},
+    {"messages": [{"role": "user", "content": "2+2"},
+                  {"role": "assistant", "content": "<think>\nadd\n</think>\n\n4"},
+                  {"role": "user", "content": "and 3+3"},
+                  {"role": "assistant", "content": "6"}]}]) + "\n")
+write("jsonl_fuzz", "mixed_errors.jsonl",
+      '{"text": "ok"}\n\n{"messages": []}\n{"text": 3}\nnot json\n'
+      '{"messages": [{"role": "user", "content": "no reply"}]}\n')

@@ -4,9 +4,11 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 
+#include "tlaloc/io/model_config.h"
 #include "tlaloc/support/atomic_file.h"
 #include "tlaloc/support/status.h"
 
@@ -25,5 +27,6 @@ using ::tlaloc::ByteSink;
 Status WriteFileAtomically(const std::filesystem::path& path,
                            const std::function<Status(const ByteSink&)>& write);
 Status WriteStringAtomically(const std::filesystem::path& path, const std::string& text);
+
 
 }  // namespace tlaloc::io

@@ -120,6 +120,9 @@ Status ParseRope(JsonFields& f, ModelConfig& c) {
       c.rope_theta = theta;
       p.erase("rope_theta");
     }
+    if (p.contains("rope_type") && !p["rope_type"].is_string())
+      return f.Error("rope_parameters.rope_type must be a string, got " +
+                     DescribeJson(p["rope_type"]));
     std::string type = p.value("rope_type", std::string("default"));
     if (type != "default") {
       if (c.rope_scaling) return f.Error("both rope_scaling and rope_parameters set a rope type");
@@ -207,7 +210,20 @@ ModelConfig DefaultModelConfig(ModelArchitecture architecture) {
   return c;
 }
 
+// Counts that bound how many tensors (and layer types) a config lists.
+static Status CheckCounts(const ModelConfig& c) {
+  if (c.num_hidden_layers > kMaxHiddenLayers)
+    return InvalidArgument("num_hidden_layers " + std::to_string(c.num_hidden_layers) +
+                           " is more than Tlaloc supports (" + std::to_string(kMaxHiddenLayers) +
+                           ")");
+  if (c.is_moe() && c.num_experts > kMaxExperts)
+    return InvalidArgument("num_experts " + std::to_string(c.num_experts) +
+                           " is more than Tlaloc supports (" + std::to_string(kMaxExperts) + ")");
+  return OkStatus();
+}
+
 Status ValidateModelConfig(const ModelConfig& c) {
+  TL_RETURN_IF_ERROR(CheckCounts(c));
   TL_RETURN_IF_ERROR(Positive("vocab_size", c.vocab_size));
   TL_RETURN_IF_ERROR(Positive("hidden_size", c.hidden_size));
   TL_RETURN_IF_ERROR(Positive("intermediate_size", c.intermediate_size));
@@ -264,6 +280,15 @@ Status ValidateModelConfig(const ModelConfig& c) {
                                " is not a layer index in [0, " +
                                std::to_string(c.num_hidden_layers) + ")");
   }
+  // Sizes from a file: every product of them must fit, or shapes and byte counts overflow.
+  std::optional<int64_t> params = CountParameters(c);
+  if (!params || *params > kMaxParameters)
+    return InvalidArgument("the sizes (vocab_size " + std::to_string(c.vocab_size) +
+                           ", hidden_size " + std::to_string(c.hidden_size) +
+                           ", heads x head_dim, intermediate sizes, layers, experts) " + "give " +
+                           (params ? std::to_string(*params) : std::string("more than 2^63")) +
+                           " parameters, more than Tlaloc supports (" +
+                           std::to_string(kMaxParameters) + ")");
   return OkStatus();
 }
 
@@ -316,6 +341,8 @@ StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::string_v
   TL_RETURN_IF_ERROR(f.OptionalInt("sliding_window", &window));
   c.sliding_window = c.use_sliding_window ? window : std::nullopt;
   TL_RETURN_IF_ERROR(f.Int("max_window_layers", &c.max_window_layers));
+  // Before the layer types are derived (one per layer).
+  if (Status counts = CheckCounts(c); !counts.ok()) return f.Error(counts.message());
   c.layer_types.clear();
   TL_RETURN_IF_ERROR(f.StringList("layer_types", &c.layer_types));
   if (!f.Has("layer_types") || f.IsNull("layer_types")) c.layer_types = DerivedLayerTypes(c);

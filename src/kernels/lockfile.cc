@@ -25,14 +25,10 @@ void Lockfile::Upsert(LockEntry entry) {
   entries.push_back(std::move(entry));
 }
 
-StatusOr<Lockfile> ReadLockfile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) return NotFound("cannot read lockfile " + path.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  json j = json::parse(ss.str(), nullptr, false);
+StatusOr<Lockfile> ParseLockfile(std::string_view text, std::string_view source) {
+  json j = json::parse(text, nullptr, false);
   auto bad = [&](const std::string& why) {
-    return InvalidArgument("lockfile " + path.string() + ": " + why);
+    return InvalidArgument("lockfile " + std::string(source) + ": " + why);
   };
   if (j.is_discarded() || !j.is_array()) return bad("expected a JSON list of locked repositories");
   Lockfile lock;
@@ -56,7 +52,15 @@ StatusOr<Lockfile> ReadLockfile(const std::filesystem::path& path) {
   return lock;
 }
 
-Status WriteLockfile(const Lockfile& lock, const std::filesystem::path& path) {
+StatusOr<Lockfile> ReadLockfile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound("cannot read lockfile " + path.string());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseLockfile(ss.str(), path.string());
+}
+
+std::string LockfileToJson(const Lockfile& lock) {
   json j = json::array();
   for (const auto& e : lock.entries) {
     json variants = json::object();
@@ -64,7 +68,11 @@ Status WriteLockfile(const Lockfile& lock, const std::filesystem::path& path) {
       variants[v] = {{"hash", h}, {"hash-type", "sha256-of-file-digests"}};
     j.push_back({{"repo", e.repo}, {"commit", e.commit}, {"variants", variants}});
   }
-  return WriteStringAtomic(path, j.dump(2) + "\n").WithContext("lockfile");
+  return j.dump(2) + "\n";
+}
+
+Status WriteLockfile(const Lockfile& lock, const std::filesystem::path& path) {
+  return WriteStringAtomic(path, LockfileToJson(lock)).WithContext("lockfile");
 }
 
 }  // namespace tlaloc::kernels

@@ -96,11 +96,18 @@ StatusOr<std::vector<std::string>> ListVariants(const fs::path& repo_root) {
 StatusOr<VariantMetadata> ReadMetadata(const fs::path& variant_dir) {
   fs::path file = variant_dir / kMetadataFile;
   TL_ASSIGN_OR_RETURN(std::string text, ReadFileBytes(file));
+  return ParseMetadata(text, variant_dir.filename().string(), file.string());
+}
+
+StatusOr<VariantMetadata> ParseMetadata(std::string_view text, std::string_view variant,
+                                        std::string_view source) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  auto bad = [&](const std::string& why) { return InvalidArgument(file.string() + ": " + why); };
+  auto bad = [&](const std::string& why) {
+    return InvalidArgument(std::string(source) + ": " + why);
+  };
   if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
   VariantMetadata m;
-  m.variant = variant_dir.filename().string();
+  m.variant = std::string(variant);
   auto str = [&](const char* key) {
     return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
   };
@@ -141,16 +148,27 @@ StatusOr<VariantMetadata> ReadMetadata(const fs::path& variant_dir) {
     s.results = StringList(l, "results");
     s.attributes = StringList(l, "attributes");
     s.dtypes = StringList(l, "dtypes");
-    s.has_backward = l.value("has-backward", false);
-    s.symbol = l.value("symbol", std::string());
-    s.function = l.value("function", std::string());
-    s.payload = l.value("payload", std::string());
+    if (l.contains("has-backward")) {
+      if (!l["has-backward"].is_boolean())
+        return bad("layer " + name + ": \"has-backward\" must be true or false");
+      s.has_backward = l["has-backward"].get<bool>();
+    }
+    for (auto [key, field] : {std::pair{"symbol", &s.symbol}, std::pair{"function", &s.function},
+                              std::pair{"payload", &s.payload}}) {
+      if (!l.contains(key)) continue;
+      if (!l[key].is_string()) return bad("layer " + name + ": \"" + key + "\" must be a string");
+      *field = l[key].get<std::string>();
+    }
     if (s.results.empty()) return bad("layer " + name + " declares no results");
     m.layers[name] = s;
   }
   if (j.contains("digest")) {
     const json& d = j["digest"];
-    m.digest_algorithm = d.value("algorithm", std::string());
+    if (!d.is_object()) return bad("\"digest\" must be an object");
+    if (d.contains("algorithm")) {
+      if (!d["algorithm"].is_string()) return bad("\"digest\".\"algorithm\" must be a string");
+      m.digest_algorithm = d["algorithm"].get<std::string>();
+    }
     if (d.contains("files") && d["files"].is_object())
       for (const auto& [path, v] : d["files"].items())
         if (v.is_string()) m.digests[path] = v.get<std::string>();

@@ -87,6 +87,8 @@ StatusOr<Literal> ParseNpy(std::string_view bytes, std::string_view source_name)
   if (!et || (order != '<' && order != '>' && order != '|' && order != '='))
     return InvalidArgument(src + ": unsupported .npy dtype " + descr +
                            " (expected bool, int8-64, uint8-64 or float16/32/64)");
+  if (shape_text.size() < 2 || shape_text.front() != '(' || shape_text.back() != ')')
+    return InvalidArgument(src + ": .npy shape " + shape_text + " is not a tuple");
   std::vector<int64_t> dims;
   {
     std::string inner = shape_text.substr(1, shape_text.size() - 2);

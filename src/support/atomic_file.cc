@@ -5,8 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -23,8 +26,58 @@ fs::path ParentOrDot(const fs::path& path) {
   return parent.empty() ? fs::path(".") : parent;
 }
 
-// Writes all of `bytes` to `fd`, retrying short writes and EINTR.
+// TLALOC_TEST_KILL_AFTER_WRITES=N (see atomic_file.h): the N-th write step SIGKILLs the process.
+class KillAfterWrites {
+ public:
+  KillAfterWrites() {
+    const char* env = std::getenv("TLALOC_TEST_KILL_AFTER_WRITES");
+    limit_ = env ? std::atoll(env) : 0;
+  }
+  // The process ended without reaching the limit: say how many steps it had.
+  ~KillAfterWrites() {
+    if (limit_ > 0)
+      std::fprintf(stderr, "TLALOC_TEST_KILL_AFTER_WRITES=%lld not reached: %lld write steps\n",
+                   limit_, static_cast<long long>(count_.load()));
+  }
+  bool active() const { return limit_ > 0; }
+  void Step() {
+    if (limit_ > 0 && count_.fetch_add(1) + 1 == limit_) {
+      std::fflush(nullptr);
+      std::raise(SIGKILL);
+    }
+  }
+
+ private:
+  long long limit_ = 0;
+  std::atomic<long long> count_{0};
+};
+
+KillAfterWrites& KillHook() {
+  static KillAfterWrites hook;
+  return hook;
+}
+
+Status WriteAllOnce(int fd, std::span<const std::byte> bytes, const std::string& name);
+
+// Writes all of `bytes` to `fd`. Under the kill hook it writes in two halves, each a step, so
+// that a kill can leave a torn temporary file.
 Status WriteAll(int fd, std::span<const std::byte> bytes, const std::string& name) {
+  KillAfterWrites& hook = KillHook();
+  if (!hook.active() || bytes.size() < 2) {
+    TL_RETURN_IF_ERROR(WriteAllOnce(fd, bytes, name));
+    hook.Step();
+    return OkStatus();
+  }
+  const size_t half = bytes.size() / 2;
+  TL_RETURN_IF_ERROR(WriteAllOnce(fd, bytes.first(half), name));
+  hook.Step();
+  TL_RETURN_IF_ERROR(WriteAllOnce(fd, bytes.subspan(half), name));
+  hook.Step();
+  return OkStatus();
+}
+
+// Writes all of `bytes` to `fd`, retrying short writes and EINTR.
+Status WriteAllOnce(int fd, std::span<const std::byte> bytes, const std::string& name) {
   const std::byte* p = bytes.data();
   size_t left = bytes.size();
   while (left > 0) {
@@ -84,8 +137,10 @@ Status SyncDirectory(const fs::path& dir) {
 }
 
 Status RenameDurably(const fs::path& from, const fs::path& to) {
+  KillHook().Step();  // before the rename: the new file complete but unpublished
   if (std::rename(from.c_str(), to.c_str()) != 0)
     return ErrnoError(errno, to.string() + ": cannot rename " + from.string() + " into place");
+  KillHook().Step();  // after it, before the folders are synced
   const fs::path to_dir = ParentOrDot(to), from_dir = ParentOrDot(from);
   TL_RETURN_IF_ERROR(SyncDirectory(to_dir));
   std::error_code ec;

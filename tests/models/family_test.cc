@@ -126,5 +126,33 @@ TEST(ModelFamily, ExpectedMoeTensors) {
   EXPECT_EQ(names.size(), 3u + 2 * 8 + (1 + 3 * 3) + 3);  // globals, attention, MoE, dense
 }
 
+// The parameter count is computed without listing tensors, and agrees with the list.
+TEST(ModelFamily, ParameterCountFromSizesMatchesTheTensorList) {
+  for (const char* json : {
+           R"({"model_type":"qwen3","vocab_size":64,"hidden_size":16,"intermediate_size":32,
+              "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
+              "head_dim":8,"tie_word_embeddings":true})",
+           R"({"model_type":"qwen3","vocab_size":10,"hidden_size":4,"intermediate_size":8,
+              "num_hidden_layers":3,"num_attention_heads":1,"num_key_value_heads":1,"head_dim":4,
+              "attention_bias":true})",
+           R"({"architectures":["Qwen3MoeForCausalLM"],"vocab_size":32,"hidden_size":8,
+              "intermediate_size":16,"moe_intermediate_size":4,"num_hidden_layers":3,
+              "num_attention_heads":2,"num_key_value_heads":1,"num_experts":4,
+              "num_experts_per_tok":2,"decoder_sparse_step":2,"mlp_only_layers":[0]})"}) {
+    auto config = io::ParseModelConfig(json);
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    int64_t sum = 0;
+    for (const auto& t : models::ExpectedTensors(*config)) {
+      int64_t n = 1;
+      for (int64_t d : t.shape) n *= d;
+      if (!t.optional) sum += n;
+    }
+    EXPECT_EQ(io::CountParameters(*config), sum) << json;
+    EXPECT_EQ(models::ParameterCount(*config), sum) << json;
+  }
+  EXPECT_EQ(io::CountParameters(io::DefaultModelConfig(io::ModelArchitecture::kQwen3)),
+            12'049'461'248);
+}
+
 }  // namespace
 }  // namespace tlaloc

@@ -12,6 +12,15 @@
 #include <thread>
 #include <vector>
 
+// GCC says __SANITIZE_ADDRESS__, clang __has_feature(address_sanitizer) (as buffer_cache.cc).
+#if defined(__SANITIZE_ADDRESS__)
+#define TLALOC_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TLALOC_TEST_ASAN 1
+#endif
+#endif
+
 namespace tlaloc {
 namespace {
 
@@ -147,15 +156,15 @@ TEST(BufferCache, ConcurrentUseKeepsBlocksDistinctAndCountsExact) {
 }
 
 TEST(BufferCache, GlobalCacheIsOffUnderAddressSanitizer) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(TLALOC_TEST_ASAN)
   EXPECT_EQ(BufferCache::Global().capacity_bytes(), 0u);
 #else
-  GTEST_SKIP() << "not an AddressSanitizer build (TLALOC_SANITIZE=ON)";
+  GTEST_SKIP() << "not an AddressSanitizer build (TLALOC_SANITIZE=ON or TLALOC_FUZZ=ON)";
 #endif
 }
 
 TEST(BufferCacheDeathTest, UseAfterFreeOfTensorStorageIsReported) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(TLALOC_TEST_ASAN)
   auto read_after_free = [] {
     const volatile std::byte* p = nullptr;
     {
@@ -166,7 +175,7 @@ TEST(BufferCacheDeathTest, UseAfterFreeOfTensorStorageIsReported) {
   };
   EXPECT_DEATH(read_after_free(), "heap-use-after-free");
 #else
-  GTEST_SKIP() << "not an AddressSanitizer build (TLALOC_SANITIZE=ON)";
+  GTEST_SKIP() << "not an AddressSanitizer build (TLALOC_SANITIZE=ON or TLALOC_FUZZ=ON)";
 #endif
 }
 

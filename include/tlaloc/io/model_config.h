@@ -91,6 +91,13 @@ struct ModelConfig {
 // The class defaults of transformers' Qwen3Config / Qwen3MoeConfig.
 ModelConfig DefaultModelConfig(ModelArchitecture architecture);
 
+// Limits of a config Tlaloc accepts beyond its consistency checks: layers and experts (their
+// tensors are listed one by one), and a parameter count whose bytes, at up to 8 per parameter,
+// fit in int64 (so no size computed from the config overflows).
+inline constexpr int64_t kMaxHiddenLayers = 1 << 16;
+inline constexpr int64_t kMaxExperts = 1 << 16;
+inline constexpr int64_t kMaxParameters = INT64_MAX / 8;
+
 // Parses config.json text. The architecture comes from "architectures" and/or "model_type"
 // (they must agree; others are refused by name). Wrongly typed fields, non-positive sizes,
 // heads not divisible by KV heads, top-k above the expert count and the like are refused with
@@ -130,5 +137,10 @@ StatusOr<GenerationConfig> LoadGenerationConfig(const std::filesystem::path& pat
 StatusOr<GenerationConfig> LoadGenerationConfigOrDefault(const std::filesystem::path& dir,
                                                          const ModelConfig& model);
 std::string GenerationConfigToJson(const GenerationConfig& config);
+
+// The distinct parameters of a config (a tied head counted once) from its sizes alone, every
+// product checked: nullopt when a size or the total overflows int64. ValidateModelConfig bounds
+// it; the tensor list itself is the model family's (models::ExpectedTensors).
+std::optional<int64_t> CountParameters(const ModelConfig& config);
 
 }  // namespace tlaloc::io

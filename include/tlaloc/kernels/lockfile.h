@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tlaloc/support/status.h"
@@ -25,7 +26,11 @@ struct Lockfile {
   void Upsert(LockEntry entry);
 };
 
+// Parses kernels.lock text; `source` (the file) is named in every error.
+StatusOr<Lockfile> ParseLockfile(std::string_view text, std::string_view source = "kernels.lock");
 StatusOr<Lockfile> ReadLockfile(const std::filesystem::path& path);
+// The JSON text WriteLockfile writes.
+std::string LockfileToJson(const Lockfile& lock);
 Status WriteLockfile(const Lockfile& lock, const std::filesystem::path& path);
 
 }  // namespace tlaloc::kernels

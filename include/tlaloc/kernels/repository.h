@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tlaloc/kernels/variant.h"
@@ -58,6 +59,10 @@ StatusOr<std::string> ReadFileBytes(const std::filesystem::path& path);
 StatusOr<std::vector<std::string>> ListVariants(const std::filesystem::path& repo_root);
 
 StatusOr<VariantMetadata> ReadMetadata(const std::filesystem::path& variant_dir);
+// Parses metadata.json text of the variant folder `variant`; `source` (the file) starts every
+// error message.
+StatusOr<VariantMetadata> ParseMetadata(std::string_view text, std::string_view variant,
+                                        std::string_view source = "metadata.json");
 // Every listed file matches its digest, every file of the folder is listed, and the payload
 // files the metadata names exist. Errors name the file and both digests.
 Status VerifyVariant(const std::filesystem::path& variant_dir, const VariantMetadata& meta);

@@ -2,6 +2,12 @@
 // temporary name in its own folder (".NAME.tmp-PID-RANDOM"), fsync'ed, renamed over the target
 // and the folder fsync'ed, so after a crash or a full disk the target is either the previous
 // file or the complete new one. Errors name the target file and carry strerror.
+//
+// Crash-consistency tests: TLALOC_TEST_KILL_AFTER_WRITES=N makes the process SIGKILL itself
+// right after its N-th write step (counted from 1 over the whole process): each half of a file's
+// bytes written to its temporary (the hook writes in two halves, so a kill can tear a file),
+// the moment before a RenameDurably and the moment after it. A process that ends without
+// reaching N prints "TLALOC_TEST_KILL_AFTER_WRITES=N not reached: C write steps" to stderr.
 #pragma once
 
 #include <cstddef>
