@@ -23,28 +23,11 @@ constexpr int32_t kEndOfText = 256, kVocab = 259;
   std::abort();
 }
 
-// GPT-2's byte-to-symbol map: printable bytes stand for themselves, the rest map from U+0100 on.
-std::string ByteSymbol(int b) {
-  int next = 256, cp = 0;
-  for (int i = 0; i <= b; ++i) {
-    bool printable = (i >= 0x21 && i <= 0x7E) || (i >= 0xA1 && i <= 0xAC) || i >= 0xAE;
-    cp = printable ? i : next++;
-  }
-  std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return s;
-}
-
 const tlaloc::Tokenizer& SmallTokenizer() {
   static const tlaloc::Tokenizer* tok = [] {
     std::string vocab;
     for (int b = 0; b < 256; ++b) {
-      std::string sym = ByteSymbol(b);
+      std::string sym = tlaloc::ByteLevelSymbol(static_cast<uint8_t>(b));
       if (sym == "\"" || sym == "\\") sym = "\\" + sym;
       vocab += (b ? ",\"" : "\"") + sym + "\":" + std::to_string(b);
     }

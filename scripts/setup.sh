@@ -9,6 +9,9 @@ packages=(
   # UBSan runtimes. GCC's ASan/UBSan/TSan runtimes (libasan8, libubsan1, libtsan2) come with
   # build-essential's gcc-12.
   clang libclang-rt-14-dev
+  # clang's own omp.h: the clang build includes it for oneDNN's thread-count calls (GCC's copy
+  # sits in GCC's private include folder, which clang does not search).
+  libomp-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libopenblas-dev
   libpcre2-dev libutf8proc-dev libprotobuf-dev protobuf-compiler

@@ -49,6 +49,10 @@ std::string EncodeUtf8(char32_t c) {
 
 }  // namespace tokenizer_internal
 
+std::string ByteLevelSymbol(uint8_t b) {
+  return tokenizer_internal::EncodeUtf8(tokenizer_internal::ByteToCodePoint()[b]);
+}
+
 namespace {
 
 using json = nlohmann::json;

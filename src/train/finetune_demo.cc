@@ -6,6 +6,7 @@
 #include <set>
 
 #include "tlaloc/models/init.h"
+#include "tlaloc/tokenizer/tokenizer.h"
 #include "tlaloc/train/finetune.h"
 
 namespace tlaloc::train {
@@ -13,30 +14,6 @@ namespace tlaloc::train {
 namespace {
 
 using json = nlohmann::json;
-
-// GPT-2's byte-level alphabet: printable bytes stand for themselves, the others are moved to
-// code points from U+0100 up, in byte order.
-std::string ByteSymbol(int b) {
-  const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174);
-  int code_point = b;
-  if (!printable) {
-    int shifted = 0;
-    for (int x = 0; x < b; ++x) {
-      const bool p = (x >= 33 && x <= 126) || (x >= 161 && x <= 172) || (x >= 174);
-      if (!p) ++shifted;
-    }
-    code_point = 256 + shifted;
-  }
-  // Two-byte UTF-8 at most: code points stay below U+0800.
-  std::string out;
-  if (code_point < 0x80) {
-    out += static_cast<char>(code_point);
-  } else {
-    out += static_cast<char>(0xC0 | (code_point >> 6));
-    out += static_cast<char>(0x80 | (code_point & 0x3F));
-  }
-  return out;
-}
 
 json AddedToken(int id, const char* content) {
   return {{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
@@ -58,7 +35,7 @@ std::string RandomLetters(std::mt19937_64& rng) {
 
 std::string ByteTokenizerJson() {
   json vocab = json::object();
-  for (int b = 0; b < 256; ++b) vocab[ByteSymbol(b)] = b;
+  for (int b = 0; b < 256; ++b) vocab[ByteLevelSymbol(static_cast<uint8_t>(b))] = b;
   json byte_level = {{"type", "ByteLevel"},
                      {"add_prefix_space", false},
                      {"trim_offsets", false},

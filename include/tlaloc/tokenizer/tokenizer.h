@@ -120,4 +120,9 @@ class StreamDecoder {
   std::string pending_;
 };
 
+// The byte-level (GPT-2) alphabet's symbol for byte `b`, as UTF-8: how a tokenizer.json
+// vocabulary spells that byte (printable bytes stand for themselves, the others for code points
+// from U+0100 up).
+std::string ByteLevelSymbol(uint8_t b);
+
 }  // namespace tlaloc
