@@ -95,7 +95,6 @@ Status Engine::Reserve(int64_t num_slots, int64_t max_len) {
   num_slots_ = max_len_ = 0;
   lengths_.clear();
   models::StepShape shape;
-  shape.num_slots = num_slots;
   shape.batch = num_slots;
   shape.max_len = max_len;
   shape.dtype = dtype_;
@@ -158,6 +157,20 @@ StatusOr<Engine::Program*> Engine::GetProgram(const models::StepShape& shape) {
   return &p;
 }
 
+models::StepShape Engine::StepShapeFor(models::StepKind kind, int64_t batch,
+                                       int64_t prompt_len) const {
+  models::StepShape shape;
+  shape.kind = kind;
+  shape.batch = batch;
+  shape.prompt_len = prompt_len;
+  shape.num_slots = num_slots_;
+  shape.max_len = max_len_;
+  shape.dtype = dtype_;
+  shape.sample_vocab = sample_vocab_;
+  shape.max_candidates = max_candidates_;
+  return shape;
+}
+
 Status Engine::CheckSlot(int64_t slot, std::vector<bool>& seen) const {
   if (slot < 0 || slot >= num_slots_)
     return InvalidArgument("slot " + std::to_string(slot) + " is outside the KV cache's " +
@@ -212,10 +225,18 @@ StatusOr<EngineStep> Engine::Run(Program& program, std::map<models::Port, Litera
   for (size_t i = 0; i < sig.outputs.size(); ++i)
     if (sig.outputs[i].aliased_input >= 0) caches_.push_back(std::move((*out)[i]));
   EngineStep step;
+  auto ids = next.span<int32_t>();
+  bool in_order = static_cast<int64_t>(rows.size()) == logits.dims()[0];
+  for (size_t r = 0; r < rows.size() && in_order; ++r)
+    in_order = rows[r] == static_cast<int64_t>(r);
+  if (in_order) {  // every row, in program order: the downloaded logits as they are
+    step.tokens.assign(ids.begin(), ids.end());
+    step.logits = std::move(logits);
+    return step;
+  }
   const int64_t vocab = logits.dims()[1];
   step.logits = Literal::Uninitialized(
       TensorType(ElementType::kF32, {static_cast<int64_t>(rows.size()), vocab}));
-  auto ids = next.span<int32_t>();
   auto src = logits.span<float>();
   auto dst = step.logits.span<float>();
   for (size_t r = 0; r < rows.size(); ++r) {
@@ -246,15 +267,8 @@ StatusOr<EngineStep> Engine::Prefill(std::span<const PrefillRow> rows) {
   if (longest > max_len_)
     return InvalidArgument("prompt of " + std::to_string(longest) +
                            " tokens is longer than the context of " + std::to_string(max_len_));
-  models::StepShape shape;
-  shape.kind = models::StepKind::kPrefill;
-  shape.batch = bsz;
-  shape.prompt_len = PromptBucket(longest);
-  shape.num_slots = num_slots_;
-  shape.max_len = max_len_;
-  shape.dtype = dtype_;
-  shape.sample_vocab = sample_vocab_;
-  shape.max_candidates = max_candidates_;
+  const models::StepShape shape =
+      StepShapeFor(models::StepKind::kPrefill, bsz, PromptBucket(longest));
   TL_ASSIGN_OR_RETURN(Program * program, GetProgram(shape));
   const int64_t t = shape.prompt_len;
   std::vector<int32_t> tokens(bsz * t, 0), positions(bsz * t), lengths(bsz), slots(bsz);
@@ -294,14 +308,7 @@ StatusOr<EngineStep> Engine::Decode(std::span<const DecodeRow> rows) {
     TL_RETURN_IF_ERROR(CheckSampling(rows[r].sampling.params, "row " + std::to_string(r)));
   }
   const int64_t n = num_slots_;
-  models::StepShape shape;
-  shape.kind = models::StepKind::kDecode;
-  shape.batch = n;
-  shape.num_slots = n;
-  shape.max_len = max_len_;
-  shape.dtype = dtype_;
-  shape.sample_vocab = sample_vocab_;
-  shape.max_candidates = max_candidates_;
+  const models::StepShape shape = StepShapeFor(models::StepKind::kDecode, n, 0);
   TL_ASSIGN_OR_RETURN(Program * program, GetProgram(shape));
   // Idle slots run too: they write at their sequence's end (a position nothing reads yet, which
   // their next real step overwrites) and their results are dropped.

@@ -107,6 +107,8 @@ class Engine {
   StatusOr<EngineStep> Run(Program& program, std::map<models::Port, Literal> step_inputs,
                            const std::vector<int64_t>& rows);
   Status CheckSlot(int64_t slot, std::vector<bool>& seen) const;
+  // The step program shape for the current cache and sampling limits.
+  models::StepShape StepShapeFor(models::StepKind kind, int64_t batch, int64_t prompt_len) const;
 
   // Declared first so that it outlives every buffer and program below.
   std::shared_ptr<Backend> backend_;
