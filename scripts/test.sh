@@ -5,9 +5,11 @@
 #                   test binaries of asan_layers below, except the conformance sweep.
 #   3. build-fuzz/  the same tree: every libFuzzer target of fuzz/ for TLALOC_FUZZ_SECONDS
 #                   (default 30) over its seed corpus (scripts/fuzz_smoke.sh).
+#   4. build-tsan/  GCC, ThreadSanitizer (TLALOC_TSAN=ON): the tests of the code whose threads
+#                   share memory (thread pool, buffer cache, N-device collectives, threads).
 # Steps 2 and 3 share one sanitized tree, so the libraries are compiled with sanitizers once.
 # Each step prints how long it took. Usage: scripts/test.sh [ctest args for step 1...]
-# Env: TLALOC_SKIP_SANITIZE=1 skips 2; TLALOC_SKIP_FUZZ=1 skips 3.
+# Env: TLALOC_SKIP_SANITIZE=1 skips 2; TLALOC_SKIP_FUZZ=1 skips 3; TLALOC_SKIP_TSAN=1 skips 4.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -71,6 +73,22 @@ if [ "${TLALOC_SKIP_FUZZ:-0}" != "1" ]; then
   TLALOC_FUZZ_BUILD_DIR=build-fuzz TLALOC_FUZZ_JOBS="$jobs" \
     bash scripts/fuzz_smoke.sh "${TLALOC_FUZZ_SECONDS:-30}"
   step_done "fuzz smoke"
+fi
+
+if [ "${TLALOC_SKIP_TSAN:-0}" != "1" ]; then
+  # Only the binaries whose tests exercise shared memory between threads, and in them only those
+  # tests: ThreadSanitizer slows code 5-15x, and single-threaded tests can have no race.
+  tsan_binaries=(tlaloc_support_tests tlaloc_interp_tests tlaloc_runtime_tests)
+  tsan_tests='^(ThreadSanitizerDeathTest|ThreadPoolTest|DefaultThreadPoolTest|BufferCache|Collectives|MultiDeviceBackend|InterpreterThreads)\.'
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTLALOC_TSAN=ON \
+    -DTLALOC_BUILD_BENCH=OFF >/dev/null
+  tsan_build=()
+  for b in "${tsan_binaries[@]}"; do tsan_build+=(--target "$b"); done
+  cmake --build build-tsan -j "$jobs" "${tsan_build[@]}"
+  # halt_on_error: a race fails its test instead of only printing a report.
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/scripts/tsan.supp" \
+    ctest --test-dir build-tsan --output-on-failure -j "$jobs" -R "$tsan_tests"
+  step_done "ThreadSanitizer build and tests"
 fi
 
 printf 'test.sh: %s\n' "${timing[@]}"
