@@ -21,7 +21,9 @@
 # ($HOME), INSTALL_PLUGIN (auto: pip-install the pinned plugin when none resolves; 0: never),
 # BRINGUP_VENV ($HOME/tlaloc-bringup-venv), RECORD_PROGRAMS=1 (TLALOC_PROGRAMS_DIR under the
 # results), FINETUNE_ARGS (the finetune lane's finetune-demo flags), MULTICHIP_MIN_CHIPS (4),
-# BRINGUP_LANE_<lane> ('BINARY=GTEST_FILTER;...' or 'cmd:NAME=COMMAND' entries replacing a lane's).
+# BRINGUP_LANE_<lane> ('BINARY=GTEST_FILTER;...' or 'cmd:NAME=COMMAND' entries replacing a lane's),
+# BRINGUP_IGNORE_HOLDERS (process names whose open device nodes do not count as held chips:
+# "nvidia-persistenced nv-hostengine").
 set -u -o pipefail
 
 BUNDLE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -184,6 +186,11 @@ if [ ${#device_nodes[@]} -gt 0 ]; then
         pid=${fd#/proc/}
         pid=${pid%%/*}
         [ "$pid" = $$ ] && continue
+        # Driver daemons keep the nodes open without using the chips.
+        comm=$(cat "/proc/$pid/comm" 2>/dev/null)
+        case " ${BRINGUP_IGNORE_HOLDERS:-nvidia-persistenced nv-hostengine} " in
+        *" $comm "*) continue ;;
+        esac
         holders+=("$pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-80)) holds $n")
       fi
     done

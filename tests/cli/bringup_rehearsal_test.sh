@@ -5,7 +5,8 @@
 # passes; every lane runs or skips by name; the summary, environment.txt (dump flags removed)
 # and the results tarball are produced; a lane forced to run no test is NO TEST PASSED (exit 1);
 # a forced preflight failure stops before the lanes with the reason (exit 2), as TARGET=tpu does
-# on a machine without a TPU; `tlaloc aot` compiles the programs the lanes recorded for cpu:4.
+# on a machine without a TPU, and a chip another process holds (a fake device node); `tlaloc aot`
+# compiles the programs the lanes recorded for cpu:4.
 # Lane filters are narrowed (BRINGUP_LANE_*) to keep it to a minute or two on two cores.
 # Usage: bringup_rehearsal_test.sh SOURCE_DIR BUILD_DIR
 set -uo pipefail
@@ -123,6 +124,22 @@ if [ ! -e /dev/accel0 ] && [ ! -d /dev/vfio ]; then
   grep -q 'REFUSED: device nodes: no TPU device node' "$work/tpu.out" || fail "no device-node refusal"
   grep -q 'REFUSED: plugin: no tpu plugin resolves' "$work/tpu.out" || fail "no plugin refusal"
 fi
+# A chip another process holds is refused naming the process; a daemon named in
+# BRINGUP_IGNORE_HOLDERS is not counted.
+mkdir -p "$work/dev" && : >"$work/dev/accel0"
+sleep 60 3<"$work/dev/accel0" &
+holder=$!
+BRINGUP_DEV_ROOT=$work/dev TARGET=tpu INSTALL_PLUGIN=0 MIN_FREE_GB=0 RESULTS_DIR=$work/held \
+  bash "$bundle/session.sh" g2b >"$work/held.out" 2>&1
+grep -q "REFUSED: chips held by another process: $holder (sleep 60 ) holds $work/dev/accel0" \
+  "$work/held.out" || fail "a held chip was not refused naming the process: $(cat "$work/held.out")"
+grep -q 'device nodes' "$work/held.out" && fail "a present device node was refused"
+BRINGUP_IGNORE_HOLDERS=sleep BRINGUP_DEV_ROOT=$work/dev TARGET=tpu INSTALL_PLUGIN=0 MIN_FREE_GB=0 \
+  RESULTS_DIR=$work/held2 bash "$bundle/session.sh" g2b >"$work/held2.out" 2>&1
+grep -q 'chips held' "$work/held2.out" && fail "an ignored holder was counted"
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
+
 # A damaged bundle is refused before anything runs.
 echo corrupt >>"$bundle/versions"
 TARGET=cpu MIN_FREE_GB=0 RESULTS_DIR=$work/damaged bash "$bundle/session.sh" g2b >"$work/damaged.out" 2>&1
