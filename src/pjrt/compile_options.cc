@@ -1,5 +1,8 @@
 #include "tlaloc/pjrt/compile_options.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include "compile_options.pb.h"
 
 namespace tlaloc::pjrt {
@@ -40,17 +43,24 @@ StatusOr<std::string> CompileOptions::Serialize() const {
       }
     }
   }
-  if (strict_precision || dump_to || host_device_count) {
-    proto::DebugOptions* debug = build->mutable_debug_options();
-    // proto3 omits a false bool, so strictness is carried by the presence of debug_options
-    // with the field at its false value: XLA's own default for it is true.
-    debug->set_xla_allow_excess_precision(!strict_precision);
-    if (dump_to) debug->set_xla_dump_to(*dump_to);
-    if (host_device_count)
-      debug->set_xla_force_host_platform_device_count(static_cast<int32_t>(*host_device_count));
+  // Overrides by debug-option name. OptionOverrideProto's value is a oneof, so a false bool is
+  // still on the wire (XLA's own default for xla_allow_excess_precision is true).
+  auto& overrides = *options.mutable_env_option_overrides();
+  if (strict_precision) overrides["xla_allow_excess_precision"].set_bool_field(false);
+  if (dump_to) overrides["xla_dump_to"].set_string_field(*dump_to);
+  if (host_device_count) {
+    overrides["xla_force_host_platform_device_count"].set_int_field(*host_device_count);
   }
   std::string bytes;
-  if (!options.SerializeToString(&bytes)) return Internal("cannot serialize CompileOptionsProto");
+  // Deterministic: map entries in key order, so the same options are the same bytes.
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    if (!options.SerializeToCodedStream(&coded)) {
+      return Internal("cannot serialize CompileOptionsProto");
+    }
+  }
   return bytes;
 }
 
@@ -78,6 +88,19 @@ StatusOr<CompileOptions> CompileOptions::Parse(const std::string& bytes) {
       }
     }
   }
+  for (const auto& [name, value] : options.env_option_overrides()) {
+    if (name == "xla_allow_excess_precision" &&
+        value.value_case() == proto::OptionOverrideProto::kBoolField) {
+      out.strict_precision = !value.bool_field();
+    } else if (name == "xla_dump_to" &&
+               value.value_case() == proto::OptionOverrideProto::kStringField) {
+      out.dump_to = value.string_field();
+    } else if (name == "xla_force_host_platform_device_count" &&
+               value.value_case() == proto::OptionOverrideProto::kIntField) {
+      out.host_device_count = value.int_field();
+    }
+  }
+  // The older form: a debug_options message.
   if (build.has_debug_options()) {
     const auto& debug = build.debug_options();
     out.strict_precision = !debug.xla_allow_excess_precision();

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <set>
 
+#include "tlaloc/pjrt/program_recorder.h"
+
 namespace tlaloc::pjrt {
 
 OptionFamily OptionFamilyOf(const PjrtTarget& target) {
@@ -406,6 +408,11 @@ StatusOr<std::unique_ptr<PjrtSession>> PjrtSession::OpenWithApi(std::shared_ptr<
 StatusOr<std::unique_ptr<PjrtExecutable>> PjrtSession::Compile(const std::string& mlir,
                                                                const CompileOptions& options) {
   TL_ASSIGN_OR_RETURN(std::string serialized, options.Serialize());
+  // Recorded before compiling, so a program the plugin refuses is on record too.
+  if (auto dir = ProgramsDirFromEnvironment()) {
+    TL_RETURN_IF_ERROR(RecordProgram(*dir, platform_name_, mlir, options)
+                           .WithContext("programs recorder (TLALOC_PROGRAMS_DIR)"));
+  }
   static const char kFormat[] = "mlir";
   TL_PJRT_ARGS(PJRT_Program, program);
   program.code = const_cast<char*>(mlir.data());

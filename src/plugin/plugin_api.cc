@@ -184,17 +184,26 @@ PJRT_Api BuildApi() {
   api.PJRT_Event_Error = EventError;
   api.PJRT_Event_Await = EventAwait;
   api.PJRT_Event_OnReady = EventOnReady;
+  // Ahead-of-time compilation for a "cpu:N" topology (plugin_topology.cc).
+  api.PJRT_TopologyDescription_Create = Plugin_TopologyDescription_Create;
+  api.PJRT_TopologyDescription_Destroy = Plugin_TopologyDescription_Destroy;
+  api.PJRT_TopologyDescription_PlatformName = Plugin_TopologyDescription_PlatformName;
+  api.PJRT_TopologyDescription_PlatformVersion = Plugin_TopologyDescription_PlatformVersion;
+  api.PJRT_TopologyDescription_GetDeviceDescriptions =
+      Plugin_TopologyDescription_GetDeviceDescriptions;
+  api.PJRT_Compile = Plugin_Compile;
 #define TL_IMPL_(name) api.PJRT_##name = Plugin_##name;
   TL_IMPL_(Client_Create)
   TL_IMPL_(Client_Destroy)
-  TL_IMPL_(Client_PlatformName) TL_IMPL_(Client_ProcessIndex) TL_IMPL_(Client_PlatformVersion) TL_IMPL_(
-      Client_Devices) TL_IMPL_(Client_AddressableDevices) TL_IMPL_(Client_LookupDevice)
-      TL_IMPL_(Client_LookupAddressableDevice) TL_IMPL_(Client_AddressableMemories) TL_IMPL_(
-          Client_DefaultDeviceAssignment) TL_IMPL_(Client_BufferFromHostBuffer)
-          TL_IMPL_(DeviceDescription_Id) TL_IMPL_(DeviceDescription_ProcessIndex) TL_IMPL_(
-              DeviceDescription_Attributes) TL_IMPL_(DeviceDescription_Kind)
-              TL_IMPL_(DeviceDescription_DebugString) TL_IMPL_(DeviceDescription_ToString) TL_IMPL_(
-                  Device_GetDescription) TL_IMPL_(Device_IsAddressable) TL_IMPL_(Device_LocalHardwareId)
+  TL_IMPL_(Client_PlatformName)
+  TL_IMPL_(Client_ProcessIndex) TL_IMPL_(Client_PlatformVersion) TL_IMPL_(Client_Devices) TL_IMPL_(
+      Client_AddressableDevices) TL_IMPL_(Client_LookupDevice) TL_IMPL_(Client_LookupAddressableDevice)
+      TL_IMPL_(Client_AddressableMemories) TL_IMPL_(Client_DefaultDeviceAssignment) TL_IMPL_(
+          Client_BufferFromHostBuffer) TL_IMPL_(DeviceDescription_Id)
+          TL_IMPL_(DeviceDescription_ProcessIndex) TL_IMPL_(DeviceDescription_Attributes) TL_IMPL_(
+              DeviceDescription_Kind) TL_IMPL_(DeviceDescription_DebugString)
+              TL_IMPL_(DeviceDescription_ToString) TL_IMPL_(Device_GetDescription) TL_IMPL_(
+                  Device_IsAddressable) TL_IMPL_(Device_LocalHardwareId)
                   TL_IMPL_(Device_AddressableMemories) TL_IMPL_(Device_DefaultMemory) TL_IMPL_(
                       Memory_Id) TL_IMPL_(Memory_Kind) TL_IMPL_(Memory_Kind_Id)
                       TL_IMPL_(Memory_DebugString) TL_IMPL_(Memory_ToString) TL_IMPL_(

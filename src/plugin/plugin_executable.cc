@@ -182,14 +182,12 @@ Compiled* CompiledOf(PJRT_Executable* e) { return e ? e->compiled.get() : nullpt
 
 }  // namespace
 
-PJRT_Error* Plugin_Client_Compile(PJRT_Client_Compile_Args* args) {
-  static const char* fn = "PJRT_Client_Compile";
-  TL_PLUGIN_CHECK(args, PJRT_Client_Compile_Args, fn);
-  TL_PLUGIN_REQUIRE(args->client != nullptr, INVALID_ARGUMENT, std::string(fn) + ": null client");
-  const PJRT_Program* program = args->program;
+PJRT_Error* BuildCompiled(const PJRT_Program* program, const char* compile_options,
+                          size_t compile_options_size, size_t num_devices, const char* whose,
+                          const char* fn, std::shared_ptr<Compiled>& out) {
   TL_PLUGIN_REQUIRE(program != nullptr, INVALID_ARGUMENT, std::string(fn) + ": null program");
   if (PJRT_Error* e = CheckArgs(program, program->struct_size, PJRT_Program_STRUCT_SIZE,
-                                "PJRT_Client_Compile (program)")) {
+                                (std::string(fn) + " (program)").c_str())) {
     return e;
   }
   std::string format(program->format ? program->format : "", program->format_size);
@@ -202,14 +200,12 @@ PJRT_Error* Plugin_Client_Compile(PJRT_Client_Compile_Args* args) {
                         ": the program is MLIR bytecode; Tlaloc's plugin reads "
                         "MLIR text only (print the module as text)");
   int64_t replicas = 1, partitions = 1;
-  Status options =
-      ReadCompileOptions(args->compile_options, args->compile_options_size, replicas, partitions);
+  Status options = ReadCompileOptions(compile_options, compile_options_size, replicas, partitions);
   if (!options.ok()) return FromStatus(options.WithContext(fn));
-  TL_PLUGIN_REQUIRE(replicas * partitions <= static_cast<int64_t>(args->client->device_list.size()),
-                    INVALID_ARGUMENT,
+  TL_PLUGIN_REQUIRE(replicas * partitions <= static_cast<int64_t>(num_devices), INVALID_ARGUMENT,
                     std::string(fn) + ": " + std::to_string(replicas) + " replica(s) x " +
-                        std::to_string(partitions) + " partition(s) do not fit the client's " +
-                        std::to_string(args->client->device_list.size()) + " device(s)");
+                        std::to_string(partitions) + " partition(s) do not fit the " + whose + " " +
+                        std::to_string(num_devices) + " device(s)");
   auto module = ParseModule(std::string_view(program->code, program->code_size), "<pjrt program>");
   if (!module.ok()) return FromStatus(module.status().WithContext(fn));
   auto c = std::make_shared<Compiled>();
@@ -227,17 +223,17 @@ PJRT_Error* Plugin_Client_Compile(PJRT_Client_Compile_Args* args) {
   }
   for (int i = 0; i < f->num_arguments(); ++i) {
     auto it = f->arg_attrs(i).find("tf.aliasing_output");
-    int64_t out = -1;
+    int64_t out_index = -1;
     if (it != f->arg_attrs(i).end() && it->second.kind() == Attribute::Kind::kInt) {
-      out = it->second.as_int();
-      TL_PLUGIN_REQUIRE(out >= 0 && out < static_cast<int64_t>(f->result_types().size()) &&
-                            f->result_types()[out] == f->argument_types()[i],
-                        INVALID_ARGUMENT,
-                        std::string(fn) + ": argument " + std::to_string(i) +
-                            " has tf.aliasing_output = " + std::to_string(out) +
-                            ", which is not a result of the same type");
+      out_index = it->second.as_int();
+      TL_PLUGIN_REQUIRE(
+          out_index >= 0 && out_index < static_cast<int64_t>(f->result_types().size()) &&
+              f->result_types()[out_index] == f->argument_types()[i],
+          INVALID_ARGUMENT,
+          std::string(fn) + ": argument " + std::to_string(i) + " has tf.aliasing_output = " +
+              std::to_string(out_index) + ", which is not a result of the same type");
     }
-    c->aliasing.push_back(out);
+    c->aliasing.push_back(out_index);
   }
   c->num_replicas = replicas;
   c->num_partitions = partitions;
@@ -252,10 +248,39 @@ PJRT_Error* Plugin_Client_Compile(PJRT_Client_Compile_Args* args) {
   auto exe = Executable::Prepare(c->module, f->name(), std::move(interp_options));
   if (!exe.ok()) return FromStatus(exe.status().WithContext(fn));
   c->executable = std::move(*exe);
+  out = std::move(c);
+  return nullptr;
+}
+
+PJRT_Error* Plugin_Client_Compile(PJRT_Client_Compile_Args* args) {
+  static const char* fn = "PJRT_Client_Compile";
+  TL_PLUGIN_CHECK(args, PJRT_Client_Compile_Args, fn);
+  TL_PLUGIN_REQUIRE(args->client != nullptr, INVALID_ARGUMENT, std::string(fn) + ": null client");
+  std::shared_ptr<Compiled> c;
+  if (PJRT_Error* e =
+          BuildCompiled(args->program, args->compile_options, args->compile_options_size,
+                        args->client->device_list.size(), "client's", fn, c)) {
+    return e;
+  }
   auto* loaded = new PJRT_LoadedExecutable();
   loaded->compiled = std::move(c);
   loaded->client = args->client;
   args->executable = loaded;
+  return nullptr;
+}
+
+PJRT_Error* Plugin_Compile(PJRT_Compile_Args* args) {
+  static const char* fn = "PJRT_Compile";
+  TL_PLUGIN_CHECK(args, PJRT_Compile_Args, fn);
+  TL_PLUGIN_REQUIRE(args->topology != nullptr, INVALID_ARGUMENT,
+                    std::string(fn) + ": null topology");
+  std::shared_ptr<Compiled> c;
+  if (PJRT_Error* e =
+          BuildCompiled(args->program, args->compile_options, args->compile_options_size,
+                        args->topology->descriptions.size(), "topology's", fn, c)) {
+    return e;
+  }
+  args->executable = new PJRT_Executable{std::move(c)};
   return nullptr;
 }
 

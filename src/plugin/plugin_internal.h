@@ -56,6 +56,14 @@ struct PJRT_Client {
   std::string platform_version;
 };
 
+// A compile-only topology ("cpu:N"): N device descriptions, no client.
+struct PJRT_TopologyDescription {
+  std::string platform_name = "cpu";
+  std::string platform_version;
+  std::vector<std::unique_ptr<PJRT_DeviceDescription>> owned;
+  std::vector<PJRT_DeviceDescription*> descriptions;
+};
+
 struct PJRT_Buffer {
   tlaloc::Literal literal;  // empty once deleted or donated
   tlaloc::ElementType element_type = tlaloc::ElementType::kF32;
@@ -100,6 +108,13 @@ StatusOr<std::vector<std::vector<Literal>>> ExecuteLists(const Compiled& c,
                                                          std::vector<std::vector<Literal>> inputs);
 // Devices a client has without a cpu_device_count option: TLALOC_CPU_DEVICES, else 1.
 StatusOr<int64_t> DefaultDeviceCount();
+
+// Parses and prepares a program for `num_devices` devices (a client's or a topology's): the
+// shared body of PJRT_Client_Compile and PJRT_Compile (`whose` devices: "client's",
+// "topology's"). Null on success, `out` set.
+PJRT_Error* BuildCompiled(const PJRT_Program* program, const char* compile_options,
+                          size_t compile_options_size, size_t num_devices, const char* whose,
+                          const char* fn, std::shared_ptr<Compiled>& out);
 
 PJRT_Error* MakeError(PJRT_Error_Code code, std::string message);
 PJRT_Error* FromStatus(const Status& status);
@@ -191,5 +206,12 @@ TL_PLUGIN_DECLARE_(LoadedExecutable_AddressableDevices)
 TL_PLUGIN_DECLARE_(LoadedExecutable_Delete)
 TL_PLUGIN_DECLARE_(LoadedExecutable_IsDeleted)
 TL_PLUGIN_DECLARE_(LoadedExecutable_Execute)
+// Ahead-of-time compilation (plugin_topology.cc, PJRT_Compile in plugin_executable.cc).
+TL_PLUGIN_DECLARE_(TopologyDescription_Create)
+TL_PLUGIN_DECLARE_(TopologyDescription_Destroy)
+TL_PLUGIN_DECLARE_(TopologyDescription_PlatformName)
+TL_PLUGIN_DECLARE_(TopologyDescription_PlatformVersion)
+TL_PLUGIN_DECLARE_(TopologyDescription_GetDeviceDescriptions)
+TL_PLUGIN_DECLARE_(Compile)
 }  // namespace tlaloc::plugin
 #undef TL_PLUGIN_DECLARE_

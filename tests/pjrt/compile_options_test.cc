@@ -60,16 +60,42 @@ TEST(CompileOptions, RoundTripsEveryField) {
   xla_compat::CompileOptionsProto proto;
   ASSERT_TRUE(proto.ParseFromString(*bytes));
   EXPECT_TRUE(proto.executable_build_options().use_shardy_partitioner());
-  EXPECT_FALSE(proto.executable_build_options().debug_options().xla_allow_excess_precision());
+  EXPECT_FALSE(proto.executable_build_options().has_debug_options());
+  EXPECT_EQ(proto.env_option_overrides().at("xla_dump_to").string_field(), "/tmp/dump");
 }
 
-TEST(CompileOptions, StrictPrecisionSendsDebugOptions) {
-  CompileOptions o;
-  o.strict_precision = true;
-  auto bytes = o.Serialize();
-  ASSERT_TRUE(bytes.ok());
-  // debug_options (3) present and empty: xla_allow_excess_precision stays false.
-  EXPECT_EQ(Hex(*bytes), "1A 06 1A 00 20 01 28 01");
+// The runbook's STRICT_PRECISION form, pinned like the default's: the six bytes, then
+// env_option_overrides (7) { key (1) = "xla_allow_excess_precision", value (2) {
+// bool_field (2) = false } }. No debug_options message (3 inside 3): XLA would take it whole,
+// every other debug option at proto zero instead of XLA's defaults.
+TEST(CompileOptions, StrictPrecisionIsAnOptionOverride) {
+  auto bytes = CompileOptions::StrictPrecision().Serialize();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  std::string key_hex = Hex("xla_allow_excess_precision");
+  EXPECT_EQ(Hex(*bytes), "1A 04 20 01 28 01 3A 20 0A 1A " + key_hex + " 12 02 10 00");
+  xla_compat::CompileOptionsProto proto;
+  ASSERT_TRUE(proto.ParseFromString(*bytes));
+  EXPECT_FALSE(proto.executable_build_options().has_debug_options());
+  ASSERT_EQ(proto.env_option_overrides().count("xla_allow_excess_precision"), 1u);
+  const auto& v = proto.env_option_overrides().at("xla_allow_excess_precision");
+  EXPECT_EQ(v.value_case(), xla_compat::OptionOverrideProto::kBoolField);
+  EXPECT_FALSE(v.bool_field());
+  auto back = CompileOptions::Parse(*bytes);
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->strict_precision);
+  EXPECT_EQ(back->num_replicas, 1);
+  // The same options are the same bytes (map entries in key order), and a plain form differs.
+  CompileOptions both = CompileOptions::StrictPrecision();
+  both.dump_to = "/d";
+  EXPECT_EQ(both.Serialize().value(), both.Serialize().value());
+  EXPECT_NE(Hex(*bytes), Hex(CompileOptions().Serialize().value()));
+}
+
+// Bytes an older Tlaloc sent (an empty debug_options) still read back as strict.
+TEST(CompileOptions, ParsesTheDebugOptionsForm) {
+  auto back = CompileOptions::Parse(std::string("\x1A\x06\x1A\x00\x20\x01\x28\x01", 8));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->strict_precision);
 }
 
 TEST(CompileOptions, RefusesBadShapes) {

@@ -9,7 +9,13 @@
 
 namespace tlaloc::pjrt::testing {
 
-inline std::string CpuPluginPath() { return TLALOC_PJRT_CPU_PLUGIN; }
+// The build tree's plugin; where that tree is absent (the test binaries of an unpacked bring-up
+// tarball, docs/BRINGUP.md), the one the cpu target resolves to (next to the binary, ../lib).
+inline std::string CpuPluginPath() {
+  if (std::filesystem::exists(TLALOC_PJRT_CPU_PLUGIN)) return TLALOC_PJRT_CPU_PLUGIN;
+  PluginResolution r = ResolvePjrtPlugin(PjrtTarget::Cpu(), ResolveEnvironment::Process());
+  return r.found() ? r.path : TLALOC_PJRT_CPU_PLUGIN;
+}
 
 // The device lane TLALOC_TEST_PJRT_TARGET names: cpu, cuda, tpu or a plugin path; unset means
 // Tlaloc's own plugin from this build tree.

@@ -80,8 +80,8 @@ TEST(TlalocPlugin, UnsupportedSlotsReturnUnimplementedByName) {
   EXPECT_EQ(Code(api, e), PJRT_Error_Code_UNIMPLEMENTED);
   EXPECT_NE(Message(api, e).find("PJRT_Executable_Serialize"), std::string::npos);
   Destroy(api, e);
-  e = api->PJRT_TopologyDescription_Create(
-      reinterpret_cast<PJRT_TopologyDescription_Create_Args*>(&args));
+  e = api->PJRT_TopologyDescription_Serialize(
+      reinterpret_cast<PJRT_TopologyDescription_Serialize_Args*>(&args));
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(Code(api, e), PJRT_Error_Code_UNIMPLEMENTED);
   Destroy(api, e);

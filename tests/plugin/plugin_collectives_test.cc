@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "pjrt/pjrt_test_util.h"
 #include "tlaloc/pjrt/c_api.h"
 
 namespace {
@@ -28,7 +29,7 @@ func.func public @main(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<ui32>) {
 class PluginDevices : public ::testing::Test {
  protected:
   void SetUp() override {
-    void* handle = dlopen(TLALOC_PJRT_CPU_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+    void* handle = dlopen(tlaloc::pjrt::testing::CpuPluginPath().c_str(), RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(handle, nullptr) << dlerror();
     api_ = reinterpret_cast<PJRT_GetPjrtApi_Fn>(dlsym(handle, "GetPjrtApi"))();
   }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "models/qwen3_reference.h"
+#include "pjrt/pjrt_test_util.h"
 #include "tlaloc/models/family.h"
 #include "tlaloc/pjrt/pjrt_backend.h"
 #include "tlaloc/pjrt/session.h"
@@ -13,7 +14,7 @@ namespace {
 
 std::unique_ptr<PjrtSession> OpenTlalocPlugin() {
   SessionOptions o;
-  o.target = PjrtTarget::Path(TLALOC_PJRT_CPU_PLUGIN);
+  o.target = PjrtTarget::Path(pjrt::testing::CpuPluginPath());
   auto s = PjrtSession::Open(o);
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   return s.ok() ? std::move(*s) : nullptr;
@@ -67,7 +68,7 @@ TEST(PluginMemoryStats, CalleeTemporariesCountWhileTheCallRuns) {
 }
 
 TEST(PluginMemoryStats, DecodeStepAliasesEveryCache) {
-  io::ModelConfig config = testing::TinyConfig(false, 4, 2, 8);
+  io::ModelConfig config = tlaloc::testing::TinyConfig(false, 4, 2, 8);
   models::StepShape shape;
   shape.batch = 2;
   shape.max_len = 64;

@@ -378,6 +378,59 @@ struct PJRT_Client_Compile_Args {
 };
 TL_PJRT_STRUCT_SIZE(PJRT_Client_Compile_Args, executable);
 
+// Ahead-of-time compilation: a topology described by name (libtpu: "v6e:2x2"; Tlaloc's plugin:
+// "cpu:N") and PJRT_Compile against it, with no client and no device.
+struct PJRT_TopologyDescription_Create_Args {
+  TL_PJRT_ARGS_HEADER;
+  const char* topology_name;
+  size_t topology_name_size;
+  const PJRT_NamedValue* create_options;
+  size_t num_options;
+  PJRT_TopologyDescription* topology;  // out
+};
+TL_PJRT_STRUCT_SIZE(PJRT_TopologyDescription_Create_Args, topology);
+
+struct PJRT_TopologyDescription_Destroy_Args {
+  TL_PJRT_ARGS_HEADER;
+  PJRT_TopologyDescription* topology;
+};
+TL_PJRT_STRUCT_SIZE(PJRT_TopologyDescription_Destroy_Args, topology);
+
+struct PJRT_TopologyDescription_PlatformName_Args {
+  TL_PJRT_ARGS_HEADER;
+  PJRT_TopologyDescription* topology;
+  const char* platform_name;  // out, owned by the topology
+  size_t platform_name_size;  // out
+};
+TL_PJRT_STRUCT_SIZE(PJRT_TopologyDescription_PlatformName_Args, platform_name_size);
+
+struct PJRT_TopologyDescription_PlatformVersion_Args {
+  TL_PJRT_ARGS_HEADER;
+  PJRT_TopologyDescription* topology;
+  const char* platform_version;  // out, owned by the topology
+  size_t platform_version_size;  // out
+};
+TL_PJRT_STRUCT_SIZE(PJRT_TopologyDescription_PlatformVersion_Args, platform_version_size);
+
+struct PJRT_TopologyDescription_GetDeviceDescriptions_Args {
+  TL_PJRT_ARGS_HEADER;
+  PJRT_TopologyDescription* topology;
+  PJRT_DeviceDescription* const* descriptions;  // out, owned by the topology
+  size_t num_descriptions;                      // out
+};
+TL_PJRT_STRUCT_SIZE(PJRT_TopologyDescription_GetDeviceDescriptions_Args, num_descriptions);
+
+struct PJRT_Compile_Args {
+  TL_PJRT_ARGS_HEADER;
+  const PJRT_TopologyDescription* topology;
+  const PJRT_Program* program;
+  const char* compile_options;  // a serialized xla.CompileOptionsProto
+  size_t compile_options_size;
+  PJRT_Client* client;          // optional
+  PJRT_Executable* executable;  // out, not loaded
+};
+TL_PJRT_STRUCT_SIZE(PJRT_Compile_Args, executable);
+
 struct PJRT_Client_DefaultDeviceAssignment_Args {
   TL_PJRT_ARGS_HEADER;
   PJRT_Client* client;

@@ -20,12 +20,21 @@ struct CompileOptions {
   bool use_shardy_partitioner = false;
   // Device ids, [replica][partition]; empty lets the plugin choose.
   std::vector<std::vector<int64_t>> device_assignment;
-  // Strict precision: set debug_options.xla_allow_excess_precision = false, so a backend keeps
-  // f32->bf16->f32 convert pairs instead of folding them.
+  // Strict precision: xla_allow_excess_precision = false, so a backend keeps f32->bf16->f32
+  // convert pairs instead of folding them. Debug options travel as env_option_overrides (field
+  // 7), which XLA applies on top of its own defaults: a debug_options message (field 3) would
+  // replace every default with proto zeros.
   bool strict_precision = false;
-  std::optional<std::string> dump_to;  // debug_options.xla_dump_to
-  // Strictly XLA:CPU: debug_options.xla_force_host_platform_device_count.
+  std::optional<std::string> dump_to;  // xla_dump_to
+  // Strictly XLA:CPU: xla_force_host_platform_device_count.
   std::optional<int64_t> host_device_count;
+
+  // The runbook's CompileOptions.STRICT_PRECISION: one replica, one partition, strict.
+  static CompileOptions StrictPrecision() {
+    CompileOptions o;
+    o.strict_precision = true;
+    return o;
+  }
 
   // Serialized CompileOptionsProto.
   StatusOr<std::string> Serialize() const;

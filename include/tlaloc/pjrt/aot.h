@@ -1,0 +1,71 @@
+// Ahead-of-time compiles: the programs a session recorded (program_recorder.h) compiled for a
+// target's topology through PJRT_TopologyDescription_Create and PJRT_Compile, with no client and
+// no device, so a program the target's compiler refuses fails on the development machine.
+// libtpu takes "v6e:1x1" / "v6e:2x2"; Tlaloc's own plugin takes the compile-only "cpu:N".
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tlaloc/pjrt/api.h"
+#include "tlaloc/pjrt/compile_options.h"
+#include "tlaloc/pjrt/session.h"
+
+namespace tlaloc::pjrt {
+
+// A topology of one plugin. Destroys its PJRT_TopologyDescription.
+class PjrtTopology {
+ public:
+  ~PjrtTopology();
+  static StatusOr<std::unique_ptr<PjrtTopology>> Create(std::shared_ptr<PjrtApi> api,
+                                                        const std::string& name);
+  const std::string& name() const { return name_; }
+  const std::string& platform_name() const { return platform_name_; }
+  // Compiles MLIR text for this topology (PJRT_Compile) and returns the executable's compiled
+  // memory statistics; the executable is destroyed.
+  StatusOr<CompiledMemoryStats> Compile(const std::string& mlir,
+                                        const CompileOptions& options) const;
+
+ private:
+  PjrtTopology() = default;
+  std::shared_ptr<PjrtApi> api_;
+  PJRT_TopologyDescription* topology_ = nullptr;
+  std::string name_, platform_name_;
+};
+
+// The collective ops of a program's text, "all_reduce:2,all_gather:1", or "-" for none.
+std::string CountCollectives(const std::string& mlir);
+
+struct AotRow {
+  std::string program;  // the recorded .mlir file
+  std::string module;
+  int64_t num_replicas = 1, num_partitions = 1;
+  std::string collectives;  // CountCollectives
+  bool ok = false;
+  std::string error;  // the refusal, when !ok
+  CompiledMemoryStats stats;
+  // What a run needs at most: arguments + outputs + temporaries, an output aliased to a donated
+  // argument counted once.
+  int64_t total_bytes() const {
+    return stats.argument_bytes + stats.output_bytes + stats.temp_bytes - stats.alias_bytes;
+  }
+};
+
+struct AotReport {
+  std::string platform;
+  std::vector<AotRow> rows;
+  int refused() const;
+};
+
+// Compiles every program recorded in `programs_dir` for `topology` and writes
+// out_dir/summary.tsv (a header line, then one row a program: program, module, replicas,
+// partitions, collectives, argument_bytes, output_bytes, alias_bytes, temp_bytes, total_bytes,
+// status) and out_dir/errors/<program>.txt for each refusal. `strict_precision` compiles every
+// program in the STRICT_PRECISION form whatever it was recorded with.
+StatusOr<AotReport> RunAot(std::shared_ptr<PjrtApi> api, const std::string& topology,
+                           const std::string& programs_dir, const std::string& out_dir,
+                           bool strict_precision = false);
+
+}  // namespace tlaloc::pjrt

@@ -1,0 +1,179 @@
+#include "tlaloc/pjrt/aot.h"
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "tlaloc/pjrt/program_recorder.h"
+#include "tlaloc/support/atomic_file.h"
+
+namespace tlaloc::pjrt {
+
+namespace fs = std::filesystem;
+
+PjrtTopology::~PjrtTopology() {
+  if (topology_ != nullptr) {
+    TL_PJRT_ARGS(PJRT_TopologyDescription_Destroy_Args, d);
+    d.topology = topology_;
+    (void)TL_PJRT_CALL(*api_, TopologyDescription_Destroy, &d);
+  }
+}
+
+StatusOr<std::unique_ptr<PjrtTopology>> PjrtTopology::Create(std::shared_ptr<PjrtApi> api,
+                                                             const std::string& name) {
+  TL_PJRT_ARGS(PJRT_Plugin_Initialize_Args, init);
+  TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api, Plugin_Initialize, &init));
+  TL_PJRT_ARGS(PJRT_TopologyDescription_Create_Args, c);
+  c.topology_name = name.data();
+  c.topology_name_size = name.size();
+  TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api, TopologyDescription_Create, &c)
+                         .WithContext("topology '" + name + "' of " + api->origin()));
+  std::unique_ptr<PjrtTopology> t(new PjrtTopology());
+  t->api_ = std::move(api);
+  t->topology_ = c.topology;
+  t->name_ = name;
+  TL_PJRT_ARGS(PJRT_TopologyDescription_PlatformName_Args, pn);
+  pn.topology = t->topology_;
+  TL_RETURN_IF_ERROR(TL_PJRT_CALL(*t->api_, TopologyDescription_PlatformName, &pn));
+  t->platform_name_.assign(pn.platform_name, pn.platform_name_size);
+  return t;
+}
+
+StatusOr<CompiledMemoryStats> PjrtTopology::Compile(const std::string& mlir,
+                                                    const CompileOptions& options) const {
+  TL_ASSIGN_OR_RETURN(std::string serialized, options.Serialize());
+  static const char kFormat[] = "mlir";
+  TL_PJRT_ARGS(PJRT_Program, program);
+  program.code = const_cast<char*>(mlir.data());
+  program.code_size = mlir.size();
+  program.format = kFormat;
+  program.format_size = sizeof(kFormat) - 1;
+  TL_PJRT_ARGS(PJRT_Compile_Args, c);
+  c.topology = topology_;
+  c.program = &program;
+  c.compile_options = serialized.data();
+  c.compile_options_size = serialized.size();
+  TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api_, Compile, &c));
+  TL_PJRT_ARGS(PJRT_Executable_GetCompiledMemoryStats_Args, m);
+  m.executable = c.executable;
+  Status status = TL_PJRT_CALL(*api_, Executable_GetCompiledMemoryStats, &m);
+  CompiledMemoryStats stats;
+  stats.argument_bytes = m.argument_size_in_bytes;
+  stats.output_bytes = m.output_size_in_bytes;
+  stats.alias_bytes = m.alias_size_in_bytes;
+  stats.temp_bytes = m.temp_size_in_bytes;
+  stats.generated_code_bytes = m.generated_code_size_in_bytes;
+  TL_PJRT_ARGS(PJRT_Executable_Destroy_Args, d);
+  d.executable = c.executable;
+  Status destroyed = TL_PJRT_CALL(*api_, Executable_Destroy, &d);
+  TL_RETURN_IF_ERROR(status);
+  TL_RETURN_IF_ERROR(destroyed);
+  return stats;
+}
+
+std::string CountCollectives(const std::string& mlir) {
+  static const char* kOps[] = {"all_reduce", "all_gather",         "reduce_scatter",
+                               "all_to_all", "collective_permute", "collective_broadcast"};
+  std::string out;
+  for (const char* op : kOps) {
+    // Printed as "stablehlo.all_reduce" (pretty) or "\"stablehlo.all_reduce\"" (generic).
+    const std::string needle = std::string("stablehlo.") + op;
+    int n = 0;
+    for (size_t at = mlir.find(needle); at != std::string::npos;
+         at = mlir.find(needle, at + needle.size())) {
+      const size_t end = at + needle.size();
+      // "stablehlo.all_reduce_x" would be another op.
+      if (end < mlir.size() &&
+          (std::isalnum(static_cast<unsigned char>(mlir[end])) || mlir[end] == '_')) {
+        continue;
+      }
+      ++n;
+    }
+    if (n > 0) out += (out.empty() ? "" : ",") + std::string(op) + ":" + std::to_string(n);
+  }
+  return out.empty() ? "-" : out;
+}
+
+int AotReport::refused() const {
+  int n = 0;
+  for (const AotRow& r : rows) n += r.ok ? 0 : 1;
+  return n;
+}
+
+StatusOr<AotReport> RunAot(std::shared_ptr<PjrtApi> api, const std::string& topology,
+                           const std::string& programs_dir, const std::string& out_dir,
+                           bool strict_precision) {
+  TL_ASSIGN_OR_RETURN(std::vector<RecordedProgram> programs, ReadProgramIndex(programs_dir));
+  TL_ASSIGN_OR_RETURN(auto topo, PjrtTopology::Create(std::move(api), topology));
+  AotReport report;
+  report.platform = topo->platform_name();
+  std::error_code ec;
+  fs::create_directories(fs::path(out_dir) / "errors", ec);
+  if (ec) return InvalidArgument("aot output folder " + out_dir + ": " + ec.message());
+  for (const RecordedProgram& p : programs) {
+    AotRow row;
+    row.program = p.file;
+    row.module = p.module;
+    row.num_replicas = p.num_replicas;
+    row.num_partitions = p.num_partitions;
+    std::ifstream in(fs::path(programs_dir) / p.file, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) {
+      row.error = "cannot read " + (fs::path(programs_dir) / p.file).string();
+      report.rows.push_back(row);
+      continue;
+    }
+    const std::string mlir = text.str();
+    row.collectives = CountCollectives(mlir);
+    // The options the session sent, when recorded; else the index's counts.
+    CompileOptions options;
+    options.num_replicas = p.num_replicas;
+    options.num_partitions = p.num_partitions;
+    options.strict_precision = p.strict_precision;
+    if (!p.options_file.empty()) {
+      std::ifstream oin(fs::path(programs_dir) / p.options_file, std::ios::binary);
+      std::stringstream bytes;
+      bytes << oin.rdbuf();
+      auto parsed = CompileOptions::Parse(bytes.str());
+      if (!parsed.ok()) {
+        row.error = p.options_file + ": " + parsed.status().message();
+        report.rows.push_back(row);
+        continue;
+      }
+      options = *parsed;
+    }
+    if (strict_precision) options.strict_precision = true;
+    auto stats = topo->Compile(mlir, options);
+    if (stats.ok()) {
+      row.ok = true;
+      row.stats = *stats;
+    } else {
+      row.error = stats.status().ToString();
+    }
+    report.rows.push_back(row);
+  }
+  std::ostringstream tsv;
+  tsv << "program\tmodule\treplicas\tpartitions\tcollectives\targument_bytes\toutput_bytes\t"
+         "alias_bytes\ttemp_bytes\ttotal_bytes\tstatus\n";
+  for (const AotRow& r : report.rows) {
+    tsv << r.program << '\t' << r.module << '\t' << r.num_replicas << '\t' << r.num_partitions
+        << '\t' << r.collectives << '\t';
+    if (r.ok) {
+      tsv << r.stats.argument_bytes << '\t' << r.stats.output_bytes << '\t' << r.stats.alias_bytes
+          << '\t' << r.stats.temp_bytes << '\t' << r.total_bytes() << "\tok\n";
+    } else {
+      const std::string stem = r.program.substr(0, r.program.rfind('.'));
+      tsv << "-\t-\t-\t-\t-\trefused (errors/" << stem << ".txt)\n";
+      TL_RETURN_IF_ERROR(WriteStringAtomic(fs::path(out_dir) / "errors" / (stem + ".txt"),
+                                           "topology " + topology + " (" + report.platform +
+                                               ")\nprogram " + r.program + "\n" + r.error + "\n"));
+    }
+  }
+  TL_RETURN_IF_ERROR(WriteStringAtomic(fs::path(out_dir) / "summary.tsv", tsv.str()));
+  return report;
+}
+
+}  // namespace tlaloc::pjrt
