@@ -22,6 +22,7 @@ void RegisterCommands(CLI::App& app) {
   RegisterExportCommand(app);
   RegisterBenchCommand(app);
   RegisterKernelsCommand(app);
+  RegisterServeCommand(app);
 }
 
 }  // namespace tlaloc::cli

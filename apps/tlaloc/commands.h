@@ -30,5 +30,6 @@ void RegisterFinetuneCommand(CLI::App& app);   // finetune_command.cc: finetune,
 void RegisterExportCommand(CLI::App& app);     // export_command.cc: tlaloc export gguf
 void RegisterBenchCommand(CLI::App& app);      // bench_command.cc: tlaloc bench
 void RegisterKernelsCommand(CLI::App& app);    // kernels_command.cc: tlaloc kernels ...
+void RegisterServeCommand(CLI::App& app);      // serve_command.cc: tlaloc serve
 
 }  // namespace tlaloc::cli
