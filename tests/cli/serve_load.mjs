@@ -1,6 +1,6 @@
 // A bounded load test of `tlaloc serve`: N requests at concurrency C (defaults 64 and 16), each
-// a short streamed chat with its own length (every 16th one sampled); every one must succeed. Prints p50/p99 latency,
-// time to first token and aggregate tokens/s.
+// a short streamed chat with its own length (every 16th one sampled); every one must succeed.
+// Prints p50/p99 latency, time to the first byte and aggregate tokens/s.
 // Usage: node serve_load.mjs BASE_URL [N] [C] [MAX_TOKENS]
 const [, , base, n = "64", c = "16", maxTokens = "16"] = process.argv;
 const total = Number(n), concurrency = Number(c);
