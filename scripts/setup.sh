@@ -18,6 +18,7 @@ packages=(
   python3-torch python3-numpy  # test-only oracle: PyTorch autograd and AdamW (train tests)
   libssl-dev git  # kernel repositories: sha256 digests (OpenSSL), fetching with the git CLI
   libdnnl-dev  # oneDNN: bf16 matrix products on AVX512-BF16 / AMX
+  libcpp-httplib-dev curl  # `tlaloc serve`'s HTTP server; curl drives it in tests
   # Debian's dnnl-config.cmake calls find_package(OpenCL) (its GPU runtime is OpenCL) but the
   # package only recommends the headers and loader, which --no-install-recommends leaves out.
   ocl-icd-opencl-dev
@@ -88,4 +89,12 @@ fi
 if [ ! -f "$oracle_dir/node_modules/@node-llama-cpp/linux-x64/package.json" ]; then
   npm_install node-llama-cpp --ignore-scripts --omit=optional --save-exact \
     node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1
+fi
+# `tlaloc serve`'s tests: the real OpenAI client, and puppeteer-core driving Debian's chromium
+# (puppeteer-core downloads no browser). Versions that run on Node.js 18 and 20.
+if [ ! -f "$oracle_dir/node_modules/openai/package.json" ] ||
+   [ ! -f "$oracle_dir/node_modules/puppeteer-core/package.json" ]; then
+  npm_install "openai and puppeteer-core" --ignore-scripts --omit=optional --save-exact \
+    openai@5.23.2 \
+    puppeteer-core@24.10.0
 fi

@@ -23,6 +23,7 @@ void RegisterCommands(CLI::App& app) {
   RegisterBenchCommand(app);
   RegisterKernelsCommand(app);
   RegisterAotCommand(app);
+  RegisterServeCommand(app);
 }
 
 }  // namespace tlaloc::cli

@@ -31,5 +31,6 @@ void RegisterExportCommand(CLI::App& app);     // export_command.cc: tlaloc expo
 void RegisterBenchCommand(CLI::App& app);      // bench_command.cc: tlaloc bench
 void RegisterKernelsCommand(CLI::App& app);    // kernels_command.cc: tlaloc kernels ...
 void RegisterAotCommand(CLI::App& app);        // aot_command.cc: tlaloc aot
+void RegisterServeCommand(CLI::App& app);      // serve_command.cc: tlaloc serve
 
 }  // namespace tlaloc::cli

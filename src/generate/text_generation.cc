@@ -156,9 +156,9 @@ StatusOr<nn::SamplingParams> TextGenerator::Sampling(const TextRequest& request)
   return p;
 }
 
-StatusOr<TextResult> TextGenerator::Run(const TextRequest& request, const TextCallback& on_text,
-                                        const std::function<bool()>& cancelled) {
-  TL_ASSIGN_OR_RETURN(nn::SamplingParams sampling, Sampling(request));
+StatusOr<PreparedRequest> TextGenerator::Prepare(const TextRequest& request) const {
+  PreparedRequest prep;
+  TL_ASSIGN_OR_RETURN(prep.sampling, Sampling(request));
   int64_t max_new = request.max_new_tokens.value_or(generation_config_.max_new_tokens.value_or(64));
   if (max_new < 1)
     return InvalidArgument("max_new_tokens " + std::to_string(max_new) + ": expected >= 1");
@@ -168,41 +168,56 @@ StatusOr<TextResult> TextGenerator::Run(const TextRequest& request, const TextCa
   for (const std::string& s : request.stop)
     if (s.empty()) return InvalidArgument("stop: an empty stop string would end every reply");
 
-  TextResult result;
   if (!request.messages.empty()) {
     ChatOptions co;
     co.enable_thinking = request.enable_thinking;
     TL_ASSIGN_OR_RETURN(std::string rendered,
                         generator_->engine().family().render_chat(request.messages, co));
-    result.prompt_ids = tokenizer_.Encode(rendered);
+    prep.prompt_ids = tokenizer_.Encode(rendered);
   } else {
     EncodeOptions eo;
     eo.allow_special = request.parse_special;
-    result.prompt_ids = tokenizer_.Encode(request.prompt, eo);
+    prep.prompt_ids = tokenizer_.Encode(request.prompt, eo);
   }
-  if (result.prompt_ids.empty()) return InvalidArgument("the prompt encodes to no tokens");
+  if (prep.prompt_ids.empty()) return InvalidArgument("the prompt encodes to no tokens");
 
   GenerateOptions opts;
   opts.max_context = request.max_context;
-  const int64_t context = generator_->ContextLimit(opts);
-  const int64_t prompt_len = static_cast<int64_t>(result.prompt_ids.size());
-  if (prompt_len >= context)
+  prep.context = generator_->ContextLimit(opts);
+  const int64_t prompt_len = static_cast<int64_t>(prep.prompt_ids.size());
+  if (prompt_len >= prep.context)
     return InvalidArgument("the prompt has " + std::to_string(prompt_len) +
-                           " tokens and the context holds " + std::to_string(context) +
+                           " tokens and the context holds " + std::to_string(prep.context) +
                            ": no room for a reply (shorten the prompt or raise the context)");
-  if (prompt_len + max_new > context) {
-    result.notes.push_back("max_new_tokens " + std::to_string(max_new) + " capped to " +
-                           std::to_string(context - prompt_len) + ": the context holds " +
-                           std::to_string(context) + " tokens and the prompt uses " +
-                           std::to_string(prompt_len));
-    max_new = context - prompt_len;
+  if (prompt_len + max_new > prep.context) {
+    prep.notes.push_back("max_new_tokens " + std::to_string(max_new) + " capped to " +
+                         std::to_string(prep.context - prompt_len) + ": the context holds " +
+                         std::to_string(prep.context) + " tokens and the prompt uses " +
+                         std::to_string(prompt_len));
+    max_new = prep.context - prompt_len;
   }
-  result.seed = request.seed ? *request.seed : RandomSeed();
-  opts.max_new_tokens = max_new;
-  opts.sampling = sampling;
+  prep.max_new_tokens = max_new;
+  prep.seed = request.seed ? *request.seed : RandomSeed();
+  prep.eos_token_ids = generation_config_.eos_token_ids;
+  for (int64_t id : generator_->config().eos_token_ids) prep.eos_token_ids.push_back(id);
+  return prep;
+}
+
+StatusOr<TextResult> TextGenerator::Run(const TextRequest& request, const TextCallback& on_text,
+                                        const std::function<bool()>& cancelled) {
+  TL_ASSIGN_OR_RETURN(PreparedRequest prep, Prepare(request));
+  TextResult result;
+  result.prompt_ids = std::move(prep.prompt_ids);
+  result.notes = std::move(prep.notes);
+  result.seed = prep.seed;
+  const int64_t context = prep.context;
+  const int64_t prompt_len = static_cast<int64_t>(result.prompt_ids.size());
+  GenerateOptions opts;
+  opts.max_context = request.max_context;
+  opts.max_new_tokens = prep.max_new_tokens;
+  opts.sampling = prep.sampling;
   opts.seed = result.seed;
-  opts.eos_token_ids = generation_config_.eos_token_ids;
-  for (int64_t id : generator_->config().eos_token_ids) opts.eos_token_ids.push_back(id);
+  opts.eos_token_ids = std::move(prep.eos_token_ids);
 
   ReplySplitter stream(tokenizer_, think_open_, think_close_, request.stop, on_text, result);
   bool was_cancelled = false, decode_failed = false;

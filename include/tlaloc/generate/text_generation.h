@@ -54,6 +54,18 @@ struct TextResult {
   Status error;                    // a failure part-way: the fields above hold what came before
 };
 
+// A request checked and rendered, ready for the engine: what TextGenerator::Run and the server's
+// scheduler both start from.
+struct PreparedRequest {
+  std::vector<int32_t> prompt_ids;
+  nn::SamplingParams sampling;
+  uint64_t seed = 0;
+  int64_t max_new_tokens = 0;  // already capped so that prompt + reply fit the context
+  int64_t context = 0;         // positions the request may use
+  std::vector<int64_t> eos_token_ids;
+  std::vector<std::string> notes;
+};
+
 // Called with each piece of decoded text as it becomes final.
 using TextCallback = std::function<void(TextPart part, std::string_view text)>;
 
@@ -106,6 +118,12 @@ class TextGenerator {
   // `cancelled` is polled after every token: true ends the request with "cancelled".
   StatusOr<TextResult> Run(const TextRequest& request, const TextCallback& on_text = {},
                            const std::function<bool()>& cancelled = {});
+
+  // Checks and renders a request without generating (errors as for Run). Thread-safe.
+  StatusOr<PreparedRequest> Prepare(const TextRequest& request) const;
+  // The ids that open and close a reasoning block, when the tokenizer has them.
+  std::optional<int32_t> think_open() const { return think_open_; }
+  std::optional<int32_t> think_close() const { return think_close_; }
 
   // The request's sampling settings after generation_config.json is merged in; errors name the
   // field (temperature must be a finite number >= 0, top_p in (0, 1], top_k >= 0).

@@ -1,0 +1,142 @@
+// `tlaloc serve`: the OpenAI-compatible HTTP server (serve::Server over serve::Scheduler's
+// continuous batching). This file only parses flags, loads the model and handles signals:
+// SIGTERM or SIGINT stops taking requests, lets running ones finish, then exits 0.
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "cli_options.h"
+#include "commands.h"
+#include "tlaloc/generate/text_generation.h"
+#include "tlaloc/pjrt/pjrt_backend.h"
+#include "tlaloc/serve/scheduler.h"
+#include "tlaloc/serve/server.h"
+
+namespace tlaloc::cli {
+
+namespace {
+
+std::atomic<int> g_signal{0};
+
+struct ServeArgs {
+  std::string model, host = "127.0.0.1", target, dtype, api_key, name;
+  int port = 8080;
+  int64_t max_batch = 4, max_context = 0, max_queue = 64, prefill_chunk = 256;
+  std::optional<int> threads;
+};
+
+int RunServe(const ServeArgs& a) {
+  auto fail = [](const std::string& msg, int code = kExitFailure) {
+    std::fprintf(stderr, "tlaloc serve: %s\n", msg.c_str());
+    return code;
+  };
+  if (a.port < 0 || a.port > 65535)
+    return fail("--port " + std::to_string(a.port) + ": expected 0..65535 (0: any free port)",
+                kExitUsage);
+  if (a.max_batch < 1 || a.max_batch > 256)
+    return fail("--max-batch " + std::to_string(a.max_batch) + ": expected 1..256", kExitUsage);
+  if (a.max_context < 0)
+    return fail("--max-context " + std::to_string(a.max_context) +
+                    ": expected > 0 (default: the model's, at most 4096)",
+                kExitUsage);
+  if (a.max_queue < 0)
+    return fail("--max-queue " + std::to_string(a.max_queue) + ": expected >= 0", kExitUsage);
+  if (a.prefill_chunk < 16)
+    return fail("--prefill-chunk " + std::to_string(a.prefill_chunk) + ": expected >= 16 tokens",
+                kExitUsage);
+  auto choice = BackendChoiceFromFlag(a.target);
+  if (!choice.ok()) return fail(choice.status().message(), kExitUsage);
+  auto dtype = ParseDtypeFlag(a.dtype);
+  if (!dtype.ok()) return fail(dtype.status().message(), kExitUsage);
+  if (Status t = ApplyThreads(a.threads); !t.ok()) return fail(t.message(), kExitUsage);
+  auto dir = ResolveModelFlag(a.model);
+  if (!dir.ok()) return fail(dir.status().message(), ExitCodeForFlagError(dir.status()));
+  auto backend = MakeBackend(*choice);
+  if (!backend.ok())
+    return fail("target " + choice->ToString() + ": " + backend.status().message());
+  auto text = generate::TextGenerator::Load(*dir, *dtype, std::move(*backend));
+  if (!text.ok()) return fail(text.status().message());
+
+  serve::SchedulerOptions so;
+  so.max_batch = a.max_batch;
+  so.max_context = a.max_context;
+  so.max_queue = a.max_queue;
+  so.prefill_chunk = a.prefill_chunk;
+  auto scheduler = serve::Scheduler::Start(**text, so);
+  if (!scheduler.ok()) return fail(scheduler.status().message(), kExitUsage);
+
+  serve::ServerOptions opts;
+  opts.host = a.host;
+  opts.port = a.port;
+  opts.api_key = a.api_key;
+  opts.model_name = a.name.empty() ? dir->filename().string() : a.name;
+  if (opts.model_name.empty()) opts.model_name = "tlaloc";
+  serve::Server server(**text, **scheduler, opts);
+  auto port = server.Bind();
+  if (!port.ok()) return fail(port.status().message());
+  // The handler only records the signal (threads that OpenBLAS started before main may receive
+  // it, so blocking it and waiting in one thread would not do); a watcher thread acts on it.
+  g_signal.store(0);
+  struct sigaction action = {};
+  action.sa_handler = [](int sig) { g_signal.store(sig); };
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+  std::atomic<bool> served{false};
+  std::thread waiter([&] {
+    while (g_signal.load() == 0 && !served.load())
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (served.load()) return;
+    std::fprintf(stderr, "tlaloc serve: %s: finishing running requests, then exiting\n",
+                 g_signal.load() == SIGINT ? "SIGINT" : "SIGTERM");
+    server.Shutdown();
+  });
+  const serve::SchedulerOptions& used = (*scheduler)->options();
+  std::fprintf(stderr,
+               "tlaloc serve: listening on http://%s:%d (model %s, %s on %s, %lld slots x %lld "
+               "positions, queue %lld)\n",
+               a.host.c_str(), *port, opts.model_name.c_str(),
+               std::string(MlirName((*text)->generator().dtype())).c_str(),
+               (*text)->generator().backend().name().c_str(),
+               static_cast<long long>(used.max_batch), static_cast<long long>(used.max_context),
+               static_cast<long long>(used.max_queue));
+  std::fflush(stderr);
+  server.Serve();
+  served.store(true);  // Serve also returns when listening failed
+  waiter.join();
+  std::fprintf(stderr, "tlaloc serve: stopped\n");
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterServeCommand(CLI::App& app) {
+  auto args = std::make_shared<ServeArgs>();
+  auto* cmd = app.add_subcommand(
+      "serve", "Serve a model over the OpenAI HTTP API (continuous batching, chat page at /)");
+  AddModelOption(cmd, &args->model);
+  AddThreadsOption(cmd, &args->threads);
+  cmd->add_option("--host", args->host, "address to listen on");
+  cmd->add_option("--port", args->port, "port to listen on (0: any free port, printed)");
+  AddTargetOption(cmd, &args->target);
+  cmd->add_option("--dtype", args->dtype, "f32 or bf16 (default: as stored)");
+  cmd->add_option("--max-batch", args->max_batch, "requests decoded together (KV cache slots)");
+  cmd->add_option("--max-context", args->max_context,
+                  "positions per request, prompt included (0: the model's, at most 4096)");
+  cmd->add_option("--max-queue", args->max_queue,
+                  "requests waiting for a slot before new ones get HTTP 429");
+  cmd->add_option("--prefill-chunk", args->prefill_chunk,
+                  "prompt tokens prefilled in one step (running requests wait at most one)");
+  cmd->add_option("--api-key", args->api_key,
+                  "require \"Authorization: Bearer KEY\" on /v1/ (default: $TLALOC_API_KEY)")
+      ->envname("TLALOC_API_KEY");
+  cmd->add_option("--name", args->name, "model id in answers and /v1/models (default: folder)");
+  cmd->callback([args] { SetExitCode(RunServe(*args)); });
+}
+
+}  // namespace tlaloc::cli

@@ -1,0 +1,73 @@
+// The OpenAI HTTP API's request and response bodies, apart from any socket: parsing and
+// checking a /v1/chat/completions or /v1/completions body (every error names the field and what
+// was expected, with the HTTP status an OpenAI client expects), and building the answers and
+// server-sent-event chunks. Kept pure so that the fuzz target reaches all of it.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tlaloc/generate/text_generation.h"
+#include "tlaloc/serve/scheduler.h"
+#include "tlaloc/tokenizer/chat.h"
+
+namespace tlaloc::serve {
+
+enum class Endpoint { kChatCompletions, kCompletions };
+
+// {"error": {"message", "type", "param", "code"}} with its HTTP status.
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;  // the offending field ("" when none)
+  std::string code;   // e.g. "context_length_exceeded" ("" when none)
+  nlohmann::json Body() const;
+};
+
+struct ApiRequest {
+  Endpoint endpoint = Endpoint::kChatCompletions;
+  std::string model;
+  std::vector<ChatMessage> messages;  // chat
+  std::string prompt;                 // completions
+  std::optional<int64_t> max_tokens;
+  std::optional<double> temperature, top_p;
+  std::optional<int64_t> top_k;
+  std::optional<uint64_t> seed;
+  std::vector<std::string> stop;
+  bool stream = false, include_usage = false;
+  int top_logprobs = -1;                // -1: no logprobs
+  std::optional<bool> enable_thinking;  // chat_template_kwargs.enable_thinking
+  bool echo = false;                    // completions: not supported, refused
+};
+
+// Parses a request body. Unknown fields are ignored (clients send many); known ones must have
+// their documented types and ranges.
+std::optional<ApiError> ParseApiRequest(Endpoint endpoint, std::string_view body, ApiRequest* out);
+
+// The request in TextGenerator's terms (context: positions a slot holds).
+generate::TextRequest ToTextRequest(const ApiRequest& request, int64_t context);
+
+// The whole answer of a finished request.
+nlohmann::json CompletionBody(const ApiRequest& request, const std::string& id, int64_t created,
+                              const std::string& model, const RequestStream& done,
+                              const std::vector<StreamEvent>& events);
+// One streamed chunk for `event` (null when it carries nothing to send), the closing chunk with
+// the finish reason, and the usage chunk (stream_options.include_usage).
+std::optional<nlohmann::json> StreamChunk(const ApiRequest& request, const std::string& id,
+                                          int64_t created, const std::string& model,
+                                          const StreamEvent& event, bool first);
+nlohmann::json FinishChunk(const ApiRequest& request, const std::string& id, int64_t created,
+                           const std::string& model, const std::string& finish_reason);
+nlohmann::json UsageChunk(const ApiRequest& request, const std::string& id, int64_t created,
+                          const std::string& model, const RequestStream& done);
+nlohmann::json Usage(const RequestStream& done);
+
+// JSON text that never throws on invalid UTF-8 (replaced by U+FFFD).
+std::string Dump(const nlohmann::json& j);
+
+}  // namespace tlaloc::serve

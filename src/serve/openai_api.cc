@@ -1,0 +1,384 @@
+// Request parsing and answer building for the OpenAI HTTP API.
+#include "tlaloc/serve/openai_api.h"
+
+#include <cmath>
+#include <limits>
+
+namespace tlaloc::serve {
+
+namespace {
+
+using nlohmann::json;
+
+ApiError Bad(std::string param, std::string message, std::string code = "") {
+  ApiError e;
+  e.status = 400;
+  e.param = std::move(param);
+  e.message = std::move(message);
+  e.code = std::move(code);
+  return e;
+}
+
+std::string TypeName(const json& v) { return v.type_name(); }
+
+// Each reader leaves `out` alone and returns an error when the field has the wrong type or
+// range; a missing or null field is no error.
+std::optional<ApiError> ReadInt(const json& body, const char* name, int64_t lo, int64_t hi,
+                                std::optional<int64_t>* out) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (it->is_number_integer() || it->is_number_unsigned()) {
+    // Unsigned values above INT64_MAX read back negative; both are outside any range below.
+    const bool big = it->is_number_unsigned() && it->get<uint64_t>() > INT64_MAX;
+    const int64_t v = big ? std::numeric_limits<int64_t>::max() : it->get<int64_t>();
+    if (!big && v >= lo && v <= hi) {
+      *out = v;
+      return std::nullopt;
+    }
+  } else if (it->is_number_float()) {
+    const double d = it->get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && d >= static_cast<double>(lo) &&
+        d <= static_cast<double>(hi)) {
+      *out = static_cast<int64_t>(d);
+      return std::nullopt;
+    }
+  } else {
+    return Bad(name, std::string("'") + name + "' must be an integer, got " + TypeName(*it));
+  }
+  return Bad(name, std::string("'") + name + "' must be an integer in " + std::to_string(lo) +
+                       ".." + std::to_string(hi));
+}
+
+std::optional<ApiError> ReadNumber(const json& body, const char* name, double lo, double hi,
+                                   bool lo_open, std::optional<double>* out) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number())
+    return Bad(name, std::string("'") + name + "' must be a number, got " + TypeName(*it));
+  const double v = it->get<double>();
+  if (!std::isfinite(v) || v > hi || (lo_open ? v <= lo : v < lo)) {
+    std::string range =
+        (lo_open ? "(" : "[") + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    return Bad(name, std::string("'") + name + "' must be a number in " + range);
+  }
+  *out = v;
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadBool(const json& body, const char* name, bool* out) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_boolean())
+    return Bad(name, std::string("'") + name + "' must be a boolean, got " + TypeName(*it));
+  *out = it->get<bool>();
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadString(const json& body, const char* name, std::string* out) {
+  auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_string())
+    return Bad(name, std::string("'") + name + "' must be a string, got " + TypeName(*it));
+  *out = it->get<std::string>();
+  return std::nullopt;
+}
+
+// A message's content: a string, or an array of {"type": "text", "text": ...} parts.
+std::optional<ApiError> ReadContent(const json& v, const std::string& param, std::string* out) {
+  if (v.is_null()) return std::nullopt;
+  if (v.is_string()) {
+    *out = v.get<std::string>();
+    return std::nullopt;
+  }
+  if (!v.is_array())
+    return Bad(param,
+               "'" + param + "' must be a string or an array of text parts, got " + TypeName(v));
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string p = param + "[" + std::to_string(i) + "]";
+    const json& part = v[i];
+    if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
+      return Bad(p, "'" + p + "' must be an object with a string 'type'");
+    if (part["type"] != "text")
+      return Bad(p, "'" + p + "': only text parts are supported, got type '" +
+                        part["type"].get<std::string>() + "'");
+    if (!part.contains("text") || !part["text"].is_string())
+      return Bad(p + ".text", "'" + p + ".text' must be a string");
+    *out += part["text"].get<std::string>();
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadMessages(const json& body, std::vector<ChatMessage>* out) {
+  auto it = body.find("messages");
+  if (it == body.end() || it->is_null())
+    return Bad("messages", "'messages' is required: an array of {role, content} objects");
+  if (!it->is_array()) return Bad("messages", "'messages' must be an array, got " + TypeName(*it));
+  if (it->empty()) return Bad("messages", "'messages' must hold at least one message");
+  for (size_t i = 0; i < it->size(); ++i) {
+    const std::string p = "messages[" + std::to_string(i) + "]";
+    const json& m = (*it)[i];
+    if (!m.is_object()) return Bad(p, "'" + p + "' must be an object, got " + TypeName(m));
+    ChatMessage msg;
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string())
+      return Bad(p + ".role", "'" + p + ".role' must be a string");
+    msg.role = role->get<std::string>();
+    if (msg.role == "developer") msg.role = "system";
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool")
+      return Bad(p + ".role", "'" + p + ".role' is '" + msg.role +
+                                  "': expected system, developer, user, assistant or tool");
+    if (auto c = m.find("content"); c != m.end())
+      if (auto e = ReadContent(*c, p + ".content", &msg.content)) return e;
+    if (auto r = m.find("reasoning_content"); r != m.end() && !r->is_null()) {
+      if (!r->is_string())
+        return Bad(p + ".reasoning_content", "'" + p + ".reasoning_content' must be a string");
+      msg.reasoning_content = r->get<std::string>();
+    }
+    out->push_back(std::move(msg));
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadStop(const json& body, std::vector<std::string>* out) {
+  auto it = body.find("stop");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  std::vector<json> items;
+  if (it->is_string()) {
+    items.push_back(*it);
+  } else if (it->is_array()) {
+    items.assign(it->begin(), it->end());
+  } else {
+    return Bad("stop", "'stop' must be a string or an array of strings, got " + TypeName(*it));
+  }
+  if (items.size() > 16) return Bad("stop", "'stop' holds at most 16 strings");
+  for (const json& s : items) {
+    if (!s.is_string()) return Bad("stop", "'stop' must hold strings, got " + TypeName(s));
+    if (s.get<std::string>().empty()) return Bad("stop", "'stop' strings must not be empty");
+    out->push_back(s.get<std::string>());
+  }
+  return std::nullopt;
+}
+
+json TokenEntry(const TokenLogprob& t) {
+  json bytes = json::array();
+  for (unsigned char c : t.token) bytes.push_back(static_cast<int>(c));
+  return {{"token", t.token},
+          {"logprob", std::isfinite(t.logprob) ? t.logprob : -9999.0},
+          {"bytes", bytes}};
+}
+
+// Chat: {"content": [{token, logprob, bytes, top_logprobs}]}; completions: the legacy columns.
+json LogprobsOf(const ApiRequest& r, const std::vector<const StreamEvent*>& events) {
+  if (r.top_logprobs < 0) return nullptr;
+  if (r.endpoint == Endpoint::kChatCompletions) {
+    json content = json::array();
+    for (const StreamEvent* e : events) {
+      if (!e->chosen) continue;
+      json entry = TokenEntry(*e->chosen);
+      json top = json::array();
+      for (const auto& t : e->top) top.push_back(TokenEntry(t));
+      entry["top_logprobs"] = top;
+      content.push_back(entry);
+    }
+    return {{"content", content}};
+  }
+  json tokens = json::array(), lps = json::array(), tops = json::array();
+  for (const StreamEvent* e : events) {
+    if (!e->chosen) continue;
+    tokens.push_back(e->chosen->token);
+    lps.push_back(std::isfinite(e->chosen->logprob) ? e->chosen->logprob : -9999.0);
+    json top = json::object();
+    for (const auto& t : e->top) top[t.token] = t.logprob;
+    tops.push_back(top);
+  }
+  return {{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}};
+}
+
+const char* ObjectName(const ApiRequest& r, bool chunk) {
+  if (r.endpoint == Endpoint::kCompletions) return "text_completion";
+  return chunk ? "chat.completion.chunk" : "chat.completion";
+}
+
+}  // namespace
+
+json ApiError::Body() const {
+  json e = {{"message", message}, {"type", type}};
+  e["param"] = param.empty() ? json(nullptr) : json(param);
+  e["code"] = code.empty() ? json(nullptr) : json(code);
+  return {{"error", e}};
+}
+
+std::optional<ApiError> ParseApiRequest(Endpoint endpoint, std::string_view body, ApiRequest* out) {
+  ApiRequest r;
+  r.endpoint = endpoint;
+  json j = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Bad("", "the request body is not valid JSON");
+  if (!j.is_object()) return Bad("", "the request body must be a JSON object, got " + TypeName(j));
+  if (auto e = ReadString(j, "model", &r.model)) return e;
+  if (endpoint == Endpoint::kChatCompletions) {
+    if (auto e = ReadMessages(j, &r.messages)) return e;
+  } else {
+    auto it = j.find("prompt");
+    if (it == j.end() || it->is_null()) return Bad("prompt", "'prompt' is required: a string");
+    if (it->is_string()) {
+      r.prompt = it->get<std::string>();
+    } else if (it->is_array() && it->size() == 1 && (*it)[0].is_string()) {
+      r.prompt = (*it)[0].get<std::string>();
+    } else {
+      return Bad("prompt", "'prompt' must be a string (or an array of one string)");
+    }
+    if (r.prompt.empty()) return Bad("prompt", "'prompt' must not be empty");
+  }
+  std::optional<int64_t> max_tokens, max_completion_tokens;
+  constexpr int64_t kMaxTokens = int64_t{1} << 30;
+  if (auto e = ReadInt(j, "max_tokens", 1, kMaxTokens, &max_tokens)) return e;
+  if (auto e = ReadInt(j, "max_completion_tokens", 1, kMaxTokens, &max_completion_tokens)) return e;
+  r.max_tokens = max_completion_tokens ? max_completion_tokens : max_tokens;
+  if (auto e = ReadNumber(j, "temperature", 0, 2, false, &r.temperature)) return e;
+  if (auto e = ReadNumber(j, "top_p", 0, 1, true, &r.top_p)) return e;
+  // top_k: -1 means no limit in vLLM's and llama.cpp's APIs, as 0 does here.
+  if (auto e = ReadInt(j, "top_k", -1, INT32_MAX, &r.top_k)) return e;
+  if (r.top_k && *r.top_k < 0) r.top_k = 0;
+  std::optional<int64_t> seed;
+  if (auto e = ReadInt(j, "seed", std::numeric_limits<int64_t>::min(),
+                       std::numeric_limits<int64_t>::max(), &seed))
+    return e;
+  if (seed) r.seed = static_cast<uint64_t>(*seed);
+  if (auto e = ReadStop(j, &r.stop)) return e;
+  if (auto e = ReadBool(j, "stream", &r.stream)) return e;
+  if (auto it = j.find("stream_options"); it != j.end() && !it->is_null()) {
+    if (!it->is_object())
+      return Bad("stream_options", "'stream_options' must be an object, got " + TypeName(*it));
+    if (auto e = ReadBool(*it, "include_usage", &r.include_usage)) {
+      e->param = "stream_options.include_usage";
+      return e;
+    }
+  }
+  std::optional<int64_t> n;
+  if (auto e = ReadInt(j, "n", 1, 128, &n)) return e;
+  if (n && *n != 1) return Bad("n", "'n' must be 1: one choice per request");
+  for (const char* penalty : {"frequency_penalty", "presence_penalty"}) {
+    std::optional<double> v;
+    if (auto e = ReadNumber(j, penalty, -2, 2, false, &v)) return e;
+    if (v && *v != 0)
+      return Bad(penalty, std::string("'") + penalty + "' is not supported (0 only)");
+  }
+  if (endpoint == Endpoint::kChatCompletions) {
+    bool logprobs = false;
+    if (auto e = ReadBool(j, "logprobs", &logprobs)) return e;
+    std::optional<int64_t> top;
+    if (auto e = ReadInt(j, "top_logprobs", 0, 20, &top)) return e;
+    if (top && !logprobs) return Bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+    if (logprobs) r.top_logprobs = static_cast<int>(top.value_or(0));
+    if (auto it = j.find("chat_template_kwargs"); it != j.end() && !it->is_null()) {
+      if (!it->is_object())
+        return Bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+      bool thinking = true;
+      if (it->contains("enable_thinking")) {
+        if (auto e = ReadBool(*it, "enable_thinking", &thinking)) {
+          e->param = "chat_template_kwargs.enable_thinking";
+          return e;
+        }
+        r.enable_thinking = thinking;
+      }
+    }
+  } else {
+    std::optional<int64_t> lp;
+    if (auto e = ReadInt(j, "logprobs", 0, 5, &lp)) return e;
+    if (lp) r.top_logprobs = static_cast<int>(*lp);
+    if (auto e = ReadBool(j, "echo", &r.echo)) return e;
+    if (r.echo) return Bad("echo", "'echo' is not supported");
+    std::string suffix;
+    if (auto e = ReadString(j, "suffix", &suffix)) return e;
+    if (!suffix.empty()) return Bad("suffix", "'suffix' is not supported");
+  }
+  *out = std::move(r);
+  return std::nullopt;
+}
+
+generate::TextRequest ToTextRequest(const ApiRequest& r, int64_t context) {
+  generate::TextRequest t;
+  t.messages = r.messages;
+  t.prompt = r.prompt;
+  t.enable_thinking = r.enable_thinking;
+  t.max_new_tokens = r.max_tokens;
+  t.temperature = r.temperature;
+  t.top_p = r.top_p;
+  t.top_k = r.top_k;
+  t.seed = r.seed;
+  t.stop = r.stop;
+  t.max_context = context;
+  return t;
+}
+
+json Usage(const RequestStream& done) {
+  return {{"prompt_tokens", done.prompt_tokens()},
+          {"completion_tokens", done.completion_tokens()},
+          {"total_tokens", done.prompt_tokens() + done.completion_tokens()}};
+}
+
+json CompletionBody(const ApiRequest& r, const std::string& id, int64_t created,
+                    const std::string& model, const RequestStream& done,
+                    const std::vector<StreamEvent>& events) {
+  std::vector<const StreamEvent*> ptrs;
+  for (const auto& e : events) ptrs.push_back(&e);
+  json choice = {{"index", 0}, {"finish_reason", done.finish_reason()}};
+  choice["logprobs"] = LogprobsOf(r, ptrs);
+  if (r.endpoint == Endpoint::kChatCompletions) {
+    json message = {{"role", "assistant"}, {"content", done.content()}};
+    if (!done.reasoning().empty()) message["reasoning_content"] = done.reasoning();
+    choice["message"] = message;
+  } else {
+    // A completion is the text as generated: reasoning is not split out of it.
+    choice["text"] = done.content();
+  }
+  return {{"id", id},       {"object", ObjectName(r, false)},   {"created", created},
+          {"model", model}, {"choices", json::array({choice})}, {"usage", Usage(done)}};
+}
+
+std::optional<json> StreamChunk(const ApiRequest& r, const std::string& id, int64_t created,
+                                const std::string& model, const StreamEvent& event, bool first) {
+  const bool has_logprobs = r.top_logprobs >= 0 && event.chosen;
+  if (!first && event.content.empty() && event.reasoning.empty() && !has_logprobs)
+    return std::nullopt;
+  json choice = {{"index", 0}, {"finish_reason", nullptr}};
+  choice["logprobs"] = has_logprobs ? LogprobsOf(r, {&event}) : json(nullptr);
+  if (r.endpoint == Endpoint::kChatCompletions) {
+    json delta = json::object();
+    if (first) delta["role"] = "assistant";
+    if (!event.content.empty() || first) delta["content"] = event.content;
+    if (!event.reasoning.empty()) delta["reasoning_content"] = event.reasoning;
+    choice["delta"] = delta;
+  } else {
+    choice["text"] = event.content;
+  }
+  return json{{"id", id},
+              {"object", ObjectName(r, true)},
+              {"created", created},
+              {"model", model},
+              {"choices", json::array({choice})}};
+}
+
+json FinishChunk(const ApiRequest& r, const std::string& id, int64_t created,
+                 const std::string& model, const std::string& finish_reason) {
+  json choice = {{"index", 0}, {"finish_reason", finish_reason}, {"logprobs", nullptr}};
+  if (r.endpoint == Endpoint::kChatCompletions)
+    choice["delta"] = json::object();
+  else
+    choice["text"] = "";
+  return {{"id", id},
+          {"object", ObjectName(r, true)},
+          {"created", created},
+          {"model", model},
+          {"choices", json::array({choice})}};
+}
+
+json UsageChunk(const ApiRequest& r, const std::string& id, int64_t created,
+                const std::string& model, const RequestStream& done) {
+  return {{"id", id},       {"object", ObjectName(r, true)}, {"created", created},
+          {"model", model}, {"choices", json::array()},      {"usage", Usage(done)}};
+}
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace tlaloc::serve

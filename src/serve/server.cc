@@ -1,0 +1,357 @@
+// The HTTP routes over the scheduler. Every answer is JSON (errors OpenAI-shaped) except the
+// chat page, /metrics and the event streams.
+#include "tlaloc/serve/server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <csignal>
+#include <ctime>
+#include <sstream>
+
+#include "tlaloc/serve/openai_api.h"
+
+namespace tlaloc::serve {
+
+namespace {
+
+using nlohmann::json;
+
+// How often a reply with nothing new writes a probe (an SSE comment, or JSON's leading
+// whitespace): cpp-httplib 0.11 reports a closed connection only when a write fails, and the
+// second write after the peer closed does, so a client that left frees its slot within two
+// probes.
+constexpr int kProbeMs = 100;
+
+void SendError(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  res.set_content(Dump(e.Body()), "application/json");
+}
+
+ApiError ErrorFor(const Status& s) {
+  ApiError e;
+  e.message = s.message();
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument:
+      e.status = 400;
+      if (e.message.find("context holds") != std::string::npos ||
+          e.message.find("no room for a reply") != std::string::npos) {
+        e.code = "context_length_exceeded";
+        e.param = "messages";
+      }
+      break;
+    case StatusCode::kResourceExhausted:
+      e.status = 429;
+      e.type = "rate_limit_error";
+      e.code = "rate_limit_exceeded";
+      break;
+    case StatusCode::kUnavailable:
+      e.status = 503;
+      e.type = "server_error";
+      e.code = "shutting_down";
+      break;
+    default:
+      e.status = 500;
+      e.type = "server_error";
+      break;
+  }
+  return e;
+}
+
+std::string Hex(int64_t v) {
+  std::ostringstream os;
+  os << std::hex << v;
+  return os.str();
+}
+
+// State a streamed or waited-for reply carries from the handler into its content provider.
+struct Reply {
+  ApiRequest request;
+  std::shared_ptr<RequestStream> stream;
+  std::string id, model;
+  int64_t created = 0;
+  std::vector<StreamEvent> events;  // non-streamed: everything, for the logprobs
+  bool first = true;
+};
+
+bool WriteEvent(httplib::DataSink& sink, const json& j) {
+  const std::string text = "data: " + Dump(j) + "\n\n";
+  return sink.write(text.data(), text.size());
+}
+
+// Server-sent events: one chunk per event, the finish chunk, usage if asked, [DONE].
+bool StreamProvider(Reply& r, httplib::DataSink& sink) {
+  std::vector<StreamEvent> events;
+  for (;;) {
+    events.clear();
+    const bool more = r.stream->Wait(events, kProbeMs);
+    for (const StreamEvent& e : events) {
+      auto chunk = StreamChunk(r.request, r.id, r.created, r.model, e, r.first);
+      if (!chunk) continue;
+      r.first = false;
+      if (!WriteEvent(sink, *chunk)) {
+        r.stream->Cancel();
+        return false;
+      }
+    }
+    if (!more) break;
+    if (events.empty() && !sink.write(": \n\n", 4)) {
+      r.stream->Cancel();
+      return false;
+    }
+  }
+  if (r.stream->finish_reason() == "error") {
+    ApiError e = ErrorFor(r.stream->error());
+    e.status = 500;
+    e.type = "server_error";
+    WriteEvent(sink, e.Body());
+  } else {
+    if (r.first) WriteEvent(sink, *StreamChunk(r.request, r.id, r.created, r.model, {}, true));
+    WriteEvent(sink, FinishChunk(r.request, r.id, r.created, r.model, r.stream->finish_reason()));
+    if (r.request.include_usage)
+      WriteEvent(sink, UsageChunk(r.request, r.id, r.created, r.model, *r.stream));
+  }
+  static constexpr char kDone[] = "data: [DONE]\n\n";
+  sink.write(kDone, sizeof(kDone) - 1);
+  sink.done();
+  return true;
+}
+
+// One JSON answer at the end; whitespace probes before it (JSON allows leading whitespace).
+bool WholeProvider(Reply& r, httplib::DataSink& sink) {
+  while (r.stream->Wait(r.events, kProbeMs)) {
+    if (!sink.write(" ", 1)) {
+      r.stream->Cancel();
+      return false;
+    }
+  }
+  json body;
+  if (r.stream->finish_reason() == "error") {
+    ApiError e = ErrorFor(r.stream->error());
+    e.status = 500;
+    e.type = "server_error";
+    body = e.Body();
+  } else {
+    body = CompletionBody(r.request, r.id, r.created, r.model, *r.stream, r.events);
+  }
+  const std::string text = Dump(body) + "\n";
+  sink.write(text.data(), text.size());
+  sink.done();
+  return true;
+}
+
+}  // namespace
+
+Server::Server(generate::TextGenerator& text, Scheduler& scheduler, ServerOptions options)
+    : text_(text),
+      scheduler_(scheduler),
+      options_(std::move(options)),
+      http_(std::make_unique<httplib::Server>()),
+      created_(static_cast<int64_t>(std::time(nullptr))) {
+  const int threads = std::max(4, options_.threads);
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->set_payload_max_length(options_.max_body_bytes);
+  http_->set_keep_alive_timeout(1);  // idle keep-alive connections do not hold up shutdown
+  http_->set_read_timeout(10, 0);
+  Routes();
+}
+
+Server::~Server() = default;
+
+StatusOr<int> Server::Bind() {
+  int port = options_.port;
+  if (port == 0) {
+    port = http_->bind_to_any_port(options_.host);
+    if (port < 0) port = 0;
+  } else if (!http_->bind_to_port(options_.host, port)) {
+    port = 0;
+  }
+  if (port <= 0)
+    return Status(StatusCode::kUnavailable,
+                  "cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
+                      " (address in use, or not an address of this machine)");
+  return port;
+}
+
+void Server::Serve() {
+  // A client that went away must fail a write, not kill the process.
+  std::signal(SIGPIPE, SIG_IGN);
+  http_->listen_after_bind();
+}
+
+void Server::Shutdown() {
+  if (draining_.exchange(true)) return;
+  scheduler_.Drain();
+  http_->stop();
+}
+
+void Server::CountStatus(int status) {
+  std::lock_guard<std::mutex> lock(status_mu_);
+  ++responses_by_status_[status];
+}
+
+void Server::Routes() {
+  httplib::Server& s = *http_;
+  s.set_logger(
+      [this](const httplib::Request&, const httplib::Response& res) { CountStatus(res.status); });
+  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    ApiError e;
+    e.status = res.status;
+    e.message = res.status == 404
+                    ? "no route " + req.method + " " + req.path
+                    : "the request could not be served (HTTP " + std::to_string(res.status) + ")";
+    if (res.status == 413) e.message = "the request body is too large";
+    SendError(res, e);
+  });
+  s.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        ApiError e;
+        e.status = 500;
+        e.type = "server_error";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& ex) {
+          e.message = std::string("internal error: ") + ex.what();
+        } catch (...) {
+          e.message = "internal error";
+        }
+        SendError(res, e);
+      });
+  // The key guards /v1/ only: the page, /health and /metrics stay open to the local operator.
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (options_.api_key.empty() || req.path.rfind("/v1/", 0) != 0)
+      return httplib::Server::HandlerResponse::Unhandled;
+    if (req.get_header_value("Authorization") == "Bearer " + options_.api_key)
+      return httplib::Server::HandlerResponse::Unhandled;
+    ApiError e;
+    e.status = 401;
+    e.code = "invalid_api_key";
+    e.message = "missing or wrong API key: send \"Authorization: Bearer KEY\"";
+    SendError(res, e);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+
+  s.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(std::string(ChatPageHtml()), "text/html; charset=utf-8");
+  });
+  s.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    const bool draining = draining_.load() || scheduler_.draining();
+    res.status = draining ? 503 : 200;
+    res.set_content(Dump({{"status", draining ? "draining" : "ok"}}), "application/json");
+  });
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(MetricsText(), "text/plain; version=0.0.4");
+  });
+  s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    json model = {{"id", options_.model_name},
+                  {"object", "model"},
+                  {"created", created_},
+                  {"owned_by", "tlaloc"},
+                  {"max_model_len", scheduler_.options().max_context}};
+    res.set_content(Dump({{"object", "list"}, {"data", json::array({model})}}), "application/json");
+  });
+  auto complete = [this](Endpoint endpoint) {
+    return [this, endpoint](const httplib::Request& req, httplib::Response& res) {
+      if (draining_.load() || scheduler_.draining())
+        return SendError(res,
+                         ErrorFor(Status(StatusCode::kUnavailable, "the server is shutting down")));
+      auto reply = std::make_shared<Reply>();
+      if (auto e = ParseApiRequest(endpoint, req.body, &reply->request)) return SendError(res, *e);
+      const ApiRequest& api = reply->request;
+      auto prepared = text_.Prepare(ToTextRequest(api, scheduler_.options().max_context));
+      if (!prepared.ok()) return SendError(res, ErrorFor(prepared.status()));
+      ScheduledRequest sr;
+      sr.prepared = std::move(*prepared);
+      sr.stop = api.stop;
+      sr.split_reasoning = endpoint == Endpoint::kChatCompletions;
+      sr.top_logprobs = api.top_logprobs;
+      auto stream = scheduler_.Submit(std::move(sr));
+      if (!stream.ok()) return SendError(res, ErrorFor(stream.status()));
+      reply->stream = std::move(*stream);
+      reply->id = std::string(endpoint == Endpoint::kChatCompletions ? "chatcmpl-" : "cmpl-") +
+                  Hex(next_id_.fetch_add(1));
+      reply->model = options_.model_name;
+      reply->created = static_cast<int64_t>(std::time(nullptr));
+      // A reply that never started (the connection failed first) frees its slot too.
+      auto release = [reply](bool) { reply->stream->Cancel(); };
+      if (api.stream) {
+        res.set_header("Cache-Control", "no-cache");
+        res.set_chunked_content_provider(
+            "text/event-stream",
+            [reply](size_t, httplib::DataSink& sink) { return StreamProvider(*reply, sink); },
+            release);
+      } else {
+        res.set_chunked_content_provider(
+            "application/json",
+            [reply](size_t, httplib::DataSink& sink) { return WholeProvider(*reply, sink); },
+            release);
+      }
+    };
+  };
+  s.Post("/v1/chat/completions", complete(Endpoint::kChatCompletions));
+  s.Post("/v1/completions", complete(Endpoint::kCompletions));
+}
+
+std::string Server::MetricsText() const {
+  const SchedulerStats st = scheduler_.Stats();
+  std::ostringstream os;
+  auto metric = [&](const char* name, const char* type, const char* help) {
+    os << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
+  };
+  metric("tlaloc_requests_total", "counter", "Completion requests by outcome.");
+  const std::pair<const char*, int64_t> outcomes[] = {{"stop", st.requests_stop},
+                                                      {"length", st.requests_length},
+                                                      {"cancelled", st.requests_cancelled},
+                                                      {"error", st.requests_error},
+                                                      {"rejected", st.requests_rejected}};
+  for (const auto& [name, n] : outcomes)
+    os << "tlaloc_requests_total{outcome=\"" << name << "\"} " << n << '\n';
+  metric("tlaloc_http_responses_total", "counter", "HTTP responses by status.");
+  {
+    std::lock_guard<std::mutex> lock(status_mu_);
+    for (const auto& [status, n] : responses_by_status_)
+      os << "tlaloc_http_responses_total{status=\"" << status << "\"} " << n << '\n';
+  }
+  metric("tlaloc_prompt_tokens_total", "counter", "Prompt tokens of finished requests.");
+  os << "tlaloc_prompt_tokens_total " << st.prompt_tokens << '\n';
+  metric("tlaloc_generation_tokens_total", "counter", "Tokens generated.");
+  os << "tlaloc_generation_tokens_total " << st.generated_tokens << '\n';
+  metric("tlaloc_requests_running", "gauge", "Requests holding a KV slot.");
+  os << "tlaloc_requests_running " << st.running << '\n';
+  metric("tlaloc_requests_waiting", "gauge", "Requests queued for a slot.");
+  os << "tlaloc_requests_waiting " << st.waiting << '\n';
+  metric("tlaloc_batch_occupancy", "gauge", "Running requests over the batch size (0..1).");
+  os << "tlaloc_batch_occupancy "
+     << (st.max_batch > 0 ? static_cast<double>(st.running) / st.max_batch : 0.0) << '\n';
+  metric("tlaloc_decode_steps_total", "counter", "Decode steps run.");
+  os << "tlaloc_decode_steps_total " << st.decode_steps << '\n';
+  metric("tlaloc_decode_rows_total", "counter",
+         "Request rows over all decode steps (rows / steps is the mean batch).");
+  os << "tlaloc_decode_rows_total " << st.decode_rows << '\n';
+  metric("tlaloc_prefill_chunks_total", "counter", "Prefill chunks run.");
+  os << "tlaloc_prefill_chunks_total " << st.prefill_chunks << '\n';
+  metric("tlaloc_kv_slots_in_use", "gauge", "KV cache slots held by requests.");
+  os << "tlaloc_kv_slots_in_use " << st.kv_slots_in_use << '\n';
+  metric("tlaloc_kv_slots_total", "gauge", "KV cache slots.");
+  os << "tlaloc_kv_slots_total " << st.max_batch << '\n';
+  metric("tlaloc_kv_tokens_in_use", "gauge", "KV cache positions holding live tokens.");
+  os << "tlaloc_kv_tokens_in_use " << st.kv_tokens_in_use << '\n';
+  metric("tlaloc_kv_tokens_capacity", "gauge", "KV cache positions (slots x context).");
+  os << "tlaloc_kv_tokens_capacity " << st.max_batch * st.max_context << '\n';
+  auto histogram = [&](const char* name, const char* help, const std::vector<int64_t>& counts,
+                       double sum, int64_t total) {
+    metric(name, "histogram", help);
+    for (size_t i = 0; i < st.latency_bounds.size(); ++i)
+      os << name << "_bucket{le=\"" << st.latency_bounds[i] << "\"} " << counts[i] << '\n';
+    os << name << "_bucket{le=\"+Inf\"} " << total << '\n';
+    os << name << "_sum " << sum << '\n' << name << "_count " << total << '\n';
+  };
+  histogram("tlaloc_time_to_first_token_seconds", "Submission to first token.", st.ttft_counts,
+            st.ttft_sum, st.ttft_total);
+  histogram("tlaloc_request_duration_seconds", "Submission to finish.", st.duration_counts,
+            st.duration_sum, st.duration_total);
+  return os.str();
+}
+
+}  // namespace tlaloc::serve

@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# `tlaloc serve` on loopback with the tiny preset: curl and the openai npm client get parsed
+# answers whose usage adds up; a greedy request returns exactly `tlaloc generate`'s reply; 8
+# concurrent greedy requests of different lengths each return what they return alone; bad
+# bodies, unknown routes, a missing API key and an over-long prompt get OpenAI-shaped 4xx
+# errors; a bounded load test (64 requests at concurrency 16) all succeed; a client that
+# disconnects frees its slot; a full queue answers 429; SIGTERM finishes the running request and
+# exits 0. Every request is bounded (curl --max-time, the load test's own timeout).
+# Usage: serve_http_test.sh TLALOC SOURCE_DIR
+set -euo pipefail
+TLALOC=$1
+SOURCE_DIR=$2
+source "$SOURCE_DIR/tests/cli_test_lib.sh"
+make_tiny_model "$TLALOC" "$SOURCE_DIR" 5
+source "$SOURCE_DIR/tests/cli/serve_lib.sh"
+need_npm openai
+fail() { echo "FAIL: $*"; exit 1; }
+
+# --- Server A: 8 slots -------------------------------------------------------------------------
+start_server a --max-batch 8 --max-context 512 --api-key sekrit --name tiny
+AUTH=(-H "Authorization: Bearer sekrit")
+[ "$(curl -s --max-time 10 "$URL/health")" = '{"status":"ok"}' ] || fail "/health"
+curl -s --max-time 10 "${AUTH[@]}" "$URL/v1/models" >"$WORK/models.json"
+[ "$(json_get "$WORK/models.json" "j['data'][0]['id']")" = tiny ] || fail "/v1/models"
+curl -s --max-time 10 "$URL/metrics" >"$WORK/metrics.txt"
+grep -q '^tlaloc_kv_slots_total 8$' "$WORK/metrics.txt" || fail "/metrics has no slot count"
+grep -q '^# TYPE tlaloc_request_duration_seconds histogram$' "$WORK/metrics.txt" || fail "no histogram"
+echo "ok: /health, /v1/models, /metrics"
+
+# Refusals: status, and the error object naming the field.
+check_error() {  # check_error STATUS PARAM_OR_CODE PATH BODY [CURL_ARGS...]
+  local status=$1 needle=$2 path=$3 body=$4; shift 4
+  local got
+  got=$(curl -s --max-time 30 -o "$WORK/err.json" -w '%{http_code}' "$@" \
+        -H 'Content-Type: application/json' -d "$body" "$URL$path")
+  [ "$got" = "$status" ] || { cat "$WORK/err.json"; fail "$path $body: HTTP $got, expected $status"; }
+  python3 - "$WORK/err.json" "$needle" <<'PY' || fail "$path $body: bad error object"
+import json, sys
+e = json.load(open(sys.argv[1]))["error"]
+assert e["message"] and e["type"], e
+assert sys.argv[2] in (e.get("param") or "", e.get("code") or "", e["type"]), e
+PY
+}
+msg='"messages":[{"role":"user","content":"hi"}]'
+check_error 401 invalid_api_key /v1/chat/completions "{$msg}"
+check_error 401 invalid_api_key /v1/chat/completions "{$msg}" -H "Authorization: Bearer wrong"
+check_error 400 invalid_request_error /v1/chat/completions '{"messages": [' "${AUTH[@]}"
+check_error 400 max_tokens /v1/chat/completions "{$msg, \"max_tokens\": \"many\"}" "${AUTH[@]}"
+check_error 400 messages /v1/chat/completions '{"messages": 3}' "${AUTH[@]}"
+check_error 400 n /v1/chat/completions "{$msg, \"n\": 3}" "${AUTH[@]}"
+check_error 400 prompt /v1/completions '{"prompt": 12}' "${AUTH[@]}"
+long=$(python3 -c "print(' '.join(['rain']*700))")
+check_error 400 context_length_exceeded /v1/completions "{\"prompt\": \"$long\"}" "${AUTH[@]}"
+check_error 404 invalid_request_error /v1/nothing '{}' "${AUTH[@]}"
+echo "ok: bad requests get OpenAI-shaped 4xx errors"
+
+# Greedy: exactly `tlaloc generate`'s reply and token count (chat and plain prompt).
+"$TLALOC" generate -m "$MODEL" --chat "Hello there" -n 24 --temp 0 --json >"$WORK/gen.json" 2>/dev/null
+post /v1/chat/completions '{"messages":[{"role":"user","content":"Hello there"}],"max_tokens":24,"temperature":0}' \
+  "$WORK/chat.json" "${AUTH[@]}" >/dev/null
+"$TLALOC" generate -m "$MODEL" --prompt "Once upon" -n 20 --temp 0 --json >"$WORK/gen2.json" 2>/dev/null
+post /v1/completions '{"prompt":"Once upon","max_tokens":20,"temperature":0}' "$WORK/comp.json" \
+  "${AUTH[@]}" >/dev/null
+python3 - "$WORK/gen.json" "$WORK/chat.json" "$WORK/gen2.json" "$WORK/comp.json" <<'PY' || fail "greedy parity"
+import json, sys
+gen, chat, gen2, comp = (json.load(open(p)) for p in sys.argv[1:])
+m = chat["choices"][0]["message"]
+assert m["content"] == gen["text"], (m, gen["text"])
+assert m.get("reasoning_content", "") == gen["reasoning_content"], (m, gen["reasoning_content"])
+u = chat["usage"]
+assert u["completion_tokens"] == len(gen["generated_ids"]), (u, len(gen["generated_ids"]))
+assert u["prompt_tokens"] == len(gen["prompt_ids"]), u
+assert u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"], u
+assert chat["choices"][0]["finish_reason"] == gen["finish_reason"]
+assert comp["choices"][0]["text"] == gen2["text"] + gen2["reasoning_content"] or \
+       comp["choices"][0]["text"] == gen2["text"], (comp, gen2)
+assert comp["usage"]["completion_tokens"] == len(gen2["generated_ids"])
+print("ok: greedy chat and completion equal tlaloc generate (%d and %d tokens)"
+      % (u["completion_tokens"], comp["usage"]["completion_tokens"]))
+PY
+
+# Batching invariance: 8 concurrent greedy requests of different lengths, then each alone.
+body() { echo "{\"prompt\":\"$(printf 'w%.0s ' $(seq 1 $(( $1 * 3 + 1 ))))\",\"max_tokens\":$(( 6 + $1 * 3 )),\"temperature\":0}"; }
+for i in $(seq 0 7); do
+  post /v1/completions "$(body "$i")" "$WORK/together.$i.json" "${AUTH[@]}" >"$WORK/together.$i.code" &
+done
+wait_for_jobs() { for j in $(jobs -p); do [ "$j" = "$SERVER_PID" ] || wait "$j"; done; }
+wait_for_jobs
+for i in $(seq 0 7); do
+  post /v1/completions "$(body "$i")" "$WORK/alone.$i.json" "${AUTH[@]}" >/dev/null
+done
+python3 - "$WORK" <<'PY' || fail "batching invariance"
+import json, sys
+w = sys.argv[1]
+for i in range(8):
+    assert open(f"{w}/together.{i}.code").read() == "200", i
+    t, a = json.load(open(f"{w}/together.{i}.json")), json.load(open(f"{w}/alone.{i}.json"))
+    assert t["choices"][0]["text"] == a["choices"][0]["text"], (i, t, a)
+    assert t["usage"] == a["usage"], (i, t["usage"], a["usage"])
+print("ok: 8 concurrent greedy requests each return what they return alone")
+PY
+curl -s --max-time 10 "$URL/metrics" >"$WORK/metrics.txt"
+steps=$(sed -n 's/^tlaloc_decode_steps_total //p' "$WORK/metrics.txt")
+rows=$(sed -n 's/^tlaloc_decode_rows_total //p' "$WORK/metrics.txt")
+[ "$rows" -gt "$steps" ] || fail "decode steps were never shared ($rows rows in $steps steps)"
+
+# Streaming with curl: SSE chunks, then [DONE].
+curl -sN --max-time 60 "${AUTH[@]}" -H 'Content-Type: application/json' \
+  -d '{"messages":[{"role":"user","content":"Stream"}],"max_tokens":12,"temperature":0,"stream":true,"stream_options":{"include_usage":true}}' \
+  "$URL/v1/chat/completions" >"$WORK/sse.txt"
+python3 - "$WORK/sse.txt" <<'PY' || fail "SSE stream"
+import json, sys
+lines = [l for l in open(sys.argv[1]).read().split("\n") if l.startswith("data: ")]
+assert lines[-1] == "data: [DONE]", lines[-1]
+chunks = [json.loads(l[6:]) for l in lines[:-1]]
+assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+assert any(c["choices"] and c["choices"][0]["finish_reason"] for c in chunks)
+assert chunks[-1]["usage"]["total_tokens"] == chunks[-1]["usage"]["prompt_tokens"] + chunks[-1]["usage"]["completion_tokens"]
+print("ok: curl streaming: %d chunks then [DONE]" % len(chunks))
+PY
+
+# The openai npm client, then the load test.
+"$NODE" "$SOURCE_DIR/tests/cli/serve_openai_client.mjs" "$NODE_MODULES" "$URL/v1" sekrit
+stop_server "$SERVER_PID"
+start_server load --max-batch 8 --max-context 256 --max-queue 64
+"$NODE" "$SOURCE_DIR/tests/cli/serve_load.mjs" "$URL" 64 16 16
+stop_server "$SERVER_PID"
+
+# --- Server B: one slot, a queue of one: disconnect and overload ------------------------------
+start_server b --max-batch 1 --max-queue 1 --max-context 4096
+metric() { curl -s --max-time 10 "$URL/metrics" | sed -n "s/^$1 //p"; }
+long_body='{"prompt":"Tell a long story","max_tokens":3000,"temperature":0,"stream":true}'
+set +e
+curl -sN --max-time 2 -H 'Content-Type: application/json' -d "$long_body" "$URL/v1/completions" >"$WORK/cut.txt"
+set -e
+grep -q '^data: ' "$WORK/cut.txt" || fail "the cut stream produced nothing"
+freed=""
+for _ in $(seq 1 50); do
+  [ "$(metric tlaloc_requests_running)" = 0 ] && { freed=1; break; }
+  sleep 0.1
+done
+[ -n "$freed" ] || fail "a disconnected client still holds its slot after 5 s"
+[ "$(metric 'tlaloc_requests_total{outcome="cancelled"}')" = 1 ] || fail "no cancelled request counted"
+code=$(post /v1/completions '{"prompt":"after","max_tokens":4}' "$WORK/after.json")
+[ "$code" = 200 ] || fail "request after a disconnect: HTTP $code"
+echo "ok: a disconnected streaming client frees its slot"
+
+# Non-streamed too: the whitespace probes notice the closed connection.
+set +e
+curl -s --max-time 2 -H 'Content-Type: application/json' \
+  -d '{"prompt":"Tell a long story","max_tokens":3000,"temperature":0}' "$URL/v1/completions" >/dev/null
+set -e
+freed=""
+for _ in $(seq 1 50); do
+  [ "$(metric tlaloc_requests_running)" = 0 ] && { freed=1; break; }
+  sleep 0.1
+done
+[ -n "$freed" ] || fail "a disconnected non-streaming client still holds its slot after 5 s"
+echo "ok: a disconnected non-streaming client frees its slot"
+
+# Overload: one running, one queued, the rest refused with 429.
+for i in 1 2; do
+  curl -sN --max-time 30 -H 'Content-Type: application/json' -d "$long_body" \
+    "$URL/v1/completions" >"$WORK/bg.$i.txt" 2>/dev/null &
+  sleep 0.5
+done
+code=$(post /v1/completions '{"prompt":"one too many","max_tokens":4}' "$WORK/429.json")
+[ "$code" = 429 ] || { cat "$WORK/429.json"; fail "overload: HTTP $code, expected 429"; }
+[ "$(json_get "$WORK/429.json" "j['error']['code']")" = rate_limit_exceeded ] || fail "429 body"
+echo "ok: a full queue answers 429"
+
+# SIGTERM with a request running: it finishes ([DONE]), new ones are refused, exit 0.
+kill_bg() { for j in $(jobs -p); do [ "$j" = "$SERVER_PID" ] || kill "$j" 2>/dev/null || true; done; }
+kill_bg
+wait_for_jobs 2>/dev/null || true
+for _ in $(seq 1 50); do [ "$(metric tlaloc_requests_running)" = 0 ] && break; sleep 0.1; done
+curl -sN --max-time 60 -H 'Content-Type: application/json' \
+  -d '{"prompt":"Drain","max_tokens":200,"temperature":0,"stream":true}' "$URL/v1/completions" \
+  >"$WORK/drain.txt" &
+drain_pid=$!
+for _ in $(seq 1 100); do grep -q '^data: ' "$WORK/drain.txt" 2>/dev/null && break; sleep 0.05; done
+kill -TERM "$SERVER_PID"
+sleep 0.2
+late=$(curl -s --max-time 10 -o "$WORK/late.json" -w '%{http_code}' -H 'Content-Type: application/json' \
+       -d '{"prompt":"late","max_tokens":2}' "$URL/v1/completions" || true)
+[ "$late" = 503 ] || [ "$late" = 000 ] || fail "a request during shutdown got HTTP $late"
+wait "$drain_pid" || fail "the draining request's curl failed"
+tail -n 1 "$WORK/drain.txt" | grep -q '^$' || true
+grep -q '^data: \[DONE\]' "$WORK/drain.txt" || { tail -5 "$WORK/drain.txt"; fail "the running request was cut by SIGTERM"; }
+grep -q '"finish_reason":"\(stop\|length\)"' "$WORK/drain.txt" || fail "the drained request has no finish_reason"
+stop_server "$SERVER_PID"
+grep -q "finishing running requests" "$WORK/b.log" || fail "no shutdown message"
+echo "ok: SIGTERM finishes the running request, refuses new ones (HTTP $late) and exits 0"

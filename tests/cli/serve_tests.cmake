@@ -1,0 +1,10 @@
+# `tlaloc serve` end to end on loopback (tests/cli/serve_*.sh): curl, the openai npm client, a
+# bounded load test, disconnect, overload and SIGTERM; the chat page in headless Chromium.
+add_test(NAME cli.serve_http
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/serve_http_test.sh
+          $<TARGET_FILE:tlaloc_cli> ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.serve_http PROPERTIES LABELS "cli;serve" SKIP_RETURN_CODE 77 TIMEOUT 600)
+add_test(NAME cli.serve_chat_page
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/serve_chat_page_test.sh
+          $<TARGET_FILE:tlaloc_cli> ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
+set_tests_properties(cli.serve_chat_page PROPERTIES LABELS "cli;serve" SKIP_RETURN_CODE 77 TIMEOUT 300)

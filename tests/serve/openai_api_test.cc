@@ -1,0 +1,141 @@
+// Request bodies the OpenAI endpoints refuse (each error names the field, with status 400) and
+// accept, and the shapes of the answers built from a finished request.
+#include "tlaloc/serve/openai_api.h"
+
+#include <gtest/gtest.h>
+
+namespace tlaloc::serve {
+namespace {
+
+using nlohmann::json;
+
+std::optional<ApiError> Chat(const std::string& body, ApiRequest* out = nullptr) {
+  ApiRequest r;
+  return ParseApiRequest(Endpoint::kChatCompletions, body, out ? out : &r);
+}
+
+void ExpectRefused(const std::string& body, const std::string& param,
+                   Endpoint endpoint = Endpoint::kChatCompletions) {
+  ApiRequest r;
+  auto e = ParseApiRequest(endpoint, body, &r);
+  ASSERT_TRUE(e) << body << " was accepted";
+  EXPECT_EQ(e->status, 400) << body;
+  EXPECT_EQ(e->param, param) << body << ": " << e->message;
+  EXPECT_FALSE(e->message.empty());
+  json j = e->Body();
+  EXPECT_EQ(j["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(j["error"]["message"], e->message);
+}
+
+TEST(OpenAiApi, RefusesMalformedAndWrongTypedBodies) {
+  ExpectRefused("{not json", "");
+  ExpectRefused("", "");
+  ExpectRefused("[1,2]", "");
+  ExpectRefused("{}", "messages");
+  ExpectRefused(R"({"messages": "hi"})", "messages");
+  ExpectRefused(R"({"messages": []})", "messages");
+  ExpectRefused(R"({"messages": [1]})", "messages[0]");
+  ExpectRefused(R"({"messages": [{"content": "hi"}]})", "messages[0].role");
+  ExpectRefused(R"({"messages": [{"role": "wizard", "content": "hi"}]})", "messages[0].role");
+  ExpectRefused(R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content");
+  ExpectRefused(R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})",
+                "messages[0].content[0]");
+  const std::string msg = R"("messages": [{"role": "user", "content": "hi"}])";
+  ExpectRefused("{" + msg + R"(, "max_tokens": "10"})", "max_tokens");
+  ExpectRefused("{" + msg + R"(, "max_tokens": 0})", "max_tokens");
+  ExpectRefused("{" + msg + R"(, "max_tokens": 1.5})", "max_tokens");
+  ExpectRefused("{" + msg + R"(, "temperature": "hot"})", "temperature");
+  ExpectRefused("{" + msg + R"(, "temperature": -1})", "temperature");
+  ExpectRefused("{" + msg + R"(, "top_p": 0})", "top_p");
+  ExpectRefused("{" + msg + R"(, "top_k": 1.5})", "top_k");
+  ExpectRefused("{" + msg + R"(, "seed": "x"})", "seed");
+  ExpectRefused("{" + msg + R"(, "stop": 3})", "stop");
+  ExpectRefused("{" + msg + R"(, "stop": [""]})", "stop");
+  ExpectRefused("{" + msg + R"(, "stream": "yes"})", "stream");
+  ExpectRefused("{" + msg + R"(, "stream_options": {"include_usage": 1}})",
+                "stream_options.include_usage");
+  ExpectRefused("{" + msg + R"(, "n": 2})", "n");
+  ExpectRefused("{" + msg + R"(, "logprobs": 3})", "logprobs");
+  ExpectRefused("{" + msg + R"(, "top_logprobs": 3})", "top_logprobs");
+  ExpectRefused("{" + msg + R"(, "logprobs": true, "top_logprobs": 50})", "top_logprobs");
+  ExpectRefused("{" + msg + R"(, "presence_penalty": 0.5})", "presence_penalty");
+  ExpectRefused("{" + msg + R"(, "model": 7})", "model");
+  ExpectRefused(R"({"prompt": 5})", "prompt", Endpoint::kCompletions);
+  ExpectRefused(R"({"prompt": ""})", "prompt", Endpoint::kCompletions);
+  ExpectRefused(R"({})", "prompt", Endpoint::kCompletions);
+  ExpectRefused(R"({"prompt": "x", "logprobs": 9})", "logprobs", Endpoint::kCompletions);
+  ExpectRefused(R"({"prompt": "x", "echo": true})", "echo", Endpoint::kCompletions);
+}
+
+TEST(OpenAiApi, ReadsEveryField) {
+  ApiRequest r;
+  auto e = Chat(R"({"model": "m", "messages": [{"role": "developer", "content": "be brief"},
+      {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}],
+      "max_completion_tokens": 7, "max_tokens": 99, "temperature": 0.5, "top_p": 0.9,
+      "top_k": -1, "seed": 42, "stop": ["x", "yy"], "stream": true,
+      "stream_options": {"include_usage": true}, "n": 1, "logprobs": true, "top_logprobs": 2,
+      "chat_template_kwargs": {"enable_thinking": false}, "user": "ignored", "tools": null})",
+                &r);
+  ASSERT_FALSE(e) << e->message;
+  ASSERT_EQ(r.messages.size(), 2u);
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_EQ(r.messages[1].content, "ab");
+  EXPECT_EQ(r.max_tokens, 7);  // max_completion_tokens wins
+  EXPECT_EQ(r.temperature, 0.5);
+  EXPECT_EQ(r.top_p, 0.9);
+  EXPECT_EQ(r.top_k, 0);  // -1: no limit
+  EXPECT_EQ(r.seed, 42u);
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"x", "yy"}));
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_EQ(r.top_logprobs, 2);
+  EXPECT_EQ(r.enable_thinking, false);
+  generate::TextRequest t = ToTextRequest(r, 128);
+  EXPECT_EQ(t.max_new_tokens, 7);
+  EXPECT_EQ(t.max_context, 128);
+  EXPECT_EQ(t.messages.size(), 2u);
+
+  ApiRequest c;
+  ASSERT_FALSE(ParseApiRequest(Endpoint::kCompletions, R"({"prompt": ["hi"], "logprobs": 2,
+      "stop": "z"})",
+                               &c));
+  EXPECT_EQ(c.prompt, "hi");
+  EXPECT_EQ(c.top_logprobs, 2);
+  EXPECT_EQ(c.stop, std::vector<std::string>{"z"});
+}
+
+TEST(OpenAiApi, StreamChunksCarryDeltasAndTheFinish) {
+  ApiRequest r;
+  ASSERT_FALSE(Chat(R"({"messages": [{"role": "user", "content": "hi"}]})", &r));
+  StreamEvent e;
+  e.content = "Hel";
+  auto first = StreamChunk(r, "id1", 5, "m", e, true);
+  ASSERT_TRUE(first);
+  EXPECT_EQ((*first)["object"], "chat.completion.chunk");
+  EXPECT_EQ((*first)["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ((*first)["choices"][0]["delta"]["content"], "Hel");
+  EXPECT_TRUE((*first)["choices"][0]["finish_reason"].is_null());
+  StreamEvent empty;
+  EXPECT_FALSE(StreamChunk(r, "id1", 5, "m", empty, false));  // nothing to send
+  json fin = FinishChunk(r, "id1", 5, "m", "length");
+  EXPECT_EQ(fin["choices"][0]["finish_reason"], "length");
+  EXPECT_TRUE(fin["choices"][0]["delta"].empty());
+
+  ApiRequest c;
+  ASSERT_FALSE(ParseApiRequest(Endpoint::kCompletions, R"({"prompt": "x"})", &c));
+  auto chunk = StreamChunk(c, "id2", 5, "m", e, true);
+  ASSERT_TRUE(chunk);
+  EXPECT_EQ((*chunk)["object"], "text_completion");
+  EXPECT_EQ((*chunk)["choices"][0]["text"], "Hel");
+}
+
+TEST(OpenAiApi, InvalidUtf8IsReplacedNotThrown) {
+  json j = {{"text", std::string("a\xff"
+                                 "b")}};
+  EXPECT_EQ(Dump(j),
+            "{\"text\":\"a\xEF\xBF\xBD"
+            "b\"}");
+}
+
+}  // namespace
+}  // namespace tlaloc::serve
