@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -27,6 +28,24 @@ io::ModelConfig SmallMoe() {
   c->mlp_only_layers = {1};  // layer 1 dense
   EXPECT_TRUE(io::ValidateModelConfig(*c).ok());
   return *c;
+}
+
+TEST(MoeWeights, A3bShapedPresetHasQwen3MoeLayerShapes) {
+  auto c = PresetConfig("qwen3-30b-a3b-2l");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(CheckSupported(*c).ok());
+  EXPECT_EQ(c->num_experts, 128);
+  EXPECT_EQ(c->num_experts_per_tok, 8);
+  EXPECT_EQ(c->moe_intermediate_size, 768);
+  EXPECT_EQ(c->hidden_size, 2048);
+  EXPECT_TRUE(c->norm_topk_prob);
+  // Per layer: attention 2048 x (4096 + 2 x 512) + 4096 x 2048, router 128 x 2048, experts
+  // 128 x 3 x 768 x 2048, norms; plus the untied embedding and head.
+  const int64_t layer = 2048 * (4096 + 1024) + 4096 * 2048 + 128 * 2048 +
+                        int64_t{128} * 3 * 768 * 2048 + 2 * 2048 + 2 * 128;
+  EXPECT_EQ(ParameterCount(*c), 2 * layer + 2 * int64_t{151936} * 2048 + 2048);
+  const auto names = PresetNames();
+  EXPECT_NE(std::find(names.begin(), names.end(), "qwen3-30b-a3b-2l"), names.end());
 }
 
 TEST(MoeWeights, SpecsStackTheExpertsOfSparseLayersOnly) {
