@@ -3,14 +3,17 @@
 # model, dtype, threads and machine, in one command:
 #
 #   bash bench/compare_llama.sh [--runs R] [--prompt-tokens N] [--new-tokens M] [--threads T]
-#                               [--dtypes "f32 bf16"] [--work DIR] [--tlaloc BIN]
+#                               [--dtypes "f32 bf16"] [--models "qwen3-0.6b"] [--work DIR]
+#                               [--tlaloc BIN]
 #
-# It creates the qwen3-0.6b preset (random weights, real shapes) once per dtype, exports it
+# --models takes init-model presets; qwen3-30b-a3b-2l adds the MoE row (Qwen3-30B-A3B's layers,
+# 2 of 48, as llama.cpp's qwen3moe). It creates each preset (random weights, real shapes) once
+# per dtype, exports it
 # with `tlaloc export gguf`, then alternates `tlaloc bench --json` and bench/llama_bench.mjs R
 # times (which one goes first alternates too), each under /usr/bin/time -v for peak RSS, and
 # prints medians and Tlaloc/llama.cpp ratios for prefill and decode speed, peak RSS and load
 # time. llama.cpp's KV cache has the model's dtype (f32 or bf16), as Tlaloc's does.
-# Defaults: 3 runs, 512 prompt tokens, 128 new tokens, 2 threads; a quick look:
+# Defaults: 3 runs, 512 prompt tokens, 128 new tokens, 2 threads, qwen3-0.6b; a quick look:
 #   bash bench/compare_llama.sh --runs 1 --prompt-tokens 64 --new-tokens 16
 set -euo pipefail
 
@@ -23,6 +26,7 @@ PROMPT=512
 NEW=128
 THREADS=2
 DTYPES="f32 bf16"
+MODELS="qwen3-0.6b"
 WORK="${TMPDIR:-/tmp}/tlaloc-compare"
 TLALOC=""
 while [[ $# -gt 0 ]]; do
@@ -32,9 +36,10 @@ while [[ $# -gt 0 ]]; do
     --new-tokens) NEW="$2"; shift 2 ;;
     --threads) THREADS="$2"; shift 2 ;;
     --dtypes) DTYPES="$2"; shift 2 ;;
+    --models) MODELS="$2"; shift 2 ;;
     --work) WORK="$2"; shift 2 ;;
     --tlaloc) TLALOC="$2"; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "compare_llama.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -67,12 +72,17 @@ measure() {
     "$out.raw" "$kib" "$out"
 }
 
+for preset in $MODELS; do
 for dt in $DTYPES; do
-  model="$WORK/qwen3-0.6b-$dt"
-  gguf="$WORK/qwen3-0.6b-$dt.gguf"
+  # Result files and table rows are named by "dtype" below: the preset joins it, except for
+  # the default model, whose rows keep their old names.
+  tag="$dt"
+  [[ "$preset" == qwen3-0.6b ]] || tag="$preset-$dt"
+  model="$WORK/$preset-$dt"
+  gguf="$WORK/$preset-$dt.gguf"
   if [[ ! -f "$model/config.json" ]]; then
-    echo "== creating the qwen3-0.6b preset ($dt) in $model" >&2
-    "$TLALOC" init-model --preset qwen3-0.6b --dtype "$dt" "$model" >&2
+    echo "== creating the $preset preset ($dt) in $model" >&2
+    "$TLALOC" init-model --preset "$preset" --dtype "$dt" "$model" >&2
   fi
   if [[ ! -f "$gguf" ]]; then
     echo "== exporting $gguf" >&2
@@ -80,24 +90,26 @@ for dt in $DTYPES; do
   fi
   for ((r = 1; r <= RUNS; r++)); do
     run_tlaloc() {
-      echo "== run $r/$RUNS $dt: tlaloc" >&2
-      measure "$RESULTS/tlaloc-$dt-$r.json" "$TLALOC" bench --model "$model" --dtype "$dt" \
+      echo "== run $r/$RUNS $tag: tlaloc" >&2
+      measure "$RESULTS/tlaloc-$tag-$r.json" "$TLALOC" bench --model "$model" --dtype "$dt" \
         --prompt-tokens "$PROMPT" --new-tokens "$NEW" --threads "$THREADS" --seed "$r" --json \
         --no-bandwidth  # the probe's buffer would count in the peak RSS /usr/bin/time sees
     }
     run_llama() {
-      echo "== run $r/$RUNS $dt: llama.cpp" >&2
-      measure "$RESULTS/llama-$dt-$r.json" "$NODE" "$ROOT/bench/llama_bench.mjs" --model "$gguf" \
+      echo "== run $r/$RUNS $tag: llama.cpp" >&2
+      measure "$RESULTS/llama-$tag-$r.json" "$NODE" "$ROOT/bench/llama_bench.mjs" --model "$gguf" \
         --threads "$THREADS" --prompt-tokens "$PROMPT" --new-tokens "$NEW" --kv "$dt" --seed "$r"
     }
     if ((r % 2)); then run_tlaloc; run_llama; else run_llama; run_tlaloc; fi
   done
   # The machine's read bandwidth, once per dtype, for decode's share of it.
   "$TLALOC" bench --model "$model" --dtype "$dt" --prompt-tokens 1 --new-tokens 1 \
-    --threads "$THREADS" --json > "$RESULTS/bandwidth-$dt.json"
+    --threads "$THREADS" --json > "$RESULTS/bandwidth-$tag.json"
+  TAGS="${TAGS:-} $tag"
+done
 done
 
-"$NODE" - "$RESULTS" "$DTYPES" "$THREADS" "$PROMPT" "$NEW" "$RUNS" <<'EOF'
+"$NODE" - "$RESULTS" "$TAGS" "$THREADS" "$PROMPT" "$NEW" "$RUNS" <<'EOF'
 const fs = require("fs");
 const path = require("path");
 const [dir, dtypes, threads, prompt, gen, runs] = process.argv.slice(2);

@@ -49,7 +49,8 @@ int64_t PeakRssBytes() {
 }
 
 // Bytes of weights one decode step reads: every parameter once, except the embedding table, of
-// which a step reads one row (it is read whole as the LM head when tied).
+// which a step reads one row (it is read whole as the LM head when tied), and stacked MoE
+// experts, of which one token reads its num_experts_per_tok.
 int64_t WeightBytesPerToken(const models::ModelFamily& family, const io::ModelConfig& config,
                             ElementType dtype) {
   int64_t elements = 0;
@@ -57,6 +58,7 @@ int64_t WeightBytesPerToken(const models::ModelFamily& family, const io::ModelCo
     if (spec.name == family.embedding_weight && !config.tie_word_embeddings) continue;
     int64_t n = 1;
     for (int64_t d : spec.shape) n *= d;
+    if (!spec.stacked.empty()) n = n / spec.shape[0] * config.num_experts_per_tok;
     elements += n;
   }
   return elements * ElementSize(dtype);

@@ -147,7 +147,7 @@ int RunInitModel(const InitArgs& a) {
 void RegisterInitModelCommand(CLI::App& app) {
   auto args = std::make_shared<InitArgs>();
   auto* cmd = app.add_subcommand("init-model", "Write a randomly initialised Qwen3 checkpoint");
-  cmd->add_option("--preset", args->preset, "tiny, tiny-moe or qwen3-0.6b");
+  cmd->add_option("--preset", args->preset, "tiny, tiny-moe, qwen3-0.6b or qwen3-30b-a3b-2l");
   cmd->add_option("--config", args->config, "a Qwen3 config.json to initialise");
   cmd->add_option("out_dir", args->out_dir, "output folder")->required();
   cmd->add_option("--seed", args->seed, "initialisation seed");

@@ -142,6 +142,25 @@ Tensor DotGeneral(const Tensor& lhs, const Tensor& rhs, const std::vector<int64_
                          {lhs_batch, rhs_batch, lhs_contract, rhs_contract}, TensorType(et, out)));
 }
 
+Tensor RaggedDot(const Tensor& x, const Tensor& w, const Tensor& group_sizes, int64_t w_contract,
+                 ElementType result_type) {
+  OpBuilder* b = BuilderOf({&x, &w, &group_sizes});
+  if (!b || !x.valid() || !w.valid() || !group_sizes.valid()) return Tensor();
+  if (x.rank() != 2 || w.rank() != 3 || (w_contract != 1 && w_contract != 2)) {
+    b->Fail(InvalidArgument("RaggedDot: expected x [M, K] and w [G, K, N] or [G, N, K], got " +
+                            x.type().ToString() + " and " + w.type().ToString()));
+    return Tensor();
+  }
+  hlo::RaggedDotDimensionNumbers d;
+  d.lhs_contracting = {1};
+  d.rhs_contracting = {w_contract};
+  d.lhs_ragged = {0};
+  d.rhs_group = {0};
+  const int64_t n = w.dims()[w_contract == 1 ? 2 : 1];
+  return Wrap(b, hlo::RaggedDot(*b, x.value(), w.value(), group_sizes.value(), d,
+                                TensorType(result_type, {x.dim(0), n})));
+}
+
 Tensor Matmul(const Tensor& a_in, const Tensor& b_in) {
   OpBuilder* b = BuilderOf({&a_in, &b_in});
   if (!b || !a_in.valid() || !b_in.valid()) return Tensor();
@@ -226,7 +245,8 @@ Tensor Einsum(const std::string& spec, const Tensor& a_in, const Tensor& b_in) {
   for (char ch : lo) {
     size_t p = got.find(ch);
     if (p == std::string::npos) {
-      b->Fail(InvalidArgument(std::string("Einsum: output letter '") + ch + "' is not in the inputs"));
+      b->Fail(
+          InvalidArgument(std::string("Einsum: output letter '") + ch + "' is not in the inputs"));
       return Tensor();
     }
     perm.push_back(static_cast<int64_t>(p));

@@ -238,6 +238,30 @@ Value DotGeneral(OpBuilder& b, Value lhs, Value rhs, const DotDimensionNumbers& 
                      {{"dot_dimension_numbers", DotDimensionsAttr(d)}}, std::move(types));
 }
 
+Attribute RaggedDotDimensionsAttr(const RaggedDotDimensionNumbers& d) {
+  // Empty lists are left out, as MLIR prints the attribute.
+  AttrDict fields;
+  auto put = [&](const char* name, const Dims& v) {
+    if (!v.empty()) fields[name] = Attribute::IntArray(v);
+  };
+  put("lhs_batching_dimensions", d.lhs_batch);
+  put("rhs_batching_dimensions", d.rhs_batch);
+  put("lhs_contracting_dimensions", d.lhs_contracting);
+  put("rhs_contracting_dimensions", d.rhs_contracting);
+  put("lhs_ragged_dimensions", d.lhs_ragged);
+  put("rhs_group_dimensions", d.rhs_group);
+  return Attribute::Struct("chlo.ragged_dot", std::move(fields));
+}
+
+Value RaggedDot(OpBuilder& b, Value lhs, Value rhs, Value group_sizes,
+                const RaggedDotDimensionNumbers& d, std::optional<TensorType> result) {
+  std::optional<std::vector<Type>> types;
+  if (result) types = Types(*result);
+  return b.CreateOne("chlo.ragged_dot", {lhs, rhs, group_sizes},
+                     {{"ragged_dot_dimension_numbers", RaggedDotDimensionsAttr(d)}},
+                     std::move(types));
+}
+
 Value Gather(OpBuilder& b, Value operand, Value indices, const GatherDimensionNumbers& d,
              const Dims& slice_sizes) {
   AttrDict fields{{"offset_dims", Attribute::IntArray(d.offset_dims)},

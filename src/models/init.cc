@@ -5,13 +5,16 @@
 
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/models/family.h"
+#include "tlaloc/models/load_weights.h"
 #include "tlaloc/support/atomic_file.h"
 #include "tlaloc/support/half.h"
 #include "tlaloc/support/memory_info.h"
 
 namespace tlaloc::models {
 
-std::vector<std::string> PresetNames() { return {"tiny", "tiny-moe", "qwen3-0.6b"}; }
+std::vector<std::string> PresetNames() {
+  return {"tiny", "tiny-moe", "qwen3-0.6b", "qwen3-30b-a3b-2l"};
+}
 
 StatusOr<io::ModelConfig> PresetConfig(const std::string& name) {
   io::ModelConfig c = io::DefaultModelConfig(io::ModelArchitecture::kQwen3);
@@ -46,6 +49,31 @@ StatusOr<io::ModelConfig> PresetConfig(const std::string& name) {
     c.max_window_layers = 2;
     c.tie_word_embeddings = false;
     c.dtype = ElementType::kF32;
+  } else if (name == "qwen3-30b-a3b-2l") {
+    // Qwen3-30B-A3B's shapes (its config.json) with 2 of its 48 layers: the MoE layer costs of
+    // the real model (128 experts of 768, 8 per token) at 1.8 B parameters (3.7 GB in bf16).
+    c = io::DefaultModelConfig(io::ModelArchitecture::kQwen3Moe);
+    c.vocab_size = 151936;
+    c.bos_token_id = 151643;
+    c.eos_token_ids = {151645};
+    c.pad_token_id = 151643;
+    c.rms_norm_eps = 1e-6;
+    c.rope_theta = 1000000.0;
+    c.initializer_range = 0.02;
+    c.hidden_size = 2048;
+    c.num_hidden_layers = 2;
+    c.num_attention_heads = 32;
+    c.num_key_value_heads = 4;
+    c.head_dim = 128;
+    c.intermediate_size = 6144;
+    c.moe_intermediate_size = 768;
+    c.num_experts = 128;
+    c.num_experts_per_tok = 8;
+    c.norm_topk_prob = true;
+    c.max_position_embeddings = 40960;
+    c.max_window_layers = 2;
+    c.tie_word_embeddings = false;
+    c.dtype = ElementType::kBF16;
   } else if (name == "qwen3-0.6b") {
     c.hidden_size = 1024;
     c.num_hidden_layers = 28;
@@ -98,7 +126,8 @@ Status WriteModelFolder(const io::ModelConfig& config, const std::filesystem::pa
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return InvalidArgument("cannot create " + dir.string() + ": " + ec.message());
-  TL_RETURN_IF_ERROR(io::WriteCheckpoint(dir, weights));
+  // Program weights name stacked experts; the checkpoint holds transformers' per-expert tensors.
+  TL_RETURN_IF_ERROR(io::WriteCheckpoint(dir, CheckpointTensors(config, weights)));
   TL_RETURN_IF_ERROR(io::WriteModelConfig(dir / "config.json", config));
   TL_RETURN_IF_ERROR(WriteStringAtomic(dir / "generation_config.json",
                                        io::GenerationConfigToJson(generation) + "\n"));

@@ -1,6 +1,9 @@
 // Loading a checkpoint's weights (see load_weights.h).
 #include "tlaloc/models/load_weights.h"
 
+#include <cstring>
+#include <map>
+
 #include "tlaloc/models/family.h"
 
 namespace tlaloc::models {
@@ -15,21 +18,62 @@ std::string ShapeString(const std::vector<int64_t>& dims) {
 
 StatusOr<std::vector<Literal>> LoadWeights(const io::ModelConfig& config,
                                            const io::Checkpoint& checkpoint, ElementType dtype) {
-  std::vector<Literal> out;
-  for (const auto& spec : WeightSpecs(config)) {
-    const io::SafetensorsTensorInfo* info = checkpoint.Find(spec.name);
+  // One checkpoint tensor, checked against the shape the config implies, in `dtype`.
+  auto load = [&](const std::string& name, const std::vector<int64_t>& shape) -> StatusOr<Literal> {
+    const io::SafetensorsTensorInfo* info = checkpoint.Find(name);
     if (!info)
-      return NotFound("checkpoint is missing tensor \"" + spec.name + "\" (expected shape " +
-                      ShapeString(spec.shape) + ")");
-    if (info->shape != spec.shape)
-      return InvalidArgument("checkpoint tensor \"" + spec.name + "\" has shape " +
-                             ShapeString(info->shape) + ", expected " + ShapeString(spec.shape) +
+      return NotFound("checkpoint is missing tensor \"" + name + "\" (expected shape " +
+                      ShapeString(shape) + ")");
+    if (info->shape != shape)
+      return InvalidArgument("checkpoint tensor \"" + name + "\" has shape " +
+                             ShapeString(info->shape) + ", expected " + ShapeString(shape) +
                              " for this config.json");
     if (!IsFloat(info->dtype))
-      return InvalidArgument("checkpoint tensor \"" + spec.name + "\" has dtype " +
+      return InvalidArgument("checkpoint tensor \"" + name + "\" has dtype " +
                              std::string(MlirName(info->dtype)) + ", expected a float type");
-    TL_ASSIGN_OR_RETURN(Literal value, checkpoint.Get(spec.name));
-    out.push_back(ConvertElementType(value, dtype));
+    TL_ASSIGN_OR_RETURN(Literal value, checkpoint.Get(name));
+    return ConvertElementType(value, dtype);
+  };
+  std::vector<Literal> out;
+  for (const auto& spec : WeightSpecs(config)) {
+    if (spec.stacked.empty()) {
+      TL_ASSIGN_OR_RETURN(Literal value, load(spec.name, spec.shape));
+      out.push_back(std::move(value));
+      continue;
+    }
+    // Stacked experts: one copy at load time, so that every step reads them in place.
+    const std::vector<int64_t> part_shape(spec.shape.begin() + 1, spec.shape.end());
+    Literal stacked = Literal::Uninitialized(TensorType(dtype, spec.shape));
+    const int64_t part_bytes = NumElements(part_shape) * (BitWidth(dtype) / 8);
+    for (size_t e = 0; e < spec.stacked.size(); ++e) {
+      TL_ASSIGN_OR_RETURN(Literal part, load(spec.stacked[e], part_shape));
+      std::memcpy(stacked.data() + static_cast<int64_t>(e) * part_bytes, part.data(), part_bytes);
+    }
+    out.push_back(std::move(stacked));
+  }
+  return out;
+}
+
+std::vector<io::NamedTensor> CheckpointTensors(const io::ModelConfig& config,
+                                               std::span<const io::NamedTensor> weights) {
+  std::map<std::string, const WeightSpec*> stacked;
+  const auto specs = WeightSpecs(config);
+  for (const auto& spec : specs)
+    if (!spec.stacked.empty()) stacked[spec.name] = &spec;
+  std::vector<io::NamedTensor> out;
+  for (const auto& t : weights) {
+    auto it = stacked.find(t.name);
+    if (it == stacked.end() || t.value.dims() != it->second->shape) {
+      out.push_back({t.name, t.value});
+      continue;
+    }
+    const std::vector<int64_t> part_shape(t.value.dims().begin() + 1, t.value.dims().end());
+    const int64_t part_bytes = NumElements(part_shape) * (BitWidth(t.value.element_type()) / 8);
+    for (size_t e = 0; e < it->second->stacked.size(); ++e) {
+      Literal part = Literal::Uninitialized(TensorType(t.value.element_type(), part_shape));
+      std::memcpy(part.data(), t.value.data() + static_cast<int64_t>(e) * part_bytes, part_bytes);
+      out.push_back({it->second->stacked[e], std::move(part)});
+    }
   }
   return out;
 }

@@ -158,36 +158,4 @@ Tensor GroupedAttention(const Tensor& q, const Tensor& k, const Tensor& v, const
   return q.element_type() == ElementType::kF32 ? out : Convert(out, q.element_type());
 }
 
-Tensor SparseMoe(const Tensor& x, const Tensor& router, const std::vector<Tensor>& gate_ws,
-                 const std::vector<Tensor>& up_ws, const std::vector<Tensor>& down_ws,
-                 int64_t top_k, bool norm_topk_prob, LayerTrace* trace, const std::string& path) {
-  LayerScope scope(trace, x.builder(), kMoeLayer, path);
-  OpBuilder* b = x.builder();
-  if (!b || !x.valid() || !router.valid()) return Tensor();
-  int64_t experts = router.dim(0);
-  if (static_cast<int64_t>(gate_ws.size()) != experts ||
-      static_cast<int64_t>(up_ws.size()) != experts ||
-      static_cast<int64_t>(down_ws.size()) != experts) {
-    b->Fail(InvalidArgument("SparseMoe: expected " + std::to_string(experts) +
-                            " experts' weights, got " + std::to_string(gate_ws.size())));
-    return Tensor();
-  }
-  Tensor logits = ToF32(Linear(x, router, trace, path + ".gate"));
-  Tensor probs = Softmax(logits, -1);  // [N, E]
-  auto [vals, idx] = TopK(probs, top_k);
-  if (norm_topk_prob) vals = vals / Sum(vals, {-1}, true);
-  // Dense routing weights [N, E]: zero for experts not chosen.
-  Tensor dense = Einsum("nke,nk->ne", OneHot(idx, experts), vals);
-  if (dense.element_type() != x.element_type()) dense = Convert(dense, x.element_type());
-  Tensor out;
-  for (int64_t e = 0; e < experts; ++e) {
-    std::string ep = path + ".experts." + std::to_string(e);
-    Tensor y = SwiGluMlp(x, gate_ws[e], up_ws[e], down_ws[e], trace, ep);
-    Tensor w = SliceAxis(dense, -1, e, e + 1);  // [N, 1]
-    Tensor contrib = y * w;
-    out = out.valid() ? out + contrib : contrib;
-  }
-  return out;
-}
-
 }  // namespace tlaloc::nn

@@ -1,6 +1,6 @@
 // Reductions: stablehlo.reduce (here), reduce_window and select_and_scatter
 // (reduction_window.cc), dot_general (reduction_dot.cc), sort and chlo.top_k
-// (reduction_sort.cc).
+// (reduction_sort.cc), chlo.ragged_dot (reduction_ragged_dot.cc).
 #include <algorithm>
 
 #include "op_areas.h"
@@ -10,9 +10,10 @@
 
 namespace tlaloc::ops {
 
-void RegisterWindowOps(OpRegistry& r);  // reduction_window.cc
-void RegisterDotOps(OpRegistry& r);     // reduction_dot.cc
-void RegisterSortOps(OpRegistry& r);    // reduction_sort.cc
+void RegisterWindowOps(OpRegistry& r);     // reduction_window.cc
+void RegisterDotOps(OpRegistry& r);        // reduction_dot.cc
+void RegisterSortOps(OpRegistry& r);       // reduction_sort.cc
+void RegisterRaggedDotOps(OpRegistry& r);  // reduction_ragged_dot.cc
 
 namespace {
 
@@ -413,6 +414,7 @@ void RegisterReductionOps(OpRegistry& r) {
   RegisterWindowOps(r);
   RegisterDotOps(r);
   RegisterSortOps(r);
+  RegisterRaggedDotOps(r);
 }
 
 }  // namespace tlaloc::ops

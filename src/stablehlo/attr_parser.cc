@@ -202,7 +202,7 @@ StatusOr<Attribute> Parser::ParseAttribute() {
           Advance();
           if (ParseOptionalPunct(">")) return Attribute::Enum(value, kind);
         }
-      } else if (t.text.rfind("stablehlo.", 0) == 0) {
+      } else if (t.text.rfind("stablehlo.", 0) == 0 || t.text.rfind("chlo.", 0) == 0) {
         AttrDict fields;
         bool ok = true;
         if (!ParseOptionalPunct(">")) {

@@ -103,7 +103,11 @@ const std::vector<std::string>* StructFieldOrder(const std::string& kind) {
       "update_window_dims",           "inserted_window_dims",
       "input_batching_dims",          "scatter_indices_batching_dims",
       "scatter_dims_to_operand_dims", "index_vector_dim"};
+  static const std::vector<std::string> ragged_dot = {
+      "lhs_batching_dimensions",    "rhs_batching_dimensions", "lhs_contracting_dimensions",
+      "rhs_contracting_dimensions", "lhs_ragged_dimensions",   "rhs_group_dimensions"};
   if (kind == "stablehlo.dot") return &dot;
+  if (kind == "chlo.ragged_dot") return &ragged_dot;
   if (kind == "stablehlo.gather") return &gather;
   if (kind == "stablehlo.scatter") return &scatter;
   return nullptr;

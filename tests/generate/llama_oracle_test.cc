@@ -24,6 +24,7 @@
 #include "tlaloc/models/family.h"
 #include "tlaloc/models/gguf_export.h"
 #include "tlaloc/models/init.h"
+#include "tlaloc/models/load_weights.h"
 #include "tlaloc/tokenizer/tokenizer.h"
 
 namespace tlaloc {
@@ -187,7 +188,8 @@ void WriteCheckpoint(const io::ModelConfig& config, const fs::path& dir, uint64_
   for (auto& w : weights)
     if (w.name.find("norm") != std::string::npos)
       for (float& x : w.value.span<float>()) x = jitter(rng);
-  ASSERT_TRUE(io::WriteCheckpoint(dir, weights).ok());
+  // Program weights stack an MoE layer's experts; the checkpoint holds them one by one.
+  ASSERT_TRUE(io::WriteCheckpoint(dir, models::CheckpointTensors(config, weights)).ok());
   ASSERT_TRUE(io::WriteModelConfig(dir / "config.json", config).ok());
   if (qwen3_vocab) {
     fs::copy_file(kTokenizer, dir / "tokenizer.json");
@@ -259,14 +261,22 @@ struct Shape {
   bool tied;
   double rope_theta, eps;
   bool qwen3_vocab;
+  // Qwen3-MoE (llama.cpp's qwen3moe) when experts > 0: every layer sparse, top-k renormalised.
+  int64_t experts = 0, top_k = 0, moe_width = 0;
 };
 
 // Names the case in gtest's and ctest's listings (instead of the struct's raw bytes).
 void PrintTo(const Shape& s, std::ostream* os) { *os << s.name; }
 
 io::ModelConfig ConfigOf(const Shape& s) {
-  auto c = models::PresetConfig("tiny");
+  auto c = models::PresetConfig(s.experts > 0 ? "tiny-moe" : "tiny");
   EXPECT_TRUE(c.ok());
+  if (s.experts > 0) {
+    c->num_experts = s.experts;
+    c->num_experts_per_tok = s.top_k;
+    c->moe_intermediate_size = s.moe_width;
+    c->norm_topk_prob = true;
+  }
   c->hidden_size = s.hidden;
   c->num_hidden_layers = s.layers;
   c->max_window_layers = s.layers;
@@ -359,6 +369,16 @@ INSTANTIATE_TEST_SUITE_P(
         Shape{"mha_hd64_tied", 96, 3, 3, 3, 64, 160, true, 5e5, 1e-6, false},
         // Three query heads sharing one KV head (GQA 3), head_dim 128, untied.
         Shape{"gqa3_hd128_untied", 64, 2, 3, 1, 128, 96, false, 1e6, 1e-6, false}),
+    [](const ::testing::TestParamInfo<Shape>& info) { return std::string(info.param.name); });
+
+// Qwen3-MoE as llama.cpp's qwen3moe: the router's choices and the experts' weighted sum must
+// agree for the logits to (one expert chosen differently would show far above 1e-4).
+INSTANTIATE_TEST_SUITE_P(
+    MoeShapes, LlamaOracle,
+    ::testing::Values(
+        Shape{"moe_e8_top2", 64, 2, 4, 2, 64, 128, false, 1e6, 1e-6, false, 8, 2, 32},
+        Shape{"moe_e16_top4_tied", 96, 2, 3, 1, 64, 160, true, 1e4, 1e-5, false, 16, 4, 48},
+        Shape{"moe_e64_top8", 64, 3, 4, 2, 32, 128, false, 1e6, 1e-6, false, 64, 8, 24}),
     [](const ::testing::TestParamInfo<Shape>& info) { return std::string(info.param.name); });
 
 // f16 and bf16 exports: llama.cpp loads them; their logits stay within what rounding the weights

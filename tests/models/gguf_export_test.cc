@@ -192,6 +192,57 @@ TEST(GgufExport, Qwen3MetadataTokenizerAndTensors) {
   }
 }
 
+TEST(GgufExport, Qwen3MoeKeysAndStackedExperts) {
+  TempDir dir;
+  ModelConfig c = SmallConfig(false);
+  c.architecture = ModelArchitecture::kQwen3Moe;
+  c.num_experts = 3;
+  c.num_experts_per_tok = 2;
+  c.moe_intermediate_size = 4;
+  c.norm_topk_prob = true;
+  ASSERT_TRUE(ValidateModelConfig(c).ok());
+  WriteFolder(dir.path(), c, ElementType::kF32);
+  auto summary = ExportGguf(dir.path(), dir / "m.gguf");
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  // Per layer: 8 attention and norm tensors, the router and three stacked expert tensors.
+  EXPECT_EQ(summary->tensors, 2 + 2 * (8 + 4) + 1);
+  const auto bytes = ReadBytes(dir / "m.gguf");
+  auto g = ParseGguf(bytes, "m.gguf");
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(g->Find("general.architecture")->text, "qwen3moe");
+  EXPECT_EQ(g->Find("qwen3moe.block_count")->integer, 2);
+  EXPECT_EQ(g->Find("qwen3moe.expert_count")->integer, 3);
+  EXPECT_EQ(g->Find("qwen3moe.expert_used_count")->integer, 2);
+  EXPECT_EQ(g->Find("qwen3moe.expert_feed_forward_length")->integer, 4);
+  EXPECT_EQ(g->Find("qwen3.block_count"), nullptr);
+  EXPECT_EQ(g->FindTensor("blk.0.ffn_gate.weight"), nullptr);
+  auto ckpt = Checkpoint::Open(dir.path());
+  ASSERT_TRUE(ckpt.ok());
+  const GgufTensorInfo* router = g->FindTensor("blk.1.ffn_gate_inp.weight");
+  ASSERT_NE(router, nullptr);
+  EXPECT_EQ(router->ne, (std::vector<uint64_t>{8, 3}));
+  // ffn_down_exps: [experts, hidden, width] in PyTorch order, so ne = {width, hidden, experts};
+  // expert e's bytes are its down_proj's.
+  for (const char* proj : {"gate", "up", "down"}) {
+    const std::string name = std::string("blk.0.ffn_") + proj + "_exps.weight";
+    const GgufTensorInfo* t = g->FindTensor(name);
+    ASSERT_NE(t, nullptr) << name;
+    const bool down = std::string(proj) == "down";
+    EXPECT_EQ(t->ne, down ? (std::vector<uint64_t>{4, 8, 3}) : (std::vector<uint64_t>{8, 4, 3}));
+    auto ours = ReadGgufTensor(bytes, *g, *t);
+    ASSERT_TRUE(ours.ok()) << ours.status().ToString();
+    for (int e = 0; e < 3; ++e) {
+      auto expert = ckpt->Get("model.layers.0.mlp.experts." + std::to_string(e) + "." + proj +
+                              "_proj.weight");
+      ASSERT_TRUE(expert.ok());
+      EXPECT_EQ(
+          std::memcmp(ours->data() + e * expert->byte_size(), expert->data(), expert->byte_size()),
+          0)
+          << name << " expert " << e;
+    }
+  }
+}
+
 TEST(GgufExport, TiedHeadAndDtypeKeepNormsF32) {
   TempDir dir;
   const ModelConfig c = SmallConfig(true);
@@ -277,10 +328,19 @@ TEST(GgufExport, BadInputNamesTheProblem) {
   WriteText(dir / "tokenizer.json", big_id.dump());
   EXPECT_ERROR_CONTAINS(ExportGguf(dir.path(), dir / "m.gguf"), "has id 12", "12 embedding rows");
 
-  ModelConfig moe = DefaultModelConfig(ModelArchitecture::kQwen3Moe);
+  // What llama.cpp's qwen3moe graph cannot compute is refused by field name.
+  ModelConfig moe = DefaultModelConfig(ModelArchitecture::kQwen3Moe);  // norm_topk_prob false
   ASSERT_TRUE(WriteModelConfig(dir / "config.json", moe).ok());
-  EXPECT_ERROR_CONTAINS(ExportGguf(dir.path(), dir / "m.gguf"), "Qwen3MoeForCausalLM",
-                        "not exported");
+  EXPECT_ERROR_CONTAINS(ExportGguf(dir.path(), dir / "m.gguf"), "norm_topk_prob false",
+                        "renormalises");
+  moe.norm_topk_prob = true;
+  moe.decoder_sparse_step = 2;
+  ASSERT_TRUE(WriteModelConfig(dir / "config.json", moe).ok());
+  EXPECT_ERROR_CONTAINS(ExportGguf(dir.path(), dir / "m.gguf"), "decoder_sparse_step 2");
+  moe.decoder_sparse_step = 1;
+  moe.mlp_only_layers = {0};
+  ASSERT_TRUE(WriteModelConfig(dir / "config.json", moe).ok());
+  EXPECT_ERROR_CONTAINS(ExportGguf(dir.path(), dir / "m.gguf"), "mlp_only_layers");
   WriteText(dir / "config.json",
             R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama"})");
   EXPECT_ERROR_CONTAINS(ExportGguf(dir.path(), dir / "m.gguf"), "LlamaForCausalLM");

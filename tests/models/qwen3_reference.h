@@ -95,6 +95,10 @@ inline RefModel RandomModel(const io::ModelConfig& c, uint32_t seed) {
     std::vector<float> v(n);
     for (auto& x : v) x = (is_norm ? 1.0f : 0.0f) + scale * normal(rng);
     m.w[spec.name] = std::vector<double>(v.begin(), v.end());
+    // Stacked experts: each expert's checkpoint tensor too, which the reference reads.
+    const int64_t part = spec.stacked.empty() ? 0 : n / static_cast<int64_t>(spec.stacked.size());
+    for (size_t e = 0; e < spec.stacked.size(); ++e)
+      m.w[spec.stacked[e]] = std::vector<double>(v.begin() + e * part, v.begin() + (e + 1) * part);
     m.literals.push_back(Literal::FromVector<float>(spec.shape, v));
   }
   return m;

@@ -159,6 +159,11 @@ Tensor DotGeneral(const Tensor& lhs, const Tensor& rhs, const std::vector<int64_
                   const std::vector<int64_t>& rhs_batch, const std::vector<int64_t>& lhs_contract,
                   const std::vector<int64_t>& rhs_contract,
                   ElementType result_type = ElementType::kF32, bool same_as_lhs = true);
+// chlo.ragged_dot: the rows of x [M, K], grouped consecutively by group_sizes (integer [G]),
+// each times its group's matrix of w: [G, K, N] (w_contract 1) or [G, N, K] (w_contract 2)
+// -> [M, N] of result_type (f32 accumulation); rows past the last group are zero.
+Tensor RaggedDot(const Tensor& x, const Tensor& w, const Tensor& group_sizes, int64_t w_contract,
+                 ElementType result_type);
 // numpy matmul: [..., m, k] x [..., k, n] -> [..., m, n] with batch broadcasting; 1-D operands
 // are promoted as numpy does.
 Tensor Matmul(const Tensor& a, const Tensor& b);

@@ -119,6 +119,19 @@ Attribute DotDimensionsAttr(const DotDimensionNumbers& d);
 Value DotGeneral(OpBuilder& b, Value lhs, Value rhs, const DotDimensionNumbers& d,
                  std::optional<TensorType> result = std::nullopt);
 
+// chlo.ragged_dot's dimension numbers (#chlo.ragged_dot<...>). Tlaloc's interpreter takes the
+// two forms a mixture of experts needs: lhs [M, K] with rows grouped along dimension 0 against
+// rhs [G, K, N] or [G, N, K] (group dimension 0) giving [M, N], and the ragged contracting form
+// lhs [M, K] x rhs [M, N] -> [G, K, N] (each group's lhs^T . rhs, the weight gradient).
+struct RaggedDotDimensionNumbers {
+  Dims lhs_batch, rhs_batch, lhs_contracting, rhs_contracting, lhs_ragged, rhs_group;
+};
+Attribute RaggedDotDimensionsAttr(const RaggedDotDimensionNumbers& d);
+// chlo.ragged_dot(lhs, rhs, group_sizes); `result` when the result type is given.
+Value RaggedDot(OpBuilder& b, Value lhs, Value rhs, Value group_sizes,
+                const RaggedDotDimensionNumbers& d,
+                std::optional<TensorType> result = std::nullopt);
+
 struct GatherDimensionNumbers {
   Dims offset_dims, collapsed_slice_dims, operand_batching_dims, start_indices_batching_dims,
       start_index_map;

@@ -27,6 +27,9 @@ namespace tlaloc::models {
 struct WeightSpec {
   std::string name;
   std::vector<int64_t> shape;
+  // Checkpoint tensors stacked along a new leading axis to make this program weight (an MoE
+  // layer's experts); empty when `name` is itself the checkpoint tensor.
+  std::vector<std::string> stacked;
 };
 
 // One tensor a checkpoint of a config holds, in the ecosystem's (transformers') naming.

@@ -96,13 +96,6 @@ Tensor SwiGluMlp(const Tensor& x, const Tensor& gate_w, const Tensor& up_w, cons
 Tensor GroupedAttention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                         double scale, LayerTrace* trace = nullptr, const std::string& path = "");
 
-// The MoE block of Qwen3-MoE: router softmax in f32 over all experts, top-k, optional
-// renormalisation of the k weights, SwiGLU experts, weighted sum. x [N, H]; router [E, H];
-// experts' weights stacked per expert in vectors of E tensors. Every expert runs on every token
-// and is weighted by its (mostly zero) routing weight: exact, simple, not fast.
-Tensor SparseMoe(const Tensor& x, const Tensor& router, const std::vector<Tensor>& gate_ws,
-                 const std::vector<Tensor>& up_ws, const std::vector<Tensor>& down_ws,
-                 int64_t top_k, bool norm_topk_prob, LayerTrace* trace = nullptr,
-                 const std::string& path = "");
+// The MoE block (SparseMoe) is in moe.h.
 
 }  // namespace tlaloc::nn

@@ -37,8 +37,7 @@ void Register(std::vector<ModelFamily>& registry) {
     f.train_forward = BuildTrainForward;
     f.render_chat = RenderQwen3Chat;
     f.chat_template_jinja = Qwen3ChatTemplate;
-    // llama.cpp's qwen3moe graph is not exported yet.
-    if (arch == io::ModelArchitecture::kQwen3) f.export_gguf = ExportGguf;
+    f.export_gguf = ExportGguf;  // qwen3, or qwen3moe for Qwen3-MoE
     registry.push_back(f);
   }
 }

@@ -1,4 +1,5 @@
-// Hugging Face Qwen3 folder -> GGUF for llama.cpp's `qwen3` architecture. The metadata keys,
+// Hugging Face Qwen3 folder -> GGUF for llama.cpp's `qwen3` architecture (Qwen3-MoE's
+// `qwen3moe`: its own parts in gguf_export_moe.cc). The metadata keys,
 // tensor names and tokenizer rules follow what llama.cpp's own converter writes for Qwen3, so
 // the file loads there (and in Ollama) like one converted by llama.cpp.
 #include <map>
@@ -213,10 +214,13 @@ StatusOr<GgufExportSummary> ExportGguf(const fs::path& dir, const fs::path& out,
                     ": no such checkpoint folder (expected config.json, safetensors "
                     "and tokenizer.json in a folder)");
   TL_ASSIGN_OR_RETURN(ModelConfig config, io::LoadModelConfig(dir));
-  if (config.architecture != io::ModelArchitecture::kQwen3)
+  const bool moe = config.architecture == io::ModelArchitecture::kQwen3Moe;
+  if (config.architecture != io::ModelArchitecture::kQwen3 && !moe)
     return Unimplemented(where + ": architecture " +
                          std::string(io::ArchitectureClassName(config.architecture)) +
-                         " is not exported (only Qwen3ForCausalLM)");
+                         " is not exported (only Qwen3ForCausalLM and Qwen3MoeForCausalLM)");
+  if (moe) TL_RETURN_IF_ERROR(CheckQwen3MoeExportable(config, where));
+  const std::string arch = moe ? "qwen3moe" : "qwen3";
   if (config.rope_scaling)
     return Unimplemented(where + ": rope_scaling \"" + config.rope_scaling->rope_type +
                          "\" is not exported");
@@ -232,8 +236,22 @@ StatusOr<GgufExportSummary> ExportGguf(const fs::path& dir, const fs::path& out,
   std::vector<GgufTensorToWrite> tensors;
   GgufExportSummary summary;
   summary.tied_output = config.tie_word_embeddings;
+  int64_t moe_layer = 0;
   for (const auto& expected : ExpectedTensors(config)) {
     if (expected.optional) continue;  // a tied head's stored copy is not exported
+    if (moe && expected.name.find(".mlp.experts.") != std::string::npos) continue;
+    if (moe && expected.name.find(".mlp.gate.weight") != std::string::npos) {
+      // The router and the experts stacked, written where the router comes.
+      TL_ASSIGN_OR_RETURN(auto layer_tensors,
+                          Qwen3MoeLayerTensors(*checkpoint, config, moe_layer++, where));
+      for (auto& [name, value] : layer_tensors) {
+        GgmlType type = ChooseType(value, options.dtype);
+        summary.tensor_bytes +=
+            static_cast<uint64_t>(value.num_elements()) * (type == GgmlType::kF32 ? 4 : 2);
+        tensors.push_back({std::move(name), std::move(value), type});
+      }
+      continue;
+    }
     const io::SafetensorsTensorInfo* info = checkpoint->Find(expected.name);
     if (!info) return NotFound(where + ": missing tensor \"" + expected.name + "\"");
     if (info->shape != expected.shape)
@@ -299,29 +317,31 @@ StatusOr<GgufExportSummary> ExportGguf(const fs::path& dir, const fs::path& out,
                                                               : 0;
   auto u32 = [](int64_t v) { return GgufValue::U32(static_cast<uint32_t>(v)); };
   std::vector<GgufKeyValue> kv = {
-      {"general.architecture", GgufValue::String("qwen3")},
+      {"general.architecture", GgufValue::String(arch)},
       {"general.name",
        GgufValue::String(options.name.empty()
                              ? fs::absolute(dir).lexically_normal().filename().string()
                              : options.name)},
       {"general.file_type", GgufValue::U32(file_type)},
-      {"qwen3.context_length", u32(config.max_position_embeddings)},
-      {"qwen3.embedding_length", u32(config.hidden_size)},
-      {"qwen3.block_count", u32(config.num_hidden_layers)},
-      {"qwen3.feed_forward_length", u32(config.intermediate_size)},
-      {"qwen3.attention.head_count", u32(config.num_attention_heads)},
-      {"qwen3.attention.head_count_kv", u32(config.num_key_value_heads)},
-      {"qwen3.attention.key_length", u32(config.head_dim)},
-      {"qwen3.attention.value_length", u32(config.head_dim)},
-      {"qwen3.attention.layer_norm_rms_epsilon",
+      {arch + ".context_length", u32(config.max_position_embeddings)},
+      {arch + ".embedding_length", u32(config.hidden_size)},
+      {arch + ".block_count", u32(config.num_hidden_layers)},
+      {arch + ".feed_forward_length", u32(config.intermediate_size)},
+      {arch + ".attention.head_count", u32(config.num_attention_heads)},
+      {arch + ".attention.head_count_kv", u32(config.num_key_value_heads)},
+      {arch + ".attention.key_length", u32(config.head_dim)},
+      {arch + ".attention.value_length", u32(config.head_dim)},
+      {arch + ".attention.layer_norm_rms_epsilon",
        GgufValue::F32(static_cast<float>(config.rms_norm_eps))},
-      {"qwen3.rope.freq_base", GgufValue::F32(static_cast<float>(config.rope_theta))},
+      {arch + ".rope.freq_base", GgufValue::F32(static_cast<float>(config.rope_theta))},
       {"tokenizer.ggml.model", GgufValue::String("gpt2")},
       {"tokenizer.ggml.pre", GgufValue::String("qwen2")},
       {"tokenizer.ggml.tokens", GgufValue::StringArray(std::move(vocab.tokens))},
       {"tokenizer.ggml.token_type", GgufValue::I32Array(std::move(vocab.types))},
       {"tokenizer.ggml.merges", GgufValue::StringArray(std::move(vocab.merges))},
   };
+  if (moe)
+    for (auto& key : Qwen3MoeKeys(config)) kv.push_back(std::move(key));
   if (eos) kv.push_back({"tokenizer.ggml.eos_token_id", u32(*eos)});
   if (pad) kv.push_back({"tokenizer.ggml.padding_token_id", u32(*pad)});
   if (bos) kv.push_back({"tokenizer.ggml.bos_token_id", u32(*bos)});

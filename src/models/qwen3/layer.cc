@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "models/qwen3/qwen3_family.h"
+#include "tlaloc/nn/moe.h"
 
 namespace tlaloc::models::qwen3 {
 
@@ -18,17 +19,13 @@ Tensor FeedForward(const ModelConfig& c, const WeightTensors& w, int64_t layer, 
   if (!c.IsMoeLayer(layer))
     return nn::SwiGluMlp(n, W("mlp.gate_proj.weight"), W("mlp.up_proj.weight"),
                          W("mlp.down_proj.weight"), trace, p + "mlp");
-  std::vector<Tensor> gs, us, ds;
-  for (int64_t e = 0; e < c.num_experts; ++e) {
-    const std::string ep = "mlp.experts." + std::to_string(e) + ".";
-    gs.push_back(W(ep + "gate_proj.weight"));
-    us.push_back(W(ep + "up_proj.weight"));
-    ds.push_back(W(ep + "down_proj.weight"));
-  }
+  const std::string ep = "mlp.experts.";
+  nn::MoeWeights mw{W("mlp.gate.weight"), W(ep + "gate_proj.weight"), W(ep + "up_proj.weight"),
+                    W(ep + "down_proj.weight")};
   const int64_t bsz = n.dim(0), t = n.dim(1);
   Tensor flat = Reshape(n, {bsz * t, c.hidden_size});
-  return Reshape(nn::SparseMoe(flat, W("mlp.gate.weight"), gs, us, ds, c.num_experts_per_tok,
-                               c.norm_topk_prob, trace, p + "mlp"),
+  return Reshape(nn::SparseMoe(flat, mw, c.num_experts_per_tok, c.norm_topk_prob,
+                               nn::MoeForm::kAuto, trace, p + "mlp"),
                  {bsz, t, c.hidden_size});
 }
 

@@ -3,6 +3,8 @@
 
 #include <vector>
 
+#include "tlaloc/io/checkpoint.h"
+#include "tlaloc/io/gguf.h"
 #include "tlaloc/models/family.h"
 
 namespace tlaloc::models::qwen3 {
@@ -45,10 +47,19 @@ StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
 StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTensors& w,
                                          const Tensor& input_ids, autodiff::Marks* remat);
 
-// Dense Qwen3 as llama.cpp's `qwen3` architecture.
+// Qwen3 as llama.cpp's `qwen3` architecture, Qwen3-MoE as its `qwen3moe`.
 StatusOr<GgufExportSummary> ExportGguf(const std::filesystem::path& dir,
                                        const std::filesystem::path& out,
                                        const GgufExportOptions& options);
+
+// Qwen3-MoE as llama.cpp's `qwen3moe` (gguf_export_moe.cc): the configs its graph can express
+// (refused by field name otherwise), the keys it adds, and layer `layer`'s router and stacked
+// experts under llama.cpp's names.
+Status CheckQwen3MoeExportable(const ModelConfig& c, const std::string& where);
+std::vector<io::GgufKeyValue> Qwen3MoeKeys(const ModelConfig& c);
+StatusOr<std::vector<std::pair<std::string, Literal>>> Qwen3MoeLayerTensors(
+    const io::Checkpoint& checkpoint, const ModelConfig& c, int64_t layer,
+    const std::string& where);
 
 // Adds the qwen3 and qwen3_moe entries.
 void Register(std::vector<ModelFamily>& registry);

@@ -50,9 +50,28 @@ std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c) {
 }
 
 std::vector<WeightSpec> WeightSpecs(const ModelConfig& c) {
+  // The checkpoint's tensors, except that an MoE layer's experts enter the programs stacked
+  // ([E, out, in] per projection), so that one grouped product or gather reads any subset.
   std::vector<WeightSpec> out;
-  for (const auto& t : ExpectedTensors(c))
-    if (!t.optional) out.push_back({t.name, t.shape});
+  for (const auto& t : ExpectedTensors(c)) {
+    if (t.optional || t.name.find(".mlp.experts.") != std::string::npos) continue;
+    out.push_back({t.name, t.shape, {}});
+    const std::string router = "mlp.gate.weight";
+    if (t.name.size() <= router.size() ||
+        t.name.compare(t.name.size() - router.size(), router.size(), router) != 0)
+      continue;
+    const std::string l = t.name.substr(0, t.name.size() - router.size());
+    const int64_t h = c.hidden_size, w = c.moe_intermediate_size;
+    for (const char* proj : {"gate_proj", "up_proj", "down_proj"}) {
+      WeightSpec s;
+      s.name = l + "mlp.experts." + proj + ".weight";
+      s.shape = std::string(proj) == "down_proj" ? std::vector<int64_t>{c.num_experts, h, w}
+                                                 : std::vector<int64_t>{c.num_experts, w, h};
+      for (int64_t e = 0; e < c.num_experts; ++e)
+        s.stacked.push_back(l + "mlp.experts." + std::to_string(e) + "." + proj + ".weight");
+      out.push_back(std::move(s));
+    }
+  }
   return out;
 }
 

@@ -1,0 +1,143 @@
+// Mixture-of-experts timings on the interpreter (docs/performance.md records the figures):
+//
+//   BM_RouterTopK/method  the router's top-k over 2,048 rows x 128 experts, k = 8 (Qwen3-30B-A3B):
+//                         0 = chlo.top_k, 1 = k passes of argmax-and-mask, 2 = full stable sort
+//   BM_MoeForm/form/tokens  one MoE block of Qwen3-30B-A3B's widths (hidden 2048, 128 experts of
+//                         768, top 8) in f32 on `tokens` rows, for each expert form: 1 =
+//                         ragged_dot, 2 = one-hot permute, 3 = pair gather, 4 = dense-masked
+//                         (the last only at small sizes: it runs all 128 experts). The crossover
+//                         of the forms by pair count (tokens x 8) sets nn::MoeFormForPairs.
+//   BM_DenseMlp/tokens    a dense SwiGLU of the same active width (8 x 768 = 6,144), the cost
+//                         an MoE layer should approach.
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "tlaloc/builder/tensor.h"
+#include "tlaloc/interp/interpreter.h"
+#include "tlaloc/nn/layers.h"
+#include "tlaloc/nn/moe.h"
+
+namespace {
+
+using tlaloc::ElementType;
+using tlaloc::Literal;
+using tlaloc::Tensor;
+using tlaloc::TensorType;
+
+constexpr int64_t kHidden = 2048, kExperts = 128, kWidth = 768, kTopK = 8;
+
+Literal Random(std::vector<int64_t> dims, uint32_t seed, float scale) {
+  Literal l(TensorType(ElementType::kF32, dims));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  for (float& x : l.span<float>()) x = d(rng);
+  return l;
+}
+
+// Prepares main(args) = body(args) and times Execute; reports ms per run.
+template <typename Body>
+void TimeProgram(benchmark::State& state, const std::vector<TensorType>& types,
+                 std::vector<Literal> args, Body body) {
+  auto module = std::make_shared<tlaloc::Module>("bench");
+  tlaloc::FunctionBuilder fb(module.get(), "main");
+  std::vector<Tensor> ins;
+  for (const auto& t : types) ins.push_back(fb.AddArg(t));
+  const tlaloc::Status built = fb.Return(body(ins));
+  if (!built.ok()) {
+    state.SkipWithError(built.ToString().c_str());
+    return;
+  }
+  auto exe = tlaloc::Executable::Prepare(module, "main");
+  if (!exe.ok()) {
+    state.SkipWithError(exe.status().ToString().c_str());
+    return;
+  }
+  for (auto _ : state) {
+    auto out = (*exe)->Execute(args);
+    if (!out.ok()) {
+      state.SkipWithError(out.status().ToString().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(out->front().data());
+  }
+}
+
+void BM_RouterTopK(benchmark::State& state) {
+  const auto method = static_cast<tlaloc::nn::TopKMethod>(state.range(0));
+  const int64_t rows = 2048;
+  state.SetLabel(method == tlaloc::nn::TopKMethod::kMaxMask    ? "max_and_mask"
+                 : method == tlaloc::nn::TopKMethod::kChloTopK ? "chlo.top_k"
+                                                               : "full_sort");
+  TimeProgram(state, {TensorType(ElementType::kF32, {rows, kExperts})},
+              {Random({rows, kExperts}, 1, 1.0f)}, [&](const std::vector<Tensor>& a) {
+                auto r = tlaloc::nn::RouteTopK(a[0], kTopK, true, method);
+                return std::vector<Tensor>{r.weights, r.experts};
+              });
+}
+BENCHMARK(BM_RouterTopK)
+    ->ArgName("method")
+    ->DenseRange(0, 2)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// The MoE weights are shared by every run of every form (1.2 GB in f32 would not fit twice).
+const std::vector<Literal>& MoeWeights() {
+  static const std::vector<Literal> w = {
+      Random({kExperts, kHidden}, 2, 0.02f), Random({kExperts, kWidth, kHidden}, 3, 0.02f),
+      Random({kExperts, kWidth, kHidden}, 4, 0.02f), Random({kExperts, kHidden, kWidth}, 5, 0.02f)};
+  return w;
+}
+
+void BM_MoeForm(benchmark::State& state) {
+  const auto form = static_cast<tlaloc::nn::MoeForm>(state.range(0));
+  const int64_t tokens = state.range(1);
+  state.SetLabel(std::string(tlaloc::nn::MoeFormName(form)) +
+                 " pairs=" + std::to_string(tokens * kTopK));
+  std::vector<Literal> args{Random({tokens, kHidden}, 6, 1.0f)};
+  for (const Literal& w : MoeWeights()) args.push_back(w);
+  std::vector<TensorType> types;
+  for (const Literal& a : args) types.push_back(a.type());
+  TimeProgram(state, types, std::move(args), [&](const std::vector<Tensor>& a) {
+    return std::vector<Tensor>{
+        tlaloc::nn::SparseMoe(a[0], {a[1], a[2], a[3], a[4]}, kTopK, true, form)};
+  });
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens),
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+}
+void MoeFormArgs(benchmark::internal::Benchmark* b) {
+  for (int form = 1; form <= 2; ++form)
+    for (int tokens : {1, 4, 16, 64, 128, 256, 1024}) b->Args({form, tokens});
+  // The pair gather copies each pair's expert weights (151 MB per token here), the dense-masked
+  // form runs all 128 experts: both only where they are not hopeless.
+  for (int tokens : {1, 4}) b->Args({3, tokens});
+  for (int tokens : {1, 16}) b->Args({4, tokens});
+}
+BENCHMARK(BM_MoeForm)->Apply(MoeFormArgs)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_DenseMlp(benchmark::State& state) {
+  const int64_t tokens = state.range(0), width = kWidth * kTopK;
+  std::vector<Literal> args{Random({tokens, kHidden}, 6, 1.0f), Random({width, kHidden}, 7, 0.02f),
+                            Random({width, kHidden}, 8, 0.02f), Random({kHidden, width}, 9, 0.02f)};
+  std::vector<TensorType> types;
+  for (const Literal& a : args) types.push_back(a.type());
+  TimeProgram(state, types, std::move(args), [&](const std::vector<Tensor>& a) {
+    return std::vector<Tensor>{tlaloc::nn::SwiGluMlp(a[0], a[1], a[2], a[3])};
+  });
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens),
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_DenseMlp)
+    ->ArgName("tokens")
+    ->Arg(1)
+    ->Arg(16)
+    ->Arg(256)
+    ->Arg(1024)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

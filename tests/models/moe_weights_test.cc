@@ -1,0 +1,122 @@
+// An MoE layer's experts enter the programs stacked [E, out, in]: the weight specs name the
+// checkpoint tensors they stack, loading stacks them, and writing a folder splits them back
+// into transformers' per-expert tensors.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "tlaloc/io/checkpoint.h"
+#include "tlaloc/io/model_config.h"
+#include "tlaloc/models/family.h"
+#include "tlaloc/models/init.h"
+#include "tlaloc/models/load_weights.h"
+
+namespace tlaloc::models {
+namespace {
+
+namespace fs = std::filesystem;
+
+io::ModelConfig SmallMoe() {
+  auto c = PresetConfig("tiny-moe");
+  EXPECT_TRUE(c.ok());
+  c->vocab_size = 64;
+  c->num_experts = 3;
+  c->mlp_only_layers = {1};  // layer 1 dense
+  EXPECT_TRUE(io::ValidateModelConfig(*c).ok());
+  return *c;
+}
+
+TEST(MoeWeights, A3bShapedPresetHasQwen3MoeLayerShapes) {
+  auto c = PresetConfig("qwen3-30b-a3b-2l");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(CheckSupported(*c).ok());
+  EXPECT_EQ(c->num_experts, 128);
+  EXPECT_EQ(c->num_experts_per_tok, 8);
+  EXPECT_EQ(c->moe_intermediate_size, 768);
+  EXPECT_EQ(c->hidden_size, 2048);
+  EXPECT_TRUE(c->norm_topk_prob);
+  // Per layer: attention 2048 x (4096 + 2 x 512) + 4096 x 2048, router 128 x 2048, experts
+  // 128 x 3 x 768 x 2048, norms; plus the untied embedding and head.
+  const int64_t layer = 2048 * (4096 + 1024) + 4096 * 2048 + 128 * 2048 +
+                        int64_t{128} * 3 * 768 * 2048 + 2 * 2048 + 2 * 128;
+  EXPECT_EQ(ParameterCount(*c), 2 * layer + 2 * int64_t{151936} * 2048 + 2048);
+  const auto names = PresetNames();
+  EXPECT_NE(std::find(names.begin(), names.end(), "qwen3-30b-a3b-2l"), names.end());
+}
+
+TEST(MoeWeights, SpecsStackTheExpertsOfSparseLayersOnly) {
+  const io::ModelConfig c = SmallMoe();
+  std::map<std::string, WeightSpec> specs;
+  for (const auto& s : WeightSpecs(c)) specs[s.name] = s;
+  const auto& down = specs.at("model.layers.0.mlp.experts.down_proj.weight");
+  EXPECT_EQ(down.shape, (std::vector<int64_t>{3, c.hidden_size, c.moe_intermediate_size}));
+  ASSERT_EQ(down.stacked.size(), 3u);
+  EXPECT_EQ(down.stacked[2], "model.layers.0.mlp.experts.2.down_proj.weight");
+  EXPECT_EQ(specs.at("model.layers.0.mlp.experts.gate_proj.weight").shape,
+            (std::vector<int64_t>{3, c.moe_intermediate_size, c.hidden_size}));
+  EXPECT_TRUE(specs.at("model.layers.0.mlp.gate.weight").stacked.empty());
+  EXPECT_FALSE(specs.count("model.layers.0.mlp.experts.0.up_proj.weight"));
+  EXPECT_TRUE(specs.count("model.layers.1.mlp.up_proj.weight")) << "the dense layer";
+  EXPECT_FALSE(specs.count("model.layers.1.mlp.experts.up_proj.weight"));
+}
+
+TEST(MoeWeights, FolderHoldsPerExpertTensorsAndLoadingStacksThem) {
+  const io::ModelConfig c = SmallMoe();
+  const fs::path dir =
+      fs::temp_directory_path() / ("tlaloc_moe_weights_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  InitOptions opts;
+  opts.seed = 9;
+  ASSERT_TRUE(WriteRandomCheckpoint(c, dir, opts).ok());
+  auto ckpt = io::Checkpoint::Open(dir);
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status().ToString();
+  for (const auto& t : ExpectedTensors(c))
+    if (!t.optional) {
+      EXPECT_NE(ckpt->Find(t.name), nullptr) << t.name;
+    }
+  EXPECT_EQ(ckpt->Find("model.layers.0.mlp.experts.up_proj.weight"), nullptr)
+      << "stacked names stay inside Tlaloc";
+
+  auto weights = LoadWeights(c, *ckpt, ElementType::kF32);
+  ASSERT_TRUE(weights.ok()) << weights.status().ToString();
+  const auto specs = WeightSpecs(c);
+  ASSERT_EQ(weights->size(), specs.size());
+  int checked = 0;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].stacked.empty()) continue;
+    const Literal& stacked = (*weights)[i];
+    ASSERT_EQ(stacked.dims(), specs[i].shape);
+    for (size_t e = 0; e < specs[i].stacked.size(); ++e) {
+      auto part = ckpt->Get(specs[i].stacked[e]);
+      ASSERT_TRUE(part.ok());
+      EXPECT_EQ(
+          std::memcmp(stacked.data() + e * part->byte_size(), part->data(), part->byte_size()), 0)
+          << specs[i].name << " expert " << e;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 3 * 3);  // one sparse layer, three projections, three experts
+
+  // A checkpoint missing one expert is refused naming that tensor.
+  std::vector<io::NamedTensor> all;
+  for (const auto& name : ckpt->names())
+    if (name != "model.layers.0.mlp.experts.1.up_proj.weight")
+      all.push_back({name, *ckpt->Get(name)});
+  const fs::path broken = dir / "broken";
+  ASSERT_TRUE(io::WriteCheckpoint(broken, all).ok());
+  auto bad = io::Checkpoint::Open(broken);
+  ASSERT_TRUE(bad.ok());
+  auto refused = LoadWeights(c, *bad, ElementType::kF32);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("model.layers.0.mlp.experts.1.up_proj.weight"),
+            std::string::npos)
+      << refused.status().ToString();
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tlaloc::models
