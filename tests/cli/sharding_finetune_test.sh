@@ -2,7 +2,8 @@
 # `tlaloc finetune --mesh --plan`: a 2-device dp (and tp) fine-tune logs the 1-device run's
 # losses within 1e-5 relative (the sharded step sums in another order: docs/SHARDING.md),
 # --programs writes both lowerings, bad meshes and plans are usage errors naming them, and
-# `tlaloc doctor` lists the interpreter's devices. Uses finetune-demo's byte-level model.
+# `tlaloc doctor` lists the interpreter's devices, and `tlaloc generate --mesh model=2` prints
+# the 1-device greedy text. Uses finetune-demo's byte-level model.
 # Usage: sharding_finetune_test.sh TLALOC
 set -uo pipefail
 tlaloc=$1
@@ -69,6 +70,21 @@ TLALOC_CPU_DEVICES=1 "$tlaloc" "${ft[@]}" --out "$work/bad" --mesh data=2 --plan
 rc=$?
 { [ "$rc" -eq 2 ] && grep -q "needs 2 devices; interp has 1" "$work/err"; } ||
   fail "a mesh larger than TLALOC_CPU_DEVICES: exit $rc: $(cat "$work/err")"
+
+# generate --mesh model=2 (tensor-parallel greedy) prints the 1-device greedy text; sampling
+# and meshes that do not divide the heads are usage errors.
+"$tlaloc" generate -m "$work/one" -p hello -n 10 --temp 0 >"$work/gen1" 2>/dev/null ||
+  fail "generate on one device failed"
+env -u TLALOC_CPU_DEVICES "$tlaloc" generate -m "$work/one" -p hello -n 10 --mesh model=2 \
+  >"$work/gen2" 2>"$work/gen2.err" || fail "generate --mesh model=2: $(cat "$work/gen2.err")"
+cmp -s "$work/gen1" "$work/gen2" || fail "generate --mesh model=2 printed other text than 1 device"
+for bad in "--mesh model=8" "--mesh model=2 --temp 0.7"; do
+  # shellcheck disable=SC2086
+  env -u TLALOC_CPU_DEVICES "$tlaloc" generate -m "$work/one" -p hello -n 4 $bad \
+    >/dev/null 2>"$work/err"
+  rc=$?
+  [ "$rc" -eq 2 ] || fail "generate $bad exited $rc, expected 2: $(cat "$work/err")"
+done
 
 TLALOC_CPU_DEVICES=2 "$tlaloc" doctor >"$work/doctor" 2>&1
 grep -q "target interp: 2 device(s)" "$work/doctor" && grep -q "device 1: interpreter" "$work/doctor" ||
