@@ -204,6 +204,12 @@ StatusOr<std::unique_ptr<ShardedTrainer>> ShardedTrainer::Create(
   TL_RETURN_IF_ERROR(models::CheckSupported(config));
   if (seq_len <= 0)
     return InvalidArgument("trainer seq_len " + std::to_string(seq_len) + ": expected > 0");
+  if (options.compute_dtype != ElementType::kF32 && options.compute_dtype != ElementType::kBF16)
+    return InvalidArgument("trainer compute dtype " + std::string(MlirName(options.compute_dtype)) +
+                           ": expected f32 or bf16");
+  if (options.loss_chunk < 0)
+    return InvalidArgument("trainer loss_chunk " + std::to_string(options.loss_chunk) +
+                           ": expected >= 0");
   if (plan.num_devices() > backend.num_devices())
     return InvalidArgument("mesh " + plan.mesh().ToString() + " needs " +
                            std::to_string(plan.num_devices()) + " devices; backend " +
