@@ -192,6 +192,15 @@ int RunFinetuneCommand(const FinetuneArgs &a) {
     }
     return 128 + sig;
   }
+  if (!result->device_peak_bytes.empty()) {
+    std::string peaks;
+    for (int64_t b : result->device_peak_bytes)
+      peaks += (peaks.empty() ? "" : ", ") + std::to_string(b);
+    std::fprintf(stderr,
+                 "tlaloc finetune: per device: %lld bytes of parameters and moments; peak live "
+                 "bytes in the last step: %s\n",
+                 static_cast<long long>(result->device_state_bytes), peaks.c_str());
+  }
   if (!result->plot_error.empty())
     std::fprintf(stderr, "tlaloc finetune: warning: no loss plot: %s\n",
                  result->plot_error.c_str());

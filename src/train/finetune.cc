@@ -364,6 +364,10 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
       TL_RETURN_IF_ERROR(save(step));
   }
   result.tokens_per_second = result.train_seconds > 0 ? tokens / result.train_seconds : 0;
+  if (const ShardedTrainer* sharded = trainer->sharded()) {
+    result.device_peak_bytes = sharded->last_peak_bytes();
+    result.device_state_bytes = sharded->state_bytes_per_device();
+  }
   if (result.stopped && result.plot_error.empty() && last_step > start_step)
     if (Status s = WriteLossSvg(plot_path, points, plot); !s.ok()) result.plot_error = s.message();
   // A stop right after a periodic save has nothing new to save.

@@ -26,6 +26,8 @@ for run in "dp data=2" "tp model=2"; do
   env -u TLALOC_CPU_DEVICES "$tlaloc" "${ft[@]}" --out "$out" --mesh "$mesh" --plan "$plan" \
     --programs "$out/programs" >"$out.log" 2>&1 || { fail "$plan: $(cat "$out.log")"; continue; }
   grep -q "plan $plan over mesh $mesh" "$out.log" || fail "$plan: the header does not name the plan"
+  grep -q "per device: [0-9]* bytes of parameters and moments; peak live bytes in the last step: [0-9]*, [0-9]*$" \
+    "$out.log" || fail "$plan: no per-device memory line: $(cat "$out.log")"
   if ! python3 - "$(losses "$work/one")" "$(losses "$out")" <<'PY'; then
 import sys
 a = [float(x) for x in sys.argv[1].split()]

@@ -86,6 +86,10 @@ struct FinetuneResult {
   double tokens_per_second = 0;  // batch * seq_len tokens per second of train_seconds
   // Why loss.svg could not be written, if it could not; the run carries on without the plot.
   std::string plot_error;
+  // With a plan: each device's peak live bytes in the last step (where the backend measures
+  // them) and the parameter + moment bytes each device holds.
+  std::vector<int64_t> device_peak_bytes;
+  int64_t device_state_bytes = 0;
   bool stopped = false;             // stop_requested ended the run before total_steps
   int64_t saved_step = 0;           // the last save's step (0: none, stopped before a step)
   std::filesystem::path saved_dir;  // out_dir/checkpoint-<saved_step>
