@@ -5,6 +5,7 @@
 #include <string>
 
 #include "commands.h"
+#include "tlaloc/interp/multi_device.h"
 #include "tlaloc/pjrt/session.h"
 #include "tlaloc/runtime/target.h"
 
@@ -42,13 +43,29 @@ void Probe(const PjrtTarget& target, bool load) {
   for (const auto& o : s.create_options()) std::printf("  create option %s\n", o.name.c_str());
   for (const auto& [k, v] : s.attributes())
     std::printf("  attribute %s = %s\n", k.c_str(), v.c_str());
+  std::printf("  %zu device(s)\n", s.devices().size());
   for (const auto& d : s.devices()) std::printf("  device %d: %s\n", d.id, d.kind.c_str());
+}
+
+// The interpreter's devices: threads of this process, as many as TLALOC_CPU_DEVICES says.
+void ProbeInterpreter() {
+  auto n = CpuDevicesFromEnvironment();
+  if (!n.ok()) {
+    std::printf("\ntarget interp: %s\n", n.status().message().c_str());
+    return;
+  }
+  std::printf(
+      "\ntarget interp: %d device(s) (TLALOC_CPU_DEVICES; finetune --mesh without it "
+      "gets the mesh's size)\n",
+      *n);
+  for (int d = 0; d < *n; ++d) std::printf("  device %d: interpreter\n", d);
 }
 
 int RunDoctor(const DoctorArgs& args) {
   std::printf("environment:\n");
-  for (const char* name : {"TLALOC_TARGET", "TLALOC_PJRT_PLUGIN_PATH", "TLALOC_TEST_PJRT_TARGET",
-                           "TPU_PREMAPPED_BUFFER_SIZE", "VIRTUAL_ENV", "HOME"}) {
+  for (const char* name :
+       {"TLALOC_TARGET", "TLALOC_PJRT_PLUGIN_PATH", "TLALOC_TEST_PJRT_TARGET", "TLALOC_CPU_DEVICES",
+        "TPU_PREMAPPED_BUFFER_SIZE", "VIRTUAL_ENV", "HOME"}) {
     PrintEnv(name);
   }
   auto choice = DefaultBackendChoice();
@@ -63,6 +80,7 @@ int RunDoctor(const DoctorArgs& args) {
     Probe(*t, args.load);
     return kExitOk;
   }
+  ProbeInterpreter();
   for (const PjrtTarget& t : {PjrtTarget::Cpu(), PjrtTarget::Cuda(), PjrtTarget::Tpu()}) {
     Probe(t, args.load);
   }

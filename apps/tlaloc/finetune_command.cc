@@ -6,6 +6,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "cli_options.h"
 #include "commands.h"
 #include "tlaloc/generate/generator.h"
+#include "tlaloc/ir/sharding.h"
 #include "tlaloc/models/family.h"
 #include "tlaloc/models/init.h"
 #include "tlaloc/pjrt/pjrt_backend.h"
@@ -83,6 +85,19 @@ StatusOr<std::shared_ptr<Backend>> BackendFor(const std::string &target) {
   return std::shared_ptr<Backend>(std::move(*backend));
 }
 
+// The interpreter gets the mesh's device count unless TLALOC_CPU_DEVICES says otherwise.
+StatusOr<std::shared_ptr<Backend>> FinetuneBackend(const std::string &target,
+                                                   const std::string &mesh_text) {
+  TL_ASSIGN_OR_RETURN(BackendChoice choice, BackendChoiceFromFlag(target));
+  const char *env = std::getenv("TLALOC_CPU_DEVICES");
+  if (choice.interpreter && !mesh_text.empty() && (env == nullptr || *env == '\0')) {
+    TL_ASSIGN_OR_RETURN(Mesh mesh, Mesh::Parse(mesh_text));
+    return std::shared_ptr<Backend>(
+        MakeInterpreterBackend({}, static_cast<int>(mesh.num_devices())));
+  }
+  return BackendFor(target);
+}
+
 int Fail(const char *command, const std::string &message, int code = kExitFailure) {
   std::fprintf(stderr, "tlaloc %s: %s\n", command, message.c_str());
   return code;
@@ -118,8 +133,17 @@ struct FinetuneArgs {
 };
 
 int RunFinetuneCommand(const FinetuneArgs &a) {
-  auto backend = BackendFor(a.target);
+  auto backend = FinetuneBackend(a.target, a.options.mesh);
   if (!backend.ok()) return Fail("finetune", backend.status().message());
+  if (!a.options.mesh.empty()) {
+    auto mesh = Mesh::Parse(a.options.mesh);  // CheckFinetuneFlags parsed it
+    if (mesh.ok() && mesh->num_devices() > (*backend)->num_devices())
+      return Fail("finetune",
+                  "--mesh " + a.options.mesh + " needs " + std::to_string(mesh->num_devices()) +
+                      " devices; " + (*backend)->name() + " has " +
+                      std::to_string((*backend)->num_devices()) + " (TLALOC_CPU_DEVICES)",
+                  kExitUsage);
+  }
   if (!a.options.resume_dir.empty()) {
     auto save = train::FindNewestSave(a.options.resume_dir);
     // The batch and sequence length are the save's, not the flags' defaults.
@@ -128,10 +152,12 @@ int RunFinetuneCommand(const FinetuneArgs &a) {
                  save.ok() ? save->dir.c_str() : a.options.resume_dir.c_str(),
                  static_cast<long long>(save.ok() ? save->step : 0));
   } else {
-    std::fprintf(stderr, "tlaloc finetune: %s on %s, batch %lld x %lld tokens\n",
+    std::fprintf(stderr, "tlaloc finetune: %s on %s, batch %lld x %lld tokens%s\n",
                  a.options.data_path.c_str(), (*backend)->name().c_str(),
-                 static_cast<long long>(a.options.batch),
-                 static_cast<long long>(a.options.seq_len));
+                 static_cast<long long>(a.options.batch), static_cast<long long>(a.options.seq_len),
+                 a.options.plan.empty()
+                     ? ""
+                     : (", plan " + a.options.plan + " over mesh " + a.options.mesh).c_str());
   }
   std::unique_ptr<ProgressBar> bar;
   auto on_step = [&](const train::StepRecord &r, int64_t total) {
@@ -165,6 +191,15 @@ int RunFinetuneCommand(const FinetuneArgs &a) {
                    static_cast<long long>(result->total_steps));
     }
     return 128 + sig;
+  }
+  if (!result->device_peak_bytes.empty()) {
+    std::string peaks;
+    for (int64_t b : result->device_peak_bytes)
+      peaks += (peaks.empty() ? "" : ", ") + std::to_string(b);
+    std::fprintf(stderr,
+                 "tlaloc finetune: per device: %lld bytes of parameters and moments; peak live "
+                 "bytes in the last step: %s\n",
+                 static_cast<long long>(result->device_state_bytes), peaks.c_str());
   }
   if (!result->plot_error.empty())
     std::fprintf(stderr, "tlaloc finetune: warning: no loss plot: %s\n",
@@ -438,6 +473,13 @@ void RegisterFinetuneCommand(CLI::App &app) {
                   "also save OUT/checkpoint-N every N steps (a kill loses at most N steps)");
   cmd->add_option("--keep-last", o.keep_last, "checkpoint-N folders kept (0: all)")
       ->capture_default_str();
+  cmd->add_option("--mesh", o.mesh,
+                  "device mesh, e.g. data=2 or data=2,model=2 (the interpreter gets its size in "
+                  "devices unless TLALOC_CPU_DEVICES is set)");
+  cmd->add_option("--plan", o.plan, "sharding plan over --mesh: dp, fsdp, tp or dp_tp");
+  cmd->add_option("--programs", o.programs_dir,
+                  "write the train step here: train_step.mlir (per device) and, with --plan, "
+                  "train_step.sdy.mlir (global, Shardy-annotated)");
   cmd->callback([a, saved_settings, cmd] {
     if (!a->options.resume_dir.empty()) {
       std::string given;

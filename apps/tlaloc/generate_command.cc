@@ -14,6 +14,7 @@
 
 #include "cli_options.h"
 #include "commands.h"
+#include "generate_mesh.h"
 #include "request_options.h"
 #include "tlaloc/generate/text_generation.h"
 #include "tlaloc/kernels/kernelize.h"
@@ -36,6 +37,7 @@ struct GenerateArgs {
   std::optional<int> threads;
   std::vector<std::string> stop;
   bool json = false;
+  std::string mesh;  // tensor-parallel greedy generation (generate_mesh.h)
 };
 
 double Seconds() {
@@ -97,6 +99,12 @@ int RunGenerate(const GenerateArgs& a) {
     return code;
   };
   if (Status flags = CheckFlags(a); !flags.ok()) return fail(flags.message(), kExitUsage);
+  if (!a.mesh.empty()) {
+    auto dir = ResolveModelFlag(a.model);
+    if (!dir.ok()) return fail(dir.status().message(), ExitCodeForFlagError(dir.status()));
+    return RunMeshGenerate(
+        {dir->string(), a.mesh, a.prompt, a.chat, a.request.max_new_tokens, a.request.temperature});
+  }
   auto choice = BackendChoiceFromFlag(a.target);
   if (!choice.ok()) return fail(choice.status().message(), kExitUsage);
   auto dtype = ParseDtypeFlag(a.dtype);
@@ -238,6 +246,9 @@ void RegisterGenerateCommand(CLI::App& app) {
                   "lockfile from `tlaloc kernels lock`: trusts and pins the locked commits");
   cmd->add_flag("--trust-kernels", args->trust_kernels,
                 "load native kernel code from repositories not in a lockfile");
+  cmd->add_option("--mesh", args->mesh,
+                  "model=N: greedy generation with the weights split over N interpreter devices "
+                  "(tensor parallel; docs/SHARDING.md)");
   cmd->callback([args] { SetExitCode(RunGenerate(*args)); });
 }
 

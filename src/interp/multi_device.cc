@@ -177,7 +177,8 @@ std::chrono::milliseconds DefaultTimeout() {
 StatusOr<std::vector<std::vector<Literal>>> ExecuteOnDevices(const Executable& exe,
                                                              std::vector<std::vector<Literal>> args,
                                                              const ProcessGrid& grid,
-                                                             MultiDeviceOptions options) {
+                                                             MultiDeviceOptions options,
+                                                             std::vector<ExecutionStats>* stats) {
   const int64_t n = grid.num_processes();
   if (grid.num_replicas < 1 || grid.num_partitions < 1)
     return InvalidArgument("a process grid needs at least one replica and one partition");
@@ -188,10 +189,11 @@ StatusOr<std::vector<std::vector<Literal>>> ExecuteOnDevices(const Executable& e
                            std::to_string(args.size()) + " argument list(s)");
   Rendezvous rdv(n, options.timeout.count() > 0 ? options.timeout : DefaultTimeout());
   std::vector<std::optional<StatusOr<std::vector<Literal>>>> outs(n);
+  if (stats) stats->assign(n, ExecutionStats{});
   auto run = [&](int64_t d) {
     DeviceContext ctx(rdv, grid, d);
     ScopedCollectiveContext scope(&ctx);
-    auto r = exe.Execute(std::move(args[d]));
+    auto r = exe.Execute(std::move(args[d]), stats ? &(*stats)[d] : nullptr);
     if (r.ok())
       rdv.Finish(d);
     else

@@ -93,6 +93,8 @@ class InterpProgram : public CompiledProgram {
   const std::vector<Type>& result_types() const override { return results_; }
   const Executable& executable() const { return *exe_; }
   const ProcessGrid& grid() const { return grid_; }
+  // Per device, the last execution's statistics (runs of one program do not overlap).
+  mutable std::vector<ExecutionStats> last_stats;
 
  private:
   std::unique_ptr<Executable> exe_;
@@ -159,7 +161,8 @@ class InterpreterBackend : public Backend {
       CompiledProgram& program, const std::vector<ExecuteArg>& args) override {
     auto& p = static_cast<InterpProgram&>(program);
     TL_ASSIGN_OR_RETURN(std::vector<Literal> inputs, TakeInputs(args, -1));
-    TL_ASSIGN_OR_RETURN(auto outs, p.executable().Execute(std::move(inputs)));
+    p.last_stats.assign(1, ExecutionStats{});
+    TL_ASSIGN_OR_RETURN(auto outs, p.executable().Execute(std::move(inputs), &p.last_stats[0]));
     std::vector<std::unique_ptr<DeviceBuffer>> result;
     for (Literal& l : outs) result.push_back(std::make_unique<InterpBuffer>(std::move(l)));
     return result;
@@ -185,8 +188,8 @@ class InterpreterBackend : public Backend {
       TL_ASSIGN_OR_RETURN(auto in, TakeInputs(args[d], static_cast<int>(d)));
       inputs.push_back(std::move(in));
     }
-    TL_ASSIGN_OR_RETURN(auto outs,
-                        tlaloc::ExecuteOnDevices(p.executable(), std::move(inputs), p.grid()));
+    TL_ASSIGN_OR_RETURN(auto outs, tlaloc::ExecuteOnDevices(p.executable(), std::move(inputs),
+                                                            p.grid(), {}, &p.last_stats));
     std::vector<std::vector<std::unique_ptr<DeviceBuffer>>> result(outs.size());
     for (size_t d = 0; d < outs.size(); ++d)
       for (Literal& l : outs[d])
@@ -212,6 +215,13 @@ class InterpreterBackend : public Backend {
       if (a.donate) static_cast<InterpBuffer*>(a.buffer)->MarkDeleted();
     }
     return inputs;
+  }
+
+  std::vector<int64_t> LastPeakLiveBytes(const CompiledProgram& program) const override {
+    std::vector<int64_t> out;
+    for (const ExecutionStats& s : static_cast<const InterpProgram&>(program).last_stats)
+      out.push_back(s.peak_live_bytes);
+    return out;
   }
 
   StatusOr<ProgramMemoryStats> MemoryStats(CompiledProgram& program) override {

@@ -40,17 +40,20 @@ Tensor ScheduledLr(const AdamWConfig& c, const Tensor& t) {
 
 AdamWTensors EmitAdamW(const AdamWConfig& c, const std::vector<Tensor>& params,
                        const std::vector<Tensor>& grads, const std::vector<Tensor>& m,
-                       const std::vector<Tensor>& v, const Tensor& step) {
+                       const std::vector<Tensor>& v, const Tensor& step,
+                       const GlobalSumOfSquares& global_sum_of_squares) {
   OpBuilder& b = *step.builder();
   auto f64 = [&](double x) { return Full(b, {}, x, ElementType::kF64); };
   auto to_f32 = [](const Tensor& x) { return Convert(x, ElementType::kF32); };
   AdamWTensors out;
   // Global norm as clip_grad_norm_ computes it: the norm of the per-tensor norms, in f32.
   Tensor sq = Full(b, {}, 0.0);
-  for (const Tensor& g : grads) {
+  for (size_t i = 0; i < grads.size(); ++i) {
+    const Tensor& g = grads[i];
     std::vector<int64_t> all;
     for (int64_t d = 0; d < g.rank(); ++d) all.push_back(d);
-    Tensor norm = Sqrt(Sum(g * g, all));
+    Tensor local = Sum(g * g, all);
+    Tensor norm = Sqrt(global_sum_of_squares ? global_sum_of_squares(i, local) : local);
     sq = sq + norm * norm;
   }
   out.grad_norm = Sqrt(sq);

@@ -9,12 +9,16 @@
 
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/models/load_weights.h"
+#include "tlaloc/shard/plan.h"
+#include "tlaloc/stablehlo/printer.h"
 #include "tlaloc/support/atomic_file.h"
 #include "tlaloc/tokenizer/tokenizer.h"
 #include "tlaloc/train/checkpoint.h"
 #include "tlaloc/train/data.h"
 #include "tlaloc/train/loss_plot.h"
+#include "tlaloc/train/sharded_trainer.h"
 #include "tlaloc/train/trainer.h"
+#include "train/train_step.h"
 
 namespace tlaloc::train {
 
@@ -73,6 +77,29 @@ bool SameFolder(const fs::path& a, const fs::path& b) {
   return !ec1 && !ec2 && ca == cb;
 }
 
+// --programs DIR: the program each device runs and, with a plan, the global program with
+// Shardy annotations (the two lowerings of one step).
+Status WriteStepPrograms(const FinetuneOptions& options, const io::ModelConfig& config,
+                         const TrainOptions& train_options, const Trainer& trainer) {
+  std::error_code ec;
+  fs::create_directories(options.programs_dir, ec);
+  if (ec)
+    return InvalidArgument("--programs: cannot create " + options.programs_dir.string() + ": " +
+                           ec.message());
+  std::shared_ptr<const Module> device;
+  if (const ShardedTrainer* sharded = trainer.sharded()) {
+    device = sharded->step_module();
+    TL_ASSIGN_OR_RETURN(auto global, BuildAnnotatedStepProgram(config, train_options,
+                                                               sharded->plan(), options.seq_len));
+    TL_RETURN_IF_ERROR(
+        WriteStringAtomic(options.programs_dir / "train_step.sdy.mlir", PrintModule(*global)));
+  } else {
+    TL_ASSIGN_OR_RETURN(device, BuildStepProgram(config, train_options, models::WeightSpecs(config),
+                                                 options.batch, options.seq_len));
+  }
+  return WriteStringAtomic(options.programs_dir / "train_step.mlir", PrintModule(*device));
+}
+
 }  // namespace
 
 Status CheckFinetuneOptions(const FinetuneOptions& o, const io::ModelConfig* config) {
@@ -115,6 +142,22 @@ Status CheckFinetuneOptions(const FinetuneOptions& o, const io::ModelConfig* con
   if (o.save_every < 0)
     return InvalidArgument("--save-every must be >= 0 (0: save at the end only), got " +
                            n(o.save_every));
+  if (o.mesh.empty() != o.plan.empty())
+    return InvalidArgument(o.mesh.empty() ? "--plan " + o.plan + " needs a --mesh (e.g. data=2)"
+                                          : "--mesh " + o.mesh + " needs a --plan (" +
+                                                shard::PlanNames() + ")");
+  if (!o.mesh.empty()) {
+    auto mesh = Mesh::Parse(o.mesh);
+    if (!mesh.ok()) return InvalidArgument("--mesh: " + mesh.status().message());
+    auto kind = shard::PlanByName(o.plan);
+    if (!kind.ok()) return InvalidArgument("--plan: " + kind.status().message());
+    if (config) {
+      auto plan = shard::ShardingPlan::Make(o.plan, *mesh, *config, o.batch);
+      if (!plan.ok())
+        return InvalidArgument("--mesh " + o.mesh + " --plan " + o.plan + ": " +
+                               plan.status().message());
+    }
+  }
   if (o.keep_last < 0)
     return InvalidArgument("--keep-last must be >= 0 (0: keep all), got " + n(o.keep_last));
   if (!o.model_dir.empty() && SameFolder(o.out_dir, o.model_dir))
@@ -202,6 +245,8 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
   // With a real vocabulary (Qwen3: 151,936) the [tokens, vocab] logits are the step's largest
   // tensor (1.2 GB at 8 x 256 tokens); the chunked loss never holds more than 256 rows of them.
   if (config.vocab_size >= kChunkedLossMinVocab) train_options.loss_chunk = kLossChunkTokens;
+  train_options.mesh = options.mesh;
+  train_options.plan = options.plan;
 
   std::vector<Literal> weights;
   if (resumed) {
@@ -211,6 +256,8 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
   }
   TL_ASSIGN_OR_RETURN(auto trainer, Trainer::Create(config, std::move(weights), train_options,
                                                     backend, options.batch, options.seq_len));
+  if (!options.programs_dir.empty())
+    TL_RETURN_IF_ERROR(WriteStepPrograms(options, config, train_options, *trainer));
   int64_t start_step = 0;
   if (resumed) {
     TL_RETURN_IF_ERROR(trainer->LoadOptimizerState(resumed->optimizer_state));
@@ -317,6 +364,10 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
       TL_RETURN_IF_ERROR(save(step));
   }
   result.tokens_per_second = result.train_seconds > 0 ? tokens / result.train_seconds : 0;
+  if (const ShardedTrainer* sharded = trainer->sharded()) {
+    result.device_peak_bytes = sharded->last_peak_bytes();
+    result.device_state_bytes = sharded->state_bytes_per_device();
+  }
   if (result.stopped && result.plot_error.empty() && last_step > start_step)
     if (Status s = WriteLossSvg(plot_path, points, plot); !s.ok()) result.plot_error = s.message();
   // A stop right after a periodic save has nothing new to save.

@@ -8,6 +8,8 @@
 #include "tlaloc/models/family.h"
 #include "tlaloc/train/adamw.h"
 #include "tlaloc/train/loss.h"
+#include "tlaloc/train/sharded_trainer.h"
+#include "train/train_step.h"
 
 namespace tlaloc::train {
 
@@ -20,6 +22,7 @@ struct Trainer::Impl {
   std::unique_ptr<CompiledProgram> step_program, eval_program;
   std::vector<std::unique_ptr<DeviceBuffer>> params, m, v;
   int64_t step = 0;
+  std::unique_ptr<ShardedTrainer> sharded;  // options.plan set: every call goes there
 };
 
 namespace {
@@ -30,20 +33,23 @@ StatusOr<std::pair<Tensor, Tensor>> EmitLoss(const io::ModelConfig& config,
                                              const TrainOptions& options,
                                              const std::vector<models::WeightSpec>& specs,
                                              const std::vector<Tensor>& w32, const Tensor& ids,
-                                             const Tensor& labels, autodiff::Marks* marks) {
+                                             const Tensor& labels, autodiff::Marks* marks,
+                                             const StepLowering* lowering = nullptr) {
   TL_ASSIGN_OR_RETURN(const models::ModelFamily* family, models::FamilyOf(config));
   models::WeightTensors w;
-  for (size_t i = 0; i < specs.size(); ++i)
-    w[specs[i].name] = options.compute_dtype == ElementType::kF32
-                           ? w32[i]
-                           : Convert(w32[i], options.compute_dtype);
-  TL_ASSIGN_OR_RETURN(
-      models::TrainForward forward,
-      family->train_forward(config, w, ids, options.remat_layers ? marks : nullptr));
+  for (size_t i = 0; i < specs.size(); ++i) {
+    Tensor used = lowering && lowering->use_weight ? lowering->use_weight(i, w32[i]) : w32[i];
+    w[specs[i].name] =
+        options.compute_dtype == ElementType::kF32 ? used : Convert(used, options.compute_dtype);
+  }
+  TL_ASSIGN_OR_RETURN(models::TrainForward forward,
+                      family->train_forward(config, w, ids, options.remat_layers ? marks : nullptr,
+                                            lowering ? &lowering->parallel : nullptr));
   const int64_t tokens = ids.dim(0) * ids.dim(1);
   Tensor hidden = Reshape(forward.hidden, {tokens, config.hidden_size});
   LossTerms terms = LmHeadCrossEntropy(hidden, w.at(forward.head_weight), Reshape(labels, {tokens}),
                                        options.loss_chunk, marks);
+  if (lowering && lowering->reduce_loss) terms = lowering->reduce_loss(terms);
   Tensor mean = terms.loss_sum / Max(terms.count, FullLike(terms.count, 1.0));
   return std::make_pair(mean, terms.count);
 }
@@ -59,13 +65,15 @@ ProgramArgs ArgTypes(const std::vector<models::WeightSpec>& specs, int64_t batch
   return a;
 }
 
-// train_step(params..., m..., v..., step s32, input_ids, labels)
-//   -> (params'..., m'..., v'..., loss f32, tokens f32, grad_norm f32, lr f32)
+}  // namespace
+
 StatusOr<std::shared_ptr<Module>> BuildStepProgram(const io::ModelConfig& config,
                                                    const TrainOptions& options,
                                                    const std::vector<models::WeightSpec>& specs,
-                                                   int64_t batch, int64_t seq_len) {
-  const ProgramArgs types = ArgTypes(specs, batch, seq_len);
+                                                   int64_t batch, int64_t seq_len,
+                                                   const StepLowering* lowering, bool grads_only) {
+  ProgramArgs types = ArgTypes(specs, batch, seq_len);
+  if (lowering) types = ProgramArgs{lowering->weight_types, lowering->tokens};
   // The loss as a function of its own, differentiated into the step program.
   Module scratch("loss");
   autodiff::Marks marks;
@@ -73,16 +81,20 @@ StatusOr<std::shared_ptr<Module>> BuildStepProgram(const io::ModelConfig& config
   std::vector<Tensor> w;
   for (const auto& t : types.weight_types) w.push_back(lf.AddArg(t));
   Tensor ids = lf.AddArg(types.tokens), labels = lf.AddArg(types.tokens);
-  TL_ASSIGN_OR_RETURN(auto loss, EmitLoss(config, options, specs, w, ids, labels, &marks));
+  TL_ASSIGN_OR_RETURN(auto loss,
+                      EmitLoss(config, options, specs, w, ids, labels, &marks, lowering));
   TL_RETURN_IF_ERROR(lf.Return({loss.first, loss.second}));
 
-  auto module = std::make_shared<Module>("train_step");
-  FunctionBuilder fb(module.get(), "train_step");
+  const char* name = grads_only ? "grads" : "train_step";
+  auto module = std::make_shared<Module>(name);
+  FunctionBuilder fb(module.get(), name);
   const int n = static_cast<int>(specs.size());
   std::vector<Tensor> p, m, v;
-  for (auto* group : {&p, &m, &v})
+  for (auto* group : {&p, &m, &v}) {
+    if (grads_only && group != &p) continue;
     for (const auto& t : types.weight_types) group->push_back(fb.AddArg(t));
-  Tensor step = fb.AddArg(TensorType(ElementType::kS32, {}));
+  }
+  Tensor step = grads_only ? Tensor() : fb.AddArg(TensorType(ElementType::kS32, {}));
   Tensor step_ids = fb.AddArg(types.tokens), step_labels = fb.AddArg(types.tokens);
   std::vector<Value> args;
   for (const Tensor& t : p) args.push_back(t.value());
@@ -91,12 +103,24 @@ StatusOr<std::shared_ptr<Module>> BuildStepProgram(const io::ModelConfig& config
   autodiff::GradOptions grad_options;
   for (int i = 0; i < n; ++i) grad_options.wrt.push_back(i);
   grad_options.marks = &marks;
-  Value seed = Full(fb.ops(), {}, 1.0).value();
+  Value seed = Full(fb.ops(), {}, lowering ? lowering->seed : 1.0).value();
   TL_ASSIGN_OR_RETURN(auto gv, autodiff::EmitGradient(fb.ops(), *lf.function(), args,
                                                       {seed, Value()}, grad_options));
   std::vector<Tensor> grads;
   for (Value g : gv.gradients) grads.emplace_back(g, &fb.ops());
-  AdamWTensors upd = EmitAdamW(options.adamw, p, grads, m, v, step);
+  if (lowering && lowering->finish_grad)
+    for (size_t i = 0; i < grads.size(); ++i) grads[i] = lowering->finish_grad(i, grads[i]);
+  if (grads_only) {
+    std::vector<Tensor> results = {Tensor(gv.results[0], &fb.ops()),
+                                   Tensor(gv.results[1], &fb.ops())};
+    results.insert(results.end(), grads.begin(), grads.end());
+    TL_RETURN_IF_ERROR(fb.Return(results));
+    autodiff::RemoveDeadOps(*fb.function());
+    TL_RETURN_IF_ERROR(Verify(*module));
+    return module;
+  }
+  AdamWTensors upd = EmitAdamW(options.adamw, p, grads, m, v, step,
+                               lowering ? lowering->global_sum_of_squares : nullptr);
   std::vector<Tensor> results = upd.params;
   results.insert(results.end(), upd.m.begin(), upd.m.end());
   results.insert(results.end(), upd.v.begin(), upd.v.end());
@@ -113,6 +137,8 @@ StatusOr<std::shared_ptr<Module>> BuildStepProgram(const io::ModelConfig& config
   TL_RETURN_IF_ERROR(Verify(*module));
   return module;
 }
+
+namespace {
 
 // eval_loss(params..., input_ids, labels) -> (loss f32, tokens f32)
 StatusOr<std::shared_ptr<Module>> BuildEvalProgram(const io::ModelConfig& config,
@@ -199,6 +225,17 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(io::ModelConfig config,
     return InvalidArgument("trainer loss_chunk " + std::to_string(options.loss_chunk) +
                            ": expected >= 0");
   auto impl = std::make_unique<Impl>();
+  if (!options.plan.empty() || !options.mesh.empty()) {
+    if (options.plan.empty() || options.mesh.empty())
+      return InvalidArgument("a sharded trainer needs both a mesh and a plan (got mesh '" +
+                             options.mesh + "', plan '" + options.plan + "')");
+    TL_ASSIGN_OR_RETURN(Mesh mesh, Mesh::Parse(options.mesh));
+    TL_ASSIGN_OR_RETURN(auto plan, shard::ShardingPlan::Make(options.plan, mesh, config, batch));
+    TL_ASSIGN_OR_RETURN(impl->sharded,
+                        ShardedTrainer::Create(std::move(config), std::move(weights), options,
+                                               backend, std::move(plan), seq_len));
+    return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
+  }
   impl->specs = models::WeightSpecs(config);
   if (weights.size() != impl->specs.size())
     return InvalidArgument("trainer got " + std::to_string(weights.size()) +
@@ -233,8 +270,11 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(io::ModelConfig config,
   return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
 }
 
+ShardedTrainer* Trainer::sharded() const { return impl_->sharded.get(); }
+
 StatusOr<StepStats> Trainer::Step(const Batch& batch) {
   Impl& s = *impl_;
+  if (s.sharded) return s.sharded->Step(batch);
   TL_RETURN_IF_ERROR(CheckBatch(batch, s.batch, s.seq_len));
   TL_ASSIGN_OR_RETURN(
       auto step, s.backend->ToDevice(Literal::Scalar<int32_t>(static_cast<int32_t>(s.step + 1))));
@@ -266,6 +306,10 @@ StatusOr<StepStats> Trainer::Step(const Batch& batch) {
 
 StatusOr<double> Trainer::EvalLoss(const Batch& batch) {
   Impl& s = *impl_;
+  if (s.sharded) {
+    TL_ASSIGN_OR_RETURN(LossAndGrads r, s.sharded->LossAndGrad(batch));
+    return r.loss;
+  }
   TL_RETURN_IF_ERROR(CheckBatch(batch, s.batch, s.seq_len));
   TL_ASSIGN_OR_RETURN(auto ids, s.backend->ToDevice(batch.input_ids));
   TL_ASSIGN_OR_RETURN(auto labels, s.backend->ToDevice(batch.labels));
@@ -279,6 +323,7 @@ StatusOr<double> Trainer::EvalLoss(const Batch& batch) {
 }
 
 StatusOr<std::vector<Literal>> Trainer::Weights() {
+  if (impl_->sharded) return impl_->sharded->Weights();
   std::vector<Literal> out;
   for (auto& b : impl_->params) {
     TL_ASSIGN_OR_RETURN(Literal l, impl_->backend->ToHost(*b));
@@ -287,9 +332,10 @@ StatusOr<std::vector<Literal>> Trainer::Weights() {
   return out;
 }
 
-int64_t Trainer::step() const { return impl_->step; }
+int64_t Trainer::step() const { return impl_->sharded ? impl_->sharded->step() : impl_->step; }
 
 StatusOr<std::vector<std::pair<std::string, Literal>>> Trainer::OptimizerState() {
+  if (impl_->sharded) return impl_->sharded->OptimizerState();
   std::vector<std::pair<std::string, Literal>> out;
   out.emplace_back("step", Literal::Scalar<int64_t>(impl_->step));
   for (const char* which : {"m", "v"}) {
@@ -304,6 +350,7 @@ StatusOr<std::vector<std::pair<std::string, Literal>>> Trainer::OptimizerState()
 
 Status Trainer::LoadOptimizerState(const std::vector<std::pair<std::string, Literal>>& state) {
   Impl& s = *impl_;
+  if (s.sharded) return s.sharded->LoadOptimizerState(state);
   std::map<std::string, const Literal*> by_name;
   for (const auto& [name, l] : state) by_name[name] = &l;
   auto step = by_name.find("step");

@@ -25,10 +25,9 @@ struct MultiDeviceOptions {
 
 // Runs `exe` on grid.num_processes() devices; args[d] is device d's argument list. Returns each
 // device's results, or the error of the device that failed first (its id in the message).
-StatusOr<std::vector<std::vector<Literal>>> ExecuteOnDevices(const Executable& exe,
-                                                             std::vector<std::vector<Literal>> args,
-                                                             const ProcessGrid& grid,
-                                                             MultiDeviceOptions options = {});
+StatusOr<std::vector<std::vector<Literal>>> ExecuteOnDevices(
+    const Executable& exe, std::vector<std::vector<Literal>> args, const ProcessGrid& grid,
+    MultiDeviceOptions options = {}, std::vector<ExecutionStats>* stats = nullptr);
 
 // The device count TLALOC_CPU_DEVICES asks for (a positive integer; unset: 1). An unparsable
 // value is an error naming the variable.

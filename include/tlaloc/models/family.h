@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -64,6 +65,24 @@ struct StepShape {
   int64_t slots() const { return num_slots > 0 ? num_slots : batch; }
 };
 
+// How a training forward runs when its program is one device's part of a sharded step, or a
+// global program annotated for XLA's partitioner (shard/ fills it in; default: neither).
+// Tensor-parallel weights arrive already split, so layers read their local head and
+// intermediate sizes from the weights' shapes.
+struct ParallelHooks {
+  // Sums a row-parallel product's partial result (attention's o_proj, the MLP's down_proj)
+  // over the devices that split its input: the block's one all_reduce.
+  std::function<Tensor(const Tensor&)> reduce_partial;
+  // Marks a key intermediate for the partitioner: "heads" for q/k/v [B, T, heads, D],
+  // "hidden" for the residual stream [B, T, H] (sdy.sharding_constraint).
+  std::function<Tensor(std::string_view what, const Tensor&)> annotate;
+
+  Tensor Reduce(const Tensor& x) const { return reduce_partial ? reduce_partial(x) : x; }
+  Tensor Annotate(std::string_view what, const Tensor& x) const {
+    return annotate ? annotate(what, x) : x;
+  }
+};
+
 // The training forward's output: final-normed hidden states [B, T, H] and the LM head's weight.
 struct TrainForward {
   Tensor hidden;
@@ -86,10 +105,10 @@ struct ModelFamily {
   StatusOr<ModelProgram> (*build_step)(const io::ModelConfig& config, const StepShape& shape,
                                        nn::LayerTrace* trace) = nullptr;
   // The causal forward over input_ids s32 [B, T] for training; each decoder layer becomes a
-  // remat region when `remat` is given.
+  // remat region when `remat` is given; `parallel` (may be null) for sharded steps.
   StatusOr<TrainForward> (*train_forward)(const io::ModelConfig& config, const WeightTensors& w,
-                                          const Tensor& input_ids,
-                                          autodiff::Marks* remat) = nullptr;
+                                          const Tensor& input_ids, autodiff::Marks* remat,
+                                          const ParallelHooks* parallel) = nullptr;
   // Renders a conversation as the model's chat template does.
   StatusOr<std::string> (*render_chat)(std::span<const ChatMessage> messages,
                                        const ChatOptions& options) = nullptr;

@@ -93,6 +93,9 @@ class Backend {
   // Returns each device's results, resident on it. One list is Execute.
   virtual StatusOr<std::vector<std::vector<std::unique_ptr<DeviceBuffer>>>> ExecuteOnDevices(
       CompiledProgram& program, const std::vector<std::vector<ExecuteArg>>& args);
+  // Each device's peak live bytes in the last execution of `program` (empty where the backend
+  // does not measure them; the interpreter does).
+  virtual std::vector<int64_t> LastPeakLiveBytes(const CompiledProgram&) const { return {}; }
   // Uploads args[d] to device d, executes without donation and downloads.
   StatusOr<std::vector<std::vector<Literal>>> RunOnDevices(
       CompiledProgram& program, const std::vector<std::vector<Literal>>& args);

@@ -4,6 +4,7 @@
 // corrections) are computed in f64 inside the program, as PyTorch computes them on the host.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "tlaloc/builder/tensor.h"
@@ -18,11 +19,16 @@ struct AdamWTensors {
   Tensor lr;                         // f32 scalar: learning rate used
 };
 
+// Completes gradient i's sum of squares when each device holds only part of it (a sharded
+// step sums the parts over the devices); null: the gradient is whole.
+using GlobalSumOfSquares = std::function<Tensor(size_t i, const Tensor& local_sum_of_squares)>;
+
 // Emits one AdamW step. params, grads, m, v: one f32 tensor each per parameter; step: s32
 // scalar, the 1-based number of this step.
 AdamWTensors EmitAdamW(const AdamWConfig& config, const std::vector<Tensor>& params,
                        const std::vector<Tensor>& grads, const std::vector<Tensor>& m,
-                       const std::vector<Tensor>& v, const Tensor& step);
+                       const std::vector<Tensor>& v, const Tensor& step,
+                       const GlobalSumOfSquares& global_sum_of_squares = nullptr);
 
 // A module whose entry `adamw_step`(params..., grads..., m..., v..., step s32) returns
 // (params'..., m'..., v'..., grad_norm, lr); params, m and v alias their updated results

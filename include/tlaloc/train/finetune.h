@@ -46,14 +46,23 @@ struct FinetuneOptions {
   // killed run loses at most this many steps; the newest `keep_last` are kept (0: all).
   int64_t save_every = 0;
   int64_t keep_last = 2;
+  // Several devices (docs/SHARDING.md): a mesh ("data=2") and a plan (dp, fsdp, tp, dp_tp);
+  // both empty: one device. The backend needs the mesh's device count.
+  std::string mesh;
+  std::string plan;
+  // When set, the train step is written there before training: train_step.mlir (the program
+  // each device runs) and, with a plan, train_step.sdy.mlir (the global program with Shardy
+  // annotations that XLA partitions).
+  std::filesystem::path programs_dir;
   // Polled after every step: true stops the run there, with a save (SIGINT/SIGTERM in the CLI).
   std::function<bool()> stop_requested;
 };
 
 // The settings' ranges, each error naming its flag: batch >= 1, seq_len >= 2, lr finite and > 0,
 // warmup within the run, grad clip and weight decay finite and >= 0, steps >= 0 (0: epochs),
-// save_every and keep_last >= 0, out_dir not the model folder (saving would overwrite it).
-// With `config`, seq_len must also fit its max_position_embeddings. RunFinetune checks these
+// save_every and keep_last >= 0, out_dir not the model folder (saving would overwrite it), mesh
+// and plan both or neither, each valid. With `config`, seq_len must also fit its
+// max_position_embeddings, and the plan must fit the model and the batch. RunFinetune checks these
 // too; the CLI calls it first so a bad value is a usage error.
 Status CheckFinetuneOptions(const FinetuneOptions& options,
                             const io::ModelConfig* config = nullptr);
@@ -77,6 +86,10 @@ struct FinetuneResult {
   double tokens_per_second = 0;  // batch * seq_len tokens per second of train_seconds
   // Why loss.svg could not be written, if it could not; the run carries on without the plot.
   std::string plot_error;
+  // With a plan: each device's peak live bytes in the last step (where the backend measures
+  // them) and the parameter + moment bytes each device holds.
+  std::vector<int64_t> device_peak_bytes;
+  int64_t device_state_bytes = 0;
   bool stopped = false;             // stop_requested ended the run before total_steps
   int64_t saved_step = 0;           // the last save's step (0: none, stopped before a step)
   std::filesystem::path saved_dir;  // out_dir/checkpoint-<saved_step>

@@ -45,6 +45,11 @@ struct TrainOptions {
   // Recompute each decoder layer's internals in the backward pass instead of keeping them
   // (only the layer inputs stay alive): less memory for about one more forward pass.
   bool remat_layers = false;
+  // Several devices (docs/SHARDING.md): a mesh ("data=2", "data=2,model=2") and a sharding plan
+  // (dp, fsdp, tp, dp_tp) run the step as per-device programs with collectives (the
+  // ShardedTrainer); both empty: one device.
+  std::string mesh;
+  std::string plan;
 };
 
 // A batch of packed sequences: input_ids s32 [B,T]; labels s32 [B,T], labels[b][t] is the target
@@ -68,6 +73,8 @@ StatusOr<std::shared_ptr<Module>> BuildLossAndGradProgram(const io::ModelConfig&
                                                           const TrainOptions& options,
                                                           int64_t batch, int64_t seq_len);
 
+class ShardedTrainer;
+
 class Trainer {
  public:
   // `weights` in models::WeightSpecs(config) order, any float dtype (converted to f32 masters).
@@ -89,6 +96,8 @@ class Trainer {
   // "v.<weight name>" (f32) for every weight in WeightSpecs order.
   StatusOr<std::vector<std::pair<std::string, Literal>>> OptimizerState();
   Status LoadOptimizerState(const std::vector<std::pair<std::string, Literal>>& state);
+  // The sharded trainer behind this one when options.plan is set, else null.
+  ShardedTrainer* sharded() const;
 
   struct Impl;
 

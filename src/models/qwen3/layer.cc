@@ -58,7 +58,10 @@ Tensor DecoderLayer(const ModelConfig& c, const WeightTensors& w, int64_t layer,
   nn::LayerScope scope(trace, b, nn::kDecoderLayer, p.substr(0, p.size() - 1));
   auto W = [&](const std::string& name) { return w.at(p + name); };
   const int64_t bsz = x.dim(0), t = x.dim(1), d = c.head_dim;
-  const int64_t hq = c.num_attention_heads, hkv = c.num_key_value_heads;
+  // Head counts from the projections' rows: a tensor-parallel step passes each device its heads.
+  const int64_t hq = W("self_attn.q_proj.weight").dim(0) / d;
+  const int64_t hkv = W("self_attn.k_proj.weight").dim(0) / d;
+  const ParallelHooks& par = ctx.parallel;
   const double eps = c.rms_norm_eps;
 
   Tensor h = nn::RmsNormLayer(x, W("input_layernorm.weight"), eps, trace, p + "input_layernorm");
@@ -69,6 +72,9 @@ Tensor DecoderLayer(const ModelConfig& c, const WeightTensors& w, int64_t layer,
       Reshape(nn::Linear(h, W("self_attn.k_proj.weight"), trace, a + "k_proj"), {bsz, t, hkv, d});
   Tensor v =
       Reshape(nn::Linear(h, W("self_attn.v_proj.weight"), trace, a + "v_proj"), {bsz, t, hkv, d});
+  q = par.Annotate("heads", q);
+  k = par.Annotate("heads", k);
+  v = par.Annotate("heads", v);
   q = nn::RmsNormLayer(q, W("self_attn.q_norm.weight"), eps, trace, a + "q_norm");
   k = nn::RmsNormLayer(k, W("self_attn.k_norm.weight"), eps, trace, a + "k_norm");
   q = nn::ApplyRotary(q, ctx.cos, ctx.sin, trace, a + "rotary_emb");
@@ -85,10 +91,11 @@ Tensor DecoderLayer(const ModelConfig& c, const WeightTensors& w, int64_t layer,
   Tensor attn = nn::GroupedAttention(q, keys, values, ctx.mask,
                                      1.0 / std::sqrt(static_cast<double>(d)), trace, a + "attn");
   attn = Reshape(attn, {bsz, t, hq * d});
-  Tensor hidden = x + nn::Linear(attn, W("self_attn.o_proj.weight"), trace, a + "o_proj");
+  Tensor hidden =
+      x + par.Reduce(nn::Linear(attn, W("self_attn.o_proj.weight"), trace, a + "o_proj"));
   Tensor n = nn::RmsNormLayer(hidden, W("post_attention_layernorm.weight"), eps, trace,
                               p + "post_attention_layernorm");
-  return hidden + FeedForward(c, w, layer, n, trace);
+  return hidden + par.Reduce(FeedForward(c, w, layer, n, trace));
 }
 
 Tensor FinalNorm(const ModelConfig& c, const WeightTensors& w, const Tensor& x,

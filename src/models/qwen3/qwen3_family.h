@@ -23,6 +23,8 @@ struct LayerContext {
   Tensor mask;       // pred [B, T, keys]
   Tensor slots;      // prefill: s32 [B], the cache row of each batch row
   Tensor positions;  // decode: s32 [B], where each row's new key goes
+  // Tensor parallelism (shard/): the block reductions and annotations; unset on one device.
+  ParallelHooks parallel;
 };
 
 // One layer's KV cache, replaced by its updated value as layers write it.
@@ -45,7 +47,8 @@ std::vector<WeightSpec> WeightSpecs(const ModelConfig& c);
 StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
                                  nn::LayerTrace* trace);
 StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTensors& w,
-                                         const Tensor& input_ids, autodiff::Marks* remat);
+                                         const Tensor& input_ids, autodiff::Marks* remat,
+                                         const ParallelHooks* parallel);
 
 // Qwen3 as llama.cpp's `qwen3` architecture, Qwen3-MoE as its `qwen3moe`.
 StatusOr<GgufExportSummary> ExportGguf(const std::filesystem::path& dir,

@@ -5,7 +5,8 @@
 namespace tlaloc::models::qwen3 {
 
 StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTensors& w,
-                                         const Tensor& input_ids, autodiff::Marks* remat) {
+                                         const Tensor& input_ids, autodiff::Marks* remat,
+                                         const ParallelHooks* parallel) {
   TL_RETURN_IF_ERROR(CheckSupported(c));
   if (input_ids.rank() != 2 || input_ids.element_type() != ElementType::kS32)
     return InvalidArgument("Qwen3 training forward: input_ids " + input_ids.type().ToString() +
@@ -14,13 +15,14 @@ StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTenso
   const int64_t bsz = input_ids.dim(0), t = input_ids.dim(1);
   LayerContext ctx;
   ctx.mode = Mode::kTrain;
+  if (parallel) ctx.parallel = *parallel;
   Tensor x = nn::Embedding(w.at("model.embed_tokens.weight"), input_ids);
   std::tie(ctx.cos, ctx.sin) = nn::RotaryTables(Iota(b, {bsz, t}, 1), c.head_dim, c.rope_theta);
   ctx.mask = Le(Iota(b, {bsz, t, t}, 2), Iota(b, {bsz, t, t}, 1));
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     // Only the layer's input stays alive for the backward pass when remat is on.
     autodiff::RematScope scope(remat, b);
-    x = DecoderLayer(c, w, l, x, ctx, nullptr, nullptr);
+    x = ctx.parallel.Annotate("hidden", DecoderLayer(c, w, l, x, ctx, nullptr, nullptr));
   }
   return TrainForward{FinalNorm(c, w, x, nullptr), HeadWeightName(c)};
 }

@@ -1,0 +1,32 @@
+// Emitting a plan's collectives into a per-device program, and its annotations into a global
+// one. Per-device collectives name their groups by device id (a positive channel and
+// use_global_device_ids: the specification's flattened_ids), so one program serves every
+// device of a 1 x N grid; a group of one device emits nothing.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tlaloc/builder/tensor.h"
+#include "tlaloc/ir/sharding.h"
+
+namespace tlaloc::shard {
+
+using DeviceGroups = std::vector<std::vector<int64_t>>;
+
+class CollectiveEmitter {
+ public:
+  // stablehlo.all_reduce with an add computation over `groups`.
+  Tensor AllReduceSum(const Tensor& x, const DeviceGroups& groups);
+  // stablehlo.all_gather along `dim`, members' parts concatenated in group order.
+  Tensor AllGather(const Tensor& x, const DeviceGroups& groups, int64_t dim);
+  int64_t collectives() const { return next_channel_ - 1; }
+
+ private:
+  int64_t next_channel_ = 1;  // each collective its own channel id, as XLA expects
+};
+
+// sdy.sharding_constraint of x (a global program's annotation; identity on one device).
+Tensor ShardingConstraint(const Tensor& x, const Sharding& sharding);
+
+}  // namespace tlaloc::shard

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# `tlaloc finetune --mesh --plan`: a 2-device dp (and tp) fine-tune logs the 1-device run's
+# losses within 1e-5 relative (the sharded step sums in another order: docs/SHARDING.md),
+# --programs writes both lowerings, bad meshes and plans are usage errors naming them, and
+# `tlaloc doctor` lists the interpreter's devices, and `tlaloc generate --mesh model=2` prints
+# the 1-device greedy text. Uses finetune-demo's byte-level model.
+# Usage: sharding_finetune_test.sh TLALOC
+set -uo pipefail
+tlaloc=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+"$tlaloc" finetune-demo --out "$work/demo" --steps 1 --train-size 64 --held-out 1 --batch 4 \
+  --seq-len 32 >"$work/demo.log" 2>&1 || { cat "$work/demo.log"; exit 1; }
+ft=(finetune --model "$work/demo/base" --data "$work/demo/train.jsonl" --steps 4 --batch 4
+  --seq-len 32 --lr 1e-3)
+
+losses() { grep -o '"loss":[-0-9.e]*' "$1/loss_log.jsonl" | cut -d: -f2; }
+
+"$tlaloc" "${ft[@]}" --out "$work/one" >"$work/one.log" 2>&1 || { cat "$work/one.log"; exit 1; }
+for run in "dp data=2" "tp model=2"; do
+  read -r plan mesh <<<"$run"
+  out="$work/$plan"
+  env -u TLALOC_CPU_DEVICES "$tlaloc" "${ft[@]}" --out "$out" --mesh "$mesh" --plan "$plan" \
+    --programs "$out/programs" >"$out.log" 2>&1 || { fail "$plan: $(cat "$out.log")"; continue; }
+  grep -q "plan $plan over mesh $mesh" "$out.log" || fail "$plan: the header does not name the plan"
+  grep -q "per device: [0-9]* bytes of parameters and moments; peak live bytes in the last step: [0-9]*, [0-9]*$" \
+    "$out.log" || fail "$plan: no per-device memory line: $(cat "$out.log")"
+  if ! python3 - "$(losses "$work/one")" "$(losses "$out")" <<'PY'; then
+import sys
+a = [float(x) for x in sys.argv[1].split()]
+b = [float(x) for x in sys.argv[2].split()]
+assert len(a) == 4 and len(b) == 4, (a, b)
+worst = max(abs(x - y) / abs(x) for x, y in zip(a, b))
+print(f"largest relative loss difference {worst:.3g}")
+sys.exit(0 if worst <= 1e-5 else 1)
+PY
+    fail "$plan: losses differ: $(losses "$work/one" | tr '\n' ' ') vs $(losses "$out" | tr '\n' ' ')"
+  fi
+  grep -q '"stablehlo.all_reduce"' "$out/programs/train_step.mlir" ||
+    fail "$plan: the per-device program has no all_reduce"
+  grep -q 'sdy.mesh @mesh = <\["'"${mesh%%=*}"'"=2\]>' "$out/programs/train_step.sdy.mlir" ||
+    fail "$plan: the global program has no sdy.mesh for $mesh"
+done
+grep -q 'sdy.sharding_constraint' "$work/tp/programs/train_step.sdy.mlir" ||
+  fail "tp: no sharding constraints in the global program"
+
+# expect WHAT ARGS...: exit 2 and WHAT in stderr, nothing written.
+expect() {
+  local want=$1
+  shift
+  env -u TLALOC_CPU_DEVICES "$tlaloc" "${ft[@]}" --out "$work/bad" "$@" >/dev/null 2>"$work/err"
+  local rc=$?
+  if [ "$rc" -ne 2 ] || ! grep -qF -- "$want" "$work/err"; then
+    fail "finetune $* exited $rc (want 2) saying: $(cat "$work/err") (want '$want')"
+  elif [ -e "$work/bad" ]; then
+    fail "finetune $* wrote $work/bad"
+  else
+    echo "ok: finetune $* -> $(cat "$work/err")"
+  fi
+}
+expect "unknown sharding plan 'zero': expected one of dp, fsdp, tp, dp_tp" --mesh data=2 --plan zero
+expect "batch 4 does not divide by mesh axis 'data' (size 3)" --mesh data=3 --plan dp
+expect "plan tp needs a mesh of the axes 'model'" --mesh data=2 --plan tp
+expect "num_attention_heads 4 does not divide by mesh axis 'model' (size 8)" --mesh model=8 --plan tp
+expect "mesh 'data=x'" --mesh data=x --plan dp
+expect "--mesh data=2 needs a --plan" --mesh data=2
+TLALOC_CPU_DEVICES=1 "$tlaloc" "${ft[@]}" --out "$work/bad" --mesh data=2 --plan dp \
+  >/dev/null 2>"$work/err"
+rc=$?
+{ [ "$rc" -eq 2 ] && grep -q "needs 2 devices; interp has 1" "$work/err"; } ||
+  fail "a mesh larger than TLALOC_CPU_DEVICES: exit $rc: $(cat "$work/err")"
+
+# generate --mesh model=2 (tensor-parallel greedy) prints the 1-device greedy text; sampling
+# and meshes that do not divide the heads are usage errors.
+"$tlaloc" generate -m "$work/one" -p hello -n 10 --temp 0 >"$work/gen1" 2>/dev/null ||
+  fail "generate on one device failed"
+env -u TLALOC_CPU_DEVICES "$tlaloc" generate -m "$work/one" -p hello -n 10 --mesh model=2 \
+  >"$work/gen2" 2>"$work/gen2.err" || fail "generate --mesh model=2: $(cat "$work/gen2.err")"
+cmp -s "$work/gen1" "$work/gen2" || fail "generate --mesh model=2 printed other text than 1 device"
+for bad in "--mesh model=8" "--mesh model=2 --temp 0.7"; do
+  # shellcheck disable=SC2086
+  env -u TLALOC_CPU_DEVICES "$tlaloc" generate -m "$work/one" -p hello -n 4 $bad \
+    >/dev/null 2>"$work/err"
+  rc=$?
+  [ "$rc" -eq 2 ] || fail "generate $bad exited $rc, expected 2: $(cat "$work/err")"
+done
+
+TLALOC_CPU_DEVICES=2 "$tlaloc" doctor >"$work/doctor" 2>&1
+grep -q "target interp: 2 device(s)" "$work/doctor" && grep -q "device 1: interpreter" "$work/doctor" ||
+  fail "doctor does not list 2 interpreter devices: $(cat "$work/doctor")"
+
+[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo "all sharding CLI checks passed"

@@ -1,0 +1,299 @@
+// The four sharding plans on 2 and 4 interpreter devices against the single-device step, on a
+// tiny Qwen3: the loss and every gradient, 5 AdamW steps' losses, parameters and moments kept
+// on their devices as each device's part, and FSDP holding 1/N of the state per device.
+//
+// Tolerance: the sharded step sums the same terms in another order (per-device partial sums
+// folded by all_reduce / reduce_scatter instead of one long sum, the replicated weights'
+// gradients as sums of per-device parts), so results differ by f32 rounding. The loss and
+// every gradient must agree within 5e-6 of their tensor's largest magnitude: f32 rounds at
+// 6e-8 relative and the sums here run over up to ~100 terms (measured: at most 1.3e-6, the
+// norms' weights, whose gradients sum over every token and head). Over 5 AdamW steps the
+// weights drift further apart: AdamW divides each gradient element by its own running root
+// mean square, so an element whose gradient is near zero turns a rounding difference into a
+// visible update; weights must agree within 1e-3 of their largest magnitude and the losses and
+// gradient norms, which average over everything, within 1e-5 relative.
+#include "tlaloc/train/sharded_trainer.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include "tlaloc/models/init.h"
+#include "tlaloc/stablehlo/printer.h"
+
+namespace tlaloc::train {
+namespace {
+
+io::ModelConfig TinyConfig() {
+  io::ModelConfig c = io::DefaultModelConfig(io::ModelArchitecture::kQwen3);
+  c.vocab_size = 64;
+  c.hidden_size = 32;
+  c.intermediate_size = 64;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 8;
+  c.num_key_value_heads = 4;
+  c.head_dim = 8;
+  c.max_position_embeddings = 64;
+  c.max_window_layers = 2;
+  c.initializer_range = 0.1;
+  c.tie_word_embeddings = false;
+  c.layer_types.assign(2, "full_attention");
+  return c;
+}
+
+constexpr int64_t kBatch = 4, kSeq = 8;
+constexpr double kTolerance = 5e-6;
+constexpr double kStepTolerance = 1e-5;
+
+std::vector<Literal> Weights(const io::ModelConfig& c) {
+  std::vector<Literal> out;
+  for (auto& t : models::RandomWeights(c, 7, ElementType::kF32)) out.push_back(t.value);
+  return out;
+}
+
+Batch MakeBatch(const io::ModelConfig& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> ids(kBatch * kSeq), labels(kBatch * kSeq);
+  for (auto& x : ids) x = static_cast<int32_t>(rng() % c.vocab_size);
+  // Rows count different numbers of labels, so a per-device mean would be wrong.
+  for (int64_t r = 0; r < kBatch; ++r)
+    for (int64_t i = 0; i < kSeq; ++i)
+      labels[r * kSeq + i] = i + 1 < kSeq && i >= r ? ids[r * kSeq + i + 1] : kIgnoreLabel;
+  return {Literal::FromVector<int32_t>({kBatch, kSeq}, ids),
+          Literal::FromVector<int32_t>({kBatch, kSeq}, labels)};
+}
+
+TrainOptions Options() {
+  TrainOptions o;
+  o.adamw.lr = 1e-2;
+  o.adamw.grad_clip_norm = 1.0;
+  o.adamw.weight_decay = 0.01;
+  return o;
+}
+
+struct Case {
+  const char* plan;
+  const char* mesh;
+  const char* name;
+};
+
+class ShardedTrainerTest : public ::testing::TestWithParam<Case> {};
+
+// max |a - b| / max |b| over a tensor (0 when both are zero).
+double RelativeDiff(const Literal& a, const Literal& b) {
+  double diff = 0, scale = 0;
+  for (int64_t i = 0; i < b.num_elements(); ++i) {
+    diff = std::max(diff, std::fabs(a.GetAsDouble(i) - b.GetAsDouble(i)));
+    scale = std::max(scale, std::fabs(b.GetAsDouble(i)));
+  }
+  return scale == 0 ? diff : diff / scale;
+}
+
+TEST_P(ShardedTrainerTest, LossAndEveryGradientEqualTheUnshardedStep) {
+  const Case k = GetParam();
+  const io::ModelConfig c = TinyConfig();
+  const Batch batch = MakeBatch(c, 3);
+  // The single-device reference.
+  auto one = MakeInterpreterBackend({}, 1);
+  auto ref_module = BuildLossAndGradProgram(c, Options(), kBatch, kSeq);
+  ASSERT_TRUE(ref_module.ok()) << ref_module.status().ToString();
+  auto ref_program = one->Compile(*ref_module);
+  ASSERT_TRUE(ref_program.ok()) << ref_program.status().ToString();
+  std::vector<Literal> args = Weights(c);
+  args.push_back(batch.input_ids);
+  args.push_back(batch.labels);
+  auto ref = one->Run(**ref_program, args);
+  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+
+  auto mesh = Mesh::Parse(k.mesh);
+  ASSERT_TRUE(mesh.ok());
+  auto plan = shard::ShardingPlan::Make(k.plan, *mesh, c, kBatch);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  auto backend = MakeInterpreterBackend({}, static_cast<int>(mesh->num_devices()));
+  auto trainer = ShardedTrainer::Create(c, Weights(c), Options(), *backend, *plan, kSeq);
+  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  auto got = (*trainer)->LossAndGrad(batch);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+
+  const double ref_loss = (*ref)[0].GetAsDouble(0);
+  EXPECT_EQ(got->tokens, (*ref)[1].GetAsDouble(0));
+  const double loss_diff = std::fabs(got->loss - ref_loss) / std::fabs(ref_loss);
+  EXPECT_LE(loss_diff, kTolerance);
+  ASSERT_EQ(got->grads.size() + 2, ref->size());
+  double worst = 0;
+  std::string worst_name;
+  for (size_t i = 0; i < got->grads.size(); ++i) {
+    const double d = RelativeDiff(got->grads[i], (*ref)[2 + i]);
+    EXPECT_LE(d, kTolerance) << plan->weights()[i].name;
+    if (d >= worst) {
+      worst = d;
+      worst_name = plan->weights()[i].name;
+    }
+  }
+  std::printf("[%s %s] loss diff %.3g (relative), largest gradient diff %.3g (%s)\n", k.plan,
+              k.mesh, loss_diff, worst, worst_name.c_str());
+}
+
+TEST_P(ShardedTrainerTest, FiveAdamWStepsMatchWithStateKeptOnTheDevices) {
+  const Case k = GetParam();
+  const io::ModelConfig c = TinyConfig();
+  auto one = MakeInterpreterBackend({}, 1);
+  auto ref = Trainer::Create(c, Weights(c), Options(), *one, kBatch, kSeq);
+  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  auto mesh = Mesh::Parse(k.mesh);
+  ASSERT_TRUE(mesh.ok());
+  const int n = static_cast<int>(mesh->num_devices());
+  auto backend = MakeInterpreterBackend({}, n);
+  TrainOptions o = Options();
+  o.mesh = k.mesh;
+  o.plan = k.plan;
+  auto trainer = Trainer::Create(c, Weights(c), o, *backend, kBatch, kSeq);
+  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  ShardedTrainer* sharded = (*trainer)->sharded();
+  ASSERT_NE(sharded, nullptr);
+  const shard::ShardingPlan& plan = sharded->plan();
+  double worst = 0;
+  for (int s = 0; s < 5; ++s) {
+    const Batch batch = MakeBatch(c, 10 + s);
+    auto a = (*ref)->Step(batch);
+    auto b = (*trainer)->Step(batch);
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    EXPECT_EQ(a->tokens, b->tokens);
+    const double d = std::fabs(a->loss - b->loss) / std::fabs(a->loss);
+    EXPECT_LE(d, kStepTolerance) << "step " << s + 1;
+    EXPECT_LE(std::fabs(a->grad_norm - b->grad_norm) / a->grad_norm, kStepTolerance);
+    worst = std::max(worst, d);
+    // Between steps every parameter and moment is a buffer of its device holding its part.
+    for (int which = 0; which < 3; ++which) {
+      for (int dev = 0; dev < n; ++dev) {
+        for (size_t i = 0; i < plan.weights().size(); ++i) {
+          const DeviceBuffer& held = sharded->held(which, dev, i);
+          ASSERT_EQ(held.device(), dev);
+          ASSERT_FALSE(held.is_deleted());
+          ASSERT_EQ(held.type(), plan.LocalWeightType(i)) << plan.weights()[i].name;
+        }
+      }
+    }
+  }
+  EXPECT_EQ((*trainer)->step(), 5);
+  // The trained weights (assembled only now) equal the single-device run's.
+  auto wa = (*ref)->Weights();
+  auto wb = (*trainer)->Weights();
+  ASSERT_TRUE(wa.ok() && wb.ok());
+  double weight_diff = 0;
+  for (size_t i = 0; i < wa->size(); ++i)
+    weight_diff = std::max(weight_diff, RelativeDiff((*wb)[i], (*wa)[i]));
+  EXPECT_LE(weight_diff, 1e-3);
+
+  int64_t whole = 0;
+  for (const auto& spec : plan.weights())
+    whole += 3 * TensorType(ElementType::kF32, spec.shape).byte_size();
+  const std::vector<int64_t> peaks = sharded->last_peak_bytes();
+  ASSERT_EQ(static_cast<int>(peaks.size()), n);
+  if (plan.kind() == shard::PlanKind::kFsdp) {
+    EXPECT_EQ(sharded->state_bytes_per_device() * n, whole);
+  }
+  if (plan.kind() == shard::PlanKind::kDp) {
+    EXPECT_EQ(sharded->state_bytes_per_device(), whole);
+  }
+  std::printf(
+      "[%s %s] 5-step loss diff %.3g, weight diff %.3g; per device: state %lld of %lld "
+      "bytes, peak live %lld bytes\n",
+      k.plan, k.mesh, worst, weight_diff, static_cast<long long>(sharded->state_bytes_per_device()),
+      static_cast<long long>(whole),
+      static_cast<long long>(*std::max_element(peaks.begin(), peaks.end())));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Plans, ShardedTrainerTest,
+    ::testing::Values(Case{"dp", "data=2", "dp_2"}, Case{"fsdp", "data=2", "fsdp_2"},
+                      Case{"tp", "model=2", "tp_2"}, Case{"dp", "data=4", "dp_4"},
+                      Case{"fsdp", "data=4", "fsdp_4"}, Case{"tp", "model=4", "tp_4"},
+                      Case{"dp_tp", "data=2,model=2", "dp_tp_4"}),
+    [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+
+// Remat regions and the chunked LM-head loss (what real vocabularies use) recompute forward
+// ops, collectives included, in the backward pass: every device recomputes the same ones.
+TEST(ShardedTrainer, RematAndChunkedLossGiveTheUnshardedGradients) {
+  const io::ModelConfig c = TinyConfig();
+  TrainOptions o = Options();
+  o.remat_layers = true;
+  o.loss_chunk = 8;
+  const Batch batch = MakeBatch(c, 5);
+  auto one = MakeInterpreterBackend({}, 1);
+  auto ref_module = BuildLossAndGradProgram(c, o, kBatch, kSeq);
+  ASSERT_TRUE(ref_module.ok()) << ref_module.status().ToString();
+  auto ref_program = one->Compile(*ref_module);
+  ASSERT_TRUE(ref_program.ok());
+  std::vector<Literal> args = Weights(c);
+  args.push_back(batch.input_ids);
+  args.push_back(batch.labels);
+  auto ref = one->Run(**ref_program, args);
+  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  for (Case k : {Case{"dp_tp", "data=2,model=2", ""}, Case{"fsdp", "data=2", ""}}) {
+    auto mesh = Mesh::Parse(k.mesh);
+    auto plan = shard::ShardingPlan::Make(k.plan, *mesh, c, kBatch);
+    ASSERT_TRUE(plan.ok());
+    auto backend = MakeInterpreterBackend({}, static_cast<int>(mesh->num_devices()));
+    auto trainer = ShardedTrainer::Create(c, Weights(c), o, *backend, *plan, kSeq);
+    ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+    auto got = (*trainer)->LossAndGrad(batch);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_LE(std::fabs(got->loss - (*ref)[0].GetAsDouble(0)) / (*ref)[0].GetAsDouble(0),
+              kTolerance)
+        << k.plan;
+    for (size_t i = 0; i < got->grads.size(); ++i)
+      EXPECT_LE(RelativeDiff(got->grads[i], (*ref)[2 + i]), kTolerance)
+          << k.plan << " " << plan->weights()[i].name;
+  }
+}
+
+// FSDP's devices each hold a quarter of the weights and moments, so a step's peak live bytes
+// per device are below data parallelism's, which holds all of them on every device.
+TEST(ShardedTrainer, FsdpPeakPerDeviceIsBelowDataParallelism) {
+  const io::ModelConfig c = TinyConfig();
+  auto peak = [&](const char* plan, const char* mesh_text) -> int64_t {
+    auto mesh = Mesh::Parse(mesh_text);
+    EXPECT_TRUE(mesh.ok());
+    auto p = shard::ShardingPlan::Make(plan, *mesh, c, kBatch);
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    auto backend = MakeInterpreterBackend({}, static_cast<int>(mesh->num_devices()));
+    auto t = ShardedTrainer::Create(c, Weights(c), Options(), *backend, *p, kSeq);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    if (!t.ok() || !(*t)->Step(MakeBatch(c, 1)).ok()) return -1;
+    const auto peaks = (*t)->last_peak_bytes();
+    return peaks.empty() ? -1 : *std::max_element(peaks.begin(), peaks.end());
+  };
+  const int64_t one = peak("dp", "data=1"), dp = peak("dp", "data=4"),
+                fsdp = peak("fsdp", "data=4");
+  std::printf("peak live bytes per device: 1 device %lld, dp data=4 %lld, fsdp data=4 %lld\n",
+              static_cast<long long>(one), static_cast<long long>(dp),
+              static_cast<long long>(fsdp));
+  ASSERT_GT(fsdp, 0);
+  EXPECT_LT(fsdp, dp);
+  EXPECT_LT(dp, one);  // a quarter of the batch's activations
+}
+
+TEST(ShardedTrainer, BadMeshesAndPlansAreRefusedByName) {
+  const io::ModelConfig c = TinyConfig();
+  auto backend = MakeInterpreterBackend({}, 2);
+  auto make = [&](const char* mesh, const char* plan) {
+    TrainOptions o = Options();
+    o.mesh = mesh;
+    o.plan = plan;
+    auto t = Trainer::Create(c, Weights(c), o, *backend, kBatch, kSeq);
+    return t.ok() ? std::string("(accepted)") : t.status().message();
+  };
+  EXPECT_NE(make("data=2", "zero").find("unknown sharding plan 'zero'"), std::string::npos);
+  EXPECT_NE(make("data=4", "dp").find("mesh data=4 needs 4 devices; backend interp has 2"),
+            std::string::npos);
+  EXPECT_NE(make("data=x", "dp").find("data=x"), std::string::npos);
+  EXPECT_NE(make("", "dp").find("needs both a mesh and a plan"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tlaloc::train
