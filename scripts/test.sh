@@ -6,7 +6,8 @@
 #   3. build-fuzz/  the same tree: every libFuzzer target of fuzz/ for TLALOC_FUZZ_SECONDS
 #                   (default 30) over its seed corpus (scripts/fuzz_smoke.sh).
 #   4. build-tsan/  GCC, ThreadSanitizer (TLALOC_TSAN=ON): the tests of the code whose threads
-#                   share memory (thread pool, buffer cache, N-device collectives, threads).
+#                   share memory (thread pool, buffer cache, N-device collectives, threaded
+#                   ops, the server's scheduler).
 # Steps 2 and 3 share one sanitized tree, so the libraries are compiled with sanitizers once.
 # Each step prints how long it took. Usage: scripts/test.sh [ctest args for step 1...]
 # Env: TLALOC_SKIP_SANITIZE=1 skips 2; TLALOC_SKIP_FUZZ=1 skips 3; TLALOC_SKIP_TSAN=1 skips 4.
@@ -32,7 +33,7 @@ step_done "build and tests"
 # (label cli) stay in the plain tree only: they are whole fine-tunes and generations of the
 # binary, minutes each, whose code paths the layers' tests already cover under ASan.
 asan_layers=(support ir ops interp builder stablehlo runtime io tokenizer autodiff pjrt plugin
-  nn models generate train kernels)
+  nn models generate shard train kernels serve)
 if [ "${TLALOC_SKIP_SANITIZE:-0}" != "1" ] || [ "${TLALOC_SKIP_FUZZ:-0}" != "1" ]; then
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug \
     -DTLALOC_FUZZ=ON -DTLALOC_BUILD_TESTS=ON -DTLALOC_BUILD_BENCH=OFF >/dev/null
@@ -61,7 +62,7 @@ if [ "${TLALOC_SKIP_SANITIZE:-0}" != "1" ]; then
   # models are labelled models).
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-fuzz --output-on-failure -j "$jobs" \
-    -L '^(core|io|autodiff|models|kernels)$' -E "$exclude"
+    -L '^(core|io|autodiff|models|shard|kernels|serve)$' -E "$exclude"
   # The PJRT tests (and the train tests' TrainerPjrt) dlopen the plugin, which has thread_local
   # variables. Clang 14's LeakSanitizer then reads a garbage dynamic-TLS range for that module
   # when it scans the main thread at exit
@@ -84,8 +85,8 @@ fi
 if [ "${TLALOC_SKIP_TSAN:-0}" != "1" ]; then
   # Only the binaries whose tests exercise shared memory between threads, and in them only those
   # tests: ThreadSanitizer slows code 5-15x, and single-threaded tests can have no race.
-  tsan_binaries=(tlaloc_support_tests tlaloc_interp_tests tlaloc_runtime_tests)
-  tsan_tests='^(ThreadSanitizerDeathTest|ThreadPoolTest|DefaultThreadPoolTest|BufferCache|Collectives|MultiDeviceBackend|InterpreterThreads)\.'
+  tsan_binaries=(tlaloc_support_tests tlaloc_interp_tests tlaloc_runtime_tests tlaloc_serve_tests)
+  tsan_tests='^(ThreadSanitizerDeathTest|ThreadPoolTest|DefaultThreadPoolTest|BufferCache|Collectives|MultiDeviceBackend|InterpreterThreads|Scheduler)\.'
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTLALOC_TSAN=ON \
     -DTLALOC_BUILD_BENCH=OFF >/dev/null
   tsan_build=()
