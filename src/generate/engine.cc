@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "tlaloc/generate/memory_check.h"
+
 namespace tlaloc::generate {
 
 namespace {
@@ -150,6 +152,8 @@ StatusOr<Engine::Program*> Engine::GetProgram(const models::StepShape& shape) {
     return Status(compiled.status().code(),
                   std::string("compiling the ") + (prefill ? "prefill" : "decode-step") +
                       " program on " + backend_->name() + ": " + compiled.status().message());
+  TL_RETURN_IF_ERROR(CheckStepFits(*backend_, **compiled, shape,
+                                   ResidentBytes(weights_) + ResidentBytes(caches_)));
   compile_seconds_ += Now() - t0;
   Program& p = programs_[key];
   p.compiled = std::move(*compiled);
