@@ -101,6 +101,7 @@ Status Engine::Reserve(int64_t num_slots, int64_t max_len) {
   shape.max_len = max_len;
   shape.dtype = dtype_;
   const TensorType cache_type = models::KvCacheType(config_, shape);
+  TL_RETURN_IF_ERROR(CheckCacheFits(*backend_, cache_type, 2 * config_.num_hidden_layers, shape));
   for (int64_t i = 0; i < 2 * config_.num_hidden_layers; ++i) {
     auto buffer = backend_->Adopt(Literal(cache_type));
     if (!buffer.ok()) {

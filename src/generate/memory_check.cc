@@ -19,4 +19,16 @@ Status CheckStepFits(Backend& backend, CompiledProgram& program, const models::S
   return CheckMemoryBudget(backend, program, request);
 }
 
+Status CheckCacheFits(Backend& backend, const TensorType& cache_type, int64_t buffers,
+                      const models::StepShape& shape) {
+  MemoryBudgetRequest request;
+  request.program = "the KV cache (" + std::to_string(buffers) + " x " + cache_type.ToString() +
+                    ": " + std::to_string(shape.slots()) + " slot(s) x " +
+                    std::to_string(shape.max_len) + " positions)";
+  request.hint = "a shorter context (--ctx-size) or fewer new tokens (-n), fewer slots";
+  if (shape.dtype == ElementType::kF32) request.hint += ", bf16 (--dtype bf16)";
+  request.hint += ", or more devices";
+  return CheckAllocationBudget(backend, buffers * cache_type.byte_size(), request);
+}
+
 }  // namespace tlaloc::generate

@@ -80,4 +80,26 @@ int64_t AliasedArgumentBytes(const Function& function) {
   return bytes;
 }
 
+int64_t LargestAliasedResultBytes(const Function& function) {
+  const Operation* ret = function.entry().terminator();
+  if (!ret) return 0;
+  std::set<const ValueImpl*> aliased;
+  const auto& results = function.result_types();
+  for (int i = 0; i < function.num_arguments(); ++i) {
+    auto it = function.arg_attrs(i).find("tf.aliasing_output");
+    if (it == function.arg_attrs(i).end() || it->second.kind() != Attribute::Kind::kInt) continue;
+    const int64_t out = it->second.as_int();
+    if (out >= 0 && out < static_cast<int64_t>(results.size()) && out < ret->num_operands())
+      aliased.insert(ret->operand(static_cast<int>(out)).impl());
+  }
+  int64_t largest = 0;
+  for (const auto& op : function.entry().operations()) {
+    int64_t bytes = 0;
+    for (const Value& r : op->results())
+      if (aliased.count(r.impl())) bytes += TensorBytes(r.type());
+    largest = std::max(largest, bytes);
+  }
+  return largest;
+}
+
 }  // namespace tlaloc

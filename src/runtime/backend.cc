@@ -230,9 +230,11 @@ class InterpreterBackend : public Backend {
       if (t.is_tensor()) stats.output_bytes += t.tensor.byte_size();
     }
     // The plan's temporaries replayed on sizes (an upper bound of the run's peak above its
-    // arguments and outputs), and the donated arguments the program writes its results into.
+    // arguments and outputs), plus the moment an op's aliased output is allocated beside the
+    // donated argument it then replaces; and the donated arguments the results are written into.
     stats.temp_bytes =
-        TemporaryPeakBytes(static_cast<InterpProgram&>(program).executable().module(), f);
+        TemporaryPeakBytes(static_cast<InterpProgram&>(program).executable().module(), f) +
+        LargestAliasedResultBytes(f);
     stats.alias_bytes = AliasedArgumentBytes(f);
     return stats;
   }

@@ -67,6 +67,21 @@ Status CheckMemoryBudget(Backend& backend, CompiledProgram& program,
   return CheckMemoryFits(*stats, *available, request);
 }
 
+Status CheckAllocationBudget(Backend& backend, int64_t bytes, const MemoryBudgetRequest& request) {
+  if (CheckDisabledByEnvironment()) return OkStatus();
+  StatusOr<int64_t> available = backend.AvailableDeviceMemory(request.device);
+  if (!available.ok()) {
+    NoteSkipped(available.status().message());
+    return OkStatus();
+  }
+  if (bytes <= *available) return OkStatus();
+  std::string message = request.program + " needs " + Bytes(bytes) + ", but only " +
+                        Bytes(*available) + " is available";
+  if (!request.hint.empty()) message += ". To fit, try " + request.hint;
+  message += " (TLALOC_MEMORY_CHECK=0 allocates it anyway)";
+  return ResourceExhausted(message);
+}
+
 int64_t ResidentBytes(const std::vector<std::unique_ptr<DeviceBuffer>>& buffers) {
   int64_t bytes = 0;
   for (const auto& b : buffers)

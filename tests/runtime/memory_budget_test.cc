@@ -14,7 +14,7 @@ namespace tlaloc {
 namespace {
 
 // 4 KiB temporaries: a, b, then c made while a and b are still live (results are allocated
-// before the op's operands die), then d, the output, while c lives.
+// before the op's operands die), then d, the output that takes x's buffer, while c lives.
 constexpr const char* kProgram = R"(
 func.func public @main(%x: tensor<1024xf32> {tf.aliasing_output = 0 : i32}) -> tensor<1024xf32> {
   %a = stablehlo.add %x, %x : tensor<1024xf32>
@@ -72,7 +72,8 @@ TEST(MemoryBudget, InterpreterStatisticsComeFromThePlan) {
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();
   EXPECT_EQ(stats->argument_bytes, 4096);
   EXPECT_EQ(stats->output_bytes, 4096);
-  EXPECT_EQ(stats->temp_bytes, 3 * 4096);  // a, b and c: the output is not a temporary
+  // a, b and c (the output is not a temporary), and d's buffer made before x's takes its place.
+  EXPECT_EQ(stats->temp_bytes, 4 * 4096);
   EXPECT_EQ(stats->alias_bytes, 4096);
 }
 
@@ -106,8 +107,8 @@ class SmallTarget : public Backend {
 };
 
 TEST(MemoryBudget, CheckReadsTheBackendAndCanBeTurnedOff) {
-  // The peak: 4 KiB argument + 4 KiB output + 12 KiB temporaries - 4 KiB aliased = 16 KiB.
-  SmallTarget small(16 * 1024 - 1);
+  // The peak: 4 KiB argument + 4 KiB output + 16 KiB temporaries - 4 KiB aliased = 20 KiB.
+  SmallTarget small(20 * 1024 - 1);
   auto program = Compile(small);
   ASSERT_NE(program, nullptr);
   MemoryBudgetRequest r{"main", 0, ""};
@@ -119,7 +120,7 @@ TEST(MemoryBudget, CheckReadsTheBackendAndCanBeTurnedOff) {
   setenv("TLALOC_MEMORY_CHECK", "0", 1);
   EXPECT_TRUE(CheckMemoryBudget(small, *program, r).ok());
   unsetenv("TLALOC_MEMORY_CHECK");
-  SmallTarget big(16 * 1024);
+  SmallTarget big(20 * 1024);
   EXPECT_TRUE(CheckMemoryBudget(big, *program, r).ok());
 }
 

@@ -57,6 +57,7 @@ class MeasuringBackend : public Backend {
   StatusOr<ProgramMemoryStats> MemoryStats(CompiledProgram& p) override {
     return inner_->MemoryStats(p);
   }
+  void set_available(int64_t bytes) { available_ = bytes; }
   StatusOr<int64_t> AvailableDeviceMemory(int device) override {
     if (available_ >= 0) return available_;
     return inner_->AvailableDeviceMemory(device);
@@ -149,12 +150,22 @@ TEST(MemoryBudget, TrainerRefusesAStepTheTargetCannotHold) {
   EXPECT_TRUE(backend.programs().begin()->second.peak == 0);  // nothing ran
 }
 
-TEST(MemoryBudget, EngineRefusesAPrefillTheTargetCannotHold) {
+TEST(MemoryBudget, EngineRefusesACacheOrAPrefillTheTargetCannotHold) {
   auto backend = std::make_shared<MeasuringBackend>(1024);
   const testing::RefModel m = testing::RandomModel(testing::TinyConfig(false, 4, 2, 8), 5);
   auto engine = generate::Engine::Create(m.config, m.literals, ElementType::kF32, backend);
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  // The cache (2 layers x k, v of 1 x 2 x 64 x 8 f32: 16 KiB) is refused before allocating.
+  Status reserve = (*engine)->Reserve(1, 64);
+  EXPECT_EQ(reserve.code(), StatusCode::kResourceExhausted) << reserve.ToString();
+  EXPECT_NE(reserve.message().find("the KV cache (4 x tensor<1x2x64x8xf32>"), std::string::npos)
+      << reserve.message();
+  EXPECT_NE(reserve.message().find("16.0 KiB (16384 bytes)"), std::string::npos)
+      << reserve.message();
+  EXPECT_TRUE((*engine)->caches().empty());
+  backend->set_available(-1);
   ASSERT_TRUE((*engine)->Reserve(1, 64).ok());
+  backend->set_available(1024);  // the cache fits, the prefill's temporaries do not
   std::vector<generate::PrefillRow> rows = {{0, {1, 2, 3}, {}}};
   auto first = (*engine)->Prefill(rows);
   ASSERT_FALSE(first.ok());
@@ -163,6 +174,7 @@ TEST(MemoryBudget, EngineRefusesAPrefillTheTargetCannotHold) {
             std::string::npos)
       << first.status().message();
   EXPECT_NE(first.status().message().find("--ctx-size"), std::string::npos);
+  for (const auto& [program, p] : backend->programs()) EXPECT_EQ(p.peak, 0);  // nothing ran
 }
 
 }  // namespace

@@ -15,4 +15,9 @@ namespace tlaloc::generate {
 Status CheckStepFits(Backend& backend, CompiledProgram& program, const models::StepShape& shape,
                      int64_t resident_bytes);
 
+// Checked before allocating the KV cache: `buffers` caches of `cache_type` for `shape`'s slots
+// and positions.
+Status CheckCacheFits(Backend& backend, const TensorType& cache_type, int64_t buffers,
+                      const models::StepShape& shape);
+
 }  // namespace tlaloc::generate

@@ -21,4 +21,10 @@ int64_t TemporaryPeakBytes(const Module& module, const Function& function);
 // argument and the output it becomes are one buffer.
 int64_t AliasedArgumentBytes(const Function& function);
 
+// The most bytes one op of `function`'s body makes of outputs that alias an argument. The
+// interpreter allocates an op's results before it runs and only then lets a dying donated
+// operand take their place, so for a moment such an output and its argument both exist: a host
+// budget adds this to the temporaries.
+int64_t LargestAliasedResultBytes(const Function& function);
+
 }  // namespace tlaloc

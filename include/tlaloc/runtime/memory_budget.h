@@ -40,6 +40,10 @@ Status CheckMemoryFits(const ProgramMemoryStats& stats, int64_t available_bytes,
 Status CheckMemoryBudget(Backend& backend, CompiledProgram& program,
                          const MemoryBudgetRequest& request);
 
+// The same for `bytes` allocated outside a program (a KV cache): ResourceExhausted naming
+// request.program as the thing allocated when they exceed what the target has.
+Status CheckAllocationBudget(Backend& backend, int64_t bytes, const MemoryBudgetRequest& request);
+
 // Sum of the buffers' sizes (null or deleted ones count nothing): the resident bytes.
 int64_t ResidentBytes(const std::vector<std::unique_ptr<DeviceBuffer>>& buffers);
 
