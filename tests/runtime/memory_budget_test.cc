@@ -125,13 +125,17 @@ TEST(MemoryBudget, CheckReadsTheBackendAndCanBeTurnedOff) {
 }
 
 TEST(MemoryBudget, HostBackendReportsWhatTheProcessCanTake) {
-  auto backend = MakeInterpreterBackend();
+  auto backend = MakeInterpreterBackend({}, 1);
   auto available = backend->AvailableDeviceMemory(0);
   const std::optional<uint64_t> host = AvailableMemoryBytes();
   if (!host) GTEST_SKIP() << "this system reports no available memory";
   ASSERT_TRUE(available.ok()) << available.status().ToString();
   EXPECT_GT(*available, 0);
   EXPECT_FALSE(backend->AvailableDeviceMemory(1).ok());  // one device
+  auto two = MakeInterpreterBackend({}, 2);              // two device threads share the host
+  auto half = two->AvailableDeviceMemory(1);
+  ASSERT_TRUE(half.ok());
+  EXPECT_LT(*half, *available);
 }
 
 }  // namespace
