@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "tlaloc/generate/memory_check.h"
+
 namespace tlaloc::generate {
 
 namespace {
@@ -99,6 +101,7 @@ Status Engine::Reserve(int64_t num_slots, int64_t max_len) {
   shape.max_len = max_len;
   shape.dtype = dtype_;
   const TensorType cache_type = models::KvCacheType(config_, shape);
+  TL_RETURN_IF_ERROR(CheckCacheFits(*backend_, cache_type, 2 * config_.num_hidden_layers, shape));
   for (int64_t i = 0; i < 2 * config_.num_hidden_layers; ++i) {
     auto buffer = backend_->Adopt(Literal(cache_type));
     if (!buffer.ok()) {
@@ -150,6 +153,8 @@ StatusOr<Engine::Program*> Engine::GetProgram(const models::StepShape& shape) {
     return Status(compiled.status().code(),
                   std::string("compiling the ") + (prefill ? "prefill" : "decode-step") +
                       " program on " + backend_->name() + ": " + compiled.status().message());
+  TL_RETURN_IF_ERROR(CheckStepFits(*backend_, **compiled, shape,
+                                   ResidentBytes(weights_) + ResidentBytes(caches_)));
   compile_seconds_ += Now() - t0;
   Program& p = programs_[key];
   p.compiled = std::move(*compiled);

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "plugin/plugin_internal.h"
-#include "tlaloc/ir/liveness.h"
+#include "tlaloc/ir/memory_plan.h"
 #include "tlaloc/pjrt/api.h"
 #include "tlaloc/stablehlo/conformance.h"
 #include "tlaloc/stablehlo/parser.h"
@@ -28,56 +28,6 @@ namespace {
 
 int64_t TensorBytes(const Type& t) { return t.is_tensor() ? t.tensor.byte_size() : 0; }
 
-// The interpreter's plan for one block, replayed on sizes: every op's results are allocated
-// before it runs (and its regions' or callee's temporaries live on top of everything live then),
-// and a value is freed after its last use in the block, uses inside nested regions counting as
-// uses by the op that holds them; unused results die right after their op. What a block's
-// terminator returns is not a temporary of that block: it is the entry function's output, or
-// the result of the op holding the region (counted there), so each buffer is counted once.
-class TemporaryPeak {
- public:
-  explicit TemporaryPeak(const Module& module) : module_(module) {}
-
-  int64_t Peak(const Block& block, int depth = 0) {
-    if (depth > kMaxDepth) return 0;  // recursive calls: the interpreter's stack gives out first
-    const auto& ops = block.operations();
-    std::set<const ValueImpl*> returned;
-    if (const Operation* t = block.terminator()) {
-      for (const Value& v : t->operands()) returned.insert(v.impl());
-    }
-    const BlockUses uses(block);
-    int64_t live = 0, peak = 0;
-    std::multimap<size_t, int64_t> dying;  // op index after which bytes are freed
-    for (size_t k = 0; k < ops.size(); ++k) {
-      const Operation& op = *ops[k];
-      for (const Value& r : op.results()) {
-        if (returned.count(r.impl())) continue;
-        const int64_t bytes = TensorBytes(r.type());
-        live += bytes;
-        const int last = uses.LastUse(r);
-        dying.emplace(last < 0 ? k : static_cast<size_t>(last), bytes);
-      }
-      int64_t inner = 0;
-      for (const auto& region : op.regions()) {
-        for (const auto& b : region->blocks()) inner = std::max(inner, Peak(*b, depth + 1));
-      }
-      if (op.name() == "func.call") {
-        if (const Function* callee = module_.Find(GetStringAttr(op.attrs(), "callee"))) {
-          inner = std::max(inner, Peak(callee->entry(), depth + 1));
-        }
-      }
-      peak = std::max(peak, live + inner);
-      auto [lo, hi] = dying.equal_range(k);
-      for (auto it = lo; it != hi; ++it) live -= it->second;
-    }
-    return peak;
-  }
-
- private:
-  static constexpr int kMaxDepth = 64;
-  const Module& module_;
-};
-
 }  // namespace
 
 void ComputeMemoryStats(const Module& module, const Function& f, Compiled& c) {
@@ -89,7 +39,7 @@ void ComputeMemoryStats(const Module& module, const Function& f, Compiled& c) {
   for (size_t i = 0; i < c.aliasing.size(); ++i) {
     if (c.aliasing[i] >= 0) c.alias_bytes += TensorBytes(f.argument_types()[i]);
   }
-  c.temp_bytes = TemporaryPeak(module).Peak(f.entry());
+  c.temp_bytes = TemporaryPeakBytes(module, f);
 }
 
 namespace {

@@ -1,7 +1,13 @@
 #include "tlaloc/runtime/backend.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/interp/multi_device.h"
+#include "tlaloc/ir/memory_plan.h"
+#include "tlaloc/support/memory_info.h"
 
 namespace tlaloc {
 
@@ -233,7 +239,23 @@ class InterpreterBackend : public Backend {
     for (const Type& t : f.result_types()) {
       if (t.is_tensor()) stats.output_bytes += t.tensor.byte_size();
     }
+    // The plan's temporaries replayed on sizes (an upper bound of the run's peak above its
+    // arguments and outputs), plus the moment an op's aliased output is allocated beside the
+    // donated argument it then replaces; and the donated arguments the results are written into.
+    stats.temp_bytes =
+        TemporaryPeakBytes(static_cast<InterpProgram&>(program).executable().module(), f) +
+        LargestAliasedResultBytes(f);
+    stats.alias_bytes = AliasedArgumentBytes(f);
     return stats;
+  }
+
+  // Host memory: what this process can still take, shared evenly by its device threads (each
+  // runs its own copy of a program compiled for several devices).
+  StatusOr<int64_t> AvailableDeviceMemory(int device) override {
+    TL_RETURN_IF_ERROR(CheckDevice(device));
+    const std::optional<uint64_t> bytes = AvailableMemoryBytes();
+    if (!bytes) return Unimplemented("the host's available memory cannot be read here");
+    return static_cast<int64_t>(std::min<uint64_t>(*bytes / num_devices_, INT64_MAX));
   }
 
  private:

@@ -8,6 +8,7 @@
 #include "tlaloc/models/family.h"
 #include "tlaloc/train/adamw.h"
 #include "tlaloc/train/loss.h"
+#include "tlaloc/train/memory_check.h"
 #include "tlaloc/train/sharded_trainer.h"
 #include "train/train_step.h"
 
@@ -259,6 +260,8 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(io::ModelConfig config,
   TL_ASSIGN_OR_RETURN(auto step_module,
                       BuildStepProgram(config, options, impl->specs, batch, seq_len));
   TL_ASSIGN_OR_RETURN(impl->step_program, backend.Compile(step_module));
+  TL_RETURN_IF_ERROR(CheckTrainStepFits(backend, *impl->step_program, options, batch, seq_len,
+                                        3 * ResidentBytes(impl->params)));
   TL_ASSIGN_OR_RETURN(auto eval_module,
                       BuildEvalProgram(config, options, impl->specs, batch, seq_len));
   TL_ASSIGN_OR_RETURN(impl->eval_program, backend.Compile(eval_module));

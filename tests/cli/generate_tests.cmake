@@ -10,3 +10,6 @@ set_tests_properties(cli.chat_tmux PROPERTIES LABELS cli SKIP_RETURN_CODE 77 TIM
 add_test(NAME cli.memory_refusal
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/memory_refusal_test.sh $<TARGET_FILE:tlaloc_cli>)
 set_tests_properties(cli.memory_refusal PROPERTIES LABELS cli TIMEOUT 120)
+add_test(NAME cli.memory_budget
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/memory_budget_test.sh $<TARGET_FILE:tlaloc_cli>)
+set_tests_properties(cli.memory_budget PROPERTIES LABELS cli TIMEOUT 180)

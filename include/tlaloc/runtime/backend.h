@@ -79,6 +79,12 @@ class Backend {
       CompiledProgram& program, const std::vector<ExecuteArg>& args) = 0;
   // Compiled memory statistics where the backend knows them.
   virtual StatusOr<ProgramMemoryStats> MemoryStats(CompiledProgram& program) = 0;
+  // Bytes a new allocation on `device` can still get (host backends: what this process can
+  // take; PJRT: the device's limit minus its use), or Unimplemented where nobody reports it.
+  virtual StatusOr<int64_t> AvailableDeviceMemory(int device) {
+    return Unimplemented("backend " + name() + " does not report device " + std::to_string(device) +
+                         "'s memory");
+  }
 
   // Uploads, executes without donation and downloads: the common test path.
   StatusOr<std::vector<Literal>> Run(CompiledProgram& program, const std::vector<Literal>& args);

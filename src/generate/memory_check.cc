@@ -1,0 +1,34 @@
+#include "tlaloc/generate/memory_check.h"
+
+#include <string>
+
+namespace tlaloc::generate {
+
+Status CheckStepFits(Backend& backend, CompiledProgram& program, const models::StepShape& shape,
+                     int64_t resident_bytes) {
+  const bool prefill = shape.kind == models::StepKind::kPrefill;
+  MemoryBudgetRequest request;
+  request.program =
+      std::string(prefill ? "prefill" : "decode-step") + " (" + std::to_string(shape.batch) +
+      " row(s)" + (prefill ? " x " + std::to_string(shape.prompt_len) + " tokens" : "") + ", " +
+      std::to_string(shape.slots()) + " slot(s) x " + std::to_string(shape.max_len) + " positions)";
+  request.resident_bytes = resident_bytes;
+  request.hint = "a shorter context (--ctx-size) or prompt, fewer slots";
+  if (shape.dtype == ElementType::kF32) request.hint += ", bf16 weights (--dtype bf16)";
+  request.hint += ", or more devices";
+  return CheckMemoryBudget(backend, program, request);
+}
+
+Status CheckCacheFits(Backend& backend, const TensorType& cache_type, int64_t buffers,
+                      const models::StepShape& shape) {
+  MemoryBudgetRequest request;
+  request.program = "the KV cache (" + std::to_string(buffers) + " x " + cache_type.ToString() +
+                    ": " + std::to_string(shape.slots()) + " slot(s) x " +
+                    std::to_string(shape.max_len) + " positions)";
+  request.hint = "a shorter context (--ctx-size) or fewer new tokens (-n), fewer slots";
+  if (shape.dtype == ElementType::kF32) request.hint += ", bf16 (--dtype bf16)";
+  request.hint += ", or more devices";
+  return CheckAllocationBudget(backend, buffers * cache_type.byte_size(), request);
+}
+
+}  // namespace tlaloc::generate
