@@ -16,6 +16,9 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 bash scripts/setup.sh
 jobs="$(nproc)"
+# ccache keys objects on paths relative to the checkout (and not on the build folder's absolute
+# path), so a fresh clone in another folder reuses what an earlier clone on this machine compiled.
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
 step_start=$SECONDS
 timing=()
 step_done() {  # step_done NAME: records and prints the time since the previous step ended
