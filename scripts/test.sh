@@ -59,6 +59,9 @@ if [ "${TLALOC_SKIP_SANITIZE:-0}" != "1" ]; then
     # llama.cpp parity over the real 151,936-id vocabulary: minutes each at -O0 with ASan, and
     # the Tlaloc side of it is the generation code the generate and models tests run here.
     'LlamaOracle'
+    # Whole runs of the binary (e.g. cli.serve_http and cli.serve_chat_page, labelled serve as
+    # well): their load and drain timings do not hold at -O0 with ASan (serve_http: 565 s).
+    '^cli\.'
   )
   exclude="$(IFS='|'; echo "${asan_excluded[*]}")"
   # The labels of asan_layers' binaries (tokenizer's tests are labelled io; nn, generate and
