@@ -25,6 +25,7 @@ packages=(
   ca-certificates  # npm's HTTPS to the registry; a minimal Debian root has no CA bundle
   tmux  # terminal tests of `tlaloc chat` (send keys, read the pane)
   chromium python3-pil  # headless screenshots of what Tlaloc draws (loss.svg), checked for pixels
+  openmpi-bin libopenmpi-dev  # multi-process runs under mpirun (interpreter collectives over MPI)
 )
 # Node.js (with npm) may come from another source than Debian; ask apt for it only when absent.
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)

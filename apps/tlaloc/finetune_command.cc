@@ -15,6 +15,8 @@
 #include "cli_options.h"
 #include "commands.h"
 #include "tlaloc/generate/generator.h"
+#include "tlaloc/interp/multi_device.h"
+#include "tlaloc/interp/process_world.h"
 #include "tlaloc/ir/sharding.h"
 #include "tlaloc/models/family.h"
 #include "tlaloc/models/init.h"
@@ -85,10 +87,39 @@ StatusOr<std::shared_ptr<Backend>> BackendFor(const std::string &target) {
   return std::shared_ptr<Backend>(std::move(*backend));
 }
 
+// The processes of this run: a world of one, or mpirun's ranks.
+ProcessWorld *g_world = &SingleProcessWorld();
+
+// Under mpirun: the interpreter over every rank, each holding the mesh's devices / ranks
+// (TLALOC_CPU_DEVICES: the devices of each rank).
+StatusOr<std::shared_ptr<Backend>> MultiProcessBackend(const BackendChoice &choice,
+                                                       const std::string &mesh_text,
+                                                       ProcessWorld &world) {
+  const std::string ranks =
+      std::to_string(world.size()) + " processes (mpirun -np " + std::to_string(world.size()) + ")";
+  if (!choice.interpreter)
+    return InvalidArgument("--target " + choice.ToString() + " across " + ranks +
+                           ": multi-process runs use the interpreter (--target interp)");
+  if (mesh_text.empty())
+    return InvalidArgument("a run across " + ranks + " needs --mesh and --plan (e.g. --mesh data=" +
+                           std::to_string(world.size()) + " --plan dp)");
+  TL_ASSIGN_OR_RETURN(Mesh mesh, Mesh::Parse(mesh_text));
+  TL_ASSIGN_OR_RETURN(int local, CpuDevicesFromEnvironment());
+  const char *env = std::getenv("TLALOC_CPU_DEVICES");
+  if (env == nullptr || *env == '\0') {
+    if (mesh.num_devices() % world.size() != 0)
+      return InvalidArgument("--mesh " + mesh_text + " has " + std::to_string(mesh.num_devices()) +
+                             " devices, which do not split evenly over " + ranks);
+    local = static_cast<int>(mesh.num_devices() / world.size());
+  }
+  return std::shared_ptr<Backend>(MakeInterpreterBackend({}, local, world));
+}
+
 // The interpreter gets the mesh's device count unless TLALOC_CPU_DEVICES says otherwise.
 StatusOr<std::shared_ptr<Backend>> FinetuneBackend(const std::string &target,
                                                    const std::string &mesh_text) {
   TL_ASSIGN_OR_RETURN(BackendChoice choice, BackendChoiceFromFlag(target));
+  if (g_world->size() > 1) return MultiProcessBackend(choice, mesh_text, *g_world);
   const char *env = std::getenv("TLALOC_CPU_DEVICES");
   if (choice.interpreter && !mesh_text.empty() && (env == nullptr || *env == '\0')) {
     TL_ASSIGN_OR_RETURN(Mesh mesh, Mesh::Parse(mesh_text));
@@ -98,7 +129,15 @@ StatusOr<std::shared_ptr<Backend>> FinetuneBackend(const std::string &target,
   return BackendFor(target);
 }
 
+// Every rank reports its own failure, named; then the whole job ends (MPI_Abort), so no rank
+// waits at a collective for one that gave up.
 int Fail(const char *command, const std::string &message, int code = kExitFailure) {
+  if (g_world->size() > 1) {
+    std::fprintf(stderr, "tlaloc %s: rank %d of %d: %s\n", command, g_world->rank(),
+                 g_world->size(), message.c_str());
+    std::fflush(stderr);
+    g_world->Abort(code);
+  }
   std::fprintf(stderr, "tlaloc %s: %s\n", command, message.c_str());
   return code;
 }
@@ -133,6 +172,11 @@ struct FinetuneArgs {
 };
 
 int RunFinetuneCommand(const FinetuneArgs &a) {
+  auto world = CurrentWorld();
+  if (!world.ok()) return Fail("finetune", world.status().message());
+  g_world = *world;
+  // Only rank 0 speaks (and writes); the others report failures only.
+  const bool quiet = g_world->rank() != 0;
   auto backend = FinetuneBackend(a.target, a.options.mesh);
   if (!backend.ok()) return Fail("finetune", backend.status().message());
   if (!a.options.mesh.empty()) {
@@ -144,31 +188,41 @@ int RunFinetuneCommand(const FinetuneArgs &a) {
                       std::to_string((*backend)->num_devices()) + " (TLALOC_CPU_DEVICES)",
                   kExitUsage);
   }
-  if (!a.options.resume_dir.empty()) {
+  if (!quiet && !a.options.resume_dir.empty()) {
     auto save = train::FindNewestSave(a.options.resume_dir);
     // The batch and sequence length are the save's, not the flags' defaults.
     std::fprintf(stderr, "tlaloc finetune: %s on %s, resuming %s at step %lld\n",
                  a.options.data_path.c_str(), (*backend)->name().c_str(),
                  save.ok() ? save->dir.c_str() : a.options.resume_dir.c_str(),
                  static_cast<long long>(save.ok() ? save->step : 0));
-  } else {
-    std::fprintf(stderr, "tlaloc finetune: %s on %s, batch %lld x %lld tokens%s\n",
-                 a.options.data_path.c_str(), (*backend)->name().c_str(),
-                 static_cast<long long>(a.options.batch), static_cast<long long>(a.options.seq_len),
-                 a.options.plan.empty()
-                     ? ""
-                     : (", plan " + a.options.plan + " over mesh " + a.options.mesh).c_str());
+  } else if (!quiet) {
+    std::fprintf(
+        stderr, "tlaloc finetune: %s on %s, batch %lld x %lld tokens%s\n",
+        a.options.data_path.c_str(), (*backend)->name().c_str(),
+        static_cast<long long>(a.options.batch), static_cast<long long>(a.options.seq_len),
+        a.options.plan.empty()
+            ? ""
+            : (", plan " + a.options.plan + " over mesh " + a.options.mesh +
+               (g_world->size() > 1 ? " across " + std::to_string(g_world->size()) + " processes"
+                                    : ""))
+                  .c_str());
   }
   std::unique_ptr<ProgressBar> bar;
   auto on_step = [&](const train::StepRecord &r, int64_t total) {
+    if (quiet) return;
     if (!bar)
       bar = std::make_unique<ProgressBar>(a.print_every > 0 ? a.print_every
                                                             : std::max<int64_t>(1, total / 20));
     bar->Update(r, total);
   };
   train::FinetuneOptions options = a.options;
-  options.stop_requested = [] { return g_stop_signal != 0; };
-  InstallStopHandlers();
+  // Across processes a signal ends the job at once (mpirun forwards it to every rank; ranks
+  // stopping at different step boundaries would leave the others at a collective), so the
+  // newest complete save is what remains.
+  if (g_world->size() == 1) {
+    options.stop_requested = [] { return g_stop_signal != 0; };
+    InstallStopHandlers();
+  }
   auto result = train::RunFinetune(options, **backend, on_step);
   if (!result.ok())
     return Fail("finetune", result.status().message(),
@@ -192,6 +246,7 @@ int RunFinetuneCommand(const FinetuneArgs &a) {
     }
     return 128 + sig;
   }
+  if (quiet) return kExitOk;
   if (!result->device_peak_bytes.empty()) {
     std::string peaks;
     for (int64_t b : result->device_peak_bytes)

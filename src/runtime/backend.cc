@@ -29,6 +29,12 @@ StatusOr<std::vector<Literal>> Backend::Run(CompiledProgram& program,
   return results;
 }
 
+bool Backend::is_addressable(int device) const {
+  const std::vector<DeviceInfo> all = devices();
+  return device >= 0 && device < static_cast<int>(all.size()) &&
+         all[device].process == world().rank();
+}
+
 StatusOr<std::unique_ptr<CompiledProgram>> Backend::CompileForDevices(
     std::shared_ptr<const Module> module, const ProcessGrid& grid, const std::string& entry) {
   if (grid.num_processes() == 1) return Compile(std::move(module), entry);
@@ -50,6 +56,7 @@ StatusOr<std::vector<std::vector<Literal>>> Backend::RunOnDevices(
   std::vector<std::unique_ptr<DeviceBuffer>> buffers;
   std::vector<std::vector<ExecuteArg>> exec_args(args.size());
   for (size_t d = 0; d < args.size(); ++d) {
+    if (args.size() > 1 && !is_addressable(static_cast<int>(d))) continue;  // another rank's
     for (const Literal& arg : args[d]) {
       TL_ASSIGN_OR_RETURN(auto buffer, ToDevice(arg, static_cast<int>(d)));
       exec_args[d].push_back({buffer.get(), false});
@@ -110,16 +117,21 @@ class InterpProgram : public CompiledProgram {
 
 class InterpreterBackend : public Backend {
  public:
-  InterpreterBackend(InterpreterOptions options, StatusOr<int> num_devices)
+  InterpreterBackend(InterpreterOptions options, StatusOr<int> local_devices,
+                     ProcessWorld& world = SingleProcessWorld())
       : options_(std::move(options)),
-        num_devices_(num_devices.ok() ? *num_devices : 1),
-        devices_status_(num_devices.status()) {}
+        world_(world),
+        local_devices_(local_devices.ok() ? *local_devices : 1),
+        num_devices_(local_devices_ * world.size()),
+        devices_status_(local_devices.status()) {}
   std::string name() const override { return "interp"; }
   std::vector<DeviceInfo> devices() const override {
     std::vector<DeviceInfo> out;
-    for (int i = 0; i < num_devices_; ++i) out.push_back(DeviceInfo{i, "interpreter"});
+    for (int i = 0; i < num_devices_; ++i)
+      out.push_back(DeviceInfo{i, "interpreter", i / local_devices_});
     return out;
   }
+  ProcessWorld& world() const override { return world_; }
 
   StatusOr<std::unique_ptr<CompiledProgram>> Compile(std::shared_ptr<const Module> module,
                                                      const std::string& entry) override {
@@ -137,6 +149,11 @@ class InterpreterBackend : public Backend {
                              std::to_string(grid.num_partitions) +
                              " partition(s) does not fit the interpreter's " +
                              std::to_string(num_devices_) + " device(s) (TLALOC_CPU_DEVICES)");
+    if (world_.size() > 1 && grid.num_processes() > 1 && grid.num_processes() != num_devices_)
+      return InvalidArgument("a grid of " + std::to_string(grid.num_processes()) +
+                             " device(s) across " + std::to_string(world_.size()) +
+                             " processes must use all " + std::to_string(num_devices_) +
+                             " devices (" + std::to_string(local_devices_) + " per process)");
     TL_ASSIGN_OR_RETURN(auto exe, Executable::Prepare(std::move(module), entry, options_));
     return std::unique_ptr<CompiledProgram>(new InterpProgram(std::move(exe), grid));
   }
@@ -145,6 +162,10 @@ class InterpreterBackend : public Backend {
     if (device < 0 || device >= num_devices_)
       return InvalidArgument("interpreter backend has " + std::to_string(num_devices_) +
                              " device(s); got device " + std::to_string(device));
+    if (device / local_devices_ != world_.rank())
+      return InvalidArgument("device " + std::to_string(device) + " belongs to rank " +
+                             std::to_string(device / local_devices_) + ", not this rank " +
+                             std::to_string(world_.rank()));
     return OkStatus();
   }
 
@@ -183,19 +204,25 @@ class InterpreterBackend : public Backend {
       return InvalidArgument("the program was compiled for " +
                              std::to_string(p.grid().num_processes()) + " device(s), got " +
                              std::to_string(args.size()) + " argument list(s)");
-    for (size_t d = 0; d < args.size(); ++d)
+    for (size_t d = 0; d < args.size(); ++d) {
+      if (!is_addressable(static_cast<int>(d)) && !args[d].empty())
+        return InvalidArgument("device " + std::to_string(d) + " belongs to another process; " +
+                               "its argument list must be empty here");
       for (size_t i = 0; i < args[d].size(); ++i)
         if (args[d][i].buffer && args[d][i].buffer->device() != static_cast<int>(d))
           return InvalidArgument("argument " + std::to_string(i) + " of device " +
                                  std::to_string(d) + " lives on device " +
                                  std::to_string(args[d][i].buffer->device()));
+    }
     std::vector<std::vector<Literal>> inputs;
     for (size_t d = 0; d < args.size(); ++d) {
       TL_ASSIGN_OR_RETURN(auto in, TakeInputs(args[d], static_cast<int>(d)));
       inputs.push_back(std::move(in));
     }
+    MultiDeviceOptions md;
+    md.world = &world_;
     TL_ASSIGN_OR_RETURN(auto outs, tlaloc::ExecuteOnDevices(p.executable(), std::move(inputs),
-                                                            p.grid(), {}, &p.last_stats));
+                                                            p.grid(), md, &p.last_stats));
     std::vector<std::vector<std::unique_ptr<DeviceBuffer>>> result(outs.size());
     for (size_t d = 0; d < outs.size(); ++d)
       for (Literal& l : outs[d])
@@ -255,11 +282,13 @@ class InterpreterBackend : public Backend {
     TL_RETURN_IF_ERROR(CheckDevice(device));
     const std::optional<uint64_t> bytes = AvailableMemoryBytes();
     if (!bytes) return Unimplemented("the host's available memory cannot be read here");
-    return static_cast<int64_t>(std::min<uint64_t>(*bytes / num_devices_, INT64_MAX));
+    return static_cast<int64_t>(std::min<uint64_t>(*bytes / local_devices_, INT64_MAX));
   }
 
  private:
   InterpreterOptions options_;
+  ProcessWorld& world_;
+  int local_devices_ = 1;
   int num_devices_ = 1;
   Status devices_status_;  // an invalid TLALOC_CPU_DEVICES, reported by Compile
 };
@@ -277,6 +306,16 @@ std::unique_ptr<Backend> MakeInterpreterBackend(InterpreterOptions options, int 
           : StatusOr<int>(InvalidArgument("the interpreter needs at least one device, got " +
                                           std::to_string(num_devices)));
   return std::make_unique<InterpreterBackend>(std::move(options), std::move(n));
+}
+
+std::unique_ptr<Backend> MakeInterpreterBackend(InterpreterOptions options, int local_devices,
+                                                ProcessWorld& world) {
+  StatusOr<int> n =
+      local_devices >= 1
+          ? StatusOr<int>(local_devices)
+          : StatusOr<int>(InvalidArgument("the interpreter needs at least one device, got " +
+                                          std::to_string(local_devices)));
+  return std::make_unique<InterpreterBackend>(std::move(options), std::move(n), world);
 }
 
 }  // namespace tlaloc

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "tlaloc/interp/multi_device.h"
+#include "tlaloc/interp/process_world.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/models/load_weights.h"
 #include "tlaloc/shard/plan.h"
@@ -98,6 +100,46 @@ Status WriteStepPrograms(const FinetuneOptions& options, const io::ModelConfig& 
                                                  options.batch, options.seq_len));
   }
   return WriteStringAtomic(options.programs_dir / "train_step.mlir", PrintModule(*device));
+}
+
+std::string Hex(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%a", v);
+  return buf;
+}
+
+std::string FileDigest(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return in || in.eof() ? Digest(bytes) : "(unreadable)";
+}
+
+// What every rank of a multi-process run must agree on: digests of the model (config, weight
+// names, shapes and contents) and data, and the settings that shape the step.
+std::vector<std::pair<std::string, std::string>> RunFields(const FinetuneOptions& o,
+                                                           const fs::path& model_dir,
+                                                           const io::ModelConfig& config,
+                                                           const std::vector<Literal>& weights,
+                                                           int64_t total_steps) {
+  std::string shapes, contents;
+  const auto specs = models::WeightSpecs(config);
+  for (size_t i = 0; i < specs.size() && i < weights.size(); ++i) {
+    shapes += specs[i].name + DimsToString(weights[i].dims()) + ";";
+    contents += Digest(
+        std::string_view(reinterpret_cast<const char*>(weights[i].data()), weights[i].byte_size()));
+  }
+  return {{"model config", FileDigest(model_dir / "config.json")},
+          {"weight names and shapes", Digest(shapes)},
+          {"weights", Digest(contents)},
+          {"mesh", o.mesh},
+          {"plan", o.plan},
+          {"batch", std::to_string(o.batch)},
+          {"seq-len", std::to_string(o.seq_len)},
+          {"steps", std::to_string(total_steps)},
+          {"seed", std::to_string(o.seed)},
+          {"lr", Hex(o.lr)},
+          {"weight decay", Hex(o.weight_decay)},
+          {"data", FileDigest(o.data_path)}};
 }
 
 }  // namespace
@@ -254,9 +296,16 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
   } else {
     TL_ASSIGN_OR_RETURN(weights, models::LoadWeights(config, checkpoint, ElementType::kF32));
   }
+  // Across processes (mpirun) every rank trains the same job or none does: refused here, before
+  // the first collective, naming what differs. Only rank 0 writes files.
+  ProcessWorld& world = backend.world();
+  const bool writer = world.rank() == 0;
+  if (world.size() > 1)
+    TL_RETURN_IF_ERROR(CheckSameOnAllRanks(
+        world, RunFields(options, model_dir, config, weights, total_steps), CollectiveTimeout()));
   TL_ASSIGN_OR_RETURN(auto trainer, Trainer::Create(config, std::move(weights), train_options,
                                                     backend, options.batch, options.seq_len));
-  if (!options.programs_dir.empty())
+  if (writer && !options.programs_dir.empty())
     TL_RETURN_IF_ERROR(WriteStepPrograms(options, config, train_options, *trainer));
   int64_t start_step = 0;
   if (resumed) {
@@ -266,17 +315,21 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
   }
 
   std::error_code ec;
-  fs::create_directories(options.out_dir, ec);
-  if (ec) return InvalidArgument("cannot create " + options.out_dir.string() + ": " + ec.message());
-  // Leftovers of killed runs go; a fresh run also drops an earlier run's saves, which a later
-  // --resume would otherwise take for its own.
-  TL_RETURN_IF_ERROR(ClearStaleSaves(options.out_dir, model_dir, /*fresh_run=*/!resumed));
   // Resuming into the run's own folder continues its loss log from the save's step.
   const bool append_log = resumed && (SameFolder(options.out_dir, options.resume_dir) ||
                                       SameFolder(options.out_dir, save_point.dir.parent_path()));
-  if (append_log) TL_RETURN_IF_ERROR(TrimLossLog(options.out_dir / kLossLogFile, start_step));
-  std::ofstream log(options.out_dir / kLossLogFile, append_log ? std::ios::app : std::ios::trunc);
-  if (!log) return InvalidArgument("cannot write " + (options.out_dir / kLossLogFile).string());
+  std::ofstream log;
+  if (writer) {
+    fs::create_directories(options.out_dir, ec);
+    if (ec)
+      return InvalidArgument("cannot create " + options.out_dir.string() + ": " + ec.message());
+    // Leftovers of killed runs go; a fresh run also drops an earlier run's saves, which a later
+    // --resume would otherwise take for its own.
+    TL_RETURN_IF_ERROR(ClearStaleSaves(options.out_dir, model_dir, /*fresh_run=*/!resumed));
+    if (append_log) TL_RETURN_IF_ERROR(TrimLossLog(options.out_dir / kLossLogFile, start_step));
+    log.open(options.out_dir / kLossLogFile, append_log ? std::ios::app : std::ios::trunc);
+    if (!log) return InvalidArgument("cannot write " + (options.out_dir / kLossLogFile).string());
+  }
 
   // loss.svg: redrawn on the first step, every `plot_every` steps, at least once a second and
   // at the end, so a browser shows the run as it goes (at most ~50 + 1/s redraws of O(steps)).
@@ -287,7 +340,7 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
                    : options.plot_title;
   plot.total_steps = total_steps;
   std::vector<LossPoint> points;
-  if (append_log) points = LoggedPoints(options.out_dir / kLossLogFile, start_step + 1);
+  if (writer && append_log) points = LoggedPoints(options.out_dir / kLossLogFile, start_step + 1);
   const int64_t plot_every = std::max<int64_t>(1, (total_steps - start_step) / 50);
   auto last_plot = std::chrono::steady_clock::now();
 
@@ -313,10 +366,11 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
     TL_ASSIGN_OR_RETURN(std::vector<Literal> trained, trainer->Weights());
     TL_ASSIGN_OR_RETURN(auto optimizer_state, trainer->OptimizerState());
     state.step = step;
+    result.saved_step = step;
+    if (!writer) return OkStatus();  // the others took part in gathering the parts
     TL_ASSIGN_OR_RETURN(result.saved_dir,
                         SaveCheckpoint(options.out_dir, copy_source, config, trained, stored,
                                        optimizer_state, state, options.keep_last));
-    result.saved_step = step;
     copy_source = result.saved_dir;
     return OkStatus();
   };
@@ -349,10 +403,11 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
                            {"lr", record.lr},
                            {"seconds", record.seconds},
                            {"epoch", packer.epoch()}};
-    log << line.dump() << "\n" << std::flush;
+    if (writer) log << line.dump() << "\n" << std::flush;
     points.push_back({step, record.loss, record.lr});
-    if (result.plot_error.empty() && (step == start_step + 1 || step == total_steps ||
-                                      step % plot_every == 0 || Seconds(last_plot) >= 1.0)) {
+    if (writer && result.plot_error.empty() &&
+        (step == start_step + 1 || step == total_steps || step % plot_every == 0 ||
+         Seconds(last_plot) >= 1.0)) {
       // The plot is a view of the loss log: failing to draw it does not stop the training.
       if (Status s = WriteLossSvg(plot_path, points, plot); !s.ok())
         result.plot_error = s.message();
@@ -368,7 +423,7 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
     result.device_peak_bytes = sharded->last_peak_bytes();
     result.device_state_bytes = sharded->state_bytes_per_device();
   }
-  if (result.stopped && result.plot_error.empty() && last_step > start_step)
+  if (writer && result.stopped && result.plot_error.empty() && last_step > start_step)
     if (Status s = WriteLossSvg(plot_path, points, plot); !s.ok()) result.plot_error = s.message();
   // A stop right after a periodic save has nothing new to save.
   if (last_step > start_step && result.saved_step != last_step) TL_RETURN_IF_ERROR(save(last_step));

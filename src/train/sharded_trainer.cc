@@ -19,6 +19,8 @@
 #include <cmath>
 #include <map>
 
+#include "tlaloc/interp/multi_device.h"
+#include "tlaloc/interp/process_world.h"
 #include "tlaloc/shard/lowering.h"
 #include "train/train_step.h"
 
@@ -149,11 +151,22 @@ struct ShardedTrainer::Impl {
   int64_t step = 0;
 
   int devices() const { return static_cast<int>(plan->num_devices()); }
+  // Whether this process holds device d (all of them unless launched by mpirun).
+  bool local(int d) const { return backend->is_addressable(d); }
+  int first_local() const {
+    for (int d = 0; d < devices(); ++d)
+      if (local(d)) return d;
+    return 0;
+  }
 
   // Splits `global` weight i over the devices as the plan says.
   StatusOr<std::vector<std::unique_ptr<DeviceBuffer>>> Upload(size_t i, const Literal& global) {
     std::vector<std::unique_ptr<DeviceBuffer>> out;
     for (int d = 0; d < devices(); ++d) {
+      if (!local(d)) {  // another process uploads its own part
+        out.push_back(nullptr);
+        continue;
+      }
       TL_ASSIGN_OR_RETURN(Literal part, shard::LocalPart(global, plan->mesh(), plan->weight(i), d));
       TL_ASSIGN_OR_RETURN(auto buf, backend->Adopt(std::move(part), d));
       out.push_back(std::move(buf));
@@ -161,13 +174,35 @@ struct ShardedTrainer::Impl {
     return out;
   }
 
-  // Assembles weight i's whole tensor from `group`'s parts.
+  // Assembles weight i's whole tensor from `group`'s parts; across processes every rank must
+  // call it (the parts are exchanged), and every rank gets the whole tensor.
   StatusOr<Literal> Download(const std::vector<std::vector<std::unique_ptr<DeviceBuffer>>>& group,
                              size_t i) {
-    std::vector<Literal> parts;
+    std::vector<Literal> parts(devices());
+    std::vector<Literal> mine;
     for (int d = 0; d < devices(); ++d) {
-      TL_ASSIGN_OR_RETURN(Literal l, backend->ToHost(*group[d][i]));
-      parts.push_back(std::move(l));
+      if (!local(d)) continue;
+      TL_ASSIGN_OR_RETURN(parts[d], backend->ToHost(*group[d][i]));
+      mine.push_back(parts[d]);
+    }
+    ProcessWorld& world = backend->world();
+    if (world.size() > 1) {
+      std::string bytes;
+      AppendLiterals(mine, bytes);
+      TL_ASSIGN_OR_RETURN(auto all, world.AllGather(bytes, CollectiveTimeout(),
+                                                    "the parts of " + plan->weights()[i].name));
+      int d = 0;
+      for (const std::string& rank_bytes : all) {
+        size_t pos = 0;
+        TL_ASSIGN_OR_RETURN(auto theirs, ReadLiterals(rank_bytes, pos));
+        for (Literal& l : theirs) {
+          if (d >= devices()) return Internal("the ranks sent more parts than there are devices");
+          parts[d++] = std::move(l);
+        }
+      }
+      if (d != devices())
+        return Internal("the ranks sent " + std::to_string(d) + " parts of " +
+                        plan->weights()[i].name + " for " + std::to_string(devices()) + " devices");
     }
     return shard::Assemble(parts, plan->mesh(), plan->weight(i),
                            TensorType(ElementType::kF32, plan->weights()[i].shape));
@@ -183,6 +218,10 @@ struct ShardedTrainer::Impl {
                              Type(want).ToString() + " for both");
     std::vector<std::pair<std::unique_ptr<DeviceBuffer>, std::unique_ptr<DeviceBuffer>>> out;
     for (int d = 0; d < devices(); ++d) {
+      if (!local(d)) {
+        out.emplace_back(nullptr, nullptr);
+        continue;
+      }
       TL_ASSIGN_OR_RETURN(Literal ids,
                           shard::LocalPart(batch.input_ids, plan->mesh(), plan->tokens(), d));
       TL_ASSIGN_OR_RETURN(Literal labels,
@@ -259,6 +298,7 @@ StatusOr<StepStats> ShardedTrainer::Step(const Batch& batch) {
   std::vector<std::unique_ptr<DeviceBuffer>> steps;
   std::vector<std::vector<ExecuteArg>> args(n);
   for (int d = 0; d < n; ++d) {
+    if (!s.local(d)) continue;
     TL_ASSIGN_OR_RETURN(
         auto step,
         s.backend->ToDevice(Literal::Scalar<int32_t>(static_cast<int32_t>(s.step + 1)), d));
@@ -272,6 +312,7 @@ StatusOr<StepStats> ShardedTrainer::Step(const Batch& batch) {
   TL_ASSIGN_OR_RETURN(auto out, s.backend->ExecuteOnDevices(*s.step_program, args));
   const size_t w = s.plan->weights().size();
   for (int d = 0; d < n; ++d) {
+    if (!s.local(d)) continue;
     if (out[d].size() != 3 * w + 4)
       return Internal("train_step returned an unexpected result count");
     for (size_t i = 0; i < w; ++i) {
@@ -280,10 +321,11 @@ StatusOr<StepStats> ShardedTrainer::Step(const Batch& batch) {
       s.v[d][i] = std::move(out[d][2 * w + i]);
     }
   }
-  // Every device computed the same scalars; device 0's are the step's.
+  // Every device computed the same scalars; the first one here has the step's.
   std::vector<double> scalars;
-  for (size_t i = 3 * w; i < out[0].size(); ++i) {
-    TL_ASSIGN_OR_RETURN(Literal l, s.backend->ToHost(*out[0][i]));
+  const int first = s.first_local();
+  for (size_t i = 3 * w; i < out[first].size(); ++i) {
+    TL_ASSIGN_OR_RETURN(Literal l, s.backend->ToHost(*out[first][i]));
     scalars.push_back(l.GetAsDouble(0));
   }
   ++s.step;
@@ -303,20 +345,23 @@ StatusOr<LossAndGrads> ShardedTrainer::LossAndGrad(const Batch& batch) {
   const int n = s.devices();
   std::vector<std::vector<ExecuteArg>> args(n);
   for (int d = 0; d < n; ++d) {
+    if (!s.local(d)) continue;
     for (auto& b : s.params[d]) args[d].push_back({b.get(), false});
     args[d].push_back({inputs[d].first.get(), false});
     args[d].push_back({inputs[d].second.get(), false});
   }
   TL_ASSIGN_OR_RETURN(auto out, s.backend->ExecuteOnDevices(*s.grad_program, args));
   LossAndGrads r;
-  TL_ASSIGN_OR_RETURN(Literal loss, s.backend->ToHost(*out[0][0]));
-  TL_ASSIGN_OR_RETURN(Literal tokens, s.backend->ToHost(*out[0][1]));
+  const int first = s.first_local();
+  TL_ASSIGN_OR_RETURN(Literal loss, s.backend->ToHost(*out[first][0]));
+  TL_ASSIGN_OR_RETURN(Literal tokens, s.backend->ToHost(*out[first][1]));
   r.loss = loss.GetAsDouble(0);
   r.tokens = tokens.GetAsDouble(0);
   const size_t w = s.plan->weights().size();
   std::vector<std::vector<std::unique_ptr<DeviceBuffer>>> grads(n);
   for (int d = 0; d < n; ++d)
-    for (size_t i = 0; i < w; ++i) grads[d].push_back(std::move(out[d][2 + i]));
+    for (size_t i = 0; i < w; ++i)
+      grads[d].push_back(s.local(d) ? std::move(out[d][2 + i]) : nullptr);
   for (size_t i = 0; i < w; ++i) {
     TL_ASSIGN_OR_RETURN(Literal g, s.Download(grads, i));
     r.grads.push_back(std::move(g));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tlaloc/interp/interpreter.h"
+#include "tlaloc/interp/process_world.h"
 #include "tlaloc/ir/collectives.h"
 
 namespace tlaloc {
@@ -21,6 +22,12 @@ struct MultiDeviceOptions {
   // How long a device waits at a collective for the other members of its group; zero: the
   // TLALOC_COLLECTIVE_TIMEOUT_S environment variable, else 300 s.
   std::chrono::milliseconds timeout{0};
+  // The processes the grid spans (null or a world of one: this process runs every device).
+  // With N ranks each runs grid.num_processes() / N devices, rank r devices [r * L, (r + 1) * L);
+  // the args of other ranks' devices are ignored and their results come back empty. Every
+  // collective gathers all ranks' contributions (process_world.h), then each device reduces
+  // its group's values in group order, as in one process.
+  ProcessWorld* world = nullptr;
 };
 
 // Runs `exe` on grid.num_processes() devices; args[d] is device d's argument list. Returns each
@@ -28,6 +35,9 @@ struct MultiDeviceOptions {
 StatusOr<std::vector<std::vector<Literal>>> ExecuteOnDevices(
     const Executable& exe, std::vector<std::vector<Literal>> args, const ProcessGrid& grid,
     MultiDeviceOptions options = {}, std::vector<ExecutionStats>* stats = nullptr);
+
+// How long a collective waits for its members: TLALOC_COLLECTIVE_TIMEOUT_S, else 300 s.
+std::chrono::milliseconds CollectiveTimeout();
 
 // The device count TLALOC_CPU_DEVICES asks for (a positive integer; unset: 1). An unparsable
 // value is an error naming the variable.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tlaloc/interp/interpreter.h"
+#include "tlaloc/interp/process_world.h"
 #include "tlaloc/ir/collectives.h"
 #include "tlaloc/ir/ir.h"
 #include "tlaloc/ir/literal.h"
@@ -18,6 +19,7 @@ namespace tlaloc {
 struct DeviceInfo {
   int id = 0;
   std::string kind;  // "cpu", a GPU model, "TPU v6 lite", ...
+  int process = 0;   // the rank whose process holds it (ProcessWorld; 0 in a world of one)
 };
 
 // A tensor resident on one device of a backend.
@@ -90,13 +92,20 @@ class Backend {
   StatusOr<std::vector<Literal>> Run(CompiledProgram& program, const std::vector<Literal>& args);
 
   // ---- Several devices (docs/SHARDING.md) ----
+  // Every device of the run, those of other processes included (their buffers live there).
   int num_devices() const { return static_cast<int>(devices().size()); }
+  // The processes the devices span; a world of one unless launched by mpirun.
+  virtual ProcessWorld& world() const { return SingleProcessWorld(); }
+  // Whether this process holds `device` (PJRT's "addressable"): buffers and results exist
+  // here only for those.
+  bool is_addressable(int device) const;
   // Compiles `entry` for a grid of replicas x partitions; process (r, p) runs on device
   // r * num_partitions + p. A 1 x 1 grid is Compile.
   virtual StatusOr<std::unique_ptr<CompiledProgram>> CompileForDevices(
       std::shared_ptr<const Module> module, const ProcessGrid& grid, const std::string& entry = "");
   // Runs a program compiled for N devices: args[d] on device d, each argument resident there.
-  // Returns each device's results, resident on it. One list is Execute.
+  // Returns each device's results, resident on it. One list is Execute. Across processes,
+  // args[d] of a device this process does not hold is empty and so are its results.
   virtual StatusOr<std::vector<std::vector<std::unique_ptr<DeviceBuffer>>>> ExecuteOnDevices(
       CompiledProgram& program, const std::vector<std::vector<ExecuteArg>>& args);
   // Each device's peak live bytes in the last execution of `program` (empty where the backend
@@ -113,5 +122,10 @@ class Backend {
 std::unique_ptr<Backend> MakeInterpreterBackend(InterpreterOptions options = {});
 // The same with `num_devices` devices (>= 1), each a thread of this process.
 std::unique_ptr<Backend> MakeInterpreterBackend(InterpreterOptions options, int num_devices);
+// The same over every process of `world`: `local_devices` each, world.size() x local_devices in
+// all, rank r holding devices [r * local_devices, (r + 1) * local_devices). A program for
+// several devices must span all of them; collectives cross processes (multi_device.h).
+std::unique_ptr<Backend> MakeInterpreterBackend(InterpreterOptions options, int local_devices,
+                                                ProcessWorld& world);
 
 }  // namespace tlaloc

@@ -1,0 +1,145 @@
+// ProcessWorld over MPI_COMM_WORLD (Open MPI's mpirun). Exchanges are non-blocking allgathers
+// polled against a deadline, so a rank never waits forever for one that went away; MPI calls
+// are serialized by a mutex (the devices of a process are threads, MPI_THREAD_SERIALIZED).
+#include "interp/process_world_mpi.h"
+
+#if TLALOC_HAVE_MPI
+#include <mpi.h>
+
+#include <climits>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#endif
+
+namespace tlaloc::internal {
+
+#if TLALOC_HAVE_MPI
+
+namespace {
+
+std::string MpiError(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  return std::string(text, len);
+}
+
+class OpenMpiWorld : public ProcessWorld {
+ public:
+  Status Init() {
+    int provided = 0;
+    int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    if (rc != MPI_SUCCESS) return Internal("MPI_Init_thread failed: " + MpiError(rc));
+    // Errors come back as codes (reported with the rank) instead of aborting inside MPI.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    if (provided < MPI_THREAD_SERIALIZED)
+      return Internal("this MPI gives thread level " + std::to_string(provided) +
+                      "; Tlaloc's device threads need MPI_THREAD_SERIALIZED");
+    std::atexit([] {
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (!finalized) MPI_Finalize();
+    });
+    return OkStatus();
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string name() const override { return "mpi"; }
+
+  StatusOr<std::vector<std::string>> AllGather(std::string_view bytes,
+                                               std::chrono::milliseconds timeout,
+                                               const std::string& what) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    uint64_t mine = bytes.size();
+    std::vector<uint64_t> sizes(size_);
+    MPI_Request req;
+    int rc =
+        MPI_Iallgather(&mine, 1, MPI_UINT64_T, sizes.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD, &req);
+    TL_RETURN_IF_ERROR(Wait(rc, req, deadline, timeout, what));
+    std::vector<int> counts(size_), displs(size_);
+    uint64_t total = 0;
+    for (int r = 0; r < size_; ++r) {
+      if (sizes[r] > INT_MAX || total + sizes[r] > INT_MAX)
+        return ResourceExhausted("rank " + std::to_string(rank_) + ": " + what + " exchanges " +
+                                 std::to_string(total + sizes[r]) +
+                                 " bytes, beyond one MPI message (2 GiB)");
+      counts[r] = static_cast<int>(sizes[r]);
+      displs[r] = static_cast<int>(total);
+      total += sizes[r];
+    }
+    std::string all(total, '\0');
+    rc = MPI_Iallgatherv(bytes.data(), static_cast<int>(mine), MPI_BYTE, all.data(), counts.data(),
+                         displs.data(), MPI_BYTE, MPI_COMM_WORLD, &req);
+    TL_RETURN_IF_ERROR(Wait(rc, req, deadline, timeout, what));
+    std::vector<std::string> out;
+    for (int r = 0; r < size_; ++r) out.push_back(all.substr(displs[r], counts[r]));
+    return out;
+  }
+
+  [[noreturn]] void Abort(int exit_code) override {
+    MPI_Abort(MPI_COMM_WORLD, exit_code);
+    std::_Exit(exit_code);  // MPI_Abort does not return; this keeps [[noreturn]] honest
+  }
+
+ private:
+  // Polls `req` until done or the deadline: spinning first (a collective's partner is usually
+  // close behind), then sleeping briefly so that a waiting rank leaves the cores to the others.
+  Status Wait(int rc, MPI_Request& req, std::chrono::steady_clock::time_point deadline,
+              std::chrono::milliseconds timeout, const std::string& what) {
+    if (rc != MPI_SUCCESS)
+      return Internal("rank " + std::to_string(rank_) + ": MPI failed at " + what + ": " +
+                      MpiError(rc));
+    for (int polls = 0;; ++polls) {
+      int done = 0;
+      rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS)
+        return Internal("rank " + std::to_string(rank_) + ": MPI failed at " + what + ": " +
+                        MpiError(rc));
+      if (done) return OkStatus();
+      if (std::chrono::steady_clock::now() > deadline)
+        return Status(StatusCode::kDeadlineExceeded,
+                      "rank " + std::to_string(rank_) + " waited " +
+                          std::to_string(timeout.count()) + " ms at " + what +
+                          " for the other ranks (TLALOC_COLLECTIVE_TIMEOUT_S); one of them "
+                          "stopped or is stuck");
+      if (polls < 2000)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+
+  std::mutex mu_;
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace
+
+StatusOr<ProcessWorld*> MpiWorld() {
+  static OpenMpiWorld* world = nullptr;
+  static Status status = [] {
+    auto* w = new OpenMpiWorld();  // lives until exit: MPI is finalized by atexit
+    Status s = w->Init();
+    world = w;
+    return s;
+  }();
+  if (!status.ok()) return status;
+  return static_cast<ProcessWorld*>(world);
+}
+
+#else
+
+StatusOr<ProcessWorld*> MpiWorld() {
+  return FailedPrecondition(
+      "this process was started by mpirun (OMPI_COMM_WORLD_SIZE / PMIX_RANK are set) but "
+      "Tlaloc was built without MPI; install libopenmpi-dev (scripts/setup.sh) and rebuild");
+}
+
+#endif
+
+}  // namespace tlaloc::internal
