@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <set>
 
 #include "tlaloc/pjrt/program_recorder.h"
@@ -61,6 +62,53 @@ Status Refuse(const std::string& option, OptionFamily family, const char* belong
                          FamilyName(family) + " session refuses it");
 }
 
+// PJRT_Client_Create's key-value callbacks over a KeyValueStore (user_arg).
+PJRT_Error_Code CodeOf(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kNotFound:
+      return PJRT_Error_Code_NOT_FOUND;
+    case StatusCode::kDeadlineExceeded:
+      return PJRT_Error_Code_DEADLINE_EXCEEDED;
+    default:
+      return PJRT_Error_Code_INTERNAL;
+  }
+}
+
+PJRT_Error* Report(PJRT_CallbackError* error_fn, const Status& s) {
+  const std::string& m = s.message();
+  return (*error_fn)(CodeOf(s), m.data(), m.size());
+}
+
+void DeleteValue(char* value) { delete[] value; }
+
+template <typename Args>
+PJRT_Error* Answer(Args* a, const StatusOr<std::string>& v) {
+  if (!v.ok()) return Report(a->callback_error, v.status());
+  a->value = new char[v->size() + 1];
+  std::memcpy(a->value, v->data(), v->size());
+  a->value[v->size()] = '\0';
+  a->value_size = v->size();
+  a->value_deleter_callback = DeleteValue;
+  return nullptr;
+}
+
+PJRT_Error* KvGet(PJRT_KeyValueGetCallback_Args* a) {
+  auto* store = static_cast<KeyValueStore*>(a->user_arg);
+  return Answer(
+      a, store->Get(std::string(a->key, a->key_size), std::chrono::milliseconds(a->timeout_in_ms)));
+}
+
+PJRT_Error* KvTryGet(PJRT_KeyValueTryGetCallback_Args* a) {
+  auto* store = static_cast<KeyValueStore*>(a->user_arg);
+  return Answer(a, store->TryGet(std::string(a->key, a->key_size)));
+}
+
+PJRT_Error* KvPut(PJRT_KeyValuePutCallback_Args* a) {
+  auto* store = static_cast<KeyValueStore*>(a->user_arg);
+  Status s = store->Put(std::string(a->key, a->key_size), std::string(a->value, a->value_size));
+  return s.ok() ? nullptr : Report(a->callback_error, s);
+}
+
 }  // namespace
 
 StatusOr<std::vector<NamedOption>> BuildCreateOptions(const SessionOptions& o,
@@ -80,6 +128,23 @@ StatusOr<std::vector<NamedOption>> BuildCreateOptions(const SessionOptions& o,
   }
   if (o.cpu_device_count && family != OptionFamily::kCpu) {
     return Refuse("cpu_device_count", family, "CPU");
+  }
+  if (o.node_id.has_value() != o.num_nodes.has_value())
+    return InvalidArgument("create options node_id and num_nodes go together");
+  if (o.num_nodes) {
+    if (family == OptionFamily::kTpu)
+      return InvalidArgument(
+          "create options node_id / num_nodes: libtpu finds its slice's hosts itself "
+          "(TPU_WORKER_ID, TPU_WORKER_HOSTNAMES); a TPU session does not send them");
+    if (*o.num_nodes < 1 || *o.node_id < 0 || *o.node_id >= *o.num_nodes)
+      return InvalidArgument("create options node_id " + std::to_string(*o.node_id) +
+                             " / num_nodes " + std::to_string(*o.num_nodes) +
+                             ": expected 0 <= node_id < num_nodes");
+    if (*o.num_nodes > 1 && !o.kv_store)
+      return InvalidArgument("num_nodes " + std::to_string(*o.num_nodes) +
+                             " needs a key-value store for the plugin's processes to meet");
+    out.push_back({"node_id", *o.node_id});
+    out.push_back({"num_nodes", *o.num_nodes});
   }
   for (const NamedOption& extra : o.extra_options) {
     if (GpuOnlyOptions().count(extra.name) && family != OptionFamily::kGpu) {
@@ -354,6 +419,17 @@ StatusOr<std::unique_ptr<PjrtSession>> PjrtSession::OpenWithApi(std::shared_ptr<
   TL_PJRT_ARGS(PJRT_Client_Create_Args, create);
   create.create_options = values.empty() ? nullptr : values.data();
   create.num_options = values.size();
+  if (options.kv_store) {
+    s->kv_store_ = options.kv_store;
+    void* store = s->kv_store_.get();
+    create.struct_size = sizeof(create);  // the try-get fields too
+    create.kv_get_callback = KvGet;
+    create.kv_get_user_arg = store;
+    create.kv_put_callback = KvPut;
+    create.kv_put_user_arg = store;
+    create.kv_try_get_callback = KvTryGet;
+    create.kv_try_get_user_arg = store;
+  }
   TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api, Client_Create, &create));
   s->client_ = create.client;
 
@@ -401,6 +477,18 @@ StatusOr<std::unique_ptr<PjrtSession>> PjrtSession::OpenWithApi(std::shared_ptr<
   if (s->devices_.empty()) {
     return FailedPrecondition("PJRT plugin " + api->origin() + " (platform " + s->platform_name_ +
                               ") has no addressable devices");
+  }
+  // Across processes: this process's index and every process's devices.
+  s->global_device_count_ = static_cast<int>(s->devices_.size());
+  if (options.num_nodes && *options.num_nodes > 1) {
+    TL_PJRT_ARGS(PJRT_Client_Devices_Args, all);
+    all.client = s->client_;
+    TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api, Client_Devices, &all));
+    s->global_device_count_ = static_cast<int>(all.num_devices);
+    TL_PJRT_ARGS(PJRT_Client_ProcessIndex_Args, pi);
+    pi.client = s->client_;
+    TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api, Client_ProcessIndex, &pi));
+    s->process_index_ = pi.process_index;
   }
   return s;
 }

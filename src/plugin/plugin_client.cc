@@ -1,5 +1,6 @@
 // Client, devices, memories and buffers of Tlaloc's PJRT plugin. A device is a slot of host
 // memory; buffers are Literals.
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 
@@ -16,47 +17,145 @@ std::string_view NameOf(const PJRT_NamedValue& v) { return {v.name, v.name_size}
 
 }  // namespace
 
+namespace {
+
+// An int64 create option in [lo, hi], or an error naming it.
+PJRT_Error* Int64Option(const PJRT_NamedValue& v, int64_t lo, int64_t hi, int64_t& out) {
+  const std::string name(NameOf(v));
+  TL_PLUGIN_REQUIRE(v.type == PJRT_NamedValue_kInt64, INVALID_ARGUMENT,
+                    "PJRT_Client_Create: " + name + " must be an int64");
+  TL_PLUGIN_REQUIRE(v.int64_value >= lo && v.int64_value <= hi, INVALID_ARGUMENT,
+                    "PJRT_Client_Create: " + name + " = " + std::to_string(v.int64_value) +
+                        ", expected " + std::to_string(lo) + ".." + std::to_string(hi));
+  out = v.int64_value;
+  return nullptr;
+}
+
+// Lets the caller's key-value callbacks return an error built by this plugin.
+PJRT_Error* CallbackError(PJRT_Error_Code code, const char* message, size_t size) {
+  return MakeError(code, std::string(message, size));
+}
+
+// Publishes this node's device count under the client's store and reads every node's (the
+// store's Get blocks until the node has published, or fails after the timeout).
+PJRT_Error* ExchangeDeviceCounts(PJRT_Client_Create_Args* args, int64_t node_id, int64_t num_nodes,
+                                 int64_t local_count, std::vector<int64_t>& counts) {
+  static const std::string kPrefix = "tlaloc_pjrt_cpu:devices_of_node:";
+  PJRT_CallbackError error_fn = CallbackError;
+  const std::string mine = std::to_string(local_count);
+  const std::string my_key = kPrefix + std::to_string(node_id);
+  PJRT_KeyValuePutCallback_Args put{};
+  put.struct_size = PJRT_KeyValuePutCallback_Args_STRUCT_SIZE;
+  put.key = my_key.data();
+  put.key_size = my_key.size();
+  put.value = mine.data();
+  put.value_size = mine.size();
+  put.callback_error = &error_fn;
+  put.user_arg = args->kv_put_user_arg;
+  if (PJRT_Error* e = args->kv_put_callback(&put)) return e;
+  for (int64_t n = 0; n < num_nodes; ++n) {
+    const std::string key = kPrefix + std::to_string(n);
+    PJRT_KeyValueGetCallback_Args get{};
+    get.struct_size = PJRT_KeyValueGetCallback_Args_STRUCT_SIZE;
+    get.key = key.data();
+    get.key_size = key.size();
+    get.timeout_in_ms = 60000;
+    get.callback_error = &error_fn;
+    get.user_arg = args->kv_get_user_arg;
+    if (PJRT_Error* e = args->kv_get_callback(&get)) return e;
+    const std::string value(get.value ? get.value : "", get.value_size);
+    if (get.value && get.value_deleter_callback) get.value_deleter_callback(get.value);
+    char* end = nullptr;
+    const long long count = std::strtoll(value.c_str(), &end, 10);
+    TL_PLUGIN_REQUIRE(!value.empty() && *end == '\0' && count >= 1 && count <= kMaxDevices,
+                      INVALID_ARGUMENT,
+                      "PJRT_Client_Create: node " + std::to_string(n) +
+                          " published device count '" + value + "' under " + key);
+    counts.push_back(count);
+  }
+  return nullptr;
+}
+
+std::unique_ptr<PJRT_Device> MakeDevice(PJRT_Client* client, int local_index, int global_id,
+                                        int node) {
+  auto d = std::make_unique<PJRT_Device>();
+  d->client = client;
+  d->index = local_index;
+  d->description.id = global_id;
+  d->description.process_index = node;
+  d->description.to_string = "TlalocCpuDevice(id=" + std::to_string(global_id) + ")";
+  d->description.debug_string =
+      "Tlaloc interpreter CPU device " + std::to_string(global_id) +
+      (client->num_nodes > 1 ? " of node " + std::to_string(node) : std::string());
+  d->memory.id = global_id;
+  d->memory.device = d.get();
+  d->memory.to_string = "TlalocCpuMemory(id=" + std::to_string(global_id) + ")";
+  d->memory.debug_string = "host memory of Tlaloc CPU device " + std::to_string(global_id);
+  d->memories[0] = &d->memory;
+  return d;
+}
+
+}  // namespace
+
 // ----------------------------------------------------------------------------------- client
+// node_id / num_nodes (XLA's multi-process options) with the key-value callbacks make the
+// client's device list span every node: each node publishes its device count and reads the
+// others'; this node's devices are the addressable ones. Executing across nodes is the
+// interpreter backend's (interp/process_world.h), not this plugin's.
 PJRT_Error* Plugin_Client_Create(PJRT_Client_Create_Args* args) {
   TL_PLUGIN_CHECK(args, PJRT_Client_Create_Args, "PJRT_Client_Create");
   auto default_count = DefaultDeviceCount();  // TLALOC_CPU_DEVICES; the option overrides it
   if (!default_count.ok())
     return FromStatus(default_count.status().WithContext("PJRT_Client_Create"));
-  int64_t device_count = *default_count;
+  int64_t device_count = *default_count, node_id = 0, num_nodes = 1;
   for (size_t i = 0; i < args->num_options; ++i) {
     const PJRT_NamedValue& v = args->create_options[i];
     std::string name(NameOf(v));
+    PJRT_Error* e = nullptr;
     if (name == "cpu_device_count") {
-      TL_PLUGIN_REQUIRE(v.type == PJRT_NamedValue_kInt64, INVALID_ARGUMENT,
-                        "PJRT_Client_Create: cpu_device_count must be an int64");
-      TL_PLUGIN_REQUIRE(v.int64_value >= 1 && v.int64_value <= kMaxDevices, INVALID_ARGUMENT,
-                        "PJRT_Client_Create: cpu_device_count = " + std::to_string(v.int64_value) +
-                            ", expected 1.." + std::to_string(kMaxDevices));
-      device_count = v.int64_value;
+      e = Int64Option(v, 1, kMaxDevices, device_count);
+    } else if (name == "node_id") {
+      e = Int64Option(v, 0, kMaxDevices - 1, node_id);
+    } else if (name == "num_nodes") {
+      e = Int64Option(v, 1, kMaxDevices, num_nodes);
     } else {
       return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
                        "PJRT_Client_Create: unknown create option '" + name +
-                           "' (this plugin accepts cpu_device_count)");
+                           "' (this plugin accepts cpu_device_count, node_id, num_nodes)");
     }
+    if (e) return e;
+  }
+  TL_PLUGIN_REQUIRE(node_id < num_nodes, INVALID_ARGUMENT,
+                    "PJRT_Client_Create: node_id " + std::to_string(node_id) +
+                        " is not below num_nodes " + std::to_string(num_nodes));
+  std::vector<int64_t> counts{device_count};
+  if (num_nodes > 1) {
+    TL_PLUGIN_REQUIRE(args->kv_get_callback != nullptr && args->kv_put_callback != nullptr,
+                      INVALID_ARGUMENT,
+                      "PJRT_Client_Create: num_nodes " + std::to_string(num_nodes) +
+                          " needs the kv_get_callback and kv_put_callback key-value store");
+    counts.clear();
+    if (PJRT_Error* e = ExchangeDeviceCounts(args, node_id, num_nodes, device_count, counts))
+      return e;
   }
   auto client = std::make_unique<PJRT_Client>();
   client->platform_version = "tlaloc-interpreter 0.1.0";
-  for (int64_t i = 0; i < device_count; ++i) {
-    auto d = std::make_unique<PJRT_Device>();
-    d->client = client.get();
-    d->index = static_cast<int>(i);
-    d->description.id = static_cast<int>(i);
-    d->description.to_string = "TlalocCpuDevice(id=" + std::to_string(i) + ")";
-    d->description.debug_string = "Tlaloc interpreter CPU device " + std::to_string(i);
-    d->memory.id = static_cast<int>(i);
-    d->memory.device = d.get();
-    d->memory.to_string = "TlalocCpuMemory(id=" + std::to_string(i) + ")";
-    d->memory.debug_string = "host memory of Tlaloc CPU device " + std::to_string(i);
-    d->memories[0] = &d->memory;
-    client->device_list.push_back(d.get());
-    client->memory_list.push_back(&d->memory);
-    client->devices.push_back(std::move(d));
+  client->node_id = static_cast<int>(node_id);
+  client->num_nodes = static_cast<int>(num_nodes);
+  int global_id = 0;
+  std::vector<PJRT_Device*> global;
+  for (int64_t n = 0; n < num_nodes; ++n) {
+    for (int64_t i = 0; i < counts[n]; ++i) {
+      auto d = MakeDevice(client.get(), static_cast<int>(i), global_id++, static_cast<int>(n));
+      global.push_back(d.get());
+      if (n == node_id) {
+        client->device_list.push_back(d.get());
+        client->memory_list.push_back(&d->memory);
+      }
+      client->devices.push_back(std::move(d));
+    }
   }
+  client->global_list = std::move(global);
   args->client = client.release();
   return nullptr;
 }
@@ -80,7 +179,8 @@ PJRT_Error* Plugin_Client_PlatformName(PJRT_Client_PlatformName_Args* args) {
 
 PJRT_Error* Plugin_Client_ProcessIndex(PJRT_Client_ProcessIndex_Args* args) {
   TL_PLUGIN_CHECK(args, PJRT_Client_ProcessIndex_Args, "PJRT_Client_ProcessIndex");
-  args->process_index = 0;
+  TL_NEED_CLIENT("PJRT_Client_ProcessIndex");
+  args->process_index = args->client->node_id;
   return nullptr;
 }
 
@@ -95,8 +195,8 @@ PJRT_Error* Plugin_Client_PlatformVersion(PJRT_Client_PlatformVersion_Args* args
 PJRT_Error* Plugin_Client_Devices(PJRT_Client_Devices_Args* args) {
   TL_PLUGIN_CHECK(args, PJRT_Client_Devices_Args, "PJRT_Client_Devices");
   TL_NEED_CLIENT("PJRT_Client_Devices");
-  args->devices = args->client->device_list.data();
-  args->num_devices = args->client->device_list.size();
+  args->devices = args->client->global_list.data();
+  args->num_devices = args->client->global_list.size();
   return nullptr;
 }
 
@@ -109,25 +209,27 @@ PJRT_Error* Plugin_Client_AddressableDevices(PJRT_Client_AddressableDevices_Args
 }
 
 namespace {
-PJRT_Error* Lookup(PJRT_Client* client, int id, PJRT_Device** out, const char* fn) {
+// Device `id` of `list` (global ids for LookupDevice, local hardware ids for the addressable).
+PJRT_Error* Lookup(PJRT_Client* client, bool global, int id, PJRT_Device** out, const char* fn) {
   TL_PLUGIN_REQUIRE(client != nullptr, INVALID_ARGUMENT, std::string(fn) + ": null client");
-  TL_PLUGIN_REQUIRE(id >= 0 && id < static_cast<int>(client->device_list.size()), INVALID_ARGUMENT,
+  const auto& list = global ? client->global_list : client->device_list;
+  TL_PLUGIN_REQUIRE(id >= 0 && id < static_cast<int>(list.size()), INVALID_ARGUMENT,
                     std::string(fn) + ": no device with id " + std::to_string(id) + " (have " +
-                        std::to_string(client->device_list.size()) + ")");
-  *out = client->device_list[id];
+                        std::to_string(list.size()) + ")");
+  *out = list[id];
   return nullptr;
 }
 }  // namespace
 
 PJRT_Error* Plugin_Client_LookupDevice(PJRT_Client_LookupDevice_Args* args) {
   TL_PLUGIN_CHECK(args, PJRT_Client_LookupDevice_Args, "PJRT_Client_LookupDevice");
-  return Lookup(args->client, args->id, &args->device, "PJRT_Client_LookupDevice");
+  return Lookup(args->client, true, args->id, &args->device, "PJRT_Client_LookupDevice");
 }
 
 PJRT_Error* Plugin_Client_LookupAddressableDevice(PJRT_Client_LookupAddressableDevice_Args* args) {
   TL_PLUGIN_CHECK(args, PJRT_Client_LookupAddressableDevice_Args,
                   "PJRT_Client_LookupAddressableDevice");
-  return Lookup(args->client, args->local_hardware_id, &args->addressable_device,
+  return Lookup(args->client, false, args->local_hardware_id, &args->addressable_device,
                 "PJRT_Client_LookupAddressableDevice");
 }
 
@@ -213,7 +315,8 @@ PJRT_Error* Plugin_DeviceDescription_Id(PJRT_DeviceDescription_Id_Args* args) {
 PJRT_Error* Plugin_DeviceDescription_ProcessIndex(PJRT_DeviceDescription_ProcessIndex_Args* args) {
   TL_PLUGIN_CHECK(args, PJRT_DeviceDescription_ProcessIndex_Args,
                   "PJRT_DeviceDescription_ProcessIndex");
-  args->process_index = 0;
+  TL_NEED_DESC("PJRT_DeviceDescription_ProcessIndex");
+  args->process_index = args->device_description->process_index;
   return nullptr;
 }
 
@@ -264,7 +367,8 @@ PJRT_Error* Plugin_Device_GetDescription(PJRT_Device_GetDescription_Args* args) 
 
 PJRT_Error* Plugin_Device_IsAddressable(PJRT_Device_IsAddressable_Args* args) {
   TL_PLUGIN_CHECK(args, PJRT_Device_IsAddressable_Args, "PJRT_Device_IsAddressable");
-  args->is_addressable = true;
+  TL_NEED_DEVICE("PJRT_Device_IsAddressable");
+  args->is_addressable = args->device->description.process_index == args->device->client->node_id;
   return nullptr;
 }
 

@@ -26,6 +26,7 @@ struct PJRT_Event {
 
 struct PJRT_DeviceDescription {
   int id = 0;
+  int process_index = 0;  // the node holding the device (num_nodes > 1: every node's devices)
   std::string kind = "cpu";
   std::string debug_string;
   std::string to_string;
@@ -49,8 +50,10 @@ struct PJRT_Device {
 };
 
 struct PJRT_Client {
-  std::vector<std::unique_ptr<PJRT_Device>> devices;
-  std::vector<PJRT_Device*> device_list;
+  std::vector<std::unique_ptr<PJRT_Device>> devices;  // this node's, then the other nodes'
+  std::vector<PJRT_Device*> device_list;  // addressable: this node's, by local hardware id
+  std::vector<PJRT_Device*> global_list;  // every node's, by global id (node 0's first)
+  int node_id = 0, num_nodes = 1;
   std::vector<PJRT_Memory*> memory_list;
   std::string platform_name = "cpu";
   std::string platform_version;

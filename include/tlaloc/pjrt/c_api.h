@@ -272,9 +272,48 @@ struct PJRT_Event_OnReady_Args {
 TL_PJRT_STRUCT_SIZE(PJRT_Event_OnReady_Args, user_arg);
 
 // ----------------------------------------------------------------------------- client
-struct PJRT_KeyValueGetCallback_Args;
-struct PJRT_KeyValuePutCallback_Args;
+// The key-value store a multi-process client lends its plugin (node_id / num_nodes): processes
+// publish what they hold and read the others'. Get blocks up to timeout_in_ms; TryGet does not
+// wait (NOT_FOUND when absent). A value returned is freed with value_deleter_callback.
+typedef void (*PJRT_KeyValueGetCallback_ValueDeleter)(char* value);
+struct PJRT_KeyValueGetCallback_Args {
+  TL_PJRT_ARGS_HEADER;
+  const char* key;
+  size_t key_size;
+  int timeout_in_ms;
+  PJRT_CallbackError* callback_error;
+  void* user_arg;
+  char* value;                                                   // out
+  size_t value_size;                                             // out
+  PJRT_KeyValueGetCallback_ValueDeleter value_deleter_callback;  // out
+};
+TL_PJRT_STRUCT_SIZE(PJRT_KeyValueGetCallback_Args, value_deleter_callback);
 typedef PJRT_Error* (*PJRT_KeyValueGetCallback)(PJRT_KeyValueGetCallback_Args* args);
+
+typedef void (*PJRT_KeyValueTryGetCallback_ValueDeleter)(char* value);
+struct PJRT_KeyValueTryGetCallback_Args {
+  TL_PJRT_ARGS_HEADER;
+  const char* key;
+  size_t key_size;
+  PJRT_CallbackError* callback_error;
+  void* user_arg;
+  char* value;                                                      // out
+  size_t value_size;                                                // out
+  PJRT_KeyValueTryGetCallback_ValueDeleter value_deleter_callback;  // out
+};
+TL_PJRT_STRUCT_SIZE(PJRT_KeyValueTryGetCallback_Args, value_deleter_callback);
+typedef PJRT_Error* (*PJRT_KeyValueTryGetCallback)(PJRT_KeyValueTryGetCallback_Args* args);
+
+struct PJRT_KeyValuePutCallback_Args {
+  TL_PJRT_ARGS_HEADER;
+  const char* key;
+  size_t key_size;
+  const char* value;  // alive for the call only
+  size_t value_size;
+  PJRT_CallbackError* callback_error;
+  void* user_arg;
+};
+TL_PJRT_STRUCT_SIZE(PJRT_KeyValuePutCallback_Args, user_arg);
 typedef PJRT_Error* (*PJRT_KeyValuePutCallback)(PJRT_KeyValuePutCallback_Args* args);
 
 struct PJRT_Client_Create_Args {
@@ -286,6 +325,10 @@ struct PJRT_Client_Create_Args {
   PJRT_KeyValuePutCallback kv_put_callback;
   void* kv_put_user_arg;
   PJRT_Client* client;  // out
+  // Later in the API: read only when struct_size covers them (the size below stays the older
+  // one, so that clients built before them still pass the plugin's check).
+  PJRT_KeyValueTryGetCallback kv_try_get_callback;
+  void* kv_try_get_user_arg;
 };
 TL_PJRT_STRUCT_SIZE(PJRT_Client_Create_Args, client);
 

@@ -14,6 +14,7 @@
 #include "tlaloc/ir/literal.h"
 #include "tlaloc/pjrt/api.h"
 #include "tlaloc/pjrt/compile_options.h"
+#include "tlaloc/pjrt/kv_store.h"
 #include "tlaloc/runtime/target.h"
 
 namespace tlaloc::pjrt {
@@ -48,6 +49,11 @@ struct SessionOptions {
   std::vector<NamedOption> extra_options;
   // Refuse a client whose platform name differs from the target's.
   bool check_platform = true;
+  // Several processes (XLA's node_id / num_nodes create options; CPU and GPU families): the
+  // client lends `kv_store` to the plugin through PJRT_Client_Create's key-value callbacks, and
+  // the plugin's global device list spans every node. Unset: one process.
+  std::optional<int64_t> node_id, num_nodes;
+  std::shared_ptr<KeyValueStore> kv_store;
 };
 
 // The create options a session sends, after the platform gate: a TPU session sends only
@@ -134,7 +140,11 @@ class PjrtSession {
     int id = 0;
     std::string kind;
   };
+  // This process's (addressable) devices.
   const std::vector<Device>& devices() const { return devices_; }
+  // Across processes (num_nodes > 1): this process's index and the devices of all of them.
+  int process_index() const { return process_index_; }
+  int global_device_count() const { return global_device_count_; }
 
   // Compiles MLIR text (StableHLO) with serialized options.
   StatusOr<std::unique_ptr<PjrtExecutable>> Compile(const std::string& mlir,
@@ -157,6 +167,8 @@ class PjrtSession {
   std::vector<NamedOption> create_options_;
   std::vector<std::pair<std::string, std::string>> attributes_;
   std::vector<Device> devices_;
+  int process_index_ = 0, global_device_count_ = 0;
+  std::shared_ptr<KeyValueStore> kv_store_;  // outlives the client: plugins call it later too
 };
 
 // Builds PJRT_ExecuteOptions for a single-host, single-task run: every multi-task field zero.
