@@ -4,6 +4,10 @@
 #include "interp/process_world_mpi.h"
 
 #if TLALOC_HAVE_MPI
+// The C API only: Open MPI's header would otherwise pull in its deprecated C++ bindings, which
+// live in another library.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
 #include <climits>

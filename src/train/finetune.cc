@@ -420,7 +420,10 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
   }
   result.tokens_per_second = result.train_seconds > 0 ? tokens / result.train_seconds : 0;
   if (const ShardedTrainer* sharded = trainer->sharded()) {
-    result.device_peak_bytes = sharded->last_peak_bytes();
+    // This process's devices only: the others' peaks are measured in their processes.
+    const std::vector<int64_t> peaks = sharded->last_peak_bytes();
+    for (size_t d = 0; d < peaks.size(); ++d)
+      if (backend.is_addressable(static_cast<int>(d))) result.device_peak_bytes.push_back(peaks[d]);
     result.device_state_bytes = sharded->state_bytes_per_device();
   }
   if (writer && result.stopped && result.plot_error.empty() && last_step > start_step)
