@@ -5,7 +5,8 @@
 #  - only rank 0 prints progress; step times of both runs are printed for the record;
 #  - killing rank 1 mid-run ends the job within a time limit, naming the lost rank, and leaves
 #    no half-written file;
-#  - ranks given another plan, mesh or model are refused before the first step, naming it.
+#  - ranks given another plan, mesh or model are refused before the first step, naming it;
+#  - `mpirun -np 2 tlaloc generate --mesh model=2` prints the 1-process greedy text once.
 # Where mpirun cannot run: fails in CI (CI=true), skips (77) elsewhere.
 # Usage: mpi_finetune_test.sh TLALOC MPIRUN
 set -uo pipefail
@@ -34,7 +35,8 @@ for plan in dp fsdp; do
     >"$two.out" 2>"$two.log" || { fail "$plan, mpirun -np 2: $(cat "$two.log")"; continue; }
   for f in loss grad_norm lr; do
     [ "$(field "$one" $f)" = "$(field "$two" $f)" ] && [ -n "$(field "$one" $f)" ] ||
-      fail "$plan: $f per step differs: $(field "$one" $f | tr '\n' ' ') vs $(field "$two" $f | tr '\n' ' ')"
+      fail "$plan: $f per step differs: $(field "$one" $f | tr '\n' ' ')" \
+        "vs $(field "$two" $f | tr '\n' ' ')"
   done
   for f in model.safetensors optimizer.safetensors config.json; do
     cmp -s "$one/$f" "$two/$f" || fail "$plan: $f differs between 1 process and 2 processes"
@@ -42,18 +44,30 @@ for plan in dp fsdp; do
   # Only rank 0 speaks: one header, one progress line per step.
   [ "$(grep -c "across 2 processes" "$two.log")" -eq 1 ] ||
     fail "$plan: want one header naming 2 processes: $(cat "$two.log")"
-  [ "$(grep -c "^step " "$two.log")" -eq 4 ] || fail "$plan: want 4 progress lines: $(cat "$two.log")"
+  [ "$(grep -c "^step " "$two.log")" -eq 4 ] ||
+    fail "$plan: want 4 progress lines: $(cat "$two.log")"
   echo "ok: $plan: mpirun -np 2 logs the losses $(field "$two" loss | tr '\n' ' ')and writes" \
     "the checkpoint of 1 process x 2 devices; mean step time: 1 process x 2 devices" \
     "$(mean_seconds "$one") s, 2 processes x 1 device $(mean_seconds "$two") s"
 done
 
+# mpirun -np 2 tlaloc generate --mesh model=2: one rank prints the 1-process greedy text.
+"$tlaloc" generate -m "$work/one-dp" -p hello -n 10 --temp 0 >"$work/gen1" 2>/dev/null ||
+  fail "generate on one device failed"
+mpi 120 -np 2 "$tlaloc" generate -m "$work/one-dp" -p hello -n 10 --mesh model=2 \
+  >"$work/gen2" 2>"$work/gen2.err" || fail "mpirun generate --mesh model=2: $(cat "$work/gen2.err")"
+if cmp -s "$work/gen1" "$work/gen2"; then
+  echo "ok: mpirun -np 2 generate --mesh model=2 prints the 1-device text: $(cat "$work/gen2")"
+else
+  fail "mpirun generate printed '$(cat "$work/gen2")', 1 device '$(cat "$work/gen1")'"
+fi
+
 # A rank killed mid-run ends the job, naming the lost rank, within the limit; nothing is left
 # half-written. The ranks carry a marker in their environment so that exactly ours are found.
 marker="tlaloc-mpi-test-$$"
 out="$work/killed"
-TLALOC_TEST_RUN=$marker mpi 90 -np 2 "$tlaloc" finetune --model "$work/demo/base" "${common[@]}" --steps 400 --out "$out" --mesh data=2 \
-  --plan dp >"$work/killed.out" 2>"$work/killed.log" &
+TLALOC_TEST_RUN=$marker mpi 90 -np 2 "$tlaloc" finetune --model "$work/demo/base" "${common[@]}" \
+  --steps 400 --out "$out" --mesh data=2 --plan dp >"$work/killed.out" 2>"$work/killed.log" &
 job=$!
 rank1=""
 for _ in $(seq 600); do
@@ -82,7 +96,8 @@ else
   elif ! grep -q "rank 1" "$work/killed.log"; then
     fail "kill: the error does not name rank 1: $(cat "$work/killed.log")"
   else
-    echo "ok: killing rank 1 ended the job in ${took}s (exit $rc): $(grep -m1 "rank 1" "$work/killed.log")"
+    echo "ok: killing rank 1 ended the job in ${took}s (exit $rc):" \
+      "$(grep -m1 "rank 1" "$work/killed.log")"
   fi
   leftovers=$(find "$out" -name '*.tmp-*' -o -name 'model.safetensors' -o -name 'checkpoint-*')
   [ -z "$leftovers" ] || fail "kill: files left behind: $leftovers"
