@@ -4,9 +4,13 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 
 #include "commands.h"
 #include "tlaloc/generate/tensor_parallel.h"
+#include "tlaloc/interp/multi_device.h"
+#include "tlaloc/interp/process_world.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/models/load_weights.h"
 #include "tlaloc/tokenizer/chat.h"
@@ -14,11 +18,32 @@
 
 namespace tlaloc::cli {
 
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
 int RunMeshGenerate(const MeshGenerateArgs& a) {
-  auto fail = [](const std::string& msg, int code = kExitFailure) {
+  // Under mpirun every rank runs its share of the mesh's devices; only rank 0 prints, and a
+  // failing rank says which it is and ends the job (no rank left waiting at a collective).
+  ProcessWorld* world = &SingleProcessWorld();
+  auto fail = [&world](const std::string& msg, int code = kExitFailure) {
+    if (world->size() > 1) {
+      std::fprintf(stderr, "tlaloc generate: rank %d of %d: %s\n", world->rank(), world->size(),
+                   msg.c_str());
+      std::fflush(stderr);
+      world->Abort(code);
+    }
     std::fprintf(stderr, "tlaloc generate: %s\n", msg.c_str());
     return code;
   };
+  auto current = CurrentWorld();
+  if (!current.ok()) return fail(current.status().message());
+  world = *current;
   if (a.prompt.empty() && a.chat.empty())
     return fail("--mesh needs --prompt or --chat (no stdin prompt)", kExitUsage);
   auto mesh = Mesh::Parse(a.mesh);
@@ -48,8 +73,30 @@ int RunMeshGenerate(const MeshGenerateArgs& a) {
                                             static_cast<int64_t>(prompt.size()) + budget);
   // The interpreter gets the mesh's devices unless TLALOC_CPU_DEVICES says otherwise.
   const char* env = std::getenv("TLALOC_CPU_DEVICES");
-  auto backend = env && *env ? MakeInterpreterBackend()
-                             : MakeInterpreterBackend({}, static_cast<int>(mesh->num_devices()));
+  std::unique_ptr<Backend> backend;
+  if (world->size() > 1) {
+    auto local = CpuDevicesFromEnvironment();
+    if (!local.ok()) return fail(local.status().message(), kExitUsage);
+    if (!(env && *env) && mesh->num_devices() % world->size() != 0)
+      return fail("--mesh " + a.mesh + " does not split evenly over " +
+                      std::to_string(world->size()) + " processes",
+                  kExitUsage);
+    const int per_rank =
+        env && *env ? *local : static_cast<int>(mesh->num_devices() / world->size());
+    backend = MakeInterpreterBackend({}, per_rank, *world);
+    // Every rank must generate from the same model, mesh and prompt.
+    Status same =
+        CheckSameOnAllRanks(*world,
+                            {{"model config", Digest(Slurp(a.model_dir + "/config.json"))},
+                             {"mesh", a.mesh},
+                             {"prompt", Digest(text)},
+                             {"max new tokens", std::to_string(budget)}},
+                            CollectiveTimeout());
+    if (!same.ok()) return fail(same.message());
+  } else {
+    backend = env && *env ? MakeInterpreterBackend()
+                          : MakeInterpreterBackend({}, static_cast<int>(mesh->num_devices()));
+  }
   auto tp = generate::TensorParallelGreedy::Create(*config, std::move(*weights), *backend, *mesh,
                                                    max_len, tokenizer->vocab_size());
   if (!tp.ok()) return fail("--mesh " + a.mesh + ": " + tp.status().message(), kExitUsage);
@@ -59,6 +106,7 @@ int RunMeshGenerate(const MeshGenerateArgs& a) {
   decode.skip_special_tokens = true;
   auto out = tokenizer->Decode(*ids, decode);
   if (!out.ok()) return fail(out.status().message());
+  if (world->rank() != 0) return kExitOk;
   std::printf("%s\n", out->c_str());
   std::fprintf(stderr,
                "tlaloc generate: %zu tokens, tensor parallel over mesh %s (%lld devices; the "

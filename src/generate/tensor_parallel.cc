@@ -92,6 +92,10 @@ StatusOr<std::unique_ptr<TensorParallelGreedy>> TensorParallelGreedy::Create(
       f32.SetFromDouble(e, weights[i].GetAsDouble(e));
     weights[i] = Literal();
     for (int d = 0; d < n; ++d) {
+      if (!backend.is_addressable(d)) {  // another process (mpirun) holds that part
+        impl->weights[d].push_back(nullptr);
+        continue;
+      }
       TL_ASSIGN_OR_RETURN(Literal part, shard::LocalPart(f32, mesh, plan.weight(i), d));
       TL_ASSIGN_OR_RETURN(auto buf, backend.Adopt(std::move(part), d));
       impl->weights[d].push_back(std::move(buf));
@@ -124,7 +128,10 @@ StatusOr<std::vector<int32_t>> TensorParallelGreedy::Generate(const std::vector<
   while (static_cast<int64_t>(out.size()) < max_new_tokens && len < s.max_len) {
     std::vector<std::unique_ptr<DeviceBuffer>> inputs;
     std::vector<std::vector<ExecuteArg>> args(n);
+    int first = -1;  // the first device this process holds: every device picks the same token
     for (int d = 0; d < n; ++d) {
+      if (!s.backend->is_addressable(d)) continue;
+      if (first < 0) first = d;
       for (auto& w : s.weights[d]) args[d].push_back({w.get(), false});
       TL_ASSIGN_OR_RETURN(
           auto ids, s.backend->ToDevice(Literal::FromVector<int32_t>({1, s.max_len}, seq), d));
@@ -137,7 +144,7 @@ StatusOr<std::vector<int32_t>> TensorParallelGreedy::Generate(const std::vector<
       inputs.push_back(std::move(last));
     }
     TL_ASSIGN_OR_RETURN(auto results, s.backend->ExecuteOnDevices(*s.program, args));
-    TL_ASSIGN_OR_RETURN(Literal next, s.backend->ToHost(*results[0][0]));
+    TL_ASSIGN_OR_RETURN(Literal next, s.backend->ToHost(*results[first][0]));
     const int32_t token = static_cast<int32_t>(next.GetAsInt64(0));
     out.push_back(token);
     seq[len++] = token;
