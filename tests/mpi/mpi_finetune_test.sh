@@ -57,51 +57,58 @@ done
 mpi 120 -np 2 "$tlaloc" generate -m "$work/one-dp" -p hello -n 10 --mesh model=2 \
   >"$work/gen2" 2>"$work/gen2.err" || fail "mpirun generate --mesh model=2: $(cat "$work/gen2.err")"
 if cmp -s "$work/gen1" "$work/gen2"; then
-  echo "ok: mpirun -np 2 generate --mesh model=2 prints the 1-device text ($(wc -c <"$work/gen2") bytes)"
+  echo "ok: mpirun -np 2 generate --mesh model=2 prints the 1-device text" \
+    "($(wc -c <"$work/gen2") bytes)"
 else
   fail "mpirun generate printed '$(cat "$work/gen2")', 1 device '$(cat "$work/gen1")'"
 fi
 
-# A rank killed mid-run ends the job, naming the lost rank, within the limit; nothing is left
+# A rank that dies mid-run ends the job, naming the lost rank, within the limit; one that hangs
+# (stopped) makes the others fail after TLALOC_COLLECTIVE_TIMEOUT_S; nothing is left
 # half-written. The ranks carry a marker in their environment so that exactly ours are found.
-marker="tlaloc-mpi-test-$$"
-out="$work/killed"
-TLALOC_TEST_RUN=$marker mpi 90 -np 2 "$tlaloc" finetune --model "$work/demo/base" "${common[@]}" \
-  --steps 400 --out "$out" --mesh data=2 --plan dp >"$work/killed.out" 2>"$work/killed.log" &
-job=$!
-rank1=""
-for _ in $(seq 600); do
-  if [ -s "$out/loss_log.jsonl" ]; then
-    for env in /proc/[0-9]*/environ; do
-      if grep -qz "^TLALOC_TEST_RUN=$marker$" "$env" 2>/dev/null &&
-        grep -qz "^OMPI_COMM_WORLD_RANK=1$" "$env" 2>/dev/null; then
-        rank1=$(basename "$(dirname "$env")")
-      fi
-    done
-    [ -n "$rank1" ] && break
+# lose_rank1 SIGNAL NAME: starts a long run, sends SIGNAL to rank 1 after a logged step.
+lose_rank1() {
+  local signal=$1 name=$2 marker="tlaloc-mpi-test-$$-$2" out="$work/$2" rank1="" job rc took
+  TLALOC_TEST_RUN=$marker TLALOC_COLLECTIVE_TIMEOUT_S=3 mpi 90 -np 2 "$tlaloc" finetune \
+    --model "$work/demo/base" "${common[@]}" --steps 400 --out "$out" --mesh data=2 --plan dp \
+    >"$out.out" 2>"$out.log" &
+  job=$!
+  for _ in $(seq 600); do
+    if [ -s "$out/loss_log.jsonl" ]; then
+      for env in /proc/[0-9]*/environ; do
+        if grep -qz "^TLALOC_TEST_RUN=$marker$" "$env" 2>/dev/null &&
+          grep -qz "^OMPI_COMM_WORLD_RANK=1$" "$env" 2>/dev/null; then
+          rank1=$(basename "$(dirname "$env")")
+        fi
+      done
+      [ -n "$rank1" ] && break
+    fi
+    sleep 0.1
+  done
+  if [ -z "$rank1" ]; then
+    fail "$name: no step logged or rank 1 not found: $(cat "$out.log")"
+    kill "$job" 2>/dev/null
+    return
   fi
-  sleep 0.1
-done
-if [ -z "$rank1" ]; then
-  fail "kill: no step logged or rank 1 not found: $(cat "$work/killed.log")"
-  kill "$job" 2>/dev/null
-else
-  start=$SECONDS
-  kill -9 "$rank1"
+  local start=$SECONDS
+  kill "-$signal" "$rank1"
   wait "$job"
   rc=$?
   took=$((SECONDS - start))
+  [ "$signal" = STOP ] && kill -KILL "$rank1" 2>/dev/null  # in case mpirun left it behind
   if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$took" -gt 60 ]; then
-    fail "kill: mpirun exited $rc after ${took}s (want a failure within 60 s)"
-  elif ! grep -q "rank 1" "$work/killed.log"; then
-    fail "kill: the error does not name rank 1: $(cat "$work/killed.log")"
+    fail "$name: mpirun exited $rc after ${took}s (want a failure within 60 s)"
+  elif ! grep -q "$3" "$out.log"; then
+    fail "$name: the error does not say '$3': $(cat "$out.log")"
   else
-    echo "ok: killing rank 1 ended the job in ${took}s (exit $rc):" \
-      "$(grep -m1 "rank 1" "$work/killed.log")"
+    echo "ok: $name rank 1 ended the job in ${took}s (exit $rc): $(grep -m1 "$3" "$out.log")"
   fi
+  local leftovers
   leftovers=$(find "$out" -name '*.tmp-*' -o -name 'model.safetensors' -o -name 'checkpoint-*')
-  [ -z "$leftovers" ] || fail "kill: files left behind: $leftovers"
-fi
+  [ -z "$leftovers" ] || fail "$name: files left behind: $leftovers"
+}
+lose_rank1 KILL killed "process rank 1 .*exited on signal 9"
+lose_rank1 STOP stopped "rank 0 waited 3000 ms at .* for the other ranks"
 
 # Mismatched ranks (mpirun's MPMD form: one command per rank) are refused before any step.
 refused() {
