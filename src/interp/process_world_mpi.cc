@@ -59,12 +59,35 @@ class OpenMpiWorld : public ProcessWorld {
                                                const std::string& what) override {
     std::lock_guard<std::mutex> lock(mu_);
     const auto deadline = std::chrono::steady_clock::now() + timeout;
+    // Arrival notes: each rank tells every other one it reached this exchange, so that a rank
+    // that times out can name the ranks that never came (the allgather itself cannot).
+    const uint64_t ordinal = exchanges_++;
+    std::vector<uint64_t> arrived(size_);
+    std::vector<MPI_Request> notes_in, notes_out;
+    std::vector<int> peers;
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      peers.push_back(r);
+      notes_in.emplace_back();
+      notes_out.emplace_back();
+      MPI_Irecv(&arrived[r], 1, MPI_UINT64_T, r, kArrivalTag, MPI_COMM_WORLD, &notes_in.back());
+      MPI_Isend(&ordinal, 1, MPI_UINT64_T, r, kArrivalTag, MPI_COMM_WORLD, &notes_out.back());
+    }
+    auto missing = [&] {
+      std::string who;
+      for (size_t i = 0; i < notes_in.size(); ++i) {
+        int done = 0;
+        MPI_Test(&notes_in[i], &done, MPI_STATUS_IGNORE);
+        if (!done) who += (who.empty() ? "" : ", ") + std::to_string(peers[i]);
+      }
+      return who;
+    };
     uint64_t mine = bytes.size();
     std::vector<uint64_t> sizes(size_);
     MPI_Request req;
     int rc =
         MPI_Iallgather(&mine, 1, MPI_UINT64_T, sizes.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD, &req);
-    TL_RETURN_IF_ERROR(Wait(rc, req, deadline, timeout, what));
+    TL_RETURN_IF_ERROR(Wait(rc, 1, &req, deadline, timeout, what, missing));
     std::vector<int> counts(size_), displs(size_);
     uint64_t total = 0;
     for (int r = 0; r < size_; ++r) {
@@ -79,7 +102,17 @@ class OpenMpiWorld : public ProcessWorld {
     std::string all(total, '\0');
     rc = MPI_Iallgatherv(bytes.data(), static_cast<int>(mine), MPI_BYTE, all.data(), counts.data(),
                          displs.data(), MPI_BYTE, MPI_COMM_WORLD, &req);
-    TL_RETURN_IF_ERROR(Wait(rc, req, deadline, timeout, what));
+    TL_RETURN_IF_ERROR(Wait(rc, 1, &req, deadline, timeout, what, missing));
+    // Every peer sent its note before joining the allgather, so these complete at once.
+    TL_RETURN_IF_ERROR(Wait(MPI_SUCCESS, static_cast<int>(notes_in.size()), notes_in.data(),
+                            deadline, timeout, what, missing));
+    TL_RETURN_IF_ERROR(Wait(MPI_SUCCESS, static_cast<int>(notes_out.size()), notes_out.data(),
+                            deadline, timeout, what, missing));
+    for (int r : peers)
+      if (arrived[r] != ordinal)
+        return Internal("rank " + std::to_string(rank_) + " is at exchange #" +
+                        std::to_string(ordinal) + " (" + what + "), rank " + std::to_string(r) +
+                        " at #" + std::to_string(arrived[r]));
     std::vector<std::string> out;
     for (int r = 0; r < size_; ++r) out.push_back(all.substr(displs[r], counts[r]));
     return out;
@@ -91,26 +124,31 @@ class OpenMpiWorld : public ProcessWorld {
   }
 
  private:
-  // Polls `req` until done or the deadline: spinning first (a collective's partner is usually
-  // close behind), then sleeping briefly so that a waiting rank leaves the cores to the others.
-  Status Wait(int rc, MPI_Request& req, std::chrono::steady_clock::time_point deadline,
-              std::chrono::milliseconds timeout, const std::string& what) {
+  // Polls `reqs` until all are done or the deadline: spinning first (a collective's partner is
+  // usually close behind), then sleeping briefly so that a waiting rank leaves the cores to the
+  // others. Past the deadline, the error names the ranks `missing` says never arrived.
+  template <typename Missing>
+  Status Wait(int rc, int count, MPI_Request* reqs, std::chrono::steady_clock::time_point deadline,
+              std::chrono::milliseconds timeout, const std::string& what, Missing missing) {
     if (rc != MPI_SUCCESS)
       return Internal("rank " + std::to_string(rank_) + ": MPI failed at " + what + ": " +
                       MpiError(rc));
     for (int polls = 0;; ++polls) {
       int done = 0;
-      rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      rc = MPI_Testall(count, reqs, &done, MPI_STATUSES_IGNORE);
       if (rc != MPI_SUCCESS)
         return Internal("rank " + std::to_string(rank_) + ": MPI failed at " + what + ": " +
                         MpiError(rc));
       if (done) return OkStatus();
-      if (std::chrono::steady_clock::now() > deadline)
+      if (std::chrono::steady_clock::now() > deadline) {
+        const std::string who = missing();
         return Status(StatusCode::kDeadlineExceeded,
                       "rank " + std::to_string(rank_) + " waited " +
-                          std::to_string(timeout.count()) + " ms at " + what +
-                          " for the other ranks (TLALOC_COLLECTIVE_TIMEOUT_S); one of them "
-                          "stopped or is stuck");
+                          std::to_string(timeout.count()) + " ms at " + what + " for " +
+                          (who.empty() ? std::string("the other ranks")
+                                       : "rank(s) " + who + ", which never arrived") +
+                          " (TLALOC_COLLECTIVE_TIMEOUT_S): stopped, stuck or gone");
+      }
       if (polls < 2000)
         std::this_thread::yield();
       else
@@ -118,6 +156,8 @@ class OpenMpiWorld : public ProcessWorld {
     }
   }
 
+  static constexpr int kArrivalTag = 7201;
+  uint64_t exchanges_ = 0;  // AllGather calls so far: every rank counts the same
   std::mutex mu_;
   int rank_ = 0, size_ = 1;
 };

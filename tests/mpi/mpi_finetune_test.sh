@@ -108,7 +108,10 @@ lose_rank1() {
   [ -z "$leftovers" ] || fail "$name: files left behind: $leftovers"
 }
 lose_rank1 KILL killed "process rank 1 .*exited on signal 9"
-lose_rank1 STOP stopped "rank 0 waited 3000 ms at .* for the other ranks"
+# Rank 1 stops in its compute (then named: "for rank(s) 1, which never arrived") or inside
+# the exchange (then "for the other ranks"): either way rank 0 fails after the timeout.
+stuck="rank 0 waited 3000 ms at .* for \\(rank(s) 1, which never arrived\\|the other ranks\\)"
+lose_rank1 STOP stopped "$stuck"
 
 # Mismatched ranks (mpirun's MPMD form: one command per rank) are refused before any step.
 refused() {
