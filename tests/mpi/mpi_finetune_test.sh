@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `mpirun -np 2 tlaloc finetune --mesh data=2 --plan dp|fsdp` (issue 20), on loopback:
 #  - logs the same per-step losses and writes the same checkpoint bytes as one process with two
-#    in-process devices (the collectives reduce in the same device order: bit for bit);
+#    in-process devices (the collectives reduce in the same device order: bit for bit), and
+#    dp_tp on 2 processes x 2 devices as one process with four;
 #  - only rank 0 prints progress; step times of both runs are printed for the record;
 #  - killing rank 1 mid-run ends the job within a time limit, naming the lost rank, and leaves
 #    no half-written file;
@@ -27,11 +28,13 @@ ft=(finetune --model "$work/demo/base" "${common[@]}" --steps 4)
 field() { grep -o "\"$2\":[-0-9.e]*" "$1/loss_log.jsonl" | cut -d: -f2; }
 mean_seconds() { field "$1" seconds | awk '{ s += $1; n++ } END { if (n) printf "%.3f", s / n }'; }
 
-for plan in dp fsdp; do
+# dp_tp: 2 processes x 2 devices (model groups inside a process, data groups across them).
+for run in "dp data=2" "fsdp data=2" "dp_tp data=2,model=2"; do
+  read -r plan mesh <<<"$run"
   one="$work/one-$plan" two="$work/two-$plan"
-  "$tlaloc" "${ft[@]}" --out "$one" --mesh data=2 --plan "$plan" >"$one.log" 2>&1 ||
-    { fail "$plan, 1 process x 2 devices: $(cat "$one.log")"; continue; }
-  mpi 120 -np 2 "$tlaloc" "${ft[@]}" --out "$two" --mesh data=2 --plan "$plan" \
+  "$tlaloc" "${ft[@]}" --out "$one" --mesh "$mesh" --plan "$plan" >"$one.log" 2>&1 ||
+    { fail "$plan, 1 process: $(cat "$one.log")"; continue; }
+  mpi 120 -np 2 "$tlaloc" "${ft[@]}" --out "$two" --mesh "$mesh" --plan "$plan" \
     >"$two.out" 2>"$two.log" || { fail "$plan, mpirun -np 2: $(cat "$two.log")"; continue; }
   for f in loss grad_norm lr; do
     [ "$(field "$one" $f)" = "$(field "$two" $f)" ] && [ -n "$(field "$one" $f)" ] ||
@@ -46,9 +49,9 @@ for plan in dp fsdp; do
     fail "$plan: want one header naming 2 processes: $(cat "$two.log")"
   [ "$(grep -c "^step " "$two.log")" -eq 4 ] ||
     fail "$plan: want 4 progress lines: $(cat "$two.log")"
-  echo "ok: $plan: mpirun -np 2 logs the losses $(field "$two" loss | tr '\n' ' ')and writes" \
-    "the checkpoint of 1 process x 2 devices; mean step time: 1 process x 2 devices" \
-    "$(mean_seconds "$one") s, 2 processes x 1 device $(mean_seconds "$two") s"
+  echo "ok: $plan over $mesh: mpirun -np 2 logs the losses $(field "$two" loss | tr '\n' ' ')" \
+    "and writes the checkpoint of 1 process; mean step time: 1 process" \
+    "$(mean_seconds "$one") s, 2 processes $(mean_seconds "$two") s"
 done
 
 # mpirun -np 2 tlaloc generate --mesh model=2: one rank prints the 1-process greedy text.

@@ -25,7 +25,8 @@ add_test(NAME mpi.collectives
 set_tests_properties(mpi.collectives PROPERTIES LABELS "mpi" SKIP_RETURN_CODE 77
   TIMEOUT 180)
 # mpirun -np 2 tlaloc finetune --plan dp|fsdp: the losses and checkpoint of one process with two
-# devices; a killed rank ends the job naming it; mismatched ranks are refused (~40 s).
+# devices (dp_tp: 2 x 2 as 1 x 4); a killed or stopped rank ends the job within the limit;
+# mismatched ranks are refused; generate --mesh model=2 prints the 1-process text (~20 s).
 add_test(NAME cli.mpi_finetune
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/mpi/mpi_finetune_test.sh $<TARGET_FILE:tlaloc_cli>
           "${TLALOC_MPIRUN}")
