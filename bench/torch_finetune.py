@@ -27,7 +27,7 @@ def main():
     weights = read_safetensors(os.path.join(model_dir, "model.safetensors"))
     params = {k: torch.tensor(v, dtype=torch.float32, requires_grad=True)
               for k, v in weights.items()}
-    ids = np.loadtxt(ids_path, dtype=np.int64).reshape(-1)
+    ids = np.array(open(ids_path).read().split(), dtype=np.int64)
     row = seq_len + 1  # inputs and their next-token labels
     need = steps * batch * row
     if ids.size < need:
@@ -39,7 +39,7 @@ def main():
         chunk = torch.from_numpy(ids[step * batch * row:(step + 1) * batch * row]).view(batch, row)
         start = time.perf_counter()
         optimizer.zero_grad()
-        loss = forward_loss(cfg, params, chunk[:, :-1], chunk[:, 1:])
+        loss = forward_loss(cfg, params, chunk[:, :-1].contiguous(), chunk[:, 1:].contiguous())
         loss.backward()
         torch.nn.utils.clip_grad_norm_(list(params.values()), 1.0)
         optimizer.step()
