@@ -23,19 +23,22 @@ void PrintEnv(const char* name) {
   std::printf("  %-28s %s\n", name, v ? v : "(unset)");
 }
 
-void Probe(const PjrtTarget& target, bool load) {
+// Prints what `target` resolves to (and, with `load`, what its session reports); false when
+// no plugin resolves or its session does not open.
+bool Probe(const PjrtTarget& target, bool load) {
   PluginResolution r = ResolvePjrtPlugin(target, ResolveEnvironment::Process());
   std::printf("\ntarget %s: %s\n", target.ToString().c_str(),
               r.found() ? r.path.c_str() : "NOT FOUND");
   for (const std::string& line : r.trace) std::printf("  - %s\n", line.c_str());
-  if (!load || !r.found()) return;
+  if (!r.found()) return false;
+  if (!load) return true;
   pjrt::SessionOptions options;
   options.target = target;
   options.plugin_path = r.path;
   auto session = pjrt::PjrtSession::Open(options);
   if (!session.ok()) {
     std::printf("  session: FAILED: %s\n", session.status().ToString().c_str());
-    return;
+    return false;
   }
   const auto& s = **session;
   std::printf("  PJRT C API %d.%d, platform '%s' %s\n", s.api().major_version(),
@@ -45,6 +48,7 @@ void Probe(const PjrtTarget& target, bool load) {
     std::printf("  attribute %s = %s\n", k.c_str(), v.c_str());
   std::printf("  %zu device(s)\n", s.devices().size());
   for (const auto& d : s.devices()) std::printf("  device %d: %s\n", d.id, d.kind.c_str());
+  return true;
 }
 
 // The interpreter's devices: threads of this process, as many as TLALOC_CPU_DEVICES says.
@@ -77,8 +81,12 @@ int RunDoctor(const DoctorArgs& args) {
       std::fprintf(stderr, "tlaloc doctor: %s\n", t.status().ToString().c_str());
       return kExitUsage;
     }
-    Probe(*t, args.load);
-    return kExitOk;
+    // One target asked for by name: a plugin that does not resolve or open is a failure (the
+    // listing of all targets below is a report, where missing accelerators are normal).
+    if (Probe(*t, args.load)) return kExitOk;
+    std::fprintf(stderr, "tlaloc doctor: target %s %s\n", t->ToString().c_str(),
+                 args.load ? "did not resolve to a plugin that opens" : "resolves to no plugin");
+    return kExitFailure;
   }
   ProbeInterpreter();
   for (const PjrtTarget& t : {PjrtTarget::Cpu(), PjrtTarget::Cuda(), PjrtTarget::Tpu()}) {

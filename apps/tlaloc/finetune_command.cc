@@ -492,7 +492,7 @@ void RegisterFinetuneCommand(CLI::App &app) {
   auto a = std::make_shared<FinetuneArgs>();
   auto *cmd = app.add_subcommand("finetune", "Fine-tune a Qwen3 checkpoint on a JSONL file");
   auto &o = a->options;
-  cmd->add_option("--model", o.model_dir, "Hugging Face checkpoint folder to start from");
+  cmd->add_option("-m,--model", o.model_dir, "Hugging Face checkpoint folder to start from");
   cmd->add_option("--data", o.data_path, "JSONL rows of {\"text\"} or chat {\"messages\"}")
       ->required();
   cmd->add_option("--out", o.out_dir, "output folder (checkpoint, loss log, optimizer state)")

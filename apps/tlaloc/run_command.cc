@@ -57,10 +57,23 @@ void PrintResults(const std::vector<Literal>& results, int64_t max_elements) {
     std::printf("result %zu: %s\n", i, results[i].ToString(max_elements).c_str());
 }
 
-// A PJRT plugin compiles the printed module; self-checks run inside it (Tlaloc's plugin fails
-// the run on a failed check; other plugins may not know the check targets).
+// Prints each check's outcome; the exit code: 0 when all passed.
+int ReportChecks(const std::vector<CheckResult>& checks) {
+  int failed = 0;
+  for (const auto& c : checks) {
+    std::printf("%s @%s%s%s\n", c.passed ? "PASS" : "FAIL", c.target.c_str(), c.passed ? "" : ": ",
+                c.message.c_str());
+    failed += c.passed ? 0 : 1;
+  }
+  return failed == 0 ? kExitOk : kExitFailure;
+}
+
+// A PJRT plugin compiles the printed module. Self-checks cannot run inside a plugin that does
+// not know the check targets (XLA's), so MoveChecksToHost made the checked values extra results
+// and the comparisons run here, after the run, for every plugin alike.
 int RunOnBackend(const BackendChoice& choice, std::shared_ptr<const Module> module,
-                 const Function& fn, std::vector<Literal> call_args, int64_t max_elements) {
+                 const Function& fn, std::vector<Literal> call_args, int64_t max_elements,
+                 const HostChecks& host_checks) {
   auto backend = MakeBackend(choice);
   if (!backend.ok()) return Fail("target " + choice.ToString() + ": " + backend.status().message());
   if (&fn != module->Entry())
@@ -71,7 +84,12 @@ int RunOnBackend(const BackendChoice& choice, std::shared_ptr<const Module> modu
   if (!program.ok()) return Fail((*backend)->name() + ": " + program.status().message());
   auto results = (*backend)->Run(**program, call_args);
   if (!results.ok()) return Fail((*backend)->name() + ": " + results.status().message());
-  PrintResults(*results, max_elements);
+  int exit_code = kExitOk;
+  if (!host_checks.checks.empty()) {
+    exit_code = ReportChecks(RunHostChecks(host_checks, *results));
+  } else {
+    PrintResults(*results, max_elements);
+  }
   std::printf("target: %s\n", (*backend)->name().c_str());
   if (auto stats = (*backend)->MemoryStats(**program); stats.ok()) {
     std::printf(
@@ -79,7 +97,7 @@ int RunOnBackend(const BackendChoice& choice, std::shared_ptr<const Module> modu
         static_cast<long long>(stats->argument_bytes), static_cast<long long>(stats->output_bytes),
         static_cast<long long>(stats->temp_bytes), static_cast<long long>(stats->alias_bytes));
   }
-  return 0;
+  return exit_code;
 }
 
 int RunProgramFile(const RunArgs& args) {
@@ -93,8 +111,17 @@ int RunProgramFile(const RunArgs& args) {
   ss << in.rdbuf();
   auto parsed = ParseModule(ss.str(), args.file);
   if (!parsed.ok()) return Fail(parsed.status().message());
+  if (args.print) std::printf("%s", PrintModule(**parsed).c_str());
+  HostChecks host_checks;
+  if (!choice->interpreter) {
+    const Function* entry = (*parsed)->Entry();
+    if (entry && (args.entry.empty() || args.entry == entry->name())) {
+      auto moved = MoveChecksToHost(**parsed, entry->name());
+      if (!moved.ok()) return Fail(moved.status().message());
+      host_checks = std::move(*moved);
+    }
+  }
   std::shared_ptr<const Module> module(std::move(*parsed));
-  if (args.print) std::printf("%s", PrintModule(*module).c_str());
 
   const Function* fn = args.entry.empty() ? module->Entry() : module->Find(args.entry);
   if (!fn)
@@ -131,7 +158,7 @@ int RunProgramFile(const RunArgs& args) {
                   kExitUsage);
 
   if (!choice->interpreter)
-    return RunOnBackend(*choice, module, *fn, std::move(call_args), args.max_elements);
+    return RunOnBackend(*choice, module, *fn, std::move(call_args), args.max_elements, host_checks);
 
   auto recorder = std::make_shared<CheckRecorder>();
   InterpreterOptions options;
@@ -143,15 +170,10 @@ int RunProgramFile(const RunArgs& args) {
   if (!results.ok()) return Fail(results.status().message());
 
   auto checks = recorder->results();
-  if (!checks.empty()) {
-    for (const auto& c : checks)
-      std::printf("%s @%s%s%s\n", c.passed ? "PASS" : "FAIL", c.target.c_str(),
-                  c.passed ? "" : ": ", c.message.c_str());
-  } else {
-    PrintResults(*results, args.max_elements);
-  }
+  const int exit_code = checks.empty() ? kExitOk : ReportChecks(checks);
+  if (checks.empty()) PrintResults(*results, args.max_elements);
   std::printf("peak live bytes: %lld\n", static_cast<long long>(stats.peak_live_bytes));
-  return recorder->failed() == 0 ? 0 : 1;
+  return exit_code;
 }
 
 }  // namespace

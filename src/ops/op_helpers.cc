@@ -86,4 +86,14 @@ std::vector<int64_t> IntList(const Operation& op, const std::string& name) {
   return GetIntArrayAttr(op.attrs(), name);
 }
 
+Status ReadIntListField(const Attribute& strukt, const std::string& attr_name, const char* field,
+                        std::vector<int64_t>& out) {
+  const Attribute* f = FindAttr(strukt.as_dict(), field);
+  if (!f) return OkStatus();
+  if (f->kind() != Attribute::Kind::kIntArray)
+    return InvalidArgument(attr_name + " field '" + field + "' must be an integer list");
+  out = f->as_int_array();
+  return OkStatus();
+}
+
 }  // namespace tlaloc::ops

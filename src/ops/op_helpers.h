@@ -30,4 +30,10 @@ void PrintFunctional(const Operation& op, OpPrinter& p,
 // "[1, 2]" integer list of an attribute (empty when absent).
 std::vector<int64_t> IntList(const Operation& op, const std::string& name);
 
+// Reads the integer-list field `field` of the struct attribute `attr_name` (a dimension-numbers
+// attribute such as #stablehlo.dot<...>) into `out`; absent lists are empty. An error names the
+// attribute and field when the field is not an integer list.
+Status ReadIntListField(const Attribute& strukt, const std::string& attr_name, const char* field,
+                        std::vector<int64_t>& out);
+
 }  // namespace tlaloc::ops

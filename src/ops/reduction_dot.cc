@@ -25,14 +25,8 @@ StatusOr<DotDims> ReadDotDims(const AttrDict& attrs) {
   if (!a || a->kind() != Attribute::Kind::kStruct)
     return InvalidArgument("expected a 'dot_dimension_numbers' #stablehlo.dot<...> attribute");
   DotDims d;
-  auto field = [&](const char* name, std::vector<int64_t>& out) -> Status {
-    const Attribute* f = FindAttr(a->as_dict(), name);
-    if (!f) return OkStatus();  // absent lists are empty
-    if (f->kind() != Attribute::Kind::kIntArray)
-      return InvalidArgument(std::string("dot_dimension_numbers field '") + name +
-                             "' must be an integer list");
-    out = f->as_int_array();
-    return OkStatus();
+  auto field = [&](const char* name, std::vector<int64_t>& out) {
+    return ReadIntListField(*a, "dot_dimension_numbers", name, out);
   };
   TL_RETURN_IF_ERROR(field("lhs_batching_dimensions", d.lhs_batch));
   TL_RETURN_IF_ERROR(field("rhs_batching_dimensions", d.rhs_batch));

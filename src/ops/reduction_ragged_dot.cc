@@ -33,14 +33,8 @@ StatusOr<RaggedDims> ReadRaggedDims(const AttrDict& attrs) {
     return InvalidArgument(
         "expected a 'ragged_dot_dimension_numbers' #chlo.ragged_dot<...> attribute");
   RaggedDims d;
-  auto field = [&](const char* name, std::vector<int64_t>& out) -> Status {
-    const Attribute* f = FindAttr(a->as_dict(), name);
-    if (!f) return OkStatus();  // absent lists are empty
-    if (f->kind() != Attribute::Kind::kIntArray)
-      return InvalidArgument(std::string("ragged_dot_dimension_numbers field '") + name +
-                             "' must be an integer list");
-    out = f->as_int_array();
-    return OkStatus();
+  auto field = [&](const char* name, std::vector<int64_t>& out) {
+    return ReadIntListField(*a, "ragged_dot_dimension_numbers", name, out);
   };
   TL_RETURN_IF_ERROR(field("lhs_batching_dimensions", d.lhs_batch));
   TL_RETURN_IF_ERROR(field("rhs_batching_dimensions", d.rhs_batch));

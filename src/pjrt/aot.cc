@@ -44,12 +44,7 @@ StatusOr<std::unique_ptr<PjrtTopology>> PjrtTopology::Create(std::shared_ptr<Pjr
 StatusOr<CompiledMemoryStats> PjrtTopology::Compile(const std::string& mlir,
                                                     const CompileOptions& options) const {
   TL_ASSIGN_OR_RETURN(std::string serialized, options.Serialize());
-  static const char kFormat[] = "mlir";
-  TL_PJRT_ARGS(PJRT_Program, program);
-  program.code = const_cast<char*>(mlir.data());
-  program.code_size = mlir.size();
-  program.format = kFormat;
-  program.format_size = sizeof(kFormat) - 1;
+  PJRT_Program program = MlirProgram(mlir);
   TL_PJRT_ARGS(PJRT_Compile_Args, c);
   c.topology = topology_;
   c.program = &program;

@@ -278,4 +278,14 @@ Status PjrtApi::AwaitAndDestroy(PJRT_Event* event, std::string_view what) const 
   return destroyed;
 }
 
+PJRT_Program MlirProgram(const std::string& mlir) {
+  static const char kFormat[] = "mlir";
+  TL_PJRT_ARGS(PJRT_Program, program);
+  program.code = const_cast<char*>(mlir.data());
+  program.code_size = mlir.size();
+  program.format = kFormat;
+  program.format_size = sizeof(kFormat) - 1;
+  return program;
+}
+
 }  // namespace tlaloc::pjrt

@@ -501,12 +501,7 @@ StatusOr<std::unique_ptr<PjrtExecutable>> PjrtSession::Compile(const std::string
     TL_RETURN_IF_ERROR(RecordProgram(*dir, platform_name_, mlir, options)
                            .WithContext("programs recorder (TLALOC_PROGRAMS_DIR)"));
   }
-  static const char kFormat[] = "mlir";
-  TL_PJRT_ARGS(PJRT_Program, program);
-  program.code = const_cast<char*>(mlir.data());
-  program.code_size = mlir.size();
-  program.format = kFormat;
-  program.format_size = sizeof(kFormat) - 1;
+  PJRT_Program program = MlirProgram(mlir);
   TL_PJRT_ARGS(PJRT_Client_Compile_Args, c);
   c.client = client_;
   c.program = &program;

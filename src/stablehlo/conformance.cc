@@ -3,7 +3,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
+#include "tlaloc/ir/attribute.h"
+#include "tlaloc/ir/op_registry.h"
 #include "tlaloc/stablehlo/printer.h"
 
 namespace tlaloc {
@@ -141,6 +144,95 @@ void AddConformanceChecks(InterpreterOptions& options, std::shared_ptr<CheckReco
       return OkStatus();
     };
   }
+}
+
+namespace {
+
+std::optional<CheckKind> CheckKindOf(const Operation& op) {
+  if (op.name() != "stablehlo.custom_call") return std::nullopt;
+  const std::string target = GetStringAttr(op.attrs(), "call_target_name");
+  if (target == "check.expect_eq") return CheckKind::kEq;
+  if (target == "check.expect_almost_eq") return CheckKind::kAlmostEq;
+  if (target == "check.expect_close") return CheckKind::kClose;
+  return std::nullopt;
+}
+
+// The first check call in `block` or the regions nested in it, or null.
+const Operation* FindNestedCheck(const Block& block) {
+  for (const auto& op : block.operations()) {
+    if (CheckKindOf(*op)) return op.get();
+    for (const auto& region : op->regions())
+      for (const auto& b : region->blocks())
+        if (const Operation* found = FindNestedCheck(*b)) return found;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+StatusOr<HostChecks> MoveChecksToHost(Module& module, const std::string& entry) {
+  Function* fn = module.Find(entry);
+  if (!fn) return InvalidArgument("no function @" + entry + " to move the checks of");
+  for (const auto& f : module.functions()) {
+    if (f.get() == fn) continue;
+    if (FindNestedCheck(f->entry()))
+      return InvalidArgument("@" + f->name() +
+                             " calls a check target; only the entry function's checks can run "
+                             "on the host after a PJRT run");
+  }
+  Block& block = fn->entry();
+  HostChecks out;
+  out.original_results = static_cast<int>(fn->result_types().size());
+  std::vector<Value> returned = block.terminator()->operands();
+  std::vector<Type> result_types = fn->result_types();
+  auto& ops = block.mutable_operations();
+  std::vector<std::unique_ptr<Operation>> kept;
+  for (auto& op : ops) {
+    for (const auto& region : op->regions())
+      for (const auto& b : region->blocks())
+        if (FindNestedCheck(*b))
+          return InvalidArgument("a check inside the region of " + op->name() + " in @" + entry +
+                                 " cannot run on the host after a PJRT run");
+    std::optional<CheckKind> kind = CheckKindOf(*op);
+    if (!kind) {
+      kept.push_back(std::move(op));
+      continue;
+    }
+    const std::string target = GetStringAttr(op->attrs(), "call_target_name");
+    if (op->num_operands() != 2)
+      return InvalidArgument("@" + target + " expects 2 operands (actual, expected), got " +
+                             std::to_string(op->num_operands()));
+    HostChecks::Check check{target, *kind, static_cast<int>(returned.size()),
+                            static_cast<int>(returned.size()) + 1};
+    for (int i = 0; i < 2; ++i) {
+      returned.push_back(op->operand(i));
+      result_types.push_back(op->operand(i).type());
+    }
+    out.checks.push_back(std::move(check));
+  }
+  ops = std::move(kept);
+  if (out.checks.empty()) return out;
+  // The terminator now returns the checked values too.
+  Operation* old_return = block.terminator();
+  TL_ASSIGN_OR_RETURN(const OpDef* return_def, OpRegistry::Global().Get(old_return->name()));
+  auto new_return = Operation::Create(*return_def, returned, {}, old_return->attrs());
+  ops.pop_back();
+  block.Append(std::move(new_return));
+  fn->set_result_types(std::move(result_types));
+  return out;
+}
+
+std::vector<CheckResult> RunHostChecks(const HostChecks& checks, std::span<const Literal> results) {
+  std::vector<CheckResult> out;
+  for (const auto& c : checks.checks) {
+    if (c.expected >= static_cast<int>(results.size())) {
+      out.push_back({c.target, false, "the run returned no value for this check"});
+      continue;
+    }
+    Status s = CompareLiterals(c.kind, results[c.actual], results[c.expected]);
+    out.push_back({c.target, s.ok(), s.ok() ? "" : s.message()});
+  }
+  return out;
 }
 
 }  // namespace tlaloc

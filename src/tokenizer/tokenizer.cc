@@ -39,8 +39,7 @@ void Tokenizer::Impl::EncodeWord(std::string_view bytes, std::vector<int32_t>* o
   if (ignore_merges) {
     std::string mapped;
     const auto& alphabet = tokenizer_internal::ByteToCodePoint();
-    for (char c : bytes)
-      mapped += tokenizer_internal::EncodeUtf8(alphabet[static_cast<uint8_t>(c)]);
+    for (char c : bytes) mapped += utf8::Encode(alphabet[static_cast<uint8_t>(c)]);
     auto it = token_to_id.find(mapped);
     if (it != token_to_id.end() && id_kind[it->second] == 1) {
       out->push_back(it->second);

@@ -105,8 +105,6 @@ struct Tokenizer::Impl {
 namespace tokenizer_internal {
 // The GPT-2 byte -> code point table: printable bytes map to themselves, the rest to U+0100+.
 const std::array<char32_t, 256>& ByteToCodePoint();
-// UTF-8 of a code point.
-std::string EncodeUtf8(char32_t c);
 }  // namespace tokenizer_internal
 
 }  // namespace tlaloc

@@ -27,30 +27,10 @@ const std::array<char32_t, 256>& ByteToCodePoint() {
   return table;
 }
 
-std::string EncodeUtf8(char32_t c) {
-  std::string s;
-  if (c < 0x80) {
-    s += static_cast<char>(c);
-  } else if (c < 0x800) {
-    s += static_cast<char>(0xC0 | (c >> 6));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    s += static_cast<char>(0xE0 | (c >> 12));
-    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    s += static_cast<char>(0xF0 | (c >> 18));
-    s += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  }
-  return s;
-}
-
 }  // namespace tokenizer_internal
 
 std::string ByteLevelSymbol(uint8_t b) {
-  return tokenizer_internal::EncodeUtf8(tokenizer_internal::ByteToCodePoint()[b]);
+  return utf8::Encode(tokenizer_internal::ByteToCodePoint()[b]);
 }
 
 namespace {
@@ -196,7 +176,7 @@ Status LoadModel(const json& m, Tokenizer::Impl* impl) {
   }
   const auto& alphabet = tokenizer_internal::ByteToCodePoint();
   for (int b = 0; b < 256; ++b) {
-    auto it = impl->token_to_id.find(tokenizer_internal::EncodeUtf8(alphabet[b]));
+    auto it = impl->token_to_id.find(utf8::Encode(alphabet[b]));
     if (it == impl->token_to_id.end()) {
       char hex[8];
       std::snprintf(hex, sizeof(hex), "0x%02X", b);

@@ -93,6 +93,12 @@ std::string Repair(std::string_view in) {
   return out;
 }
 
+std::string Encode(char32_t c) {
+  utf8proc_uint8_t buf[4];
+  const utf8proc_ssize_t n = utf8proc_encode_char(static_cast<utf8proc_int32_t>(c), buf);
+  return std::string(reinterpret_cast<const char*>(buf), static_cast<size_t>(n));
+}
+
 std::string Nfc(std::string_view in) {
   // Every code point below U+0300 is NFC-stable and none of them composes with a neighbour, so
   // such text (ASCII, Latin-1) is already NFC; this skips utf8proc for most input.

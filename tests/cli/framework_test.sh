@@ -142,6 +142,43 @@ expect_in out "[2, ...]" "--max-elements twice: the last value (1) counts"
 run run "$work/add.mlir" --input bad1 --input arg0=x.npy
 expect_in err "--input bad1" "--input twice: the first value is kept too"
 
+# A self-checking program on a PJRT target: the checks run on the host after the run, so a
+# plugin needs no check targets; a failing check exits 1 and names the mismatch.
+cat >"$work/checked.mlir" <<'EOF'
+func.func public @main() -> tensor<2xf32> {
+  %a = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %b = stablehlo.add %a, %a : tensor<2xf32>
+  %want = stablehlo.constant dense<[2.0, 4.0]> : tensor<2xf32>
+  stablehlo.custom_call @check.expect_eq(%b, %want) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()
+  return %b : tensor<2xf32>
+}
+EOF
+sed 's/dense<\[2.0, 4.0\]>/dense<[2.0, 5.0]>/' "$work/checked.mlir" >"$work/failing.mlir"
+for target in interp cpu; do
+  run run "$work/checked.mlir" --target "$target"
+  expect_rc 0 "run --target $target of a passing self-checking program"
+  expect_in out "PASS @check.expect_eq" "run --target $target reports the check"
+  run run "$work/failing.mlir" --target "$target"
+  expect_rc 1 "run --target $target of a failing self-checking program"
+  expect_in out "FAIL @check.expect_eq" "run --target $target reports the failed check"
+  expect_in out "got 4.0, expected 5.0" "run --target $target names the mismatch"
+done
+
+# doctor: the report of every target exits 0 (a missing accelerator is normal there); one target
+# asked for by name that resolves to no plugin, or whose plugin does not open, exits 1.
+run doctor
+expect_rc 0 "doctor"
+expect_in out "target interp:" "doctor lists the interpreter"
+run doctor --target "$work/absent-plugin.so"
+expect_rc 1 "doctor --target a missing plugin"
+expect_in err "resolves to no plugin" "doctor --target a missing plugin says so"
+run doctor --target "$work/notes.txt" --load
+expect_rc 1 "doctor --target a file that is no plugin --load"
+# finetune takes -m for --model, as generate, chat and bench do.
+run finetune -m "$work/absent" --data "$work/absent.jsonl" --out "$work/ft"
+expect_rc 1 "finetune -m of a missing folder"
+expect_in err "absent/config.json" "finetune -m reaches the model's files"
+
 if [[ $failures -ne 0 ]]; then
   echo "$failures check(s) failed"
   exit 1

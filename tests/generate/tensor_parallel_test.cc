@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "testing/tiny_qwen3.h"
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/models/init.h"
 
@@ -13,20 +14,8 @@ namespace tlaloc::generate {
 namespace {
 
 io::ModelConfig TinyConfig() {
-  io::ModelConfig c = io::DefaultModelConfig(io::ModelArchitecture::kQwen3);
-  c.vocab_size = 96;
-  c.hidden_size = 32;
-  c.intermediate_size = 64;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 8;
-  c.num_key_value_heads = 4;
-  c.head_dim = 8;
-  c.max_position_embeddings = 64;
-  c.max_window_layers = 2;
-  c.initializer_range = 0.2;  // peaked logits: greedy ids far from ties
-  c.tie_word_embeddings = false;
-  c.layer_types.assign(2, "full_attention");
-  return c;
+  // peaked logits: greedy ids far from ties
+  return testing::TinyQwen3Config({.vocab_size = 96, .initializer_range = 0.2});
 }
 
 std::vector<Literal> Weights(const io::ModelConfig& c) {

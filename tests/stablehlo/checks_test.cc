@@ -95,6 +95,63 @@ TEST(ConformanceChecks, RecordEveryCheckOfAProgram) {
   EXPECT_EQ(recorder->failed(), 1);
 }
 
+TEST(HostChecks, ChecksBecomeResultsAndRunAfterTheProgram) {
+  const char* text = R"(module {
+  func.func public @main() -> tensor<2xf32> {
+    %a = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    %b = stablehlo.constant dense<[1.0, 2.5]> : tensor<2xf32>
+    %c = stablehlo.add %a, %a : tensor<2xf32>
+    stablehlo.custom_call @check.expect_close(%a, %a) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()
+    stablehlo.custom_call @check.expect_eq(%c, %b) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()
+    return %c : tensor<2xf32>
+  }
+})";
+  auto m = ParseModule(text);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  auto moved = MoveChecksToHost(**m, "main");
+  ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+  EXPECT_EQ(moved->original_results, 1);
+  ASSERT_EQ(moved->checks.size(), 2u);
+  ASSERT_TRUE(Verify(**m).ok()) << Verify(**m).ToString();
+  // No check target is left for the backend to know: a plain interpreter (no check handlers)
+  // runs it, returning the original result and then each check's two operands.
+  const Function* main = (*m)->Find("main");
+  EXPECT_EQ(main->result_types().size(), 5u);
+  auto out = Interpret(**m, "main", {});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ(out->size(), 5u);
+  auto checks = RunHostChecks(*moved, *out);
+  ASSERT_EQ(checks.size(), 2u);
+  EXPECT_TRUE(checks[0].passed);
+  EXPECT_EQ(checks[1].target, "check.expect_eq");
+  EXPECT_FALSE(checks[1].passed);
+  EXPECT_NE(checks[1].message.find("got 2.0, expected 1.0"), std::string::npos)
+      << checks[1].message;
+  // Too few results (a backend that dropped some) fail the checks instead of reading past them.
+  auto short_checks = RunHostChecks(*moved, std::span<const Literal>(out->data(), 2));
+  EXPECT_FALSE(short_checks[0].passed);
+}
+
+TEST(HostChecks, ChecksOutsideTheEntryBlockAreRefusedByName) {
+  const char* text = R"(module {
+  func.func public @main() -> tensor<2xf32> {
+    %a = call @helper() : () -> tensor<2xf32>
+    return %a : tensor<2xf32>
+  }
+  func.func private @helper() -> tensor<2xf32> {
+    %a = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    stablehlo.custom_call @check.expect_eq(%a, %a) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()
+    return %a : tensor<2xf32>
+  }
+})";
+  auto m = ParseModule(text);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  auto moved = MoveChecksToHost(**m, "main");
+  ASSERT_FALSE(moved.ok());
+  EXPECT_NE(moved.status().message().find("@helper calls a check target"), std::string::npos)
+      << moved.status().message();
+}
+
 TEST(Npy, RoundTripAndErrors) {
   auto lit = Literal::FromVector<int16_t>({2, 3}, {1, -2, 3, -4, 5, -6});
   auto bytes = SerializeNpy(lit);

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "tlaloc/tokenizer/utf8.h"
+
 namespace tlaloc::testing {
 
 namespace {
@@ -23,26 +25,6 @@ struct Rng {
   size_t Below(size_t n) { return static_cast<size_t>(Next() % n); }
   bool Chance(int percent) { return Below(100) < static_cast<size_t>(percent); }
 };
-
-std::string Utf8(char32_t c) {
-  std::string s;
-  if (c < 0x80) {
-    s += static_cast<char>(c);
-  } else if (c < 0x800) {
-    s += static_cast<char>(0xC0 | (c >> 6));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    s += static_cast<char>(0xE0 | (c >> 12));
-    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    s += static_cast<char>(0xF0 | (c >> 18));
-    s += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    s += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (c & 0x3F));
-  }
-  return s;
-}
 
 const std::vector<std::string>& Samples() {
   static const std::vector<std::string> samples = {
@@ -258,7 +240,7 @@ std::string RandomMixture(Rng& rng) {
         const Block& b = Blocks()[rng.Below(Blocks().size())];
         const size_t n = 1 + rng.Below(6);
         for (size_t i = 0; i < n; ++i)
-          s += Utf8(b.lo + static_cast<char32_t>(rng.Below(b.hi - b.lo + 1)));
+          s += utf8::Encode(b.lo + static_cast<char32_t>(rng.Below(b.hi - b.lo + 1)));
         break;
       }
       case 3: {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/tiny_qwen3.h"
 #include "tlaloc/models/init.h"
 #include "tlaloc/pjrt/c_api.h"
 #include "tlaloc/stablehlo/printer.h"
@@ -168,19 +169,7 @@ class PluginClient {
 };
 
 io::ModelConfig TinyConfig() {
-  io::ModelConfig c = io::DefaultModelConfig(io::ModelArchitecture::kQwen3);
-  c.vocab_size = 64;
-  c.hidden_size = 32;
-  c.intermediate_size = 64;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.head_dim = 8;
-  c.max_position_embeddings = 64;
-  c.max_window_layers = 2;
-  c.tie_word_embeddings = false;
-  c.layer_types.assign(2, "full_attention");
-  return c;
+  return testing::TinyQwen3Config({.num_attention_heads = 4, .num_key_value_heads = 2});
 }
 
 TEST(ShardedPlugin, PrintedPerDeviceGradientsRunThroughThePluginsCApi) {

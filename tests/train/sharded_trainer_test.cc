@@ -21,28 +21,14 @@
 #include <cstdio>
 #include <random>
 
+#include "testing/tiny_qwen3.h"
 #include "tlaloc/models/init.h"
 #include "tlaloc/stablehlo/printer.h"
 
 namespace tlaloc::train {
 namespace {
 
-io::ModelConfig TinyConfig() {
-  io::ModelConfig c = io::DefaultModelConfig(io::ModelArchitecture::kQwen3);
-  c.vocab_size = 64;
-  c.hidden_size = 32;
-  c.intermediate_size = 64;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 8;
-  c.num_key_value_heads = 4;
-  c.head_dim = 8;
-  c.max_position_embeddings = 64;
-  c.max_window_layers = 2;
-  c.initializer_range = 0.1;
-  c.tie_word_embeddings = false;
-  c.layer_types.assign(2, "full_attention");
-  return c;
-}
+io::ModelConfig TinyConfig() { return testing::TinyQwen3Config({.initializer_range = 0.1}); }
 
 constexpr int64_t kBatch = 4, kSeq = 8;
 constexpr double kTolerance = 5e-6;

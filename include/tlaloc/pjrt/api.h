@@ -79,6 +79,9 @@ class PjrtApi {
   T var{};                   \
   var.struct_size = T##_STRUCT_SIZE
 
+// A PJRT_Program over StableHLO text in `mlir` (format "mlir"), which must outlive it.
+PJRT_Program MlirProgram(const std::string& mlir);
+
 // api.Call for slot PJRT_<name>.
 #define TL_PJRT_CALL(api, name, args) (api).Call(&PJRT_Api::PJRT_##name, "PJRT_" #name, (args))
 

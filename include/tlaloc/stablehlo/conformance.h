@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -45,5 +46,27 @@ class CheckRecorder {
 // and lets the program go on (so every check of a program is reported); a check called with
 // the wrong number of operands is an error.
 void AddConformanceChecks(InterpreterOptions& options, std::shared_ptr<CheckRecorder> recorder);
+
+// A self-checking program made ready for a backend that does not know the check targets (every
+// PJRT plugin but Tlaloc's): the checks are taken out of the entry function and the values they
+// compare become extra results, so the same comparisons run on the host after the run.
+struct HostChecks {
+  struct Check {
+    std::string target;  // "check.expect_eq", ...
+    CheckKind kind;
+    int actual = 0;  // indexes into the rewritten entry's results
+    int expected = 0;
+  };
+  int original_results = 0;  // the entry's results before the appended ones
+  std::vector<Check> checks;
+};
+
+// Rewrites `entry` of `module` in place as HostChecks describes. A check call elsewhere (in a
+// function the entry calls, or inside a region) is an error naming its function, since its
+// operands cannot become the entry's results; so is a check with other than 2 operands.
+StatusOr<HostChecks> MoveChecksToHost(Module& module, const std::string& entry);
+
+// Runs the moved checks over the rewritten program's `results`.
+std::vector<CheckResult> RunHostChecks(const HostChecks& checks, std::span<const Literal> results);
 
 }  // namespace tlaloc

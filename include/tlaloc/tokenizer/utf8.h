@@ -22,6 +22,9 @@ std::string Repair(std::string_view in);
 // NFC of well-formed UTF-8 (utf8proc). Text below U+0300 is returned unchanged without a call.
 std::string Nfc(std::string_view in);
 
+// The UTF-8 encoding of code point `c` (utf8proc); `c` must be a Unicode scalar value.
+std::string Encode(char32_t c);
+
 // Decodes one code point of well-formed UTF-8 at `s[*pos]` and advances `*pos`.
 char32_t Next(std::string_view s, size_t* pos);
 
