@@ -17,7 +17,8 @@ namespace tlaloc::models {
 
 // A matrix `value` (f32, bf16 or f16, [rows, K], K a multiple of 32) as s8 values and f16
 // scales: per block, scale = f16(max |x| / 127) and q = round-to-nearest-even(x / scale)
-// (clamped to [-127, 127]), so |x - q * scale| <= scale / 2. Non-finite values and blocks
+// (clamped to [-127, 127]), so |x - q * scale| <= scale / 2; a block whose max |x| / 127 rounds
+// to an f16 zero (max |x| < 127 * 2^-25) becomes zero, as in ggml. Non-finite values and blocks
 // whose scale overflows f16 are refused naming `name`, the row and the block.
 StatusOr<std::pair<Literal, Literal>> QuantizeInt8Matrix(const Literal& value,
                                                          const std::string& name);
