@@ -41,9 +41,11 @@ bool IsPlainRowsDot(const Operation& op, int64_t lhs_last) {
 const FusedKernel& Int8DotKernel() {
   static const FusedKernel* kernel = new FusedKernel{
       "fused.int8_dot", [](std::span<const Literal> in, Literal& out, EvalContext& ctx) -> Status {
-        const Literal& x = in[0];
-        const Literal& q = in[1];
-        const Literal& scale = in[2];
+        // The s8 matrix comes first: the interpreter lets a fused result take over its first
+        // operand's buffer when the types match, which x's may (k == n) and must not here.
+        const Literal& q = in[0];
+        const Literal& scale = in[1];
+        const Literal& x = in[2];
         const int64_t n = q.dims()[0], k = q.dims()[1];
         const int64_t m = k > 0 ? x.num_elements() / k : 0;
         if (m == 0 || n == 0) return OkStatus();
@@ -108,7 +110,7 @@ bool MatchInt8Dot(const Block& block, const BlockUses& uses, int a, std::vector<
   const int bi = index_of(bop), si = index_of(sop);
   if (bi < 0 || si < 0) return false;
   chain = {a, c1, si, bi, mul, r2, dot};
-  operands = {x, q, sop->operand(0)};
+  operands = {q, sop->operand(0), x};
   return true;
 }
 

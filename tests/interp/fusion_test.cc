@@ -89,7 +89,9 @@ SoftmaxRun RunInt8Dot(const Literal& x, const Literal& q, const Literal& scales,
   Tensor values = Convert(Reshape(qin, {n, k / 32, 32}), ElementType::kF32);
   Tensor sc = BroadcastInDim(Convert(sin, ElementType::kF32), {n, k / 32, 32}, {0, 1});
   Tensor w = Reshape(values * sc, {n, k});
-  EXPECT_TRUE(fb.Return({DotGeneral(xin, w, {}, {}, {1}, {1})}).ok());
+  // x doubled first: an intermediate that dies at the product (with n == k its buffer has the
+  // result's type, and must not be taken over while the kernel reads it).
+  EXPECT_TRUE(fb.Return({DotGeneral(xin * 2.0, w, {}, {}, {1}, {1})}).ok());
   InterpreterOptions options;
   options.fuse = fuse;
   auto exe = Executable::Prepare(module, "main", options);
@@ -111,7 +113,10 @@ TEST(FusionTest, Int8DotFusedIsBitIdenticalToTheOpsOneByOne) {
                                    {3, 9, 32},
                                    {4, 130, 160},
                                    {5, 33, 64},
-                                   {17, 70, 128}}) {
+                                   {17, 70, 128},
+                                   {1, 96, 96},
+                                   {3, 64, 64},
+                                   {6, 64, 64}}) {
     std::vector<float> xv(static_cast<size_t>(rows * k));
     for (float& v : xv) v = dist(rng);
     std::vector<int8_t> qv(static_cast<size_t>(n * k));
@@ -134,8 +139,8 @@ TEST(FusionTest, Int8DotFusedIsBitIdenticalToTheOpsOneByOne) {
         for (int64_t i = 0; i < k; ++i) {
           const double w =
               qv[j * k + i] * static_cast<double>(HalfBitsToFloat(sv[(j * k + i) / 32]));
-          ref += xv[r * k + i] * w;
-          mag += std::fabs(xv[r * k + i] * w);
+          ref += 2.0 * xv[r * k + i] * w;
+          mag += std::fabs(2.0 * xv[r * k + i] * w);
         }
         worst =
             std::max(worst, std::fabs(fused.out.span<float>()[r * n + j] - ref) / (mag + 1e-30));
