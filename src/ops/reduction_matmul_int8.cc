@@ -42,17 +42,16 @@ TLALOC_AVX512_CORE_TARGET inline void LoadVectorPair(const float* p, __m512& lo,
 }
 
 // One 32-element block of int8 values times its scale, in the same lane order: widening to 16
-// bits keeps the natural order, and interleaving with zeros within each 128-bit lane then
-// shifting right arithmetically gives the sign-extended 32-bit lanes {0-3, 8-11, ...} / {4-7,
-// 12-15, ...}.
-TLALOC_AVX512_CORE_TARGET inline void LoadInt8Block(const int8_t* p, __m512 scale, __m512& lo,
+// bits keeps the natural order, and interleaving with zeros within each 128-bit lane gives the
+// 32-bit lanes {0-3, 8-11, ...} / {4-7, 12-15, ...} holding q * 2^16 (the value in the high
+// half). That converts exactly, and times `scale16` = scale * 2^-16 (exact: a power of two
+// apart, far from f32's limits) it is q * scale exactly, as the unfused chain computes it.
+TLALOC_AVX512_CORE_TARGET inline void LoadInt8Block(const int8_t* p, __m512 scale16, __m512& lo,
                                                     __m512& hi) {
   const __m512i w16 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   const __m512i zero = _mm512_setzero_si512();
-  const __m512i lo32 = _mm512_srai_epi32(_mm512_unpacklo_epi16(zero, w16), 16);
-  const __m512i hi32 = _mm512_srai_epi32(_mm512_unpackhi_epi16(zero, w16), 16);
-  lo = _mm512_mul_ps(_mm512_cvtepi32_ps(lo32), scale);
-  hi = _mm512_mul_ps(_mm512_cvtepi32_ps(hi32), scale);
+  lo = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_unpacklo_epi16(zero, w16)), scale16);
+  hi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_unpackhi_epi16(zero, w16)), scale16);
 }
 
 TLALOC_AVX512_CORE_TARGET inline float SumLanes(__m512 a, __m512 b) {
@@ -73,7 +72,7 @@ TLALOC_AVX512_CORE_TARGET void Int8RowsAvx512(const float* const* x, const int8_
   __m512 acc0[R][S], acc1[R][S];
   for (int r = 0; r < R; ++r)
     for (int v = 0; v < S; ++v) acc0[r][v] = acc1[r][v] = _mm512_setzero_ps();
-  // Each row's scales, sixteen at a time, widened from f16 exactly (vcvtph2ps).
+  // Each row's scales, sixteen at a time, widened from f16 exactly (vcvtph2ps), times 2^-16.
   alignas(64) float sc[R][16];
   const int64_t blocks = k / kBlock;
   for (int64_t i = 0; i < k; i += kBlock) {
@@ -81,8 +80,11 @@ TLALOC_AVX512_CORE_TARGET void Int8RowsAvx512(const float* const* x, const int8_
     if ((blk & 15) == 0) {
       const int64_t left = std::min<int64_t>(16, blocks - blk);
       const __mmask16 m = static_cast<__mmask16>((1u << left) - 1u);
+      const __m512 two_m16 = _mm512_set1_ps(1.0f / 65536.0f);
       for (int r = 0; r < R; ++r)
-        _mm512_store_ps(sc[r], _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, scales[r] + blk)));
+        _mm512_store_ps(
+            sc[r],
+            _mm512_mul_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, scales[r] + blk)), two_m16));
     }
     __m512 x0[S], x1[S];
 #pragma GCC unroll 4
