@@ -3,7 +3,7 @@
 # model, dtype, threads and machine, in one command:
 #
 #   bash bench/compare_llama.sh [--runs R] [--prompt-tokens N] [--new-tokens M] [--threads T]
-#                               [--dtypes "f32 bf16"] [--models "qwen3-0.6b"] [--work DIR]
+#                               [--dtypes "f32 bf16 int8"] [--models "qwen3-0.6b"] [--work DIR]
 #                               [--tlaloc BIN]
 #
 # --models takes init-model presets; qwen3-30b-a3b-2l adds the MoE row (Qwen3-30B-A3B's layers,
@@ -13,6 +13,9 @@
 # times (which one goes first alternates too), each under /usr/bin/time -v for peak RSS, and
 # prints medians and Tlaloc/llama.cpp ratios for prefill and decode speed, peak RSS and load
 # time. llama.cpp's KV cache has the model's dtype (f32 or bf16), as Tlaloc's does.
+# The int8 row quantizes the bf16 preset with `tlaloc quantize --dtype int8` and exports it as
+# GGUF Q8_0 (the same blocks): Tlaloc int8 (bf16 activations and KV cache) against llama.cpp
+# Q8_0 with its default f16 KV cache.
 # Defaults: 3 runs, 512 prompt tokens, 128 new tokens, 2 threads, qwen3-0.6b; a quick look:
 #   bash bench/compare_llama.sh --runs 1 --prompt-tokens 64 --new-tokens 16
 set -euo pipefail
@@ -25,7 +28,7 @@ RUNS=3
 PROMPT=512
 NEW=128
 THREADS=2
-DTYPES="f32 bf16"
+DTYPES="f32 bf16 int8"
 MODELS="qwen3-0.6b"
 WORK="${TMPDIR:-/tmp}/tlaloc-compare"
 TLALOC=""
@@ -80,30 +83,45 @@ for dt in $DTYPES; do
   [[ "$preset" == qwen3-0.6b ]] || tag="$preset-$dt"
   model="$WORK/$preset-$dt"
   gguf="$WORK/$preset-$dt.gguf"
+  # int8: the bf16 preset quantized; its GGUF is Q8_0, run with llama.cpp's default f16 KV.
+  dtype_flag=(--dtype "$dt")
+  kv="$dt"
+  if [[ "$dt" == int8 ]]; then
+    dtype_flag=()
+    kv=f16
+    if [[ ! -f "$model/config.json" ]]; then
+      if [[ ! -f "$WORK/$preset-bf16/config.json" ]]; then
+        echo "== creating the $preset preset (bf16) in $WORK/$preset-bf16" >&2
+        "$TLALOC" init-model --preset "$preset" --dtype bf16 "$WORK/$preset-bf16" >&2
+      fi
+      echo "== quantizing $WORK/$preset-bf16 to int8 in $model" >&2
+      "$TLALOC" quantize "$WORK/$preset-bf16" "$model" --dtype int8 >&2
+    fi
+  fi
   if [[ ! -f "$model/config.json" ]]; then
     echo "== creating the $preset preset ($dt) in $model" >&2
     "$TLALOC" init-model --preset "$preset" --dtype "$dt" "$model" >&2
   fi
   if [[ ! -f "$gguf" ]]; then
     echo "== exporting $gguf" >&2
-    "$TLALOC" export gguf "$model" "$gguf" --dtype "$dt" >&2
+    "$TLALOC" export gguf "$model" "$gguf" "${dtype_flag[@]}" >&2
   fi
   for ((r = 1; r <= RUNS; r++)); do
     run_tlaloc() {
       echo "== run $r/$RUNS $tag: tlaloc" >&2
-      measure "$RESULTS/tlaloc-$tag-$r.json" "$TLALOC" bench --model "$model" --dtype "$dt" \
+      measure "$RESULTS/tlaloc-$tag-$r.json" "$TLALOC" bench --model "$model" "${dtype_flag[@]}" \
         --prompt-tokens "$PROMPT" --new-tokens "$NEW" --threads "$THREADS" --seed "$r" --json \
         --no-bandwidth  # the probe's buffer would count in the peak RSS /usr/bin/time sees
     }
     run_llama() {
       echo "== run $r/$RUNS $tag: llama.cpp" >&2
       measure "$RESULTS/llama-$tag-$r.json" "$NODE" "$ROOT/bench/llama_bench.mjs" --model "$gguf" \
-        --threads "$THREADS" --prompt-tokens "$PROMPT" --new-tokens "$NEW" --kv "$dt" --seed "$r"
+        --threads "$THREADS" --prompt-tokens "$PROMPT" --new-tokens "$NEW" --kv "$kv" --seed "$r"
     }
     if ((r % 2)); then run_tlaloc; run_llama; else run_llama; run_tlaloc; fi
   done
   # The machine's read bandwidth, once per dtype, for decode's share of it.
-  "$TLALOC" bench --model "$model" --dtype "$dt" --prompt-tokens 1 --new-tokens 1 \
+  "$TLALOC" bench --model "$model" "${dtype_flag[@]}" --prompt-tokens 1 --new-tokens 1 \
     --threads "$THREADS" --json > "$RESULTS/bandwidth-$tag.json"
   TAGS="${TAGS:-} $tag"
 done

@@ -53,15 +53,18 @@ int64_t PeakRssBytes() {
 // experts, of which one token reads its num_experts_per_tok.
 int64_t WeightBytesPerToken(const models::ModelFamily& family, const io::ModelConfig& config,
                             ElementType dtype) {
-  int64_t elements = 0;
+  int64_t bytes = 0;
+  const std::string embedding(family.embedding_weight);
   for (const auto& spec : family.weight_specs(config)) {
-    if (spec.name == family.embedding_weight && !config.tie_word_embeddings) continue;
+    if ((spec.name == embedding || spec.name == models::Int8ScaleName(embedding)) &&
+        !config.tie_word_embeddings)
+      continue;
     int64_t n = 1;
     for (int64_t d : spec.shape) n *= d;
     if (!spec.stacked.empty()) n = n / spec.shape[0] * config.num_experts_per_tok;
-    elements += n;
+    bytes += n * ElementSize(spec.TypeFor(dtype));  // int8 matrices: 1 byte, f16 scales 2
   }
-  return elements * ElementSize(dtype);
+  return bytes;
 }
 
 int RunBench(const BenchArgs& a) {

@@ -20,6 +20,7 @@ void RegisterCommands(CLI::App& app) {
   RegisterInitModelCommand(app);
   RegisterFinetuneCommand(app);
   RegisterExportCommand(app);
+  RegisterQuantizeCommand(app);
   RegisterBenchCommand(app);
   RegisterKernelsCommand(app);
   RegisterAotCommand(app);

@@ -32,5 +32,6 @@ void RegisterBenchCommand(CLI::App& app);      // bench_command.cc: tlaloc bench
 void RegisterKernelsCommand(CLI::App& app);    // kernels_command.cc: tlaloc kernels ...
 void RegisterAotCommand(CLI::App& app);        // aot_command.cc: tlaloc aot
 void RegisterServeCommand(CLI::App& app);      // serve_command.cc: tlaloc serve
+void RegisterQuantizeCommand(CLI::App& app);   // quantize_command.cc: tlaloc quantize
 
 }  // namespace tlaloc::cli

@@ -63,10 +63,10 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(io::ModelConfig config,
     return InvalidArgument("Engine: expected " + std::to_string(specs.size()) +
                            " weight tensors, got " + std::to_string(weights.size()));
   for (size_t i = 0; i < specs.size(); ++i)
-    if (weights[i].type() != TensorType(dtype, specs[i].shape))
+    if (weights[i].type() != TensorType(specs[i].TypeFor(dtype), specs[i].shape))
       return InvalidArgument("Engine: weight \"" + specs[i].name + "\" is " +
                              weights[i].type().ToString() + ", expected " +
-                             TensorType(dtype, specs[i].shape).ToString());
+                             TensorType(specs[i].TypeFor(dtype), specs[i].shape).ToString());
   std::unique_ptr<Engine> e(new Engine());
   e->backend_ = backend ? std::move(backend) : std::shared_ptr<Backend>(MakeInterpreterBackend());
   e->config_ = std::move(config);

@@ -53,6 +53,9 @@ StatusOr<std::unique_ptr<Generator>> Generator::Load(const std::filesystem::path
   } else if (const auto* info = ckpt.Find(std::string(family->embedding_weight));
              info && (info->dtype == ElementType::kBF16 || info->dtype == ElementType::kF16)) {
     et = info->dtype;  // run as stored
+  } else if (config.quantization && config.dtype &&
+             (*config.dtype == ElementType::kBF16 || *config.dtype == ElementType::kF16)) {
+    et = *config.dtype;  // int8 matrices: the other weights' (and the activations') type
   }
   auto weights = models::LoadWeights(config, ckpt, et);
   if (!weights.ok())

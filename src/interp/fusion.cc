@@ -188,8 +188,14 @@ void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
     if (plan.ops[a].skip || plan.ops[a].fused) continue;
     std::vector<int> chain;
     std::vector<Value> operands;
-    if (!MatchSoftmax(block, uses, static_cast<int>(a), chain, operands)) continue;
-    const int last = chain.back();  // the divide: every operand is defined before it
+    const FusedKernel* kernel = &SoftmaxKernel();
+    if (!MatchSoftmax(block, uses, static_cast<int>(a), chain, operands)) {
+      if (!MatchInt8Dot(block, uses, static_cast<int>(a), chain, operands)) continue;
+      kernel = &Int8DotKernel();
+    }
+    // The chain's last op (softmax's divide, the int8 product's dot_general): every operand is
+    // defined before it.
+    const int last = *std::max_element(chain.begin(), chain.end());
     OpPlan& fused = plan.ops[last];
     std::vector<int> release;
     for (int i : chain) {
@@ -205,7 +211,7 @@ void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
     fused.release_after = std::move(release);
     fused.operand_slots.clear();
     for (Value v : operands) fused.operand_slots.push_back(slot_of(v.impl()));
-    fused.fused = &SoftmaxKernel();
+    fused.fused = kernel;
   }
 }
 

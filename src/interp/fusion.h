@@ -8,9 +8,14 @@
 // with every intermediate used only inside the chain: one pass per row instead of seven
 // passes over the whole tensor and five full-size temporaries (attention's [heads, T, S]
 // scores).
+//
+// int8 matrix products, as nn::Linear emits them for int8 weights (fusion_int8.cc):
+//   dot_general(x f32, reshape(convert(reshape(q s8)) * broadcast_in_dim(convert(scale f16))))
+// run as one kernel on (q, scale, x) that reads the int8 matrix in place.
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include "plan.h"
 #include "tlaloc/ir/liveness.h"
@@ -21,5 +26,11 @@ namespace tlaloc::interp {
 // chains they match. `slot_of` gives a value's slot.
 void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
                 const std::function<int(const ValueImpl*)>& slot_of);
+
+// The int8 chain starting at op `a` (the reshape of the s8 matrix): on success `chain` holds
+// its ops (the dot_general last) and `operands` (q, scale, x) the fused kernel's inputs.
+bool MatchInt8Dot(const Block& block, const BlockUses& uses, int a, std::vector<int>& chain,
+                  std::vector<Value>& operands);
+const FusedKernel& Int8DotKernel();
 
 }  // namespace tlaloc::interp

@@ -44,8 +44,16 @@ std::string_view GgmlTypeName(GgmlType t) {
       return "F16";
     case GgmlType::kBF16:
       return "BF16";
+    case GgmlType::kQ8_0:
+      return "Q8_0";
   }
   return "unknown";
+}
+
+uint64_t GgmlBytes(GgmlType t, int64_t elements) {
+  if (t == GgmlType::kQ8_0)
+    return static_cast<uint64_t>(elements / kQ8_0BlockElements * kQ8_0BlockBytes);
+  return static_cast<uint64_t>(elements) * (t == GgmlType::kF32 ? 4 : 2);
 }
 
 StatusOr<GgmlType> GgmlTypeFor(ElementType t) {
@@ -68,6 +76,7 @@ ElementType ElementTypeOf(GgmlType t) {
       return ElementType::kF16;
     case GgmlType::kBF16:
       return ElementType::kBF16;
+    case GgmlType::kQ8_0:  // read back dequantised
     case GgmlType::kF32:
       break;
   }

@@ -5,6 +5,7 @@
 
 #include "tlaloc/io/gguf.h"
 #include "tlaloc/support/checked_math.h"
+#include "tlaloc/support/half.h"
 
 namespace tlaloc::io {
 
@@ -227,10 +228,14 @@ StatusOr<GgufContents> ParseGguf(std::span<const std::byte> bytes, std::string_v
     TL_RETURN_IF_ERROR(c.Get(&type, what));
     if (type != static_cast<uint32_t>(GgmlType::kF32) &&
         type != static_cast<uint32_t>(GgmlType::kF16) &&
-        type != static_cast<uint32_t>(GgmlType::kBF16))
+        type != static_cast<uint32_t>(GgmlType::kBF16) &&
+        type != static_cast<uint32_t>(GgmlType::kQ8_0))
       return c.Error(what + " has ggml type " + std::to_string(type) +
-                     " (Tlaloc reads F32, F16 and BF16 only)");
+                     " (Tlaloc reads F32, F16, BF16 and Q8_0 only)");
     t.type = static_cast<GgmlType>(type);
+    if (t.type == GgmlType::kQ8_0 && t.ne[0] % kQ8_0BlockElements != 0)
+      return c.Error(what + " is Q8_0 with rows of " + std::to_string(t.ne[0]) +
+                     " elements (expected a multiple of 32)");
     // The running product above is 0 after a zero dim, which hides an overflowing product of
     // the others; the int64 shape code downstream multiplies them in other orders (found by
     // gguf_fuzz).
@@ -240,7 +245,7 @@ StatusOr<GgufContents> ParseGguf(std::span<const std::byte> bytes, std::string_v
     if (t.offset % out.alignment != 0)
       return c.Error(what + " starts at offset " + std::to_string(t.offset) +
                      ", not a multiple of the alignment " + std::to_string(out.alignment));
-    t.byte_size = elements * (t.type == GgmlType::kF32 ? 4 : 2);
+    t.byte_size = GgmlBytes(t.type, static_cast<int64_t>(elements));
     out.tensors.push_back(std::move(t));
   }
   out.data_offset = (c.pos() + out.alignment - 1) / out.alignment * out.alignment;
@@ -266,6 +271,24 @@ StatusOr<Literal> ReadGgufTensor(std::span<const std::byte> bytes, const GgufCon
   if (Status s = CheckShape(info.dims(), ElementTypeOf(info.type)); !s.ok())
     return InvalidArgument("GGUF tensor \"" + info.name + "\": " + s.message());
   Literal out(TensorType(ElementTypeOf(info.type), info.dims()));
+  if (info.type == GgmlType::kQ8_0) {  // dequantised: q * d per block, exact in f32
+    const int64_t blocks = out.num_elements() / kQ8_0BlockElements;
+    if (GgmlBytes(info.type, out.num_elements()) != info.byte_size)
+      return Internal("GGUF tensor \"" + info.name + "\": size mismatch");
+    const std::byte* src = bytes.data() + contents.data_offset + info.offset;
+    auto dst = out.span<float>();
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint16_t d = 0;
+      std::memcpy(&d, src + b * kQ8_0BlockBytes, 2);
+      const float scale = HalfBitsToFloat(d);
+      for (int64_t j = 0; j < kQ8_0BlockElements; ++j) {
+        int8_t q = 0;
+        std::memcpy(&q, src + b * kQ8_0BlockBytes + 2 + j, 1);
+        dst[b * kQ8_0BlockElements + j] = static_cast<float>(q) * scale;
+      }
+    }
+    return out;
+  }
   if (static_cast<uint64_t>(out.byte_size()) != info.byte_size)
     return Internal("GGUF tensor \"" + info.name + "\": size mismatch");
   if (info.byte_size > 0)

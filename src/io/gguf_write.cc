@@ -102,12 +102,26 @@ Status PutValue(Bytes& b, const GgufValue& v, std::string_view key) {
   return OkStatus();
 }
 
-uint64_t GgmlBytes(GgmlType t, int64_t elements) {
-  return static_cast<uint64_t>(elements) * (t == GgmlType::kF32 ? 4 : 2);
-}
-
 // Streams `value` converted to `type` in chunks, so a large matrix never needs a second copy.
 Status StreamTensor(const GgufTensorToWrite& t, const ByteSink& sink) {
+  if (t.type == GgmlType::kQ8_0) {  // each block: its f16 scale, then its 32 int8 values
+    const auto q = t.value.span<int8_t>();
+    const auto d = t.q8_scales.span<uint16_t>();
+    std::vector<std::byte> buf;
+    const int64_t blocks = static_cast<int64_t>(d.size());
+    constexpr int64_t kChunkBlocks = 2048;
+    for (int64_t start = 0; start < blocks; start += kChunkBlocks) {
+      const int64_t end = std::min(blocks, start + kChunkBlocks);
+      buf.resize(static_cast<size_t>((end - start) * kQ8_0BlockBytes));
+      for (int64_t b = start; b < end; ++b) {
+        std::byte* dst = buf.data() + (b - start) * kQ8_0BlockBytes;
+        std::memcpy(dst, &d[b], 2);
+        std::memcpy(dst + 2, q.data() + b * kQ8_0BlockElements, kQ8_0BlockElements);
+      }
+      TL_RETURN_IF_ERROR(sink(buf));
+    }
+    return OkStatus();
+  }
   const ElementType to = ElementTypeOf(t.type);
   const Literal& v = t.value;
   if (v.element_type() == to) return sink({v.data(), static_cast<size_t>(v.byte_size())});
@@ -156,7 +170,18 @@ Status WriteGguf(const std::filesystem::path& path, std::span<const GgufKeyValue
       return InvalidArgument("GGUF writer: tensor \"" + t.name + "\" given twice");
     if (!t.value.valid())
       return InvalidArgument("GGUF writer: tensor \"" + t.name + "\" has no data");
-    if (!GgmlTypeFor(t.value.element_type()).ok())
+    if (t.type == GgmlType::kQ8_0) {
+      const auto& dims = t.value.dims();
+      std::vector<int64_t> scale_dims = dims;
+      if (!scale_dims.empty()) scale_dims.back() /= kQ8_0BlockElements;
+      if (t.value.element_type() != ElementType::kS8 || dims.empty() ||
+          dims.back() % kQ8_0BlockElements != 0 || !t.q8_scales.valid() ||
+          t.q8_scales.element_type() != ElementType::kF16 || t.q8_scales.dims() != scale_dims)
+        return InvalidArgument("GGUF writer: Q8_0 tensor \"" + t.name + "\" is " +
+                               t.value.type().ToString() + " with scales " +
+                               (t.q8_scales.valid() ? t.q8_scales.type().ToString() : "none") +
+                               " (expected s8 [..., K], K a multiple of 32, and f16 [..., K/32])");
+    } else if (!GgmlTypeFor(t.value.element_type()).ok())
       return InvalidArgument("GGUF writer: tensor \"" + t.name + "\" is " +
                              std::string(ShortName(t.value.element_type())) +
                              "; only f32, f16 and bf16 convert to " +

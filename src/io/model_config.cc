@@ -157,6 +157,35 @@ Status ParseDtype(JsonFields& f, ModelConfig& c) {
   return OkStatus();
 }
 
+Status ParseQuantization(JsonFields& f, ModelConfig& c) {
+  const std::string key = "quantization_config";
+  if (!f.Has(key)) return OkStatus();
+  if (f.IsNull(key)) {
+    f.MarkUsed(key);
+    return OkStatus();
+  }
+  const json& q = f.Raw(key);
+  if (!q.is_object()) return f.WrongType(key, "an object or null");
+  WeightQuantization w;
+  if (!q.contains("quant_method") || !q["quant_method"].is_string())
+    return f.Error(key + ".quant_method must be a string");
+  w.quant_method = q["quant_method"].get<std::string>();
+  if (w.quant_method != kTlalocInt8QuantMethod)
+    return f.Error(key + ".quant_method \"" + w.quant_method +
+                   "\" is not supported (Tlaloc runs \"" + std::string(kTlalocInt8QuantMethod) +
+                   "\", written by tlaloc quantize)");
+  for (const auto& [name, want] : {std::pair<const char*, int64_t>{"bits", 8},
+                                   std::pair<const char*, int64_t>{"group_size", kInt8BlockSize}}) {
+    if (!q.contains(name)) continue;
+    const json& v = q[name];
+    if (!v.is_number_integer() || v.get<int64_t>() != want)
+      return f.Error(key + "." + name + " must be " + std::to_string(want) + " for " +
+                     std::string(kTlalocInt8QuantMethod) + ", got " + DescribeJson(v));
+  }
+  c.quantization = w;
+  return OkStatus();
+}
+
 // transformers' rule when layer_types is absent: layers from max_window_layers on slide.
 std::vector<std::string> DerivedLayerTypes(const ModelConfig& c) {
   std::vector<std::string> out;
@@ -304,9 +333,6 @@ StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::string_v
   JsonFields f(root, src);
   TL_ASSIGN_OR_RETURN(ModelArchitecture arch, ResolveArchitecture(f));
   ModelConfig c = DefaultModelConfig(arch);
-  if (f.Has("quantization_config"))
-    return f.Error("quantization_config is present: quantized checkpoints are not supported");
-
   TL_RETURN_IF_ERROR(f.Int("vocab_size", &c.vocab_size));
   TL_RETURN_IF_ERROR(f.Int("hidden_size", &c.hidden_size));
   TL_RETURN_IF_ERROR(f.Int("intermediate_size", &c.intermediate_size));
@@ -366,6 +392,7 @@ StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::string_v
     TL_RETURN_IF_ERROR(f.IntList("mlp_only_layers", &c.mlp_only_layers));
   }
   TL_RETURN_IF_ERROR(ParseDtype(f, c));
+  TL_RETURN_IF_ERROR(ParseQuantization(f, c));
   TL_RETURN_IF_ERROR(f.OptionalInt("bos_token_id", &c.bos_token_id));
   TL_RETURN_IF_ERROR(f.IntOrIntList("eos_token_id", &c.eos_token_ids));
   TL_RETURN_IF_ERROR(f.OptionalInt("pad_token_id", &c.pad_token_id));
@@ -427,6 +454,12 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   else
     j["eos_token_id"] = c.eos_token_ids.empty() ? json() : json(c.eos_token_ids);
   j["pad_token_id"] = c.pad_token_id ? json(*c.pad_token_id) : json();
+  if (c.quantization)
+    j["quantization_config"] = {{"quant_method", c.quantization->quant_method},
+                                {"bits", c.quantization->bits},
+                                {"group_size", c.quantization->group_size},
+                                {"scale_dtype", "float16"},
+                                {"format", "gguf_q8_0_blocks"}};
   return j.dump(2) + "\n";
 }
 

@@ -52,8 +52,11 @@ std::vector<ExpectedTensor> ExpectedTensors(const io::ModelConfig& config) {
 }
 
 int64_t ParameterCount(const io::ModelConfig& config) {
+  // An int8 checkpoint has the parameters of its float form (the block scales are not counted).
+  io::ModelConfig plain = config;
+  plain.quantization.reset();
   int64_t total = 0;
-  for (const auto& t : ExpectedTensors(config))
+  for (const auto& t : ExpectedTensors(plain))
     if (!t.optional) total += NumElements(t.shape);
   return total;
 }

@@ -127,6 +127,10 @@ std::string FormatInspectText(const InspectReport& r, size_t max_listed) {
            std::to_string(c.num_hidden_layers) + " layers sparse, norm_topk_prob " +
            (c.norm_topk_prob ? "true" : "false"));
     }
+    if (c.quantization)
+      line("quantized:    int8 matrices with an f16 scale per " +
+           std::to_string(c.quantization->group_size) + " inputs (quantization_config " +
+           c.quantization->quant_method + ", GGUF Q8_0 blocks)");
     if (c.bos_token_id || !c.eos_token_ids.empty())
       line("tokens:       bos " + (c.bos_token_id ? std::to_string(*c.bos_token_id) : "none") +
            ", eos " + (c.eos_token_ids.empty() ? "none" : Ids(c.eos_token_ids)));

@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <map>
+#include <optional>
 
 #include "tlaloc/models/family.h"
 
@@ -19,7 +20,8 @@ std::string ShapeString(const std::vector<int64_t>& dims) {
 StatusOr<std::vector<Literal>> LoadWeights(const io::ModelConfig& config,
                                            const io::Checkpoint& checkpoint, ElementType dtype) {
   // One checkpoint tensor, checked against the shape the config implies, in `dtype`.
-  auto load = [&](const std::string& name, const std::vector<int64_t>& shape) -> StatusOr<Literal> {
+  auto load = [&](const std::string& name, const std::vector<int64_t>& shape,
+                  std::optional<ElementType> fixed = std::nullopt) -> StatusOr<Literal> {
     const io::SafetensorsTensorInfo* info = checkpoint.Find(name);
     if (!info)
       return NotFound("checkpoint is missing tensor \"" + name + "\" (expected shape " +
@@ -28,6 +30,14 @@ StatusOr<std::vector<Literal>> LoadWeights(const io::ModelConfig& config,
       return InvalidArgument("checkpoint tensor \"" + name + "\" has shape " +
                              ShapeString(info->shape) + ", expected " + ShapeString(shape) +
                              " for this config.json");
+    if (fixed) {  // an int8 checkpoint's s8 matrix or f16 block scales, used as stored
+      if (info->dtype != *fixed)
+        return InvalidArgument("checkpoint tensor \"" + name + "\" has dtype " +
+                               std::string(MlirName(info->dtype)) + ", expected " +
+                               std::string(MlirName(*fixed)) +
+                               " (an int8 checkpoint, config.json quantization_config)");
+      return checkpoint.Get(name);
+    }
     if (!IsFloat(info->dtype))
       return InvalidArgument("checkpoint tensor \"" + name + "\" has dtype " +
                              std::string(MlirName(info->dtype)) + ", expected a float type");
@@ -37,7 +47,7 @@ StatusOr<std::vector<Literal>> LoadWeights(const io::ModelConfig& config,
   std::vector<Literal> out;
   for (const auto& spec : WeightSpecs(config)) {
     if (spec.stacked.empty()) {
-      TL_ASSIGN_OR_RETURN(Literal value, load(spec.name, spec.shape));
+      TL_ASSIGN_OR_RETURN(Literal value, load(spec.name, spec.shape, spec.fixed_type));
       out.push_back(std::move(value));
       continue;
     }

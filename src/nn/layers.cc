@@ -41,16 +41,47 @@ Tensor ToF32(const Tensor& x) {
 }
 }  // namespace
 
-Tensor Embedding(const Tensor& table, const Tensor& ids, LayerTrace* trace,
-                 const std::string& path) {
+Tensor DequantizeInt8(const Tensor& q, const Tensor& scale) {
+  OpBuilder* b = q.builder();
+  if (!b || !q.valid() || !scale.valid()) return Tensor();
+  const int64_t rank = q.rank(), k = rank > 0 ? q.dim(-1) : 0;
+  const int64_t blocks = rank > 0 ? scale.dim(-1) : 0;
+  std::vector<int64_t> lead(q.dims().begin(), q.dims().end() - (rank > 0 ? 1 : 0));
+  std::vector<int64_t> scale_lead(scale.dims().begin(), scale.dims().end() - (rank > 0 ? 1 : 0));
+  if (rank < 1 || scale.rank() != rank || lead != scale_lead || blocks <= 0 || k % blocks != 0 ||
+      q.element_type() != ElementType::kS8) {
+    b->Fail(InvalidArgument("DequantizeInt8: weight " + q.type().ToString() + " and scales " +
+                            scale.type().ToString() +
+                            ": expected s8 [..., K] and scales [..., K / block]"));
+    return Tensor();
+  }
+  std::vector<int64_t> blocked = lead;
+  blocked.push_back(blocks);
+  blocked.push_back(k / blocks);
+  std::vector<int64_t> keep(rank);
+  for (int64_t d = 0; d < rank; ++d) keep[d] = d;
+  Tensor values = Convert(Reshape(q, blocked), ElementType::kF32);
+  Tensor scales = BroadcastInDim(ToF32(scale), blocked, keep);
+  return Reshape(values * scales, q.dims());
+}
+
+Tensor Embedding(const Tensor& table, const Tensor& ids, LayerTrace* trace, const std::string& path,
+                 const Tensor& int8_scale) {
   LayerScope scope(trace, table.builder(), kEmbeddingLayer, path);
+  if (int8_scale.valid()) return DequantizeInt8(Take(table, ids), Take(int8_scale, ids));
   return Take(table, ids);
 }
 
-Tensor Linear(const Tensor& x, const Tensor& weight, LayerTrace* trace, const std::string& path) {
+Tensor Linear(const Tensor& x, const Tensor& weight, LayerTrace* trace, const std::string& path,
+              const Tensor& int8_scale) {
   LayerScope scope(trace, x.builder(), kLinearLayer, path);
   if (!x.valid() || !weight.valid()) return Tensor();
   const int64_t last = x.rank() - 1;
+  if (int8_scale.valid()) {
+    // f32 activations times the dequantised matrix, the chain the interpreter fuses.
+    Tensor y = DotGeneral(ToF32(x), DequantizeInt8(weight, int8_scale), {}, {}, {last}, {1});
+    return y.element_type() == x.element_type() ? y : Convert(y, x.element_type());
+  }
   // x [..., in] . weight [out, in] over `in` is [..., out] directly: the interpreter reads the
   // weight in its stored layout (no copy, no transpose of either operand).
   if (IsLowPrecision(x.element_type())) {
@@ -108,11 +139,12 @@ Tensor SiluAndMul(const Tensor& gate, const Tensor& up, LayerTrace* trace,
 }
 
 Tensor SwiGluMlp(const Tensor& x, const Tensor& gate_w, const Tensor& up_w, const Tensor& down_w,
-                 LayerTrace* trace, const std::string& path) {
+                 LayerTrace* trace, const std::string& path, const MlpInt8Scales& int8_scales) {
   LayerScope scope(trace, x.builder(), kMlpLayer, path);
-  Tensor g = Linear(x, gate_w, trace, path + ".gate_proj");
-  Tensor u = Linear(x, up_w, trace, path + ".up_proj");
-  return Linear(SiluAndMul(g, u, trace, path), down_w, trace, path + ".down_proj");
+  Tensor g = Linear(x, gate_w, trace, path + ".gate_proj", int8_scales.gate);
+  Tensor u = Linear(x, up_w, trace, path + ".up_proj", int8_scales.up);
+  return Linear(SiluAndMul(g, u, trace, path), down_w, trace, path + ".down_proj",
+                int8_scales.down);
 }
 
 Tensor GroupedAttention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,

@@ -36,6 +36,17 @@ inline constexpr int64_t kMaxVectors = 4;
 // Exposed for the micro-benchmarks and tests.
 float DotF32(const float* x, const float* row, int64_t k);
 float DotBF16(const float* x, const uint16_t* row, int64_t k);
+// Products with an int8 matrix w [n, k] (row-major s8) whose f16 `scales` [n, k / 32] apply to
+// blocks of 32 consecutive elements of a row (io::WeightQuantization), k a multiple of 32:
+// c [m, n] = x [m, k] (f32, row-major) times dequant(w) transposed. At most kMaxVectors rows of
+// x stream w once, dequantising in registers with the f32 matrix-vector kernel's arithmetic, so
+// c is bit for bit ViewMatmul's with the dequantised f32 matrix; more rows dequantise w into an
+// f32 temporary and call ViewMatmul (reduction_matmul_int8.cc).
+void Int8Matmul(const float* x, int64_t m, const int8_t* w, const uint16_t* scales, int64_t n,
+                int64_t k, float* c, EvalContext& ctx);
+// One row's dot product, exposed for the micro-benchmarks and tests.
+float DotInt8(const float* x, const int8_t* row, const uint16_t* scales, int64_t k);
+
 // Whether the AVX-512 kernels are used on this CPU.
 bool MatmulUsesAvx512();
 

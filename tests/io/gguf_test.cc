@@ -131,5 +131,46 @@ TEST(GgufReader, RefusesCorruptImagesByName) {
   EXPECT_ERROR_CONTAINS(ParseGguf(patched(first_type, {99})), "unknown type 99");
 }
 
+// Q8_0 (an int8 checkpoint's blocks): each block of 32 written as its f16 scale then its 32
+// int8 values; read back dequantised; malformed inputs refused by name.
+TEST(GgufWriter, Q8_0BlocksRoundTrip) {
+  TempDir dir;
+  std::vector<int8_t> q(2 * 64);
+  for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<int8_t>(static_cast<int>(i % 255) - 127);
+  Literal scales(TensorType(ElementType::kF16, {2, 2}));
+  const uint16_t bits[4] = {0x3C00, 0x3800, 0x0001, 0x4400};  // 1, 0.5, smallest subnormal, 4
+  std::memcpy(scales.data(), bits, sizeof bits);
+  std::vector<GgufTensorToWrite> tensors = {
+      {"q", Literal::FromVector<int8_t>({2, 64}, q), GgmlType::kQ8_0, scales}};
+  ASSERT_TRUE(WriteGguf(dir / "q.gguf", {}, tensors).ok());
+  const auto bytes = ReadBytes(dir / "q.gguf");
+  auto parsed = ParseGguf(bytes);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  const GgufTensorInfo* t = parsed->FindTensor("q");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->type, GgmlType::kQ8_0);
+  EXPECT_EQ(t->byte_size, 4u * 34);
+  EXPECT_EQ(t->dims(), (std::vector<int64_t>{2, 64}));
+  // The second block starts with its scale's bytes, then its values.
+  const std::byte* block1 = bytes.data() + parsed->data_offset + t->offset + 34;
+  EXPECT_EQ(std::memcmp(block1, &bits[1], 2), 0);
+  EXPECT_EQ(std::memcmp(block1 + 2, q.data() + 32, 32), 0);
+  auto back = ReadGgufTensor(bytes, *parsed, *t);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->element_type(), ElementType::kF32);
+  const float d[4] = {1.0f, 0.5f, 5.9604645e-08f, 4.0f};
+  for (int64_t i = 0; i < 128; ++i)
+    EXPECT_EQ(back->span<float>()[i], static_cast<float>(q[i]) * d[i / 32]) << i;
+
+  std::vector<GgufTensorToWrite> no_scales = {
+      {"q", Literal::FromVector<int8_t>({2, 64}, q), GgmlType::kQ8_0}};
+  EXPECT_ERROR_CONTAINS(WriteGguf(dir / "bad.gguf", {}, no_scales), "Q8_0 tensor \"q\"");
+  std::vector<GgufTensorToWrite> ragged = {
+      {"r", Literal::FromVector<int8_t>({4, 16}, std::vector<int8_t>(64)), GgmlType::kQ8_0,
+       Literal(TensorType(ElementType::kF16, {4, 0}))}};
+  EXPECT_ERROR_CONTAINS(WriteGguf(dir / "bad.gguf", {}, ragged), "multiple of 32");
+  EXPECT_FALSE(std::filesystem::exists(dir / "bad.gguf"));
+}
+
 }  // namespace
 }  // namespace tlaloc::io

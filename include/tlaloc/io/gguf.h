@@ -47,8 +47,14 @@ enum class GgufType : uint32_t {
 };
 std::string_view GgufTypeName(GgufType t);
 
-// The ggml tensor types Tlaloc reads and writes (quantized types are refused by number).
-enum class GgmlType : uint32_t { kF32 = 0, kF16 = 1, kBF16 = 30 };
+// The ggml tensor types Tlaloc reads and writes (other quantized types are refused by number).
+// Q8_0: blocks of 32 consecutive elements of a row, each an f16 scale d then 32 int8 values q
+// (34 bytes), value = q * d; the layout of an int8 checkpoint's matrices (io::WeightQuantization).
+enum class GgmlType : uint32_t { kF32 = 0, kF16 = 1, kQ8_0 = 8, kBF16 = 30 };
+inline constexpr int64_t kQ8_0BlockElements = 32;
+inline constexpr int64_t kQ8_0BlockBytes = 34;
+// Bytes of `elements` values stored as `t` (Q8_0: whole blocks).
+uint64_t GgmlBytes(GgmlType t, int64_t elements);
 std::string_view GgmlTypeName(GgmlType t);
 StatusOr<GgmlType> GgmlTypeFor(ElementType t);
 ElementType ElementTypeOf(GgmlType t);
@@ -84,11 +90,13 @@ struct GgufKeyValue {
 };
 
 // A tensor to write: `value` in Tlaloc's (outermost-first) dims, stored as `type` (converted,
-// rounding to nearest even, when its element type differs).
+// rounding to nearest even, when its element type differs). Q8_0: `value` is s8 [..., K] (K a
+// multiple of 32) and `q8_scales` f16 [..., K / 32], written as they are.
 struct GgufTensorToWrite {
   std::string name;
   Literal value;
   GgmlType type = GgmlType::kF32;
+  Literal q8_scales = Literal();
 };
 
 // The file bytes are streamed to `path` through a temporary file renamed into place. Writes
@@ -125,7 +133,8 @@ struct GgufContents {
 // the image and aligned. `source` (a file name) starts every error message.
 StatusOr<GgufContents> ParseGguf(std::span<const std::byte> bytes,
                                  std::string_view source = "<buffer>");
-// A copy of one tensor's data from the image ParseGguf read.
+// A copy of one tensor's data from the image ParseGguf read; a Q8_0 tensor comes back
+// dequantised to f32 (q * d, exact).
 StatusOr<Literal> ReadGgufTensor(std::span<const std::byte> bytes, const GgufContents& contents,
                                  const GgufTensorInfo& info);
 

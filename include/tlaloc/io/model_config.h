@@ -33,6 +33,18 @@ struct RopeScaling {
   std::string json;  // the whole object as JSON text, written back unchanged
 };
 
+// config.json "quantization_config" of a checkpoint `tlaloc quantize` wrote (docs/performance.md,
+// "int8 weights"): every linear-layer matrix (and the embedding table) stored as int8 `X.weight`
+// [out, in] with f16 scales `X.weight_scale` [out, in / 32], one per block of 32 consecutive
+// inputs of a row (GGUF Q8_0's blocks): weight = int8 * scale. Other quant_methods are refused.
+inline constexpr std::string_view kTlalocInt8QuantMethod = "tlaloc_int8";
+inline constexpr int64_t kInt8BlockSize = 32;
+struct WeightQuantization {
+  std::string quant_method = std::string(kTlalocInt8QuantMethod);
+  int64_t bits = 8;
+  int64_t group_size = kInt8BlockSize;
+};
+
 struct ModelConfig {
   ModelArchitecture architecture = ModelArchitecture::kQwen3;
 
@@ -75,6 +87,8 @@ struct ModelConfig {
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;  // an int or a list in JSON
   std::optional<int64_t> pad_token_id;
+  // quantization_config; nullopt for a checkpoint of float weights.
+  std::optional<WeightQuantization> quantization;
 
   // Fields Tlaloc does not interpret ("transformers_version", ...) as a JSON object text,
   // written back so a round trip keeps them.

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -31,13 +32,25 @@ struct WeightSpec {
   // Checkpoint tensors stacked along a new leading axis to make this program weight (an MoE
   // layer's experts); empty when `name` is itself the checkpoint tensor.
   std::vector<std::string> stacked;
+  // The stored type the programs take this weight in whatever their compute type (an int8
+  // checkpoint's s8 matrices and f16 block scales); nullopt: the program's dtype.
+  std::optional<ElementType> fixed_type = std::nullopt;
+
+  ElementType TypeFor(ElementType dtype) const { return fixed_type.value_or(dtype); }
 };
+
+// The checkpoint name of the block scales of int8 matrix `weight_name` ("X.weight" ->
+// "X.weight_scale"; io::WeightQuantization).
+inline std::string Int8ScaleName(const std::string& weight_name) { return weight_name + "_scale"; }
 
 // One tensor a checkpoint of a config holds, in the ecosystem's (transformers') naming.
 struct ExpectedTensor {
   std::string name;
   std::vector<int64_t> shape;
   bool optional = false;  // e.g. lm_head.weight when the head is tied to the embedding
+  // The stored type this tensor must have (an int8 checkpoint's s8 matrices and f16 scales);
+  // nullopt: any float type.
+  std::optional<ElementType> fixed_type = std::nullopt;
 };
 
 // Weight tensors by checkpoint name (WeightSpec names).

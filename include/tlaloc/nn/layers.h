@@ -63,13 +63,24 @@ class LayerScope {
   size_t index_ = 0;
 };
 
-// table[ids]: ids of any shape (s32), table [vocab, hidden].
+// int8 weights with block scales (io::WeightQuantization): q s8 [..., K] and scale f16 (or f32)
+// [..., K / B] give q * scale in f32, each scale applying to B consecutive elements of the last
+// axis. Emitted as ordinary StableHLO, the form XLA fuses into its consumer:
+//   reshape(q) [..., K/B, B] -> convert f32 -> multiply by broadcast_in_dim(convert(scale))
+//   -> reshape [..., K]
+// (exact: an int8 times an f16 fits f32's significand).
+Tensor DequantizeInt8(const Tensor& q, const Tensor& scale);
+
+// table[ids]: ids of any shape (s32), table [vocab, hidden]. An int8 table (`int8_scale` valid)
+// gathers its rows and their scales and returns them dequantised, in f32.
 Tensor Embedding(const Tensor& table, const Tensor& ids, LayerTrace* trace = nullptr,
-                 const std::string& path = "");
+                 const std::string& path = "", const Tensor& int8_scale = Tensor());
 // x [..., in] times weight [out, in] (the PyTorch layout) -> [..., out], no bias. bf16/f16
-// inputs accumulate in f32 and are rounded once.
+// inputs accumulate in f32 and are rounded once. With `int8_scale` valid, weight is s8 and the
+// product is dot_general(f32 x, DequantizeInt8(weight, int8_scale)) in f32, rounded once to x's
+// type (the interpreter runs that chain as one fused int8 kernel: interp/fusion.h).
 Tensor Linear(const Tensor& x, const Tensor& weight, LayerTrace* trace = nullptr,
-              const std::string& path = "");
+              const std::string& path = "", const Tensor& int8_scale = Tensor());
 // RMSNorm over the last axis, in f32, eps inside the square root, weight in x's type.
 Tensor RmsNormLayer(const Tensor& x, const Tensor& weight, double eps, LayerTrace* trace = nullptr,
                     const std::string& path = "");
@@ -85,9 +96,14 @@ Tensor ApplyRotary(const Tensor& x, const Tensor& cos, const Tensor& sin,
 // silu(gate) * up.
 Tensor SiluAndMul(const Tensor& gate, const Tensor& up, LayerTrace* trace = nullptr,
                   const std::string& path = "");
+// Block scales of an int8 MLP's three matrices (all invalid: float weights).
+struct MlpInt8Scales {
+  Tensor gate, up, down;
+};
 // SwiGLU MLP: down(silu(gate(x)) * up(x)).
 Tensor SwiGluMlp(const Tensor& x, const Tensor& gate_w, const Tensor& up_w, const Tensor& down_w,
-                 LayerTrace* trace = nullptr, const std::string& path = "");
+                 LayerTrace* trace = nullptr, const std::string& path = "",
+                 const MlpInt8Scales& int8_scales = {});
 
 // Scaled dot-product attention with grouped KV heads.
 // q [B, T, Hq, D]; k, v [B, Hkv, S, D]; mask pred [B, T, S] (true = may attend).

@@ -20,6 +20,21 @@ Status CheckSupported(const ModelConfig& c) {
   if (c.rope_scaling && c.rope_scaling->rope_type != "default")
     return InvalidArgument("config rope_scaling type \"" + c.rope_scaling->rope_type +
                            "\": only the default rotary embedding is implemented");
+  if (c.quantization) {
+    if (c.is_moe())
+      return InvalidArgument(
+          "config quantization_config: int8 weights are implemented for dense Qwen3 only, not "
+          "Qwen3-MoE's experts");
+    const int64_t block = c.quantization->group_size;
+    for (const auto& [what, width] :
+         {std::pair<const char*, int64_t>{"hidden_size", c.hidden_size},
+          {"num_attention_heads * head_dim", c.num_attention_heads * c.head_dim},
+          {"intermediate_size", c.intermediate_size}})
+      if (width % block != 0)
+        return InvalidArgument("config quantization_config: " + std::string(what) + " " +
+                               std::to_string(width) + " is not a multiple of the int8 block of " +
+                               std::to_string(block));
+  }
   return OkStatus();
 }
 

@@ -237,8 +237,36 @@ StatusOr<GgufExportSummary> ExportGguf(const fs::path& dir, const fs::path& out,
   GgufExportSummary summary;
   summary.tied_output = config.tie_word_embeddings;
   int64_t moe_layer = 0;
+  if (config.quantization && options.dtype)
+    return InvalidArgument(where + ": --dtype " + std::string(ShortName(*options.dtype)) +
+                           " with an int8 checkpoint (its matrices are exported as Q8_0 as they "
+                           "are; export the float checkpoint it was made from instead)");
   for (const auto& expected : ExpectedTensors(config)) {
     if (expected.optional) continue;  // a tied head's stored copy is not exported
+    if (expected.fixed_type == ElementType::kF16) continue;  // int8 scales: with their matrix
+    if (expected.fixed_type == ElementType::kS8) {
+      // An int8 matrix and its f16 block scales are GGUF Q8_0's blocks as they are.
+      Literal q, scales;
+      for (const auto& [name, out_value] :
+           {std::pair<std::string, Literal*>{expected.name, &q},
+            std::pair<std::string, Literal*>{Int8ScaleName(expected.name), &scales}}) {
+        const io::SafetensorsTensorInfo* info = checkpoint->Find(name);
+        if (!info) return NotFound(where + ": missing tensor \"" + name + "\"");
+        TL_ASSIGN_OR_RETURN(*out_value, checkpoint->Get(name));
+      }
+      const std::vector<int64_t> scale_shape{expected.shape[0],
+                                             expected.shape[1] / io::kInt8BlockSize};
+      if (q.element_type() != ElementType::kS8 || q.dims() != expected.shape ||
+          scales.element_type() != ElementType::kF16 || scales.dims() != scale_shape)
+        return InvalidArgument(where + ": int8 tensor \"" + expected.name + "\" is " +
+                               q.type().ToString() + " with scales " + scales.type().ToString() +
+                               ", expected s8 " + ShapeString(expected.shape) + " with f16 " +
+                               ShapeString(scale_shape));
+      TL_ASSIGN_OR_RETURN(std::string name, GgufTensorName(expected.name));
+      summary.tensor_bytes += static_cast<uint64_t>(q.num_elements() / 32 * 34);
+      tensors.push_back({std::move(name), std::move(q), GgmlType::kQ8_0, std::move(scales)});
+      continue;
+    }
     if (moe && expected.name.find(".mlp.experts.") != std::string::npos) continue;
     if (moe && expected.name.find(".mlp.gate.weight") != std::string::npos) {
       // The router and the experts stacked, written where the router comes.
@@ -277,7 +305,8 @@ StatusOr<GgufExportSummary> ExportGguf(const fs::path& dir, const fs::path& out,
   if (fs::exists(dir / "tokenizer_config.json")) {
     TL_ASSIGN_OR_RETURN(tok_config, ReadJson(dir / "tokenizer_config.json"));
   }
-  TL_ASSIGN_OR_RETURN(io::GenerationConfig generation, io::LoadGenerationConfigOrDefault(dir, config));
+  TL_ASSIGN_OR_RETURN(io::GenerationConfig generation,
+                      io::LoadGenerationConfigOrDefault(dir, config));
 
   // Special ids: tokenizer_config.json's tokens first, then config.json's and
   // generation_config.json's ids, the order llama.cpp's converter looks in.
@@ -310,10 +339,11 @@ StatusOr<GgufExportSummary> ExportGguf(const fs::path& dir, const fs::path& out,
   summary.chat_template = chat_template.has_value();
 
   // llama.cpp's file types, named by the matrices' type: all f32 = 0, mostly f16 = 1, mostly
-  // bf16 = 32 (the embedding is the first matrix).
+  // bf16 = 32, mostly Q8_0 = 7 (the embedding is the first matrix).
   const GgmlType matrix_type = tensors.front().type;
   const uint32_t file_type = matrix_type == GgmlType::kF16    ? 1
                              : matrix_type == GgmlType::kBF16 ? 32
+                             : matrix_type == GgmlType::kQ8_0 ? 7
                                                               : 0;
   auto u32 = [](int64_t v) { return GgufValue::U32(static_cast<uint32_t>(v)); };
   std::vector<GgufKeyValue> kv = {

@@ -16,9 +16,11 @@ Tensor FeedForward(const ModelConfig& c, const WeightTensors& w, int64_t layer, 
                    nn::LayerTrace* trace) {
   const std::string p = "model.layers." + std::to_string(layer) + ".";
   auto W = [&](const std::string& name) { return w.at(p + name); };
+  auto S = [&](const std::string& name) { return Int8Scale(w, p + name); };
   if (!c.IsMoeLayer(layer))
-    return nn::SwiGluMlp(n, W("mlp.gate_proj.weight"), W("mlp.up_proj.weight"),
-                         W("mlp.down_proj.weight"), trace, p + "mlp");
+    return nn::SwiGluMlp(
+        n, W("mlp.gate_proj.weight"), W("mlp.up_proj.weight"), W("mlp.down_proj.weight"), trace,
+        p + "mlp", {S("mlp.gate_proj.weight"), S("mlp.up_proj.weight"), S("mlp.down_proj.weight")});
   const std::string ep = "mlp.experts.";
   nn::MoeWeights mw{W("mlp.gate.weight"), W(ep + "gate_proj.weight"), W(ep + "up_proj.weight"),
                     W(ep + "down_proj.weight")};
@@ -57,6 +59,10 @@ Tensor DecoderLayer(const ModelConfig& c, const WeightTensors& w, int64_t layer,
   const std::string p = "model.layers." + std::to_string(layer) + ".";
   nn::LayerScope scope(trace, b, nn::kDecoderLayer, p.substr(0, p.size() - 1));
   auto W = [&](const std::string& name) { return w.at(p + name); };
+  // A projection: float weights, or int8 ones with their block scales.
+  auto Proj = [&](const Tensor& in, const std::string& name, const std::string& path) {
+    return nn::Linear(in, W(name), trace, path, Int8Scale(w, p + name));
+  };
   const int64_t bsz = x.dim(0), t = x.dim(1), d = c.head_dim;
   // Head counts from the projections' rows: a tensor-parallel step passes each device its heads.
   const int64_t hq = W("self_attn.q_proj.weight").dim(0) / d;
@@ -66,12 +72,9 @@ Tensor DecoderLayer(const ModelConfig& c, const WeightTensors& w, int64_t layer,
 
   Tensor h = nn::RmsNormLayer(x, W("input_layernorm.weight"), eps, trace, p + "input_layernorm");
   const std::string a = p + "self_attn.";
-  Tensor q =
-      Reshape(nn::Linear(h, W("self_attn.q_proj.weight"), trace, a + "q_proj"), {bsz, t, hq, d});
-  Tensor k =
-      Reshape(nn::Linear(h, W("self_attn.k_proj.weight"), trace, a + "k_proj"), {bsz, t, hkv, d});
-  Tensor v =
-      Reshape(nn::Linear(h, W("self_attn.v_proj.weight"), trace, a + "v_proj"), {bsz, t, hkv, d});
+  Tensor q = Reshape(Proj(h, "self_attn.q_proj.weight", a + "q_proj"), {bsz, t, hq, d});
+  Tensor k = Reshape(Proj(h, "self_attn.k_proj.weight", a + "k_proj"), {bsz, t, hkv, d});
+  Tensor v = Reshape(Proj(h, "self_attn.v_proj.weight", a + "v_proj"), {bsz, t, hkv, d});
   q = par.Annotate("heads", q);
   k = par.Annotate("heads", k);
   v = par.Annotate("heads", v);
@@ -91,8 +94,7 @@ Tensor DecoderLayer(const ModelConfig& c, const WeightTensors& w, int64_t layer,
   Tensor attn = nn::GroupedAttention(q, keys, values, ctx.mask,
                                      1.0 / std::sqrt(static_cast<double>(d)), trace, a + "attn");
   attn = Reshape(attn, {bsz, t, hq * d});
-  Tensor hidden =
-      x + par.Reduce(nn::Linear(attn, W("self_attn.o_proj.weight"), trace, a + "o_proj"));
+  Tensor hidden = x + par.Reduce(Proj(attn, "self_attn.o_proj.weight", a + "o_proj"));
   Tensor n = nn::RmsNormLayer(hidden, W("post_attention_layernorm.weight"), eps, trace,
                               p + "post_attention_layernorm");
   return hidden + par.Reduce(FeedForward(c, w, layer, n, trace));

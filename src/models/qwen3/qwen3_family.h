@@ -35,6 +35,12 @@ struct LayerCache {
 // Decoder layer `layer` on x [B, T, H] (`cache` unused, may be null, in training).
 Tensor DecoderLayer(const ModelConfig& c, const WeightTensors& w, int64_t layer, const Tensor& x,
                     const LayerContext& ctx, LayerCache* cache, nn::LayerTrace* trace);
+// The block scales of int8 matrix `name` in `w`, or an invalid Tensor when it is a float matrix.
+inline Tensor Int8Scale(const WeightTensors& w, const std::string& name) {
+  auto it = w.find(Int8ScaleName(name));
+  return it == w.end() ? Tensor() : it->second;
+}
+
 // Final RMSNorm.
 Tensor FinalNorm(const ModelConfig& c, const WeightTensors& w, const Tensor& x,
                  nn::LayerTrace* trace);

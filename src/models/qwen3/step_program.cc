@@ -74,7 +74,8 @@ StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
 
   WeightTensors w;
   for (const auto& spec : WeightSpecs(c))
-    w[spec.name] = in.Add(Port::kWeight, TensorType(shape.dtype, spec.shape), spec.name);
+    w[spec.name] =
+        in.Add(Port::kWeight, TensorType(spec.TypeFor(shape.dtype), spec.shape), spec.name);
   const std::vector<int64_t> tok_dims =
       prefill ? std::vector<int64_t>{bsz, t} : std::vector<int64_t>{bsz};
   Tensor tokens = in.Add(Port::kTokens, TensorType(ElementType::kS32, tok_dims));
@@ -103,7 +104,9 @@ StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
   ctx.positions = positions;
   Tensor x =
       nn::Embedding(w.at("model.embed_tokens.weight"), prefill ? tokens : Reshape(tokens, {bsz, 1}),
-                    trace, "model.embed_tokens");
+                    trace, "model.embed_tokens", Int8Scale(w, "model.embed_tokens.weight"));
+  // An int8 table dequantises to f32; the hidden states are in the program's type.
+  if (x.element_type() != shape.dtype) x = Convert(x, shape.dtype);
   std::tie(ctx.cos, ctx.sin) = nn::RotaryTables(pos2, c.head_dim, c.rope_theta);
   if (prefill) {
     // Query i may see key j when j <= i (causal) and j < length (not padding).
@@ -126,7 +129,8 @@ StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
   Tensor logits;
   {
     nn::LayerScope scope(trace, &b, nn::kLmHeadLayer, "lm_head");
-    logits = nn::Linear(n, w.at(HeadWeightName(c)), trace, "lm_head");
+    logits =
+        nn::Linear(n, w.at(HeadWeightName(c)), trace, "lm_head", Int8Scale(w, HeadWeightName(c)));
     if (logits.element_type() != ElementType::kF32) logits = Convert(logits, ElementType::kF32);
   }
   Tensor next;

@@ -8,6 +8,10 @@ StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTenso
                                          const Tensor& input_ids, autodiff::Marks* remat,
                                          const ParallelHooks* parallel) {
   TL_RETURN_IF_ERROR(CheckSupported(c));
+  if (c.quantization)
+    return Unimplemented(
+        "Qwen3 training forward: the checkpoint is int8-quantized (quantization_config " +
+        c.quantization->quant_method + "); train the float checkpoint it was made from");
   if (input_ids.rank() != 2 || input_ids.element_type() != ElementType::kS32)
     return InvalidArgument("Qwen3 training forward: input_ids " + input_ids.type().ToString() +
                            ": expected s32 [batch, seq_len]");

@@ -46,7 +46,25 @@ std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c) {
   add("model.norm.weight", {h});
   // A tied head shares the embedding; its file may still store a copy.
   add("lm_head.weight", {c.vocab_size, h}, c.tie_word_embeddings);
-  return out;
+  if (!c.quantization) return out;
+  // int8 checkpoints (io::WeightQuantization): every matrix but an MoE router as s8, followed
+  // by its f16 block scales.
+  std::vector<ExpectedTensor> quantized;
+  const int64_t block = c.quantization->group_size;
+  for (auto& t : out) {
+    const bool matrix = t.shape.size() == 2 && t.shape[1] % block == 0 &&
+                        t.name.find("mlp.gate.weight") == std::string::npos;
+    if (!matrix) {
+      quantized.push_back(std::move(t));
+      continue;
+    }
+    ExpectedTensor scale{
+        Int8ScaleName(t.name), {t.shape[0], t.shape[1] / block}, t.optional, ElementType::kF16};
+    t.fixed_type = ElementType::kS8;
+    quantized.push_back(std::move(t));
+    quantized.push_back(std::move(scale));
+  }
+  return quantized;
 }
 
 std::vector<WeightSpec> WeightSpecs(const ModelConfig& c) {
@@ -55,7 +73,7 @@ std::vector<WeightSpec> WeightSpecs(const ModelConfig& c) {
   std::vector<WeightSpec> out;
   for (const auto& t : ExpectedTensors(c)) {
     if (t.optional || t.name.find(".mlp.experts.") != std::string::npos) continue;
-    out.push_back({t.name, t.shape, {}});
+    out.push_back({t.name, t.shape, {}, t.fixed_type});
     const std::string router = "mlp.gate.weight";
     if (t.name.size() <= router.size() ||
         t.name.compare(t.name.size() - router.size(), router.size(), router) != 0)

@@ -1,0 +1,117 @@
+// The int8 matrix product (fusion.h): nn::Linear's chain for int8 weights,
+//   r = reshape(q s8 [N, K]) [N, K/32, 32] ; c = convert(r) f32
+//   s = convert(scale f16 [N, K/32]) f32 ; b = broadcast_in_dim(s, dims = [0, 1]) [N, K/32, 32]
+//   w = reshape(c * b) [N, K] ; y = dot_general(x f32 [..., K], w, contracting {last} x {1})
+// runs as ops::Int8Matmul on (x, q, scale): decode's rows stream the int8 matrix once with the
+// f32 matrix-vector kernel's arithmetic, so y has the unfused chain's bits and no [N, K] f32
+// temporary exists.
+#include <unordered_map>
+
+#include "fusion.h"
+#include "ops/reduction_matmul.h"
+
+namespace tlaloc::interp {
+
+namespace {
+
+constexpr int64_t kBlock = 32;
+
+bool HasType(Value v, ElementType et) {
+  return v.type().is_tensor() && v.tensor_type().element_type == et;
+}
+
+// The dot's dimension numbers are exactly: no batch dimensions, lhs contracting {lhs_last},
+// rhs contracting {1}; and no algorithm override.
+bool IsPlainRowsDot(const Operation& op, int64_t lhs_last) {
+  if (FindAttr(op.attrs(), "algorithm")) return false;
+  const Attribute* a = FindAttr(op.attrs(), "dot_dimension_numbers");
+  if (!a || a->kind() != Attribute::Kind::kStruct) return false;
+  auto field = [&](const char* name) {
+    const Attribute* f = FindAttr(a->as_dict(), name);
+    return f && f->kind() == Attribute::Kind::kIntArray ? f->as_int_array()
+                                                        : std::vector<int64_t>{};
+  };
+  return field("lhs_batching_dimensions").empty() && field("rhs_batching_dimensions").empty() &&
+         field("lhs_contracting_dimensions") == std::vector<int64_t>{lhs_last} &&
+         field("rhs_contracting_dimensions") == std::vector<int64_t>{1};
+}
+
+}  // namespace
+
+const FusedKernel& Int8DotKernel() {
+  static const FusedKernel* kernel = new FusedKernel{
+      "fused.int8_dot", [](std::span<const Literal> in, Literal& out, EvalContext& ctx) -> Status {
+        // The s8 matrix comes first: the interpreter lets a fused result take over its first
+        // operand's buffer when the types match, which x's may (k == n) and must not here.
+        const Literal& q = in[0];
+        const Literal& scale = in[1];
+        const Literal& x = in[2];
+        const int64_t n = q.dims()[0], k = q.dims()[1];
+        const int64_t m = k > 0 ? x.num_elements() / k : 0;
+        if (m == 0 || n == 0) return OkStatus();
+        ops::Int8Matmul(x.span<float>().data(), m, q.span<int8_t>().data(),
+                        scale.span<uint16_t>().data(), n, k, out.span<float>().data(), ctx);
+        return OkStatus();
+      }};
+  return *kernel;
+}
+
+bool MatchInt8Dot(const Block& block, const BlockUses& uses, int a, std::vector<int>& chain,
+                  std::vector<Value>& operands) {
+  const auto& ops = block.operations();
+  auto index_of = [&](const Operation* op) -> int {
+    // The producers sit just before the multiply that this chain walks to; search back.
+    for (int i = static_cast<int>(ops.size()) - 1; i >= 0; --i)
+      if (ops[i].get() == op) return i;
+    return -1;
+  };
+  const Operation& r1 = *ops[a];
+  if (r1.name() != "stablehlo.reshape" || r1.num_operands() != 1) return false;
+  Value q = r1.operand(0);
+  if (!HasType(q, ElementType::kS8) || q.tensor_type().rank() != 2) return false;
+  const int64_t n = q.tensor_type().dims[0], k = q.tensor_type().dims[1];
+  if (k <= 0 || k % kBlock != 0) return false;
+  const std::vector<int64_t> blocked{n, k / kBlock, kBlock};
+  if (r1.result(0).tensor_type().dims != blocked) return false;
+  const int c1 = uses.OnlyUser(r1.result(0));
+  if (c1 < 0 || ops[c1]->name() != "stablehlo.convert" ||
+      !HasType(ops[c1]->result(0), ElementType::kF32))
+    return false;
+  const int mul = uses.OnlyUser(ops[c1]->result(0));
+  if (mul < 0 || ops[mul]->name() != "stablehlo.multiply") return false;
+  const Operation& mop = *ops[mul];
+  Value other = mop.operand(0) == ops[c1]->result(0) ? mop.operand(1) : mop.operand(0);
+  if (other == ops[c1]->result(0) || other.is_block_argument()) return false;
+  const Operation* bop = other.producer();
+  if (bop->name() != "stablehlo.broadcast_in_dim" || uses.OnlyUser(other) != mul ||
+      GetIntArrayAttr(bop->attrs(), "broadcast_dimensions") != std::vector<int64_t>{0, 1} ||
+      other.tensor_type().dims != blocked)
+    return false;
+  Value s32 = bop->operand(0);
+  if (s32.is_block_argument() || !HasType(s32, ElementType::kF32) ||
+      uses.OnlyUser(s32) != index_of(bop))
+    return false;
+  const Operation* sop = s32.producer();
+  if (sop->name() != "stablehlo.convert" || !HasType(sop->operand(0), ElementType::kF16) ||
+      sop->operand(0).tensor_type().dims != std::vector<int64_t>{n, k / kBlock})
+    return false;
+  const int r2 = uses.OnlyUser(mop.result(0));
+  if (r2 < 0 || ops[r2]->name() != "stablehlo.reshape" ||
+      ops[r2]->result(0).tensor_type().dims != std::vector<int64_t>{n, k})
+    return false;
+  const int dot = uses.OnlyUser(ops[r2]->result(0));
+  if (dot < 0 || ops[dot]->name() != "stablehlo.dot_general") return false;
+  const Operation& dop = *ops[dot];
+  Value x = dop.operand(0);
+  if (!(dop.operand(1) == ops[r2]->result(0)) || !HasType(x, ElementType::kF32) ||
+      !HasType(dop.result(0), ElementType::kF32) || x.tensor_type().rank() < 1 ||
+      x.tensor_type().dims.back() != k || !IsPlainRowsDot(dop, x.tensor_type().rank() - 1))
+    return false;
+  const int bi = index_of(bop), si = index_of(sop);
+  if (bi < 0 || si < 0) return false;
+  chain = {a, c1, si, bi, mul, r2, dot};
+  operands = {q, sop->operand(0), x};
+  return true;
+}
+
+}  // namespace tlaloc::interp

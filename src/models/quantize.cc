@@ -1,0 +1,185 @@
+// int8 weight-only checkpoints (see quantize.h).
+#include "tlaloc/models/quantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "tlaloc/io/checkpoint.h"
+#include "tlaloc/io/model_config.h"
+#include "tlaloc/models/family.h"
+#include "tlaloc/support/atomic_file.h"
+#include "tlaloc/support/half.h"
+
+namespace tlaloc::models {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+float ElementAsFloat(const Literal& v, int64_t i) {
+  switch (v.element_type()) {
+    case ElementType::kBF16:
+      return Bf16BitsToFloat(v.span<uint16_t>()[i]);
+    case ElementType::kF16:
+      return HalfBitsToFloat(v.span<uint16_t>()[i]);
+    default:
+      return v.span<float>()[i];
+  }
+}
+
+std::string ShapeText(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+StatusOr<std::pair<Literal, Literal>> QuantizeInt8Matrix(const Literal& value,
+                                                         const std::string& name) {
+  const int64_t block = io::kInt8BlockSize;
+  const ElementType et = value.element_type();
+  if (et != ElementType::kF32 && et != ElementType::kBF16 && et != ElementType::kF16)
+    return InvalidArgument("quantize: tensor \"" + name + "\" has dtype " +
+                           std::string(ShortName(et)) + " (expected f32, bf16 or f16)");
+  if (value.dims().size() != 2 || value.dims()[1] % block != 0)
+    return InvalidArgument(
+        "quantize: tensor \"" + name + "\" has shape " + ShapeText(value.dims()) +
+        " (expected a matrix whose rows are a multiple of " + std::to_string(block) + " long)");
+  const int64_t rows = value.dims()[0], k = value.dims()[1], blocks = k / block;
+  Literal q = Literal::Uninitialized(TensorType(ElementType::kS8, {rows, k}));
+  Literal scale = Literal::Uninitialized(TensorType(ElementType::kF16, {rows, blocks}));
+  auto qs = q.span<int8_t>();
+  auto ss = scale.span<uint16_t>();
+  float x[io::kInt8BlockSize];
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t base = r * k + b * block;
+      float amax = 0;
+      for (int64_t j = 0; j < block; ++j) {
+        x[j] = ElementAsFloat(value, base + j);
+        if (!std::isfinite(x[j]))
+          return InvalidArgument("quantize: tensor \"" + name + "\" has a non-finite value at [" +
+                                 std::to_string(r) + ", " + std::to_string(b * block + j) + "]");
+        amax = std::max(amax, std::fabs(x[j]));
+      }
+      const uint16_t bits = FloatToHalfBits(amax / 127.0f);
+      const float d = HalfBitsToFloat(bits);
+      if (!std::isfinite(d))
+        return InvalidArgument("quantize: tensor \"" + name + "\" row " + std::to_string(r) +
+                               " block " + std::to_string(b) + ": magnitude " +
+                               std::to_string(amax) + " overflows the f16 block scale");
+      ss[r * blocks + b] = bits;
+      for (int64_t j = 0; j < block; ++j) {
+        const float v = d > 0 ? std::nearbyint(x[j] / d) : 0.0f;
+        qs[base + j] = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
+      }
+    }
+  }
+  return std::make_pair(std::move(q), std::move(scale));
+}
+
+Literal DequantizeInt8Matrix(const Literal& q, const Literal& scale) {
+  Literal out = Literal::Uninitialized(TensorType(ElementType::kF32, q.dims()));
+  const int64_t k = q.dims().empty() ? 0 : q.dims().back();
+  const int64_t blocks = scale.dims().empty() ? 1 : scale.dims().back();
+  const int64_t block = blocks > 0 ? k / blocks : 1;
+  auto qs = q.span<int8_t>();
+  auto ss = scale.span<uint16_t>();
+  auto os = out.span<float>();
+  for (int64_t i = 0; i < static_cast<int64_t>(qs.size()); ++i) {
+    const int64_t row = i / k, b = (i % k) / block;
+    os[i] = static_cast<float>(qs[i]) * HalfBitsToFloat(ss[row * blocks + b]);
+  }
+  return out;
+}
+
+StatusOr<QuantizeSummary> QuantizeCheckpoint(const fs::path& in, const fs::path& out) {
+  const std::string where = "quantize " + in.string();
+  std::error_code ec;
+  if (!fs::is_directory(in, ec)) return NotFound(where + ": no such checkpoint folder");
+  if (fs::exists(out, ec) && (!fs::is_directory(out, ec) || !fs::is_empty(out, ec)))
+    return FailedPrecondition(where + ": output " + out.string() +
+                              " exists and is not an empty folder");
+  auto loaded = io::LoadModelConfig(in);
+  if (!loaded.ok())
+    return Status(loaded.status().code(), where + ": " + std::string(loaded.status().message()));
+  io::ModelConfig config = *loaded;
+  if (config.quantization)
+    return InvalidArgument(where + ": the checkpoint is already quantized (quantization_config " +
+                           config.quantization->quant_method + ")");
+  TL_RETURN_IF_ERROR(CheckSupported(config));
+  config.quantization = io::WeightQuantization{};
+  if (Status s = CheckSupported(config); !s.ok())
+    return Status(s.code(), where + ": " + std::string(s.message()));
+  auto checkpoint = io::Checkpoint::Open(in);
+  if (!checkpoint.ok())
+    return Status(checkpoint.status().code(),
+                  where + ": " + std::string(checkpoint.status().message()));
+
+  QuantizeSummary summary;
+  std::vector<io::NamedTensor> tensors;
+  for (const auto& expected : ExpectedTensors(config)) {
+    if (expected.fixed_type == ElementType::kF16) continue;  // a scale, made with its matrix
+    const io::SafetensorsTensorInfo* info = checkpoint->Find(expected.name);
+    if (!info) {
+      if (expected.optional) continue;
+      return NotFound(where + ": checkpoint is missing tensor \"" + expected.name + "\"");
+    }
+    if (expected.optional) continue;  // a tied head's stored copy: the embedding serves
+    if (info->shape != expected.shape)
+      return InvalidArgument(where + ": tensor \"" + expected.name + "\" has shape " +
+                             ShapeText(info->shape) + ", expected " + ShapeText(expected.shape));
+    TL_ASSIGN_OR_RETURN(Literal value, checkpoint->Get(expected.name));
+    summary.bytes_in += static_cast<uint64_t>(value.byte_size());
+    if (expected.fixed_type != ElementType::kS8) {
+      if (!IsFloat(value.element_type()))
+        return InvalidArgument(where + ": tensor \"" + expected.name + "\" has dtype " +
+                               std::string(ShortName(value.element_type())) +
+                               " (expected a float type)");
+      summary.bytes_out += static_cast<uint64_t>(value.byte_size());
+      summary.kept_tensors += 1;
+      tensors.push_back({expected.name, std::move(value)});
+      continue;
+    }
+    auto qs = QuantizeInt8Matrix(value, expected.name);
+    if (!qs.ok())
+      return Status(qs.status().code(), where + ": " + std::string(qs.status().message()));
+    auto& [q, scale] = *qs;
+    const Literal back = DequantizeInt8Matrix(q, scale);
+    for (int64_t i = 0; i < value.num_elements(); ++i)
+      summary.max_abs_error = std::max(
+          summary.max_abs_error,
+          std::fabs(static_cast<double>(ElementAsFloat(value, i)) - back.span<float>()[i]));
+    summary.bytes_out += static_cast<uint64_t>(q.byte_size() + scale.byte_size());
+    summary.quantized_tensors += 1;
+    tensors.push_back({expected.name, std::move(q)});
+    tensors.push_back({Int8ScaleName(expected.name), std::move(scale)});
+  }
+
+  // Staged beside `out`, published by one rename.
+  const fs::path stage = TemporarySibling(out);
+  auto fail = [&](const Status& s) {
+    fs::remove_all(stage, ec);
+    return Status(s.code(), where + ": " + std::string(s.message()));
+  };
+  fs::create_directories(stage, ec);
+  if (ec) return fail(InvalidArgument("cannot create " + stage.string() + ": " + ec.message()));
+  if (Status s = io::WriteCheckpoint(stage, tensors); !s.ok()) return fail(s);
+  if (Status s = io::WriteModelConfig(stage / "config.json", config); !s.ok()) return fail(s);
+  for (const auto& entry : fs::directory_iterator(in, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_regular_file() || name == "config.json" || IsTemporaryName(name) ||
+        entry.path().extension() == ".safetensors" || name == io::kSafetensorsIndexName)
+      continue;
+    if (Status s = CopyFileAtomic(entry.path(), stage / name); !s.ok()) return fail(s);
+  }
+  if (ec) return fail(InvalidArgument("cannot list " + in.string() + ": " + ec.message()));
+  if (fs::exists(out, ec)) fs::remove(out, ec);  // the empty folder checked above
+  if (Status s = RenameDurably(stage, out); !s.ok()) return fail(s);
+  return summary;
+}
+
+}  // namespace tlaloc::models

@@ -1,0 +1,214 @@
+// Products with int8 weight matrices (f16 scales per block of 32 along the contraction:
+// io::WeightQuantization), for the interpreter's fused int8 kernel (interp/fusion.h). The
+// matrix-vector kernel dequantises each 32-element block in registers (one widening, one
+// convert, one multiply by the block's scale, all exact) and then runs exactly the f32 kernel's
+// arithmetic of reduction_matmul.cc (the same lane order, FMAs and horizontal sum), so its
+// results are bit for bit those of the f32 product with the dequantised matrix, while reading
+// 1.06 bytes per weight instead of 4 (f32) or 2 (bf16).
+#include <immintrin.h>
+
+#include "reduction_matmul.h"
+#include "tlaloc/support/cpu_features.h"
+#include "tlaloc/support/half.h"
+
+// GCC 12 reports the deliberately undefined lanes inside its own AVX-512 intrinsic headers
+// (_mm512_undefined_*) as uninitialised once they are inlined here.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include <algorithm>
+#include <atomic>
+#include <vector>
+
+namespace tlaloc::ops {
+
+namespace {
+
+constexpr int64_t kBlock = 32;  // io::kInt8BlockSize (ops/ sits below io/)
+
+const bool kAvx512 = HasAvx512Core();
+
+// The f32 kernel's lane order (reduction_matmul.cc): elements {0-3, 8-11, 16-19, 24-27} of a
+// 32-element step in `lo`, the others in `hi`.
+inline constexpr int kLoLanes[16] = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};
+inline constexpr int kHiLanes[16] = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};
+
+TLALOC_AVX512_CORE_TARGET inline void LoadVectorPair(const float* p, __m512& lo, __m512& hi) {
+  const __m512 a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + 16);
+  lo = _mm512_permutex2var_ps(a, _mm512_loadu_si512(kLoLanes), b);
+  hi = _mm512_permutex2var_ps(a, _mm512_loadu_si512(kHiLanes), b);
+}
+
+// One 32-element block of int8 values times its scale, in the same lane order: widening to 16
+// bits keeps the natural order, and interleaving with zeros within each 128-bit lane gives the
+// 32-bit lanes {0-3, 8-11, ...} / {4-7, 12-15, ...} holding q * 2^16 (the value in the high
+// half). That converts exactly, and times `scale16` = scale * 2^-16 (exact: a power of two
+// apart, far from f32's limits) it is q * scale exactly, as the unfused chain computes it.
+TLALOC_AVX512_CORE_TARGET inline void LoadInt8Block(const int8_t* p, __m512 scale16, __m512& lo,
+                                                    __m512& hi) {
+  const __m512i w16 = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  const __m512i zero = _mm512_setzero_si512();
+  lo = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_unpacklo_epi16(zero, w16)), scale16);
+  hi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_unpackhi_epi16(zero, w16)), scale16);
+}
+
+TLALOC_AVX512_CORE_TARGET inline float SumLanes(__m512 a, __m512 b) {
+  const __m512 v = _mm512_add_ps(a, b);
+  const __m256 high = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), high);
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+// R rows (R = 4 or 1) against S vectors: each (row, vector) pair's arithmetic is the f32
+// kernel's DotsAvx512 / Dot4RowsAvx512 on the dequantised row.
+template <int R, int S>
+TLALOC_AVX512_CORE_TARGET void Int8RowsAvx512(const float* const* x, const int8_t* const* rows,
+                                              const uint16_t* const* scales, int64_t k, float* out,
+                                              int64_t out_s, bool prefetch) {
+  __m512 acc0[R][S], acc1[R][S];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < S; ++v) acc0[r][v] = acc1[r][v] = _mm512_setzero_ps();
+  // Each row's scales, sixteen at a time, widened from f16 exactly (vcvtph2ps), times 2^-16.
+  alignas(64) float sc[R][16];
+  const int64_t blocks = k / kBlock;
+  for (int64_t i = 0; i < k; i += kBlock) {
+    const int64_t blk = i / kBlock;
+    if ((blk & 15) == 0) {
+      const int64_t left = std::min<int64_t>(16, blocks - blk);
+      const __mmask16 m = static_cast<__mmask16>((1u << left) - 1u);
+      const __m512 two_m16 = _mm512_set1_ps(1.0f / 65536.0f);
+      for (int r = 0; r < R; ++r)
+        _mm512_store_ps(
+            sc[r],
+            _mm512_mul_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, scales[r] + blk)), two_m16));
+    }
+    __m512 x0[S], x1[S];
+#pragma GCC unroll 4
+    for (int v = 0; v < S; ++v) LoadVectorPair(x[v] + i, x0[v], x1[v]);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(rows[r] + i + 8 * k), _MM_HINT_T0);
+      __m512 w0, w1;
+      LoadInt8Block(rows[r] + i, _mm512_set1_ps(sc[r][blk & 15]), w0, w1);
+#pragma GCC unroll 4
+      for (int v = 0; v < S; ++v) {
+        acc0[r][v] = _mm512_fmadd_ps(x0[v], w0, acc0[r][v]);
+        acc1[r][v] = _mm512_fmadd_ps(x1[v], w1, acc1[r][v]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < S; ++v) out[r + v * out_s] = SumLanes(acc0[r][v], acc1[r][v]);
+}
+
+// The portable loop: the f32 kernel's DotsPortable on the dequantised row.
+void Int8RowPortable(const float* const* x, int s_count, const int8_t* row, const uint16_t* scales,
+                     int64_t k, float* out, int64_t out_s) {
+  for (int s = 0; s < s_count; ++s) {
+    float acc = 0;
+    for (int64_t b = 0; b < k / kBlock; ++b) {
+      const float d = HalfBitsToFloat(scales[b]);
+      for (int64_t i = b * kBlock; i < (b + 1) * kBlock; ++i) {
+        const float w = static_cast<float>(row[i]) * d;
+        acc += x[s][i] * w;
+      }
+    }
+    out[s * out_s] = acc;
+  }
+}
+
+template <int S>
+TLALOC_AVX512_CORE_TARGET void Int8RowsDispatch(const float* const* x, const int8_t* const* rows,
+                                                const uint16_t* const* scales, int64_t k,
+                                                float* out, int64_t out_s, bool four,
+                                                bool prefetch) {
+  if (four)
+    Int8RowsAvx512<4, S>(x, rows, scales, k, out, out_s, prefetch);
+  else
+    Int8RowsAvx512<1, S>(x, rows, scales, k, out, out_s, prefetch);
+}
+
+}  // namespace
+
+float DotInt8(const float* x, const int8_t* row, const uint16_t* scales, int64_t k) {
+  float out;
+  if (kAvx512 && k % kBlock == 0)
+    Int8RowsAvx512<1, 1>(&x, &row, &scales, k, &out, 1, false);
+  else
+    Int8RowPortable(&x, 1, row, scales, k, &out, 1);
+  return out;
+}
+
+void Int8Matmul(const float* x, int64_t m, const int8_t* w, const uint16_t* scales, int64_t n,
+                int64_t k, float* c, EvalContext& ctx) {
+  if (m > kMaxVectors) {
+    // Prefill: the f32 product ViewMatmul runs on the dequantised matrix (one temporary).
+    // 64-byte aligned like the f32 weights the unfused product reads.
+    Literal dense_buffer = Literal::Uninitialized(TensorType(ElementType::kF32, {n, k}));
+    float* dense = dense_buffer.span<float>().data();
+    const int64_t blocks = k / kBlock;
+    ctx.ParallelFor(n, std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)),
+                    [&](int64_t begin, int64_t end) {
+                      for (int64_t r = begin; r < end; ++r)
+                        for (int64_t b = 0; b < blocks; ++b) {
+                          const float d = HalfBitsToFloat(scales[r * blocks + b]);
+                          for (int64_t i = b * kBlock; i < (b + 1) * kBlock; ++i)
+                            dense[r * k + i] = static_cast<float>(w[r * k + i]) * d;
+                        }
+                    });
+    MatrixView a{reinterpret_cast<const std::byte*>(x), ElementType::kF32, m * k, k, 1};
+    MatrixView b{reinterpret_cast<const std::byte*>(dense), ElementType::kF32, n * k, 1, k};
+    ViewMatmul(a, b, 1, m, k, n, c, ctx);
+    return;
+  }
+  // Decode: rows of w streamed once against the m vectors, split over the pool in blocks of
+  // rows as the f32 kernel splits them (results do not depend on the split).
+  const int s_count = static_cast<int>(m);
+  const int64_t blocks = k / kBlock;
+  const int64_t block = std::max<int64_t>(4, (int64_t{1} << 16) / std::max<int64_t>(k, 1) / 4 * 4);
+  const int64_t tasks = (n + block - 1) / block;
+  std::atomic<int64_t> next{0};
+  const float* xs[kMaxVectors];
+  for (int s = 0; s < s_count; ++s) xs[s] = x + s * k;
+  ctx.ParallelFor(tasks, 1, [&](int64_t, int64_t) {
+    for (int64_t task = next.fetch_add(1); task < tasks; task = next.fetch_add(1)) {
+      const int64_t begin = task * block, end = std::min(n, begin + block);
+      for (int64_t r = begin; r < end;) {
+        const bool four = r + 4 <= end && s_count <= 2;
+        const int count = four ? 4 : 1;
+        const int8_t* rows[4];
+        const uint16_t* sc[4];
+        for (int j = 0; j < count; ++j)
+          rows[j] = w + (r + j) * k, sc[j] = scales + (r + j) * blocks;
+        float* o = c + r;
+        if (!kAvx512) {
+          Int8RowPortable(xs, s_count, rows[0], sc[0], k, o, n);
+          r += 1;
+          continue;
+        }
+        const bool prefetch = r + 12 <= n;
+        switch (s_count) {
+          case 1:
+            Int8RowsDispatch<1>(xs, rows, sc, k, o, n, four, prefetch);
+            break;
+          case 2:
+            Int8RowsDispatch<2>(xs, rows, sc, k, o, n, four, prefetch);
+            break;
+          case 3:
+            Int8RowsDispatch<3>(xs, rows, sc, k, o, n, four, prefetch);
+            break;
+          default:
+            Int8RowsDispatch<4>(xs, rows, sc, k, o, n, four, prefetch);
+            break;
+        }
+        r += count;
+      }
+    }
+  });
+}
+
+}  // namespace tlaloc::ops

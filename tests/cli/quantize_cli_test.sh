@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# `tlaloc quantize` end to end: the tiny preset quantized to int8 is inspected, generated from on
+# the interpreter and on Tlaloc's PJRT plugin (the printed StableHLO with i8 weights runs there
+# unchanged: same greedy tokens), and exported as GGUF Q8_0; bad input is refused by name.
+# Usage: quantize_cli_test.sh TLALOC_BINARY PLUGIN_PATH SOURCE_DIR
+# Exits 77 (skipped) when the npm tokenizer package is not installed.
+set -uo pipefail
+TLALOC=$1 PLUGIN=$2 SOURCE_DIR=$3
+source "$(dirname "$0")/../cli_test_lib.sh"
+make_tiny_model "$TLALOC" "$SOURCE_DIR" 5
+status=0
+fail() { echo "FAIL: $*"; status=1; }
+
+INT8=$WORK/int8
+"$TLALOC" quantize "$MODEL" "$INT8" --dtype int8 2>"$WORK/q.log" || { cat "$WORK/q.log"; fail "quantize"; }
+grep -q '"quant_method": "tlaloc_int8"' "$INT8/config.json" || fail "config.json lacks quantization_config"
+[ -f "$INT8/tokenizer.json" ] || fail "tokenizer.json not copied"
+ls -a "$WORK" | grep -q '\.tmp-' && fail "a staging folder was left behind"
+
+"$TLALOC" quantize "$MODEL" "$WORK/int4" --dtype int4 2>"$WORK/e.log"
+rc=$?
+[ $rc -eq 2 ] && grep -q 'int4' "$WORK/e.log" || fail "--dtype int4: exit $rc, $(cat "$WORK/e.log")"
+[ -e "$WORK/int4" ] && fail "--dtype int4 wrote a folder"
+"$TLALOC" quantize "$MODEL" "$INT8" 2>"$WORK/e.log"
+rc=$?
+[ $rc -eq 1 ] && grep -q 'not an empty folder' "$WORK/e.log" || fail "existing output: exit $rc"
+"$TLALOC" quantize "$INT8" "$WORK/again" 2>"$WORK/e.log"
+[ $? -eq 1 ] && grep -q 'already quantized' "$WORK/e.log" || fail "quantizing twice was not refused"
+
+"$TLALOC" inspect "$INT8" >"$WORK/inspect.txt" 2>&1 || fail "inspect"
+grep -q '^quantized: *int8' "$WORK/inspect.txt" || fail "inspect does not say int8"
+grep -q 'check: *OK' "$WORK/inspect.txt" || { cat "$WORK/inspect.txt"; fail "inspect check"; }
+
+ids() {  # target: the generated_ids of a greedy --json run
+  "$TLALOC" generate --model "$INT8" --prompt "Tlaloc brings the rain" --max-new-tokens 6 \
+    --json --target "$1" 2>"$WORK/stderr" | grep -o '"generated_ids":\[[^]]*\]' ||
+    { cat "$WORK/stderr" >&2; return 1; }
+}
+local_ids=$(ids interp)
+plugin_ids=$(ids "$PLUGIN")
+grep -q "on pjrt:cpu" "$WORK/stderr" || fail "the int8 model did not run on the plugin"
+if [ -n "$local_ids" ] && [ "$local_ids" = "$plugin_ids" ]; then
+  echo "PASS int8 generate, interpreter = plugin: $plugin_ids"
+else
+  fail "int8 generate: interp $local_ids, plugin $plugin_ids"
+fi
+
+"$TLALOC" export gguf "$INT8" "$WORK/q8.gguf" 2>"$WORK/x.log" || { cat "$WORK/x.log"; fail "export"; }
+"$TLALOC" inspect "$WORK/q8.gguf" >"$WORK/gguf.txt" 2>&1 || fail "inspect of the GGUF"
+grep -q 'Q8_0' "$WORK/gguf.txt" || { cat "$WORK/gguf.txt"; fail "the GGUF has no Q8_0 tensors"; }
+"$TLALOC" export gguf "$INT8" "$WORK/b.gguf" --dtype bf16 2>"$WORK/e.log"
+[ $? -eq 1 ] && grep -q 'int8 checkpoint' "$WORK/e.log" || fail "export --dtype of an int8 folder"
+[ $status -eq 0 ] && echo "PASS quantize CLI"
+exit $status
