@@ -209,7 +209,7 @@ int64_t Engine::RowBucket(int64_t rows) const {
 }
 
 StatusOr<Engine::Program*> Engine::GetProgram(const models::StepShape& shape) {
-  ProgramKey key{shape.kind, shape.batch, shape.prompt_len, shape.table_blocks};
+  ProgramKey key{shape.kind, shape.batch, shape.prompt_len, shape.table_blocks, shape.num_blocks};
   auto it = programs_.find(key);
   if (it != programs_.end()) return &it->second;
   const bool prefill = shape.kind == models::StepKind::kPrefill;

@@ -159,7 +159,7 @@ class Engine {
   std::vector<int64_t> lengths_;
   std::vector<std::vector<int32_t>> tables_;  // each slot's blocks, in sequence order
   std::vector<int32_t> free_;                 // blocks no sequence holds
-  using ProgramKey = std::tuple<models::StepKind, int64_t, int64_t, int64_t>;
+  using ProgramKey = std::tuple<models::StepKind, int64_t, int64_t, int64_t, int64_t>;
   std::map<ProgramKey, Program> programs_;
   double compile_seconds_ = 0;
   ProgramTransform program_transform_;
