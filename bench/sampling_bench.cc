@@ -7,7 +7,7 @@
 //   BM_GreedyStep/vocab            the same 8 rows all greedy (the candidate selection is skipped)
 //
 // docs/SERVING.md records the ratios. Run it short on a shared machine, e.g.
-//   build/bench/sampling_bench --benchmark_min_time=0.5s
+//   build/bench/sampling_bench --benchmark_min_time=0.2
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -38,8 +38,8 @@ void TimeSampling(benchmark::State& state, int64_t vocab, bool one_sampled,
   in.top_p = fb.AddArg(TensorType(ElementType::kF32, {kRows}));
   in.keys = fb.AddArg(TensorType(ElementType::kU32, {kRows, 2}));
   in.steps = fb.AddArg(TensorType(ElementType::kU32, {kRows}));
-  const tlaloc::Status built = fb.Return(
-      {tlaloc::nn::SampleRows(logits, in, tlaloc::nn::kDefaultMaxCandidates, selection)});
+  const tlaloc::Status built =
+      fb.Return({tlaloc::nn::SampleRows(logits, in, tlaloc::nn::kDefaultMaxCandidates, selection)});
   if (!built.ok()) {
     state.SkipWithError(built.ToString().c_str());
     return;

@@ -154,9 +154,9 @@ Status Engine::Grow(const std::vector<std::pair<int64_t, int64_t>>& needs) {
     more += std::max<int64_t>(0, BlocksFor(positions) - static_cast<int64_t>(tables_[slot].size()));
   if (more > free_blocks())
     return ResourceExhausted("the KV cache is full: this step needs " + std::to_string(more) +
-                             " more blocks of " + std::to_string(kKvBlockSize) +
-                             " positions and " + std::to_string(free_blocks()) + " of " +
-                             std::to_string(num_blocks_) + " are free");
+                             " more blocks of " + std::to_string(kKvBlockSize) + " positions and " +
+                             std::to_string(free_blocks()) + " of " + std::to_string(num_blocks_) +
+                             " are free");
   for (const auto& need : needs) {
     auto& table = tables_[need.first];
     while (static_cast<int64_t>(table.size()) < BlocksFor(need.second)) {
@@ -338,8 +338,8 @@ StatusOr<EngineStep> Engine::Prefill(std::span<const PrefillRow> rows) {
     for (int32_t id : prompt)
       if (id < 0 || id >= config_.vocab_size)
         return InvalidArgument(what + " has token id " + std::to_string(id) +
-                               " outside the vocabulary [0, " +
-                               std::to_string(config_.vocab_size) + ")");
+                               " outside the vocabulary [0, " + std::to_string(config_.vocab_size) +
+                               ")");
     TL_RETURN_IF_ERROR(CheckSampling(rows[r].sampling.params, what));
     const int64_t start = rows[r].start, end = start + static_cast<int64_t>(prompt.size());
     if (start != 0 && start != lengths_[rows[r].slot])
@@ -364,9 +364,9 @@ StatusOr<EngineStep> Engine::Prefill(std::span<const PrefillRow> rows) {
   }
   if (more > free_blocks())
     return ResourceExhausted("the KV cache is full: these prompts need " + std::to_string(more) +
-                             " more blocks of " + std::to_string(kKvBlockSize) +
-                             " positions and " + std::to_string(free_blocks()) + " of " +
-                             std::to_string(num_blocks_) + " are free");
+                             " more blocks of " + std::to_string(kKvBlockSize) + " positions and " +
+                             std::to_string(free_blocks()) + " of " + std::to_string(num_blocks_) +
+                             " are free");
   for (const PrefillRow& row : rows) {
     if (row.start == 0) Release(row.slot);
     needs.push_back({row.slot, row.start + static_cast<int64_t>(row.prompt.size())});
@@ -424,8 +424,7 @@ StatusOr<EngineStep> Engine::Decode(std::span<const DecodeRow> rows) {
   TL_RETURN_IF_ERROR(Grow(needs));
   // Rows in the order given, padded to the bucket with rows that write and keep nothing.
   const int64_t n = RowBucket(static_cast<int64_t>(rows.size()));
-  const models::StepShape shape =
-      StepShapeFor(models::StepKind::kDecode, n, 0, TableBucket(reach));
+  const models::StepShape shape = StepShapeFor(models::StepKind::kDecode, n, 0, TableBucket(reach));
   TL_ASSIGN_OR_RETURN(Program * program, GetProgram(shape));
   const int64_t m = shape.table_blocks, w = shape.write_blocks();
   std::vector<int32_t> tokens(n, 0), positions(n, 0), lengths(n, 0), table, write;

@@ -105,8 +105,7 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::Start(generate::TextGenerator& t
   if (options.kv_blocks == 0)
     options.kv_blocks = options.max_batch * generate::Engine::BlocksFor(options.max_context);
   std::unique_ptr<Scheduler> s(new Scheduler(text, options));
-  TL_RETURN_IF_ERROR(
-      s->engine_.Reserve(options.max_batch, options.max_context, options.kv_blocks));
+  TL_RETURN_IF_ERROR(s->engine_.Reserve(options.max_batch, options.max_context, options.kv_blocks));
   s->slots_.resize(options.max_batch);
   s->stats_.max_batch = options.max_batch;
   s->stats_.max_context = options.max_context;

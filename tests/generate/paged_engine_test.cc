@@ -39,8 +39,9 @@ std::vector<int32_t> Prompt(int n) {
 // Prefills `prompt` in slot 1 in chunks of the given sizes, then decodes `n` greedy tokens;
 // returns the last chunk's logits and the tokens.
 std::pair<std::vector<float>, std::vector<int32_t>> RunChunks(Engine& e,
-                                                        const std::vector<int32_t>& prompt,
-                                                        const std::vector<int>& chunks, int n) {
+                                                              const std::vector<int32_t>& prompt,
+                                                              const std::vector<int>& chunks,
+                                                              int n) {
   std::pair<std::vector<float>, std::vector<int32_t>> out;
   int64_t fed = 0;
   for (int c : chunks) {
@@ -98,8 +99,8 @@ TEST(PagedEngine, BlocksFollowLiveTokens) {
   EXPECT_EQ(e.blocks_in_use(), 0);
   // The pool is the whole cache: 6 blocks per layer's keys and values.
   ASSERT_EQ(e.caches().size(), 2u * m.config.num_hidden_layers);
-  const TensorType pool_type(ElementType::kF32, {6, m.config.num_key_value_heads, kKvBlockSize,
-                                                 m.config.head_dim});
+  const TensorType pool_type(ElementType::kF32,
+                             {6, m.config.num_key_value_heads, kKvBlockSize, m.config.head_dim});
   for (const auto& c : e.caches()) EXPECT_EQ(c->type(), pool_type);
   EXPECT_EQ(e.block_bytes() * 6, 2 * m.config.num_hidden_layers * pool_type.byte_size());
 

@@ -213,6 +213,54 @@ TEST(Scheduler, CancelledRequestFreesItsSlot) {
   EXPECT_EQ((*sched)->Stats().requests_cancelled, 1);
 }
 
+TEST(Scheduler, RequestsWaitForKvBlocks) {
+  auto text = MakeText();
+  auto alone = text->Run(Greedy("hello there", 30));
+  ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+  // Four slots but four blocks (64 positions): each request's 11 + 30 positions take three, so
+  // one runs at a time and the others wait in the queue.
+  SchedulerOptions o = Options(4);
+  o.kv_blocks = 4;
+  auto sched = Scheduler::Start(*text, o);
+  ASSERT_TRUE(sched.ok()) << sched.status().ToString();
+  EXPECT_EQ((*sched)->Stats().kv_blocks_total, 4);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < 3; ++i) streams.push_back(Submit(*text, **sched, Greedy("hello there", 30)));
+  int64_t most_running = 0, most_reserved = 0, most_in_use = 0;
+  std::vector<std::vector<StreamEvent>> events(streams.size());
+  for (bool any = true; any;) {
+    any = false;
+    for (size_t i = 0; i < streams.size(); ++i) any |= streams[i]->Wait(events[i], 5);
+    auto st = (*sched)->Stats();
+    most_running = std::max(most_running, st.running);
+    most_reserved = std::max(most_reserved, st.kv_blocks_reserved);
+    most_in_use = std::max(most_in_use, st.kv_blocks_in_use);
+  }
+  EXPECT_EQ(most_running, 1);
+  EXPECT_EQ(most_reserved, 3);
+  EXPECT_GE(most_in_use, 1);
+  EXPECT_LE(most_in_use, 3);
+  for (size_t i = 0; i < streams.size(); ++i) {
+    std::vector<int32_t> tokens;
+    for (const auto& e : events[i])
+      if (e.token >= 0) tokens.push_back(e.token);
+    EXPECT_EQ(tokens, alone->generated_ids) << "request " << i;
+  }
+  auto st = (*sched)->Stats();
+  EXPECT_EQ(st.kv_blocks_in_use, 0);
+  EXPECT_EQ(st.kv_blocks_reserved, 0);
+  // A prompt the whole pool cannot hold is refused at once, naming the pool.
+  auto prep = text->Prepare(Greedy(std::string(70, 'x'), 4));
+  ASSERT_TRUE(prep.ok());
+  ScheduledRequest big;
+  big.prepared = std::move(*prep);
+  auto refused = (*sched)->Submit(std::move(big));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("KV cache holds 64 positions"), std::string::npos)
+      << refused.status().ToString();
+}
+
 TEST(Scheduler, FullQueueIsRefused) {
   auto text = MakeText();
   auto sched = Scheduler::Start(*text, Options(1, 256, 1));

@@ -71,14 +71,15 @@ void WritePages(const LayerContext& ctx, const Tensor& kt, const Tensor& vt, Lay
       Tensor padded = Pad(Reshape(SliceAxis(rows, 0, r, r + 1), {hkv, t, d}),
                           Scalar(*b, 0, rows.element_type()), {0, page, 0}, {0, page, 0});
       for (int64_t w = 0; w < blocks; ++w) {
-        Tensor block = Reshape(SliceAxis(SliceAxis(ctx.write_blocks, 0, r, r + 1), 1, w, w + 1), {});
+        Tensor block =
+            Reshape(SliceAxis(SliceAxis(ctx.write_blocks, 0, r, r + 1), 1, w, w + 1), {});
         // Chunk index of the block's first position, and which of its positions are new.
         Tensor first = base + Scalar(*b, static_cast<double>(w * page), ElementType::kS32) - start;
         Tensor index = BroadcastInDim(first, {page}, {}) + offsets;
         Tensor fresh = Ge(index, FullLike(index, 0)) & Lt(index, BroadcastInDim(len, {page}, {}));
         Tensor incoming = DynamicSlice(padded, {zero, first + page_s, zero}, {hkv, page, d});
-        Tensor old =
-            Reshape(DynamicSlice(*pool, {block, zero, zero, zero}, {1, hkv, page, d}), {hkv, page, d});
+        Tensor old = Reshape(DynamicSlice(*pool, {block, zero, zero, zero}, {1, hkv, page, d}),
+                             {hkv, page, d});
         Tensor merged = Where(BroadcastInDim(fresh, {hkv, page, d}, {1}), incoming, old);
         *pool = DynamicUpdateSlice(*pool, Reshape(merged, {1, hkv, page, d}),
                                    {block, zero, zero, zero});

@@ -48,8 +48,7 @@ Status CheckShape(const ModelConfig& c, const StepShape& shape) {
                              ", prompt " + std::to_string(t) + ", " +
                              std::to_string(shape.num_blocks) + " blocks of " +
                              std::to_string(shape.page_size) + ", table of " +
-                             std::to_string(shape.table_blocks) +
-                             " (expected positive sizes)");
+                             std::to_string(shape.table_blocks) + " (expected positive sizes)");
   } else if (shape.batch <= 0 || t <= 0 || shape.max_len <= 0 || t > shape.max_len ||
              shape.slots() < shape.batch || (!prefill && shape.slots() != shape.batch)) {
     return InvalidArgument("Qwen3 step shape: batch " + std::to_string(shape.batch) + ", prompt " +
