@@ -403,8 +403,13 @@ void Scheduler::Retire(Active& a, const std::string& reason, Status error) {
   s.content_ = a.result.content;
   s.reasoning_ = a.result.reasoning;
   const double duration = Now() - a.submitted_at;
+  // The blocks go back before the client hears of the end, so the stats it reads then agree.
+  engine_.Release(a.slot);
+  reserved_blocks_ -= a.blocks;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    stats_.kv_blocks_in_use = engine_.blocks_in_use();
+    stats_.kv_blocks_reserved = reserved_blocks_;
     ++stats_.requests_finished;
     if (reason == "stop") ++stats_.requests_stop;
     if (reason == "length") ++stats_.requests_length;
@@ -415,10 +420,7 @@ void Scheduler::Retire(Active& a, const std::string& reason, Status error) {
     --stats_.running;
   }
   s.Finish(reason, std::move(error));
-  engine_.Release(a.slot);
-  reserved_blocks_ -= a.blocks;
-  const int64_t slot = a.slot;
-  slots_[slot].reset();  // destroys `a`
+  slots_[a.slot].reset();  // destroys `a`
 }
 
 void Scheduler::FailAll(const Status& error) {
