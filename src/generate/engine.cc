@@ -101,6 +101,8 @@ Status Engine::Reserve(int64_t num_slots, int64_t max_len, int64_t num_blocks) {
   // The old cache goes first, so two never coexist.
   DropCache();
   models::StepShape shape = StepShapeFor(models::StepKind::kDecode, 1, 0, 1);
+  shape.num_slots = num_slots;  // what the refusal names
+  shape.max_len = max_len;
   shape.num_blocks = num_blocks;
   const TensorType cache_type = models::KvCacheType(config_, shape);
   TL_RETURN_IF_ERROR(CheckCacheFits(*backend_, cache_type, 2 * config_.num_hidden_layers, shape));

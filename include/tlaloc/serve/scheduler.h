@@ -114,7 +114,8 @@ struct SchedulerStats {
 
 class Scheduler {
  public:
-  // Sizes the engine's KV cache (max_batch slots x max_context) and starts the loop thread.
+  // Sizes the engine's KV cache (max_batch slots of up to max_context positions sharing
+  // kv_blocks blocks) and starts the loop thread.
   static StatusOr<std::unique_ptr<Scheduler>> Start(generate::TextGenerator& text,
                                                     SchedulerOptions options);
   ~Scheduler();  // drains (as Drain) and joins the loop
