@@ -26,7 +26,7 @@ std::atomic<int> g_signal{0};
 struct ServeArgs {
   std::string model, host = "127.0.0.1", target, dtype, api_key, name;
   int port = 8080;
-  int64_t max_batch = 4, max_context = 0, max_queue = 64, prefill_chunk = 256;
+  int64_t max_batch = 4, max_context = 0, max_queue = 64, prefill_chunk = 256, kv_blocks = 0;
   std::optional<int> threads;
 };
 
@@ -49,6 +49,10 @@ int RunServe(const ServeArgs& a) {
   if (a.prefill_chunk < 16)
     return fail("--prefill-chunk " + std::to_string(a.prefill_chunk) + ": expected >= 16 tokens",
                 kExitUsage);
+  if (a.kv_blocks < 0)
+    return fail("--kv-blocks " + std::to_string(a.kv_blocks) +
+                    ": expected > 0 (default: enough for --max-batch requests of --max-context)",
+                kExitUsage);
   auto choice = BackendChoiceFromFlag(a.target);
   if (!choice.ok()) return fail(choice.status().message(), kExitUsage);
   auto dtype = ParseDtypeFlag(a.dtype);
@@ -67,6 +71,7 @@ int RunServe(const ServeArgs& a) {
   so.max_context = a.max_context;
   so.max_queue = a.max_queue;
   so.prefill_chunk = a.prefill_chunk;
+  so.kv_blocks = a.kv_blocks;
   auto scheduler = serve::Scheduler::Start(**text, so);
   if (!scheduler.ok()) return fail(scheduler.status().message(), kExitUsage);
 
@@ -99,11 +104,15 @@ int RunServe(const ServeArgs& a) {
   const serve::SchedulerOptions& used = (*scheduler)->options();
   std::fprintf(stderr,
                "tlaloc serve: listening on http://%s:%d (model %s, %s on %s, %lld slots x %lld "
-               "positions, queue %lld)\n",
+               "positions, %lld KV blocks of %lld (%.1f MiB), queue %lld)\n",
                a.host.c_str(), *port, opts.model_name.c_str(),
                std::string(MlirName((*text)->generator().dtype())).c_str(),
                (*text)->generator().backend().name().c_str(),
                static_cast<long long>(used.max_batch), static_cast<long long>(used.max_context),
+               static_cast<long long>(used.kv_blocks),
+               static_cast<long long>(generate::kKvBlockSize),
+               static_cast<double>(used.kv_blocks) *
+                   static_cast<double>((*text)->generator().engine().block_bytes()) / (1 << 20),
                static_cast<long long>(used.max_queue));
   std::fflush(stderr);
   server.Serve();
@@ -132,6 +141,9 @@ void RegisterServeCommand(CLI::App& app) {
                   "requests waiting for a slot before new ones get HTTP 429");
   cmd->add_option("--prefill-chunk", args->prefill_chunk,
                   "prompt tokens prefilled in one step (running requests wait at most one)");
+  cmd->add_option("--kv-blocks", args->kv_blocks,
+                  "KV cache blocks of 16 positions shared by all requests (0: --max-batch x "
+                  "--max-context); requests wait for blocks");
   cmd->add_option("--api-key", args->api_key,
                   "require \"Authorization: Bearer KEY\" on /v1/ (default: $TLALOC_API_KEY)")
       ->envname("TLALOC_API_KEY");

@@ -1,4 +1,4 @@
-// The engine: weights on the backend, a slot-indexed KV cache, step programs cached by shape.
+// The engine: weights on the backend, a paged KV cache, step programs cached by shape.
 #include "tlaloc/generate/engine.h"
 
 #include <algorithm>
@@ -85,21 +85,25 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(io::ModelConfig config,
   return e;
 }
 
-Status Engine::Reserve(int64_t num_slots, int64_t max_len) {
+Status Engine::Reserve(int64_t num_slots, int64_t max_len, int64_t num_blocks) {
   if (num_slots <= 0 || max_len <= 0 || max_len > config_.max_position_embeddings)
     return InvalidArgument("KV cache of " + std::to_string(num_slots) + " slots x " +
                            std::to_string(max_len) +
                            " positions: expected at least one slot and 1.." +
                            std::to_string(config_.max_position_embeddings) + " positions");
-  if (num_slots == num_slots_ && max_len == max_len_ && !caches_.empty()) return OkStatus();
+  if (num_blocks < 0 || num_blocks > INT32_MAX)
+    return InvalidArgument("KV cache of " + std::to_string(num_blocks) +
+                           " blocks: expected a positive number (0: every slot at full length)");
+  if (num_blocks == 0) num_blocks = num_slots * BlocksFor(max_len);
+  if (num_slots == num_slots_ && max_len == max_len_ && num_blocks == num_blocks_ &&
+      !caches_.empty())
+    return OkStatus();
   // The old cache goes first, so two never coexist.
-  caches_.clear();
-  num_slots_ = max_len_ = 0;
-  lengths_.clear();
-  models::StepShape shape;
-  shape.batch = num_slots;
+  DropCache();
+  models::StepShape shape = StepShapeFor(models::StepKind::kDecode, 1, 0, 1);
+  shape.num_slots = num_slots;  // what the refusal names
   shape.max_len = max_len;
-  shape.dtype = dtype_;
+  shape.num_blocks = num_blocks;
   const TensorType cache_type = models::KvCacheType(config_, shape);
   TL_RETURN_IF_ERROR(CheckCacheFits(*backend_, cache_type, 2 * config_.num_hidden_layers, shape));
   for (int64_t i = 0; i < 2 * config_.num_hidden_layers; ++i) {
@@ -115,8 +119,65 @@ Status Engine::Reserve(int64_t num_slots, int64_t max_len) {
   }
   num_slots_ = num_slots;
   max_len_ = max_len;
+  num_blocks_ = num_blocks;
   lengths_.assign(num_slots, 0);
+  tables_.assign(num_slots, {});
+  // Handed out lowest first.
+  free_.resize(num_blocks);
+  for (int64_t i = 0; i < num_blocks; ++i) free_[i] = static_cast<int32_t>(num_blocks - 1 - i);
   return OkStatus();
+}
+
+void Engine::DropCache() {
+  caches_.clear();
+  num_slots_ = max_len_ = num_blocks_ = 0;
+  lengths_.clear();
+  tables_.clear();
+  free_.clear();
+}
+
+void Engine::Release(int64_t slot) {
+  if (slot < 0 || slot >= num_slots_) return;
+  auto& table = tables_[slot];
+  // Back in reverse, so the next sequence takes the same blocks in the same order.
+  for (auto it = table.rbegin(); it != table.rend(); ++it) free_.push_back(*it);
+  table.clear();
+  lengths_[slot] = 0;
+}
+
+int64_t Engine::block_bytes() const {
+  return 2 * config_.num_hidden_layers * config_.num_key_value_heads * kKvBlockSize *
+         config_.head_dim * ElementSize(dtype_);
+}
+
+Status Engine::Grow(const std::vector<std::pair<int64_t, int64_t>>& needs) {
+  int64_t more = 0;
+  for (const auto& [slot, positions] : needs)
+    more += std::max<int64_t>(0, BlocksFor(positions) - static_cast<int64_t>(tables_[slot].size()));
+  if (more > free_blocks())
+    return ResourceExhausted("the KV cache is full: this step needs " + std::to_string(more) +
+                             " more blocks of " + std::to_string(kKvBlockSize) + " positions and " +
+                             std::to_string(free_blocks()) + " of " + std::to_string(num_blocks_) +
+                             " are free");
+  for (const auto& need : needs) {
+    auto& table = tables_[need.first];
+    while (static_cast<int64_t>(table.size()) < BlocksFor(need.second)) {
+      table.push_back(free_.back());
+      free_.pop_back();
+    }
+  }
+  return OkStatus();
+}
+
+void Engine::FillTables(int64_t slot, int64_t start, int64_t table, int64_t write,
+                        std::vector<int32_t>& table_out, std::vector<int32_t>& write_out) const {
+  // Entries past the sequence's blocks name block 0: masked when read, never written.
+  const auto& blocks = tables_[slot];
+  for (int64_t i = 0; i < table; ++i)
+    table_out.push_back(i < static_cast<int64_t>(blocks.size()) ? blocks[i] : 0);
+  const int64_t first = start / kKvBlockSize;
+  for (int64_t i = 0; i < write; ++i)
+    write_out.push_back(first + i < static_cast<int64_t>(blocks.size()) ? blocks[first + i] : 0);
 }
 
 void Engine::set_sample_vocab(int64_t n) {
@@ -137,8 +198,20 @@ int64_t Engine::PromptBucket(int64_t len) const {
   return std::min(t, max_len_ > 0 ? max_len_ : config_.max_position_embeddings);
 }
 
+int64_t Engine::TableBucket(int64_t positions) const {
+  int64_t m = 1;
+  while (m * kKvBlockSize < positions) m *= 2;
+  return std::min(m, BlocksFor(max_len_));
+}
+
+int64_t Engine::RowBucket(int64_t rows) const {
+  int64_t n = 1;
+  while (n < rows) n *= 2;
+  return std::min(n, num_slots_);
+}
+
 StatusOr<Engine::Program*> Engine::GetProgram(const models::StepShape& shape) {
-  ProgramKey key{shape.kind, shape.batch, shape.prompt_len, shape.num_slots, shape.max_len};
+  ProgramKey key{shape.kind, shape.batch, shape.prompt_len, shape.table_blocks, shape.num_blocks};
   auto it = programs_.find(key);
   if (it != programs_.end()) return &it->second;
   const bool prefill = shape.kind == models::StepKind::kPrefill;
@@ -162,14 +235,17 @@ StatusOr<Engine::Program*> Engine::GetProgram(const models::StepShape& shape) {
   return &p;
 }
 
-models::StepShape Engine::StepShapeFor(models::StepKind kind, int64_t batch,
-                                       int64_t prompt_len) const {
+models::StepShape Engine::StepShapeFor(models::StepKind kind, int64_t batch, int64_t prompt_len,
+                                       int64_t table_blocks) const {
   models::StepShape shape;
   shape.kind = kind;
   shape.batch = batch;
   shape.prompt_len = prompt_len;
   shape.num_slots = num_slots_;
   shape.max_len = max_len_;
+  shape.page_size = kKvBlockSize;
+  shape.num_blocks = num_blocks_;
+  shape.table_blocks = table_blocks;
   shape.dtype = dtype_;
   shape.sample_vocab = sample_vocab_;
   shape.max_candidates = max_candidates_;
@@ -217,8 +293,7 @@ StatusOr<EngineStep> Engine::Run(Program& program, std::map<models::Port, Litera
   auto out = backend_->Execute(*program.compiled, args);
   donated.clear();
   if (!out.ok()) {
-    num_slots_ = max_len_ = 0;
-    lengths_.clear();
+    DropCache();
     return out.status();
   }
   if (out->size() != sig.outputs.size())
@@ -256,34 +331,61 @@ StatusOr<EngineStep> Engine::Prefill(std::span<const PrefillRow> rows) {
   const int64_t bsz = static_cast<int64_t>(rows.size());
   if (bsz == 0) return InvalidArgument("Prefill: no prompts");
   std::vector<bool> seen(num_slots_, false);
-  int64_t longest = 0;
+  int64_t longest = 0, reach = 0;
   for (int64_t r = 0; r < bsz; ++r) {
     const auto& prompt = rows[r].prompt;
+    const std::string what = "prompt " + std::to_string(r);
     TL_RETURN_IF_ERROR(CheckSlot(rows[r].slot, seen));
-    if (prompt.empty()) return InvalidArgument("prompt " + std::to_string(r) + " is empty");
+    if (prompt.empty()) return InvalidArgument(what + " is empty");
     for (int32_t id : prompt)
       if (id < 0 || id >= config_.vocab_size)
-        return InvalidArgument("prompt " + std::to_string(r) + " has token id " +
-                               std::to_string(id) + " outside the vocabulary [0, " +
-                               std::to_string(config_.vocab_size) + ")");
-    TL_RETURN_IF_ERROR(CheckSampling(rows[r].sampling.params, "prompt " + std::to_string(r)));
+        return InvalidArgument(what + " has token id " + std::to_string(id) +
+                               " outside the vocabulary [0, " + std::to_string(config_.vocab_size) +
+                               ")");
+    TL_RETURN_IF_ERROR(CheckSampling(rows[r].sampling.params, what));
+    const int64_t start = rows[r].start, end = start + static_cast<int64_t>(prompt.size());
+    if (start != 0 && start != lengths_[rows[r].slot])
+      return InvalidArgument(what + " continues slot " + std::to_string(rows[r].slot) +
+                             " at position " + std::to_string(start) + " but its sequence holds " +
+                             std::to_string(lengths_[rows[r].slot]) + " positions");
+    if (end > max_len_)
+      return InvalidArgument(what + " ends at position " + std::to_string(end) +
+                             ", past the context of " + std::to_string(max_len_));
     longest = std::max<int64_t>(longest, prompt.size());
+    reach = std::max(reach, end);
   }
-  if (longest > max_len_)
-    return InvalidArgument("prompt of " + std::to_string(longest) +
-                           " tokens is longer than the context of " + std::to_string(max_len_));
+  // A row starting at 0 drops what its slot held before; blocks for the chunks come next.
+  std::vector<std::pair<int64_t, int64_t>> needs;
+  int64_t dropped = 0;
+  for (const PrefillRow& row : rows)
+    if (row.start == 0) dropped += static_cast<int64_t>(tables_[row.slot].size());
+  int64_t more = -dropped;
+  for (const PrefillRow& row : rows) {
+    const int64_t held = row.start == 0 ? 0 : static_cast<int64_t>(tables_[row.slot].size());
+    more += std::max<int64_t>(0, BlocksFor(row.start + row.prompt.size()) - held);
+  }
+  if (more > free_blocks())
+    return ResourceExhausted("the KV cache is full: these prompts need " + std::to_string(more) +
+                             " more blocks of " + std::to_string(kKvBlockSize) + " positions and " +
+                             std::to_string(free_blocks()) + " of " + std::to_string(num_blocks_) +
+                             " are free");
+  for (const PrefillRow& row : rows) {
+    if (row.start == 0) Release(row.slot);
+    needs.push_back({row.slot, row.start + static_cast<int64_t>(row.prompt.size())});
+  }
+  TL_RETURN_IF_ERROR(Grow(needs));
   const models::StepShape shape =
-      StepShapeFor(models::StepKind::kPrefill, bsz, PromptBucket(longest));
+      StepShapeFor(models::StepKind::kPrefill, bsz, PromptBucket(longest), TableBucket(reach));
   TL_ASSIGN_OR_RETURN(Program * program, GetProgram(shape));
-  const int64_t t = shape.prompt_len;
-  std::vector<int32_t> tokens(bsz * t, 0), positions(bsz * t), lengths(bsz), slots(bsz);
+  const int64_t t = shape.prompt_len, m = shape.table_blocks, w = shape.write_blocks();
+  std::vector<int32_t> tokens(bsz * t, 0), positions(bsz * t), lengths(bsz), table, write;
   SamplingColumns sampling(bsz);
   std::vector<int64_t> out_rows(bsz);
   for (int64_t r = 0; r < bsz; ++r) {
     std::copy(rows[r].prompt.begin(), rows[r].prompt.end(), tokens.begin() + r * t);
-    for (int64_t i = 0; i < t; ++i) positions[r * t + i] = static_cast<int32_t>(i);
+    for (int64_t i = 0; i < t; ++i) positions[r * t + i] = static_cast<int32_t>(rows[r].start + i);
     lengths[r] = static_cast<int32_t>(rows[r].prompt.size());
-    slots[r] = static_cast<int32_t>(rows[r].slot);
+    FillTables(rows[r].slot, rows[r].start, m, w, table, write);
     sampling.Set(r, rows[r].sampling, 0);
     out_rows[r] = r;
   }
@@ -291,46 +393,62 @@ StatusOr<EngineStep> Engine::Prefill(std::span<const PrefillRow> rows) {
   in[models::Port::kTokens] = Literal::FromVector<int32_t>({bsz, t}, tokens);
   in[models::Port::kPositions] = Literal::FromVector<int32_t>({bsz, t}, positions);
   in[models::Port::kLengths] = Literal::FromVector<int32_t>({bsz}, lengths);
-  in[models::Port::kSlots] = Literal::FromVector<int32_t>({bsz}, slots);
+  in[models::Port::kBlockTable] = Literal::FromVector<int32_t>({bsz, m}, table);
+  in[models::Port::kWriteBlocks] = Literal::FromVector<int32_t>({bsz, w}, write);
   sampling.AddTo(in);
   TL_ASSIGN_OR_RETURN(EngineStep step, Run(*program, std::move(in), out_rows));
-  for (const PrefillRow& row : rows) lengths_[row.slot] = static_cast<int64_t>(row.prompt.size());
+  for (const PrefillRow& row : rows)
+    lengths_[row.slot] = row.start + static_cast<int64_t>(row.prompt.size());
   return step;
 }
 
 StatusOr<EngineStep> Engine::Decode(std::span<const DecodeRow> rows) {
   if (caches_.empty()) return FailedPrecondition("DecodeStep: no KV cache (run Prefill first)");
+  if (rows.empty()) return InvalidArgument("DecodeStep: no rows");
   std::vector<bool> seen(num_slots_, false);
+  std::vector<std::pair<int64_t, int64_t>> needs;
+  int64_t reach = 0;
   for (size_t r = 0; r < rows.size(); ++r) {
     TL_RETURN_IF_ERROR(CheckSlot(rows[r].slot, seen));
-    if (rows[r].position < 0 || rows[r].position >= max_len_)
+    if (rows[r].position < 0 || rows[r].position >= max_len_ ||
+        rows[r].position > lengths_[rows[r].slot])
       return InvalidArgument("DecodeStep: position " + std::to_string(rows[r].position) +
                              " of row " + std::to_string(r) + " is outside the context of " +
-                             std::to_string(max_len_));
+                             std::to_string(max_len_) + " or past its sequence's " +
+                             std::to_string(lengths_[rows[r].slot]) + " positions");
     if (rows[r].token < 0 || rows[r].token >= config_.vocab_size)
       return InvalidArgument("DecodeStep: token id " + std::to_string(rows[r].token) +
                              " outside the vocabulary");
     TL_RETURN_IF_ERROR(CheckSampling(rows[r].sampling.params, "row " + std::to_string(r)));
+    needs.push_back({rows[r].slot, rows[r].position + 1});
+    reach = std::max<int64_t>(reach, rows[r].position + 1);
   }
-  const int64_t n = num_slots_;
-  const models::StepShape shape = StepShapeFor(models::StepKind::kDecode, n, 0);
+  TL_RETURN_IF_ERROR(Grow(needs));
+  // Rows in the order given, padded to the bucket with rows that write and keep nothing.
+  const int64_t n = RowBucket(static_cast<int64_t>(rows.size()));
+  const models::StepShape shape = StepShapeFor(models::StepKind::kDecode, n, 0, TableBucket(reach));
   TL_ASSIGN_OR_RETURN(Program * program, GetProgram(shape));
-  // Idle slots run too: they write at their sequence's end (a position nothing reads yet, which
-  // their next real step overwrites) and their results are dropped.
-  std::vector<int32_t> tokens(n, 0), positions(n);
-  for (int64_t s = 0; s < n; ++s)
-    positions[s] = static_cast<int32_t>(std::min(lengths_[s], max_len_ - 1));
+  const int64_t m = shape.table_blocks, w = shape.write_blocks();
+  std::vector<int32_t> tokens(n, 0), positions(n, 0), lengths(n, 0), table, write;
   SamplingColumns sampling(n);
   std::vector<int64_t> out_rows;
-  for (const DecodeRow& row : rows) {
-    tokens[row.slot] = row.token;
-    positions[row.slot] = row.position;
-    sampling.Set(row.slot, row.sampling, row.step);
-    out_rows.push_back(row.slot);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const DecodeRow& row = rows[r];
+    tokens[r] = row.token;
+    positions[r] = row.position;
+    lengths[r] = 1;
+    FillTables(row.slot, row.position, m, w, table, write);
+    sampling.Set(static_cast<int64_t>(r), row.sampling, row.step);
+    out_rows.push_back(static_cast<int64_t>(r));
   }
+  table.resize(n * m, 0);
+  write.resize(n * w, 0);
   std::map<models::Port, Literal> in;
   in[models::Port::kTokens] = Literal::FromVector<int32_t>({n}, tokens);
   in[models::Port::kPositions] = Literal::FromVector<int32_t>({n}, positions);
+  in[models::Port::kLengths] = Literal::FromVector<int32_t>({n}, lengths);
+  in[models::Port::kBlockTable] = Literal::FromVector<int32_t>({n, m}, table);
+  in[models::Port::kWriteBlocks] = Literal::FromVector<int32_t>({n, w}, write);
   sampling.AddTo(in);
   TL_ASSIGN_OR_RETURN(EngineStep step, Run(*program, std::move(in), out_rows));
   for (const DecodeRow& row : rows)

@@ -97,6 +97,9 @@ StatusOr<ModelProgram> BuildStep(const io::ModelConfig& config, const StepShape&
 }
 
 TensorType KvCacheType(const io::ModelConfig& c, const StepShape& shape) {
+  if (shape.paged())
+    return TensorType(shape.dtype,
+                      {shape.num_blocks, c.num_key_value_heads, shape.page_size, c.head_dim});
   return TensorType(shape.dtype, {shape.slots(), c.num_key_value_heads, shape.max_len, c.head_dim});
 }
 

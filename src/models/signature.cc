@@ -29,6 +29,10 @@ std::string_view PortName(Port port) {
       return "lengths";
     case Port::kSlots:
       return "slots";
+    case Port::kBlockTable:
+      return "block_table";
+    case Port::kWriteBlocks:
+      return "write_blocks";
     case Port::kTemperature:
       return "temperature";
     case Port::kTopK:

@@ -1,5 +1,6 @@
-// In-program sampling: temperature, top-k (a sort), top-p (a prefix sum over the sorted
-// probabilities), then a Gumbel-max draw (jax.random.categorical) over the kept candidates.
+// In-program sampling: temperature, top-k (a sort; per-row sampling takes its candidates with
+// chlo.top_k, a partial selection), top-p (a prefix sum over the sorted probabilities), then a
+// Gumbel-max draw (jax.random.categorical) over the kept candidates.
 #include "tlaloc/nn/sampling.h"
 
 #include <tuple>
@@ -46,7 +47,22 @@ Tensor SampleTokens(const Tensor& logits, const Tensor& key, const Tensor& step,
   return Sum(hit * idx, {-1});
 }
 
-Tensor SampleRows(const Tensor& logits, const RowSamplingInputs& in, int64_t max_candidates) {
+namespace {
+
+// The k largest of each row, descending, ties to the lower index.
+std::pair<Tensor, Tensor> Candidates(const Tensor& x, int64_t k, CandidateSelection selection) {
+  if (selection == CandidateSelection::kFullSort) return TopK(x, k);
+  OpBuilder* b = x.builder();
+  std::vector<Value> r =
+      b->Create("chlo.top_k", {x.value()}, {{"k", Attribute::Int(k, ElementType::kS64)}});
+  if (r.size() != 2) return {};
+  return {Tensor(r[0], b), Tensor(r[1], b)};
+}
+
+}  // namespace
+
+Tensor SampleRows(const Tensor& logits, const RowSamplingInputs& in, int64_t max_candidates,
+                  CandidateSelection selection) {
   OpBuilder* b = logits.builder();
   if (!b || !logits.valid()) return Tensor();
   const int64_t rows = logits.dim(0), vocab = logits.dim(-1);
@@ -59,7 +75,7 @@ Tensor SampleRows(const Tensor& logits, const RowSamplingInputs& in, int64_t max
     // Greedy rows divide by 1 here; their draw is discarded below.
     Tensor t = Where(sampled_rows, in.temperature, FullLike(in.temperature, 1.0));
     Tensor scaled = logits / ExpandDims(t, 1);
-    auto [vals, idx] = TopK(scaled, k);  // [B, k], descending
+    auto [vals, idx] = Candidates(scaled, k, selection);  // [B, k], descending
     Tensor rank = Iota(*b, {rows, k}, 1, ElementType::kS32);
     Tensor top_k = ExpandDims(in.top_k, 1);
     Tensor within_k = Le(top_k, FullLike(top_k, 0)) | Lt(rank, top_k);

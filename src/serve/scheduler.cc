@@ -69,7 +69,9 @@ struct Scheduler::Active {
   std::unique_ptr<generate::ReplySplitter> splitter;
   StreamEvent pending;  // text the current token made final
   int64_t slot = -1;
-  int64_t fed = 0;  // prompt tokens in the cache
+  int64_t fed = 0;     // prompt tokens in the cache
+  int64_t blocks = 0;  // KV blocks its prompt and budget can take
+
   std::vector<int32_t> generated;
   double submitted_at = 0;
   bool decode_failed = false;
@@ -97,11 +99,19 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::Start(generate::TextGenerator& t
   if (options.prefill_chunk < 1)
     return InvalidArgument("prefill chunk " + std::to_string(options.prefill_chunk) +
                            ": expected >= 1 token");
+  if (options.kv_blocks < 0)
+    return InvalidArgument("KV blocks " + std::to_string(options.kv_blocks) +
+                           ": expected a positive number (0: max batch x max context)");
+  if (options.kv_blocks == 0)
+    options.kv_blocks = options.max_batch * generate::Engine::BlocksFor(options.max_context);
   std::unique_ptr<Scheduler> s(new Scheduler(text, options));
-  TL_RETURN_IF_ERROR(s->engine_.Reserve(options.max_batch, options.max_context));
+  TL_RETURN_IF_ERROR(s->engine_.Reserve(options.max_batch, options.max_context, options.kv_blocks));
   s->slots_.resize(options.max_batch);
   s->stats_.max_batch = options.max_batch;
   s->stats_.max_context = options.max_context;
+  s->stats_.kv_blocks_total = options.kv_blocks;
+  s->stats_.kv_block_size = generate::kKvBlockSize;
+  s->stats_.kv_block_bytes = s->engine_.block_bytes();
   s->stats_.latency_bounds = LatencyBounds();
   s->stats_.ttft_counts.assign(LatencyBounds().size(), 0);
   s->stats_.duration_counts.assign(LatencyBounds().size(), 0);
@@ -123,10 +133,19 @@ StatusOr<std::shared_ptr<RequestStream>> Scheduler::Submit(ScheduledRequest requ
                            " tokens and a slot holds " + std::to_string(options_.max_context) +
                            ": no room for a reply");
   if (request.prepared.max_new_tokens < 1) return InvalidArgument("max_tokens must be at least 1");
+  // The whole pool holds this many positions; a request that cannot fit it alone never could.
+  const int64_t pool = options_.kv_blocks * generate::kKvBlockSize;
+  if (prompt_len >= pool)
+    return InvalidArgument("the prompt has " + std::to_string(prompt_len) +
+                           " tokens and the KV cache holds " + std::to_string(pool) +
+                           " positions (" + std::to_string(options_.kv_blocks) + " blocks of " +
+                           std::to_string(generate::kKvBlockSize) + "): no room for a reply");
   auto a = std::make_unique<Active>();
   a->req = std::move(request);
-  a->req.prepared.max_new_tokens =
-      std::min(a->req.prepared.max_new_tokens, options_.max_context - prompt_len);
+  a->req.prepared.max_new_tokens = std::min(
+      {a->req.prepared.max_new_tokens, options_.max_context - prompt_len, pool - prompt_len});
+  // The last token drawn is never written to the cache.
+  a->blocks = generate::Engine::BlocksFor(prompt_len + a->req.prepared.max_new_tokens - 1);
   a->stream = std::make_shared<RequestStream>();
   a->stream->prompt_tokens_ = prompt_len;
   a->submitted_at = Now();
@@ -195,9 +214,13 @@ bool Scheduler::Step() {
         ++it;
       }
     }
-    // Admission at the step boundary: queued requests take free slots in arrival order.
+    // Admission at the step boundary: queued requests take free slots in arrival order, each
+    // once the pool's unpromised blocks cover its budget (the first in line waits for blocks
+    // rather than being overtaken, so no request starves).
     for (size_t s = 0; s < slots_.size() && !queue_.empty(); ++s) {
       if (slots_[s]) continue;
+      if (reserved_blocks_ + queue_.front()->blocks > options_.kv_blocks) break;
+      reserved_blocks_ += queue_.front()->blocks;
       slots_[s] = std::move(queue_.front());
       queue_.pop_front();
       slots_[s]->slot = static_cast<int64_t>(s);
@@ -205,10 +228,11 @@ bool Scheduler::Step() {
     }
     stats_.waiting = static_cast<int64_t>(queue_.size());
   }
-  // One prefill chunk: the request that was admitted first among those not yet started.
+  // One prefill chunk: the request that arrived first among those whose prompt is not all in.
   Active* next = nullptr;
   for (auto& a : slots_)
-    if (a && a->fed == 0 && (!next || a->submitted_at < next->submitted_at)) next = a.get();
+    if (a && a->fed < a->prompt_len() && (!next || a->submitted_at < next->submitted_at))
+      next = a.get();
   if (next) {
     Status s = PrefillChunk(*next);
     if (!s.ok()) {
@@ -217,7 +241,7 @@ bool Scheduler::Step() {
     }
   }
   bool any_decoding = false;
-  for (auto& a : slots_) any_decoding |= a && a->fed > 0;
+  for (auto& a : slots_) any_decoding |= a && a->fed == a->prompt_len();
   if (any_decoding) {
     Status s = DecodeStep();
     if (!s.ok()) FailAll(s);
@@ -228,31 +252,37 @@ bool Scheduler::Step() {
     if (a) tokens += a->fed + static_cast<int64_t>(a->generated.size());
   stats_.kv_slots_in_use = stats_.running;
   stats_.kv_tokens_in_use = tokens;
+  stats_.kv_blocks_in_use = engine_.blocks_in_use();
+  stats_.kv_blocks_reserved = reserved_blocks_;
   return next || any_decoding;
 }
 
 Status Scheduler::PrefillChunk(Active& a) {
-  a.on_text = [&a](generate::TextPart part, std::string_view text) {
-    (part == generate::TextPart::kReasoning ? a.pending.reasoning : a.pending.content) += text;
-  };
-  const bool split = a.req.split_reasoning;
-  a.splitter = std::make_unique<generate::ReplySplitter>(
-      text_.tokenizer(), split ? text_.think_open() : std::nullopt,
-      split ? text_.think_close() : std::nullopt, a.req.stop, a.on_text, a.result);
+  if (a.fed == 0) {
+    a.on_text = [&a](generate::TextPart part, std::string_view text) {
+      (part == generate::TextPart::kReasoning ? a.pending.reasoning : a.pending.content) += text;
+    };
+    const bool split = a.req.split_reasoning;
+    a.splitter = std::make_unique<generate::ReplySplitter>(
+        text_.tokenizer(), split ? text_.think_open() : std::nullopt,
+        split ? text_.think_close() : std::nullopt, a.req.stop, a.on_text, a.result);
+  }
+  // The next chunk continues the sequence where the last one ended.
   const auto& prompt = a.req.prepared.prompt_ids;
-  const int64_t chunk = std::min(a.prompt_len(), options_.prefill_chunk);
+  const int64_t chunk = std::min(a.prompt_len() - a.fed, options_.prefill_chunk);
   generate::PrefillRow row;
   row.slot = a.slot;
-  row.prompt.assign(prompt.begin(), prompt.begin() + chunk);
+  row.start = a.fed;
+  row.prompt.assign(prompt.begin() + a.fed, prompt.begin() + a.fed + chunk);
   row.sampling = a.sampling();
   TL_ASSIGN_OR_RETURN(generate::EngineStep step,
                       engine_.Prefill(std::span<const generate::PrefillRow>(&row, 1)));
-  a.fed = chunk;
+  a.fed += chunk;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.prefill_chunks;
   }
-  // The token drawn after a partial prompt is meaningless: the rest is fed by decode steps.
+  // Only the last chunk's draw is the reply's first token.
   if (a.fed == a.prompt_len())
     Accept(a, step.tokens[0], step.logits.span<float>().data(), step.logits.dims()[1]);
   return OkStatus();
@@ -262,23 +292,14 @@ Status Scheduler::DecodeStep() {
   std::vector<generate::DecodeRow> rows;
   std::vector<Active*> owners;
   for (auto& p : slots_) {
-    if (!p || p->fed == 0) continue;
+    if (!p || p->fed < p->prompt_len() || p->generated.empty()) continue;
     Active& a = *p;
     generate::DecodeRow row;
     row.slot = a.slot;
-    if (a.fed < a.prompt_len()) {
-      // A prompt token past the first chunk: only the last one's draw is kept (as step 0, the
-      // draw a whole-prompt prefill makes), the others are greedy so that they sort nothing.
-      row.token = a.req.prepared.prompt_ids[a.fed];
-      row.position = static_cast<int32_t>(a.fed);
-      if (a.fed + 1 == a.prompt_len()) row.sampling = a.sampling();
-      row.step = 0;
-    } else {
-      row.token = a.generated.back();
-      row.position = static_cast<int32_t>(a.prompt_len() + a.generated.size() - 1);
-      row.sampling = a.sampling();
-      row.step = static_cast<uint32_t>(a.generated.size());
-    }
+    row.token = a.generated.back();
+    row.position = static_cast<int32_t>(a.prompt_len() + a.generated.size() - 1);
+    row.sampling = a.sampling();
+    row.step = static_cast<uint32_t>(a.generated.size());
     rows.push_back(row);
     owners.push_back(&a);
   }
@@ -291,14 +312,8 @@ Status Scheduler::DecodeStep() {
   }
   const int64_t vocab = step.logits.dims()[1];
   const float* logits = step.logits.span<float>().data();
-  for (size_t i = 0; i < owners.size(); ++i) {
-    Active& a = *owners[i];
-    if (a.fed < a.prompt_len()) {
-      ++a.fed;
-      if (a.fed < a.prompt_len()) continue;
-    }
-    Accept(a, step.tokens[i], logits + i * vocab, vocab);
-  }
+  for (size_t i = 0; i < owners.size(); ++i)
+    Accept(*owners[i], step.tokens[i], logits + i * vocab, vocab);
   return OkStatus();
 }
 
@@ -388,8 +403,13 @@ void Scheduler::Retire(Active& a, const std::string& reason, Status error) {
   s.content_ = a.result.content;
   s.reasoning_ = a.result.reasoning;
   const double duration = Now() - a.submitted_at;
+  // The blocks go back before the client hears of the end, so the stats it reads then agree.
+  engine_.Release(a.slot);
+  reserved_blocks_ -= a.blocks;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    stats_.kv_blocks_in_use = engine_.blocks_in_use();
+    stats_.kv_blocks_reserved = reserved_blocks_;
     ++stats_.requests_finished;
     if (reason == "stop") ++stats_.requests_stop;
     if (reason == "length") ++stats_.requests_length;
@@ -407,7 +427,7 @@ void Scheduler::FailAll(const Status& error) {
   for (auto& a : slots_)
     if (a) Retire(*a, "error", error);
   // A failed step drops the engine's cache; later requests get a fresh one.
-  Status s = engine_.Reserve(options_.max_batch, options_.max_context);
+  Status s = engine_.Reserve(options_.max_batch, options_.max_context, options_.kv_blocks);
   (void)s;
 }
 

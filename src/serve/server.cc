@@ -337,8 +337,19 @@ std::string Server::MetricsText() const {
   os << "tlaloc_kv_slots_total " << st.max_batch << '\n';
   metric("tlaloc_kv_tokens_in_use", "gauge", "KV cache positions holding live tokens.");
   os << "tlaloc_kv_tokens_in_use " << st.kv_tokens_in_use << '\n';
-  metric("tlaloc_kv_tokens_capacity", "gauge", "KV cache positions (slots x context).");
-  os << "tlaloc_kv_tokens_capacity " << st.max_batch * st.max_context << '\n';
+  metric("tlaloc_kv_tokens_capacity", "gauge", "KV cache positions (blocks x block size).");
+  os << "tlaloc_kv_tokens_capacity " << st.kv_blocks_total * st.kv_block_size << '\n';
+  metric("tlaloc_kv_blocks_in_use", "gauge", "KV cache blocks holding live tokens.");
+  os << "tlaloc_kv_blocks_in_use " << st.kv_blocks_in_use << '\n';
+  metric("tlaloc_kv_blocks_reserved", "gauge",
+         "KV cache blocks promised to running requests' prompts and budgets.");
+  os << "tlaloc_kv_blocks_reserved " << st.kv_blocks_reserved << '\n';
+  metric("tlaloc_kv_blocks_total", "gauge", "KV cache blocks in the pool.");
+  os << "tlaloc_kv_blocks_total " << st.kv_blocks_total << '\n';
+  metric("tlaloc_kv_block_positions", "gauge", "Positions per KV cache block.");
+  os << "tlaloc_kv_block_positions " << st.kv_block_size << '\n';
+  metric("tlaloc_kv_block_bytes", "gauge", "Bytes per KV cache block (every layer, K and V).");
+  os << "tlaloc_kv_block_bytes " << st.kv_block_bytes << '\n';
   auto histogram = [&](const char* name, const char* help, const std::vector<int64_t>& counts,
                        double sum, int64_t total) {
     metric(name, "histogram", help);

@@ -16,6 +16,13 @@ source "$SOURCE_DIR/tests/cli/serve_lib.sh"
 need_npm openai
 fail() { echo "FAIL: $*"; exit 1; }
 
+# A bad pool size is a usage error naming the flag, before anything loads.
+set +e
+"$TLALOC" serve -m "$MODEL" --port 0 --kv-blocks -1 2>"$WORK/kvbad.txt"
+code=$?
+set -e
+[ "$code" = 2 ] && grep -q -- '--kv-blocks -1' "$WORK/kvbad.txt" || fail "--kv-blocks -1: exit $code"
+
 # --- Server A: 8 slots -------------------------------------------------------------------------
 start_server a --max-batch 8 --max-context 512 --api-key sekrit --name tiny
 AUTH=(-H "Authorization: Bearer sekrit")
@@ -24,6 +31,9 @@ curl -s --max-time 10 "${AUTH[@]}" "$URL/v1/models" >"$WORK/models.json"
 [ "$(json_get "$WORK/models.json" "j['data'][0]['id']")" = tiny ] || fail "/v1/models"
 curl -s --max-time 10 "$URL/metrics" >"$WORK/metrics.txt"
 grep -q '^tlaloc_kv_slots_total 8$' "$WORK/metrics.txt" || fail "/metrics has no slot count"
+# The default pool: 8 requests of 512 positions in blocks of 16, none in use yet.
+grep -q '^tlaloc_kv_blocks_total 256$' "$WORK/metrics.txt" || fail "/metrics: KV blocks total"
+grep -q '^tlaloc_kv_blocks_in_use 0$' "$WORK/metrics.txt" || fail "/metrics: KV blocks in use"
 grep -q '^# TYPE tlaloc_request_duration_seconds histogram$' "$WORK/metrics.txt" || fail "no histogram"
 echo "ok: /health, /v1/models, /metrics"
 
@@ -128,8 +138,9 @@ start_server load --max-batch 8 --max-context 256 --max-queue 64
 stop_server "$SERVER_PID"
 
 # --- Server B: one slot, a queue of one: disconnect and overload ------------------------------
-start_server b --max-batch 1 --max-queue 1 --max-context 4096
+start_server b --max-batch 1 --max-queue 1 --max-context 4096 --kv-blocks 200
 metric() { curl -s --max-time 10 "$URL/metrics" | sed -n "s/^$1 //p"; }
+[ "$(metric tlaloc_kv_blocks_total)" = 200 ] || fail "--kv-blocks 200: /metrics says otherwise"
 long_body='{"prompt":"Tell a long story","max_tokens":3000,"temperature":0,"stream":true}'
 set +e
 curl -sN --max-time 2 -H 'Content-Type: application/json' -d "$long_body" "$URL/v1/completions" >"$WORK/cut.txt"
@@ -141,6 +152,8 @@ for _ in $(seq 1 50); do
   sleep 0.1
 done
 [ -n "$freed" ] || fail "a disconnected client still holds its slot after 5 s"
+[ "$(metric tlaloc_kv_blocks_in_use)" = 0 ] || fail "a disconnected client still holds KV blocks"
+[ "$(metric tlaloc_kv_blocks_reserved)" = 0 ] || fail "a disconnected client's blocks stay promised"
 [ "$(metric 'tlaloc_requests_total{outcome="cancelled"}')" = 1 ] || fail "no cancelled request counted"
 code=$(post /v1/completions '{"prompt":"after","max_tokens":4}' "$WORK/after.json")
 [ "$code" = 200 ] || fail "request after a disconnect: HTTP $code"

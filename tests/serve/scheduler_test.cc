@@ -46,7 +46,7 @@ generate::TextRequest Greedy(const std::string& prompt, int64_t n) {
 
 struct Done {
   std::vector<int32_t> tokens;
-  std::string content, finish_reason;
+  std::string content, finish_reason, error;
   int64_t prompt_tokens = 0, completion_tokens = 0;
 };
 
@@ -66,6 +66,7 @@ Done Collect(RequestStream& s) {
     if (e.token >= 0) d.tokens.push_back(e.token);
   d.content = s.content();
   d.finish_reason = s.finish_reason();
+  d.error = s.error().ToString();
   d.prompt_tokens = s.prompt_tokens();
   d.completion_tokens = s.completion_tokens();
   return d;
@@ -119,7 +120,8 @@ TEST(Scheduler, ConcurrentGreedyRequestsGiveWhatTheyGiveAlone) {
     EXPECT_EQ(d.tokens, expected[i]) << "request " << i << " (\"" << kPrompts[i] << "\")";
     EXPECT_EQ(d.completion_tokens, static_cast<int64_t>(d.tokens.size()));
     EXPECT_EQ(d.prompt_tokens, static_cast<int64_t>(kPrompts[i].size()));  // one id per byte
-    EXPECT_TRUE(d.finish_reason == "stop" || d.finish_reason == "length") << d.finish_reason;
+    EXPECT_TRUE(d.finish_reason == "stop" || d.finish_reason == "length")
+        << d.finish_reason << " " << d.error;
   }
   // Alone in the same scheduler, one after another: the same tokens.
   for (size_t i : {size_t{1}, size_t{5}}) {
@@ -152,7 +154,9 @@ TEST(Scheduler, SampledRequestsMatchGenerateWithTheSameSeed) {
 
 TEST(Scheduler, LongPromptIsPrefilledInChunks) {
   auto text = MakeText();
-  const std::string prompt = "a prompt of more than sixteen bytes, fed in chunks";
+  const std::string prompt = "a prompt of more than sixteen bytes, fed in chunks";  // 50 bytes
+  auto alone = text->Run(Greedy(prompt, 8));
+  ASSERT_TRUE(alone.ok()) << alone.status().ToString();
   auto sched = Scheduler::Start(*text, Options(2, 16));
   ASSERT_TRUE(sched.ok());
   auto s = Submit(*text, **sched, Greedy(prompt, 8), 3);
@@ -161,11 +165,15 @@ TEST(Scheduler, LongPromptIsPrefilledInChunks) {
   while (s->Wait(events, 50)) {
   }
   auto st = (*sched)->Stats();
-  EXPECT_EQ(st.prefill_chunks, 1);
-  // The rest of the prompt went through decode steps, one token each, before the 7 decode
-  // steps of the reply (the first reply token comes from the last prompt token's step).
-  EXPECT_GE(st.decode_steps,
-            static_cast<int64_t>(prompt.size()) - 16 + 7 - (8 - s->completion_tokens()));
+  // Four prefill chunks (16 + 16 + 16 + 2), each continuing the sequence, then the 7 decode
+  // steps of the reply (its first token comes from the last chunk).
+  EXPECT_EQ(st.prefill_chunks, 4);
+  EXPECT_EQ(st.decode_steps, s->completion_tokens() - 1);
+  std::vector<int32_t> tokens;
+  for (const auto& e : events)
+    if (e.token >= 0) tokens.push_back(e.token);
+  EXPECT_EQ(tokens, alone->generated_ids);
+  sched->reset();
   // The chunked path computes the same distribution as one whole-prompt prefill: the first
   // token's log-probability agrees with the unchunked run's.
   auto whole = Scheduler::Start(*text, Options(2, 256));
@@ -174,6 +182,7 @@ TEST(Scheduler, LongPromptIsPrefilledInChunks) {
   std::vector<StreamEvent> whole_events;
   while (w->Wait(whole_events, 50)) {
   }
+  EXPECT_EQ((*whole)->Stats().prefill_chunks, 1);
   ASSERT_FALSE(events.empty());
   ASSERT_FALSE(whole_events.empty());
   ASSERT_TRUE(events[0].chosen && whole_events[0].chosen);
@@ -202,6 +211,54 @@ TEST(Scheduler, CancelledRequestFreesItsSlot) {
   EXPECT_EQ(f.finish_reason, "cancelled");
   EXPECT_LT(f.completion_tokens, 200);
   EXPECT_EQ((*sched)->Stats().requests_cancelled, 1);
+}
+
+TEST(Scheduler, RequestsWaitForKvBlocks) {
+  auto text = MakeText();
+  auto alone = text->Run(Greedy("hello there", 30));
+  ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+  // Four slots but four blocks (64 positions): each request's 11 + 30 positions take three, so
+  // one runs at a time and the others wait in the queue.
+  SchedulerOptions o = Options(4);
+  o.kv_blocks = 4;
+  auto sched = Scheduler::Start(*text, o);
+  ASSERT_TRUE(sched.ok()) << sched.status().ToString();
+  EXPECT_EQ((*sched)->Stats().kv_blocks_total, 4);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < 3; ++i) streams.push_back(Submit(*text, **sched, Greedy("hello there", 30)));
+  int64_t most_running = 0, most_reserved = 0, most_in_use = 0;
+  std::vector<std::vector<StreamEvent>> events(streams.size());
+  for (bool any = true; any;) {
+    any = false;
+    for (size_t i = 0; i < streams.size(); ++i) any |= streams[i]->Wait(events[i], 5);
+    auto st = (*sched)->Stats();
+    most_running = std::max(most_running, st.running);
+    most_reserved = std::max(most_reserved, st.kv_blocks_reserved);
+    most_in_use = std::max(most_in_use, st.kv_blocks_in_use);
+  }
+  EXPECT_EQ(most_running, 1);
+  EXPECT_EQ(most_reserved, 3);
+  EXPECT_GE(most_in_use, 1);
+  EXPECT_LE(most_in_use, 3);
+  for (size_t i = 0; i < streams.size(); ++i) {
+    std::vector<int32_t> tokens;
+    for (const auto& e : events[i])
+      if (e.token >= 0) tokens.push_back(e.token);
+    EXPECT_EQ(tokens, alone->generated_ids) << "request " << i;
+  }
+  auto st = (*sched)->Stats();
+  EXPECT_EQ(st.kv_blocks_in_use, 0);
+  EXPECT_EQ(st.kv_blocks_reserved, 0);
+  // A prompt the whole pool cannot hold is refused at once, naming the pool.
+  auto prep = text->Prepare(Greedy(std::string(70, 'x'), 4));
+  ASSERT_TRUE(prep.ok());
+  ScheduledRequest big;
+  big.prepared = std::move(*prep);
+  auto refused = (*sched)->Submit(std::move(big));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("KV cache holds 64 positions"), std::string::npos)
+      << refused.status().ToString();
 }
 
 TEST(Scheduler, FullQueueIsRefused) {

@@ -155,10 +155,14 @@ TEST(MemoryBudget, EngineRefusesACacheOrAPrefillTheTargetCannotHold) {
   const testing::RefModel m = testing::RandomModel(testing::TinyConfig(false, 4, 2, 8), 5);
   auto engine = generate::Engine::Create(m.config, m.literals, ElementType::kF32, backend);
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
-  // The cache (2 layers x k, v of 1 x 2 x 64 x 8 f32: 16 KiB) is refused before allocating.
+  // The cache (2 layers x k, v pools of 4 blocks x 2 x 16 x 8 f32: 16 KiB) is refused before
+  // allocating.
   Status reserve = (*engine)->Reserve(1, 64);
   EXPECT_EQ(reserve.code(), StatusCode::kResourceExhausted) << reserve.ToString();
-  EXPECT_NE(reserve.message().find("the KV cache (4 x tensor<1x2x64x8xf32>"), std::string::npos)
+  EXPECT_NE(reserve.message().find(
+                "the KV cache (4 x tensor<4x2x16x8xf32>: 4 block(s) of 16 positions for 1 slot(s) "
+                "x 64 positions)"),
+            std::string::npos)
       << reserve.message();
   EXPECT_NE(reserve.message().find("16.0 KiB (16384 bytes)"), std::string::npos)
       << reserve.message();
@@ -170,7 +174,8 @@ TEST(MemoryBudget, EngineRefusesACacheOrAPrefillTheTargetCannotHold) {
   auto first = (*engine)->Prefill(rows);
   ASSERT_FALSE(first.ok());
   EXPECT_EQ(first.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_NE(first.status().message().find("prefill (1 row(s) x 16 tokens, 1 slot(s) x 64"),
+  EXPECT_NE(first.status().message().find(
+                "prefill (1 row(s) x 16 tokens, attending over 1 block(s) of 16 positions)"),
             std::string::npos)
       << first.status().message();
   EXPECT_NE(first.status().message().find("--ctx-size"), std::string::npos);

@@ -1,9 +1,12 @@
 // The engine under every generation front end: a model's weights uploaded once to a Backend,
-// a slot-indexed KV cache kept on the device, and step programs over the slots. Requests own
-// slots; a prefill starts sequences in the slots it names without touching the others, and a
-// decode step advances any set of active slots, each row with its own position, sampling
-// settings and seed. Sampling settings are program inputs, so one compiled program serves any
-// mix of requests, and a row's tokens do not depend on what else runs in the batch.
+// a paged KV cache kept on the device, and step programs over the sequences. The cache is a pool
+// of fixed-size blocks (kKvBlockSize positions); each sequence lives in a slot whose block table
+// names its blocks, so cache memory in use grows with live tokens, not slots x context. A prefill
+// starts (or continues, chunk by chunk) sequences in the slots it names without touching the
+// others, and a decode step advances any set of slots, each row with its own position, sampling
+// settings and seed. Block tables, sampling settings and seeds are program inputs: programs are
+// compiled per bucket of rows, chunk length and blocks attended (powers of two), so a step costs
+// what its live tokens need, and a row's tokens do not depend on what else runs in the batch.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +15,7 @@
 #include <memory>
 #include <span>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "tlaloc/io/model_config.h"
@@ -27,10 +31,16 @@ struct RowSampling {
   uint64_t seed = 0;
 };
 
+// Positions per KV-cache block.
+inline constexpr int64_t kKvBlockSize = 16;
+
 struct PrefillRow {
   int64_t slot = 0;
-  std::vector<int32_t> prompt;  // starts the slot's sequence at position 0
+  std::vector<int32_t> prompt;  // the chunk of prompt tokens, written from `start`
   RowSampling sampling;         // the first token is drawn with step 0
+  // 0: starts a new sequence in the slot (its old one, if any, is dropped); otherwise the slot's
+  // length: the chunk continues its sequence (the token drawn matters after the last chunk).
+  int64_t start = 0;
 };
 
 struct DecodeRow {
@@ -60,15 +70,30 @@ class Engine {
   ElementType dtype() const { return dtype_; }
   Backend& backend() const { return *backend_; }
 
-  // Sizes the KV cache for `num_slots` sequences of up to `max_len` positions. An unchanged size
-  // keeps the cache and its sequences; another drops them and allocates a zeroed cache.
-  Status Reserve(int64_t num_slots, int64_t max_len);
+  // Sizes the KV cache for `num_slots` sequences of up to `max_len` positions sharing a pool of
+  // `num_blocks` blocks (0: enough for every slot at max_len). An unchanged size keeps the cache
+  // and its sequences; another drops them and allocates a zeroed pool. The memory budget is
+  // checked for the pool.
+  Status Reserve(int64_t num_slots, int64_t max_len, int64_t num_blocks = 0);
   int64_t num_slots() const { return num_slots_; }
   int64_t max_len() const { return max_len_; }
   // Positions the slot's sequence holds (0 when unused).
   int64_t slot_length(int64_t slot) const { return lengths_.at(slot); }
+  // Ends the slot's sequence and returns its blocks to the pool.
+  void Release(int64_t slot);
 
-  // Starts one sequence per row (distinct slots); other slots keep theirs.
+  // The block pool: blocks for `positions` positions, the pool's size, blocks held by sequences,
+  // and the bytes one block takes across every layer's keys and values.
+  static int64_t BlocksFor(int64_t positions) {
+    return (positions + kKvBlockSize - 1) / kKvBlockSize;
+  }
+  int64_t num_blocks() const { return num_blocks_; }
+  int64_t blocks_in_use() const { return num_blocks_ - static_cast<int64_t>(free_.size()); }
+  int64_t free_blocks() const { return static_cast<int64_t>(free_.size()); }
+  int64_t block_bytes() const;
+
+  // Starts or continues one sequence per row (distinct slots); other slots keep theirs. Blocks are
+  // taken from the pool as sequences grow; ResourceExhausted (nothing changed) when it is short.
   StatusOr<EngineStep> Prefill(std::span<const PrefillRow> rows);
   // One decode step for the given slots (distinct); the others stay as they are.
   StatusOr<EngineStep> Decode(std::span<const DecodeRow> rows);
@@ -87,13 +112,17 @@ class Engine {
     program_transform_ = std::move(transform);
   }
 
-  // The KV caches on the device, in the programs' order (k_cache.0, v_cache.0, ...).
+  // The KV block pools on the device, in the programs' order (k_cache.0, v_cache.0, ...).
   const std::vector<std::unique_ptr<DeviceBuffer>>& caches() const { return caches_; }
   size_t num_compiled_programs() const { return programs_.size(); }
   double compile_seconds() const { return compile_seconds_; }
 
   // Prefill chunk for a prompt length (powers of two from 16, capped by the cache length).
   int64_t PromptBucket(int64_t len) const;
+  // Blocks a step attends over for sequences of up to `positions` (powers of two, capped by the
+  // blocks of max_len), and the rows of a decode step of `rows` (powers of two up to the slots).
+  int64_t TableBucket(int64_t positions) const;
+  int64_t RowBucket(int64_t rows) const;
 
  private:
   Engine() = default;
@@ -108,7 +137,16 @@ class Engine {
                            const std::vector<int64_t>& rows);
   Status CheckSlot(int64_t slot, std::vector<bool>& seen) const;
   // The step program shape for the current cache and sampling limits.
-  models::StepShape StepShapeFor(models::StepKind kind, int64_t batch, int64_t prompt_len) const;
+  models::StepShape StepShapeFor(models::StepKind kind, int64_t batch, int64_t prompt_len,
+                                 int64_t table_blocks) const;
+  // Takes blocks from the pool so that each (slot, positions) pair's sequence can hold that many
+  // positions; takes none and fails when the pool is short.
+  Status Grow(const std::vector<std::pair<int64_t, int64_t>>& needs);
+  // The block-table and write-block inputs of one row: its blocks padded to `table` entries, and
+  // the `write` blocks from the one holding `start`.
+  void FillTables(int64_t slot, int64_t start, int64_t table, int64_t write,
+                  std::vector<int32_t>& table_out, std::vector<int32_t>& write_out) const;
+  void DropCache();
 
   // Declared first so that it outlives every buffer and program below.
   std::shared_ptr<Backend> backend_;
@@ -117,8 +155,10 @@ class Engine {
   ElementType dtype_ = ElementType::kF32;
   std::vector<std::unique_ptr<DeviceBuffer>> weights_;
   std::vector<std::unique_ptr<DeviceBuffer>> caches_;
-  int64_t num_slots_ = 0, max_len_ = 0;
+  int64_t num_slots_ = 0, max_len_ = 0, num_blocks_ = 0;
   std::vector<int64_t> lengths_;
+  std::vector<std::vector<int32_t>> tables_;  // each slot's blocks, in sequence order
+  std::vector<int32_t> free_;                 // blocks no sequence holds
   using ProgramKey = std::tuple<models::StepKind, int64_t, int64_t, int64_t, int64_t>;
   std::map<ProgramKey, Program> programs_;
   double compile_seconds_ = 0;

@@ -74,8 +74,21 @@ struct StepShape {
   int64_t sample_vocab = 0;
   // A sampled row draws among at most this many of its most likely ids.
   int64_t max_candidates = nn::kDefaultMaxCandidates;
+  // Paged KV cache (page_size > 0): each cache is a pool of `num_blocks` blocks of `page_size`
+  // positions, and every row names its sequence's blocks in a block table of `table_blocks`
+  // entries. Rows (prefill chunks and decode rows alike) continue their sequences from any
+  // position; `num_slots` and `max_len` are unused. 0: the slot form above.
+  int64_t page_size = 0;
+  int64_t num_blocks = 0;
+  int64_t table_blocks = 0;
 
   int64_t slots() const { return num_slots > 0 ? num_slots : batch; }
+  bool paged() const { return page_size > 0; }
+  // Tokens per row: the prompt chunk for prefill, one for decode.
+  int64_t tokens_per_row() const { return kind == StepKind::kPrefill ? prompt_len : 1; }
+  // Blocks a paged row's chunk can touch: the chunk of tokens_per_row() positions may start
+  // anywhere in a block.
+  int64_t write_blocks() const { return (2 * page_size - 2 + tokens_per_row()) / page_size; }
 };
 
 // How a training forward runs when its program is one device's part of a sharded step, or a
@@ -149,7 +162,8 @@ std::vector<WeightSpec> WeightSpecs(const io::ModelConfig& config);
 int64_t ParameterCount(const io::ModelConfig& config);
 StatusOr<ModelProgram> BuildStep(const io::ModelConfig& config, const StepShape& shape,
                                  nn::LayerTrace* trace = nullptr);
-// The type of each KV cache argument: [slots, kv_heads, max_len, head_dim] in shape.dtype.
+// The type of each KV cache argument: [slots, kv_heads, max_len, head_dim] in shape.dtype, or
+// paged: [num_blocks, kv_heads, page_size, head_dim].
 TensorType KvCacheType(const io::ModelConfig& config, const StepShape& shape);
 
 }  // namespace tlaloc::models

@@ -48,11 +48,18 @@ struct RowSamplingInputs {
 // many of its most likely ids (before top-k and top-p), so no step sorts the whole vocabulary.
 inline constexpr int64_t kDefaultMaxCandidates = 4096;
 
+// How SampleRows finds a row's max_candidates most likely ids: chlo.top_k (a partial selection,
+// O(V log k)), or a stable sort of the whole row then a slice (O(V log V); what it did before,
+// kept for bench/sampling_bench.cc). Both give the same ids in the same order.
+enum class CandidateSelection { kTopK, kFullSort };
+
 // logits f32 [B, V] -> s32 [B], each row by its own settings. A row's token depends only on its
 // own logits and inputs, so a batch gives every row the token it gives alone. Greedy rows take
 // the argmax; sampled rows draw (Gumbel-max) among the max_candidates most likely ids after
-// temperature, top-k and top-p. When no row samples, the candidate sort is skipped at run time.
+// temperature, top-k and top-p. When no row samples, the candidate selection is skipped at run
+// time.
 Tensor SampleRows(const Tensor& logits, const RowSamplingInputs& in,
-                  int64_t max_candidates = kDefaultMaxCandidates);
+                  int64_t max_candidates = kDefaultMaxCandidates,
+                  CandidateSelection selection = CandidateSelection::kTopK);
 
 }  // namespace tlaloc::nn

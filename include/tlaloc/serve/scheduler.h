@@ -1,12 +1,12 @@
-// Continuous batching over the engine's slots: requests wait in a bounded queue, take a free
-// slot at a decode-step boundary, and leave it the step they finish (end token, stop string,
-// budget, or the client going away). One thread owns the engine; every loop it runs at most one
-// prefill chunk of one new request and then one decode step over every running request, so a
-// new prompt holds running requests up for one chunk at most. The part of a prompt past the
-// first chunk is fed through the decode steps, one token per step, alongside running requests
-// (the engine's prefill program starts a sequence at position 0 and cannot continue one).
-// Sampling settings and seeds are per-row inputs of the step programs: no request compiles
-// anything its shape bucket has not already compiled.
+// Continuous batching over the engine's slots and KV blocks: requests wait in a bounded queue,
+// take a free slot at a decode-step boundary once the block pool can hold their whole budget
+// (prompt plus max_tokens, within the context), and leave the step they finish (end token, stop
+// string, budget, or the client going away), returning their blocks. One thread owns the engine;
+// every loop it runs at most one prefill chunk of one request and then one decode step over
+// every request whose prompt is in, so a prompt holds running requests up for one chunk at most,
+// and a long prompt is prefilled chunk by chunk between decode steps (each chunk continues the
+// sequence over its blocks). Sampling settings and seeds are per-row inputs of the step programs:
+// no request compiles anything its shape bucket has not already compiled.
 #pragma once
 
 #include <atomic>
@@ -30,6 +30,9 @@ struct SchedulerOptions {
   int64_t max_context = 0;      // positions per slot (0: min(model's, 4096))
   int64_t max_queue = 64;       // requests waiting for a slot before new ones are refused
   int64_t prefill_chunk = 256;  // prompt tokens prefilled in one step
+  // KV blocks of generate::kKvBlockSize positions shared by every request (0: enough for
+  // max_batch requests of max_context).
+  int64_t kv_blocks = 0;
 };
 
 // One alternative at a token position: id, its text and its log-probability.
@@ -94,6 +97,10 @@ struct SchedulerStats {
   int64_t max_batch = 0, max_context = 0;
   int64_t running = 0, waiting = 0;
   int64_t kv_slots_in_use = 0, kv_tokens_in_use = 0;
+  // Blocks of kv_block_size positions: held by sequences, promised to running requests' budgets,
+  // and in the pool; the bytes one block takes over every layer's keys and values.
+  int64_t kv_blocks_in_use = 0, kv_blocks_reserved = 0, kv_blocks_total = 0;
+  int64_t kv_block_size = 0, kv_block_bytes = 0;
   int64_t requests_finished = 0, requests_stop = 0, requests_length = 0;
   int64_t requests_cancelled = 0, requests_error = 0, requests_rejected = 0;
   int64_t prompt_tokens = 0, generated_tokens = 0;
@@ -107,7 +114,8 @@ struct SchedulerStats {
 
 class Scheduler {
  public:
-  // Sizes the engine's KV cache (max_batch slots x max_context) and starts the loop thread.
+  // Sizes the engine's KV cache (max_batch slots of up to max_context positions sharing
+  // kv_blocks blocks) and starts the loop thread.
   static StatusOr<std::unique_ptr<Scheduler>> Start(generate::TextGenerator& text,
                                                     SchedulerOptions options);
   ~Scheduler();  // drains (as Drain) and joins the loop
@@ -116,7 +124,8 @@ class Scheduler {
 
   const SchedulerOptions& options() const { return options_; }
   // Queues a request. ResourceExhausted when the queue is full, Unavailable while draining,
-  // InvalidArgument when the prompt does not fit a slot.
+  // InvalidArgument when the prompt does not fit a slot or the whole block pool. max_tokens is
+  // capped by what the context and the pool hold.
   StatusOr<std::shared_ptr<RequestStream>> Submit(ScheduledRequest request);
   // Refuses new requests from now on and returns once every queued and running one finished.
   void Drain();
@@ -143,6 +152,7 @@ class Scheduler {
   std::condition_variable cv_;
   std::deque<std::unique_ptr<Active>> queue_;   // guarded by mu_
   std::vector<std::unique_ptr<Active>> slots_;  // loop thread only; null: free
+  int64_t reserved_blocks_ = 0;                 // loop thread only: running requests' budgets
   std::atomic<bool> draining_{false}, stop_{false};
   SchedulerStats stats_;  // guarded by mu_
   std::thread thread_;

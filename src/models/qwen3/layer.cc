@@ -51,6 +51,53 @@ void WriteCache(const LayerContext& ctx, const Tensor& kt, const Tensor& vt, Lay
   }
 }
 
+// Paged form: writes row r's new keys kt[r] [Hkv, T, D] (the first lengths[r] of them real) at
+// positions starts[r].. of its sequence. Block w of the chunk (write_blocks[r, w]) covers the
+// positions from base + w * P, base being starts[r] rounded down to a block: it is read, the new
+// keys that fall in it replace their positions, and it is written back in place (the pool dies at
+// each update). Padding tokens write nothing, so a padding row leaves the pool as it was.
+void WritePages(const LayerContext& ctx, const Tensor& kt, const Tensor& vt, LayerCache& cache) {
+  OpBuilder* b = kt.builder();
+  const int64_t hkv = kt.dim(1), t = kt.dim(2), d = kt.dim(3), page = ctx.page_size;
+  const int64_t blocks = ctx.write_blocks.dim(1);
+  Tensor zero = Scalar(*b, 0, ElementType::kS32);
+  Tensor page_s = Scalar(*b, static_cast<double>(page), ElementType::kS32);
+  Tensor offsets = Iota(*b, {page}, 0, ElementType::kS32);
+  for (int64_t r = 0; r < kt.dim(0); ++r) {
+    Tensor start = Reshape(SliceAxis(ctx.starts, 0, r, r + 1), {});
+    Tensor len = Reshape(SliceAxis(ctx.lengths, 0, r, r + 1), {});
+    Tensor base = start - Rem(start, page_s);
+    for (Tensor* pool : {&cache.k, &cache.v}) {
+      const Tensor& rows = pool == &cache.k ? kt : vt;
+      // The chunk with a block of zeros on either side, so every block's slice is in range.
+      Tensor padded = Pad(Reshape(SliceAxis(rows, 0, r, r + 1), {hkv, t, d}),
+                          Scalar(*b, 0, rows.element_type()), {0, page, 0}, {0, page, 0});
+      for (int64_t w = 0; w < blocks; ++w) {
+        Tensor block =
+            Reshape(SliceAxis(SliceAxis(ctx.write_blocks, 0, r, r + 1), 1, w, w + 1), {});
+        // Chunk index of the block's first position, and which of its positions are new.
+        Tensor first = base + Scalar(*b, static_cast<double>(w * page), ElementType::kS32) - start;
+        Tensor index = BroadcastInDim(first, {page}, {}) + offsets;
+        Tensor fresh = Ge(index, FullLike(index, 0)) & Lt(index, BroadcastInDim(len, {page}, {}));
+        Tensor incoming = DynamicSlice(padded, {zero, first + page_s, zero}, {hkv, page, d});
+        Tensor old = Reshape(DynamicSlice(*pool, {block, zero, zero, zero}, {1, hkv, page, d}),
+                             {hkv, page, d});
+        Tensor merged = Where(BroadcastInDim(fresh, {hkv, page, d}, {1}), incoming, old);
+        *pool = DynamicUpdateSlice(*pool, Reshape(merged, {1, hkv, page, d}),
+                                   {block, zero, zero, zero});
+      }
+    }
+  }
+}
+
+// A paged cache's keys or values for each row, in sequence order: [N, Hkv, P, D] gathered by the
+// block table [B, M] -> [B, Hkv, M * P, D] (key j at offset j % P of block j / P).
+Tensor GatherPages(const Tensor& pool, const Tensor& table) {
+  const int64_t bsz = table.dim(0), m = table.dim(1);
+  const int64_t hkv = pool.dim(1), page = pool.dim(2), d = pool.dim(3);
+  return Reshape(Transpose(Take(pool, table), {0, 2, 1, 3, 4}), {bsz, hkv, m * page, d});
+}
+
 }  // namespace
 
 Tensor DecoderLayer(const ModelConfig& c, const WeightTensors& w, int64_t layer, const Tensor& x,
@@ -84,7 +131,11 @@ Tensor DecoderLayer(const ModelConfig& c, const WeightTensors& w, int64_t layer,
   k = nn::ApplyRotary(k, ctx.cos, ctx.sin, trace, a + "rotary_emb");
   Tensor keys = Transpose(k, {0, 2, 1, 3});  // [B, Hkv, T, D]
   Tensor values = Transpose(v, {0, 2, 1, 3});
-  if (ctx.mode != Mode::kTrain) {
+  if (ctx.page_size > 0) {
+    WritePages(ctx, keys, values, *cache);
+    keys = GatherPages(cache->k, ctx.block_table);
+    values = GatherPages(cache->v, ctx.block_table);
+  } else if (ctx.mode != Mode::kTrain) {
     WriteCache(ctx, keys, values, *cache);
     if (ctx.mode == Mode::kDecode) {
       keys = cache->k;

@@ -23,6 +23,11 @@ struct LayerContext {
   Tensor mask;       // pred [B, T, keys]
   Tensor slots;      // prefill: s32 [B], the cache row of each batch row
   Tensor positions;  // decode: s32 [B], where each row's new key goes
+  // Paged KV cache (page_size > 0): each row's chunk starts at starts[r] and holds lengths[r]
+  // real tokens; block_table [B, M] names the row's blocks, write_blocks [B, W] those its chunk
+  // touches (from the block holding starts[r]). The cache is a pool of blocks.
+  int64_t page_size = 0;
+  Tensor starts, lengths, block_table, write_blocks;
   // Tensor parallelism (shard/): the block reductions and annotations; unset on one device.
   ParallelHooks parallel;
 };

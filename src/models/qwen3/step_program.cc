@@ -7,6 +7,11 @@
 //           -> (next_tokens, logits, caches'...)
 //
 // Caches are [slots, kv_heads, max_len, head_dim]; cache position p holds sequence position p.
+//
+// Paged (StepShape::page_size > 0): caches are pools [blocks, kv_heads, page_size, head_dim];
+// prefill and decode both take lengths s32[B] (decode: 1, or 0 for a padding row),
+// block_table s32[B,M] and write_blocks s32[B,W] in place of slots, and a row continues its
+// sequence from its first position (a prefill chunk anywhere in a prompt, or a decode token).
 // Prefill rows are left-aligned prompts padded on the right, starting at position 0, and write
 // the slots `slots` names; logits are those of each row's last real token. Decode runs one row
 // per slot (row r is slot r); rows of idle slots run too and their results are ignored. Each
@@ -37,19 +42,28 @@ class Inputs {
 Status CheckShape(const ModelConfig& c, const StepShape& shape) {
   const bool prefill = shape.kind == StepKind::kPrefill;
   const int64_t t = prefill ? shape.prompt_len : 1;
-  if (shape.batch <= 0 || t <= 0 || shape.max_len <= 0 || t > shape.max_len ||
-      shape.slots() < shape.batch || (!prefill && shape.slots() != shape.batch))
+  if (shape.paged()) {
+    if (shape.batch <= 0 || t <= 0 || shape.num_blocks <= 0 || shape.table_blocks <= 0)
+      return InvalidArgument("Qwen3 paged step shape: batch " + std::to_string(shape.batch) +
+                             ", prompt " + std::to_string(t) + ", " +
+                             std::to_string(shape.num_blocks) + " blocks of " +
+                             std::to_string(shape.page_size) + ", table of " +
+                             std::to_string(shape.table_blocks) + " (expected positive sizes)");
+  } else if (shape.batch <= 0 || t <= 0 || shape.max_len <= 0 || t > shape.max_len ||
+             shape.slots() < shape.batch || (!prefill && shape.slots() != shape.batch)) {
     return InvalidArgument("Qwen3 step shape: batch " + std::to_string(shape.batch) + ", prompt " +
                            std::to_string(t) + ", slots " + std::to_string(shape.slots()) +
                            ", max_len " + std::to_string(shape.max_len) +
                            " (expected positive sizes, prompt <= max_len, a decode batch of one "
                            "row per slot and a prefill batch of at most the slots)");
+  }
   if (shape.dtype != ElementType::kF32 && shape.dtype != ElementType::kBF16 &&
       shape.dtype != ElementType::kF16)
     return InvalidArgument("Qwen3 program dtype " + std::string(MlirName(shape.dtype)) +
                            ": expected f32, bf16 or f16");
-  if (shape.max_len > c.max_position_embeddings)
-    return InvalidArgument("Qwen3 step shape: max_len " + std::to_string(shape.max_len) +
+  const int64_t positions = shape.paged() ? shape.table_blocks * shape.page_size : shape.max_len;
+  if (positions > c.max_position_embeddings + (shape.paged() ? shape.page_size - 1 : 0))
+    return InvalidArgument("Qwen3 step shape: max_len " + std::to_string(positions) +
                            " exceeds max_position_embeddings " +
                            std::to_string(c.max_position_embeddings));
   return OkStatus();
@@ -83,8 +97,17 @@ StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
   LayerContext ctx;
   ctx.mode = prefill ? Mode::kPrefill : Mode::kDecode;
   Tensor lengths;
-  if (prefill) {
+  if (prefill || shape.paged())
     lengths = in.Add(Port::kLengths, TensorType(ElementType::kS32, {bsz}));
+  if (shape.paged()) {
+    ctx.page_size = shape.page_size;
+    ctx.lengths = lengths;
+    ctx.starts = prefill ? Reshape(SliceAxis(positions, 1, 0, 1), {bsz}) : positions;
+    ctx.block_table =
+        in.Add(Port::kBlockTable, TensorType(ElementType::kS32, {bsz, shape.table_blocks}));
+    ctx.write_blocks =
+        in.Add(Port::kWriteBlocks, TensorType(ElementType::kS32, {bsz, shape.write_blocks()}));
+  } else if (prefill) {
     ctx.slots = in.Add(Port::kSlots, TensorType(ElementType::kS32, {bsz}));
   }
   nn::RowSamplingInputs sampling;
@@ -108,7 +131,15 @@ StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
   // An int8 table dequantises to f32; the hidden states are in the program's type.
   if (x.element_type() != shape.dtype) x = Convert(x, shape.dtype);
   std::tie(ctx.cos, ctx.sin) = nn::RotaryTables(pos2, c.head_dim, c.rope_theta);
-  if (prefill) {
+  if (shape.paged()) {
+    // Key j of a row's gathered blocks holds sequence position j: the query at position p sees
+    // it when j <= p (causal) and j < start + length (written).
+    const int64_t keys = shape.table_blocks * shape.page_size;
+    Tensor kj = Iota(b, {bsz, t, keys}, 2);
+    Tensor qp = BroadcastInDim(pos2, {bsz, t, keys}, {0, 1});
+    Tensor end = BroadcastInDim(ctx.starts + lengths, {bsz, t, keys}, {0});
+    ctx.mask = Le(kj, qp) & Lt(kj, end);
+  } else if (prefill) {
     // Query i may see key j when j <= i (causal) and j < length (not padding).
     Tensor qi = Iota(b, {bsz, t, t}, 1), kj = Iota(b, {bsz, t, t}, 2);
     Tensor len = BroadcastInDim(lengths, {bsz, t, t}, {0});
