@@ -15,6 +15,7 @@
 #include <random>
 #include <vector>
 
+#include "bench_util.h"
 #include "tlaloc/builder/tensor.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/nn/layers.h"
@@ -55,14 +56,7 @@ void TimeProgram(benchmark::State& state, const std::vector<TensorType>& types,
     state.SkipWithError(exe.status().ToString().c_str());
     return;
   }
-  for (auto _ : state) {
-    auto out = (*exe)->Execute(args);
-    if (!out.ok()) {
-      state.SkipWithError(out.status().ToString().c_str());
-      return;
-    }
-    benchmark::DoNotOptimize(out->front().data());
-  }
+  tlaloc::bench::TimeExecutions(state, **exe, args);
 }
 
 void BM_RouterTopK(benchmark::State& state) {

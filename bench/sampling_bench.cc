@@ -14,6 +14,7 @@
 #include <random>
 #include <vector>
 
+#include "bench_util.h"
 #include "tlaloc/builder/tensor.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/nn/sampling.h"
@@ -61,14 +62,7 @@ void TimeSampling(benchmark::State& state, int64_t vocab, bool one_sampled,
                             Literal::FromVector<float>({kRows}, top_p),
                             Literal::FromVector<uint32_t>({kRows, 2}, std::vector<uint32_t>(16, 7)),
                             Literal::FromVector<uint32_t>({kRows}, std::vector<uint32_t>(8, 1))};
-  for (auto _ : state) {
-    auto out = (*exe)->Execute(args);
-    if (!out.ok()) {
-      state.SkipWithError(out.status().ToString().c_str());
-      return;
-    }
-    benchmark::DoNotOptimize(out->front().data());
-  }
+  tlaloc::bench::TimeExecutions(state, **exe, args);
 }
 
 void BM_SampleStep(benchmark::State& state) {
