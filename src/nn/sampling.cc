@@ -1,8 +1,10 @@
 // In-program sampling: temperature, top-k (a sort; per-row sampling takes its candidates with
 // chlo.top_k, a partial selection), top-p (a prefix sum over the sorted probabilities), then a
-// Gumbel-max draw (jax.random.categorical) over the kept candidates.
+// Gumbel-max draw (jax.random.categorical) over the kept candidates. SampleRows runs the
+// selection on the sampled rows only (gathered), since it costs far more than a greedy argmax.
 #include "tlaloc/nn/sampling.h"
 
+#include <functional>
 #include <tuple>
 
 #include "tlaloc/builder/random.h"
@@ -59,6 +61,37 @@ std::pair<Tensor, Tensor> Candidates(const Tensor& x, int64_t k, CandidateSelect
   return {Tensor(r[0], b), Tensor(r[1], b)};
 }
 
+// Draws one token per row of `logits` [S, V] among its k most likely ids, with the rows' own
+// settings (inputs gathered to the same S rows). Greedy rows divide by 1; their draw is unused.
+Tensor DrawRows(const Tensor& logits, const RowSamplingInputs& in, int64_t k,
+                CandidateSelection selection) {
+  OpBuilder* b = logits.builder();
+  const int64_t rows = logits.dim(0);
+  Tensor sampled_rows = Gt(in.temperature, FullLike(in.temperature, 0.0));
+  Tensor t = Where(sampled_rows, in.temperature, FullLike(in.temperature, 1.0));
+  Tensor scaled = logits / ExpandDims(t, 1);
+  auto [vals, idx] = Candidates(scaled, k, selection);  // [S, k], descending
+  Tensor rank = Iota(*b, {rows, k}, 1, ElementType::kS32);
+  Tensor top_k = ExpandDims(in.top_k, 1);
+  Tensor within_k = Le(top_k, FullLike(top_k, 0)) | Lt(rank, top_k);
+  vals = Where(within_k, vals, FullLike(vals, -1e30));
+  // Keep a candidate while the mass before it is below top_p (the first is always kept).
+  Tensor probs = Softmax(vals, -1);
+  Tensor before = PrefixSumLastAxis(probs) - probs;
+  Tensor top_p = ExpandDims(in.top_p, 1);
+  Tensor keep = Ge(top_p, FullLike(top_p, 1.0)) | Lt(before, top_p);
+  vals = Where(keep, vals, FullLike(vals, -1e30));
+  Tensor noise = RowGumbel(RowFoldIn(in.keys, in.steps), k);
+  Tensor choice = Argmax(noise + vals, -1);  // [S] index into the candidates
+  Tensor hit = Convert(OneHot(choice, k, ElementType::kS32), ElementType::kS32);
+  return Sum(hit * idx, {-1});
+}
+
+RowSamplingInputs TakeRows(const RowSamplingInputs& in, const Tensor& rows) {
+  return {Take(in.temperature, rows), Take(in.top_k, rows), Take(in.top_p, rows),
+          Take(in.keys, rows), Take(in.steps, rows)};
+}
+
 }  // namespace
 
 Tensor SampleRows(const Tensor& logits, const RowSamplingInputs& in, int64_t max_candidates,
@@ -69,31 +102,39 @@ Tensor SampleRows(const Tensor& logits, const RowSamplingInputs& in, int64_t max
   const int64_t k = max_candidates > 0 && max_candidates < vocab ? max_candidates : vocab;
   Tensor greedy = Argmax(logits, -1);
   Tensor sampled_rows = Gt(in.temperature, FullLike(in.temperature, 0.0));
-  Tensor count = Sum(Convert(sampled_rows, ElementType::kS32), {0});
+  Tensor flags = Convert(sampled_rows, ElementType::kS32);
+  Tensor count = Sum(flags, {0});
   Tensor any_sampled = Gt(count, FullLike(count, 0));
-  auto draw = [&]() -> std::vector<Tensor> {
-    // Greedy rows divide by 1 here; their draw is discarded below.
-    Tensor t = Where(sampled_rows, in.temperature, FullLike(in.temperature, 1.0));
-    Tensor scaled = logits / ExpandDims(t, 1);
-    auto [vals, idx] = Candidates(scaled, k, selection);  // [B, k], descending
-    Tensor rank = Iota(*b, {rows, k}, 1, ElementType::kS32);
-    Tensor top_k = ExpandDims(in.top_k, 1);
-    Tensor within_k = Le(top_k, FullLike(top_k, 0)) | Lt(rank, top_k);
-    vals = Where(within_k, vals, FullLike(vals, -1e30));
-    // Keep a candidate while the mass before it is below top_p (the first is always kept).
-    Tensor probs = Softmax(vals, -1);
-    Tensor before = PrefixSumLastAxis(probs) - probs;
-    Tensor top_p = ExpandDims(in.top_p, 1);
-    Tensor keep = Ge(top_p, FullLike(top_p, 1.0)) | Lt(before, top_p);
-    vals = Where(keep, vals, FullLike(vals, -1e30));
-    Tensor noise = RowGumbel(RowFoldIn(in.keys, in.steps), k);
-    Tensor choice = Argmax(noise + vals, -1);  // [B] index into the candidates
-    Tensor hit = Convert(OneHot(choice, k, ElementType::kS32), ElementType::kS32);
-    Tensor token = Sum(hit * idx, {-1});
-    return {Where(sampled_rows, token, greedy)};
+  // The sampled rows packed first: order[j] is the row of the (j+1)-th sampled row (the number
+  // of rows whose inclusive count is at most j), clamped to the last row past `count`; a sampled
+  // row's place in that order is its exclusive count.
+  Tensor inclusive = PrefixSumLastAxis(flags);
+  Tensor place = inclusive - flags;
+  Tensor j = Iota(*b, {rows, rows}, 0, ElementType::kS32);
+  Tensor counted =
+      Convert(Le(BroadcastTo(ExpandDims(inclusive, 0), {rows, rows}), j), ElementType::kS32);
+  Tensor below = Sum(counted, {1});
+  Tensor order = Min(below, FullLike(below, static_cast<double>(rows - 1)));
+  // Only the sampled rows go through the candidate selection: they are gathered into the
+  // smallest power-of-two bucket that holds them (one branch per bucket, so every shape stays
+  // static), drawn there and taken back; greedy rows keep the argmax.
+  auto draw_gathered = [&](int64_t bucket) -> std::vector<Tensor> {
+    if (bucket >= rows) return {Where(sampled_rows, DrawRows(logits, in, k, selection), greedy)};
+    Tensor picked = SliceAxis(order, 0, 0, bucket);
+    Tensor drawn = DrawRows(Take(logits, picked), TakeRows(in, picked), k, selection);  // [bucket]
+    Tensor back = Take(drawn, Min(place, FullLike(place, static_cast<double>(bucket - 1))));
+    return {Where(sampled_rows, back, greedy)};
+  };
+  std::function<std::vector<Tensor>(int64_t)> draw_in_bucket =
+      [&](int64_t bucket) -> std::vector<Tensor> {
+    if (bucket >= rows) return draw_gathered(bucket);
+    return Cond(
+        Le(count, FullLike(count, static_cast<double>(bucket))),
+        [&]() { return draw_gathered(bucket); }, [&]() { return draw_in_bucket(bucket * 2); });
   };
   auto keep_greedy = [&]() -> std::vector<Tensor> { return {greedy}; };
-  std::vector<Tensor> out = Cond(any_sampled, draw, keep_greedy);
+  std::vector<Tensor> out = Cond(
+      any_sampled, [&]() { return draw_in_bucket(1); }, keep_greedy);
   return out.empty() ? Tensor() : out[0];
 }
 

@@ -56,8 +56,10 @@ enum class CandidateSelection { kTopK, kFullSort };
 // logits f32 [B, V] -> s32 [B], each row by its own settings. A row's token depends only on its
 // own logits and inputs, so a batch gives every row the token it gives alone. Greedy rows take
 // the argmax; sampled rows draw (Gumbel-max) among the max_candidates most likely ids after
-// temperature, top-k and top-p. When no row samples, the candidate selection is skipped at run
-// time.
+// temperature, top-k and top-p. Only the sampled rows go through the candidate selection: they
+// are gathered into the smallest power-of-two bucket of rows that holds them (one branch per
+// bucket, chosen at run time, so shapes stay static), drawn and taken back; when no row samples,
+// the selection is skipped.
 Tensor SampleRows(const Tensor& logits, const RowSamplingInputs& in,
                   int64_t max_candidates = kDefaultMaxCandidates,
                   CandidateSelection selection = CandidateSelection::kTopK);
