@@ -2,8 +2,9 @@
 // ids and Qwen3.5's 248,320, with 8 rows of which one samples (temperature 0.7, top-p 0.9):
 //
 //   BM_SampleStep/vocab/selection  selection 0 = chlo.top_k of the 4,096 candidates (what the
-//                                  step programs do), 1 = a stable sort of the whole row, then
-//                                  the first 4,096 (what they did before)
+//                                  step programs do; on the sampled rows only, gathered),
+//                                  1 = a stable sort of each such row, then the first 4,096
+//                                  (what they did before)
 //   BM_GreedyStep/vocab            the same 8 rows all greedy (the candidate selection is skipped)
 //
 // docs/SERVING.md records the ratios. Run it short on a shared machine, e.g.
