@@ -2,7 +2,8 @@
 # Builds Tlaloc and runs the whole test suite, then the checks of docs/RELIABILITY.md:
 #   1. build/       RelWithDebInfo (GCC): every test.
 #   2. build-fuzz/  clang 14, ASan + UBSan with every report fatal (TLALOC_FUZZ=ON, Debug): the
-#                   test binaries of asan_layers below, except the conformance sweep.
+#                   test binaries of asan_layers below, except the conformance sweep, and the
+#                   CLI tests labelled cli_asan on the sanitized binary.
 #   3. build-fuzz/  the same tree: every libFuzzer target of fuzz/ for TLALOC_FUZZ_SECONDS
 #                   (default 30) over its seed corpus (scripts/fuzz_smoke.sh).
 #   4. build-tsan/  GCC, ThreadSanitizer (TLALOC_TSAN=ON): the tests of the code whose threads
@@ -33,8 +34,8 @@ ctest --test-dir build --output-on-failure -j "$jobs" "$@"
 step_done "build and tests"
 
 # The sanitized clang tree: the fuzz targets and every layer's test binary. The CLI tests
-# (label cli) stay in the plain tree only: they are whole fine-tunes and generations of the
-# binary, minutes each, whose code paths the layers' tests already cover under ASan.
+# (label cli) stay in the plain tree, except the short ones also labelled cli_asan: the others
+# are whole fine-tunes and generations of the binary, minutes each at -O0 with ASan.
 asan_layers=(support ir ops interp builder stablehlo runtime io tokenizer autodiff pjrt plugin
   nn models generate shard train kernels serve)
 if [ "${TLALOC_SKIP_SANITIZE:-0}" != "1" ] || [ "${TLALOC_SKIP_FUZZ:-0}" != "1" ]; then
@@ -44,7 +45,8 @@ if [ "${TLALOC_SKIP_SANITIZE:-0}" != "1" ] || [ "${TLALOC_SKIP_FUZZ:-0}" != "1" 
   for src in fuzz/*_fuzz.cc; do san_targets+=(--target "$(basename "$src" .cc)"); done
   if [ "${TLALOC_SKIP_SANITIZE:-0}" != "1" ]; then
     for layer in "${asan_layers[@]}"; do san_targets+=(--target "tlaloc_${layer}_tests"); done
-    san_targets+=(--target tlaloc_cli)  # plugin.generate_cli_parity runs the CLI
+    # plugin.generate_cli_parity and the cli_asan tests run the CLI (and the plugin).
+    san_targets+=(--target tlaloc_cli --target tlaloc_pjrt_cpu)
   fi
   cmake --build build-fuzz -j "$jobs" "${san_targets[@]}"
   step_done "ASan + UBSan build (clang)"
@@ -79,6 +81,13 @@ if [ "${TLALOC_SKIP_SANITIZE:-0}" != "1" ]; then
   ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-fuzz --output-on-failure -j "$jobs" -L '^(pjrt|train)$' -E "$exclude"
+  # The CLI itself, whole runs of the sanitized binary: only the short tests labelled cli_asan
+  # (tests/cli/asan_smoke_test.sh: every command on a small model and malformed inputs;
+  # cli.framework, cli.quantize), a few minutes at -O0 with ASan. The other cli tests stay
+  # excluded above. intercept_tls_get_addr=0 for the ones that dlopen the plugin (see above).
+  ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-fuzz --output-on-failure -j "$jobs" -L '^cli_asan$'
   step_done "ASan + UBSan tests"
 fi
 

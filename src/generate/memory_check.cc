@@ -38,4 +38,16 @@ Status CheckCacheFits(Backend& backend, const TensorType& cache_type, int64_t bu
   return CheckAllocationBudget(backend, buffers * cache_type.byte_size(), request);
 }
 
+Status CheckTensorParallelStepFits(Backend& backend, CompiledProgram& program,
+                                   const std::string& mesh, int64_t max_len, int device,
+                                   int64_t resident_bytes) {
+  MemoryBudgetRequest request;
+  request.program = "tensor-parallel next-token step on device " + std::to_string(device) +
+                    " (mesh " + mesh + ", " + std::to_string(max_len) + " positions)";
+  request.resident_bytes = resident_bytes;
+  request.device = device;
+  request.hint = "a shorter context (--ctx-size) or more devices on the model axis (--mesh)";
+  return CheckMemoryBudget(backend, program, request);
+}
+
 }  // namespace tlaloc::generate

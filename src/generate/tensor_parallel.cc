@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tlaloc/generate/memory_check.h"
 #include "tlaloc/models/family.h"
 #include "tlaloc/shard/lowering.h"
 #include "tlaloc/shard/plan.h"
@@ -103,6 +104,11 @@ StatusOr<std::unique_ptr<TensorParallelGreedy>> TensorParallelGreedy::Create(
   }
   TL_ASSIGN_OR_RETURN(auto module, BuildNextTokenProgram(config, plan, max_len, sample_vocab));
   TL_ASSIGN_OR_RETURN(impl->program, backend.CompileForDevices(module, ProcessGrid{1, n}));
+  for (int d = 0; d < n; ++d) {
+    if (!backend.is_addressable(d)) continue;
+    TL_RETURN_IF_ERROR(CheckTensorParallelStepFits(backend, *impl->program, mesh.ToString(),
+                                                   max_len, d, ResidentBytes(impl->weights[d])));
+  }
   impl->plan = std::move(plan);
   return std::unique_ptr<TensorParallelGreedy>(new TensorParallelGreedy(std::move(impl)));
 }

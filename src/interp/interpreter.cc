@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <new>
 #include <string>
 #include <unordered_map>
 
@@ -10,6 +11,8 @@
 #include "op_profile.h"
 #include "tlaloc/ir/liveness.h"
 #include "tlaloc/ir/op_registry.h"
+#include "tlaloc/support/buffer_cache.h"
+#include "tlaloc/support/memory_info.h"
 #include "tlaloc/support/thread_pool.h"
 
 namespace tlaloc {
@@ -103,6 +106,7 @@ class MemoryTracker {
     }
   }
   int64_t peak() const { return peak_; }
+  int64_t bytes() const { return bytes_; }
 
  private:
   struct Entry {
@@ -220,18 +224,40 @@ class InterpreterRun : public EvalContext {
     std::vector<Literal> results;
     const Operation* saved_op = current_op_;
     current_op_ = &op;
+    // The results are live beside the operands from the moment they are allocated, through the
+    // regions or callees the op runs, until the operands dying here are released. `allocated`
+    // keeps what was allocated until the op is done, so an eval that replaces a result (with an
+    // operand it reuses, or a buffer of its own) is counted with both at its peak.
+    std::vector<Literal> allocated;
     Status st;
-    if (p.fused) {
-      // The chain's result may take over its first operand's buffer when that dies here.
-      if (reusable_[0] && operands[0].type() == op.result(0).type().tensor)
-        results.push_back(operands[0]);
-      else
+    try {
+      if (p.fused) {
+        // The chain's result may take over its first operand's buffer when that dies here.
+        if (reusable_[0] && operands[0].type() == op.result(0).type().tensor)
+          results.push_back(operands[0]);
+        else
+          results = AllocateResults(op);
+        allocated = results;
+        for (const Literal& r : allocated) tracker_.Add(r);
+        st = p.fused->eval(operands, results[0], *this);
+      } else {
         results = AllocateResults(op);
-      st = p.fused->eval(operands, results[0], *this);
-    } else {
-      results = AllocateResults(op);
-      st = op.def().eval(op, operands, results, *this);
+        allocated = results;
+        for (const Literal& r : allocated) tracker_.Add(r);
+        st = op.def().eval(op, operands, results, *this);
+      }
+    } catch (const std::bad_alloc& e) {
+      st = OutOfMemory(op, e);
     }
+    if (st.ok()) {
+      for (size_t i = 0; i < results.size(); ++i)
+        if (i >= allocated.size() || results[i].data() != allocated[i].data())
+          tracker_.Add(results[i]);
+    }
+    for (size_t i = 0; i < allocated.size(); ++i)
+      if (!st.ok() || i >= results.size() || results[i].data() != allocated[i].data())
+        tracker_.Remove(allocated[i]);
+    allocated.clear();
     current_op_ = saved_op;
     if (profiling) {
       // Self time: what this op's regions or callees ran is already counted under their ops.
@@ -249,14 +275,29 @@ class InterpreterRun : public EvalContext {
     if (!st.ok()) return st.WithContext(p.fused ? p.fused->name : op.name());
     if (results.size() != p.result_slots.size())
       return Internal(op.name() + " produced " + std::to_string(results.size()) + " results");
-    for (size_t i = 0; i < results.size(); ++i) {
-      tracker_.Add(results[i]);
-      slots[p.result_slots[i]] = std::move(results[i]);
-    }
+    for (size_t i = 0; i < results.size(); ++i) slots[p.result_slots[i]] = std::move(results[i]);
     if (stats_) ++stats_->ops_executed;
     operands.clear();
     for (int s : p.release_after) Release(s);
     return OkStatus();
+  }
+
+  // An allocation that failed inside `op` (its results, or a buffer its kernel needed) as a
+  // ResourceExhausted naming the bytes asked for and what the run held (RunOp adds the op).
+  Status OutOfMemory(const Operation& op, const std::bad_alloc& e) const {
+    int64_t result_bytes = 0;
+    for (int i = 0; i < op.num_results(); ++i)
+      if (op.result(i).type().is_tensor()) result_bytes += op.result(i).type().tensor.byte_size();
+    std::string asked = "an allocation";
+    if (const auto* failed = dynamic_cast<const AllocationFailed*>(&e))
+      asked = "allocating " + FormatBytes(failed->bytes()) + " (" +
+              std::to_string(failed->bytes()) + " bytes)";
+    const std::string available =
+        AvailableMemoryBytes() ? FormatBytes(*AvailableMemoryBytes()) : std::string("unknown");
+    return ResourceExhausted("out of memory: " + asked + " failed; its results take " +
+                             FormatBytes(result_bytes) + ", the run held " +
+                             FormatBytes(tracker_.bytes()) + " of tensors, and " + available +
+                             " is still available to the process");
   }
 
   void Release(int slot) {

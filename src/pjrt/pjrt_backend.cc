@@ -1,5 +1,7 @@
 #include "tlaloc/pjrt/pjrt_backend.h"
 
+#include <algorithm>
+
 #include "tlaloc/stablehlo/printer.h"
 
 namespace tlaloc::pjrt {
@@ -110,7 +112,22 @@ class PjrtBackendImpl : public Backend {
 
   StatusOr<ProgramMemoryStats> MemoryStats(CompiledProgram& program) override {
     TL_ASSIGN_OR_RETURN(auto s, static_cast<PjrtProgram&>(program).exe().MemoryStats());
-    return ProgramMemoryStats{s.argument_bytes, s.output_bytes, s.temp_bytes, s.alias_bytes};
+    ProgramMemoryStats stats;
+    stats.argument_bytes = s.argument_bytes;
+    stats.output_bytes = s.output_bytes;
+    stats.temp_bytes = s.temp_bytes;
+    stats.alias_bytes = s.alias_bytes;
+    return stats;
+  }
+
+  // The device's limit less what is in use, from PJRT_Device_MemoryStats; Unimplemented (the
+  // budget check is then skipped with a note) where the plugin reports no limit.
+  StatusOr<int64_t> AvailableDeviceMemory(int device) override {
+    TL_ASSIGN_OR_RETURN(PjrtSession::DeviceMemory memory, session_->DeviceMemoryStats(device));
+    if (!memory.bytes_limit)
+      return Unimplemented("PJRT plugin " + session_->api().origin() + " reports no bytes_limit " +
+                           "for device " + std::to_string(device));
+    return std::max<int64_t>(*memory.bytes_limit - memory.bytes_in_use, 0);
   }
 
  private:

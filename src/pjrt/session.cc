@@ -561,6 +561,26 @@ StatusOr<PjrtBuffer> PjrtSession::ToDevice(const Literal& literal, int device_in
   return buffer;
 }
 
+StatusOr<PjrtSession::DeviceMemory> PjrtSession::DeviceMemoryStats(int device_index) const {
+  if (device_index < 0 || device_index >= static_cast<int>(devices_.size()))
+    return InvalidArgument("device " + std::to_string(device_index) + ": the plugin " +
+                           api_->origin() + " has " + std::to_string(devices_.size()) +
+                           " addressable device(s)");
+  // A table too short for the slot (a plugin older than the call) is Unimplemented, not an error:
+  // the caller then goes without the figure.
+  Status has_slot =
+      api_->CheckSlot(offsetof(PJRT_Api, PJRT_Device_MemoryStats), "PJRT_Device_MemoryStats");
+  if (!has_slot.ok()) return Unimplemented(has_slot.message());
+  TL_PJRT_ARGS(PJRT_Device_MemoryStats_Args, a);
+  a.device = devices_[device_index].raw;
+  Status called = TL_PJRT_CALL(*api_, Device_MemoryStats, &a);
+  if (!called.ok()) return Unimplemented(called.message());
+  DeviceMemory out;
+  out.bytes_in_use = a.bytes_in_use;
+  if (a.bytes_limit_is_set) out.bytes_limit = a.bytes_limit;
+  return out;
+}
+
 StatusOr<Literal> PjrtSession::ToHost(const PjrtBuffer& buffer) {
   if (buffer.raw() == nullptr) return FailedPrecondition("buffer was moved from");
   Literal out(buffer.type());

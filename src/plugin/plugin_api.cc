@@ -196,7 +196,8 @@ PJRT_Api BuildApi() {
   TL_IMPL_(Client_Create)
   TL_IMPL_(Client_Destroy)
   TL_IMPL_(Client_PlatformName)
-  TL_IMPL_(Client_ProcessIndex) TL_IMPL_(Client_PlatformVersion) TL_IMPL_(Client_Devices) TL_IMPL_(
+  TL_IMPL_(Client_ProcessIndex)
+  TL_IMPL_(Client_PlatformVersion) TL_IMPL_(Client_Devices) TL_IMPL_(
       Client_AddressableDevices) TL_IMPL_(Client_LookupDevice) TL_IMPL_(Client_LookupAddressableDevice)
       TL_IMPL_(Client_AddressableMemories) TL_IMPL_(Client_DefaultDeviceAssignment) TL_IMPL_(
           Client_BufferFromHostBuffer) TL_IMPL_(DeviceDescription_Id)
@@ -205,9 +206,9 @@ PJRT_Api BuildApi() {
               TL_IMPL_(DeviceDescription_ToString) TL_IMPL_(Device_GetDescription) TL_IMPL_(
                   Device_IsAddressable) TL_IMPL_(Device_LocalHardwareId)
                   TL_IMPL_(Device_AddressableMemories) TL_IMPL_(Device_DefaultMemory) TL_IMPL_(
-                      Memory_Id) TL_IMPL_(Memory_Kind) TL_IMPL_(Memory_Kind_Id)
-                      TL_IMPL_(Memory_DebugString) TL_IMPL_(Memory_ToString) TL_IMPL_(
-                          Memory_AddressableByDevices) TL_IMPL_(Buffer_Destroy)
+                      Device_MemoryStats) TL_IMPL_(Memory_Id) TL_IMPL_(Memory_Kind)
+                      TL_IMPL_(Memory_Kind_Id) TL_IMPL_(Memory_DebugString) TL_IMPL_(
+                          Memory_ToString) TL_IMPL_(Memory_AddressableByDevices) TL_IMPL_(Buffer_Destroy)
                           TL_IMPL_(Buffer_ElementType) TL_IMPL_(Buffer_Dimensions) TL_IMPL_(
                               Buffer_UnpaddedDimensions) TL_IMPL_(Buffer_DynamicDimensionIndices)
                               TL_IMPL_(Buffer_OnDeviceSizeInBytes) TL_IMPL_(Buffer_Device) TL_IMPL_(

@@ -291,9 +291,9 @@ PJRT_Error* Plugin_Client_BufferFromHostBuffer(PJRT_Client_BufferFromHostBuffer_
   }
   if (literal.byte_size() > 0) std::memcpy(literal.data(), args->data, literal.byte_size());
   auto* buffer = new PJRT_Buffer();
-  buffer->literal = std::move(literal);
   buffer->element_type = *et;
   buffer->device = device;
+  HoldLiteral(buffer, std::move(literal));
   buffer->dims = std::move(dims);
   args->buffer = buffer;
   // Copied already: the caller may reuse its memory at once.
@@ -450,6 +450,7 @@ PJRT_Error* Plugin_Memory_AddressableByDevices(PJRT_Memory_AddressableByDevices_
 
 PJRT_Error* Plugin_Buffer_Destroy(PJRT_Buffer_Destroy_Args* args) {
   TL_PLUGIN_CHECK(args, PJRT_Buffer_Destroy_Args, "PJRT_Buffer_Destroy");
+  if (args->buffer) DropLiteral(args->buffer);
   delete args->buffer;
   return nullptr;
 }
@@ -510,7 +511,7 @@ PJRT_Error* Plugin_Buffer_Memory(PJRT_Buffer_Memory_Args* args) {
 PJRT_Error* Plugin_Buffer_Delete(PJRT_Buffer_Delete_Args* args) {
   TL_PLUGIN_CHECK(args, PJRT_Buffer_Delete_Args, "PJRT_Buffer_Delete");
   TL_NEED_BUFFER("PJRT_Buffer_Delete");
-  args->buffer->literal = Literal();
+  DropLiteral(args->buffer);
   args->buffer->deleted = true;
   return nullptr;
 }
@@ -531,9 +532,9 @@ PJRT_Error* CopyTo(PJRT_Buffer* src, PJRT_Device* device, PJRT_Buffer** out, con
   TL_PLUGIN_REQUIRE(src->device != device, INVALID_ARGUMENT,
                     std::string(fn) + ": the buffer is already on that device");
   auto* b = new PJRT_Buffer();
-  b->literal = src->literal.Clone();
   b->element_type = src->element_type;
   b->device = device;
+  HoldLiteral(b, src->literal.Clone());
   b->dims = src->dims;
   *out = b;
   return nullptr;

@@ -427,7 +427,7 @@ PJRT_Error* Plugin_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args* 
     if (device == nullptr) device = args->executable->client->device_list[d];
     for (PJRT_Buffer* b : donated) {
       b->deleted = true;
-      b->literal = Literal();  // the storage now belongs to the run
+      DropLiteral(b);  // the storage now belongs to the run
     }
     device_inputs.push_back(std::move(inputs));
     devices.push_back(device);
@@ -445,9 +445,9 @@ PJRT_Error* Plugin_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args* 
     auto* outs = &(*all_outs)[d];
     for (size_t k = 0; k < outs->size(); ++k) {
       auto* b = new PJRT_Buffer();
-      b->literal = std::move((*outs)[k]);
-      b->element_type = b->literal.element_type();
       b->device = devices[d];
+      HoldLiteral(b, std::move((*outs)[k]));
+      b->element_type = b->literal.element_type();
       b->dims = b->literal.dims();
       args->output_lists[d][k] = b;
     }

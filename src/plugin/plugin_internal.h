@@ -3,6 +3,7 @@
 // every event a call returns is already ready.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +45,9 @@ struct PJRT_Memory {
 struct PJRT_Device {
   PJRT_Client* client = nullptr;
   int index = 0;
+  // Bytes of this device's live buffers (PJRT_Device_MemoryStats; plugin_memory.cc).
+  std::atomic<int64_t> bytes_in_use{0};
+  std::atomic<int64_t> peak_bytes_in_use{0};
   PJRT_DeviceDescription description;
   PJRT_Memory memory;
   PJRT_Memory* memories[1] = {nullptr};
@@ -73,6 +77,7 @@ struct PJRT_Buffer {
   PJRT_Device* device = nullptr;
   bool deleted = false;
   std::vector<int64_t> dims;  // kept for PJRT_Buffer_Dimensions' pointer
+  int64_t counted_bytes = 0;  // what HoldLiteral added to the device's bytes_in_use
 };
 
 namespace tlaloc {
@@ -124,6 +129,11 @@ PJRT_Error* FromStatus(const Status& status);
 // A ready event carrying `status`.
 PJRT_Event* ReadyEvent(Status status = OkStatus());
 
+// A buffer's storage, counted in its device's bytes_in_use (b->device set first); DropLiteral
+// empties it (deleted, donated, destroyed) and takes its bytes off again.
+void HoldLiteral(PJRT_Buffer* b, Literal literal);
+void DropLiteral(PJRT_Buffer* b);
+
 // Refuses null arguments or a struct_size smaller than this plugin's declaration.
 PJRT_Error* CheckArgs(const void* args, size_t struct_size, size_t needed, const char* fn);
 
@@ -169,6 +179,7 @@ TL_PLUGIN_DECLARE_(Device_IsAddressable)
 TL_PLUGIN_DECLARE_(Device_LocalHardwareId)
 TL_PLUGIN_DECLARE_(Device_AddressableMemories)
 TL_PLUGIN_DECLARE_(Device_DefaultMemory)
+TL_PLUGIN_DECLARE_(Device_MemoryStats)  // plugin_memory.cc
 TL_PLUGIN_DECLARE_(Memory_Id)
 TL_PLUGIN_DECLARE_(Memory_Kind)
 TL_PLUGIN_DECLARE_(Memory_Kind_Id)

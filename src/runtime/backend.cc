@@ -7,6 +7,7 @@
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/interp/multi_device.h"
 #include "tlaloc/ir/memory_plan.h"
+#include "tlaloc/runtime/memory_budget.h"
 #include "tlaloc/support/memory_info.h"
 
 namespace tlaloc {
@@ -273,6 +274,8 @@ class InterpreterBackend : public Backend {
         TemporaryPeakBytes(static_cast<InterpProgram&>(program).executable().module(), f) +
         LargestAliasedResultBytes(f);
     stats.alias_bytes = AliasedArgumentBytes(f);
+    stats.overhead_bytes = HostOverheadBytes(stats.argument_bytes + stats.output_bytes +
+                                             stats.temp_bytes - stats.alias_bytes);
     return stats;
   }
 

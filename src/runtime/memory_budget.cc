@@ -1,9 +1,11 @@
 #include "tlaloc/runtime/memory_budget.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 
+#include "tlaloc/support/buffer_cache.h"
 #include "tlaloc/support/memory_info.h"
 
 namespace tlaloc {
@@ -29,8 +31,19 @@ void NoteSkipped(const std::string& why) {
 
 }  // namespace
 
+int64_t HostOverheadBytes(int64_t live_peak_bytes) {
+  const int64_t margin =
+      kAllocatorMarginBytes + std::max<int64_t>(live_peak_bytes, 0) / kAllocatorMarginDivisor;
+  if (AddressSpaceLimitBinds()) return margin;
+  const BufferCache::Stats cache = BufferCache::Global().stats();
+  const int64_t cache_headroom = static_cast<int64_t>(BufferCache::Global().capacity_bytes()) -
+                                 static_cast<int64_t>(cache.cached_bytes);
+  return margin + std::max<int64_t>(cache_headroom, 0);
+}
+
 int64_t PredictedPeakBytes(const ProgramMemoryStats& stats) {
-  return stats.argument_bytes + stats.output_bytes + stats.temp_bytes - stats.alias_bytes;
+  return stats.argument_bytes + stats.output_bytes + stats.temp_bytes - stats.alias_bytes +
+         stats.overhead_bytes;
 }
 
 Status CheckMemoryFits(const ProgramMemoryStats& stats, int64_t available_bytes,
@@ -38,13 +51,16 @@ Status CheckMemoryFits(const ProgramMemoryStats& stats, int64_t available_bytes,
   const int64_t peak = PredictedPeakBytes(stats);
   const int64_t needed = peak - std::min(request.resident_bytes, peak);
   if (needed <= available_bytes) return OkStatus();
-  std::string message = "the " + request.program + " program needs about " + Bytes(peak) +
-                        " at its peak (arguments " + FormatBytes(stats.argument_bytes) +
-                        ", outputs " + FormatBytes(stats.output_bytes) + ", temporaries " +
-                        FormatBytes(stats.temp_bytes) + ", aliased " +
-                        FormatBytes(stats.alias_bytes) + "); " + Bytes(request.resident_bytes) +
-                        " of it is already allocated, so it needs " + Bytes(needed) +
-                        " more, but only " + Bytes(available_bytes) + " is available";
+  std::string message =
+      "the " + request.program + " program needs about " + Bytes(peak) +
+      " at its peak (arguments " + FormatBytes(stats.argument_bytes) + ", outputs " +
+      FormatBytes(stats.output_bytes) + ", temporaries " + FormatBytes(stats.temp_bytes) +
+      ", aliased " + FormatBytes(stats.alias_bytes) +
+      (stats.overhead_bytes > 0
+           ? ", buffer cache and allocator " + FormatBytes(stats.overhead_bytes)
+           : std::string()) +
+      "); " + Bytes(request.resident_bytes) + " of it is already allocated, so it needs " +
+      Bytes(needed) + " more, but only " + Bytes(available_bytes) + " is available";
   if (!request.hint.empty()) message += ". To fit, try " + request.hint;
   message += " (TLALOC_MEMORY_CHECK=0 runs it anyway)";
   return ResourceExhausted(message);

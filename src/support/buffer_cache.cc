@@ -1,6 +1,7 @@
 #include "tlaloc/support/buffer_cache.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -49,6 +50,10 @@ size_t GlobalCapacity() {
 
 }  // namespace
 
+AllocationFailed::AllocationFailed(size_t bytes) : bytes_(bytes) {
+  std::snprintf(message_, sizeof(message_), "cannot allocate %zu bytes", bytes);
+}
+
 BufferCache::BufferCache(size_t capacity_bytes, size_t min_block_bytes)
     : capacity_(capacity_bytes), min_block_(std::max(min_block_bytes, kAlignment)) {}
 
@@ -88,7 +93,7 @@ void* BufferCache::Allocate(size_t bytes) {
     Trim();  // memory is short: what the cache holds is worth more to the caller
     block = std::aligned_alloc(kAlignment, size);
   }
-  if (!block) throw std::bad_alloc();
+  if (!block) throw AllocationFailed(size);
   return block;
 }
 

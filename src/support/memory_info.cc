@@ -66,6 +66,14 @@ std::optional<uint64_t> AvailableMemoryBytes() {
   return best;
 }
 
+bool AddressSpaceLimitBinds() {
+  const std::optional<uint64_t> room = AddressSpaceRoom();
+  if (!room) return false;
+  for (std::optional<uint64_t> other : {MemAvailable(), CgroupRoom()})
+    if (other && *other < *room) return false;
+  return true;
+}
+
 std::string FormatBytes(uint64_t bytes, int decimals) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(bytes);

@@ -22,6 +22,7 @@
 #include "tlaloc/interp/multi_device.h"
 #include "tlaloc/interp/process_world.h"
 #include "tlaloc/shard/lowering.h"
+#include "tlaloc/train/memory_check.h"
 #include "train/train_step.h"
 
 namespace tlaloc::train {
@@ -286,6 +287,14 @@ StatusOr<std::unique_ptr<ShardedTrainer>> ShardedTrainer::Create(
                       BuildDeviceStepProgram(config, options, *impl->plan, seq_len));
   const ProcessGrid grid{1, impl->plan->num_devices()};
   TL_ASSIGN_OR_RETURN(impl->step_program, backend.CompileForDevices(impl->step_module, grid));
+  // Every device runs its own copy of the step: each must fit beside its part of the state.
+  for (int d = 0; d < n; ++d) {
+    if (!impl->local(d)) continue;
+    const int64_t resident =
+        ResidentBytes(impl->params[d]) + ResidentBytes(impl->m[d]) + ResidentBytes(impl->v[d]);
+    TL_RETURN_IF_ERROR(CheckDeviceStepFits(backend, *impl->step_program, options, *impl->plan,
+                                           seq_len, d, resident));
+  }
   impl->config = std::move(config);
   impl->options = options;
   return std::unique_ptr<ShardedTrainer>(new ShardedTrainer(std::move(impl)));

@@ -11,5 +11,6 @@ add_test(NAME cli.memory_refusal
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/memory_refusal_test.sh $<TARGET_FILE:tlaloc_cli>)
 set_tests_properties(cli.memory_refusal PROPERTIES LABELS cli TIMEOUT 120)
 add_test(NAME cli.memory_budget
-  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/memory_budget_test.sh $<TARGET_FILE:tlaloc_cli>)
-set_tests_properties(cli.memory_budget PROPERTIES LABELS cli TIMEOUT 180)
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/memory_budget_test.sh $<TARGET_FILE:tlaloc_cli>
+          $<TARGET_FILE:tlaloc_pjrt_cpu>)
+set_tests_properties(cli.memory_budget PROPERTIES LABELS cli TIMEOUT 300)

@@ -12,3 +12,10 @@ set_tests_properties(cli.reliability PROPERTIES LABELS cli TIMEOUT 600)
 add_test(NAME cli.crash_consistency
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/crash_consistency_test.sh $<TARGET_FILE:tlaloc_cli>)
 set_tests_properties(cli.crash_consistency PROPERTIES LABELS cli TIMEOUT 900)
+
+# The binary's commands in seconds (init-model, inspect, quantize, export gguf, generate,
+# finetune 2 steps, malformed inputs refused). Labelled cli_asan: scripts/test.sh step 2 runs
+# the tests with that label on the ASan + UBSan binary, where the longer cli tests do not fit.
+add_test(NAME cli.asan_smoke
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/asan_smoke_test.sh $<TARGET_FILE:tlaloc_cli>)
+set_tests_properties(cli.asan_smoke PROPERTIES LABELS "cli;cli_asan" TIMEOUT 600)

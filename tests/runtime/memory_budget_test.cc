@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "tlaloc/stablehlo/parser.h"
+#include "tlaloc/support/buffer_cache.h"
 #include "tlaloc/support/memory_info.h"
 
 namespace tlaloc {
@@ -75,6 +76,29 @@ TEST(MemoryBudget, InterpreterStatisticsComeFromThePlan) {
   // a, b and c (the output is not a temporary), and d's buffer made before x's takes its place.
   EXPECT_EQ(stats->temp_bytes, 4 * 4096);
   EXPECT_EQ(stats->alias_bytes, 4096);
+  // Beyond the 20 KiB of tensors: the buffer cache's headroom and the allocator margin.
+  EXPECT_EQ(stats->overhead_bytes, HostOverheadBytes(20 * 1024));
+  EXPECT_EQ(PredictedPeakBytes(*stats), 20 * 1024 + stats->overhead_bytes);
+}
+
+// The buffer cache may take in up to its capacity less what it holds now during a run; the
+// allocator margin is a fixed part plus a share of the peak.
+TEST(MemoryBudget, HostOverheadCountsTheBufferCacheAndAStatedMargin) {
+  const BufferCache& cache = BufferCache::Global();
+  const int64_t headroom = static_cast<int64_t>(cache.capacity_bytes()) -
+                           static_cast<int64_t>(cache.stats().cached_bytes);
+  // Under `ulimit -v` a failing allocation empties the cache first: its headroom is not counted.
+  EXPECT_EQ(HostOverheadBytes(0),
+            (AddressSpaceLimitBinds() ? 0 : headroom) + kAllocatorMarginBytes);
+  EXPECT_EQ(HostOverheadBytes(int64_t{32} << 30) - HostOverheadBytes(0),
+            (int64_t{32} << 30) / kAllocatorMarginDivisor);
+  // A refusal names the overhead among the figures.
+  ProgramMemoryStats s;
+  s.argument_bytes = 1 << 20;
+  s.overhead_bytes = HostOverheadBytes(1 << 20);
+  Status st = CheckMemoryFits(s, 1 << 20, MemoryBudgetRequest{"prefill", 0, ""});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("buffer cache and allocator"), std::string::npos) << st.message();
 }
 
 // A backend whose target has `available` bytes, to refuse without exhausting the machine.
@@ -107,10 +131,15 @@ class SmallTarget : public Backend {
 };
 
 TEST(MemoryBudget, CheckReadsTheBackendAndCanBeTurnedOff) {
-  // The peak: 4 KiB argument + 4 KiB output + 16 KiB temporaries - 4 KiB aliased = 20 KiB.
-  SmallTarget small(20 * 1024 - 1);
-  auto program = Compile(small);
+  // The peak: 4 KiB argument + 4 KiB output + 16 KiB temporaries - 4 KiB aliased = 20 KiB,
+  // plus the host's overhead (buffer cache, allocator margin).
+  SmallTarget probe(0);
+  auto program = Compile(probe);
   ASSERT_NE(program, nullptr);
+  auto stats = probe.MemoryStats(*program);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  const int64_t peak = 20 * 1024 + stats->overhead_bytes;
+  SmallTarget small(peak - 1);
   MemoryBudgetRequest r{"main", 0, ""};
   Status st = CheckMemoryBudget(small, *program, r);
   EXPECT_EQ(st.code(), StatusCode::kResourceExhausted) << st.ToString();
@@ -120,7 +149,7 @@ TEST(MemoryBudget, CheckReadsTheBackendAndCanBeTurnedOff) {
   setenv("TLALOC_MEMORY_CHECK", "0", 1);
   EXPECT_TRUE(CheckMemoryBudget(small, *program, r).ok());
   unsetenv("TLALOC_MEMORY_CHECK");
-  SmallTarget big(20 * 1024);
+  SmallTarget big(peak);
   EXPECT_TRUE(CheckMemoryBudget(big, *program, r).ok());
 }
 

@@ -51,7 +51,8 @@ class MeasuringBackend : public Backend {
     TL_RETURN_IF_ERROR(m.exe->Execute(std::move(inputs), &stats).status());
     m.peak = std::max(m.peak, stats.peak_live_bytes);
     TL_ASSIGN_OR_RETURN(ProgramMemoryStats predicted, inner_->MemoryStats(p));
-    m.predicted = PredictedPeakBytes(predicted);
+    // The tensors alone: the host overhead (buffer cache, allocator) is no live tensor.
+    m.predicted = PredictedPeakBytes(predicted) - predicted.overhead_bytes;
     return inner_->Execute(p, args);
   }
   StatusOr<ProgramMemoryStats> MemoryStats(CompiledProgram& p) override {

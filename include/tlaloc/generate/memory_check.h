@@ -1,8 +1,10 @@
 // A generation step program's memory budget (tlaloc/runtime/memory_budget.h), checked by the
-// Engine after compiling a prefill or decode-step program and before running it.
+// Engine after compiling a prefill or decode-step program and before running it, and by
+// tensor-parallel generation on each device it holds.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "tlaloc/models/family.h"
 #include "tlaloc/runtime/memory_budget.h"  // ResidentBytes for the callers
@@ -19,5 +21,11 @@ Status CheckStepFits(Backend& backend, CompiledProgram& program, const models::S
 // and positions.
 Status CheckCacheFits(Backend& backend, const TensorType& cache_type, int64_t buffers,
                       const models::StepShape& shape);
+
+// Tensor-parallel generation's next-token program (TensorParallelGreedy) on device `device`,
+// beside its part of the weights (`resident_bytes`), over `max_len` positions split on `mesh`.
+Status CheckTensorParallelStepFits(Backend& backend, CompiledProgram& program,
+                                   const std::string& mesh, int64_t max_len, int device,
+                                   int64_t resident_bytes);
 
 }  // namespace tlaloc::generate

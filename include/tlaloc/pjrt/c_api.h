@@ -587,6 +587,39 @@ struct PJRT_Device_DefaultMemory_Args {
 };
 TL_PJRT_STRUCT_SIZE(PJRT_Device_DefaultMemory_Args, memory);
 
+// A device's allocator statistics. Every figure but bytes_in_use is optional: the plugin sets
+// its `_is_set` flag when it reports it. The fields after bytes_reservable_limit were appended
+// later; an older plugin writes only those its own struct_size covers.
+struct PJRT_Device_MemoryStats_Args {
+  TL_PJRT_ARGS_HEADER;
+  PJRT_Device* device;
+  int64_t bytes_in_use;       // out
+  int64_t peak_bytes_in_use;  // out
+  bool peak_bytes_in_use_is_set;
+  int64_t num_allocs;  // out
+  bool num_allocs_is_set;
+  int64_t largest_alloc_size;  // out
+  bool largest_alloc_size_is_set;
+  int64_t bytes_limit;  // out: what the device lets callers allocate in all
+  bool bytes_limit_is_set;
+  int64_t bytes_reserved;  // out
+  bool bytes_reserved_is_set;
+  int64_t peak_bytes_reserved;  // out
+  bool peak_bytes_reserved_is_set;
+  int64_t bytes_reservable_limit;  // out
+  bool bytes_reservable_limit_is_set;
+  int64_t largest_free_block_bytes;  // out
+  bool largest_free_block_bytes_is_set;
+  int64_t pool_bytes;  // out
+  bool pool_bytes_is_set;
+  int64_t peak_pool_bytes;  // out
+  bool peak_pool_bytes_is_set;
+};
+TL_PJRT_STRUCT_SIZE(PJRT_Device_MemoryStats_Args, peak_pool_bytes_is_set);
+// The fields a plugin must know for Tlaloc's use (bytes_in_use and bytes_limit).
+inline constexpr size_t PJRT_Device_MemoryStats_Args_LIMIT_SIZE =
+    offsetof(PJRT_Device_MemoryStats_Args, bytes_limit_is_set) + sizeof(bool);
+
 // ----------------------------------------------------------------------------- memories
 struct PJRT_Memory_Id_Args {
   TL_PJRT_ARGS_HEADER;

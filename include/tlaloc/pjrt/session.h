@@ -146,6 +146,14 @@ class PjrtSession {
   int process_index() const { return process_index_; }
   int global_device_count() const { return global_device_count_; }
 
+  // A device's memory as the plugin reports it (PJRT_Device_MemoryStats): Unimplemented when
+  // the plugin's table predates that slot or the plugin does not implement it.
+  struct DeviceMemory {
+    int64_t bytes_in_use = 0;
+    std::optional<int64_t> bytes_limit;  // unset when the plugin reports no limit
+  };
+  StatusOr<DeviceMemory> DeviceMemoryStats(int device_index) const;
+
   // Compiles MLIR text (StableHLO) with serialized options.
   StatusOr<std::unique_ptr<PjrtExecutable>> Compile(const std::string& mlir,
                                                     const CompileOptions& options = {});

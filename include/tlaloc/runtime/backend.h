@@ -49,6 +49,9 @@ struct ProgramMemoryStats {
   int64_t output_bytes = 0;
   int64_t temp_bytes = 0;
   int64_t alias_bytes = 0;  // output bytes that reuse a donated argument
+  // What the process takes beyond the live tensors (host backends): freed blocks the buffer
+  // cache may keep during the run and the allocator's own overhead.
+  int64_t overhead_bytes = 0;
 };
 
 // One argument of an execution. A donated buffer may be updated in place or freed; it is

@@ -25,7 +25,18 @@ struct MemoryBudgetRequest {
   int device = 0;
 };
 
-// The bytes the program needs at its peak: argument + output + temp - alias.
+// What a host-memory backend takes beyond a program's live tensors of `live_peak_bytes`: a
+// stated allocator margin, kAllocatorMarginBytes plus 1/kAllocatorMarginDivisor of the peak (page
+// rounding, malloc headers, thread arenas), and the freed blocks the process-wide buffer cache may
+// still take in during the run (its capacity, TLALOC_BUFFER_CACHE_MB, less what it holds now,
+// which is already counted as used). The cache's part is left out where `ulimit -v` is the
+// binding limit (AddressSpaceLimitBinds): there a failing allocation empties the cache and
+// retries, while under a cgroup or the machine's memory the kernel kills the process instead.
+inline constexpr int64_t kAllocatorMarginBytes = int64_t{64} << 20;
+inline constexpr int64_t kAllocatorMarginDivisor = 32;
+int64_t HostOverheadBytes(int64_t live_peak_bytes);
+
+// The bytes the program needs at its peak: argument + output + temp - alias + overhead.
 int64_t PredictedPeakBytes(const ProgramMemoryStats& stats);
 
 // OkStatus when the predicted peak, less the resident bytes, fits in `available_bytes`;

@@ -10,10 +10,24 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <unordered_map>
 #include <vector>
 
 namespace tlaloc {
+
+// What a failed tensor allocation throws: a std::bad_alloc that keeps the size asked for, so that
+// the interpreter can name it in its ResourceExhausted message.
+class AllocationFailed : public std::bad_alloc {
+ public:
+  explicit AllocationFailed(size_t bytes);
+  size_t bytes() const { return bytes_; }
+  const char* what() const noexcept override { return message_; }
+
+ private:
+  size_t bytes_;
+  char message_[80];
+};
 
 class BufferCache {
  public:
@@ -40,7 +54,7 @@ class BufferCache {
   // The size actually allocated for a request of `bytes` (what Allocate's block holds).
   size_t RoundedSize(size_t bytes) const;
   // A 64-byte aligned block of RoundedSize(bytes) bytes with unspecified contents; throws
-  // std::bad_alloc when memory is exhausted.
+  // AllocationFailed (a std::bad_alloc) when memory is exhausted.
   void* Allocate(size_t bytes);
   // Gives back a block from Allocate(bytes) (the same `bytes`).
   void Release(void* block, size_t bytes);
