@@ -168,6 +168,37 @@ void BM_Linear(benchmark::State& state) {
   const double elem = et == ElementType::kF32 ? 4 : 2;
   ReportRates(state, secs, 2.0 * m * k * n, elem * (m * k + n * k + m * n));
 }
+// The LM head's products in a training step's loss chunk (train::LmHeadCrossEntropy): the
+// forward logits h [R, H] . W [V, H] over H, and the backward ones from dlogits [R, V]: the
+// weight gradient dlogits^T h (contracting the rows) and the input gradient dlogits W
+// (contracting the vocabulary). Args: R, H, V, which (0 logits, 1 weight grad, 2 input grad).
+void BM_LmHeadProducts(benchmark::State& state) {
+  const int64_t r = state.range(0), h = state.range(1), v = state.range(2);
+  const int which = static_cast<int>(state.range(3));
+  const ElementType f32 = ElementType::kF32;
+  Program p;
+  if (which == 0)
+    p = MakeProgram({TensorType(f32, {r, h}), TensorType(f32, {v, h})},
+                    [](std::vector<tlaloc::Tensor>& a) { return tlaloc::nn::Linear(a[0], a[1]); });
+  else if (which == 1)
+    p = MakeProgram({TensorType(f32, {r, v}), TensorType(f32, {r, h})},
+                    [](std::vector<tlaloc::Tensor>& a) {
+                      return tlaloc::DotGeneral(a[0], a[1], {}, {}, {0}, {0});
+                    });
+  else
+    p = MakeProgram({TensorType(f32, {r, v}), TensorType(f32, {v, h})},
+                    [](std::vector<tlaloc::Tensor>& a) {
+                      return tlaloc::DotGeneral(a[0], a[1], {}, {}, {1}, {0});
+                    });
+  double secs = RunProgram(state, p);
+  ReportRates(state, secs, 2.0 * r * h * v, 4.0 * (r * h + v * h + r * v));
+}
+BENCHMARK(BM_LmHeadProducts)
+    ->ArgNames({"R", "H", "V", "which"})
+    ->ArgsProduct({{256}, {64}, {151936}, {0, 1, 2}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
 // Qwen3-0.6B: hidden 1024, q 2048, kv 1024, MLP 3072, vocabulary 151936.
 #define LINEAR_SHAPES(M, DT)      \
   Args({M, 1024, 2048, DT})       \

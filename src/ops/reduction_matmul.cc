@@ -411,6 +411,9 @@ void UseSingleThreadedBlas() {
   (void)once;
 }
 
+// The fewest blocks BlasMatmulViews splits an f32 product into, rows permitting.
+constexpr int64_t kMinBlasTasks = 4;
+
 void BlasMatmulViews(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t m, int64_t k,
                      int64_t n, float* c, EvalContext& ctx) {
   UseSingleThreadedBlas();
@@ -423,8 +426,16 @@ void BlasMatmulViews(const MatrixView& a, const MatrixView& b, int64_t batch, in
   // copy stays in cache and no full-size f32 weight is ever held. Rows of A split too when B
   // needs no widening.
   const int64_t n_block = std::min<int64_t>(n, 256);
-  const int64_t m_block = b.type == ElementType::kF32 ? std::min<int64_t>(m, 256) : m;
-  const int64_t n_blocks = (n + n_block - 1) / n_block, m_blocks = (m + m_block - 1) / m_block;
+  const int64_t n_blocks = (n + n_block - 1) / n_block;
+  int64_t m_block = b.type == ElementType::kF32 ? std::min<int64_t>(m, 256) : m;
+  // A product with few output blocks and a long contraction (the LM head's input gradient:
+  // [256, vocab] x [vocab, 64], one block) would run on one thread; smaller row blocks give the
+  // pool work to share. A fixed rule (not the thread count), so the blocks, and the bits, do
+  // not depend on the pool.
+  while (b.type == ElementType::kF32 && m_block > 32 &&
+         batch * n_blocks * ((m + m_block - 1) / m_block) < kMinBlasTasks)
+    m_block = (m_block + 1) / 2;
+  const int64_t m_blocks = (m + m_block - 1) / m_block;
   ParallelBlocks(ctx, batch * m_blocks * n_blocks, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> b_block;
     for (int64_t task = begin; task < end; ++task) {
