@@ -218,10 +218,14 @@ void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
     if (plan.ops[a].skip || plan.ops[a].fused) continue;
     std::vector<int> chain;
     std::vector<Value> operands;
+    const int i = static_cast<int>(a);
     const FusedKernel* kernel = &SoftmaxKernel();
-    if (!MatchSoftmax(block, uses, static_cast<int>(a), chain, operands)) {
-      if (!MatchInt8Dot(block, uses, static_cast<int>(a), chain, operands)) continue;
+    if (!MatchSoftmax(block, uses, i, chain, operands)) {
       kernel = &Int8DotKernel();
+      if (!MatchInt8Dot(block, uses, i, chain, operands) &&
+          !MatchRowMaxSubtract(block, uses, i, chain, operands, kernel) &&
+          !MatchExpSum(block, uses, i, chain, operands, kernel))
+        continue;
     }
     ReplaceChain(chain, operands, kernel, plan, slot_of);
   }

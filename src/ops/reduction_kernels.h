@@ -194,6 +194,9 @@ Status CheckDimensionList(const std::vector<int64_t>& dims, int64_t rank, const 
 // Returns false, writing nothing, for kinds other than add, multiply, max and min.
 bool ReduceContiguousRowsF32(BinaryKind kind, const float* in, float init, float* out, int64_t rows,
                              int64_t n, EvalContext& ctx);
+// One row's fold with the same bits (for fused kernels that reduce a row they hold in cache);
+// `kind` one of those four.
+float FoldRowF32(BinaryKind kind, const float* x, int64_t n, float init);
 
 // ---- Vectorised region bodies ------------------------------------------------------------------
 

@@ -84,6 +84,13 @@ void FoldRows(BinaryKind kind, const float* x, int64_t n, float init, float* out
 
 }  // namespace
 
+float FoldRowF32(BinaryKind kind, const float* x, int64_t n, float init) {
+  if (kind == BinaryKind::kMax || kind == BinaryKind::kMin) return Extremum(kind, x, n, init);
+  float out;
+  FoldRows<1>(kind, x, n, init, &out);
+  return out;
+}
+
 bool ReduceContiguousRowsF32(BinaryKind kind, const float* in, float init, float* out, int64_t rows,
                              int64_t n, EvalContext& ctx) {
   const bool fold = kind == BinaryKind::kAdd || kind == BinaryKind::kMul;
