@@ -114,14 +114,16 @@ struct Program {
 };
 
 template <typename BuildFn>
-Program MakeProgram(const std::vector<TensorType>& arg_types, BuildFn build) {
+Program MakeProgram(const std::vector<TensorType>& arg_types, BuildFn build, bool fuse = true) {
   Program p;
   p.module = std::make_shared<tlaloc::Module>("bench");
   tlaloc::FunctionBuilder fb(p.module.get(), "main");
   std::vector<tlaloc::Tensor> args;
   for (const auto& t : arg_types) args.push_back(fb.AddArg(t));
   if (!fb.Return({build(args)}).ok()) return p;
-  auto exe = tlaloc::Executable::Prepare(p.module, "main");
+  tlaloc::InterpreterOptions options;
+  options.fuse = fuse;
+  auto exe = tlaloc::Executable::Prepare(p.module, "main", options);
   if (exe.ok()) p.exe = std::move(*exe);
   for (size_t i = 0; i < arg_types.size(); ++i) p.args.push_back(RandomLiteral(arg_types[i], i));
   return p;
@@ -196,6 +198,26 @@ void BM_LmHeadProducts(benchmark::State& state) {
 BENCHMARK(BM_LmHeadProducts)
     ->ArgNames({"R", "H", "V", "which"})
     ->ArgsProduct({{256}, {64}, {151936}, {0, 1, 2}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// The loss chunk's row work on [R, V] logits (train::CrossEntropy's forward): the row maximum
+// subtracted, then the log of the row sum of exponentials; fused (fusion_xent.cc) or op by op.
+void BM_LossChunkRows(benchmark::State& state) {
+  const int64_t r = state.range(0), v = state.range(1);
+  Program p = MakeProgram(
+      {TensorType(ElementType::kF32, {r, v})},
+      [](std::vector<tlaloc::Tensor>& a) {
+        tlaloc::Tensor shifted = a[0] - tlaloc::ReduceMax(a[0], {1}, true);
+        return tlaloc::Log(tlaloc::Sum(tlaloc::Exp(shifted), {1}));
+      },
+      state.range(2) != 0);
+  double secs = RunProgram(state, p);
+  ReportRates(state, secs, 0, 4.0 * r * v);
+}
+BENCHMARK(BM_LossChunkRows)
+    ->ArgNames({"R", "V", "fused"})
+    ->ArgsProduct({{256}, {151936}, {0, 1}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

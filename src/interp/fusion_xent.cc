@@ -70,20 +70,23 @@ const FusedKernel& RowMaxSubtractKernel() {
   return *kernel;
 }
 
+// Columns per block of fused.exp_sum, and the scratch rows' stride: padded past 4 KiB, so the
+// R rows read together do not all map to the same L1 set.
+constexpr int64_t kBlock = 1024, kStride = kBlock + 16;
+
 // Sums of exponentials of R rows of x, in column blocks that stay in cache: each block's
 // exponentials are computed into `e` (R x kBlock), then the R sums fold them in column order, so
 // each row's sum is still the sequential fold from the init while the R chains' add latencies
 // overlap.
 template <int R>
 void ExpSumRows(const float* x, int64_t n, float init, float* s, float* e) {
-  constexpr int64_t kBlock = 1024;
   float acc[R];
   for (int r = 0; r < R; ++r) acc[r] = init;
   for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
     const int64_t w = std::min(kBlock, n - j0);
-    for (int r = 0; r < R; ++r) ops::vmath::ExpF32(x + r * n + j0, e + r * kBlock, w);
+    for (int r = 0; r < R; ++r) ops::vmath::ExpF32(x + r * n + j0, e + r * kStride, w);
     for (int64_t j = 0; j < w; ++j)
-      for (int r = 0; r < R; ++r) acc[r] = acc[r] + e[r * kBlock + j];
+      for (int r = 0; r < R; ++r) acc[r] = acc[r] + e[r * kStride + j];
   }
   for (int r = 0; r < R; ++r) s[r] = acc[r];
 }
@@ -98,7 +101,7 @@ const FusedKernel& ExpSumKernel() {
         float* s = out.span<float>().data();
         ctx.ParallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)),
                         [&](int64_t begin, int64_t end) {
-                          std::vector<float> e(8 * 1024);
+                          std::vector<float> e(8 * kStride);
                           int64_t r = begin;
                           for (; r + 8 <= end; r += 8)
                             ExpSumRows<8>(x + r * n, n, init, s + r, e.data());
