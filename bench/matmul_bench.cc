@@ -270,6 +270,10 @@ BENCHMARK(BM_LinearInt8)
     ->Args({1, 3072, 1024})
     ->Args({1, 1024, 151936})
     ->Args({512, 1024, 3072})
+    ->Args({8, 1024, 3072})
+    ->Args({64, 1024, 3072})
+    ->Args({8, 1024, 151936})
+    ->Args({64, 1024, 151936})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

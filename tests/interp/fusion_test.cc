@@ -213,7 +213,11 @@ TEST(FusionTest, Int8DotFusedIsBitIdenticalToTheOpsOneByOne) {
                                    {17, 70, 128},
                                    {1, 96, 96},
                                    {3, 64, 64},
-                                   {6, 64, 64}}) {
+                                   {6, 64, 64},
+                                   // Over 4 rows and 1024 columns: dequantised and multiplied
+                                   // 256 rows of the matrix at a time.
+                                   {6, 1100, 64},
+                                   {9, 1024, 96}}) {
     std::vector<float> xv(static_cast<size_t>(rows * k));
     for (float& v : xv) v = dist(rng);
     std::vector<int8_t> qv(static_cast<size_t>(n * k));
