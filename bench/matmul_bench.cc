@@ -114,14 +114,16 @@ struct Program {
 };
 
 template <typename BuildFn>
-Program MakeProgram(const std::vector<TensorType>& arg_types, BuildFn build) {
+Program MakeProgram(const std::vector<TensorType>& arg_types, BuildFn build, bool fuse = true) {
   Program p;
   p.module = std::make_shared<tlaloc::Module>("bench");
   tlaloc::FunctionBuilder fb(p.module.get(), "main");
   std::vector<tlaloc::Tensor> args;
   for (const auto& t : arg_types) args.push_back(fb.AddArg(t));
   if (!fb.Return({build(args)}).ok()) return p;
-  auto exe = tlaloc::Executable::Prepare(p.module, "main");
+  tlaloc::InterpreterOptions options;
+  options.fuse = fuse;
+  auto exe = tlaloc::Executable::Prepare(p.module, "main", options);
   if (exe.ok()) p.exe = std::move(*exe);
   for (size_t i = 0; i < arg_types.size(); ++i) p.args.push_back(RandomLiteral(arg_types[i], i));
   return p;
@@ -168,6 +170,57 @@ void BM_Linear(benchmark::State& state) {
   const double elem = et == ElementType::kF32 ? 4 : 2;
   ReportRates(state, secs, 2.0 * m * k * n, elem * (m * k + n * k + m * n));
 }
+// The LM head's products in a training step's loss chunk (train::LmHeadCrossEntropy): the
+// forward logits h [R, H] . W [V, H] over H, and the backward ones from dlogits [R, V]: the
+// weight gradient dlogits^T h (contracting the rows) and the input gradient dlogits W
+// (contracting the vocabulary). Args: R, H, V, which (0 logits, 1 weight grad, 2 input grad).
+void BM_LmHeadProducts(benchmark::State& state) {
+  const int64_t r = state.range(0), h = state.range(1), v = state.range(2);
+  const int which = static_cast<int>(state.range(3));
+  const ElementType f32 = ElementType::kF32;
+  Program p;
+  if (which == 0)
+    p = MakeProgram({TensorType(f32, {r, h}), TensorType(f32, {v, h})},
+                    [](std::vector<tlaloc::Tensor>& a) { return tlaloc::nn::Linear(a[0], a[1]); });
+  else if (which == 1)
+    p = MakeProgram({TensorType(f32, {r, v}), TensorType(f32, {r, h})},
+                    [](std::vector<tlaloc::Tensor>& a) {
+                      return tlaloc::DotGeneral(a[0], a[1], {}, {}, {0}, {0});
+                    });
+  else
+    p = MakeProgram({TensorType(f32, {r, v}), TensorType(f32, {v, h})},
+                    [](std::vector<tlaloc::Tensor>& a) {
+                      return tlaloc::DotGeneral(a[0], a[1], {}, {}, {1}, {0});
+                    });
+  double secs = RunProgram(state, p);
+  ReportRates(state, secs, 2.0 * r * h * v, 4.0 * (r * h + v * h + r * v));
+}
+BENCHMARK(BM_LmHeadProducts)
+    ->ArgNames({"R", "H", "V", "which"})
+    ->ArgsProduct({{256}, {64}, {151936}, {0, 1, 2}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// The loss chunk's row work on [R, V] logits (train::CrossEntropy's forward): the row maximum
+// subtracted, then the log of the row sum of exponentials; fused (fusion_xent.cc) or op by op.
+void BM_LossChunkRows(benchmark::State& state) {
+  const int64_t r = state.range(0), v = state.range(1);
+  Program p = MakeProgram(
+      {TensorType(ElementType::kF32, {r, v})},
+      [](std::vector<tlaloc::Tensor>& a) {
+        tlaloc::Tensor shifted = a[0] - tlaloc::ReduceMax(a[0], {1}, true);
+        return tlaloc::Log(tlaloc::Sum(tlaloc::Exp(shifted), {1}));
+      },
+      state.range(2) != 0);
+  double secs = RunProgram(state, p);
+  ReportRates(state, secs, 0, 4.0 * r * v);
+}
+BENCHMARK(BM_LossChunkRows)
+    ->ArgNames({"R", "V", "fused"})
+    ->ArgsProduct({{256}, {151936}, {0, 1}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
 // Qwen3-0.6B: hidden 1024, q 2048, kv 1024, MLP 3072, vocabulary 151936.
 #define LINEAR_SHAPES(M, DT)      \
   Args({M, 1024, 2048, DT})       \
@@ -217,6 +270,10 @@ BENCHMARK(BM_LinearInt8)
     ->Args({1, 3072, 1024})
     ->Args({1, 1024, 151936})
     ->Args({512, 1024, 3072})
+    ->Args({8, 1024, 3072})
+    ->Args({64, 1024, 3072})
+    ->Args({8, 1024, 151936})
+    ->Args({64, 1024, 151936})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

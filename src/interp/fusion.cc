@@ -181,37 +181,63 @@ bool MatchSoftmax(const Block& block, const BlockUses& uses, int a, std::vector<
 
 }  // namespace
 
+// Makes the op plans of `chain` run `kernel` on `operands` at the chain's last op.
+void ReplaceChain(const std::vector<int>& chain, const std::vector<Value>& operands,
+                  const FusedKernel* kernel, BlockPlan& plan,
+                  const std::function<int(const ValueImpl*)>& slot_of) {
+  // The chain's last op (softmax's divide, the int8 product's dot_general, the broadcast's
+  // user): every operand is defined before it.
+  const int last = *std::max_element(chain.begin(), chain.end());
+  OpPlan& fused = plan.ops[last];
+  std::vector<int> release;
+  for (int i : chain) {
+    release.insert(release.end(), plan.ops[i].release_after.begin(),
+                   plan.ops[i].release_after.end());
+    if (i != last) {
+      plan.ops[i].skip = true;
+      plan.ops[i].release_after.clear();
+    }
+  }
+  std::sort(release.begin(), release.end());
+  release.erase(std::unique(release.begin(), release.end()), release.end());
+  fused.release_after = std::move(release);
+  fused.operand_slots.clear();
+  for (Value v : operands) fused.operand_slots.push_back(slot_of(v.impl()));
+  fused.fused = kernel;
+}
+
 void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
                 const std::function<int(const ValueImpl*)>& slot_of) {
   const auto& ops = block.operations();
+  auto free = [&](const std::vector<int>& chain) {
+    for (int i : chain)
+      if (plan.ops[i].skip || plan.ops[i].fused) return false;
+    return true;
+  };
   for (size_t a = 0; a < ops.size(); ++a) {
     if (plan.ops[a].skip || plan.ops[a].fused) continue;
     std::vector<int> chain;
     std::vector<Value> operands;
+    const int i = static_cast<int>(a);
     const FusedKernel* kernel = &SoftmaxKernel();
-    if (!MatchSoftmax(block, uses, static_cast<int>(a), chain, operands)) {
-      if (!MatchInt8Dot(block, uses, static_cast<int>(a), chain, operands)) continue;
+    if (!MatchSoftmax(block, uses, i, chain, operands)) {
       kernel = &Int8DotKernel();
+      if (!MatchInt8Dot(block, uses, i, chain, operands) &&
+          !MatchRowMaxSubtract(block, uses, i, chain, operands, kernel) &&
+          !MatchExpSum(block, uses, i, chain, operands, kernel))
+        continue;
     }
-    // The chain's last op (softmax's divide, the int8 product's dot_general): every operand is
-    // defined before it.
-    const int last = *std::max_element(chain.begin(), chain.end());
-    OpPlan& fused = plan.ops[last];
-    std::vector<int> release;
-    for (int i : chain) {
-      release.insert(release.end(), plan.ops[i].release_after.begin(),
-                     plan.ops[i].release_after.end());
-      if (i != last) {
-        plan.ops[i].skip = true;
-        plan.ops[i].release_after.clear();
-      }
-    }
-    std::sort(release.begin(), release.end());
-    release.erase(std::unique(release.begin(), release.end()), release.end());
-    fused.release_after = std::move(release);
-    fused.operand_slots.clear();
-    for (Value v : operands) fused.operand_slots.push_back(slot_of(v.impl()));
-    fused.fused = kernel;
+    ReplaceChain(chain, operands, kernel, plan, slot_of);
+  }
+  // Second: what the chains above left, so a broadcast inside one of them stays theirs.
+  for (size_t a = 0; a < ops.size(); ++a) {
+    if (plan.ops[a].skip || plan.ops[a].fused) continue;
+    std::vector<int> chain;
+    std::vector<Value> operands;
+    auto kernel = MatchBroadcastBinary(block, uses, static_cast<int>(a), chain, operands);
+    if (!kernel || !free(chain)) continue;
+    plan.kernels.push_back(kernel);
+    ReplaceChain(chain, operands, kernel.get(), plan, slot_of);
   }
 }
 

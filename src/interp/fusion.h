@@ -12,9 +12,19 @@
 // int8 matrix products, as nn::Linear emits them for int8 weights (fusion_int8.cc):
 //   dot_general(x f32, reshape(convert(reshape(q s8)) * broadcast_in_dim(convert(scale f16))))
 // run as one kernel on (q, scale, x) that reads the int8 matrix in place.
+//
+// the cross-entropy's row chains (fusion_xent.cc): a row maximum subtracted from its row
+// (reduce max, reshapes and barriers, broadcast, subtract), and a row sum of exponentials whose
+// exponentials nothing else reads (exponential, reduce add), each one pass per row.
+//
+// a broadcast read in place (fusion_broadcast.cc): broadcast_in_dim(s) used only by an f32
+// add, subtract, multiply or divide with a full-size x, run as one kernel on (x, s) that reads
+// s with stride 0 instead of materialising the broadcast. Matched after the chains above, so
+// it never takes a broadcast that one of them would fuse.
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "plan.h"
@@ -32,5 +42,19 @@ void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
 bool MatchInt8Dot(const Block& block, const BlockUses& uses, int a, std::vector<int>& chain,
                   std::vector<Value>& operands);
 const FusedKernel& Int8DotKernel();
+
+// The cross-entropy's row chains starting at op `a` (fusion_xent.cc): on success `chain`,
+// `operands` and `kernel` say what replaces them.
+bool MatchRowMaxSubtract(const Block& block, const BlockUses& uses, int a, std::vector<int>& chain,
+                         std::vector<Value>& operands, const FusedKernel*& kernel);
+bool MatchExpSum(const Block& block, const BlockUses& uses, int a, std::vector<int>& chain,
+                 std::vector<Value>& operands, const FusedKernel*& kernel);
+
+// The broadcast-into-arithmetic pair starting at op `a` (the broadcast_in_dim): on success
+// `chain` holds (a, the arithmetic op), `operands` (x, s), and the kernel (its shapes bound)
+// is returned; nullptr otherwise.
+std::shared_ptr<const FusedKernel> MatchBroadcastBinary(const Block& block, const BlockUses& uses,
+                                                        int a, std::vector<int>& chain,
+                                                        std::vector<Value>& operands);
 
 }  // namespace tlaloc::interp

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -33,6 +34,9 @@ struct OpPlan {
 
 struct BlockPlan {
   std::vector<int> arg_slots;
+  // Fused kernels made for this block's chains (with the chain's shapes bound in); OpPlan::fused
+  // points at them or at process-wide kernels.
+  std::vector<std::shared_ptr<const FusedKernel>> kernels;
   std::vector<int> release_at_start;  // unused block arguments
   std::vector<OpPlan> ops;            // the terminator included (last)
 };

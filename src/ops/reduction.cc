@@ -156,6 +156,21 @@ Status EvalReduce(const Operation& op, std::span<const Literal> operands,
     (reduced ? red_dims : kept_dims).push_back(in_dims[d]);
     (reduced ? red_strides : kept_strides).push_back(strides[d]);
   }
+  bool in_order = true;
+  auto kind = MatchBinaryBody(op.region(0), &in_order);
+  ElementType et = operands[0].element_type();
+  // The reduced dimensions are the trailing ones: every output folds one contiguous row.
+  bool trailing = !dims.empty();
+  for (size_t i = 0; i < red_dims.size(); ++i)
+    trailing = trailing &&
+               std::find(dims.begin(), dims.end(),
+                         static_cast<int64_t>(in_dims.size() - red_dims.size() + i)) != dims.end();
+  if (n == 1 && kind && trailing && et == ElementType::kF32 && operands[1].element_type() == et &&
+      results[0].element_type() == et &&
+      ReduceContiguousRowsF32(*kind, operands[0].span<float>().data(), operands[1].span<float>()[0],
+                              results[0].span<float>().data(), NumElements(kept_dims),
+                              NumElements(red_dims), ctx))
+    return OkStatus();
   // Offsets (relative to an output's base) of the elements reduced into one output, in
   // row-major order of the reduced dimensions.
   int64_t red_n = NumElements(red_dims);
@@ -179,9 +194,6 @@ Status EvalReduce(const Operation& op, std::span<const Literal> operands,
     return off;
   };
 
-  bool in_order = true;
-  auto kind = MatchBinaryBody(op.region(0), &in_order);
-  ElementType et = operands[0].element_type();
   if (n == 1 && kind && operands[1].element_type() == et && results[0].element_type() == et) {
     return DispatchElementType(et, [&]<typename T>() -> Status {
       const T* in = operands[0].span<T>().data();

@@ -3,6 +3,7 @@
 #include <cblas.h>
 #include <immintrin.h>
 
+#include "tlaloc/ir/blas_kernels.h"
 #include "tlaloc/support/cpu_features.h"
 #include "tlaloc/support/half.h"
 
@@ -411,6 +412,9 @@ void UseSingleThreadedBlas() {
   (void)once;
 }
 
+// The fewest blocks BlasMatmulViews splits an f32 product into, rows permitting.
+constexpr int64_t kMinBlasTasks = 4;
+
 void BlasMatmulViews(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t m, int64_t k,
                      int64_t n, float* c, EvalContext& ctx) {
   UseSingleThreadedBlas();
@@ -423,8 +427,16 @@ void BlasMatmulViews(const MatrixView& a, const MatrixView& b, int64_t batch, in
   // copy stays in cache and no full-size f32 weight is ever held. Rows of A split too when B
   // needs no widening.
   const int64_t n_block = std::min<int64_t>(n, 256);
-  const int64_t m_block = b.type == ElementType::kF32 ? std::min<int64_t>(m, 256) : m;
-  const int64_t n_blocks = (n + n_block - 1) / n_block, m_blocks = (m + m_block - 1) / m_block;
+  const int64_t n_blocks = (n + n_block - 1) / n_block;
+  int64_t m_block = b.type == ElementType::kF32 ? std::min<int64_t>(m, 256) : m;
+  // A product with few output blocks and a long contraction (the LM head's input gradient:
+  // [256, vocab] x [vocab, 64], one block) would run on one thread; smaller row blocks give the
+  // pool work to share. A fixed rule (not the thread count), so the blocks, and the bits, do
+  // not depend on the pool.
+  while (b.type == ElementType::kF32 && m_block > 32 &&
+         batch * n_blocks * ((m + m_block - 1) / m_block) < kMinBlasTasks)
+    m_block = (m_block + 1) / 2;
+  const int64_t m_blocks = (m + m_block - 1) / m_block;
   ParallelBlocks(ctx, batch * m_blocks * n_blocks, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> b_block;
     for (int64_t task = begin; task < end; ++task) {
@@ -463,6 +475,39 @@ void BlasMatmulViews(const MatrixView& a, const MatrixView& b, int64_t batch, in
 }
 
 }  // namespace
+
+bool BlasMatmulTransposedBlocks(
+    const float* a, int64_t m, int64_t k, int64_t n,
+    const std::function<void(int64_t j0, int64_t nb, float* block)>& fill_b, float* c,
+    EvalContext& ctx) {
+  // ViewMatmul's choice for an f32 [m, k] A times a transposed f32 B: BlasMatmulViews with
+  // 256 x 256 blocks exactly when none of the earlier paths applies and the row blocks are not
+  // split further (four or more column blocks).
+  constexpr int64_t kBlock = 256;
+  const int64_t n_blocks = (n + kBlock - 1) / kBlock;
+  if (m <= kMaxVectors || n <= kMaxVectors || k <= 0 || !OpenBlasCoreFitsCpu() ||
+      n_blocks < kMinBlasTasks)
+    return false;
+  UseSingleThreadedBlas();
+  const int64_t m_block = std::min<int64_t>(m, kBlock);
+  const int64_t m_blocks = (m + m_block - 1) / m_block;
+  ParallelBlocks(ctx, n_blocks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> block;
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t j0 = task * kBlock, nb = std::min(kBlock, n - j0);
+      block.resize(static_cast<size_t>(nb * k));
+      fill_b(j0, nb, block.data());
+      for (int64_t ib = 0; ib < m_blocks; ++ib) {
+        const int64_t i0 = ib * m_block, mb = std::min(m_block, m - i0);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(mb),
+                    static_cast<int>(nb), static_cast<int>(k), 1.0f, a + i0 * k,
+                    static_cast<int>(k), block.data(), static_cast<int>(k), 0.0f, c + i0 * n + j0,
+                    static_cast<int>(n));
+      }
+    }
+  });
+  return true;
+}
 
 float DotF32(const float* x, const float* row, int64_t k) {
   float out;

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "tlaloc/ir/op_registry.h"
 
@@ -36,6 +37,17 @@ inline constexpr int64_t kMaxVectors = 4;
 // Exposed for the micro-benchmarks and tests.
 float DotF32(const float* x, const float* row, int64_t k);
 float DotBF16(const float* x, const uint16_t* row, int64_t k);
+// C [m, n] = A [m, k] (f32, row-major) times B^T, B [n, k] given one block of 256 of its rows
+// at a time: fill_b(j0, nb, block) writes rows j0..j0+nb of B (f32, [nb, k]) into `block`.
+// Each (256 rows of A, 256 rows of B) block is the same one-thread sgemm call ViewMatmul makes
+// for the whole B, so C has its bits, without B ever existing whole. Returns false, writing
+// nothing, where ViewMatmul would take another path (few rows or columns, oneDNN's f32, fewer
+// than four column blocks): the caller then builds B and calls ViewMatmul.
+bool BlasMatmulTransposedBlocks(
+    const float* a, int64_t m, int64_t k, int64_t n,
+    const std::function<void(int64_t j0, int64_t nb, float* block)>& fill_b, float* c,
+    EvalContext& ctx);
+
 // Products with an int8 matrix w [n, k] (row-major s8) whose f16 `scales` [n, k / 32] apply to
 // blocks of 32 consecutive elements of a row (io::WeightQuantization), k a multiple of 32:
 // c [m, n] = x [m, k] (f32, row-major) times dequant(w) transposed. At most kMaxVectors rows of

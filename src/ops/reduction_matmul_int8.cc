@@ -146,20 +146,26 @@ float DotInt8(const float* x, const int8_t* row, const uint16_t* scales, int64_t
 void Int8Matmul(const float* x, int64_t m, const int8_t* w, const uint16_t* scales, int64_t n,
                 int64_t k, float* c, EvalContext& ctx) {
   if (m > kMaxVectors) {
-    // Prefill: the f32 product ViewMatmul runs on the dequantised matrix (one temporary).
-    // 64-byte aligned like the f32 weights the unfused product reads.
+    // Prefill: the f32 product on the dequantised matrix, one block of 256 rows of w at a time
+    // where the product is BLAS's 256 x 256 blocks anyway (the same calls, so the same bits),
+    // instead of dequantising the whole matrix first (622 MB for the LM head).
+    const int64_t blocks_per_row = k / kBlock;
+    auto dequantise = [&](int64_t j0, int64_t nb, float* out) {
+      for (int64_t r = 0; r < nb; ++r)
+        for (int64_t b = 0; b < blocks_per_row; ++b) {
+          const float d = HalfBitsToFloat(scales[(j0 + r) * blocks_per_row + b]);
+          for (int64_t i = b * kBlock; i < (b + 1) * kBlock; ++i)
+            out[r * k + i] = static_cast<float>(w[(j0 + r) * k + i]) * d;
+        }
+    };
+    if (BlasMatmulTransposedBlocks(x, m, k, n, dequantise, c, ctx)) return;
+    // Otherwise the whole matrix dequantised, then ViewMatmul (one temporary), 64-byte aligned
+    // like the f32 weights the unfused product reads.
     Literal dense_buffer = Literal::Uninitialized(TensorType(ElementType::kF32, {n, k}));
     float* dense = dense_buffer.span<float>().data();
-    const int64_t blocks = k / kBlock;
-    ctx.ParallelFor(n, std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)),
-                    [&](int64_t begin, int64_t end) {
-                      for (int64_t r = begin; r < end; ++r)
-                        for (int64_t b = 0; b < blocks; ++b) {
-                          const float d = HalfBitsToFloat(scales[r * blocks + b]);
-                          for (int64_t i = b * kBlock; i < (b + 1) * kBlock; ++i)
-                            dense[r * k + i] = static_cast<float>(w[r * k + i]) * d;
-                        }
-                    });
+    ctx.ParallelFor(
+        n, std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)),
+        [&](int64_t begin, int64_t end) { dequantise(begin, end - begin, dense + begin * k); });
     MatrixView a{reinterpret_cast<const std::byte*>(x), ElementType::kF32, m * k, k, 1};
     MatrixView b{reinterpret_cast<const std::byte*>(dense), ElementType::kF32, n * k, 1, k};
     ViewMatmul(a, b, 1, m, k, n, c, ctx);

@@ -34,17 +34,19 @@ constexpr size_t kPage = 4096;
 
 size_t RoundUp(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
-size_t GlobalCapacity() {
+// The global capacity in bytes, and whether TLALOC_BUFFER_CACHE_MB fixed it.
+std::pair<size_t, bool> GlobalCapacity() {
 #ifdef TLALOC_ASAN
-  return 0;  // every block goes back to ASan's allocator, which then reports uses after free
+  return {0, true};  // every block goes back to ASan's allocator, which reports uses after free
 #else
   size_t mb = 256;
+  bool fixed = false;
   if (const char* env = std::getenv("TLALOC_BUFFER_CACHE_MB")) {
     char* end = nullptr;
     unsigned long long v = std::strtoull(env, &end, 10);
-    if (end != env && *end == '\0') mb = static_cast<size_t>(v);
+    if (end != env && *end == '\0') mb = static_cast<size_t>(v), fixed = true;
   }
-  return mb << 20;
+  return {mb << 20, fixed};
 #endif
 }
 
@@ -61,7 +63,12 @@ BufferCache::~BufferCache() { Trim(); }
 
 BufferCache& BufferCache::Global() {
   // Never destroyed: tensors held by other static objects may be released after main returns.
-  static BufferCache* cache = new BufferCache(GlobalCapacity());
+  static BufferCache* cache = [] {
+    const auto [capacity, fixed] = GlobalCapacity();
+    auto* c = new BufferCache(capacity);
+    c->capacity_fixed_ = fixed;
+    return c;
+  }();
   return *cache;
 }
 
@@ -71,9 +78,20 @@ size_t BufferCache::RoundedSize(size_t bytes) const {
   return size >= min_block_ ? RoundUp(size, kPage) : size;
 }
 
+size_t BufferCache::capacity_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return capacity_;
+}
+
+size_t BufferCache::RaiseCapacity(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!capacity_fixed_ && capacity_ > 0) capacity_ = std::max(capacity_, bytes);
+  return capacity_;
+}
+
 void* BufferCache::Allocate(size_t bytes) {
   const size_t size = RoundedSize(bytes);
-  if (capacity_ > 0 && size >= min_block_) {
+  if (size >= min_block_) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = by_size_.find(size);
     if (it != by_size_.end() && !it->second.empty()) {
@@ -100,18 +118,20 @@ void* BufferCache::Allocate(size_t bytes) {
 void BufferCache::Release(void* block, size_t bytes) {
   if (!block) return;
   const size_t size = RoundedSize(bytes);
-  if (size < min_block_ || size > capacity_) {
-    std::free(block);
-    return;
-  }
   std::vector<void*> evicted;
-  {
+  if (size < min_block_) {
+    evicted.push_back(block);
+  } else {
     std::lock_guard<std::mutex> lock(mu_);
-    lru_.push_front(Entry{size, block});
-    by_size_[size].push_back(lru_.begin());
-    stats_.cached_bytes += size;
-    ++stats_.cached_blocks;
-    while (stats_.cached_bytes > capacity_) EvictOldestLocked(evicted);
+    if (size > capacity_) {
+      evicted.push_back(block);
+    } else {
+      lru_.push_front(Entry{size, block});
+      by_size_[size].push_back(lru_.begin());
+      stats_.cached_bytes += size;
+      ++stats_.cached_blocks;
+      while (stats_.cached_bytes > capacity_) EvictOldestLocked(evicted);
+    }
   }
   for (void* p : evicted) std::free(p);
 }

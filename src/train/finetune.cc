@@ -14,6 +14,7 @@
 #include "tlaloc/shard/plan.h"
 #include "tlaloc/stablehlo/printer.h"
 #include "tlaloc/support/atomic_file.h"
+#include "tlaloc/support/buffer_cache.h"
 #include "tlaloc/tokenizer/tokenizer.h"
 #include "tlaloc/train/checkpoint.h"
 #include "tlaloc/train/data.h"
@@ -31,6 +32,8 @@ namespace {
 // Vocabulary size from which fine-tuning computes the LM-head loss in chunks, and the chunk.
 constexpr int64_t kChunkedLossMinVocab = 16384;
 constexpr int64_t kLossChunkTokens = 256;
+// How many [chunk, vocab] f32 tensors the buffer cache is sized to keep for reuse.
+constexpr size_t kLossChunkBuffersCached = 8;
 
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
@@ -286,7 +289,16 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
   train_options.adamw.min_lr_ratio = 0.1;
   // With a real vocabulary (Qwen3: 151,936) the [tokens, vocab] logits are the step's largest
   // tensor (1.2 GB at 8 x 256 tokens); the chunked loss never holds more than 256 rows of them.
-  if (config.vocab_size >= kChunkedLossMinVocab) train_options.loss_chunk = kLossChunkTokens;
+  if (config.vocab_size >= kChunkedLossMinVocab) {
+    train_options.loss_chunk = kLossChunkTokens;
+    // Each chunk allocates and frees about eight [256, vocab] f32 tensors (logits, shifted,
+    // exponentials, their gradient; 155 MB each for Qwen3) and the next chunk the same again:
+    // a buffer cache that can hold them saves faulting every page back in (half the step at
+    // the default 256 MiB, which holds one). TLALOC_BUFFER_CACHE_MB still decides if set.
+    const size_t chunk_bytes = static_cast<size_t>(kLossChunkTokens) *
+                               static_cast<size_t>(config.vocab_size) * sizeof(float);
+    BufferCache::Global().RaiseCapacity(kLossChunkBuffersCached * chunk_bytes);
+  }
   train_options.mesh = options.mesh;
   train_options.plan = options.plan;
 

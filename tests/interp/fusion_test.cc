@@ -1,5 +1,6 @@
-// Fused chains (src/interp/fusion.h): the softmax chain builder::Softmax emits runs as one
-// kernel, with bit for bit the results of the ops one by one, special values included.
+// Fused chains (src/interp/fusion.h): the softmax chain builder::Softmax emits, the int8
+// product and broadcasts read in place each run as one kernel, with bit for bit the results of
+// the ops one by one, special values included.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -102,6 +103,102 @@ SoftmaxRun RunInt8Dot(const Literal& x, const Literal& q, const Literal& scales,
   return {(*out)[0], stats.ops_executed};
 }
 
+// The cross-entropy's row work as train::CrossEntropy and its gradient emit it, over
+// [rows, n] logits: shifted = x - max (fused.row_max_subtract), e = exp(shifted), s = sum(e),
+// lse = log(s), and the softmax-gradient term g / s * e; the forward pass's log-sum-exp whose
+// exponentials only feed the sum (fused.exp_sum); plus a scalar scale (AdamW's
+// hyperparameters) and a vector tiled along the last axis (a norm weight), each broadcast
+// feeding one arithmetic op (fused.broadcast_*). The outputs must have the unfused ops' bits.
+struct RowRun {
+  std::vector<Literal> outs;
+  int64_t ops = 0;
+};
+
+RowRun RunRowChain(const Literal& x, const Literal& g, const Literal& w, bool fuse) {
+  auto module = std::make_shared<Module>("t");
+  FunctionBuilder fb(module.get(), "main");
+  Tensor in = fb.AddArg(x.type());
+  Tensor gin = fb.AddArg(g.type());
+  Tensor win = fb.AddArg(w.type());
+  const int64_t rows = x.dims()[0], n = x.dims()[1];
+  Tensor shifted = in - ReduceMax(in, {1}, true);
+  Tensor e = Exp(shifted);
+  Tensor s = Sum(e, {1});
+  Tensor lse = Log(s);
+  Tensor grad = BroadcastInDim(gin / s, {rows, n}, {0}) * e;     // dims [0]: a row's value
+  Tensor scaled = (grad * 0.25) / 3.0;                           // scalars, either side
+  Tensor tiled = BroadcastInDim(win, {rows, n}, {1}) - shifted;  // a row tiled, on the left
+  // The forward pass's chunk: the exponentials feed only their sum.
+  Tensor lse_only = Log(Sum(Exp(in - ReduceMax(in, {1}, true)), {1}));
+  EXPECT_TRUE(fb.Return({shifted, lse, grad, scaled, tiled, lse_only}).ok());
+  InterpreterOptions options;
+  options.fuse = fuse;
+  auto exe = Executable::Prepare(module, "main", options);
+  EXPECT_TRUE(exe.ok()) << exe.status().ToString();
+  ExecutionStats stats;
+  auto out = (*exe)->Execute({x, g, w}, &stats);
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  return {out.ok() ? *out : std::vector<Literal>{}, stats.ops_executed};
+}
+
+TEST(FusionTest, BroadcastsReadInPlaceGiveTheOpsBitsOnTheCrossEntropyRows) {
+  for (int64_t n : {1, 7, 33, 1000, 2500}) {  // 2500: several of fused.exp_sum's blocks
+    Literal x = Scores(n, static_cast<uint32_t>(n) + 11);
+    // Scores is [2, 5, n]: as [10, n] rows, -inf, -1e30, NaN, +inf and -0 rows included; add
+    // large logits.
+    std::vector<float> v(x.span<float>().begin(), x.span<float>().end());
+    for (int64_t j = 0; j < n; j += 3) v[6 * n + j] = 3e38f;
+    for (int64_t j = 1; j < n; j += 3) v[7 * n + j] = -3e38f;
+    Literal x2 = Literal::FromVector<float>({10, n}, v);
+    std::mt19937 rng(static_cast<uint32_t>(n));
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> gv(10), wv(n);
+    for (float& f : gv) f = dist(rng);
+    for (float& f : wv) f = dist(rng);
+    gv[4] = -0.0f;
+    Literal g = Literal::FromVector<float>({10}, gv), w = Literal::FromVector<float>({n}, wv);
+    RowRun fused = RunRowChain(x2, g, w, true), plain = RunRowChain(x2, g, w, false);
+    ASSERT_EQ(fused.outs.size(), 6u);
+    ASSERT_EQ(plain.outs.size(), 6u);
+    for (size_t k = 0; k < plain.outs.size(); ++k) {
+      ASSERT_EQ(fused.outs[k].byte_size(), plain.outs[k].byte_size());
+      EXPECT_EQ(std::memcmp(fused.outs[k].data(), plain.outs[k].data(), plain.outs[k].byte_size()),
+                0)
+          << "n=" << n << " output " << k;
+    }
+    // Fused: each row max with its reshape, broadcast and subtract (3 ops fewer, twice), the
+    // forward exponentials with their sum (1), and the broadcasts of g / s, two scalars and w
+    // (1 each). With n = 1 the builder emits no broadcast for the [10, 1] maxima, so only the
+    // exponential-sum pair and the four broadcasts fuse.
+    EXPECT_LE(fused.ops, plain.ops - (n > 1 ? 11 : 5)) << "n=" << n;
+  }
+}
+
+TEST(FusionTest, BroadcastWithAnotherUserIsNotFused) {
+  auto module = std::make_shared<Module>("t");
+  FunctionBuilder fb(module.get(), "main");
+  Tensor in = fb.AddArg(TensorType(ElementType::kF32, {4, 8}));
+  Tensor row = fb.AddArg(TensorType(ElementType::kF32, {4}));
+  Tensor b = BroadcastInDim(row, {4, 8}, {0});
+  EXPECT_TRUE(fb.Return({in * b, b}).ok());  // b is also a result: it must be materialised
+  for (bool fuse : {true, false}) {
+    InterpreterOptions options;
+    options.fuse = fuse;
+    auto exe = Executable::Prepare(module, "main", options);
+    ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+    std::vector<float> xv(32), rv{1, -2, 3.5f, -0.0f};
+    for (int i = 0; i < 32; ++i) xv[i] = static_cast<float>(i) - 7.5f;
+    auto out = (*exe)->Execute(
+        {Literal::FromVector<float>({4, 8}, xv), Literal::FromVector<float>({4}, rv)});
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    auto prod = (*out)[0].span<float>(), bcast = (*out)[1].span<float>();
+    for (int i = 0; i < 32; ++i) {
+      EXPECT_EQ(bcast[i], rv[i / 8]);
+      EXPECT_EQ(prod[i], xv[i] * rv[i / 8]);
+    }
+  }
+}
+
 // Decode's 1-4 rows (the int8 matrix-vector kernel) and prefill's more (dequantise, then the f32
 // product) return the unfused chain's exact bits; both agree with a double-precision reference.
 TEST(FusionTest, Int8DotFusedIsBitIdenticalToTheOpsOneByOne) {
@@ -116,7 +213,11 @@ TEST(FusionTest, Int8DotFusedIsBitIdenticalToTheOpsOneByOne) {
                                    {17, 70, 128},
                                    {1, 96, 96},
                                    {3, 64, 64},
-                                   {6, 64, 64}}) {
+                                   {6, 64, 64},
+                                   // Over 4 rows and 1024 columns: dequantised and multiplied
+                                   // 256 rows of the matrix at a time.
+                                   {6, 1100, 64},
+                                   {9, 1024, 96}}) {
     std::vector<float> xv(static_cast<size_t>(rows * k));
     for (float& v : xv) v = dist(rng);
     std::vector<int8_t> qv(static_cast<size_t>(n * k));
@@ -131,7 +232,8 @@ TEST(FusionTest, Int8DotFusedIsBitIdenticalToTheOpsOneByOne) {
     ASSERT_EQ(fused.out.byte_size(), plain.out.byte_size());
     EXPECT_EQ(std::memcmp(fused.out.data(), plain.out.data(), plain.out.byte_size()), 0)
         << "rows " << rows << ", n " << n << ", k " << k;
-    EXPECT_EQ(fused.ops, plain.ops - 6) << "the seven-op chain did not run as one";
+    // The seven-op chain ran as one, and x * 2's scalar broadcast was read in place.
+    EXPECT_EQ(fused.ops, plain.ops - 7) << "the seven-op chain did not run as one";
     double worst = 0;
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < n; ++j) {

@@ -1,5 +1,6 @@
 // Tests of stablehlo.reduce, reduce_window and select_and_scatter.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -82,6 +83,64 @@ TEST_F(ReduceTest, GeneralBodyAgreesWithFastPath) {
   auto a = Values<float>((*fast)[0]), b = Values<float>((*slow)[0]);
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5);
+}
+
+// The trailing-rows fast path (reduction_rows.cc) against the general path, which a reduce of
+// the transposed matrix over its first dimension takes: the same elements folded in the same
+// order with the same scalar rule, so the bits must match, zero signs and max/min's NaN
+// payloads too.
+TEST_F(ReduceTest, TrailingRowsFastPathMatchesTheGeneralPathBitForBit) {
+  const float nan_a = std::bit_cast<float>(0x7fc00001u), nan_b = std::bit_cast<float>(0xffc00002u);
+  const float inf = std::numeric_limits<float>::infinity();
+  const float specials[] = {nan_a, nan_b, -0.0f, 0.0f, inf, -inf, 3e38f, -3e38f, 1e-40f};
+  uint64_t state = 7;
+  auto next = [&] { return state = state * 6364136223846793005ull + 1442695040888963407ull; };
+  for (int64_t rows : {1, 3, 8, 13}) {
+    for (int64_t n : {0, 1, 15, 16, 17, 100, 1000}) {
+      for (int variant = 0; variant < 4; ++variant) {
+        std::vector<float> x(rows * n);
+        for (float& v : x) {
+          const uint64_t r = next() >> 33;
+          if (variant == 1 && r % 50 == 0)
+            v = specials[r / 50 % 9];  // NaNs, infinities, signed zeros sprinkled in
+          else if (variant == 2)
+            v = r % 2 ? -0.0f : (r % 3 ? 0.0f : -1.0f);  // maxima that are zeros of either sign
+          else
+            v = static_cast<float>(static_cast<int64_t>(r % 20001) - 10000) * 1.37e-3f;
+          if (variant == 3) v = -std::abs(v) - 1.0f;  // all below the init of 0
+        }
+        std::vector<float> xt(n * rows);
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j < n; ++j) xt[j * rows + i] = x[i * n + j];
+        for (const char* op :
+             {"stablehlo.add", "stablehlo.multiply", "stablehlo.maximum", "stablehlo.minimum"}) {
+          for (float init : {0.0f, -0.0f, 1.0f, -inf, nan_b}) {
+            auto fast = RunOp("stablehlo.reduce",
+                              {Literal::FromVector<float>({rows, n}, x), Literal::Scalar(init)},
+                              Dims({1}), {}, Regions(BinaryRegion(op, ElementType::kF32)));
+            auto general = RunOp("stablehlo.reduce",
+                                 {Literal::FromVector<float>({n, rows}, xt), Literal::Scalar(init)},
+                                 Dims({0}), {}, Regions(BinaryRegion(op, ElementType::kF32)));
+            ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+            ASSERT_TRUE(general.ok()) << general.status().ToString();
+            auto a = Values<float>((*fast)[0]), b = Values<float>((*general)[0]);
+            ASSERT_EQ(a.size(), static_cast<size_t>(rows));
+            ASSERT_EQ(b.size(), static_cast<size_t>(rows));
+            for (int64_t i = 0; i < rows; ++i) {
+              // Which NaN an add or multiply of two NaNs returns is the compiler's choice of
+              // operand order (it may commute them, in either path); max and min pick by rule.
+              const bool any_nan =
+                  std::string(op) == "stablehlo.add" || std::string(op) == "stablehlo.multiply";
+              if (any_nan && std::isnan(a[i]) && std::isnan(b[i])) continue;
+              ASSERT_EQ(std::bit_cast<uint32_t>(a[i]), std::bit_cast<uint32_t>(b[i]))
+                  << op << " rows " << rows << " n " << n << " variant " << variant << " init "
+                  << init << " row " << i << ": " << a[i] << " vs " << b[i];
+            }
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST_F(ReduceTest, MaxAndMinPropagateNaN) {

@@ -117,6 +117,29 @@ TEST(BufferCache, ZeroCapacityKeepsNothing) {
   EXPECT_EQ(cache.stats().hits, 0);
 }
 
+TEST(BufferCache, RaisedCapacityKeepsLargerBlocksAndNeverLowers) {
+  BufferCache cache(256 * kKiB, 64 * kKiB);
+  void* a = cache.Allocate(512 * kKiB);
+  cache.Release(a, 512 * kKiB);
+  EXPECT_EQ(cache.stats().cached_blocks, 0u);  // larger than the capacity: freed
+  EXPECT_EQ(cache.RaiseCapacity(1024 * kKiB), 1024 * kKiB);
+  EXPECT_EQ(cache.RaiseCapacity(128 * kKiB), 1024 * kKiB);  // never lowered
+  EXPECT_EQ(cache.capacity_bytes(), 1024 * kKiB);
+  void* b = cache.Allocate(512 * kKiB);
+  cache.Release(b, 512 * kKiB);
+  EXPECT_EQ(cache.stats().cached_blocks, 1u);
+  EXPECT_EQ(cache.Allocate(512 * kKiB), b);
+  cache.Release(b, 512 * kKiB);
+}
+
+TEST(BufferCache, RaiseCapacityLeavesACacheThatIsOff) {
+  BufferCache cache(0, 64 * kKiB);
+  EXPECT_EQ(cache.RaiseCapacity(1024 * kKiB), 0u);
+  void* a = cache.Allocate(100 * kKiB);
+  cache.Release(a, 100 * kKiB);
+  EXPECT_EQ(cache.stats().cached_blocks, 0u);
+}
+
 TEST(BufferCache, TrimFreesEverything) {
   BufferCache cache(4096 * kKiB, 64 * kKiB);
   std::vector<void*> blocks;

@@ -62,7 +62,12 @@ class BufferCache {
   void Trim();
 
   Stats stats() const;
-  size_t capacity_bytes() const { return capacity_; }
+  size_t capacity_bytes() const;
+  // Raises the capacity to at least `bytes` (never lowers it), unless TLALOC_BUFFER_CACHE_MB
+  // set the global cache's capacity (the user's word wins) or the cache is off (capacity 0:
+  // AddressSanitizer). For a caller that knows it will free and reallocate blocks larger than
+  // the default capacity holds (fine-tuning's [rows, vocab] loss chunks). Returns the capacity.
+  size_t RaiseCapacity(size_t bytes);
 
  private:
   struct Entry {
@@ -73,7 +78,9 @@ class BufferCache {
   // Unlinks the least recently released block (the lock held) and appends it to `out`.
   void EvictOldestLocked(std::vector<void*>& out);
 
-  const size_t capacity_, min_block_;
+  size_t capacity_;  // guarded by mu_
+  const size_t min_block_;
+  bool capacity_fixed_ = false;  // TLALOC_BUFFER_CACHE_MB said so: RaiseCapacity leaves it
   mutable std::mutex mu_;
   Lru lru_;
   std::unordered_map<size_t, std::deque<Lru::iterator>> by_size_;  // oldest first
