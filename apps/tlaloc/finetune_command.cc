@@ -528,6 +528,8 @@ void RegisterFinetuneCommand(CLI::App &app) {
                   "also save OUT/checkpoint-N every N steps (a kill loses at most N steps)");
   cmd->add_option("--keep-last", o.keep_last, "checkpoint-N folders kept (0: all)")
       ->capture_default_str();
+  cmd->add_flag("--remat", o.remat,
+                "recompute each layer in the backward pass: less memory, one more forward's work");
   cmd->add_option("--mesh", o.mesh,
                   "device mesh, e.g. data=2 or data=2,model=2 (the interpreter gets its size in "
                   "devices unless TLALOC_CPU_DEVICES is set)");

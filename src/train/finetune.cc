@@ -287,6 +287,7 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
   // With a real vocabulary (Qwen3: 151,936) the [tokens, vocab] logits are the step's largest
   // tensor (1.2 GB at 8 x 256 tokens); the chunked loss never holds more than 256 rows of them.
   if (config.vocab_size >= kChunkedLossMinVocab) train_options.loss_chunk = kLossChunkTokens;
+  train_options.remat_layers = options.remat;
   train_options.mesh = options.mesh;
   train_options.plan = options.plan;
 

@@ -91,13 +91,29 @@ for bad in "--mesh model=8" "--mesh model=2 --temp 0.7"; do
   [ "$rc" -eq 2 ] || fail "generate $bad exited $rc, expected 2: $(cat "$work/err")"
 done
 
+# --remat recomputes each layer in the backward pass: the same losses bit for bit, on one device
+# and with fsdp (which then gathers each layer's weights again) at a lower per-device peak.
+"$tlaloc" "${ft[@]}" --out "$work/one-remat" --remat >/dev/null 2>&1 || fail "--remat failed"
+[ "$(losses "$work/one")" = "$(losses "$work/one-remat")" ] ||
+  fail "--remat changed the losses: $(losses "$work/one-remat" | tr '\n' ' ')"
+peak() { sed -n 's/.*peak live bytes in the last step: \([0-9]*\),.*/\1/p' "$1"; }
+for remat in "" "--remat"; do
+  # shellcheck disable=SC2086
+  env -u TLALOC_CPU_DEVICES "$tlaloc" "${ft[@]}" --out "$work/fsdp$remat" --mesh data=2 \
+    --plan fsdp $remat >"$work/fsdp$remat.log" 2>&1 || fail "fsdp $remat: $(cat "$work/fsdp$remat.log")"
+done
+[ "$(losses "$work/fsdp")" = "$(losses "$work/fsdp--remat")" ] ||
+  fail "fsdp --remat changed the losses: $(losses "$work/fsdp--remat" | tr '\n' ' ')"
+p1=$(peak "$work/fsdp.log") p2=$(peak "$work/fsdp--remat.log")
+{ [ -n "$p1" ] && [ -n "$p2" ] && [ "$p2" -lt "$p1" ]; } ||
+  fail "fsdp --remat peak '$p2' is not below fsdp's '$p1'"
+echo "ok: --remat gives the same losses; fsdp peak per device $p1 -> $p2 bytes"
+
 # Through the plugin: the plugin gets the mesh's 2 devices (cpu_device_count), and the loss log
 # is the interpreter's, bit for bit (the plugin runs the same interpreter).
 for run in "dp data=2" "fsdp data=2"; do
   read -r plan mesh <<<"$run"
   out="$work/plugin-$plan"
-  [ "$plan" = dp ] || env -u TLALOC_CPU_DEVICES "$tlaloc" "${ft[@]}" --out "$work/$plan" \
-    --mesh "$mesh" --plan "$plan" >/dev/null 2>&1 || fail "$plan on the interpreter failed"
   env -u TLALOC_CPU_DEVICES "$tlaloc" "${ft[@]}" --out "$out" --mesh "$mesh" --plan "$plan" \
     --target "$plugin" >"$out.log" 2>&1 || { fail "$plan --target plugin: $(cat "$out.log")"; continue; }
   grep -q "on pjrt:" "$out.log" || fail "$plan --target plugin did not run on PJRT: $(cat "$out.log")"
