@@ -115,18 +115,18 @@ StatusOr<std::shared_ptr<Backend>> MultiProcessBackend(const BackendChoice &choi
   return std::shared_ptr<Backend>(MakeInterpreterBackend({}, local, world));
 }
 
-// The interpreter gets the mesh's device count unless TLALOC_CPU_DEVICES says otherwise.
+// The interpreter, or a CPU-family plugin, gets the mesh's device count unless
+// TLALOC_CPU_DEVICES says otherwise.
 StatusOr<std::shared_ptr<Backend>> FinetuneBackend(const std::string &target,
                                                    const std::string &mesh_text) {
   TL_ASSIGN_OR_RETURN(BackendChoice choice, BackendChoiceFromFlag(target));
   if (g_world->size() > 1) return MultiProcessBackend(choice, mesh_text, *g_world);
-  const char *env = std::getenv("TLALOC_CPU_DEVICES");
-  if (choice.interpreter && !mesh_text.empty() && (env == nullptr || *env == '\0')) {
-    TL_ASSIGN_OR_RETURN(Mesh mesh, Mesh::Parse(mesh_text));
-    return std::shared_ptr<Backend>(
-        MakeInterpreterBackend({}, static_cast<int>(mesh.num_devices())));
-  }
-  return BackendFor(target);
+  if (mesh_text.empty()) return BackendFor(target);
+  TL_ASSIGN_OR_RETURN(Mesh mesh, Mesh::Parse(mesh_text));
+  StatusOr<std::unique_ptr<Backend>> backend =
+      MakeBackend(choice, static_cast<int>(mesh.num_devices()));
+  if (!backend.ok()) return backend.status().WithContext("target " + choice.ToString());
+  return std::shared_ptr<Backend>(std::move(*backend));
 }
 
 // Every rank reports its own failure, named; then the whole job ends (MPI_Abort), so no rank
@@ -528,6 +528,8 @@ void RegisterFinetuneCommand(CLI::App &app) {
                   "also save OUT/checkpoint-N every N steps (a kill loses at most N steps)");
   cmd->add_option("--keep-last", o.keep_last, "checkpoint-N folders kept (0: all)")
       ->capture_default_str();
+  cmd->add_flag("--remat", o.remat,
+                "recompute each layer in the backward pass: less memory, one more forward's work");
   cmd->add_option("--mesh", o.mesh,
                   "device mesh, e.g. data=2 or data=2,model=2 (the interpreter gets its size in "
                   "devices unless TLALOC_CPU_DEVICES is set)");

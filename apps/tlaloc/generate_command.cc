@@ -102,8 +102,8 @@ int RunGenerate(const GenerateArgs& a) {
   if (!a.mesh.empty()) {
     auto dir = ResolveModelFlag(a.model);
     if (!dir.ok()) return fail(dir.status().message(), ExitCodeForFlagError(dir.status()));
-    return RunMeshGenerate(
-        {dir->string(), a.mesh, a.prompt, a.chat, a.request.max_new_tokens, a.request.temperature});
+    return RunMeshGenerate({dir->string(), a.mesh, a.target, a.prompt, a.chat,
+                            a.request.max_new_tokens, a.request.temperature});
   }
   auto choice = BackendChoiceFromFlag(a.target);
   if (!choice.ok()) return fail(choice.status().message(), kExitUsage);

@@ -7,12 +7,14 @@
 #include <fstream>
 #include <iterator>
 
+#include "cli_options.h"
 #include "commands.h"
 #include "tlaloc/generate/tensor_parallel.h"
 #include "tlaloc/interp/multi_device.h"
 #include "tlaloc/interp/process_world.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/models/load_weights.h"
+#include "tlaloc/pjrt/pjrt_backend.h"
 #include "tlaloc/tokenizer/chat.h"
 #include "tlaloc/tokenizer/tokenizer.h"
 
@@ -71,10 +73,17 @@ int RunMeshGenerate(const MeshGenerateArgs& a) {
   const int64_t budget = a.max_new_tokens.value_or(64);
   const int64_t max_len = std::min<int64_t>(config->max_position_embeddings,
                                             static_cast<int64_t>(prompt.size()) + budget);
-  // The interpreter gets the mesh's devices unless TLALOC_CPU_DEVICES says otherwise.
+  auto choice = BackendChoiceFromFlag(a.target);
+  if (!choice.ok()) return fail(choice.status().message(), kExitUsage);
+  // The interpreter, or a CPU-family plugin, gets the mesh's devices unless TLALOC_CPU_DEVICES
+  // says otherwise.
   const char* env = std::getenv("TLALOC_CPU_DEVICES");
   std::unique_ptr<Backend> backend;
   if (world->size() > 1) {
+    if (!choice->interpreter)
+      return fail("--target " + choice->ToString() + " across " + std::to_string(world->size()) +
+                      " processes: multi-process runs use the interpreter (--target interp)",
+                  kExitUsage);
     auto local = CpuDevicesFromEnvironment();
     if (!local.ok()) return fail(local.status().message(), kExitUsage);
     if (!(env && *env) && mesh->num_devices() % world->size() != 0)
@@ -94,8 +103,9 @@ int RunMeshGenerate(const MeshGenerateArgs& a) {
                             CollectiveTimeout());
     if (!same.ok()) return fail(same.message());
   } else {
-    backend = env && *env ? MakeInterpreterBackend()
-                          : MakeInterpreterBackend({}, static_cast<int>(mesh->num_devices()));
+    auto made = MakeBackend(*choice, static_cast<int>(mesh->num_devices()));
+    if (!made.ok()) return fail("target " + choice->ToString() + ": " + made.status().message());
+    backend = std::move(*made);
   }
   auto tp = generate::TensorParallelGreedy::Create(*config, std::move(*weights), *backend, *mesh,
                                                    max_len, tokenizer->vocab_size());

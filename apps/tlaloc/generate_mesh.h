@@ -1,5 +1,5 @@
-// `tlaloc generate --mesh model=N`: greedy generation with the weights split over N
-// interpreter devices (tensor parallelism, generate/tensor_parallel.h).
+// `tlaloc generate --mesh model=N`: greedy generation with the weights split over N devices of
+// the interpreter or of a PJRT target (tensor parallelism, generate/tensor_parallel.h).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,7 @@ namespace tlaloc::cli {
 struct MeshGenerateArgs {
   std::string model_dir;  // resolved checkpoint folder
   std::string mesh;
+  std::string target;        // --target: "" or interp, or a PJRT target (one process only)
   std::string prompt, chat;  // one of them (the CLI read stdin into prompt otherwise)
   std::optional<int64_t> max_new_tokens;
   std::optional<double> temperature;

@@ -20,15 +20,71 @@ std::string FormatIds(const std::vector<int64_t>& ids) {
   return s + "]";
 }
 
+// What both meeting places below keep of their local devices: how many collectives each
+// entered, which finished or failed, and in what order they failed. A device that finishes or
+// fails wakes every waiter, so none waits for a member that will never come.
+class DeviceProgress {
+ public:
+  DeviceProgress(int64_t first, int64_t count)
+      : first_(first), entered_(count, 0), done_(count, false), failed_(count) {}
+
+  void Finish(int64_t device) {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_[device - first_] = true;
+    cv_.notify_all();
+  }
+
+  void Fail(int64_t device, const Status& status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_[device - first_] = true;
+    failed_[device - first_] = status;
+    order_.push_back(device);
+    cv_.notify_all();
+  }
+
+  // The device that failed first, if any.
+  std::optional<int64_t> FirstFailure() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (order_.empty()) return std::nullopt;
+    return order_.front();
+  }
+
+ protected:
+  int64_t num_local() const { return static_cast<int64_t>(entered_.size()); }
+  int64_t& entered(int64_t device) { return entered_[device - first_]; }
+  int64_t entered(int64_t device) const { return entered_[device - first_]; }
+
+  // Why `device`, absent from collective #ordinal, will never reach it because it failed or
+  // finished; OK while it still may. The caller holds mu_.
+  Status WhyNeverArrives(int64_t device, int64_t ordinal, const std::string& label) const {
+    const std::string who = "device " + std::to_string(device);
+    if (const auto& failure = failed_[device - first_])
+      return Status(StatusCode::kAborted,
+                    label + " abandoned: " + who + " failed: " + failure->message());
+    if (done_[device - first_])
+      return FailedPrecondition(label + ": " + who +
+                                " finished its program without reaching it (collective #" +
+                                std::to_string(ordinal) + ")");
+    return OkStatus();
+  }
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+
+ private:
+  const int64_t first_;
+  std::vector<int64_t> entered_;
+  std::vector<bool> done_;
+  std::vector<std::optional<Status>> failed_;
+  std::vector<int64_t> order_;
+};
+
 // Where the devices of one execution meet. A collective is identified by its ordinal on each
 // device (the k-th collective a device enters) and the set of its group's members.
-class Rendezvous {
+class Rendezvous : public DeviceProgress {
  public:
   Rendezvous(int64_t num_devices, std::chrono::milliseconds timeout)
-      : timeout_(timeout),
-        entered_(num_devices, 0),
-        done_(num_devices, false),
-        failed_(num_devices) {}
+      : DeviceProgress(0, num_devices), timeout_(timeout) {}
 
   StatusOr<std::vector<std::vector<Literal>>> Exchange(int64_t device, const std::string& what,
                                                        const std::vector<int64_t>& group,
@@ -39,12 +95,11 @@ class Rendezvous {
         !std::binary_search(members.begin(), members.end(), device))
       return Internal(what + ": bad process group " + FormatIds(group));
     for (int64_t m : members)
-      if (m < 0 || m >= static_cast<int64_t>(entered_.size()))
+      if (m < 0 || m >= num_local())
         return InvalidArgument(what + ": process group " + FormatIds(group) + " names device " +
-                               std::to_string(m) + ", the run has " +
-                               std::to_string(entered_.size()));
+                               std::to_string(m) + ", the run has " + std::to_string(num_local()));
     std::unique_lock<std::mutex> lock(mu_);
-    const int64_t ordinal = entered_[device]++;
+    const int64_t ordinal = entered(device)++;
     const std::string label = what + " with group " + FormatIds(group);
     seen_[{device, ordinal}] = label;
     const SlotKey key{ordinal, members, what};
@@ -80,27 +135,6 @@ class Rendezvous {
     return out;
   }
 
-  void Finish(int64_t device) {
-    std::lock_guard<std::mutex> lock(mu_);
-    done_[device] = true;
-    cv_.notify_all();
-  }
-
-  void Fail(int64_t device, const Status& status) {
-    std::lock_guard<std::mutex> lock(mu_);
-    done_[device] = true;
-    failed_[device] = status;
-    order_.push_back(device);
-    cv_.notify_all();
-  }
-
-  // The device that failed first, if any.
-  std::optional<int64_t> FirstFailure() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (order_.empty()) return std::nullopt;
-    return order_.front();
-  }
-
  private:
   // The devices' ordinal of the collective, its members (sorted) and its op: members that
   // disagree on any of them wait in different slots and are told so by CheckMembers.
@@ -115,31 +149,18 @@ class Rendezvous {
                       const std::string& label) const {
     for (int64_t m : members) {
       if (slot.values.count(m)) continue;
-      const std::string who = "device " + std::to_string(m);
-      if (failed_[m])
-        return Status(StatusCode::kAborted,
-                      label + " abandoned: " + who + " failed: " + failed_[m]->message());
-      if (done_[m])
-        return FailedPrecondition(label + ": " + who +
-                                  " finished its program without reaching it (collective #" +
-                                  std::to_string(ordinal) + ")");
-      if (entered_[m] > ordinal) {
+      TL_RETURN_IF_ERROR(WhyNeverArrives(m, ordinal, label));
+      if (entered(m) > ordinal) {
         auto it = seen_.find({m, ordinal});
-        return InvalidArgument(label + " (collective #" + std::to_string(ordinal) + "): " + who +
-                               " reached " + (it == seen_.end() ? "another" : it->second) +
-                               " instead");
+        return InvalidArgument(label + " (collective #" + std::to_string(ordinal) + "): device " +
+                               std::to_string(m) + " reached " +
+                               (it == seen_.end() ? "another" : it->second) + " instead");
       }
     }
     return OkStatus();
   }
 
   const std::chrono::milliseconds timeout_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<int64_t> entered_;
-  std::vector<bool> done_;
-  std::vector<std::optional<Status>> failed_;
-  std::vector<int64_t> order_;
   std::map<SlotKey, Slot> slots_;
   std::map<std::pair<int64_t, int64_t>, std::string> seen_;  // (device, ordinal) -> label
 };
@@ -148,18 +169,16 @@ class Rendezvous {
 // contributions to the k-th collective; once all have, one of them gathers every rank's
 // contributions through the world (one allgather per collective, SPMD programs reach the same
 // ones in the same order), and each device takes its group's values from them.
-class WorldRendezvous {
+class WorldRendezvous : public DeviceProgress {
  public:
   WorldRendezvous(ProcessWorld& world, int64_t first, int64_t count, int64_t num_devices,
                   std::chrono::milliseconds timeout)
-      : world_(world),
+      : DeviceProgress(first, count),
+        world_(world),
         first_(first),
         count_(count),
         num_devices_(num_devices),
-        timeout_(timeout),
-        entered_(count, 0),
-        done_(count, false),
-        failed_(count) {}
+        timeout_(timeout) {}
 
   StatusOr<std::vector<std::vector<Literal>>> Exchange(int64_t device, const std::string& what,
                                                        const std::vector<int64_t>& group,
@@ -169,7 +188,7 @@ class WorldRendezvous {
         return InvalidArgument(what + ": process group " + FormatIds(group) + " names device " +
                                std::to_string(m) + ", the run has " + std::to_string(num_devices_));
     std::unique_lock<std::mutex> lock(mu_);
-    const int64_t ordinal = entered_[device - first_]++;
+    const int64_t ordinal = entered(device)++;
     const std::string label = what + " with group " + FormatIds(group);
     Round& round = rounds_[ordinal];
     round.local[device] = Contribution{what, group, std::move(values)};
@@ -223,26 +242,6 @@ class WorldRendezvous {
     return out;
   }
 
-  void Finish(int64_t device) {
-    std::lock_guard<std::mutex> lock(mu_);
-    done_[device - first_] = true;
-    cv_.notify_all();
-  }
-
-  void Fail(int64_t device, const Status& status) {
-    std::lock_guard<std::mutex> lock(mu_);
-    done_[device - first_] = true;
-    failed_[device - first_] = status;
-    order_.push_back(device);
-    cv_.notify_all();
-  }
-
-  std::optional<int64_t> FirstFailure() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (order_.empty()) return std::nullopt;
-    return order_.front();
-  }
-
  private:
   struct Contribution {
     std::string what;
@@ -258,18 +257,8 @@ class WorldRendezvous {
 
   // Why a local device that has not deposited never will, or OK while it still may.
   Status CheckLocal(const Round& round, int64_t ordinal, const std::string& label) const {
-    for (int64_t i = 0; i < count_; ++i) {
-      const int64_t d = first_ + i;
-      if (round.local.count(d)) continue;
-      const std::string who = "device " + std::to_string(d);
-      if (failed_[i])
-        return Status(StatusCode::kAborted,
-                      label + " abandoned: " + who + " failed: " + failed_[i]->message());
-      if (done_[i])
-        return FailedPrecondition(label + ": " + who +
-                                  " finished its program without reaching it (collective #" +
-                                  std::to_string(ordinal) + ")");
-    }
+    for (int64_t d = first_; d < first_ + count_; ++d)
+      if (!round.local.count(d)) TL_RETURN_IF_ERROR(WhyNeverArrives(d, ordinal, label));
     return OkStatus();
   }
 
@@ -312,12 +301,6 @@ class WorldRendezvous {
   ProcessWorld& world_;
   const int64_t first_, count_, num_devices_;
   const std::chrono::milliseconds timeout_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<int64_t> entered_;
-  std::vector<bool> done_;
-  std::vector<std::optional<Status>> failed_;
-  std::vector<int64_t> order_;
   std::map<int64_t, Round> rounds_;  // by ordinal
 };
 

@@ -1,6 +1,7 @@
 #include "tlaloc/pjrt/pjrt_backend.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "tlaloc/stablehlo/printer.h"
 
@@ -56,22 +57,73 @@ class PjrtBackendImpl : public Backend {
 
   StatusOr<std::unique_ptr<CompiledProgram>> Compile(std::shared_ptr<const Module> module,
                                                      const std::string& entry) override {
-    const Function* f = entry.empty() ? module->Entry() : module->Find(entry);
-    if (f == nullptr) {
-      return NotFound("module " + module->name() + " has no function '" +
-                      (entry.empty() ? std::string("<entry>") : entry) + "'");
+    return CompileWith(*module, entry, options_);
+  }
+
+  // A per-device program (explicit collectives, the interpreter's lowering) compiled for
+  // replicas x partitions with this client's devices assigned in order, replica-major: the
+  // plugin runs it as it is (no SPMD partitioning), device d taking argument list d.
+  StatusOr<std::unique_ptr<CompiledProgram>> CompileForDevices(std::shared_ptr<const Module> module,
+                                                               const ProcessGrid& grid,
+                                                               const std::string& entry) override {
+    if (grid.num_processes() == 1) return Compile(std::move(module), entry);
+    const std::vector<PjrtSession::Device>& devices = session_->devices();
+    if (grid.num_processes() > static_cast<int64_t>(devices.size()))
+      return InvalidArgument("a program for " + std::to_string(grid.num_replicas) +
+                             " replica(s) x " + std::to_string(grid.num_partitions) +
+                             " partition(s) needs " + std::to_string(grid.num_processes()) +
+                             " devices; " + name() + " has " + std::to_string(devices.size()) +
+                             " (XLA:CPU: --xla_force_host_platform_device_count; Tlaloc's plugin: "
+                             "TLALOC_CPU_DEVICES)");
+    CompileOptions options = options_;
+    options.num_replicas = grid.num_replicas;
+    options.num_partitions = grid.num_partitions;
+    options.use_spmd_partitioning = false;
+    options.device_assignment.assign(grid.num_replicas, {});
+    for (int64_t r = 0; r < grid.num_replicas; ++r)
+      for (int64_t p = 0; p < grid.num_partitions; ++p)
+        options.device_assignment[r].push_back(devices[grid.DeviceOf(r, p)].id);
+    return CompileWith(*module, entry, options);
+  }
+
+  StatusOr<std::vector<std::vector<std::unique_ptr<DeviceBuffer>>>> ExecuteOnDevices(
+      CompiledProgram& program, const std::vector<std::vector<ExecuteArg>>& args) override {
+    if (args.size() == 1) return Backend::ExecuteOnDevices(program, args);
+    auto& p = static_cast<PjrtProgram&>(program);
+    std::vector<std::vector<const PjrtBuffer*>> buffers(args.size());
+    ExecuteRequest request;
+    for (size_t d = 0; d < args.size(); ++d) {
+      for (size_t i = 0; i < args[d].size(); ++i) {
+        auto* b = static_cast<PjrtDeviceBuffer*>(args[d][i].buffer);
+        if (b == nullptr || b->buffer() == nullptr)
+          return InvalidArgument("argument " + std::to_string(i) + " of device " +
+                                 std::to_string(d) + " is null, donated or deleted");
+        if (b->device() != static_cast<int>(d))
+          return InvalidArgument("argument " + std::to_string(i) + " of device " +
+                                 std::to_string(d) + " lives on device " +
+                                 std::to_string(b->device()));
+        buffers[d].push_back(b->buffer());
+      }
     }
-    if (f != module->Entry()) {
-      return InvalidArgument("PJRT compiles a module's entry function; '" + entry +
-                             "' is not the entry of module " + module->name());
+    // PJRT takes one donation list for all devices: an argument is donated only where every
+    // device gives it up.
+    for (size_t i = 0; i < p.aliased().size(); ++i) {
+      if (!p.aliased()[i]) continue;
+      bool donated_everywhere = true;
+      for (const auto& device_args : args)
+        donated_everywhere = donated_everywhere && i < device_args.size() && device_args[i].donate;
+      if (!donated_everywhere)
+        request.non_donatable_input_indices.push_back(static_cast<int64_t>(i));
     }
-    std::vector<bool> aliased;
-    for (int i = 0; i < f->num_arguments(); ++i) {
-      aliased.push_back(f->arg_attrs(i).count("tf.aliasing_output") > 0);
-    }
-    TL_ASSIGN_OR_RETURN(auto exe, session_->Compile(PrintModule(*module), options_));
-    return std::unique_ptr<CompiledProgram>(new PjrtProgram(std::move(exe), f->argument_types(),
-                                                            f->result_types(), std::move(aliased)));
+    TL_ASSIGN_OR_RETURN(auto outs, session_->ExecuteOnDevices(p.exe(), buffers, request));
+    for (const auto& device_args : args)
+      for (const ExecuteArg& a : device_args)
+        if (a.donate) static_cast<PjrtDeviceBuffer*>(a.buffer)->Release();
+    std::vector<std::vector<std::unique_ptr<DeviceBuffer>>> result(outs.size());
+    for (size_t d = 0; d < outs.size(); ++d)
+      for (PjrtBuffer& b : outs[d])
+        result[d].push_back(std::make_unique<PjrtDeviceBuffer>(std::move(b)));
+    return result;
   }
 
   StatusOr<std::unique_ptr<DeviceBuffer>> ToDevice(const Literal& literal, int device) override {
@@ -131,6 +183,27 @@ class PjrtBackendImpl : public Backend {
   }
 
  private:
+  StatusOr<std::unique_ptr<CompiledProgram>> CompileWith(const Module& module,
+                                                         const std::string& entry,
+                                                         const CompileOptions& options) {
+    const Function* f = entry.empty() ? module.Entry() : module.Find(entry);
+    if (f == nullptr) {
+      return NotFound("module " + module.name() + " has no function '" +
+                      (entry.empty() ? std::string("<entry>") : entry) + "'");
+    }
+    if (f != module.Entry()) {
+      return InvalidArgument("PJRT compiles a module's entry function; '" + entry +
+                             "' is not the entry of module " + module.name());
+    }
+    std::vector<bool> aliased;
+    for (int i = 0; i < f->num_arguments(); ++i) {
+      aliased.push_back(f->arg_attrs(i).count("tf.aliasing_output") > 0);
+    }
+    TL_ASSIGN_OR_RETURN(auto exe, session_->Compile(PrintModule(module), options));
+    return std::unique_ptr<CompiledProgram>(new PjrtProgram(std::move(exe), f->argument_types(),
+                                                            f->result_types(), std::move(aliased)));
+  }
+
   std::unique_ptr<PjrtSession> session_;
   CompileOptions options_;
 };
@@ -156,6 +229,17 @@ StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice) {
   if (choice.interpreter) return MakeInterpreterBackend();
   pjrt::SessionOptions options;
   options.target = choice.target;
+  return pjrt::MakePjrtBackend(options);
+}
+
+StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice, int devices) {
+  const char* env = std::getenv("TLALOC_CPU_DEVICES");
+  if (devices < 1 || (env != nullptr && *env != '\0')) return MakeBackend(choice);
+  if (choice.interpreter) return MakeInterpreterBackend({}, devices);
+  pjrt::SessionOptions options;
+  options.target = choice.target;
+  if (pjrt::OptionFamilyOf(choice.target) == pjrt::OptionFamily::kCpu)
+    options.cpu_device_count = devices;
   return pjrt::MakePjrtBackend(options);
 }
 

@@ -610,34 +610,75 @@ StatusOr<std::vector<PjrtBuffer>> PjrtSession::Execute(PjrtExecutable& exe,
     return InvalidArgument("execute: device index " + std::to_string(request.device_index) +
                            " out of range");
   }
-  std::vector<PJRT_Buffer*> arg_list;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == nullptr || args[i]->raw() == nullptr) {
-      return InvalidArgument("execute: argument " + std::to_string(i) + " is null");
+  TL_ASSIGN_OR_RETURN(auto outs, Launch(exe, {args}, request, request.device_index));
+  return std::move(outs[0]);
+}
+
+StatusOr<std::vector<std::vector<PjrtBuffer>>> PjrtSession::ExecuteOnDevices(
+    PjrtExecutable& exe, const std::vector<std::vector<const PjrtBuffer*>>& args,
+    const ExecuteRequest& request) {
+  if (args.empty() || args.size() > devices_.size())
+    return InvalidArgument("execute: " + std::to_string(args.size()) +
+                           " argument lists for a client with " + std::to_string(devices_.size()) +
+                           " addressable device(s)");
+  return Launch(exe, args, request, -1);
+}
+
+// One PJRT_LoadedExecutable_Execute. `single_device` >= 0 launches one argument list on that
+// device; -1 launches one list per device of the executable's device assignment, list d on its
+// d-th addressable device (replica-major, partition-minor, as CompileOptions assigns them).
+StatusOr<std::vector<std::vector<PjrtBuffer>>> PjrtSession::Launch(
+    PjrtExecutable& exe, const std::vector<std::vector<const PjrtBuffer*>>& args,
+    const ExecuteRequest& request, int single_device) {
+  const size_t n = args.size();
+  std::vector<std::vector<PJRT_Buffer*>> raw(n);
+  for (size_t d = 0; d < n; ++d) {
+    if (args[d].size() != args[0].size())
+      return InvalidArgument("execute: device " + std::to_string(d) + " has " +
+                             std::to_string(args[d].size()) + " arguments, device 0 has " +
+                             std::to_string(args[0].size()));
+    for (size_t i = 0; i < args[d].size(); ++i) {
+      if (args[d][i] == nullptr || args[d][i]->raw() == nullptr)
+        return InvalidArgument("execute: argument " + std::to_string(i) +
+                               (n > 1 ? " of device " + std::to_string(d) : std::string()) +
+                               " is null");
+      raw[d].push_back(args[d][i]->raw());
     }
-    arg_list.push_back(args[i]->raw());
   }
   PJRT_ExecuteOptions options = MakeExecuteOptions(request.non_donatable_input_indices);
-  std::vector<PJRT_Buffer*> outputs(exe.num_outputs(), nullptr);
-  PJRT_Buffer* const* arg_lists[1] = {arg_list.data()};
-  PJRT_Buffer** output_lists[1] = {outputs.data()};
-  PJRT_Event* done[1] = {nullptr};
+  std::vector<std::vector<PJRT_Buffer*>> outputs(n, std::vector<PJRT_Buffer*>(exe.num_outputs()));
+  std::vector<PJRT_Buffer* const*> arg_lists(n);
+  std::vector<PJRT_Buffer**> output_lists(n);
+  for (size_t d = 0; d < n; ++d) {
+    arg_lists[d] = raw[d].data();
+    output_lists[d] = outputs[d].data();
+  }
+  std::vector<PJRT_Event*> done(n, nullptr);
   TL_PJRT_ARGS(PJRT_LoadedExecutable_Execute_Args, e);
   e.executable = exe.raw();
   e.options = &options;
-  e.argument_lists = arg_lists;
-  e.num_devices = 1;
-  e.num_args = arg_list.size();
-  e.output_lists = output_lists;
-  e.device_complete_events = done;
-  // A single-device launch on a chosen device when there are several.
-  e.execute_device = devices_.size() > 1 ? devices_[request.device_index].raw : nullptr;
+  e.argument_lists = arg_lists.data();
+  e.num_devices = n;
+  e.num_args = raw[0].size();
+  e.output_lists = output_lists.data();
+  e.device_complete_events = done.data();
+  // A single-device launch names its device when the client has several.
+  e.execute_device =
+      single_device >= 0 && devices_.size() > 1 ? devices_[single_device].raw : nullptr;
   TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api_, LoadedExecutable_Execute, &e));
-  std::vector<PjrtBuffer> result;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    result.push_back(PjrtBuffer(api_, outputs[i], exe.output_types()[i], request.device_index));
+  std::vector<std::vector<PjrtBuffer>> result(n);
+  for (size_t d = 0; d < n; ++d) {
+    const int device = single_device >= 0 ? single_device : static_cast<int>(d);
+    for (size_t i = 0; i < outputs[d].size(); ++i)
+      result[d].push_back(PjrtBuffer(api_, outputs[d][i], exe.output_types()[i], device));
   }
-  TL_RETURN_IF_ERROR(api_->AwaitAndDestroy(done[0], "execution"));
+  // Every event is awaited and destroyed, also after a failed one.
+  Status status;
+  for (PJRT_Event* event : done) {
+    Status s = api_->AwaitAndDestroy(event, "execution");
+    if (status.ok() && !s.ok()) status = s;
+  }
+  TL_RETURN_IF_ERROR(status);
   return result;
 }
 

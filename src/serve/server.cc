@@ -7,6 +7,7 @@
 #include <chrono>
 #include <csignal>
 #include <ctime>
+#include <iomanip>
 #include <sstream>
 
 #include "tlaloc/serve/openai_api.h"
@@ -313,43 +314,57 @@ std::string Server::MetricsText() const {
     for (const auto& [status, n] : responses_by_status_)
       os << "tlaloc_http_responses_total{status=\"" << status << "\"} " << n << '\n';
   }
-  metric("tlaloc_prompt_tokens_total", "counter", "Prompt tokens of finished requests.");
-  os << "tlaloc_prompt_tokens_total " << st.prompt_tokens << '\n';
-  metric("tlaloc_generation_tokens_total", "counter", "Tokens generated.");
-  os << "tlaloc_generation_tokens_total " << st.generated_tokens << '\n';
-  metric("tlaloc_requests_running", "gauge", "Requests holding a KV slot.");
-  os << "tlaloc_requests_running " << st.running << '\n';
-  metric("tlaloc_requests_waiting", "gauge", "Requests queued for a slot.");
-  os << "tlaloc_requests_waiting " << st.waiting << '\n';
-  metric("tlaloc_batch_occupancy", "gauge", "Running requests over the batch size (0..1).");
-  os << "tlaloc_batch_occupancy "
-     << (st.max_batch > 0 ? static_cast<double>(st.running) / st.max_batch : 0.0) << '\n';
-  metric("tlaloc_decode_steps_total", "counter", "Decode steps run.");
-  os << "tlaloc_decode_steps_total " << st.decode_steps << '\n';
-  metric("tlaloc_decode_rows_total", "counter",
-         "Request rows over all decode steps (rows / steps is the mean batch).");
-  os << "tlaloc_decode_rows_total " << st.decode_rows << '\n';
-  metric("tlaloc_prefill_chunks_total", "counter", "Prefill chunks run.");
-  os << "tlaloc_prefill_chunks_total " << st.prefill_chunks << '\n';
-  metric("tlaloc_kv_slots_in_use", "gauge", "KV cache slots held by requests.");
-  os << "tlaloc_kv_slots_in_use " << st.kv_slots_in_use << '\n';
-  metric("tlaloc_kv_slots_total", "gauge", "KV cache slots.");
-  os << "tlaloc_kv_slots_total " << st.max_batch << '\n';
-  metric("tlaloc_kv_tokens_in_use", "gauge", "KV cache positions holding live tokens.");
-  os << "tlaloc_kv_tokens_in_use " << st.kv_tokens_in_use << '\n';
-  metric("tlaloc_kv_tokens_capacity", "gauge", "KV cache positions (blocks x block size).");
-  os << "tlaloc_kv_tokens_capacity " << st.kv_blocks_total * st.kv_block_size << '\n';
-  metric("tlaloc_kv_blocks_in_use", "gauge", "KV cache blocks holding live tokens.");
-  os << "tlaloc_kv_blocks_in_use " << st.kv_blocks_in_use << '\n';
-  metric("tlaloc_kv_blocks_reserved", "gauge",
-         "KV cache blocks promised to running requests' prompts and budgets.");
-  os << "tlaloc_kv_blocks_reserved " << st.kv_blocks_reserved << '\n';
-  metric("tlaloc_kv_blocks_total", "gauge", "KV cache blocks in the pool.");
-  os << "tlaloc_kv_blocks_total " << st.kv_blocks_total << '\n';
-  metric("tlaloc_kv_block_positions", "gauge", "Positions per KV cache block.");
-  os << "tlaloc_kv_block_positions " << st.kv_block_size << '\n';
-  metric("tlaloc_kv_block_bytes", "gauge", "Bytes per KV cache block (every layer, K and V).");
-  os << "tlaloc_kv_block_bytes " << st.kv_block_bytes << '\n';
+  // Single-value series, one row each: name, type, help, value.
+  struct Series {
+    const char* name;
+    const char* type;
+    const char* help;
+    double value;
+  };
+  const double occupancy = st.max_batch > 0 ? static_cast<double>(st.running) / st.max_batch : 0.0;
+  const Series series[] = {
+      {"tlaloc_prompt_tokens_total", "counter", "Prompt tokens of finished requests.",
+       static_cast<double>(st.prompt_tokens)},
+      {"tlaloc_generation_tokens_total", "counter", "Tokens generated.",
+       static_cast<double>(st.generated_tokens)},
+      {"tlaloc_requests_running", "gauge", "Requests holding a KV slot.",
+       static_cast<double>(st.running)},
+      {"tlaloc_requests_waiting", "gauge", "Requests queued for a slot.",
+       static_cast<double>(st.waiting)},
+      {"tlaloc_batch_occupancy", "gauge", "Running requests over the batch size (0..1).",
+       occupancy},
+      {"tlaloc_decode_steps_total", "counter", "Decode steps run.",
+       static_cast<double>(st.decode_steps)},
+      {"tlaloc_decode_rows_total", "counter",
+       "Request rows over all decode steps (rows / steps is the mean batch).",
+       static_cast<double>(st.decode_rows)},
+      {"tlaloc_prefill_chunks_total", "counter", "Prefill chunks run.",
+       static_cast<double>(st.prefill_chunks)},
+      {"tlaloc_kv_slots_in_use", "gauge", "KV cache slots held by requests.",
+       static_cast<double>(st.kv_slots_in_use)},
+      {"tlaloc_kv_slots_total", "gauge", "KV cache slots.", static_cast<double>(st.max_batch)},
+      {"tlaloc_kv_tokens_in_use", "gauge", "KV cache positions holding live tokens.",
+       static_cast<double>(st.kv_tokens_in_use)},
+      {"tlaloc_kv_tokens_capacity", "gauge", "KV cache positions (blocks x block size).",
+       static_cast<double>(st.kv_blocks_total * st.kv_block_size)},
+      {"tlaloc_kv_blocks_in_use", "gauge", "KV cache blocks holding live tokens.",
+       static_cast<double>(st.kv_blocks_in_use)},
+      {"tlaloc_kv_blocks_reserved", "gauge",
+       "KV cache blocks promised to running requests' prompts and budgets.",
+       static_cast<double>(st.kv_blocks_reserved)},
+      {"tlaloc_kv_blocks_total", "gauge", "KV cache blocks in the pool.",
+       static_cast<double>(st.kv_blocks_total)},
+      {"tlaloc_kv_block_positions", "gauge", "Positions per KV cache block.",
+       static_cast<double>(st.kv_block_size)},
+      {"tlaloc_kv_block_bytes", "gauge", "Bytes per KV cache block (every layer, K and V).",
+       static_cast<double>(st.kv_block_bytes)},
+  };
+  // 15 significant digits print every counter below 10^15 exactly, not as 1.2e+06.
+  os << std::setprecision(15);
+  for (const Series& s : series) {
+    metric(s.name, s.type, s.help);
+    os << s.name << ' ' << s.value << '\n';
+  }
   auto histogram = [&](const char* name, const char* help, const std::vector<int64_t>& counts,
                        double sum, int64_t total) {
     metric(name, "histogram", help);

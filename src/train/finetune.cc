@@ -299,6 +299,7 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
                                static_cast<size_t>(config.vocab_size) * sizeof(float);
     BufferCache::Global().RaiseCapacity(kLossChunkBuffersCached * chunk_bytes);
   }
+  train_options.remat_layers = options.remat;
   train_options.mesh = options.mesh;
   train_options.plan = options.plan;
 

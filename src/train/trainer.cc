@@ -3,6 +3,7 @@
 #include "tlaloc/train/trainer.h"
 
 #include <cmath>
+#include <map>
 
 #include "tlaloc/autodiff/autodiff.h"
 #include "tlaloc/models/family.h"
@@ -37,15 +38,32 @@ StatusOr<std::pair<Tensor, Tensor>> EmitLoss(const io::ModelConfig& config,
                                              const Tensor& labels, autodiff::Marks* marks,
                                              const StepLowering* lowering = nullptr) {
   TL_ASSIGN_OR_RETURN(const models::ModelFamily* family, models::FamilyOf(config));
+  auto as_used = [&](size_t i, const Tensor& held) {
+    Tensor used = lowering && lowering->use_weight ? lowering->use_weight(i, held) : held;
+    return options.compute_dtype == ElementType::kF32 ? used : Convert(used, options.compute_dtype);
+  };
+  // With remat, a layer's weights are made usable (FSDP: gathered) inside its remat region, so
+  // the backward pass gathers them again instead of keeping all of them gathered.
+  const bool per_layer = lowering && lowering->use_weight && options.remat_layers;
+  std::map<std::string, size_t> layer_weight_index;
   models::WeightTensors w;
   for (size_t i = 0; i < specs.size(); ++i) {
-    Tensor used = lowering && lowering->use_weight ? lowering->use_weight(i, w32[i]) : w32[i];
-    w[specs[i].name] =
-        options.compute_dtype == ElementType::kF32 ? used : Convert(used, options.compute_dtype);
+    if (per_layer && specs[i].name.rfind("model.layers.", 0) == 0) {
+      layer_weight_index[specs[i].name] = i;
+      w[specs[i].name] = w32[i];
+    } else {
+      w[specs[i].name] = as_used(i, w32[i]);
+    }
   }
+  models::ParallelHooks parallel;
+  if (lowering) parallel = lowering->parallel;
+  if (per_layer)
+    parallel.use_layer_weight = [&](const std::string& name, const Tensor& held) {
+      return as_used(layer_weight_index.at(name), held);
+    };
   TL_ASSIGN_OR_RETURN(models::TrainForward forward,
                       family->train_forward(config, w, ids, options.remat_layers ? marks : nullptr,
-                                            lowering ? &lowering->parallel : nullptr));
+                                            lowering ? &parallel : nullptr));
   const int64_t tokens = ids.dim(0) * ids.dim(1);
   Tensor hidden = Reshape(forward.hidden, {tokens, config.hidden_size});
   LossTerms terms = LmHeadCrossEntropy(hidden, w.at(forward.head_weight), Reshape(labels, {tokens}),

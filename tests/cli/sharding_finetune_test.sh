@@ -3,10 +3,13 @@
 # losses within 1e-5 relative (the sharded step sums in another order: docs/SHARDING.md),
 # --programs writes both lowerings, bad meshes and plans are usage errors naming them, and
 # `tlaloc doctor` lists the interpreter's devices, and `tlaloc generate --mesh model=2` prints
-# the 1-device greedy text. Uses finetune-demo's byte-level model.
-# Usage: sharding_finetune_test.sh TLALOC
+# the 1-device greedy text. The same dp / fsdp fine-tunes and generate through Tlaloc's PJRT
+# plugin (--target PATH: the per-device program compiled for 1 x 2 partitions, one Execute with
+# two argument lists) log the interpreter's losses exactly. Uses finetune-demo's byte-level model.
+# Usage: sharding_finetune_test.sh TLALOC PLUGIN
 set -uo pipefail
 tlaloc=$1
+plugin=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failures=0
@@ -87,6 +90,45 @@ for bad in "--mesh model=8" "--mesh model=2 --temp 0.7"; do
   rc=$?
   [ "$rc" -eq 2 ] || fail "generate $bad exited $rc, expected 2: $(cat "$work/err")"
 done
+
+# --remat recomputes each layer in the backward pass: the same losses bit for bit, on one device
+# and with fsdp (which then gathers each layer's weights again) at a lower per-device peak.
+"$tlaloc" "${ft[@]}" --out "$work/one-remat" --remat >/dev/null 2>&1 || fail "--remat failed"
+[ "$(losses "$work/one")" = "$(losses "$work/one-remat")" ] ||
+  fail "--remat changed the losses: $(losses "$work/one-remat" | tr '\n' ' ')"
+peak() { sed -n 's/.*peak live bytes in the last step: \([0-9]*\),.*/\1/p' "$1"; }
+for remat in "" "--remat"; do
+  # shellcheck disable=SC2086
+  env -u TLALOC_CPU_DEVICES "$tlaloc" "${ft[@]}" --out "$work/fsdp$remat" --mesh data=2 \
+    --plan fsdp $remat >"$work/fsdp$remat.log" 2>&1 || fail "fsdp $remat: $(cat "$work/fsdp$remat.log")"
+done
+[ "$(losses "$work/fsdp")" = "$(losses "$work/fsdp--remat")" ] ||
+  fail "fsdp --remat changed the losses: $(losses "$work/fsdp--remat" | tr '\n' ' ')"
+p1=$(peak "$work/fsdp.log") p2=$(peak "$work/fsdp--remat.log")
+{ [ -n "$p1" ] && [ -n "$p2" ] && [ "$p2" -lt "$p1" ]; } ||
+  fail "fsdp --remat peak '$p2' is not below fsdp's '$p1'"
+echo "ok: --remat gives the same losses; fsdp peak per device $p1 -> $p2 bytes"
+
+# Through the plugin: the plugin gets the mesh's 2 devices (cpu_device_count), and the loss log
+# is the interpreter's, bit for bit (the plugin runs the same interpreter).
+for run in "dp data=2" "fsdp data=2"; do
+  read -r plan mesh <<<"$run"
+  out="$work/plugin-$plan"
+  env -u TLALOC_CPU_DEVICES "$tlaloc" "${ft[@]}" --out "$out" --mesh "$mesh" --plan "$plan" \
+    --target "$plugin" >"$out.log" 2>&1 || { fail "$plan --target plugin: $(cat "$out.log")"; continue; }
+  grep -q "on pjrt:" "$out.log" || fail "$plan --target plugin did not run on PJRT: $(cat "$out.log")"
+  [ "$(losses "$work/$plan")" = "$(losses "$out")" ] ||
+    fail "$plan through the plugin: losses $(losses "$out" | tr '\n' ' ') differ from the interpreter's $(losses "$work/$plan" | tr '\n' ' ')"
+done
+env -u TLALOC_CPU_DEVICES "$tlaloc" generate -m "$work/one" -p hello -n 10 --mesh model=2 \
+  --target "$plugin" >"$work/gen3" 2>"$work/gen3.err" ||
+  fail "generate --mesh model=2 --target plugin: $(cat "$work/gen3.err")"
+cmp -s "$work/gen1" "$work/gen3" || fail "generate --mesh model=2 through the plugin printed other text"
+TLALOC_CPU_DEVICES=1 "$tlaloc" "${ft[@]}" --out "$work/bad" --mesh data=2 --plan dp \
+  --target "$plugin" >/dev/null 2>"$work/err"
+rc=$?
+{ [ "$rc" -eq 2 ] && grep -q "needs 2 devices; pjrt:" "$work/err"; } ||
+  fail "a mesh larger than the plugin's devices: exit $rc: $(cat "$work/err")"
 
 TLALOC_CPU_DEVICES=2 "$tlaloc" doctor >"$work/doctor" 2>&1
 grep -q "target interp: 2 device(s)" "$work/doctor" && grep -q "device 1: interpreter" "$work/doctor" ||

@@ -281,5 +281,57 @@ TEST(ShardedTrainer, BadMeshesAndPlansAreRefusedByName) {
   EXPECT_NE(make("", "dp").find("needs both a mesh and a plan"), std::string::npos);
 }
 
+// With remat, FSDP gathers each layer's weights inside the layer's remat region, so the
+// backward pass gathers them again instead of keeping every layer's gathered weights alive.
+TEST(ShardedTrainer, FsdpWithRematKeepsOneLayersGatheredWeights) {
+  const io::ModelConfig c = TinyConfig();
+  auto peak = [&](const char* plan, bool remat) -> int64_t {
+    auto mesh = Mesh::Parse("data=4");
+    EXPECT_TRUE(mesh.ok());
+    auto p = shard::ShardingPlan::Make(plan, *mesh, c, kBatch);
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    auto backend = MakeInterpreterBackend({}, 4);
+    TrainOptions o = Options();
+    o.remat_layers = remat;
+    auto t = ShardedTrainer::Create(c, Weights(c), o, *backend, *p, kSeq);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    if (!t.ok() || !(*t)->Step(MakeBatch(c, 1)).ok()) return -1;
+    const auto peaks = (*t)->last_peak_bytes();
+    return peaks.empty() ? -1 : *std::max_element(peaks.begin(), peaks.end());
+  };
+  const int64_t dp = peak("dp", true), fsdp = peak("fsdp", true), fsdp_plain = peak("fsdp", false);
+  std::printf("peak live bytes per device, data=4: dp+remat %lld, fsdp+remat %lld, fsdp %lld\n",
+              static_cast<long long>(dp), static_cast<long long>(fsdp),
+              static_cast<long long>(fsdp_plain));
+  ASSERT_GT(fsdp, 0);
+  EXPECT_LT(fsdp, fsdp_plain);
+  // The backward pass gathers every split layer weight a second time (the recomputed layer),
+  // and only those: the embedding and final norm stay gathered once.
+  auto mesh = Mesh::Parse("data=4");
+  ASSERT_TRUE(mesh.ok());
+  auto plan = shard::ShardingPlan::Make("fsdp", *mesh, c, kBatch);
+  ASSERT_TRUE(plan.ok());
+  auto gathers = [&](bool remat) {
+    TrainOptions o = Options();
+    o.remat_layers = remat;
+    auto m = BuildDeviceStepProgram(c, o, *plan, kSeq);
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    int64_t n = 0;
+    for (const auto& op : (*m)->Find("train_step")->entry().operations())
+      n += op->name() == "stablehlo.all_gather";
+    return n;
+  };
+  int64_t split = 0, split_in_layers = 0;
+  for (size_t i = 0; i < plan->weights().size(); ++i) {
+    if (plan->WeightDim(i) < 0) continue;
+    ++split;
+    split_in_layers += plan->weights()[i].name.rfind("model.layers.", 0) == 0;
+  }
+  ASSERT_GT(split_in_layers, 0);
+  EXPECT_EQ(gathers(false), split);
+  EXPECT_EQ(gathers(true), split + split_in_layers);
+}
+
 }  // namespace
 }  // namespace tlaloc::train
+

@@ -102,6 +102,11 @@ struct ParallelHooks {
   // Marks a key intermediate for the partitioner: "heads" for q/k/v [B, T, heads, D],
   // "hidden" for the residual stream [B, T, H] (sdy.sharding_constraint).
   std::function<Tensor(std::string_view what, const Tensor&)> annotate;
+  // A layer's weight as the layer uses it, from what the program holds (FSDP: gathered over
+  // `data`, then converted to the compute dtype). The forward calls it inside the layer's remat
+  // region, so the backward pass gathers each layer's weights again when it recomputes the
+  // layer instead of keeping every gathered weight alive. Unset: the weights arrive ready.
+  std::function<Tensor(const std::string& name, const Tensor& held)> use_layer_weight;
 
   Tensor Reduce(const Tensor& x) const { return reduce_partial ? reduce_partial(x) : x; }
   Tensor Annotate(std::string_view what, const Tensor& x) const {

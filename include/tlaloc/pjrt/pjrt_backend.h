@@ -21,4 +21,9 @@ std::unique_ptr<Backend> MakePjrtBackend(std::unique_ptr<PjrtSession> session,
 namespace tlaloc {
 // The backend a BackendChoice names: the interpreter or a PJRT session on the target.
 StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice);
+// The same for a run over `devices` devices (a --mesh): the interpreter gets that many, and so
+// does a CPU-family plugin (its cpu_device_count create option, which Tlaloc's plugin and
+// XLA:CPU take); a GPU or TPU plugin has the devices it finds. TLALOC_CPU_DEVICES, when set,
+// decides instead.
+StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice, int devices);
 }  // namespace tlaloc

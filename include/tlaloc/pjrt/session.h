@@ -164,11 +164,20 @@ class PjrtSession {
   StatusOr<std::vector<PjrtBuffer>> Execute(PjrtExecutable& exe,
                                             const std::vector<const PjrtBuffer*>& args,
                                             const ExecuteRequest& request = {});
+  // Runs a program compiled for several devices (CompileOptions' replicas x partitions and
+  // device assignment): args[d] on the d-th device of the assignment, replica-major. Returns
+  // each device's outputs, resident there.
+  StatusOr<std::vector<std::vector<PjrtBuffer>>> ExecuteOnDevices(
+      PjrtExecutable& exe, const std::vector<std::vector<const PjrtBuffer*>>& args,
+      const ExecuteRequest& request = {});
   // Upload, execute, download.
   StatusOr<std::vector<Literal>> Run(PjrtExecutable& exe, const std::vector<Literal>& args);
 
  private:
   PjrtSession() = default;
+  StatusOr<std::vector<std::vector<PjrtBuffer>>> Launch(
+      PjrtExecutable& exe, const std::vector<std::vector<const PjrtBuffer*>>& args,
+      const ExecuteRequest& request, int single_device);
   std::shared_ptr<PjrtApi> api_;
   PJRT_Client* client_ = nullptr;
   std::string platform_name_, platform_version_;

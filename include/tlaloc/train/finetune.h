@@ -46,6 +46,10 @@ struct FinetuneOptions {
   // killed run loses at most this many steps; the newest `keep_last` are kept (0: all).
   int64_t save_every = 0;
   int64_t keep_last = 2;
+  // Recompute each decoder layer in the backward pass (remat): only every layer's input stays
+  // alive between the passes, for one more forward's work; same results. FSDP then gathers a
+  // layer's weights again in the backward pass instead of keeping all of them gathered.
+  bool remat = false;
   // Several devices (docs/SHARDING.md): a mesh ("data=2") and a plan (dp, fsdp, tp, dp_tp);
   // both empty: one device. The backend needs the mesh's device count.
   std::string mesh;

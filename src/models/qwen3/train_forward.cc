@@ -26,7 +26,17 @@ StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTenso
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     // Only the layer's input stays alive for the backward pass when remat is on.
     autodiff::RematScope scope(remat, b);
-    x = ctx.parallel.Annotate("hidden", DecoderLayer(c, w, l, x, ctx, nullptr, nullptr));
+    const WeightTensors* layer_weights = &w;
+    WeightTensors used;
+    if (ctx.parallel.use_layer_weight) {
+      used = w;
+      const std::string prefix = "model.layers." + std::to_string(l) + ".";
+      for (auto& [name, tensor] : used)
+        if (name.rfind(prefix, 0) == 0) tensor = ctx.parallel.use_layer_weight(name, tensor);
+      layer_weights = &used;
+    }
+    x = ctx.parallel.Annotate("hidden",
+                              DecoderLayer(c, *layer_weights, l, x, ctx, nullptr, nullptr));
   }
   return TrainForward{FinalNorm(c, w, x, nullptr), HeadWeightName(c)};
 }
