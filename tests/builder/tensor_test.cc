@@ -148,6 +148,38 @@ TEST(Tensor, CumsumOneHotTakeTopK) {
   EXPECT_EQ(out[4].span<int32_t>()[3], 1);
 }
 
+// The paged KV cache's gather: [N, H, P, D] pages by a [B, M] table straight into
+// [B, H, M, P, D] must equal Take then Transpose, element for element (bf16, as the cache).
+TEST(Tensor, TakeWithRowDimsEqualsTakeThenTranspose) {
+  Literal pool(TensorType(ElementType::kBF16, {5, 3, 4, 8}));
+  auto bits = pool.span<uint16_t>();
+  for (size_t i = 0; i < bits.size(); ++i) bits[i] = static_cast<uint16_t>(0x3f80 + i);
+  Literal table = Literal::FromVector<int32_t>({2, 3}, {4, 0, 2, 1, 1, 3});
+  auto out = RunProgram({pool, table}, [](FunctionBuilder& f) {
+    return std::vector<Tensor>{Take(f.arg(0), f.arg(1), {1, 3, 4}),
+                               Transpose(Take(f.arg(0), f.arg(1)), {0, 2, 1, 3, 4})};
+  });
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].dims(), (std::vector<int64_t>{2, 3, 3, 4, 8}));
+  ASSERT_EQ(out[0].dims(), out[1].dims());
+  auto a = out[0].span<uint16_t>(), b = out[1].span<uint16_t>();
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "element " << i;
+  // Row 1, head 2, block 0 (page 1), offset 3, element 5.
+  EXPECT_EQ(a[(((1 * 3 + 2) * 3 + 0) * 4 + 3) * 8 + 5], bits[((1 * 3 + 2) * 4 + 3) * 8 + 5]);
+}
+
+TEST(Tensor, TakeRejectsRowDimsOutOfOrder) {
+  Module m("take_test");
+  FunctionBuilder fb(&m, "main",
+                     {Type(TensorType(ElementType::kF32, {5, 3, 4})),
+                      Type(TensorType(ElementType::kS32, {2}))});
+  Tensor t = Take(fb.arg(0), fb.arg(1), {2, 1});
+  EXPECT_FALSE(t.valid());
+  Status s = fb.Return({fb.arg(0)});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("row_dims"), std::string::npos) << s.message();
+}
+
 TEST(Tensor, ReshapeInfersOneDimension) {
   Literal x = RandomF32({2, 6}, 5);
   auto out = RunProgram({x}, [](FunctionBuilder& f) {
