@@ -4,7 +4,7 @@
 #
 #   bash bench/compare_llama.sh [--runs R] [--prompt-tokens N] [--new-tokens M] [--threads T]
 #                               [--dtypes "f32 bf16 int8"] [--models "qwen3-0.6b"] [--work DIR]
-#                               [--tlaloc BIN]
+#                               [--tlaloc BIN] [--short-prompt N]
 #
 # --models takes init-model presets; qwen3-30b-a3b-2l adds the MoE row (Qwen3-30B-A3B's layers,
 # 2 of 48, as llama.cpp's qwen3moe). It creates each preset (random weights, real shapes) once
@@ -12,10 +12,16 @@
 # with `tlaloc export gguf`, then alternates `tlaloc bench --json` and bench/llama_bench.mjs R
 # times (which one goes first alternates too), each under /usr/bin/time -v for peak RSS, and
 # prints medians and Tlaloc/llama.cpp ratios for prefill and decode speed, peak RSS and load
-# time. llama.cpp's KV cache has the model's dtype (f32 or bf16), as Tlaloc's does.
+# time.
+# llama.cpp runs as its users run it (node-llama-cpp's defaults: f16 KV cache, flash attention
+# "auto"): that is the main row. A second line per decode figure runs it with the KV cache in
+# the model's dtype, as Tlaloc's is (bf16 for int8). Decode is measured after the full prompt
+# and after a short one (--short-prompt, 4 tokens). Each dtype ends with the rate at which each
+# engine reads the weights while decoding, as a share of the machine's read bandwidth measured
+# in the same run (`tlaloc bench`'s probe).
 # The int8 row quantizes the bf16 preset with `tlaloc quantize --dtype int8` and exports it as
 # GGUF Q8_0 (the same blocks): Tlaloc int8 (bf16 activations and KV cache) against llama.cpp
-# Q8_0 with its default f16 KV cache.
+# Q8_0.
 # Defaults: 3 runs, 512 prompt tokens, 128 new tokens, 2 threads, qwen3-0.6b; a quick look:
 #   bash bench/compare_llama.sh --runs 1 --prompt-tokens 64 --new-tokens 16
 set -euo pipefail
@@ -32,6 +38,7 @@ DTYPES="f32 bf16 int8"
 MODELS="qwen3-0.6b"
 WORK="${TMPDIR:-/tmp}/tlaloc-compare"
 TLALOC=""
+SHORT=4
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --runs) RUNS="$2"; shift 2 ;;
@@ -42,7 +49,8 @@ while [[ $# -gt 0 ]]; do
     --models) MODELS="$2"; shift 2 ;;
     --work) WORK="$2"; shift 2 ;;
     --tlaloc) TLALOC="$2"; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    --short-prompt) SHORT="$2"; shift 2 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "compare_llama.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -83,12 +91,12 @@ for dt in $DTYPES; do
   [[ "$preset" == qwen3-0.6b ]] || tag="$preset-$dt"
   model="$WORK/$preset-$dt"
   gguf="$WORK/$preset-$dt.gguf"
-  # int8: the bf16 preset quantized; its GGUF is Q8_0, run with llama.cpp's default f16 KV.
+  # int8: the bf16 preset quantized; its GGUF is Q8_0, compared with Tlaloc's bf16 KV cache.
   dtype_flag=(--dtype "$dt")
   kv="$dt"
   if [[ "$dt" == int8 ]]; then
     dtype_flag=()
-    kv=f16
+    kv=bf16
     if [[ ! -f "$model/config.json" ]]; then
       if [[ ! -f "$WORK/$preset-bf16/config.json" ]]; then
         echo "== creating the $preset preset (bf16) in $WORK/$preset-bf16" >&2
@@ -107,18 +115,30 @@ for dt in $DTYPES; do
     "$TLALOC" export gguf "$model" "$gguf" "${dtype_flag[@]}" >&2
   fi
   for ((r = 1; r <= RUNS; r++)); do
+    # $1: result name prefix ("" or "short-"), $2: prompt tokens.
     run_tlaloc() {
-      echo "== run $r/$RUNS $tag: tlaloc" >&2
-      measure "$RESULTS/tlaloc-$tag-$r.json" "$TLALOC" bench --model "$model" "${dtype_flag[@]}" \
-        --prompt-tokens "$PROMPT" --new-tokens "$NEW" --threads "$THREADS" --seed "$r" --json \
+      echo "== run $r/$RUNS $tag ${2}-token prompt: tlaloc" >&2
+      measure "$RESULTS/tlaloc-$1$tag-$r.json" "$TLALOC" bench --model "$model" "${dtype_flag[@]}" \
+        --prompt-tokens "$2" --new-tokens "$NEW" --threads "$THREADS" --seed "$r" --json \
         --no-bandwidth  # the probe's buffer would count in the peak RSS /usr/bin/time sees
     }
+    # llama.cpp with its default KV cache and attention, then with the KV cache in $kv.
     run_llama() {
-      echo "== run $r/$RUNS $tag: llama.cpp" >&2
-      measure "$RESULTS/llama-$tag-$r.json" "$NODE" "$ROOT/bench/llama_bench.mjs" --model "$gguf" \
-        --threads "$THREADS" --prompt-tokens "$PROMPT" --new-tokens "$NEW" --kv "$kv" --seed "$r"
+      echo "== run $r/$RUNS $tag ${2}-token prompt: llama.cpp (default KV, then $kv KV)" >&2
+      measure "$RESULTS/llama-$1$tag-$r.json" "$NODE" "$ROOT/bench/llama_bench.mjs" \
+        --model "$gguf" --threads "$THREADS" --prompt-tokens "$2" --new-tokens "$NEW" \
+        --kv default --seed "$r"
+      measure "$RESULTS/llamakv-$1$tag-$r.json" "$NODE" "$ROOT/bench/llama_bench.mjs" \
+        --model "$gguf" --threads "$THREADS" --prompt-tokens "$2" --new-tokens "$NEW" \
+        --kv "$kv" --seed "$r"
     }
-    if ((r % 2)); then run_tlaloc; run_llama; else run_llama; run_tlaloc; fi
+    for spec in ":$PROMPT" "short-:$SHORT"; do
+      if ((r % 2)); then
+        run_tlaloc "${spec%%:*}" "${spec#*:}"; run_llama "${spec%%:*}" "${spec#*:}"
+      else
+        run_llama "${spec%%:*}" "${spec#*:}"; run_tlaloc "${spec%%:*}" "${spec#*:}"
+      fi
+    done
   done
   # The machine's read bandwidth, once per dtype, for decode's share of it.
   "$TLALOC" bench --model "$model" "${dtype_flag[@]}" --prompt-tokens 1 --new-tokens 1 \
@@ -127,46 +147,68 @@ for dt in $DTYPES; do
 done
 done
 
-"$NODE" - "$RESULTS" "$TAGS" "$THREADS" "$PROMPT" "$NEW" "$RUNS" <<'EOF'
+"$NODE" - "$RESULTS" "$TAGS" "$THREADS" "$PROMPT" "$NEW" "$RUNS" "$SHORT" <<'EOF'
 const fs = require("fs");
 const path = require("path");
-const [dir, dtypes, threads, prompt, gen, runs] = process.argv.slice(2);
+const [dir, dtypes, threads, prompt, gen, runs, short] = process.argv.slice(2);
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
+// Result files are ENGINE-DTYPE-RUN.json, ENGINE being tlaloc, llama (default KV) or llamakv
+// (KV in the model's dtype), with "short-" before DTYPE for the short-prompt runs.
 const load = (engine, dt) =>
   fs.readdirSync(dir)
     .filter((f) => f.startsWith(`${engine}-${dt}-`) && f.endsWith(".json"))
     .map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")));
+// What llama.cpp's context ended up with, as llama_bench.mjs reports it.
+const kvName = (js) => {
+  if (!js.length) return "?";
+  const j = js[0];
+  const kv = j.kv_key_type === undefined ? j.kv_type : `${j.kv_key_type}`.toLowerCase();
+  return `${kv} KV${j.flash_attention === undefined ? "" : `, FA ${j.flash_attention}`}`;
+};
 const rows = [];
+const shares = [];
 for (const dt of dtypes.split(/\s+/).filter(Boolean)) {
-  const t = load("tlaloc", dt), l = load("llama", dt);
+  const t = load("tlaloc", dt), l = load("llama", dt), lkv = load("llamakv", dt);
+  const ts = load("tlaloc", `short-${dt}`), ls = load("llama", `short-${dt}`);
+  const lkvs = load("llamakv", `short-${dt}`);
   if (!t.length || !l.length) continue;
-  const metric = (name, key, scale, higherBetter) => {
-    const a = median(t.map((j) => j[key])) * scale, b = median(l.map((j) => j[key])) * scale;
-    rows.push({ dt, name, a, b, ratio: a / b, higherBetter });
+  const metric = (name, key, scale, higherBetter, a, b) => {
+    if (!a.length || !b.length) return;
+    const x = median(a.map((j) => j[key])) * scale, y = median(b.map((j) => j[key])) * scale;
+    rows.push({ dt, name, a: x, b: y, ratio: x / y, higherBetter });
   };
-  metric(`prefill ${prompt} tok/s`, "prefill_tokens_per_s", 1, true);
-  metric(`decode ${gen} tok/s`, "decode_tokens_per_s", 1, true);
-  metric("peak RSS MiB", "time_peak_rss_bytes", 1 / 1048576, false);
-  metric("load s", "load_s", 1, false);
-}
-console.log(`\nmedians of ${runs} runs, ${threads} threads, results in ${dir}\n`);
-for (const dt of dtypes.split(/\s+/).filter(Boolean)) {
+  const dec = "decode_tokens_per_s";
+  metric(`prefill ${prompt} tok/s`, "prefill_tokens_per_s", 1, true, t, l);
+  metric(`decode ${gen} tok/s after ${prompt} (llama.cpp ${kvName(l)})`, dec, 1, true, t, l);
+  metric(`- same, llama.cpp ${kvName(lkv)}`, dec, 1, true, t, lkv);
+  metric(`decode ${gen} tok/s after ${short} (llama.cpp ${kvName(ls)})`, dec, 1, true, ts, ls);
+  metric(`- same, llama.cpp ${kvName(lkvs)}`, dec, 1, true, ts, lkvs);
+  metric("peak RSS MiB", "time_peak_rss_bytes", 1 / 1048576, false, t, l);
+  metric("load s", "load_s", 1, false, t, l);
   const f = path.join(dir, `bandwidth-${dt}.json`);
   if (!fs.existsSync(f)) continue;
   const bw = JSON.parse(fs.readFileSync(f, "utf8"));
-  const t = load("tlaloc", dt), l = load("llama", dt);
-  if (!t.length || !l.length || !bw.machine_read_bytes_per_s) continue;
+  if (!bw.machine_read_bytes_per_s) continue;
+  // Both engines read the same weights per token (the GGUF holds the same tensors).
   const gb = bw.weight_bytes_per_token / 1e9, peak = bw.machine_read_bytes_per_s / 1e9;
-  const rate = (js) => median(js.map((j) => j.decode_tokens_per_s)) * gb;
-  console.log(`${dt}: decode reads ${gb.toFixed(2)} GB of weights per token; ` +
-              `Tlaloc ${rate(t).toFixed(1)} GB/s (${(100 * rate(t) / peak).toFixed(0)}%), ` +
-              `llama.cpp ${rate(l).toFixed(1)} GB/s (${(100 * rate(l) / peak).toFixed(0)}%) ` +
-              `of the ${peak.toFixed(1)} GB/s this machine reads (${threads} threads)`);
+  const share = (js) => {
+    if (!js.length) return "-";
+    const rate = median(js.map((j) => j[dec])) * gb;
+    return `${rate.toFixed(1)} GB/s (${(100 * rate / peak).toFixed(0)}%)`;
+  };
+  shares.push(`${dt}: decode reads ${gb.toFixed(2)} GB of weights per token; this machine ` +
+              `reads ${peak.toFixed(1)} GB/s (${threads} threads, measured in this run).\n` +
+              `  decode after ${prompt}: Tlaloc ${share(t)}; llama.cpp ${share(l)}, ` +
+              `with ${kvName(lkv)} ${share(lkv)}\n` +
+              `  decode after ${short}: Tlaloc ${share(ts)}; llama.cpp ${share(ls)}, ` +
+              `with ${kvName(lkvs)} ${share(lkvs)}`);
 }
+console.log(`\nmedians of ${runs} runs, ${threads} threads, results in ${dir}\n`);
+for (const line of shares) console.log(line);
 console.log("");
 console.log("| dtype | figure | Tlaloc | llama.cpp | Tlaloc/llama.cpp |");
 console.log("|---|---|---:|---:|---:|");

@@ -4,7 +4,12 @@
 // `tlaloc bench --json`: load_s, prefill_tokens_per_s, decode_tokens_per_s, peak_rss_bytes.
 //
 //   node bench/llama_bench.mjs --model FILE.gguf [--threads T] [--prompt-tokens N]
-//        [--new-tokens M] [--kv f16|f32|bf16] [--vocab V] [--seed S]
+//        [--new-tokens M] [--kv default|f16|f32|bf16] [--vocab V] [--seed S]
+//
+// --kv default (the default) leaves the KV cache type and the attention path to
+// node-llama-cpp, as its users get them (an f16 cache, flash attention "auto"); f16, f32 or bf16
+// set both the key and the value type (experimentalKvCacheKeyType/ValueType). The JSON reports
+// the types and attention mode the context ended up with.
 //
 // node-llama-cpp is found in third_party_npm/ beside this folder (scripts/setup.sh installs it)
 // or through NODE_PATH.
@@ -14,7 +19,7 @@ import path from "node:path";
 import process from "node:process";
 
 function parseArgs(argv) {
-  const opts = { threads: 2, promptTokens: 512, newTokens: 128, kv: "f16", vocab: 151936, seed: 0 };
+  const opts = { threads: 2, promptTokens: 512, newTokens: 128, kv: "default", vocab: 151936, seed: 0 };
   const names = {
     "--model": ["model", String], "--threads": ["threads", Number],
     "--prompt-tokens": ["promptTokens", Number], "--new-tokens": ["newTokens", Number],
@@ -28,7 +33,8 @@ function parseArgs(argv) {
   if (!opts.model) throw new Error("--model FILE.gguf is required");
   for (const k of ["threads", "promptTokens", "newTokens", "vocab"])
     if (!Number.isInteger(opts[k]) || opts[k] < 1) throw new Error(`--${k} must be a positive integer`);
-  if (!["f16", "f32", "bf16"].includes(opts.kv)) throw new Error(`--kv ${opts.kv}: expected f16, f32 or bf16`);
+  if (!["default", "f16", "f32", "bf16"].includes(opts.kv))
+    throw new Error(`--kv ${opts.kv}: expected default, f16, f32 or bf16`);
   return opts;
 }
 
@@ -56,9 +62,8 @@ function randomIds(n, vocab, seed) {
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
-  const { getLlama } = await importLlama();
+  const { getLlama, GgmlType } = await importLlama();
   const llama = await getLlama({ gpu: false, build: "never", maxThreads: opts.threads, logLevel: "error" });
-  const kvType = opts.kv.toUpperCase();
 
   let t0 = performance.now();
   const model = await llama.loadModel({ modelPath: opts.model, gpuLayers: 0, useMmap: true });
@@ -69,8 +74,9 @@ async function main() {
     contextSize,
     batchSize: Math.max(512, opts.promptTokens),
     threads: { ideal: opts.threads, min: opts.threads },
-    experimentalKvCacheKeyType: kvType,
-    experimentalKvCacheValueType: kvType,
+    ...(opts.kv === "default"
+      ? {}
+      : { experimentalKvCacheKeyType: opts.kv.toUpperCase(), experimentalKvCacheValueType: opts.kv.toUpperCase() }),
   });
   const seq = context.getSequence();
   const prompt = randomIds(opts.promptTokens, opts.vocab, opts.seed);
@@ -94,6 +100,9 @@ async function main() {
     model: opts.model,
     threads: opts.threads,
     kv_type: opts.kv,
+    kv_key_type: GgmlType?.[context.kvCacheKeyType] ?? context.kvCacheKeyType,
+    kv_value_type: GgmlType?.[context.kvCacheValueType] ?? context.kvCacheValueType,
+    flash_attention: context.flashAttention,
     load_s: loadS,
     prefill_tokens: prompt.length - 1,
     prefill_s: prefillS,

@@ -1,8 +1,9 @@
 // Kernels that dominate Qwen3-0.6B on the interpreter, run as one-op (or one-layer) programs so
 // the figures include the interpreter's own cost: matrix products at the model's shapes (decode
 // M=1 and prefill M=512, f32 and bf16), attention over a growing KV cache, and an elementwise
-// chain (SiLU(gate) * up), and the interpreter's fixed cost per op. Each reports GFLOP/s or GB/s
-// and its fraction of this machine's peak, measured in the same binary: a STREAM-like read
+// chain (SiLU(gate) * up), and the interpreter's fixed cost per op; decode's matrix-vector
+// products also with weights cycled through enough copies to come from memory. Each reports GFLOP/s
+// or GB/s and its fraction of this machine's peak, measured in the same binary: a STREAM-like read
 // bandwidth and an FMA peak, over the interpreter's thread pool (TLALOC_NUM_THREADS threads).
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
@@ -241,6 +242,64 @@ BENCHMARK(BM_Linear)
     ->Args({512, 1024, 2048, 1})
     ->Args({512, 1024, 3072, 1})
     ->Args({512, 3072, 1024, 1})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// Decode's matrix-vector products as a decode step meets them: x [1, K] . W [N, K] with W read
+// from memory, not from the caches. BM_Linear repeats one W, which fits in L3 below the LM
+// head; here each iteration takes the next of enough distinct copies of W to fill 512 MiB (the
+// weights of one decode step are 1.2 GB in bf16). The read bandwidth is measured again right
+// after each case (best of five passes), so `of_probe`, the best run's rate over the probe's, is
+// a share of the bandwidth seen at that moment (the machine's load drifts); args: K, N, dtype
+// (0 f32, 1 bf16).
+void BM_LinearColdWeights(benchmark::State& state) {
+  const int64_t k = state.range(0), n = state.range(1);
+  const ElementType et = state.range(2) ? ElementType::kBF16 : ElementType::kF32;
+  Program p =
+      MakeProgram({TensorType(et, {1, k}), TensorType(et, {n, k})},
+                  [](std::vector<tlaloc::Tensor>& a) { return tlaloc::nn::Linear(a[0], a[1]); });
+  if (!p.exe) {
+    state.SkipWithError("program failed to build or prepare");
+    return;
+  }
+  const int64_t elem = et == ElementType::kF32 ? 4 : 2, weight_bytes = elem * n * k;
+  const int64_t copies = std::max<int64_t>(1, (int64_t{512} << 20) / weight_bytes);
+  std::vector<Literal> weights{p.args[1]};
+  for (int64_t c = 1; c < copies; ++c) {
+    Literal w(p.args[1].type());
+    std::memcpy(w.data(), p.args[1].data(), static_cast<size_t>(weight_bytes));
+    weights.push_back(std::move(w));
+  }
+  double total = 0, best = 1e30;
+  int64_t runs = 0;
+  for (auto _ : state) {
+    const double t0 = Now();
+    auto out = p.exe->Execute({p.args[0], weights[runs % copies]});
+    const double secs = Now() - t0;
+    total += secs;
+    best = std::min(best, secs);
+    ++runs;
+    if (!out.ok()) {
+      state.SkipWithError(out.status().ToString().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(out->front().data());
+  }
+  if (runs == 0) return;
+  const double probe =
+      tlaloc::MeasureReadBandwidth(tlaloc::DefaultThreadPool(), int64_t{256} << 20);
+  // Best run against the probe's best pass: both as close as the load lets them come to an
+  // idle machine. GB/s is the mean run's rate, as elsewhere.
+  state.counters["GB/s"] = weight_bytes / (total / runs) / 1e9;
+  state.counters["best_GB/s"] = weight_bytes / best / 1e9;
+  state.counters["probe_GB/s"] = probe / 1e9;
+  state.counters["of_probe"] = weight_bytes / best / probe;
+}
+BENCHMARK(BM_LinearColdWeights)
+    ->ArgNames({"K", "N", "bf16"})
+    ->ArgsProduct({{1024}, {1024, 2048, 3072, 151936}, {0, 1}})
+    ->Args({3072, 1024, 0})
+    ->Args({3072, 1024, 1})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

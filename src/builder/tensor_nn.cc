@@ -1,4 +1,5 @@
 // Neural-network conveniences built from the ops: softmax, norms, activations, lookups, top-k.
+#include <algorithm>
 #include <cmath>
 
 #include "builder/internal.h"
@@ -48,21 +49,39 @@ Tensor OneHot(const Tensor& indices, int64_t depth, ElementType et) {
 }
 
 Tensor Take(const Tensor& table, const Tensor& indices) {
+  if (!table.valid() || !indices.valid()) return Take(table, indices, {});
+  std::vector<int64_t> row_dims;
+  for (int64_t i = 1; i < table.rank(); ++i) row_dims.push_back(indices.rank() + i - 1);
+  return Take(table, indices, row_dims);
+}
+
+Tensor Take(const Tensor& table, const Tensor& indices, const std::vector<int64_t>& row_dims) {
   OpBuilder* b = BuilderOf({&table, &indices});
   if (!b || !table.valid() || !indices.valid()) return Tensor();
   int64_t ir = indices.rank();
-  std::vector<int64_t> offset_dims, slice_sizes{1}, out = indices.dims();
-  for (int64_t i = 1; i < table.rank(); ++i) {
-    offset_dims.push_back(ir + i - 1);
-    slice_sizes.push_back(table.dims()[i]);
-    out.push_back(table.dims()[i]);
+  const int64_t rank = ir + table.rank() - 1;
+  bool ok = static_cast<int64_t>(row_dims.size()) == table.rank() - 1;
+  for (size_t i = 0; ok && i < row_dims.size(); ++i)
+    ok = row_dims[i] >= 0 && row_dims[i] < rank && (i == 0 || row_dims[i] > row_dims[i - 1]);
+  if (!ok) {
+    std::string dims_text;
+    for (int64_t d : row_dims) dims_text += (dims_text.empty() ? "" : ", ") + std::to_string(d);
+    b->Fail(InvalidArgument("Take: row_dims [" + dims_text + "] for table " +
+                            table.type().ToString() + " and indices " + indices.type().ToString() +
+                            " (expected " + std::to_string(table.rank() - 1) +
+                            " ascending result dims below " + std::to_string(rank) + ")"));
+    return Tensor();
   }
-  AttrDict dn{{"offset_dims", I64Array(offset_dims)},
-              {"collapsed_slice_dims", I64Array({0})},
-              {"operand_batching_dims", I64Array({})},
-              {"start_indices_batching_dims", I64Array({})},
-              {"start_index_map", I64Array({0})},
-              {"index_vector_dim", I64(ir)}};
+  std::vector<int64_t> offset_dims = row_dims, slice_sizes{1}, out;
+  for (int64_t i = 1; i < table.rank(); ++i) slice_sizes.push_back(table.dims()[i]);
+  for (int64_t r = 0, next_row = 1, next_index = 0; r < rank; ++r)
+    out.push_back(std::find(row_dims.begin(), row_dims.end(), r) != row_dims.end()
+                      ? table.dims()[next_row++]
+                      : indices.dims()[next_index++]);
+  AttrDict dn{
+      {"offset_dims", I64Array(offset_dims)},  {"collapsed_slice_dims", I64Array({0})},
+      {"operand_batching_dims", I64Array({})}, {"start_indices_batching_dims", I64Array({})},
+      {"start_index_map", I64Array({0})},      {"index_vector_dim", I64(ir)}};
   return Wrap(b, b->CreateOne("stablehlo.gather", {table.value(), indices.value()},
                               {{"dimension_numbers", Attribute::Struct("stablehlo.gather", dn)},
                                {"slice_sizes", I64Array(slice_sizes)},
@@ -89,7 +108,7 @@ std::pair<Tensor, Tensor> TopK(const Tensor& x, int64_t k) {
   blk.AddArgument(si);
   blk.AddArgument(si);
   OpBuilder rb(&blk);
-  const char* type = IsFloat(x.element_type()) ? "TOTALORDER"
+  const char* type = IsFloat(x.element_type())       ? "TOTALORDER"
                      : IsSignedInt(x.element_type()) ? "SIGNED"
                                                      : "UNSIGNED";
   Value gt = rb.CreateOne("stablehlo.compare", {a0, a1},

@@ -98,21 +98,49 @@ void CopyBoxTyped(std::byte* dst, const StridedView& dv, const std::byte* src,
   }
 }
 
+// The same box with each dim that continues the next one on both sides (stride = next stride
+// times next size, in the destination and the source) merged into it, and dims of size 1
+// dropped: the same elements in the same order, in fewer and longer rows. A decode step's paged
+// KV gather and its transposes copy [pages, heads, 16, 128] boxes whose last two dims are one
+// contiguous run of 2,048; copied as rows of 128 they cost twice as long.
+void MergeContiguousDims(std::vector<int64_t>& dims, StridedView& dv, StridedView& sv) {
+  std::vector<int64_t> d, ds, ss;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == 1 && i + 1 < dims.size()) continue;
+    if (!d.empty() && ds.back() == dv.strides[i] * dims[i] &&
+        ss.back() == sv.strides[i] * dims[i]) {
+      d.back() *= dims[i];
+      ds.back() = dv.strides[i];
+      ss.back() = sv.strides[i];
+      continue;
+    }
+    d.push_back(dims[i]);
+    ds.push_back(dv.strides[i]);
+    ss.push_back(sv.strides[i]);
+  }
+  dims = std::move(d);
+  dv.strides = std::move(ds);
+  sv.strides = std::move(ss);
+}
+
 }  // namespace
 
 void CopyBox(std::byte* dst, const StridedView& dst_view, const std::byte* src,
              const StridedView& src_view, const std::vector<int64_t>& dims, int esize,
              EvalContext* ctx) {
   if (NumElements(dims) == 0) return;
+  std::vector<int64_t> box = dims;
+  StridedView dv = dst_view, sv = src_view;
+  MergeContiguousDims(box, dv, sv);
   switch (esize) {
     case 1:
-      return CopyBoxTyped<uint8_t>(dst, dst_view, src, src_view, dims, ctx);
+      return CopyBoxTyped<uint8_t>(dst, dv, src, sv, box, ctx);
     case 2:
-      return CopyBoxTyped<uint16_t>(dst, dst_view, src, src_view, dims, ctx);
+      return CopyBoxTyped<uint16_t>(dst, dv, src, sv, box, ctx);
     case 4:
-      return CopyBoxTyped<uint32_t>(dst, dst_view, src, src_view, dims, ctx);
+      return CopyBoxTyped<uint32_t>(dst, dv, src, sv, box, ctx);
     default:
-      return CopyBoxTyped<uint64_t>(dst, dst_view, src, src_view, dims, ctx);
+      return CopyBoxTyped<uint64_t>(dst, dv, src, sv, box, ctx);
   }
 }
 

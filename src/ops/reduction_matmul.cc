@@ -164,12 +164,13 @@ TLALOC_AVX512_CORE_TARGET void Dot4RowsAvx512(const float* const* x, const W* co
 #pragma GCC unroll 4
     for (int r = 0; r < 4; ++r) {
       // The same lines of rows further on: short rows (2 KiB of bf16 at k = 1024) end before
-      // the hardware prefetcher ramps up on them; this lifts a bf16 LM head from about 14 to
-      // 20 GB/s on two threads here, the read bandwidth.
+      // the hardware prefetcher ramps up on them. Into L2, not L1: on Zen 4, T0 prefetches
+      // held the bf16 LM head to about 45% of the read bandwidth (they occupy L1's miss buffers
+      // that the demand loads need), T1 reaches about 95% (docs/performance.md).
       if (prefetch_ahead) {
         const char* ahead = reinterpret_cast<const char*>(rows[r] + i + prefetch_ahead);
-        _mm_prefetch(ahead, _MM_HINT_T0);
-        if constexpr (sizeof(W) == 4) _mm_prefetch(ahead + 64, _MM_HINT_T0);
+        _mm_prefetch(ahead, _MM_HINT_T1);
+        if constexpr (sizeof(W) == 4) _mm_prefetch(ahead + 64, _MM_HINT_T1);
       }
       __m512 w0, w1;
       LoadRowPair(rows[r] + i, w0, w1);
@@ -214,6 +215,9 @@ void RowsTimesVectors(const W* rows, int64_t row_step, int64_t batch_step, int64
   const int64_t total = batch * num_rows;
   // Blocks of rows that stream about 64-256 KiB each, a multiple of the four-row kernel.
   const int64_t block = std::max<int64_t>(4, (int64_t{1} << 16) / std::max<int64_t>(k, 1) / 4 * 4);
+  const int64_t row_bytes = std::max<int64_t>(1, k * static_cast<int64_t>(sizeof(W)));
+  const int64_t ahead_rows =
+      std::max<int64_t>(4, ((int64_t{16} << 10) + row_bytes - 1) / row_bytes);
   ParallelBlocks(ctx, total, block, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const int64_t bi = t / num_rows, r = t % num_rows;
@@ -222,8 +226,9 @@ void RowsTimesVectors(const W* rows, int64_t row_step, int64_t batch_step, int64
         for (int j = 0; j < 4; ++j) four[j] = rows + bi * batch_step + (r + j) * row_step;
         const float* x[2] = {vecs + bi * s_count * k, vecs + (bi * s_count + 1) * k};
         float res[8];
-        // Eight rows ahead, while those rows are still in this batch's matrix.
-        const int64_t ahead = r + 12 <= num_rows ? 8 * row_step : 0;
+        // About 16 KiB ahead (at least the next four rows), while those rows are still in this
+        // batch's matrix: 8-16 KiB ahead measured best on Zen 4, 32 KiB and more slower.
+        const int64_t ahead = r + ahead_rows + 4 <= num_rows ? ahead_rows * row_step : 0;
         if (s_count == 1)
           Dot4RowsAvx512<1>(x, four, k, res, 4, ahead);
         else

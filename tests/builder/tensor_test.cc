@@ -1,9 +1,10 @@
+#include "tlaloc/builder/tensor.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-#include "tlaloc/builder/tensor.h"
 #include "tlaloc/interp/interpreter.h"
 
 namespace tlaloc {
@@ -11,7 +12,7 @@ namespace {
 
 // Builds main(args...) with `body` and runs it on `inputs`.
 std::vector<Literal> RunProgram(const std::vector<Literal>& inputs,
-                         const std::function<std::vector<Tensor>(FunctionBuilder&)>& body) {
+                                const std::function<std::vector<Tensor>(FunctionBuilder&)>& body) {
   Module m("tensor_test");
   std::vector<Type> types;
   for (const auto& l : inputs) types.push_back(l.type());
@@ -33,8 +34,9 @@ Literal RandomF32(std::vector<int64_t> dims, uint32_t seed) {
 }
 
 TEST(Tensor, BroadcastingArithmetic) {
-  auto out = RunProgram({Literal::FromVector<float>({2, 1}, {1, 2}), Literal::FromVector<float>({3}, {10, 20, 30})},
-                 [](FunctionBuilder& f) { return std::vector<Tensor>{f.arg(0) + f.arg(1) * 2.0}; });
+  auto out = RunProgram(
+      {Literal::FromVector<float>({2, 1}, {1, 2}), Literal::FromVector<float>({3}, {10, 20, 30})},
+      [](FunctionBuilder& f) { return std::vector<Tensor>{f.arg(0) + f.arg(1) * 2.0}; });
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].dims(), (std::vector<int64_t>{2, 3}));
   std::vector<float> expect{21, 41, 61, 22, 42, 62};
@@ -43,23 +45,28 @@ TEST(Tensor, BroadcastingArithmetic) {
 
 TEST(Tensor, IncompatibleShapesGiveAClearError) {
   Module m("t");
-  FunctionBuilder fb(&m, "main", {Type(TensorType(ElementType::kF32, {2})), Type(TensorType(ElementType::kF32, {3}))});
+  FunctionBuilder fb(
+      &m, "main",
+      {Type(TensorType(ElementType::kF32, {2})), Type(TensorType(ElementType::kF32, {3}))});
   Tensor r = fb.arg(0) + fb.arg(1);
   EXPECT_FALSE(fb.status().ok());
-  EXPECT_NE(fb.status().message().find("do not broadcast"), std::string::npos) << fb.status().message();
+  EXPECT_NE(fb.status().message().find("do not broadcast"), std::string::npos)
+      << fb.status().message();
   EXPECT_FALSE(r.valid());
 }
 
 TEST(Tensor, MatmulMatchesNaiveWithBatchBroadcast) {
   Literal a = RandomF32({2, 3, 4}, 1), b = RandomF32({4, 5}, 2);
-  auto out = RunProgram({a, b}, [](FunctionBuilder& f) { return std::vector<Tensor>{Matmul(f.arg(0), f.arg(1))}; });
+  auto out = RunProgram(
+      {a, b}, [](FunctionBuilder& f) { return std::vector<Tensor>{Matmul(f.arg(0), f.arg(1))}; });
   ASSERT_EQ(out.size(), 1u);
   ASSERT_EQ(out[0].dims(), (std::vector<int64_t>{2, 3, 5}));
   for (int bt = 0; bt < 2; ++bt)
     for (int i = 0; i < 3; ++i)
       for (int j = 0; j < 5; ++j) {
         double s = 0;
-        for (int k = 0; k < 4; ++k) s += a.span<float>()[(bt * 3 + i) * 4 + k] * b.span<float>()[k * 5 + j];
+        for (int k = 0; k < 4; ++k)
+          s += a.span<float>()[(bt * 3 + i) * 4 + k] * b.span<float>()[k * 5 + j];
         EXPECT_NEAR(out[0].span<float>()[(bt * 3 + i) * 5 + j], s, 1e-4);
       }
 }
@@ -75,7 +82,8 @@ TEST(Tensor, EinsumTransposesToRequestedOrder) {
     for (int kk = 0; kk < 5; ++kk)
       for (int qq = 0; qq < 3; ++qq) {
         double s = 0;
-        for (int d = 0; d < 4; ++d) s += q.span<float>()[(bt * 3 + qq) * 4 + d] * k.span<float>()[(bt * 5 + kk) * 4 + d];
+        for (int d = 0; d < 4; ++d)
+          s += q.span<float>()[(bt * 3 + qq) * 4 + d] * k.span<float>()[(bt * 5 + kk) * 4 + d];
         EXPECT_NEAR(out[0].span<float>()[(bt * 5 + kk) * 3 + qq], s, 1e-4);
       }
 }
@@ -109,7 +117,8 @@ TEST(Tensor, RmsNormComputesInF32AndCastsBack) {
 TEST(Tensor, MeanVarSiluGelu) {
   Literal x = Literal::FromVector<float>({4}, {1, 2, 3, 6});
   auto out = RunProgram({x}, [](FunctionBuilder& f) {
-    return std::vector<Tensor>{Mean(f.arg(0), {0}), Var(f.arg(0), {0}), Silu(f.arg(0)), Gelu(f.arg(0), false)};
+    return std::vector<Tensor>{Mean(f.arg(0), {0}), Var(f.arg(0), {0}), Silu(f.arg(0)),
+                               Gelu(f.arg(0), false)};
   });
   ASSERT_EQ(out.size(), 4u);
   EXPECT_NEAR(out[0].span<float>()[0], 3.0, 1e-6);
@@ -120,7 +129,8 @@ TEST(Tensor, MeanVarSiluGelu) {
 
 TEST(Tensor, ArgmaxPrefersFirstMaximumAndNaN) {
   Literal x = Literal::FromVector<float>({3, 4}, {1, 5, 5, 2, NAN, 1, 9, 3, -1, -2, -1, -3});
-  auto out = RunProgram({x}, [](FunctionBuilder& f) { return std::vector<Tensor>{Argmax(f.arg(0), 1)}; });
+  auto out =
+      RunProgram({x}, [](FunctionBuilder& f) { return std::vector<Tensor>{Argmax(f.arg(0), 1)}; });
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].span<int32_t>()[0], 1);
   EXPECT_EQ(out[0].span<int32_t>()[1], 0);
@@ -133,7 +143,8 @@ TEST(Tensor, CumsumOneHotTakeTopK) {
   Literal table = Literal::FromVector<float>({3, 2}, {0, 1, 10, 11, 20, 21});
   auto out = RunProgram({x, ids, table}, [](FunctionBuilder& f) {
     auto [vals, idx] = TopK(f.arg(0) * -1.0, 2);
-    return std::vector<Tensor>{Cumsum(f.arg(0), 1), OneHot(f.arg(1), 3), Take(f.arg(2), f.arg(1)), vals, idx};
+    return std::vector<Tensor>{Cumsum(f.arg(0), 1), OneHot(f.arg(1), 3), Take(f.arg(2), f.arg(1)),
+                               vals, idx};
   });
   ASSERT_EQ(out.size(), 5u);
   std::vector<float> cs{1, 3, 6, 4, 9, 15};
@@ -146,6 +157,38 @@ TEST(Tensor, CumsumOneHotTakeTopK) {
   EXPECT_EQ(out[3].span<float>()[1], -2.0f);
   EXPECT_EQ(out[4].span<int32_t>()[0], 0);
   EXPECT_EQ(out[4].span<int32_t>()[3], 1);
+}
+
+// The paged KV cache's gather: [N, H, P, D] pages by a [B, M] table straight into
+// [B, H, M, P, D] must equal Take then Transpose, element for element (bf16, as the cache).
+TEST(Tensor, TakeWithRowDimsEqualsTakeThenTranspose) {
+  Literal pool(TensorType(ElementType::kBF16, {5, 3, 4, 8}));
+  auto bits = pool.span<uint16_t>();
+  for (size_t i = 0; i < bits.size(); ++i) bits[i] = static_cast<uint16_t>(0x3f80 + i);
+  Literal table = Literal::FromVector<int32_t>({2, 3}, {4, 0, 2, 1, 1, 3});
+  auto out = RunProgram({pool, table}, [](FunctionBuilder& f) {
+    return std::vector<Tensor>{Take(f.arg(0), f.arg(1), {1, 3, 4}),
+                               Transpose(Take(f.arg(0), f.arg(1)), {0, 2, 1, 3, 4})};
+  });
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].dims(), (std::vector<int64_t>{2, 3, 3, 4, 8}));
+  ASSERT_EQ(out[0].dims(), out[1].dims());
+  auto a = out[0].span<uint16_t>(), b = out[1].span<uint16_t>();
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "element " << i;
+  // Row 1, head 2, block 0 (page 1), offset 3, element 5.
+  EXPECT_EQ(a[(((1 * 3 + 2) * 3 + 0) * 4 + 3) * 8 + 5], bits[((1 * 3 + 2) * 4 + 3) * 8 + 5]);
+}
+
+TEST(Tensor, TakeRejectsRowDimsOutOfOrder) {
+  Module m("take_test");
+  FunctionBuilder fb(
+      &m, "main",
+      {Type(TensorType(ElementType::kF32, {5, 3, 4})), Type(TensorType(ElementType::kS32, {2}))});
+  Tensor t = Take(fb.arg(0), fb.arg(1), {2, 1});
+  EXPECT_FALSE(t.valid());
+  Status s = fb.Return({fb.arg(0)});
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("row_dims"), std::string::npos) << s.message();
 }
 
 TEST(Tensor, ReshapeInfersOneDimension) {

@@ -181,6 +181,10 @@ Tensor Gelu(const Tensor& x, bool tanh_approximation = true);
 Tensor OneHot(const Tensor& indices, int64_t depth, ElementType et = ElementType::kF32);
 // table[indices] along axis 0 (embedding lookup): result dims = indices dims + table dims[1:].
 Tensor Take(const Tensor& table, const Tensor& indices);
+// The same rows with their dims (table dims[1:]) at result positions `row_dims` (ascending) and
+// the indices' dims at the others, in order: the gather writes that layout directly, where a
+// Take followed by a transpose would copy the rows twice.
+Tensor Take(const Tensor& table, const Tensor& indices, const std::vector<int64_t>& row_dims);
 // Top k values and indices along the last axis (descending; ties keep the lower index).
 std::pair<Tensor, Tensor> TopK(const Tensor& x, int64_t k);
 
