@@ -1,21 +1,12 @@
 #include "fusion.h"
 
-#include <immintrin.h>
-
-// GCC 12 reports the deliberately undefined lanes inside its own AVX-512 intrinsic headers
-// (_mm512_undefined_*) as uninitialised once they are inlined here.
-// GCC only: clang has no -Wmaybe-uninitialized and rejects the pragma under -Werror.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "ops/reduction_kernels.h"
 #include "ops/vector_math.h"
+#include "support/avx512_intrinsics.h"
 #include "tlaloc/support/cpu_features.h"
 
 namespace tlaloc::interp {

@@ -1,25 +1,17 @@
 #include "reduction_matmul.h"
 
 #include <cblas.h>
-#include <immintrin.h>
-
-#include "tlaloc/ir/blas_kernels.h"
-#include "tlaloc/support/cpu_features.h"
-#include "tlaloc/support/half.h"
-
-// GCC 12 reports the deliberately undefined lanes inside its own AVX-512 intrinsic headers
-// (_mm512_undefined_*) as uninitialised once they are inlined here.
-// Clang has no -Wmaybe-uninitialized and rejects the unknown pragma under -Werror.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
 #include <vector>
+
+#include "support/avx512_intrinsics.h"
+#include "tlaloc/ir/blas_kernels.h"
+#include "tlaloc/support/cpu_features.h"
+#include "tlaloc/support/half.h"
 
 namespace tlaloc::ops {
 

@@ -5,22 +5,14 @@
 // arithmetic of reduction_matmul.cc (the same lane order, FMAs and horizontal sum), so its
 // results are bit for bit those of the f32 product with the dequantised matrix, while reading
 // 1.06 bytes per weight instead of 4 (f32) or 2 (bf16).
-#include <immintrin.h>
-
-#include "reduction_matmul.h"
-#include "tlaloc/support/cpu_features.h"
-#include "tlaloc/support/half.h"
-
-// GCC 12 reports the deliberately undefined lanes inside its own AVX-512 intrinsic headers
-// (_mm512_undefined_*) as uninitialised once they are inlined here.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
 #include <algorithm>
 #include <atomic>
 #include <vector>
+
+#include "reduction_matmul.h"
+#include "support/avx512_intrinsics.h"
+#include "tlaloc/support/cpu_features.h"
+#include "tlaloc/support/half.h"
 
 namespace tlaloc::ops {
 

@@ -9,19 +9,11 @@
 //    result whenever the row holds no NaN and the result is not a zero (the order of a NaN's
 //    payload and of -0 against +0 are the only things order decides); otherwise, and without
 //    AVX-512, the sequential fold.
-#include <immintrin.h>
-
-// GCC 12 reports the deliberately undefined lanes inside its own AVX-512 intrinsic headers
-// (_mm512_undefined_*) as uninitialised once they are inlined here.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
 #include <algorithm>
 #include <cmath>
 
 #include "reduction_kernels.h"
+#include "support/avx512_intrinsics.h"
 #include "tlaloc/support/cpu_features.h"
 
 namespace tlaloc::ops {

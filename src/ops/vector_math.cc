@@ -7,15 +7,7 @@
 #include "tlaloc/support/cpu_features.h"
 
 #if defined(__x86_64__)
-#include <immintrin.h>
-
-// GCC 12 reports the deliberately undefined lanes of its own AVX-512 intrinsics
-// (_mm512_undefined_*) as uninitialised once they are inlined here.
-// GCC only: clang has no -Wmaybe-uninitialized and rejects the pragma under -Werror.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+#include "support/avx512_intrinsics.h"
 #endif
 
 namespace tlaloc::ops::vmath {
