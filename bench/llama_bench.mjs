@@ -13,10 +13,9 @@
 //
 // node-llama-cpp is found in third_party_npm/ beside this folder (scripts/setup.sh installs it)
 // or through NODE_PATH.
-import { createRequire } from "node:module";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import path from "node:path";
 import process from "node:process";
+
+import { importLlama, parseFlags } from "./llama_node.mjs";
 
 function parseArgs(argv) {
   const opts = { threads: 2, promptTokens: 512, newTokens: 128, kv: "default", vocab: 151936, seed: 0 };
@@ -25,28 +24,10 @@ function parseArgs(argv) {
     "--prompt-tokens": ["promptTokens", Number], "--new-tokens": ["newTokens", Number],
     "--kv": ["kv", String], "--vocab": ["vocab", Number], "--seed": ["seed", Number],
   };
-  for (let i = 0; i < argv.length; i += 2) {
-    const spec = names[argv[i]];
-    if (!spec || i + 1 >= argv.length) throw new Error(`unknown or incomplete option ${argv[i]}`);
-    opts[spec[0]] = spec[1](argv[i + 1]);
-  }
-  if (!opts.model) throw new Error("--model FILE.gguf is required");
-  for (const k of ["threads", "promptTokens", "newTokens", "vocab"])
-    if (!Number.isInteger(opts[k]) || opts[k] < 1) throw new Error(`--${k} must be a positive integer`);
+  parseFlags(argv, opts, names, ["threads", "promptTokens", "newTokens", "vocab"]);
   if (!["default", "f16", "f32", "bf16"].includes(opts.kv))
     throw new Error(`--kv ${opts.kv}: expected default, f16, f32 or bf16`);
   return opts;
-}
-
-async function importLlama() {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const local = path.join(here, "..", "third_party_npm", "node_modules", "node-llama-cpp");
-  try {
-    const require = createRequire(path.join(local, "package.json"));
-    return await import(pathToFileURL(require.resolve("node-llama-cpp")).href);
-  } catch {
-    return await import("node-llama-cpp");
-  }
 }
 
 // A small deterministic generator: the ids only need to be valid, not meaningful.

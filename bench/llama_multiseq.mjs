@@ -12,10 +12,9 @@
 //
 // node-llama-cpp is found in third_party_npm/ beside this folder (scripts/setup.sh installs it)
 // or through NODE_PATH.
-import { createRequire } from "node:module";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import path from "node:path";
 import process from "node:process";
+
+import { importLlama, parseFlags } from "./llama_node.mjs";
 
 function parseArgs(argv) {
   const opts = { threads: 2, concurrency: "1 4 16", requests: 16, newTokens: 64, context: 512 };
@@ -24,29 +23,11 @@ function parseArgs(argv) {
     "--concurrency": ["concurrency", String], "--requests": ["requests", Number],
     "--new-tokens": ["newTokens", Number], "--context": ["context", Number],
   };
-  for (let i = 0; i < argv.length; i += 2) {
-    const spec = names[argv[i]];
-    if (!spec || i + 1 >= argv.length) throw new Error(`unknown or incomplete option ${argv[i]}`);
-    opts[spec[0]] = spec[1](argv[i + 1]);
-  }
-  if (!opts.model) throw new Error("--model FILE.gguf is required");
-  for (const k of ["threads", "requests", "newTokens", "context"])
-    if (!Number.isInteger(opts[k]) || opts[k] < 1) throw new Error(`--${k} must be a positive integer`);
+  parseFlags(argv, opts, names, ["threads", "requests", "newTokens", "context"]);
   opts.levels = opts.concurrency.trim().split(/\s+/).map(Number);
   if (opts.levels.some((c) => !Number.isInteger(c) || c < 1))
     throw new Error(`--concurrency "${opts.concurrency}": expected positive integers`);
   return opts;
-}
-
-async function importLlama() {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const local = path.join(here, "..", "third_party_npm", "node_modules", "node-llama-cpp");
-  try {
-    const require = createRequire(path.join(local, "package.json"));
-    return await import(pathToFileURL(require.resolve("node-llama-cpp")).href);
-  } catch {
-    return await import("node-llama-cpp");
-  }
 }
 
 // One request on a sequence of its own: prompt in, `newTokens` greedy tokens out.

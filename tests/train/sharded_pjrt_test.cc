@@ -10,7 +10,7 @@
 #include <cstring>
 #include <random>
 
-#include "testing/tiny_qwen3.h"
+#include "sharded_test_util.h"
 #include "tlaloc/generate/tensor_parallel.h"
 #include "tlaloc/models/init.h"
 #include "tlaloc/pjrt/pjrt_backend.h"
@@ -19,26 +19,7 @@
 namespace tlaloc::train {
 namespace {
 
-constexpr int64_t kBatch = 4, kSeq = 8;
-
-io::ModelConfig TinyConfig() { return testing::TinyQwen3Config({.initializer_range = 0.1}); }
-
-std::vector<Literal> Weights(const io::ModelConfig& c, uint64_t seed = 7) {
-  std::vector<Literal> out;
-  for (auto& t : models::RandomWeights(c, seed, ElementType::kF32)) out.push_back(t.value);
-  return out;
-}
-
-Batch MakeBatch(const io::ModelConfig& c, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<int32_t> ids(kBatch * kSeq), labels(kBatch * kSeq);
-  for (auto& x : ids) x = static_cast<int32_t>(rng() % c.vocab_size);
-  for (int64_t r = 0; r < kBatch; ++r)
-    for (int64_t i = 0; i < kSeq; ++i)
-      labels[r * kSeq + i] = i + 1 < kSeq && i >= r ? ids[r * kSeq + i + 1] : kIgnoreLabel;
-  return {Literal::FromVector<int32_t>({kBatch, kSeq}, ids),
-          Literal::FromVector<int32_t>({kBatch, kSeq}, labels)};
-}
+using namespace testing_sharded;  // NOLINT: the shared fixture's names read as local ones
 
 // Tlaloc's plugin with `devices` CPU devices, as `--target PATH` with TLALOC_CPU_DEVICES opens it.
 std::unique_ptr<Backend> PluginBackend(int devices) {
@@ -64,10 +45,7 @@ TEST_P(ShardedPjrtTest, ThreeAdamWStepsEqualTheInterpreterBackendBitForBit) {
   auto mesh = Mesh::Parse(k.mesh);
   ASSERT_TRUE(mesh.ok());
   const int n = static_cast<int>(mesh->num_devices());
-  TrainOptions o;
-  o.adamw.lr = 1e-2;
-  o.adamw.grad_clip_norm = 1.0;
-  o.adamw.weight_decay = 0.01;
+  TrainOptions o = Options();
   o.mesh = k.mesh;
   o.plan = k.plan;
   auto interp = MakeInterpreterBackend({}, n);

@@ -21,44 +21,17 @@
 #include <cstdio>
 #include <random>
 
-#include "testing/tiny_qwen3.h"
+#include "sharded_test_util.h"
 #include "tlaloc/models/init.h"
 #include "tlaloc/stablehlo/printer.h"
 
 namespace tlaloc::train {
 namespace {
 
-io::ModelConfig TinyConfig() { return testing::TinyQwen3Config({.initializer_range = 0.1}); }
+using namespace testing_sharded;  // NOLINT: the shared fixture's names read as local ones
 
-constexpr int64_t kBatch = 4, kSeq = 8;
 constexpr double kTolerance = 5e-6;
 constexpr double kStepTolerance = 1e-5;
-
-std::vector<Literal> Weights(const io::ModelConfig& c) {
-  std::vector<Literal> out;
-  for (auto& t : models::RandomWeights(c, 7, ElementType::kF32)) out.push_back(t.value);
-  return out;
-}
-
-Batch MakeBatch(const io::ModelConfig& c, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<int32_t> ids(kBatch * kSeq), labels(kBatch * kSeq);
-  for (auto& x : ids) x = static_cast<int32_t>(rng() % c.vocab_size);
-  // Rows count different numbers of labels, so a per-device mean would be wrong.
-  for (int64_t r = 0; r < kBatch; ++r)
-    for (int64_t i = 0; i < kSeq; ++i)
-      labels[r * kSeq + i] = i + 1 < kSeq && i >= r ? ids[r * kSeq + i + 1] : kIgnoreLabel;
-  return {Literal::FromVector<int32_t>({kBatch, kSeq}, ids),
-          Literal::FromVector<int32_t>({kBatch, kSeq}, labels)};
-}
-
-TrainOptions Options() {
-  TrainOptions o;
-  o.adamw.lr = 1e-2;
-  o.adamw.grad_clip_norm = 1.0;
-  o.adamw.weight_decay = 0.01;
-  return o;
-}
 
 struct Case {
   const char* plan;
@@ -334,4 +307,3 @@ TEST(ShardedTrainer, FsdpWithRematKeepsOneLayersGatheredWeights) {
 
 }  // namespace
 }  // namespace tlaloc::train
-

@@ -1,0 +1,44 @@
+// What the sharded-training tests share: the tiny Qwen3 they train, its random weights, a batch
+// whose rows count different numbers of labels (so a per-device mean would be wrong), and the
+// AdamW settings.
+#pragma once
+
+#include <random>
+#include <vector>
+
+#include "testing/tiny_qwen3.h"
+#include "tlaloc/models/init.h"
+#include "tlaloc/train/trainer.h"
+
+namespace tlaloc::train::testing_sharded {
+
+constexpr int64_t kBatch = 4, kSeq = 8;
+
+inline io::ModelConfig TinyConfig() { return testing::TinyQwen3Config({.initializer_range = 0.1}); }
+
+inline std::vector<Literal> Weights(const io::ModelConfig& c, uint64_t seed = 7) {
+  std::vector<Literal> out;
+  for (auto& t : models::RandomWeights(c, seed, ElementType::kF32)) out.push_back(t.value);
+  return out;
+}
+
+inline Batch MakeBatch(const io::ModelConfig& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> ids(kBatch * kSeq), labels(kBatch * kSeq);
+  for (auto& x : ids) x = static_cast<int32_t>(rng() % c.vocab_size);
+  for (int64_t r = 0; r < kBatch; ++r)
+    for (int64_t i = 0; i < kSeq; ++i)
+      labels[r * kSeq + i] = i + 1 < kSeq && i >= r ? ids[r * kSeq + i + 1] : kIgnoreLabel;
+  return {Literal::FromVector<int32_t>({kBatch, kSeq}, ids),
+          Literal::FromVector<int32_t>({kBatch, kSeq}, labels)};
+}
+
+inline TrainOptions Options() {
+  TrainOptions o;
+  o.adamw.lr = 1e-2;
+  o.adamw.grad_clip_norm = 1.0;
+  o.adamw.weight_decay = 0.01;
+  return o;
+}
+
+}  // namespace tlaloc::train::testing_sharded
