@@ -7,13 +7,9 @@
 # Runs in the plain tree too (seconds). Usage: asan_smoke_test.sh TLALOC
 set -uo pipefail
 tlaloc=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+# shellcheck source=../cli_test_lib.sh
+source "$(dirname "$0")/../cli_test_lib.sh"
+start_cli_test  # $work (removed on exit), fail, $failures
 # step NAME WANT_RC ARGS...: runs tlaloc ARGS, output in $work/NAME.{out,err}; checks the exit
 # code and that no sanitizer report was printed.
 step() {

@@ -12,13 +12,9 @@
 set -uo pipefail
 src=$1
 build=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+# shellcheck source=../cli_test_lib.sh
+source "$(dirname "$0")/../cli_test_lib.sh"
+start_cli_test  # $work (removed on exit), fail, $failures
 
 echo "--- prepare.sh"
 BRINGUP_OUT=$work/bringup-session.tar.gz bash "$src/scripts/bringup/prepare.sh" "$build" ||

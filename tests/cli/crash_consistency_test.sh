@@ -14,13 +14,9 @@ set -uo pipefail
 tlaloc=$1
 kills=${KILLS:-24}
 seed=${CRASH_SEED:-22}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+# shellcheck source=../cli_test_lib.sh
+source "$(dirname "$0")/../cli_test_lib.sh"
+start_cli_test  # $work (removed on exit), fail, $failures
 
 "$tlaloc" finetune-demo --out "$work/demo" --steps 1 --train-size 100 --held-out 2 --batch 2 \
   --seq-len 32 >"$work/demo.log" 2>&1 || { cat "$work/demo.log"; exit 1; }

@@ -13,13 +13,9 @@
 set -uo pipefail
 tlaloc=$1
 plugin=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+# shellcheck source=../cli_test_lib.sh
+source "$(dirname "$0")/../cli_test_lib.sh"
+start_cli_test  # $work (removed on exit), fail, $failures
 limit=3000000  # KiB
 
 "$tlaloc" finetune-demo --out "$work/demo" --steps 1 --train-size 40 --held-out 2 --batch 2 \
