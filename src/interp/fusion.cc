@@ -2,12 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "ops/reduction_kernels.h"
 #include "ops/vector_math.h"
-#include "support/avx512_intrinsics.h"
-#include "tlaloc/support/cpu_features.h"
 
 namespace tlaloc::interp {
 
@@ -68,35 +65,10 @@ int RowBroadcast(const Block& block, const BlockUses& uses, Value r, const Tenso
 // order), x - max in f32, the
 // exponential op's kernel, then e / sum. The R rows' chains are interleaved so their add
 // latencies overlap; no row's order of operations changes.
-// The row's maximum when it holds no NaN (then the order of comparisons does not matter, and a
-// zero maximum's sign cancels out of x - max and exp); NaN when it does, for the exact path.
-TLALOC_AVX512_CORE_TARGET float MaxWithoutNaNAvx512(const float* x, int64_t n, float init) {
-  __m512 m = _mm512_set1_ps(init);
-  __mmask16 nan = 0;
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16) {
-    const __m512 v = _mm512_loadu_ps(x + j);
-    nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    m = _mm512_max_ps(m, v);
-  }
-  float best = _mm512_reduce_max_ps(m);
-  for (; j < n; ++j) {
-    if (std::isnan(x[j])) nan = 1;
-    best = x[j] > best ? x[j] : best;
-  }
-  return nan || std::isnan(init) ? std::numeric_limits<float>::quiet_NaN() : best;
-}
-
-const bool kAvx512 = HasAvx512Core();
-
+// The row's maximum by the reduce's own rule (ops::FoldRowF32: AVX-512 where the order of
+// comparisons cannot matter, the sequential rule otherwise, NaN payloads and zero signs exact).
 float RowMax(const float* x, int64_t n, float init) {
-  if (kAvx512) {
-    const float m = MaxWithoutNaNAvx512(x, n, init);
-    if (!std::isnan(m)) return m;
-  }
-  float m = init;  // the reduce's own sequential rule, NaN payloads and all
-  for (int64_t j = 0; j < n; ++j) m = ops::ApplyBinary<float>(BinaryKind::kMax, m, x[j]);
-  return m;
+  return ops::FoldRowF32(BinaryKind::kMax, x, n, init);
 }
 
 template <int R>

@@ -127,19 +127,41 @@ struct Executable::Plan {
 
 // ---- Execution ------------------------------------------------------------------------------
 
+namespace {
+
+Literal AllocateResult(const Operation& op, int i) {
+  const OpTraits& traits = op.def().traits;
+  const Type& t = op.result(i).type();
+  if (!t.is_tensor()) return Literal(TensorType(ElementType::kPred, {}));
+  if (traits.replaces_results) return Literal::TypeOnly(t.tensor);
+  if (traits.writes_all_results) return Literal::Uninitialized(t.tensor);
+  return Literal(t.tensor);
+}
+
+// The operand whose buffer result `i` takes over per OpTraits::in_place, or null.
+const Literal* InPlaceOperand(const Operation& op, int i, const std::vector<Literal>& operands,
+                              const std::vector<bool>& reusable) {
+  using InPlace = OpTraits::InPlace;
+  const InPlace mode = op.def().traits.in_place;
+  const Type& t = op.result(i).type();
+  if (mode == InPlace::kNone || !t.is_tensor()) return nullptr;
+  auto fits = [&](size_t k) { return reusable[k] && operands[k].type() == t.tensor; };
+  if (mode == InPlace::kSameIndex)
+    return static_cast<size_t>(i) < operands.size() && fits(static_cast<size_t>(i))
+               ? &operands[static_cast<size_t>(i)]
+               : nullptr;
+  if (i != 0) return nullptr;
+  for (size_t k = 0; k < operands.size(); ++k)
+    if (fits(k)) return &operands[k];
+  return nullptr;
+}
+
+}  // namespace
+
 std::vector<Literal> AllocateResults(const Operation& op) {
-  const bool writes_all = op.def().traits.writes_all_results;
   std::vector<Literal> results;
   results.reserve(op.num_results());
-  for (int i = 0; i < op.num_results(); ++i) {
-    const Type& t = op.result(i).type();
-    if (!t.is_tensor())
-      results.emplace_back(TensorType(ElementType::kPred, {}));
-    else if (writes_all)
-      results.push_back(Literal::Uninitialized(t.tensor));
-    else
-      results.emplace_back(t.tensor);
-  }
+  for (int i = 0; i < op.num_results(); ++i) results.push_back(AllocateResult(op, i));
   return results;
 }
 
@@ -241,13 +263,24 @@ class InterpreterRun : public EvalContext {
         for (const Literal& r : allocated) tracker_.Add(r);
         st = p.fused->eval(operands, results[0], *this);
       } else {
-        results = AllocateResults(op);
+        // A dying operand the eval would take over is placed in its result's slot up front, so
+        // no buffer is allocated only to be dropped.
+        results.reserve(op.num_results());
+        for (int i = 0; i < op.num_results(); ++i) {
+          const Literal* take = InPlaceOperand(op, i, operands, reusable_);
+          results.push_back(take ? *take : AllocateResult(op, i));
+        }
         allocated = results;
         for (const Literal& r : allocated) tracker_.Add(r);
         st = op.def().eval(op, operands, results, *this);
       }
     } catch (const std::bad_alloc& e) {
       st = OutOfMemory(op, e);
+    }
+    if (st.ok()) {
+      for (const Literal& r : results)
+        if (!r.valid() && op.def().traits.replaces_results)
+          st = Internal(op.name() + " left a result placeholder unreplaced");
     }
     if (st.ok()) {
       for (size_t i = 0; i < results.size(); ++i)

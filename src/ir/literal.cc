@@ -19,6 +19,12 @@ Literal Literal::Uninitialized(TensorType type) {
   return l;
 }
 
+Literal Literal::TypeOnly(TensorType type) {
+  Literal l;
+  l.type_ = std::move(type);
+  return l;
+}
+
 Literal Literal::View(TensorType type, std::byte* data, std::shared_ptr<void> owner) {
   Literal l;
   l.type_ = std::move(type);

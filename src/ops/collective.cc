@@ -270,6 +270,7 @@ void RegisterProcessId(OpRegistry& r, const std::string& name, bool replica) {
   OpDef d;
   d.name = name;
   d.traits.writes_all_results = true;
+  d.traits.replaces_results = true;  // a fresh scalar
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     TL_RETURN_IF_ERROR(ExpectOperandCount(in, 0));
     return std::vector<Type>{TensorType(ElementType::kU32, {})};

@@ -59,6 +59,7 @@ void RegisterShardingOps(OpRegistry& r) {
   OpDef d;
   d.name = "sdy.sharding_constraint";
   d.traits.writes_all_results = true;  // replaced by the operand
+  d.traits.replaces_results = true;
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     TL_RETURN_IF_ERROR(ExpectOperandCount(in, 1));
     TL_RETURN_IF_ERROR(ExpectTensorOperands(in));

@@ -297,6 +297,7 @@ void RegisterWhile(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.while";
   d.traits.writes_all_results = true;  // replaced by region values
+  d.traits.replaces_results = true;
   d.num_regions = 2;
   d.infer = InferWhile;
   d.eval = EvalWhile;
@@ -310,6 +311,7 @@ void RegisterBranches(OpRegistry& r) {
     OpDef d;
     d.name = "stablehlo.case";
     d.traits.writes_all_results = true;  // replaced by region values
+    d.traits.replaces_results = true;
     d.num_regions = -1;
     d.infer = InferCase;
     d.eval = EvalCase;
@@ -319,6 +321,7 @@ void RegisterBranches(OpRegistry& r) {
     OpDef d;
     d.name = "stablehlo.if";
     d.traits.writes_all_results = true;  // replaced by region values
+    d.traits.replaces_results = true;
     d.num_regions = 2;
     d.infer = InferIf;
     d.eval = EvalIf;
@@ -331,6 +334,7 @@ void RegisterBarrierAndTokens(OpRegistry& r) {
     OpDef d;
     d.name = "stablehlo.optimization_barrier";
     d.traits.writes_all_results = true;  // replaced by the operands
+    d.traits.replaces_results = true;
     d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> { return in.operand_types; };
     d.eval = [](const Operation&, std::span<const Literal> operands, std::vector<Literal>& results,
                 EvalContext&) -> Status {

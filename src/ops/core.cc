@@ -10,6 +10,7 @@ void RegisterConstant(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.constant";
   d.traits.writes_all_results = true;  // replaced by the attribute
+  d.traits.replaces_results = true;
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     TL_RETURN_IF_ERROR(ExpectOperandCount(in, 0));
     const Attribute* v = FindAttr(in.attrs, "value");
@@ -81,6 +82,7 @@ void RegisterCall(OpRegistry& r) {
   OpDef d;
   d.name = "func.call";
   d.traits.writes_all_results = true;  // replaced by the callee
+  d.traits.replaces_results = true;
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     const Attribute* callee = FindAttr(in.attrs, "callee");
     if (!callee || callee->kind() != Attribute::Kind::kSymbol)

@@ -176,6 +176,7 @@ void RegisterReshape(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.reshape";
   d.traits.writes_all_results = true;  // a view of the operand
+  d.traits.replaces_results = true;
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     TL_RETURN_IF_ERROR(ExpectOperandCount(in, 1));
     TL_ASSIGN_OR_RETURN(TensorType operand, TensorOperand(in, 0, "operand"));
@@ -600,6 +601,7 @@ void RegisterDynamicUpdateSlice(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.dynamic_update_slice";
   d.traits.writes_all_results = true;  // the operand copied (or reused) first
+  d.traits.in_place = OpTraits::InPlace::kSameIndex;
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     TL_ASSIGN_OR_RETURN(TensorType operand, TensorOperand(in, 0, "operand"));
     TL_ASSIGN_OR_RETURN(TensorType update, TensorOperand(in, 1, "update"));

@@ -583,6 +583,7 @@ void RegisterGatherScatterOps(OpRegistry& r) {
   OpDef s;
   s.name = "stablehlo.scatter";
   s.traits.writes_all_results = true;  // the inputs copied (or reused) first
+  s.traits.in_place = OpTraits::InPlace::kSameIndex;
   s.num_regions = 1;
   s.infer = InferScatter;
   s.eval = EvalScatter;

@@ -47,6 +47,7 @@ OpDef& DefineSameType(OpRegistry& r, const std::string& name, int num_operands, 
   d.name = name;
   d.traits.elementwise = true;
   d.traits.writes_all_results = true;  // every eval maps all elements
+  d.traits.in_place = OpTraits::InPlace::kAnyOperand;  // each element read before written
   d.infer = [num_operands, kinds,
              result_pred](const InferInput& in) -> StatusOr<std::vector<Type>> {
     TL_RETURN_IF_ERROR(ExpectOperandCount(in, num_operands));

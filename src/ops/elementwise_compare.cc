@@ -175,6 +175,7 @@ void RegisterSelect(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.select";
   d.traits.writes_all_results = true;
+  d.traits.in_place = OpTraits::InPlace::kAnyOperand;  // on_true or on_false
   d.traits.elementwise = true;
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     TL_RETURN_IF_ERROR(ExpectOperandCount(in, 3));

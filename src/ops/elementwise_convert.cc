@@ -55,6 +55,7 @@ void RegisterConvert(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.convert";
   d.traits.writes_all_results = true;
+  d.traits.in_place = OpTraits::InPlace::kAnyOperand;  // only an identity conversion matches
   d.traits.elementwise = true;
   d.infer = [](const InferInput& in) -> StatusOr<std::vector<Type>> {
     TL_RETURN_IF_ERROR(ExpectOperandCount(in, 1));

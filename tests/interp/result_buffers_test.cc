@@ -220,5 +220,68 @@ TEST(ResultBuffers, UninitializedKeepsTheAlignmentPaddingZero) {
     EXPECT_EQ(l.data()[i], std::byte{0}) << i;
 }
 
+TEST(ResultBuffers, OpsThatReplaceTheirResultsGetPlaceholders) {
+  const OpRegistry& r = OpRegistry::Global();
+  for (const char* name :
+       {"stablehlo.constant", "func.call", "stablehlo.reshape", "stablehlo.while", "stablehlo.if",
+        "stablehlo.case", "stablehlo.optimization_barrier", "sdy.sharding_constraint",
+        "stablehlo.partition_id", "stablehlo.replica_id"}) {
+    const OpDef* d = r.Find(name);
+    ASSERT_NE(d, nullptr) << name;
+    EXPECT_TRUE(d->traits.replaces_results) << name;
+    EXPECT_TRUE(d->traits.writes_all_results) << name << ": replacing implies writing all";
+  }
+  // These fill (part of) a buffer they are given.
+  for (const char* name : {"stablehlo.add", "stablehlo.dynamic_update_slice", "stablehlo.scatter",
+                           "stablehlo.custom_call", "stablehlo.rng_bit_generator"}) {
+    const OpDef* d = r.Find(name);
+    ASSERT_NE(d, nullptr) << name;
+    EXPECT_FALSE(d->traits.replaces_results) << name;
+  }
+  auto reshape = BuildOp("stablehlo.reshape", {Type(kBig)}, {},
+                         std::vector<Type>{Type(TensorType(ElementType::kF32, {65536}))});
+  std::vector<Literal> results = AllocateResults(*reshape->op);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_FALSE(results[0].valid()) << "a placeholder has no storage";
+  EXPECT_EQ(results[0].type(), TensorType(ElementType::kF32, {65536}));
+}
+
+// A dying operand is placed in the result's slot before the eval (OpTraits::in_place); one the
+// caller still holds never is, and keeps its values.
+TEST(ResultBuffers, OnlyADyingOperandIsUpdatedInPlace) {
+  std::vector<float> in(256 * 256);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i % 71);
+  Literal held = Literal::FromVector<float>({256, 256}, in);
+  auto out = RunOp("stablehlo.negate", {held}, {});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_NE((*out)[0].data(), held.data());
+  EXPECT_EQ(held.span<float>()[5], 5.0f);
+  EXPECT_EQ((*out)[0].span<float>()[5], -5.0f);
+
+  Module m("t");
+  Function* fn = m.AddFunction("main", {Type(kBig)}, {Type(kBig)});
+  OpBuilder b(&fn->entry(), &m);
+  Value n = b.CreateOne("stablehlo.negate", {fn->entry().argument(0)});
+  b.Create("func.return", {b.CreateOne("stablehlo.abs", {n})});
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  std::vector<Literal> args;
+  args.push_back(Literal::FromVector<float>({256, 256}, in));  // unique storage: donated
+  const std::byte* donated = args[0].data();
+  ExecutionStats stats;
+  auto r = Interpret(m, "main", std::move(args), &stats);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)[0].data(), donated);
+  EXPECT_EQ((*r)[0].span<float>()[70], 70.0f);
+  EXPECT_EQ(stats.peak_live_bytes, kBig.byte_size()) << "no second buffer was allocated";
+}
+
+TEST(ResultBuffers, AnEmptyLiteralFromAnEmptyVector) {
+  // An empty vector's data() may be null; FromVector must not pass it to memcpy (UBSan checks
+  // this in the sanitizer build).
+  Literal l = Literal::FromVector<float>({0, 4}, std::vector<float>{});
+  EXPECT_EQ(l.num_elements(), 0);
+  EXPECT_TRUE(l.valid());
+}
+
 }  // namespace
 }  // namespace tlaloc

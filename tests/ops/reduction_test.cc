@@ -85,13 +85,6 @@ TEST_F(ReduceTest, GeneralBodyAgreesWithFastPath) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5);
 }
 
-// An f32 literal of `values`; an empty one without FromVector, whose memcpy from an empty
-// vector's null data() UBSan reports (literal.h: to be guarded there).
-Literal F32Literal(std::vector<int64_t> dims, const std::vector<float>& values) {
-  if (values.empty()) return Literal(TensorType(ElementType::kF32, std::move(dims)));
-  return Literal::FromVector<float>(std::move(dims), values);
-}
-
 // The trailing-rows fast path (reduction_rows.cc) against the general path, which a reduce of
 // the transposed matrix over its first dimension takes: the same elements folded in the same
 // order with the same scalar rule, so the bits must match, zero signs and max/min's NaN
@@ -122,11 +115,12 @@ TEST_F(ReduceTest, TrailingRowsFastPathMatchesTheGeneralPathBitForBit) {
         for (const char* op :
              {"stablehlo.add", "stablehlo.multiply", "stablehlo.maximum", "stablehlo.minimum"}) {
           for (float init : {0.0f, -0.0f, 1.0f, -inf, nan_b}) {
-            auto fast = RunOp("stablehlo.reduce", {F32Literal({rows, n}, x), Literal::Scalar(init)},
+            auto fast = RunOp("stablehlo.reduce",
+                              {Literal::FromVector<float>({rows, n}, x), Literal::Scalar(init)},
                               Dims({1}), {}, Regions(BinaryRegion(op, ElementType::kF32)));
-            auto general =
-                RunOp("stablehlo.reduce", {F32Literal({n, rows}, xt), Literal::Scalar(init)},
-                      Dims({0}), {}, Regions(BinaryRegion(op, ElementType::kF32)));
+            auto general = RunOp("stablehlo.reduce",
+                                 {Literal::FromVector<float>({n, rows}, xt), Literal::Scalar(init)},
+                                 Dims({0}), {}, Regions(BinaryRegion(op, ElementType::kF32)));
             ASSERT_TRUE(fast.ok()) << fast.status().ToString();
             ASSERT_TRUE(general.ok()) << general.status().ToString();
             auto a = Values<float>((*fast)[0]), b = Values<float>((*general)[0]);

@@ -25,6 +25,9 @@ class Literal {
   static Literal Uninitialized(TensorType type);
   // A view of external memory kept alive by `owner`; no copy.
   static Literal View(TensorType type, std::byte* data, std::shared_ptr<void> owner);
+  // A type with no storage (valid() is false): the slot of a result that its op replaces whole
+  // (a view, the callee's values), so nothing is allocated for it.
+  static Literal TypeOnly(TensorType type);
 
   template <typename T>
   static Literal FromVector(std::vector<int64_t> dims, const std::vector<T>& values) {
@@ -32,7 +35,7 @@ class Literal {
     if constexpr (std::is_same_v<T, bool>) {
       for (size_t i = 0; i < values.size() && i < static_cast<size_t>(l.num_elements()); ++i)
         l.data()[i] = static_cast<std::byte>(values[i] ? 1 : 0);
-    } else {
+    } else if (!values.empty()) {  // an empty vector's data() may be null, which memcpy forbids
       std::memcpy(l.data(), values.data(),
                   std::min(values.size() * sizeof(T), static_cast<size_t>(l.byte_size())));
     }

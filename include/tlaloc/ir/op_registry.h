@@ -54,8 +54,9 @@ class EvalContext {
 };
 
 // Computes an op's results. `results` arrives holding zeroed buffers of the result types
-// (uninitialised ones when the op has OpTraits::writes_all_results); the function fills them, or
-// replaces an entry (for example with a view of an operand).
+// (uninitialised ones when the op has OpTraits::writes_all_results, storage-less placeholders
+// with OpTraits::replaces_results, a dying operand's buffer per OpTraits::in_place); the function
+// fills them, or replaces an entry (for example with a view of an operand).
 using EvalFn = std::function<Status(const Operation& op, std::span<const Literal> operands,
                                     std::vector<Literal>& results, EvalContext& ctx)>;
 
@@ -144,17 +145,28 @@ struct OpTraits {
   // reading the eval: one that writes part of a result (or lets a handler do it) relies on
   // the zeros.
   bool writes_all_results = false;
+  // The eval always replaces every result whole (the constant's attribute, a view of an operand,
+  // the callee's or a region's values), so the interpreter hands it storage-less placeholders
+  // (Literal::TypeOnly) and allocates nothing. Implies writes_all_results.
+  bool replaces_results = false;
+  // Which results may take over the buffer of an operand that dies at this op (same type), as
+  // the eval would do itself: the interpreter then places that operand in the result's slot
+  // instead of allocating a buffer the eval would drop. kAnyOperand: result 0 takes the first
+  // dying operand of its type (elementwise ops); kSameIndex: result i takes operand i (the
+  // updated input of dynamic_update_slice and scatter).
+  enum class InPlace { kNone, kAnyOperand, kSameIndex };
+  InPlace in_place = InPlace::kNone;
 };
 
 struct OpDef {
   std::string name;  // full name, e.g. "stablehlo.add"
   OpTraits traits;
-  InferFn infer;             // required
-  EvalFn eval;               // interpreter semantics; null => unsupported by the interpreter
-  VjpFn vjp;                 // gradient rule; null => not differentiable
-  PrintFn print;             // pretty form; null => generic form
-  ParseFn parse;             // pretty form; null => only the generic form parses
-  int num_regions = 0;       // regions the op owns; -1: any number (case)
+  InferFn infer;        // required
+  EvalFn eval;          // interpreter semantics; null => unsupported by the interpreter
+  VjpFn vjp;            // gradient rule; null => not differentiable
+  PrintFn print;        // pretty form; null => generic form
+  ParseFn parse;        // pretty form; null => only the generic form parses
+  int num_regions = 0;  // regions the op owns; -1: any number (case)
 };
 
 class OpRegistry {
