@@ -170,7 +170,8 @@ Status Engine::Reserve(int64_t num_slots, int64_t max_len, int64_t num_blocks) {
   shape.num_blocks = num_blocks;
   // Each device's pools hold its KV heads.
   const TensorType cache_type = models::KvCacheType(device_config_, shape);
-  TL_RETURN_IF_ERROR(CheckCacheFits(*backend_, cache_type, 2 * config_.num_hidden_layers, shape));
+  TL_RETURN_IF_ERROR(
+      CheckCacheFits(*backend_, cache_type, 2 * config_.num_hidden_layers, shape, home_device_));
   for (int d = 0; d < num_devices(); ++d) {
     if (!backend_->is_addressable(d)) continue;
     for (int64_t i = 0; i < 2 * config_.num_hidden_layers; ++i) {

@@ -24,8 +24,9 @@ Status CheckStepFits(Backend& backend, CompiledProgram& program, const models::S
 }
 
 Status CheckCacheFits(Backend& backend, const TensorType& cache_type, int64_t buffers,
-                      const models::StepShape& shape) {
+                      const models::StepShape& shape, int device) {
   MemoryBudgetRequest request;
+  request.device = device;
   request.program =
       "the KV cache (" + std::to_string(buffers) + " x " + cache_type.ToString() + ": " +
       (shape.paged() ? std::to_string(shape.num_blocks) + " block(s) of " +

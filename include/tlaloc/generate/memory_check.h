@@ -17,8 +17,8 @@ Status CheckStepFits(Backend& backend, CompiledProgram& program, const models::S
                      int64_t resident_bytes, int device = 0);
 
 // Checked before allocating the KV cache: `buffers` caches of `cache_type` for `shape`'s slots
-// and positions.
+// and positions on `device`.
 Status CheckCacheFits(Backend& backend, const TensorType& cache_type, int64_t buffers,
-                      const models::StepShape& shape);
+                      const models::StepShape& shape, int device = 0);
 
 }  // namespace tlaloc::generate
