@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -37,8 +38,13 @@ struct GenerateArgs {
   std::optional<int> threads;
   std::vector<std::string> stop;
   bool json = false;
-  std::string mesh;  // tensor-parallel greedy generation (generate_mesh.h)
+  std::string mesh;  // tensor-parallel generation (generate_mesh.h)
 };
+
+std::string ReadText(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
 
 double Seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -90,21 +96,49 @@ Status CheckFlags(const GenerateArgs& a) {
   TL_RETURN_IF_ERROR(CheckRequestFlags(a.request));
   for (const std::string& s : a.stop)
     if (s.empty()) return InvalidArgument("--stop \"\": an empty stop string ends every reply");
+  if (!a.mesh.empty() && !a.kernels.empty())
+    return InvalidArgument(
+        "--kernels runs kernels on one interpreter device; drop --mesh or "
+        "--kernels");
+  return OkStatus();
+}
+
+// Under mpirun every rank must decode the same tokens: the same prompt (given on the command
+// line, as only rank 0 has stdin) and the same draws (a seed, unless greedy).
+Status CheckMultiProcessFlags(const GenerateArgs& a) {
+  if (a.prompt.empty() && a.chat.empty())
+    return InvalidArgument("--mesh under mpirun needs --prompt or --chat (no stdin prompt)");
+  if (!a.request.seed && !(a.request.temperature && *a.request.temperature == 0))
+    return InvalidArgument(
+        "--mesh under mpirun needs --seed (or --temp 0): each rank would "
+        "draw its own random seed");
   return OkStatus();
 }
 
 int RunGenerate(const GenerateArgs& a) {
-  auto fail = [](const std::string& msg, int code = kExitFailure) {
+  // Under mpirun (--mesh) every rank runs its share of the mesh's devices; only rank 0 prints,
+  // and a failing rank says which it is and ends the job (no rank left waiting at a collective).
+  ProcessWorld* world = &SingleProcessWorld();
+  auto fail = [&world](const std::string& msg, int code = kExitFailure) {
+    if (world->size() > 1) {
+      std::fprintf(stderr, "tlaloc generate: rank %d of %d: %s\n", world->rank(), world->size(),
+                   msg.c_str());
+      std::fflush(stderr);
+      world->Abort(code);
+    }
     std::fprintf(stderr, "tlaloc generate: %s\n", msg.c_str());
     return code;
   };
   if (Status flags = CheckFlags(a); !flags.ok()) return fail(flags.message(), kExitUsage);
   if (!a.mesh.empty()) {
-    auto dir = ResolveModelFlag(a.model);
-    if (!dir.ok()) return fail(dir.status().message(), ExitCodeForFlagError(dir.status()));
-    return RunMeshGenerate({dir->string(), a.mesh, a.target, a.prompt, a.chat,
-                            a.request.max_new_tokens, a.request.temperature});
+    auto current = CurrentWorld();
+    if (!current.ok()) return fail(current.status().message());
+    world = *current;
+    if (world->size() > 1)
+      if (Status flags = CheckMultiProcessFlags(a); !flags.ok())
+        return fail(flags.message(), kExitUsage);
   }
+  const bool printing = world->rank() == 0;
   auto choice = BackendChoiceFromFlag(a.target);
   if (!choice.ok()) return fail(choice.status().message(), kExitUsage);
   auto dtype = ParseDtypeFlag(a.dtype);
@@ -116,6 +150,7 @@ int RunGenerate(const GenerateArgs& a) {
   const fs::path dir = *resolved;
   double t0 = Seconds();
   KernelSetup kernel_setup;
+  std::optional<Mesh> mesh;
   StatusOr<std::unique_ptr<Backend>> backend = std::unique_ptr<Backend>();
   if (!a.kernels.empty()) {
     if (!choice->interpreter)
@@ -126,14 +161,37 @@ int RunGenerate(const GenerateArgs& a) {
     if (!config.ok()) return fail(config.status().message());
     backend = MakeKernelizedBackend(a, config->rms_norm_eps, kernel_setup);
     if (!backend.ok()) return fail(backend.status().message());
+  } else if (!a.mesh.empty()) {
+    // Every rank must generate from the same model, mesh, prompt and settings.
+    auto mesh_setup = PrepareMeshGenerate(
+        *world, a.mesh, *choice,
+        {{"model config", Digest(ReadText(dir / "config.json"))},
+         {"mesh", a.mesh},
+         {"dtype", a.dtype},
+         {"prompt", Digest(a.prompt + "\x1f" + a.chat + "\x1f" + a.request.system)},
+         {"max new tokens", std::to_string(a.request.max_new_tokens.value_or(-1))},
+         {"seed", std::to_string(a.request.seed.value_or(0))},
+         {"sampling", std::to_string(a.request.temperature.value_or(-1)) + " " +
+                          std::to_string(a.request.top_k.value_or(-1)) + " " +
+                          std::to_string(a.request.top_p.value_or(-1))}});
+    if (!mesh_setup.ok())
+      return fail(
+          mesh_setup.status().message(),
+          mesh_setup.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure);
+    mesh = std::move(mesh_setup->mesh);
+    backend = std::move(mesh_setup->backend);
   } else {
     backend = MakeBackend(*choice);
     if (!backend.ok())
       return fail("target " + choice->ToString() + ": " + backend.status().message());
   }
   const std::string backend_name = (*backend)->name();
-  auto gen = generate::TextGenerator::Load(dir, *dtype, std::move(*backend));
-  if (!gen.ok()) return fail(gen.status().message());
+  auto gen = generate::TextGenerator::Load(dir, *dtype, std::move(*backend), mesh);
+  if (!gen.ok()) {
+    // A mesh the model does not split over (heads, KV heads, devices) is a usage error.
+    const bool usage = mesh && gen.status().code() == StatusCode::kInvalidArgument;
+    return fail(gen.status().message(), usage ? kExitUsage : kExitFailure);
+  }
   size_t kernel_calls = 0;
   if (kernel_setup.kernelizer) {
     (*gen)->generator().set_program_transform(
@@ -166,7 +224,7 @@ int RunGenerate(const GenerateArgs& a) {
 
   ReplyPrinter printer(a.request.show_thinking);
   generate::TextCallback on_text;
-  if (!a.json)
+  if (!a.json && printing)
     on_text = [&](generate::TextPart part, std::string_view piece) { printer(part, piece); };
   auto ran = (*gen)->Run(request, on_text);
   if (!ran.ok())
@@ -174,6 +232,7 @@ int RunGenerate(const GenerateArgs& a) {
                 ran.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure);
   const generate::TextResult& r = *ran;
   const generate::GenerateTimings& tm = r.timings;
+  if (!printing) return r.error.ok() ? kExitOk : kExitFailure;
   auto rate = [](int64_t n, double s) { return s > 0 ? n / s : 0.0; };
   if (a.json) {
     nlohmann::json j;
@@ -184,6 +243,7 @@ int RunGenerate(const GenerateArgs& a) {
     j["finish_reason"] = r.finish_reason;
     j["seed"] = r.seed;
     j["target"] = backend_name;
+    if (mesh) j["mesh"] = mesh->ToString();
     if (!r.notes.empty()) j["notes"] = r.notes;
     if (!r.error.ok()) j["error"] = r.error.message();
     if (kernel_setup.kernelizer) j["kernel_calls"] = kernel_calls;
@@ -206,12 +266,13 @@ int RunGenerate(const GenerateArgs& a) {
   if (!r.error.ok()) return fail("generation stopped: " + r.error.message());
   std::fprintf(stderr,
                "tlaloc generate: %s on %s, load %.2f s, compile %.2f s, prefill %lld tokens at "
-               "%.1f tokens/s, decode %lld tokens at %.1f tokens/s (%s, seed %llu)\n",
+               "%.1f tokens/s, decode %lld tokens at %.1f tokens/s (%s, seed %llu)%s\n",
                std::string(MlirName((*gen)->generator().dtype())).c_str(), backend_name.c_str(),
                load_s, tm.compile_seconds, static_cast<long long>(tm.prefill_tokens),
                rate(tm.prefill_tokens, tm.prefill_seconds),
                static_cast<long long>(tm.decode_tokens), rate(tm.decode_tokens, tm.decode_seconds),
-               r.finish_reason.c_str(), static_cast<unsigned long long>(r.seed));
+               r.finish_reason.c_str(), static_cast<unsigned long long>(r.seed),
+               mesh ? (", tensor parallel over mesh " + mesh->ToString()).c_str() : "");
   if (kernel_setup.kernelizer)
     std::fprintf(stderr, "tlaloc generate: %zu layer calls ran as kernels\n", kernel_calls);
   return kExitOk;
@@ -247,7 +308,7 @@ void RegisterGenerateCommand(CLI::App& app) {
   cmd->add_flag("--trust-kernels", args->trust_kernels,
                 "load native kernel code from repositories not in a lockfile");
   cmd->add_option("--mesh", args->mesh,
-                  "model=N: greedy generation with the weights split over N interpreter devices "
+                  "model=N: the weights and KV cache split over N devices of the target "
                   "(tensor parallel; docs/SHARDING.md)");
   cmd->callback([args] { SetExitCode(RunGenerate(*args)); });
 }

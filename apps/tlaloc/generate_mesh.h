@@ -1,23 +1,32 @@
-// `tlaloc generate --mesh model=N`: greedy generation with the weights split over N devices of
-// the interpreter or of a PJRT target (tensor parallelism, generate/tensor_parallel.h).
+// `tlaloc generate --mesh model=N`: the devices of a tensor-parallel run through the engine
+// (generate/engine.h splits the weights and the KV cache over them): N devices of the
+// interpreter or of a PJRT target, or under mpirun this rank's share of the interpreter's.
 #pragma once
 
-#include <cstdint>
-#include <optional>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "tlaloc/interp/process_world.h"
+#include "tlaloc/ir/sharding.h"
+#include "tlaloc/runtime/backend.h"
+#include "tlaloc/runtime/target.h"
 
 namespace tlaloc::cli {
 
-struct MeshGenerateArgs {
-  std::string model_dir;  // resolved checkpoint folder
-  std::string mesh;
-  std::string target;        // --target: "" or interp, or a PJRT target (one process only)
-  std::string prompt, chat;  // one of them (the CLI read stdin into prompt otherwise)
-  std::optional<int64_t> max_new_tokens;
-  std::optional<double> temperature;
+struct MeshSetup {
+  Mesh mesh;
+  std::unique_ptr<Backend> backend;
 };
 
-// Exit code: usage errors (a sampled request, a bad mesh) are kExitUsage.
-int RunMeshGenerate(const MeshGenerateArgs& args);
+// Parses `mesh_text` and makes `choice`'s backend with the mesh's devices (the interpreter, or
+// a CPU-family plugin, gets them unless TLALOC_CPU_DEVICES says otherwise). Under mpirun
+// (`world` of several ranks) each rank gets its share of interpreter devices, and every rank
+// must have the same `agreed` (name, value) pairs. InvalidArgument: a usage error (bad mesh, a
+// plugin across processes, a mesh that does not split over the ranks).
+StatusOr<MeshSetup> PrepareMeshGenerate(
+    ProcessWorld& world, const std::string& mesh_text, const BackendChoice& choice,
+    const std::vector<std::pair<std::string, std::string>>& agreed);
 
 }  // namespace tlaloc::cli

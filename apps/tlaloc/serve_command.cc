@@ -25,6 +25,7 @@ std::atomic<int> g_signal{0};
 
 struct ServeArgs {
   std::string model, host = "127.0.0.1", target, dtype, api_key, name;
+  std::string mesh;  // model=N: tensor parallel (generate/engine.h)
   int port = 8080;
   int64_t max_batch = 4, max_context = 0, max_queue = 64, prefill_chunk = 256, kv_blocks = 0;
   std::optional<int> threads;
@@ -60,11 +61,24 @@ int RunServe(const ServeArgs& a) {
   if (Status t = ApplyThreads(a.threads); !t.ok()) return fail(t.message(), kExitUsage);
   auto dir = ResolveModelFlag(a.model);
   if (!dir.ok()) return fail(dir.status().message(), ExitCodeForFlagError(dir.status()));
-  auto backend = MakeBackend(*choice);
+  std::optional<Mesh> mesh;
+  if (!a.mesh.empty()) {
+    auto parsed = Mesh::Parse(a.mesh);
+    if (!parsed.ok()) return fail("--mesh: " + parsed.status().message(), kExitUsage);
+    mesh = std::move(*parsed);
+  }
+  // A mesh's devices: the interpreter, or a CPU-family plugin, gets them unless
+  // TLALOC_CPU_DEVICES says otherwise.
+  auto backend =
+      mesh ? MakeBackend(*choice, static_cast<int>(mesh->num_devices())) : MakeBackend(*choice);
   if (!backend.ok())
     return fail("target " + choice->ToString() + ": " + backend.status().message());
-  auto text = generate::TextGenerator::Load(*dir, *dtype, std::move(*backend));
-  if (!text.ok()) return fail(text.status().message());
+  auto text = generate::TextGenerator::Load(*dir, *dtype, std::move(*backend), mesh);
+  if (!text.ok()) {
+    // A mesh the model does not split over (heads, KV heads, devices) is a usage error.
+    const bool usage = mesh && text.status().code() == StatusCode::kInvalidArgument;
+    return fail(text.status().message(), usage ? kExitUsage : kExitFailure);
+  }
 
   serve::SchedulerOptions so;
   so.max_batch = a.max_batch;
@@ -134,6 +148,9 @@ void RegisterServeCommand(CLI::App& app) {
   cmd->add_option("--port", args->port, "port to listen on (0: any free port, printed)");
   AddTargetOption(cmd, &args->target);
   cmd->add_option("--dtype", args->dtype, "f32 or bf16 (default: as stored)");
+  cmd->add_option("--mesh", args->mesh,
+                  "model=N: the weights and KV cache split over N devices of the target "
+                  "(tensor parallel; docs/SHARDING.md)");
   cmd->add_option("--max-batch", args->max_batch, "requests decoded together (KV cache slots)");
   cmd->add_option("--max-context", args->max_context,
                   "positions per request, prompt included (0: the model's, at most 4096)");

@@ -5,6 +5,8 @@
 #include <chrono>
 
 #include "tlaloc/generate/memory_check.h"
+#include "tlaloc/shard/lowering.h"
+#include "tlaloc/shard/plan.h"
 
 namespace tlaloc::generate {
 
@@ -55,7 +57,8 @@ Status CheckSampling(const nn::SamplingParams& p, const std::string& what) {
 
 StatusOr<std::unique_ptr<Engine>> Engine::Create(io::ModelConfig config,
                                                  std::vector<Literal> weights, ElementType dtype,
-                                                 std::shared_ptr<Backend> backend) {
+                                                 std::shared_ptr<Backend> backend,
+                                                 std::optional<Mesh> tensor_parallel) {
   TL_ASSIGN_OR_RETURN(const models::ModelFamily* family, models::FamilyOf(config));
   TL_RETURN_IF_ERROR(family->check_supported(config));
   auto specs = family->weight_specs(config);
@@ -70,20 +73,82 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(io::ModelConfig config,
   std::unique_ptr<Engine> e(new Engine());
   e->backend_ = backend ? std::move(backend) : std::shared_ptr<Backend>(MakeInterpreterBackend());
   e->config_ = std::move(config);
+  e->device_config_ = e->config_;
   e->family_ = family;
   e->dtype_ = dtype;
+  e->caches_.resize(1);
+  if (tensor_parallel) {
+    e->mesh_ = std::move(tensor_parallel);
+    TL_RETURN_IF_ERROR(e->UploadTensorParallel(std::move(weights)));
+    return e;
+  }
   // Uploaded once; the interpreter adopts the (possibly file-mapped) storage without a copy.
-  e->weights_.reserve(weights.size());
+  e->weights_.resize(1);
+  e->weights_[0].reserve(weights.size());
   for (size_t i = 0; i < weights.size(); ++i) {
     auto buffer = e->backend_->Adopt(std::move(weights[i]));
     if (!buffer.ok())
       return Status(buffer.status().code(), "uploading weight \"" + specs[i].name + "\" to " +
                                                 e->backend_->name() + ": " +
                                                 buffer.status().message());
-    e->weights_.push_back(std::move(*buffer));
+    e->weights_[0].push_back(std::move(*buffer));
   }
   return e;
 }
+
+Status Engine::UploadTensorParallel(std::vector<Literal> weights) {
+  const std::string what = "tensor-parallel generation over mesh " + mesh_->ToString();
+  auto plan = shard::ShardingPlan::Make("tp", *mesh_, config_, 1);
+  if (!plan.ok()) return Status(plan.status().code(), what + ": " + plan.status().message());
+  if (config_.quantization)
+    return Unimplemented(what + ": the checkpoint is int8-quantized (quantization_config " +
+                         config_.quantization->quant_method +
+                         "); split the float checkpoint it was made from");
+  const int n = static_cast<int>(plan->num_devices());
+  if (n > backend_->num_devices())
+    return InvalidArgument(what + " needs " + std::to_string(n) + " devices; " + backend_->name() +
+                           " has " + std::to_string(backend_->num_devices()) +
+                           " (TLALOC_CPU_DEVICES)");
+  // Each device's programs are the family's for its share of the heads and MLP columns.
+  const int64_t m = plan->model_size();
+  device_config_.num_attention_heads /= m;
+  device_config_.num_key_value_heads /= m;
+  device_config_.intermediate_size /= m;
+  const auto device_specs = family_->weight_specs(device_config_);
+  if (device_specs.size() != plan->weights().size())
+    return Internal(what + ": the plan and the family list different weights");
+  for (size_t i = 0; i < device_specs.size(); ++i)
+    if (device_specs[i].shape != plan->LocalWeightType(i).dims)
+      return Internal(what + ": weight " + device_specs[i].name + "'s part is " +
+                      DimsToString(plan->LocalWeightType(i).dims) + ", the device program takes " +
+                      DimsToString(device_specs[i].shape));
+  home_device_ = -1;
+  for (int d = 0; d < n && home_device_ < 0; ++d)
+    if (backend_->is_addressable(d)) home_device_ = d;
+  if (home_device_ < 0) return InvalidArgument(what + ": this process holds none of its devices");
+  weights_.clear();
+  weights_.resize(n);
+  caches_.clear();
+  caches_.resize(n);
+  for (size_t i = 0; i < weights.size(); ++i) {
+    for (int d = 0; d < n; ++d) {
+      if (!backend_->is_addressable(d)) continue;  // another process (mpirun) holds that part
+      TL_ASSIGN_OR_RETURN(Literal part, shard::LocalPart(weights[i], *mesh_, plan->weight(i), d));
+      auto buffer = backend_->Adopt(std::move(part), d);
+      if (!buffer.ok())
+        return Status(buffer.status().code(), "uploading device " + std::to_string(d) +
+                                                  "'s part of weight \"" + device_specs[i].name +
+                                                  "\" to " + backend_->name() + ": " +
+                                                  buffer.status().message());
+      weights_[d].push_back(std::move(*buffer));
+    }
+    weights[i] = Literal();  // the whole tensor is no longer needed
+  }
+  return OkStatus();
+}
+
+int64_t Engine::weight_bytes(int device) const { return ResidentBytes(weights_.at(device)); }
+int64_t Engine::cache_bytes(int device) const { return ResidentBytes(caches_.at(device)); }
 
 Status Engine::Reserve(int64_t num_slots, int64_t max_len, int64_t num_blocks) {
   if (num_slots <= 0 || max_len <= 0 || max_len > config_.max_position_embeddings)
@@ -95,8 +160,7 @@ Status Engine::Reserve(int64_t num_slots, int64_t max_len, int64_t num_blocks) {
     return InvalidArgument("KV cache of " + std::to_string(num_blocks) +
                            " blocks: expected a positive number (0: every slot at full length)");
   if (num_blocks == 0) num_blocks = num_slots * BlocksFor(max_len);
-  if (num_slots == num_slots_ && max_len == max_len_ && num_blocks == num_blocks_ &&
-      !caches_.empty())
+  if (num_slots == num_slots_ && max_len == max_len_ && num_blocks == num_blocks_ && HasCache())
     return OkStatus();
   // The old cache goes first, so two never coexist.
   DropCache();
@@ -104,18 +168,24 @@ Status Engine::Reserve(int64_t num_slots, int64_t max_len, int64_t num_blocks) {
   shape.num_slots = num_slots;  // what the refusal names
   shape.max_len = max_len;
   shape.num_blocks = num_blocks;
-  const TensorType cache_type = models::KvCacheType(config_, shape);
-  TL_RETURN_IF_ERROR(CheckCacheFits(*backend_, cache_type, 2 * config_.num_hidden_layers, shape));
-  for (int64_t i = 0; i < 2 * config_.num_hidden_layers; ++i) {
-    auto buffer = backend_->Adopt(Literal(cache_type));
-    if (!buffer.ok()) {
-      caches_.clear();
-      return Status(buffer.status().code(),
-                    "allocating the KV cache (" + std::to_string(2 * config_.num_hidden_layers) +
-                        " x " + cache_type.ToString() + ") on " + backend_->name() + ": " +
-                        buffer.status().message());
+  // Each device's pools hold its KV heads.
+  const TensorType cache_type = models::KvCacheType(device_config_, shape);
+  TL_RETURN_IF_ERROR(
+      CheckCacheFits(*backend_, cache_type, 2 * config_.num_hidden_layers, shape, home_device_));
+  for (int d = 0; d < num_devices(); ++d) {
+    if (!backend_->is_addressable(d)) continue;
+    for (int64_t i = 0; i < 2 * config_.num_hidden_layers; ++i) {
+      auto buffer = backend_->Adopt(Literal(cache_type), d);
+      if (!buffer.ok()) {
+        DropCache();
+        return Status(buffer.status().code(),
+                      "allocating the KV cache (" + std::to_string(2 * config_.num_hidden_layers) +
+                          " x " + cache_type.ToString() + ") on " + backend_->name() +
+                          (num_devices() > 1 ? " device " + std::to_string(d) : "") + ": " +
+                          buffer.status().message());
+      }
+      caches_[d].push_back(std::move(*buffer));
     }
-    caches_.push_back(std::move(*buffer));
   }
   num_slots_ = num_slots;
   max_len_ = max_len;
@@ -129,7 +199,7 @@ Status Engine::Reserve(int64_t num_slots, int64_t max_len, int64_t num_blocks) {
 }
 
 void Engine::DropCache() {
-  caches_.clear();
+  for (auto& device : caches_) device.clear();
   num_slots_ = max_len_ = num_blocks_ = 0;
   lengths_.clear();
   tables_.clear();
@@ -146,7 +216,7 @@ void Engine::Release(int64_t slot) {
 }
 
 int64_t Engine::block_bytes() const {
-  return 2 * config_.num_hidden_layers * config_.num_key_value_heads * kKvBlockSize *
+  return 2 * config_.num_hidden_layers * device_config_.num_key_value_heads * kKvBlockSize *
          config_.head_dim * ElementSize(dtype_);
 }
 
@@ -217,17 +287,32 @@ StatusOr<Engine::Program*> Engine::GetProgram(const models::StepShape& shape) {
   const bool prefill = shape.kind == models::StepKind::kPrefill;
   double t0 = Now();
   nn::LayerTrace trace;
-  TL_ASSIGN_OR_RETURN(models::ModelProgram built,
-                      family_->build_step(config_, shape, program_transform_ ? &trace : nullptr));
+  // Tensor parallel: each device's part, with the block all_reduces over the `model` axis.
+  shard::CollectiveEmitter emit;
+  models::ParallelHooks hooks;
+  if (mesh_) {
+    shard::DeviceGroups groups(1);
+    for (int d = 0; d < num_devices(); ++d) groups[0].push_back(d);
+    hooks.reduce_partial = [&emit, groups](const Tensor& x) {
+      return emit.AllReduceSum(x, groups);
+    };
+  }
+  TL_ASSIGN_OR_RETURN(
+      models::ModelProgram built,
+      family_->build_step(device_config_, shape, program_transform_ ? &trace : nullptr,
+                          mesh_ ? &hooks : nullptr));
   if (program_transform_)
     TL_RETURN_IF_ERROR(program_transform_(built.module, trace).WithContext("program transform"));
-  auto compiled = backend_->Compile(built.module, built.entry);
+  auto compiled =
+      mesh_ ? backend_->CompileForDevices(built.module, ProcessGrid{1, num_devices()}, built.entry)
+            : backend_->Compile(built.module, built.entry);
   if (!compiled.ok())
     return Status(compiled.status().code(),
                   std::string("compiling the ") + (prefill ? "prefill" : "decode-step") +
                       " program on " + backend_->name() + ": " + compiled.status().message());
   TL_RETURN_IF_ERROR(CheckStepFits(*backend_, **compiled, shape,
-                                   ResidentBytes(weights_) + ResidentBytes(caches_)));
+                                   weight_bytes(home_device_) + cache_bytes(home_device_),
+                                   home_device_));
   compile_seconds_ += Now() - t0;
   Program& p = programs_[key];
   p.compiled = std::move(*compiled);
@@ -264,46 +349,78 @@ Status Engine::CheckSlot(int64_t slot, std::vector<bool>& seen) const {
 StatusOr<EngineStep> Engine::Run(Program& program, std::map<models::Port, Literal> step_inputs,
                                  const std::vector<int64_t>& rows) {
   const models::ProgramSignature& sig = program.signature;
+  const int n = num_devices();
   std::vector<std::unique_ptr<DeviceBuffer>> uploaded;
-  std::vector<ExecuteArg> args(sig.inputs.size());
-  std::vector<int> cache_args;
-  size_t next_weight = 0, next_cache = 0;
-  for (size_t i = 0; i < sig.inputs.size(); ++i) {
-    const models::Port port = sig.inputs[i].port;
-    if (port == models::Port::kWeight) {
-      args[i] = {weights_.at(next_weight++).get(), false};
-    } else if (sig.IsCacheInput(static_cast<int>(i))) {
-      // Donated: the program aliases each cache to its updated result, so the backend writes
-      // the new keys and values into the same buffer.
-      args[i] = {caches_.at(next_cache++).get(), true};
-      cache_args.push_back(static_cast<int>(i));
-    } else {
-      auto in = step_inputs.find(port);
-      if (in == step_inputs.end())
-        return Internal("no value for the program input \"" + sig.inputs[i].name + "\"");
-      TL_ASSIGN_OR_RETURN(auto buffer, backend_->Adopt(std::move(in->second)));
-      args[i] = {buffer.get(), true};
-      uploaded.push_back(std::move(buffer));
+  std::vector<std::vector<ExecuteArg>> args(n);
+  for (int d = 0; d < n; ++d) {
+    if (!backend_->is_addressable(d)) continue;  // another process runs it (mpirun)
+    args[d].resize(sig.inputs.size());
+    size_t next_weight = 0, next_cache = 0;
+    for (size_t i = 0; i < sig.inputs.size(); ++i) {
+      const models::Port port = sig.inputs[i].port;
+      if (port == models::Port::kWeight) {
+        args[d][i] = {weights_[d].at(next_weight++).get(), false};
+      } else if (sig.IsCacheInput(static_cast<int>(i))) {
+        // Donated: the program aliases each cache to its updated result, so the backend writes
+        // the new keys and values into the same buffer.
+        args[d][i] = {caches_[d].at(next_cache++).get(), true};
+      } else {
+        auto in = step_inputs.find(port);
+        if (in == step_inputs.end())
+          return Internal("no value for the program input \"" + sig.inputs[i].name + "\"");
+        // Every device gets its copy of the step's inputs; the last one takes the literal.
+        Literal value = d + 1 < n ? in->second.Clone() : std::move(in->second);
+        TL_ASSIGN_OR_RETURN(auto buffer, backend_->Adopt(std::move(value), d));
+        args[d][i] = {buffer.get(), true};
+        uploaded.push_back(std::move(buffer));
+      }
     }
   }
   // The caches leave caches_ for the run: donated buffers are gone whatever happens, and a
   // failed step must leave "no cache" behind rather than deleted buffers.
-  std::vector<std::unique_ptr<DeviceBuffer>> donated = std::move(caches_);
-  caches_.clear();
-  auto out = backend_->Execute(*program.compiled, args);
+  std::vector<std::vector<std::unique_ptr<DeviceBuffer>>> donated(n);
+  for (int d = 0; d < n; ++d) {
+    donated[d] = std::move(caches_[d]);
+    caches_[d].clear();
+  }
+  StatusOr<std::vector<std::vector<std::unique_ptr<DeviceBuffer>>>> out =
+      std::vector<std::vector<std::unique_ptr<DeviceBuffer>>>(1);
+  if (mesh_) {
+    out = backend_->ExecuteOnDevices(*program.compiled, args);
+  } else {
+    auto single = backend_->Execute(*program.compiled, args[0]);
+    if (single.ok())
+      (*out)[0] = std::move(*single);
+    else
+      out = single.status();
+  }
   donated.clear();
   if (!out.ok()) {
     DropCache();
     return out.status();
   }
-  if (out->size() != sig.outputs.size())
-    return Internal("the step program returned " + std::to_string(out->size()) +
-                    " results, expected " + std::to_string(sig.outputs.size()));
-  TL_ASSIGN_OR_RETURN(Literal next,
-                      backend_->ToHost(*(*out)[sig.Output(models::Port::kNextTokens)]));
-  TL_ASSIGN_OR_RETURN(Literal logits, backend_->ToHost(*(*out)[sig.Output(models::Port::kLogits)]));
-  for (size_t i = 0; i < sig.outputs.size(); ++i)
-    if (sig.outputs[i].aliased_input >= 0) caches_.push_back(std::move((*out)[i]));
+  for (int d = 0; d < n; ++d)
+    if (backend_->is_addressable(d) && (*out)[d].size() != sig.outputs.size())
+      return Internal("the step program returned " + std::to_string((*out)[d].size()) +
+                      " results on device " + std::to_string(d) + ", expected " +
+                      std::to_string(sig.outputs.size()));
+  const int next_out = sig.Output(models::Port::kNextTokens);
+  std::vector<std::unique_ptr<DeviceBuffer>>& home = (*out)[home_device_];
+  TL_ASSIGN_OR_RETURN(Literal next, backend_->ToHost(*home[next_out]));
+  TL_ASSIGN_OR_RETURN(Literal logits, backend_->ToHost(*home[sig.Output(models::Port::kLogits)]));
+  for (int d = 0; d < n; ++d) {
+    if (!backend_->is_addressable(d)) continue;
+    if (d != home_device_) {
+      // Same logits everywhere (the all_reduce folds in device order), so the same draw.
+      TL_ASSIGN_OR_RETURN(Literal other, backend_->ToHost(*(*out)[d][next_out]));
+      auto a = next.span<int32_t>(), b = other.span<int32_t>();
+      if (!std::equal(a.begin(), a.end(), b.begin(), b.end()))
+        return Internal("tensor-parallel step: device " + std::to_string(d) +
+                        " drew other tokens than device " + std::to_string(home_device_));
+    }
+    for (size_t i = 0; i < sig.outputs.size(); ++i)
+      if (sig.outputs[i].aliased_input >= 0) caches_[d].push_back(std::move((*out)[d][i]));
+  }
   EngineStep step;
   auto ids = next.span<int32_t>();
   bool in_order = static_cast<int64_t>(rows.size()) == logits.dims()[0];
@@ -327,7 +444,7 @@ StatusOr<EngineStep> Engine::Run(Program& program, std::map<models::Port, Litera
 }
 
 StatusOr<EngineStep> Engine::Prefill(std::span<const PrefillRow> rows) {
-  if (caches_.empty()) return FailedPrecondition("Prefill: no KV cache (call Reserve first)");
+  if (!HasCache()) return FailedPrecondition("Prefill: no KV cache (call Reserve first)");
   const int64_t bsz = static_cast<int64_t>(rows.size());
   if (bsz == 0) return InvalidArgument("Prefill: no prompts");
   std::vector<bool> seen(num_slots_, false);
@@ -403,7 +520,7 @@ StatusOr<EngineStep> Engine::Prefill(std::span<const PrefillRow> rows) {
 }
 
 StatusOr<EngineStep> Engine::Decode(std::span<const DecodeRow> rows) {
-  if (caches_.empty()) return FailedPrecondition("DecodeStep: no KV cache (run Prefill first)");
+  if (!HasCache()) return FailedPrecondition("DecodeStep: no KV cache (run Prefill first)");
   if (rows.empty()) return InvalidArgument("DecodeStep: no rows");
   std::vector<bool> seen(num_slots_, false);
   std::vector<std::pair<int64_t, int64_t>> needs;

@@ -17,8 +17,10 @@ double Now() {
 StatusOr<std::unique_ptr<Generator>> Generator::Create(io::ModelConfig config,
                                                        std::vector<Literal> weights,
                                                        ElementType dtype,
-                                                       std::shared_ptr<Backend> backend) {
-  auto engine = Engine::Create(std::move(config), std::move(weights), dtype, std::move(backend));
+                                                       std::shared_ptr<Backend> backend,
+                                                       std::optional<Mesh> tensor_parallel) {
+  auto engine = Engine::Create(std::move(config), std::move(weights), dtype, std::move(backend),
+                               std::move(tensor_parallel));
   if (!engine.ok())
     return Status(engine.status().code(), "Generator: " + std::string(engine.status().message()));
   std::unique_ptr<Generator> g(new Generator());
@@ -28,7 +30,8 @@ StatusOr<std::unique_ptr<Generator>> Generator::Create(io::ModelConfig config,
 
 StatusOr<std::unique_ptr<Generator>> Generator::Load(const std::filesystem::path& dir,
                                                      std::optional<ElementType> dtype,
-                                                     std::shared_ptr<Backend> backend) {
+                                                     std::shared_ptr<Backend> backend,
+                                                     std::optional<Mesh> tensor_parallel) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
     return NotFound("model folder " + dir.string() + " does not exist");
@@ -60,7 +63,8 @@ StatusOr<std::unique_ptr<Generator>> Generator::Load(const std::filesystem::path
   auto weights = models::LoadWeights(config, ckpt, et);
   if (!weights.ok())
     return Status(weights.status().code(), dir.string() + ": " + weights.status().message());
-  return Create(std::move(config), std::move(*weights), et, std::move(backend));
+  return Create(std::move(config), std::move(*weights), et, std::move(backend),
+                std::move(tensor_parallel));
 }
 
 int64_t Generator::ContextLimit(const GenerateOptions& options) const {

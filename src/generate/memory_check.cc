@@ -5,7 +5,7 @@
 namespace tlaloc::generate {
 
 Status CheckStepFits(Backend& backend, CompiledProgram& program, const models::StepShape& shape,
-                     int64_t resident_bytes) {
+                     int64_t resident_bytes, int device) {
   const bool prefill = shape.kind == models::StepKind::kPrefill;
   MemoryBudgetRequest request;
   request.program =
@@ -16,6 +16,7 @@ Status CheckStepFits(Backend& backend, CompiledProgram& program, const models::S
                      : std::to_string(shape.slots()) + " slot(s) x " +
                            std::to_string(shape.max_len) + " positions)");
   request.resident_bytes = resident_bytes;
+  request.device = device;
   request.hint = "a shorter context (--ctx-size) or prompt, fewer slots";
   if (shape.dtype == ElementType::kF32) request.hint += ", bf16 weights (--dtype bf16)";
   request.hint += ", or more devices";
@@ -23,8 +24,9 @@ Status CheckStepFits(Backend& backend, CompiledProgram& program, const models::S
 }
 
 Status CheckCacheFits(Backend& backend, const TensorType& cache_type, int64_t buffers,
-                      const models::StepShape& shape) {
+                      const models::StepShape& shape, int device) {
   MemoryBudgetRequest request;
+  request.device = device;
   request.program =
       "the KV cache (" + std::to_string(buffers) + " x " + cache_type.ToString() + ": " +
       (shape.paged() ? std::to_string(shape.num_blocks) + " block(s) of " +
@@ -36,18 +38,6 @@ Status CheckCacheFits(Backend& backend, const TensorType& cache_type, int64_t bu
   if (shape.dtype == ElementType::kF32) request.hint += ", bf16 (--dtype bf16)";
   request.hint += ", or more devices";
   return CheckAllocationBudget(backend, buffers * cache_type.byte_size(), request);
-}
-
-Status CheckTensorParallelStepFits(Backend& backend, CompiledProgram& program,
-                                   const std::string& mesh, int64_t max_len, int device,
-                                   int64_t resident_bytes) {
-  MemoryBudgetRequest request;
-  request.program = "tensor-parallel next-token step on device " + std::to_string(device) +
-                    " (mesh " + mesh + ", " + std::to_string(max_len) + " positions)";
-  request.resident_bytes = resident_bytes;
-  request.device = device;
-  request.hint = "a shorter context (--ctx-size) or more devices on the model axis (--mesh)";
-  return CheckMemoryBudget(backend, program, request);
 }
 
 }  // namespace tlaloc::generate

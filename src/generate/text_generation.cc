@@ -112,9 +112,10 @@ void ReplySplitter::Emit(TextPart part, const std::string& text) {
 
 StatusOr<std::unique_ptr<TextGenerator>> TextGenerator::Load(const std::filesystem::path& dir,
                                                              std::optional<ElementType> dtype,
-                                                             std::shared_ptr<Backend> backend) {
+                                                             std::shared_ptr<Backend> backend,
+                                                             std::optional<Mesh> tensor_parallel) {
   TL_ASSIGN_OR_RETURN(std::unique_ptr<Generator> gen,
-                      Generator::Load(dir, dtype, std::move(backend)));
+                      Generator::Load(dir, dtype, std::move(backend), std::move(tensor_parallel)));
   const std::filesystem::path tok_path = dir / "tokenizer.json";
   if (!std::filesystem::exists(tok_path)) return NotFound(dir.string() + " has no tokenizer.json");
   TL_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::FromFile(tok_path.string()));

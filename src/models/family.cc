@@ -91,9 +91,9 @@ std::vector<WeightSpec> WeightSpecs(const io::ModelConfig& config) {
 }
 
 StatusOr<ModelProgram> BuildStep(const io::ModelConfig& config, const StepShape& shape,
-                                 nn::LayerTrace* trace) {
+                                 nn::LayerTrace* trace, const ParallelHooks* parallel) {
   TL_ASSIGN_OR_RETURN(const ModelFamily* f, FamilyOf(config));
-  return f->build_step(config, shape, trace);
+  return f->build_step(config, shape, trace, parallel);
 }
 
 TensorType KvCacheType(const io::ModelConfig& c, const StepShape& shape) {

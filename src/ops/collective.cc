@@ -14,6 +14,8 @@
 namespace tlaloc::ops {
 
 void RegisterShardingOps(OpRegistry& r);  // collective_sharding.cc: sdy.sharding_constraint
+// collective_manual.cc: sdy.manual_computation, sdy.return
+void RegisterManualComputationOps(OpRegistry& r);
 
 namespace {
 
@@ -343,6 +345,7 @@ void RegisterCollectiveOps(OpRegistry& r) {
   RegisterProcessId(r, "stablehlo.replica_id", true);
   RegisterProcessId(r, "stablehlo.partition_id", false);
   RegisterShardingOps(r);
+  RegisterManualComputationOps(r);
 }
 
 }  // namespace tlaloc::ops

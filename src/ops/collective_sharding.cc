@@ -3,6 +3,7 @@
 // gradient; XLA's partitioner reads it.
 #include "op_areas.h"
 #include "op_helpers.h"
+#include "sdy_syntax.h"
 #include "tlaloc/ir/sharding.h"
 
 namespace tlaloc::ops {
@@ -16,8 +17,9 @@ StatusOr<Sharding> ShardingOf(const AttrDict& attrs) {
   return Sharding::FromSdy(a->as_string());
 }
 
-// `{"a", "b"}`
-Status ParseAxisSet(OpParser& p, std::vector<std::string>& axes) {
+}  // namespace
+
+Status ParseSdyAxisSet(OpParser& p, std::vector<std::string>& axes) {
   TL_RETURN_IF_ERROR(p.ParsePunct("{"));
   if (p.ParseOptionalPunct("}")) return OkStatus();
   do {
@@ -28,8 +30,7 @@ Status ParseAxisSet(OpParser& p, std::vector<std::string>& axes) {
   return p.ParsePunct("}");
 }
 
-// `<@mesh, [{"a"}, {}], replicated={"b"}>`
-StatusOr<Sharding> ParseShardingBody(OpParser& p) {
+StatusOr<Sharding> ParseSdyShardingBody(OpParser& p) {
   Sharding s;
   TL_RETURN_IF_ERROR(p.ParsePunct("<"));
   TL_ASSIGN_OR_RETURN(Attribute mesh, p.ParseAttribute());
@@ -40,20 +41,18 @@ StatusOr<Sharding> ParseShardingBody(OpParser& p) {
   if (!p.ParseOptionalPunct("]")) {
     do {
       s.dims.emplace_back();
-      TL_RETURN_IF_ERROR(ParseAxisSet(p, s.dims.back()));
+      TL_RETURN_IF_ERROR(ParseSdyAxisSet(p, s.dims.back()));
     } while (p.ParseOptionalPunct(","));
     TL_RETURN_IF_ERROR(p.ParsePunct("]"));
   }
   if (p.ParseOptionalPunct(",")) {
     TL_RETURN_IF_ERROR(p.ParseKeyword("replicated"));
     TL_RETURN_IF_ERROR(p.ParsePunct("="));
-    TL_RETURN_IF_ERROR(ParseAxisSet(p, s.replicated));
+    TL_RETURN_IF_ERROR(ParseSdyAxisSet(p, s.replicated));
   }
   TL_RETURN_IF_ERROR(p.ParsePunct(">"));
   return s;
 }
-
-}  // namespace
 
 void RegisterShardingOps(OpRegistry& r) {
   OpDef d;
@@ -96,7 +95,7 @@ void RegisterShardingOps(OpRegistry& r) {
   d.parse = [](OpParser& p, ParsedOp& op) -> Status {
     TL_ASSIGN_OR_RETURN(Value v, p.ParseOperand());
     op.operands = {v};
-    TL_ASSIGN_OR_RETURN(Sharding s, ParseShardingBody(p));
+    TL_ASSIGN_OR_RETURN(Sharding s, ParseSdyShardingBody(p));
     op.attrs["sharding"] = Attribute::Opaque(s.ToSdy());
     TL_RETURN_IF_ERROR(p.ParseOptionalAttrDict(op.attrs));
     TL_RETURN_IF_ERROR(p.ParsePunct(":"));

@@ -5,7 +5,8 @@
 # bodies, unknown routes, a missing API key and an over-long prompt get OpenAI-shaped 4xx
 # errors; a bounded load test (64 requests at concurrency 16) all succeed; a client that
 # disconnects frees its slot; a full queue answers 429; SIGTERM finishes the running request and
-# exits 0. Every request is bounded (curl --max-time, the load test's own timeout).
+# exits 0; with --mesh model=2 (tensor parallel) the concurrent greedy requests get the same
+# answers. Every request is bounded (curl --max-time, the load test's own timeout).
 # Usage: serve_http_test.sh TLALOC SOURCE_DIR
 set -euo pipefail
 TLALOC=$1
@@ -132,6 +133,25 @@ PY
 
 # The openai npm client, then the load test.
 "$NODE" "$SOURCE_DIR/tests/cli/serve_openai_client.mjs" "$NODE_MODULES" "$URL/v1" sekrit
+stop_server "$SERVER_PID"
+
+# --- Server M: tensor parallel (--mesh model=2: weights and KV cache over 2 devices) ----------
+# The 8 concurrent greedy requests return what server A returned for each alone.
+TLALOC_CPU_DEVICES=2 start_server m --max-batch 8 --max-context 512 --mesh model=2
+for i in $(seq 0 7); do
+  post /v1/completions "$(body "$i")" "$WORK/mesh.$i.json" >"$WORK/mesh.$i.code" &
+done
+wait_for_jobs
+python3 - "$WORK" <<'PY' || fail "tensor-parallel serve"
+import json, sys
+w = sys.argv[1]
+for i in range(8):
+    assert open(f"{w}/mesh.{i}.code").read() == "200", i
+    t, a = json.load(open(f"{w}/mesh.{i}.json")), json.load(open(f"{w}/alone.{i}.json"))
+    assert t["choices"][0]["text"] == a["choices"][0]["text"], (i, t, a)
+    assert t["usage"] == a["usage"], (i, t["usage"], a["usage"])
+print("ok: serve --mesh model=2 answers 8 concurrent greedy requests as one device does")
+PY
 stop_server "$SERVER_PID"
 start_server load --max-batch 8 --max-context 256 --max-queue 64
 "$NODE" "$SOURCE_DIR/tests/cli/serve_load.mjs" "$URL" 64 16 16

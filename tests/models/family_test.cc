@@ -48,7 +48,7 @@ TEST(ModelFamily, EntryPiecesAgree) {
   shape.prompt_len = 4;
   shape.num_slots = 3;
   shape.max_len = 8;
-  auto program = f.build_step(c, shape, nullptr);
+  auto program = f.build_step(c, shape, nullptr, nullptr);
   ASSERT_TRUE(program.ok()) << program.status().ToString();
   const auto& sig = program->signature;
   // The signature names every argument of the entry function, weights first, in spec order.
@@ -68,9 +68,9 @@ TEST(ModelFamily, EntryPiecesAgree) {
             (std::vector<int64_t>{2, c.vocab_size}));
   // A decode step has one row per slot.
   shape.kind = models::StepKind::kDecode;
-  EXPECT_FALSE(f.build_step(c, shape, nullptr).ok());
+  EXPECT_FALSE(f.build_step(c, shape, nullptr, nullptr).ok());
   shape.batch = 3;
-  EXPECT_TRUE(f.build_step(c, shape, nullptr).ok());
+  EXPECT_TRUE(f.build_step(c, shape, nullptr, nullptr).ok());
 }
 
 TEST(ModelFamily, ExpectedTensorsNameEveryParameter) {

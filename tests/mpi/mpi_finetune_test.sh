@@ -7,7 +7,8 @@
 #  - killing rank 1 mid-run ends the job within a time limit, naming the lost rank, and leaves
 #    no half-written file;
 #  - ranks given another plan, mesh or model are refused before the first step, naming it;
-#  - `mpirun -np 2 tlaloc generate --mesh model=2` prints the 1-process greedy text once.
+#  - `mpirun -np 2 tlaloc generate --mesh model=2` prints the 1-process text once (greedy and
+#    sampled with a seed).
 # Where mpirun cannot run: fails in CI (CI=true), skips (77) elsewhere.
 # Usage: mpi_finetune_test.sh TLALOC MPIRUN
 set -uo pipefail
@@ -54,17 +55,22 @@ for run in "dp data=2" "fsdp data=2" "dp_tp data=2,model=2"; do
     "$(mean_seconds "$one") s, 2 processes $(mean_seconds "$two") s"
 done
 
-# mpirun -np 2 tlaloc generate --mesh model=2: one rank prints the 1-process greedy text.
-"$tlaloc" generate -m "$work/one-dp" -p hello -n 10 --temp 0 >"$work/gen1" 2>/dev/null ||
-  fail "generate on one device failed"
-mpi 120 -np 2 "$tlaloc" generate -m "$work/one-dp" -p hello -n 10 --mesh model=2 \
-  >"$work/gen2" 2>"$work/gen2.err" || fail "mpirun generate --mesh model=2: $(cat "$work/gen2.err")"
-if cmp -s "$work/gen1" "$work/gen2"; then
-  echo "ok: mpirun -np 2 generate --mesh model=2 prints the 1-device text" \
-    "($(wc -c <"$work/gen2") bytes)"
-else
-  fail "mpirun generate printed '$(cat "$work/gen2")', 1 device '$(cat "$work/gen1")'"
-fi
+# mpirun -np 2 tlaloc generate --mesh model=2 (the engine, each rank holding its device's heads
+# and KV pool): one rank prints the 1-process text, greedy and sampled with a seed.
+for sampling in "--temp 0" "--temp 0.9 --seed 7"; do
+  # shellcheck disable=SC2086
+  "$tlaloc" generate -m "$work/one-dp" -p hello -n 10 $sampling >"$work/gen1" 2>/dev/null ||
+    fail "generate on one device failed"
+  # shellcheck disable=SC2086
+  mpi 120 -np 2 "$tlaloc" generate -m "$work/one-dp" -p hello -n 10 $sampling --mesh model=2 \
+    >"$work/gen2" 2>"$work/gen2.err" || fail "mpirun generate --mesh model=2: $(cat "$work/gen2.err")"
+  if cmp -s "$work/gen1" "$work/gen2"; then
+    echo "ok: mpirun -np 2 generate --mesh model=2 $sampling prints the 1-device text" \
+      "($(wc -c <"$work/gen2") bytes)"
+  else
+    fail "mpirun generate $sampling printed '$(cat "$work/gen2")', 1 device '$(cat "$work/gen1")'"
+  fi
+done
 
 # A rank that dies mid-run ends the job, naming the lost rank, within the limit; one that hangs
 # (stopped) makes the others fail after TLALOC_COLLECTIVE_TIMEOUT_S; nothing is left

@@ -4,14 +4,15 @@
 // steps. Tlaloc's plugin runs the same interpreter, so every loss, gradient norm and trained
 // weight must equal the interpreter backend's bit for bit; a difference means the printed text,
 // the compile options, the device order or the donation lists lost something on the way.
-// Tensor-parallel greedy generation through the plugin gives the interpreter's ids.
+// Tensor-parallel generation through the engine (weights and KV pools split over the plugin's
+// devices) gives the interpreter backend's ids and logits, bit for bit, greedy and sampled.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
 
 #include "sharded_test_util.h"
-#include "tlaloc/generate/tensor_parallel.h"
+#include "tlaloc/generate/generator.h"
 #include "tlaloc/models/init.h"
 #include "tlaloc/pjrt/pjrt_backend.h"
 #include "tlaloc/train/sharded_trainer.h"
@@ -94,24 +95,49 @@ INSTANTIATE_TEST_SUITE_P(Plans, ShardedPjrtTest,
                                            Case{"dp_tp", "data=2,model=2", "dp_tp_2x2"}),
                          [](const auto& info) { return std::string(info.param.name); });
 
-TEST(ShardedPjrt, TensorParallelGreedyGivesTheInterpretersIds) {
+TEST(ShardedPjrt, TensorParallelEngineGivesTheInterpretersIdsAndLogits) {
   const io::ModelConfig c = testing::TinyQwen3Config({.vocab_size = 96, .initializer_range = 0.2});
-  auto mesh = Mesh::Parse("model=2");
-  ASSERT_TRUE(mesh.ok());
-  const std::vector<int32_t> prompt = {5, 17, 42, 8, 63};
-  auto interp = MakeInterpreterBackend({}, 2);
-  auto plugin = PluginBackend(2);
-  ASSERT_NE(plugin, nullptr);
-  auto a = generate::TensorParallelGreedy::Create(c, Weights(c, 11), *interp, *mesh, 32);
-  auto b = generate::TensorParallelGreedy::Create(c, Weights(c, 11), *plugin, *mesh, 32);
-  ASSERT_TRUE(a.ok()) << a.status().ToString();
-  ASSERT_TRUE(b.ok()) << b.status().ToString();
-  auto want = (*a)->Generate(prompt, 10);
-  auto got = (*b)->Generate(prompt, 10);
-  ASSERT_TRUE(want.ok()) << want.status().ToString();
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
-  EXPECT_EQ(*want, *got);
-  EXPECT_EQ(want->size(), 10u);
+  for (int n : {2, 4}) {
+    auto mesh = Mesh::Parse("model=" + std::to_string(n));
+    ASSERT_TRUE(mesh.ok());
+    std::shared_ptr<Backend> plugin = PluginBackend(n);
+    ASSERT_NE(plugin, nullptr);
+    auto a = generate::Generator::Create(c, Weights(c, 11), ElementType::kF32,
+                                         MakeInterpreterBackend({}, n), *mesh);
+    auto b = generate::Generator::Create(c, Weights(c, 11), ElementType::kF32, plugin, *mesh);
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    ASSERT_EQ((*b)->engine().num_devices(), n);
+    // Two prompts (one past a 16-token block), one greedy row and one sampled row.
+    const std::vector<std::vector<int32_t>> prompts = {
+        {5, 17, 42, 8, 63},
+        {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}};
+    generate::GenerateOptions o;
+    o.max_new_tokens = 10;
+    o.row_sampling.resize(2);
+    o.row_sampling[1].temperature = 1.3;
+    o.row_seeds = {0, 99};
+    auto want = (*a)->Generate(prompts, o);
+    auto got = (*b)->Generate(prompts, o);
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    for (size_t r = 0; r < prompts.size(); ++r) {
+      EXPECT_EQ((*got)[r].generated_ids, (*want)[r].generated_ids) << n << " devices, row " << r;
+      EXPECT_EQ((*want)[r].generated_ids.size(), 10u);
+    }
+    // The KV pools live on the plugin's devices, each with its KV heads.
+    for (int d = 0; d < n; ++d)
+      for (const auto& pool : (*b)->engine().device_caches(d)) {
+        EXPECT_EQ(pool->device(), d);
+        EXPECT_EQ(pool->type().dims[1], c.num_key_value_heads / n);
+      }
+    // Logits bit for bit: one more step on each from the same cache contents.
+    auto pa = (*a)->Prefill({prompts[1]}, 32, {}, 0);
+    auto pb = (*b)->Prefill({prompts[1]}, 32, {}, 0);
+    ASSERT_TRUE(pa.ok() && pb.ok());
+    ASSERT_EQ(pa->logits.byte_size(), pb->logits.byte_size());
+    EXPECT_EQ(std::memcmp(pa->logits.data(), pb->logits.data(), pa->logits.byte_size()), 0);
+  }
 }
 
 TEST(ShardedPjrt, TooFewPluginDevicesAreRefusedByName) {

@@ -7,12 +7,18 @@
 // settings and seed. Block tables, sampling settings and seeds are program inputs: programs are
 // compiled per bucket of rows, chunk length and blocks attended (powers of two), so a step costs
 // what its live tokens need, and a row's tokens do not depend on what else runs in the batch.
+//
+// Tensor parallel (a mesh of one `model` axis, the `tp` plan of shard/plan.h): every device holds
+// its part of the weights (its attention and KV heads, its MLP columns) and a KV pool of its KV
+// heads, and runs the same step program, built for its part with one all_reduce after each
+// row-parallel product; every device then holds the same logits and draws the same tokens.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <tuple>
 #include <utility>
@@ -20,6 +26,7 @@
 
 #include "tlaloc/io/model_config.h"
 #include "tlaloc/ir/literal.h"
+#include "tlaloc/ir/sharding.h"
 #include "tlaloc/models/family.h"
 #include "tlaloc/runtime/backend.h"
 
@@ -60,12 +67,26 @@ struct EngineStep {
 class Engine {
  public:
   // `weights` in the family's WeightSpecs order, each of `dtype`, uploaded to `backend` (null:
-  // the in-process interpreter).
+  // the in-process interpreter). `tensor_parallel`: a mesh of one `model` axis whose devices
+  // (the backend's first ones) split the weights and the KV cache; refused by name when the
+  // heads, KV heads or intermediate size do not divide by it, or the backend lacks the devices.
   static StatusOr<std::unique_ptr<Engine>> Create(io::ModelConfig config,
                                                   std::vector<Literal> weights, ElementType dtype,
-                                                  std::shared_ptr<Backend> backend = nullptr);
+                                                  std::shared_ptr<Backend> backend = nullptr,
+                                                  std::optional<Mesh> tensor_parallel = {});
 
   const io::ModelConfig& config() const { return config_; }
+  // The config each device's programs are built for: config() with the heads, KV heads and
+  // intermediate size divided by the mesh (config() itself on one device).
+  const io::ModelConfig& device_config() const { return device_config_; }
+  const std::optional<Mesh>& mesh() const { return mesh_; }
+  // Devices the engine runs on (the mesh's, or 1), and the first of them this process holds
+  // (where results are read).
+  int num_devices() const { return static_cast<int>(weights_.size()); }
+  int home_device() const { return home_device_; }
+  // Bytes of weights and of KV pools resident on `device` (0 for a device another process holds).
+  int64_t weight_bytes(int device) const;
+  int64_t cache_bytes(int device) const;
   const models::ModelFamily& family() const { return *family_; }
   ElementType dtype() const { return dtype_; }
   Backend& backend() const { return *backend_; }
@@ -83,7 +104,8 @@ class Engine {
   void Release(int64_t slot);
 
   // The block pool: blocks for `positions` positions, the pool's size, blocks held by sequences,
-  // and the bytes one block takes across every layer's keys and values.
+  // and the bytes one block takes across every layer's keys and values (on each device: its KV
+  // heads').
   static int64_t BlocksFor(int64_t positions) {
     return (positions + kKvBlockSize - 1) / kKvBlockSize;
   }
@@ -112,8 +134,12 @@ class Engine {
     program_transform_ = std::move(transform);
   }
 
-  // The KV block pools on the device, in the programs' order (k_cache.0, v_cache.0, ...).
-  const std::vector<std::unique_ptr<DeviceBuffer>>& caches() const { return caches_; }
+  // The KV block pools on the home device (or `device`), in the programs' order (k_cache.0,
+  // v_cache.0, ...).
+  const std::vector<std::unique_ptr<DeviceBuffer>>& caches() const { return caches_[home_device_]; }
+  const std::vector<std::unique_ptr<DeviceBuffer>>& device_caches(int device) const {
+    return caches_.at(device);
+  }
   size_t num_compiled_programs() const { return programs_.size(); }
   double compile_seconds() const { return compile_seconds_; }
 
@@ -131,8 +157,9 @@ class Engine {
     models::ProgramSignature signature;
   };
   StatusOr<Program*> GetProgram(const models::StepShape& shape);
-  // Binds the per-step inputs by port, runs with the weights kept and the caches donated, and
-  // downloads the tokens and logits of `rows` (indices into the program's batch).
+  // Binds the per-step inputs by port, runs with the weights kept and the caches donated (on
+  // every device), and downloads the tokens and logits of `rows` (indices into the program's
+  // batch) from the home device, checking that every device this process holds drew the same.
   StatusOr<EngineStep> Run(Program& program, std::map<models::Port, Literal> step_inputs,
                            const std::vector<int64_t>& rows);
   Status CheckSlot(int64_t slot, std::vector<bool>& seen) const;
@@ -147,14 +174,20 @@ class Engine {
   void FillTables(int64_t slot, int64_t start, int64_t table, int64_t write,
                   std::vector<int32_t>& table_out, std::vector<int32_t>& write_out) const;
   void DropCache();
+  bool HasCache() const { return !caches_[home_device_].empty(); }
+  // Splits the weights over the mesh and uploads each device's part.
+  Status UploadTensorParallel(std::vector<Literal> weights);
 
   // Declared first so that it outlives every buffer and program below.
   std::shared_ptr<Backend> backend_;
-  io::ModelConfig config_;
+  io::ModelConfig config_, device_config_;
+  std::optional<Mesh> mesh_;
+  int home_device_ = 0;
   const models::ModelFamily* family_ = nullptr;
   ElementType dtype_ = ElementType::kF32;
-  std::vector<std::unique_ptr<DeviceBuffer>> weights_;
-  std::vector<std::unique_ptr<DeviceBuffer>> caches_;
+  // [device][weight] and [device][cache]; empty for devices another process holds.
+  std::vector<std::vector<std::unique_ptr<DeviceBuffer>>> weights_;
+  std::vector<std::vector<std::unique_ptr<DeviceBuffer>>> caches_;
   int64_t num_slots_ = 0, max_len_ = 0, num_blocks_ = 0;
   std::vector<int64_t> lengths_;
   std::vector<std::vector<int32_t>> tables_;  // each slot's blocks, in sequence order

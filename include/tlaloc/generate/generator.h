@@ -59,15 +59,18 @@ using TokenCallback = std::function<void(size_t row, int32_t token)>;
 class Generator {
  public:
   // `weights` in models::WeightSpecs(config) order, each of `dtype`, uploaded to `backend`
-  // (null: the in-process interpreter).
+  // (null: the in-process interpreter); `tensor_parallel` splits them over a `model` mesh
+  // (Engine::Create).
   static StatusOr<std::unique_ptr<Generator>> Create(io::ModelConfig config,
                                                      std::vector<Literal> weights,
                                                      ElementType dtype,
-                                                     std::shared_ptr<Backend> backend = nullptr);
+                                                     std::shared_ptr<Backend> backend = nullptr,
+                                                     std::optional<Mesh> tensor_parallel = {});
   // Reads config.json and the safetensors weights of a Hugging Face folder.
   static StatusOr<std::unique_ptr<Generator>> Load(const std::filesystem::path& dir,
                                                    std::optional<ElementType> dtype = {},
-                                                   std::shared_ptr<Backend> backend = nullptr);
+                                                   std::shared_ptr<Backend> backend = nullptr,
+                                                   std::optional<Mesh> tensor_parallel = {});
 
   const io::ModelConfig& config() const { return engine_->config(); }
   ElementType dtype() const { return engine_->dtype(); }

@@ -1,6 +1,5 @@
 // A generation step program's memory budget (tlaloc/runtime/memory_budget.h), checked by the
-// Engine after compiling a prefill or decode-step program and before running it, and by
-// tensor-parallel generation on each device it holds.
+// Engine after compiling a prefill or decode-step program and before running it.
 #pragma once
 
 #include <cstdint>
@@ -12,20 +11,14 @@
 
 namespace tlaloc::generate {
 
-// `resident_bytes`: the weights and KV caches already on the backend. The refusal names what
-// would make a step of `shape` fit.
+// `resident_bytes`: the weights and KV caches already on `device` (each device of a
+// tensor-parallel engine holds its part). The refusal names what would make a step of `shape` fit.
 Status CheckStepFits(Backend& backend, CompiledProgram& program, const models::StepShape& shape,
-                     int64_t resident_bytes);
+                     int64_t resident_bytes, int device = 0);
 
 // Checked before allocating the KV cache: `buffers` caches of `cache_type` for `shape`'s slots
-// and positions.
+// and positions on `device`.
 Status CheckCacheFits(Backend& backend, const TensorType& cache_type, int64_t buffers,
-                      const models::StepShape& shape);
-
-// Tensor-parallel generation's next-token program (TensorParallelGreedy) on device `device`,
-// beside its part of the weights (`resident_bytes`), over `max_len` positions split on `mesh`.
-Status CheckTensorParallelStepFits(Backend& backend, CompiledProgram& program,
-                                   const std::string& mesh, int64_t max_len, int device,
-                                   int64_t resident_bytes);
+                      const models::StepShape& shape, int device = 0);
 
 }  // namespace tlaloc::generate

@@ -101,10 +101,12 @@ class ReplySplitter {
 
 class TextGenerator {
  public:
-  // Loads weights, tokenizer.json and generation_config.json from a checkpoint folder.
+  // Loads weights, tokenizer.json and generation_config.json from a checkpoint folder;
+  // `tensor_parallel` splits the weights over a `model` mesh (Engine::Create).
   static StatusOr<std::unique_ptr<TextGenerator>> Load(const std::filesystem::path& dir,
                                                        std::optional<ElementType> dtype = {},
-                                                       std::shared_ptr<Backend> backend = nullptr);
+                                                       std::shared_ptr<Backend> backend = nullptr,
+                                                       std::optional<Mesh> tensor_parallel = {});
   TextGenerator(std::unique_ptr<Generator> generator, Tokenizer tokenizer,
                 io::GenerationConfig generation_config);
 

@@ -132,9 +132,12 @@ struct ModelFamily {
   // The weight parameters of every program, in argument order.
   std::vector<WeightSpec> (*weight_specs)(const io::ModelConfig& config) = nullptr;
   // A generation step program (prefill or decode) and its signature; `trace` (may be null)
-  // records each layer's op range for kernelize.
+  // records each layer's op range for kernelize. `parallel` (may be null): one device's part
+  // of a tensor-parallel step, whose `config` then has that device's heads, KV heads and
+  // intermediate size (the engine's TensorParallelConfig) and whose blocks all-reduce.
   StatusOr<ModelProgram> (*build_step)(const io::ModelConfig& config, const StepShape& shape,
-                                       nn::LayerTrace* trace) = nullptr;
+                                       nn::LayerTrace* trace,
+                                       const ParallelHooks* parallel) = nullptr;
   // The causal forward over input_ids s32 [B, T] for training; each decoder layer becomes a
   // remat region when `remat` is given; `parallel` (may be null) for sharded steps.
   StatusOr<TrainForward> (*train_forward)(const io::ModelConfig& config, const WeightTensors& w,
@@ -166,7 +169,8 @@ std::vector<WeightSpec> WeightSpecs(const io::ModelConfig& config);
 // Number of distinct parameters (a tied head counted once).
 int64_t ParameterCount(const io::ModelConfig& config);
 StatusOr<ModelProgram> BuildStep(const io::ModelConfig& config, const StepShape& shape,
-                                 nn::LayerTrace* trace = nullptr);
+                                 nn::LayerTrace* trace = nullptr,
+                                 const ParallelHooks* parallel = nullptr);
 // The type of each KV cache argument: [slots, kv_heads, max_len, head_dim] in shape.dtype, or
 // paged: [num_blocks, kv_heads, page_size, head_dim].
 TensorType KvCacheType(const io::ModelConfig& config, const StepShape& shape);

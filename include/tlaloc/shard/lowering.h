@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "tlaloc/builder/tensor.h"
@@ -28,5 +30,15 @@ class CollectiveEmitter {
 
 // sdy.sharding_constraint of x (a global program's annotation; identity on one device).
 Tensor ShardingConstraint(const Tensor& x, const Sharding& sharding);
+
+// sdy.manual_computation over `manual_axes` of `mesh` (a global program's region that the
+// partitioner leaves alone, e.g. around a kernel's custom call): `body` gets each input's local
+// part (its dimensions split over the manual axes divided) and returns each output's local part;
+// the outputs' global types follow from `out_shardings`. Errors (a sharding that does not fit
+// its value, a body returning the wrong count) fail the builder.
+std::vector<Tensor> ManualComputation(
+    const Mesh& mesh, const std::vector<Tensor>& inputs, const std::vector<Sharding>& in_shardings,
+    const std::vector<Sharding>& out_shardings, const std::vector<std::string>& manual_axes,
+    const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& body);
 
 }  // namespace tlaloc::shard

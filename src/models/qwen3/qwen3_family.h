@@ -56,7 +56,7 @@ Status CheckSupported(const ModelConfig& c);
 std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c);
 std::vector<WeightSpec> WeightSpecs(const ModelConfig& c);
 StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
-                                 nn::LayerTrace* trace);
+                                 nn::LayerTrace* trace, const ParallelHooks* parallel);
 StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTensors& w,
                                          const Tensor& input_ids, autodiff::Marks* remat,
                                          const ParallelHooks* parallel);

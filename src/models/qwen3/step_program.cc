@@ -72,7 +72,7 @@ Status CheckShape(const ModelConfig& c, const StepShape& shape) {
 }  // namespace
 
 StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
-                                 nn::LayerTrace* trace) {
+                                 nn::LayerTrace* trace, const ParallelHooks* parallel) {
   TL_RETURN_IF_ERROR(CheckSupported(c));
   TL_RETURN_IF_ERROR(CheckShape(c, shape));
   const bool prefill = shape.kind == StepKind::kPrefill;
@@ -96,6 +96,9 @@ StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
   Tensor positions = in.Add(Port::kPositions, TensorType(ElementType::kS32, tok_dims));
   LayerContext ctx;
   ctx.mode = prefill ? Mode::kPrefill : Mode::kDecode;
+  // Tensor parallel: `c` holds this device's heads, so the weights and caches above and below
+  // are its parts; the blocks all-reduce their row-parallel products.
+  if (parallel) ctx.parallel = *parallel;
   Tensor lengths;
   if (prefill || shape.paged())
     lengths = in.Add(Port::kLengths, TensorType(ElementType::kS32, {bsz}));
