@@ -273,31 +273,64 @@ void RowStream(const QuantizedRows& xq, int64_t m, const int8_t* w, const uint16
 constexpr int64_t kTileCols = 32;
 constexpr int kTileRows = 6;
 
+// Block b of row first + r of w, or zeros past the live rows.
+TLALOC_AVX512_VNNI_TARGET inline __m256i RowBlock(const int8_t* w, int64_t first, int64_t live,
+                                                  int64_t k, int64_t r, int64_t b) {
+  return r < live ? _mm256_loadu_si256(
+                        reinterpret_cast<const __m256i*>(w + (first + r) * k + b * kBlock))
+                  : _mm256_setzero_si256();
+}
+
 // A tile: rows j0..j0+31 of w (rows past n read as zero weights with zero scales). For block b
 // and four-byte group g, vector (b * 8 + g) * 2 + h holds bytes 4g..4g+3 of block b of rows
-// j0 + 16h .. j0 + 16h + 15, plus 128; scales [b][h][16] in f32.
+// j0 + 16h .. j0 + 16h + 15, plus 128; scales [b][h][16] in f32. Sixteen rows of a block are a
+// 16 x 8 matrix of four-byte groups: rows j and j + 8 share a vector (one per 256-bit half),
+// and an 8 x 8 transpose in both halves at once (unpacks of 32 and 64 bits, then one
+// two-source permute of 128-bit pieces per output) gives the eight group vectors.
 TLALOC_AVX512_VNNI_TARGET void PackTile(const int8_t* w, const uint16_t* scales, int64_t n,
                                         int64_t k, int64_t j0, uint8_t* packed,
                                         float* packed_scales) {
   const int64_t blocks = k / kBlock;
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  const __m512i row_index =
-      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                         _mm512_set1_epi32(static_cast<int32_t>(k / 4)));
+  const __m512i low_pieces = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+  const __m512i high_pieces = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
   for (int h = 0; h < 2; ++h) {
     const int64_t first = j0 + 16 * h;
     const int64_t live = std::clamp<int64_t>(n - first, 0, 16);
-    const __mmask16 m = static_cast<__mmask16>((1u << live) - 1u);
     for (int64_t b = 0; b < blocks; ++b) {
-      for (int g = 0; g < 8; ++g) {
-        __m512i v = _mm512_setzero_si512();
-        if (live > 0)
-          v = _mm512_mask_i32gather_epi32(v, m, row_index, w + first * k + b * kBlock + 4 * g, 4);
-        _mm512_store_si512(packed + ((b * 8 + g) * 2 + h) * 64, _mm512_xor_si512(v, flip));
+      __m512i z[8], t[8], u[8];
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j)
+        z[j] = _mm512_inserti64x4(_mm512_castsi256_si512(RowBlock(w, first, live, k, j, b)),
+                                  RowBlock(w, first, live, k, j + 8, b), 1);
+#pragma GCC unroll 4
+      for (int j = 0; j < 8; j += 2) {
+        t[j] = _mm512_unpacklo_epi32(z[j], z[j + 1]);
+        t[j + 1] = _mm512_unpackhi_epi32(z[j], z[j + 1]);
       }
-      float* s = packed_scales + (b * 2 + h) * 16;
-      for (int64_t r = 0; r < 16; ++r)
-        s[r] = r < live ? HalfBitsToFloat(scales[(first + r) * blocks + b]) : 0.0f;
+#pragma GCC unroll 2
+      for (int q = 0; q < 8; q += 4) {
+        u[q] = _mm512_unpacklo_epi64(t[q], t[q + 2]);
+        u[q + 1] = _mm512_unpackhi_epi64(t[q], t[q + 2]);
+        u[q + 2] = _mm512_unpacklo_epi64(t[q + 1], t[q + 3]);
+        u[q + 3] = _mm512_unpackhi_epi64(t[q + 1], t[q + 3]);
+      }
+      // u[g] (g < 4) holds group g of rows 0-3 / 8-11 in its 128-bit pieces 0 / 2 and group
+      // g + 4 in pieces 1 / 3; u[g + 4] the same for rows 4-7 / 12-15.
+#pragma GCC unroll 4
+      for (int g = 0; g < 4; ++g) {
+        const __m512i lo = _mm512_permutex2var_epi64(u[g], low_pieces, u[g + 4]);
+        const __m512i hi = _mm512_permutex2var_epi64(u[g], high_pieces, u[g + 4]);
+        _mm512_store_si512(packed + ((b * 8 + g) * 2 + h) * 64, _mm512_xor_si512(lo, flip));
+        _mm512_store_si512(packed + ((b * 8 + g + 4) * 2 + h) * 64, _mm512_xor_si512(hi, flip));
+      }
+    }
+    // Scales: sixteen rows' f16 values per block, widened exactly.
+    alignas(32) uint16_t bits[16];
+    for (int64_t b = 0; b < blocks; ++b) {
+      for (int64_t r = 0; r < 16; ++r) bits[r] = r < live ? scales[(first + r) * blocks + b] : 0;
+      _mm512_store_ps(packed_scales + (b * 2 + h) * 16,
+                      _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(bits))));
     }
   }
 }
@@ -426,8 +459,9 @@ void Int8MatmulQ8_0(const float* x, int64_t m, const int8_t* w, const uint16_t* 
                     int64_t k, float* c, EvalContext& ctx, Q8Kernel kernel) {
   if (m <= 0 || n <= 0) return;
   const QuantizedRows xq = QuantizeRows(x, m, k, ctx);
-  if (kernel == Q8Kernel::kAuto)
-    kernel = m <= kMaxVectors ? Q8Kernel::kRowStream : Q8Kernel::kTiles;
+  // Measured (bench/matmul_bench BM_Int8Kernel): the row stream wins at one and two rows, the
+  // tiles from four (the row stream takes three or four vectors one weight row at a time).
+  if (kernel == Q8Kernel::kAuto) kernel = m <= 2 ? Q8Kernel::kRowStream : Q8Kernel::kTiles;
 #if defined(__x86_64__)
   if (Q8UsesVnni() && kernel == Q8Kernel::kRowStream)
     return RowStream(xq, m, w, scales, n, k, c, ctx);

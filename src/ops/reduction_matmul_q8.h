@@ -31,7 +31,7 @@ void QuantizeRowQ8_0(const float* x, int64_t k, int8_t* q, uint16_t* d);
 
 // The kernels Int8MatmulQ8_0 chooses from; tests and benchmarks may name one.
 enum class Q8Kernel {
-  kAuto,       // the faster of the two for m (kRowStream up to kMaxVectors rows, else kTiles)
+  kAuto,       // the faster of the two for m (kRowStream up to two rows, else kTiles)
   kRowStream,  // weight rows streamed in place against up to four activation rows at a time
   kTiles,      // 32-column tiles of w repacked for VNNI, times up to six activation rows
   kPortable,   // the scalar loop (what a CPU without AVX512-VNNI runs)
