@@ -51,7 +51,7 @@ while [[ $# -gt 0 ]]; do
     --work) WORK="$2"; shift 2 ;;
     --tlaloc) TLALOC="$2"; shift 2 ;;
     --short-prompt) SHORT="$2"; shift 2 ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "compare_llama.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
