@@ -114,7 +114,7 @@ QuantizedRows QuantizeRows(const float* x, int64_t m, int64_t k, EvalContext& ct
   rows.q.assign(m * rows.padded_k, 0);
   rows.dx.assign(m * rows.padded_blocks, 0.0f);
   rows.correction.assign(m * rows.padded_blocks, 0);
-  ctx.ParallelFor(m, std::max<int64_t>(1, 8192 / k), [&](int64_t begin, int64_t end) {
+  auto quantize = [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r)
       for (int64_t b = 0; b < k / kBlock; ++b) {
         const int32_t sum =
@@ -122,7 +122,12 @@ QuantizedRows QuantizeRows(const float* x, int64_t m, int64_t k, EvalContext& ct
                           rows.dx.data() + r * rows.padded_blocks + b, nullptr);
         rows.correction[r * rows.padded_blocks + b] = -128 * sum;
       }
-  });
+  };
+  // A decode step's few rows take a microsecond: waking the pool would cost more.
+  if (m * k < (int64_t{1} << 16))
+    quantize(0, m);
+  else
+    ctx.ParallelFor(m, std::max<int64_t>(1, 8192 / k), quantize);
   return rows;
 }
 
