@@ -21,7 +21,8 @@
 # in the same run (`tlaloc bench`'s probe).
 # The int8 row quantizes the bf16 preset with `tlaloc quantize --dtype int8` and exports it as
 # GGUF Q8_0 (the same blocks): Tlaloc int8 (bf16 activations and KV cache) against llama.cpp
-# Q8_0.
+# Q8_0, in the default exact mode and again with TLALOC_INT8_ACTIVATIONS=q8_0 (activations
+# rounded to 8 bits per block as llama.cpp does, VNNI products): the "q8_0 activations" lines.
 # Defaults: 3 runs, 512 prompt tokens, 128 new tokens, 2 threads, qwen3-0.6b; a quick look:
 #   bash bench/compare_llama.sh --runs 1 --prompt-tokens 64 --new-tokens 16
 set -euo pipefail
@@ -50,7 +51,7 @@ while [[ $# -gt 0 ]]; do
     --work) WORK="$2"; shift 2 ;;
     --tlaloc) TLALOC="$2"; shift 2 ;;
     --short-prompt) SHORT="$2"; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "compare_llama.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -121,6 +122,13 @@ for dt in $DTYPES; do
       measure "$RESULTS/tlaloc-$1$tag-$r.json" "$TLALOC" bench --model "$model" "${dtype_flag[@]}" \
         --prompt-tokens "$2" --new-tokens "$NEW" --threads "$THREADS" --seed "$r" --json \
         --no-bandwidth  # the probe's buffer would count in the peak RSS /usr/bin/time sees
+      # int8 also in the opt-in mode that rounds activations as llama.cpp's Q8_0 does (VNNI).
+      if [[ "$dt" == int8 ]]; then
+        echo "== run $r/$RUNS $tag ${2}-token prompt: tlaloc, TLALOC_INT8_ACTIVATIONS=q8_0" >&2
+        measure "$RESULTS/tlalocq8-$1$tag-$r.json" env TLALOC_INT8_ACTIVATIONS=q8_0 "$TLALOC" bench \
+          --model "$model" --prompt-tokens "$2" --new-tokens "$NEW" --threads "$THREADS" \
+          --seed "$r" --json --no-bandwidth
+      fi
     }
     # llama.cpp with its default KV cache and attention, then with the KV cache in $kv.
     run_llama() {
@@ -187,6 +195,14 @@ for (const dt of dtypes.split(/\s+/).filter(Boolean)) {
   metric(`- same, llama.cpp ${kvName(lkv)}`, dec, 1, true, t, lkv);
   metric(`decode ${gen} tok/s after ${short} (llama.cpp ${kvName(ls)})`, dec, 1, true, ts, ls);
   metric(`- same, llama.cpp ${kvName(lkvs)}`, dec, 1, true, ts, lkvs);
+  // int8: Tlaloc with q8_0 activations (TLALOC_INT8_ACTIVATIONS=q8_0) against the same runs.
+  const tq = load("tlalocq8", dt), tqs = load("tlalocq8", `short-${dt}`);
+  const q8 = "Tlaloc q8_0 activations";
+  metric(`prefill ${prompt} tok/s, ${q8}`, "prefill_tokens_per_s", 1, true, tq, l);
+  metric(`decode ${gen} tok/s after ${prompt}, ${q8} (llama.cpp ${kvName(l)})`, dec, 1, true, tq,
+         l);
+  metric(`decode ${gen} tok/s after ${short}, ${q8} (llama.cpp ${kvName(ls)})`, dec, 1, true, tqs,
+         ls);
   metric("peak RSS MiB", "time_peak_rss_bytes", 1 / 1048576, false, t, l);
   metric("load s", "load_s", 1, false, t, l);
   const f = path.join(dir, `bandwidth-${dt}.json`);
@@ -205,7 +221,9 @@ for (const dt of dtypes.split(/\s+/).filter(Boolean)) {
               `  decode after ${prompt}: Tlaloc ${share(t)}; llama.cpp ${share(l)}, ` +
               `with ${kvName(lkv)} ${share(lkv)}\n` +
               `  decode after ${short}: Tlaloc ${share(ts)}; llama.cpp ${share(ls)}, ` +
-              `with ${kvName(lkvs)} ${share(lkvs)}`);
+              `with ${kvName(lkvs)} ${share(lkvs)}` +
+              (tq.length ? `\n  ${q8}: decode after ${prompt} ${share(tq)}, after ${short} ` +
+                           `${share(tqs)}` : ""));
 }
 console.log(`\nmedians of ${runs} runs, ${threads} threads, results in ${dir}\n`);
 for (const line of shares) console.log(line);

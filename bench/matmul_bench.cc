@@ -17,6 +17,8 @@
 #include <random>
 #include <vector>
 
+#include "ops/reduction_matmul.h"
+#include "ops/reduction_matmul_q8.h"
 #include "tlaloc/builder/tensor.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/nn/layers.h"
@@ -333,6 +335,80 @@ BENCHMARK(BM_LinearInt8)
     ->Args({64, 1024, 3072})
     ->Args({8, 1024, 151936})
     ->Args({64, 1024, 151936})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// The int8 kernels called directly (no interpreter around them), so that the modes and the
+// q8_0 mode's two kernels can be compared at one shape: x [M, K] f32 times an int8 W [N, K]
+// (f16 scales per 32), args M, K, N and kernel: 0 the exact kernel (ops::Int8Matmul: in-register
+// dequantisation for M <= 4, dequantise + sgemm above), 1 q8_0 row stream (VNNI, activations
+// rounded per 32-block), 2 q8_0 VNNI tiles, 3 q8_0 as the interpreter chooses. GB/s counts the
+// weight bytes (1.0625 per weight) and `of_peak_bw` is their rate over this run's read probe.
+class PoolContext : public tlaloc::EvalContext {
+ public:
+  tlaloc::StatusOr<std::vector<Literal>> RunRegion(const tlaloc::Region&,
+                                                   std::vector<Literal>) override {
+    return tlaloc::InvalidArgument("no regions");
+  }
+  tlaloc::StatusOr<std::vector<Literal>> CallFunction(const std::string&,
+                                                      std::vector<Literal>) override {
+    return tlaloc::InvalidArgument("no functions");
+  }
+  void ParallelFor(int64_t n, int64_t grain,
+                   const std::function<void(int64_t, int64_t)>& body) override {
+    tlaloc::DefaultThreadPool().ParallelFor(n, grain, body);
+  }
+  bool CanReuseOperand(int) const override { return false; }
+  const std::function<tlaloc::Status(std::span<const Literal>, std::vector<Literal>&)>*
+  FindCustomCall(const std::string&) const override {
+    return nullptr;
+  }
+};
+
+void BM_Int8Kernel(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const int kernel = static_cast<int>(state.range(3));
+  if (kernel != 0 && !tlaloc::ops::Q8UsesVnni()) {
+    state.SkipWithError("no AVX512-VNNI here: the q8_0 kernels would run the portable loop");
+    return;
+  }
+  std::mt19937 rng(3);
+  std::vector<float> x(m * k);
+  for (float& v : x) v = static_cast<float>(rng() % 2001) / 1000.f - 1.f;
+  std::vector<int8_t> w(n * k);
+  for (int8_t& v : w) v = static_cast<int8_t>(rng() % 255 - 127);
+  std::vector<uint16_t> scales(n * k / 32, 0x2000);  // 2^-7
+  std::vector<float> c(m * n);
+  PoolContext ctx;
+  const tlaloc::ops::Q8Kernel kernels[] = {
+      tlaloc::ops::Q8Kernel::kAuto, tlaloc::ops::Q8Kernel::kRowStream,
+      tlaloc::ops::Q8Kernel::kTiles, tlaloc::ops::Q8Kernel::kAuto};
+  double total = 0;
+  int64_t runs = 0;
+  for (auto _ : state) {
+    const double t0 = Now();
+    if (kernel == 0)
+      tlaloc::ops::Int8Matmul(x.data(), m, w.data(), scales.data(), n, k, c.data(), ctx);
+    else
+      tlaloc::ops::Int8MatmulQ8_0(x.data(), m, w.data(), scales.data(), n, k, c.data(), ctx,
+                                  kernels[kernel]);
+    total += Now() - t0;
+    ++runs;
+    benchmark::DoNotOptimize(c.data());
+  }
+  if (runs == 0) return;
+  const double secs = total / runs;
+  state.counters["GB/s"] = n * k * (1.0 + 2.0 / 32) / secs / 1e9;
+  state.counters["of_peak_bw"] = n * k * (1.0 + 2.0 / 32) / secs / PeakBandwidth();
+  state.counters["GMAC/s"] = double(m) * k * n / secs / 1e9;
+}
+BENCHMARK(BM_Int8Kernel)
+    ->ArgNames({"M", "K", "N", "kernel"})
+    ->ArgsProduct({{1}, {1024}, {3072, 151936}, {0, 1}})
+    ->ArgsProduct({{1}, {3072}, {1024}, {0, 1}})
+    ->ArgsProduct({{2, 4}, {1024}, {3072}, {1, 2}})
+    ->ArgsProduct({{8, 64, 512}, {1024}, {3072}, {0, 1, 2}})
+    ->ArgsProduct({{8, 64}, {1024}, {151936}, {0, 1, 2}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

@@ -9,6 +9,7 @@
 
 #include "fusion.h"
 #include "ops/reduction_matmul.h"
+#include "ops/reduction_matmul_q8.h"
 
 namespace tlaloc::interp {
 
@@ -49,6 +50,14 @@ const FusedKernel& Int8DotKernel() {
         const int64_t n = q.dims()[0], k = q.dims()[1];
         const int64_t m = k > 0 ? x.num_elements() / k : 0;
         if (m == 0 || n == 0) return OkStatus();
+        // TLALOC_INT8_ACTIVATIONS=q8_0: llama.cpp's activation rounding and VNNI (opt-in).
+        auto mode = ops::Int8ActivationsMode();
+        if (!mode.ok()) return mode.status();
+        if (*mode == ops::Int8Activations::kQ8_0) {
+          ops::Int8MatmulQ8_0(x.span<float>().data(), m, q.span<int8_t>().data(),
+                              scale.span<uint16_t>().data(), n, k, out.span<float>().data(), ctx);
+          return OkStatus();
+        }
         ops::Int8Matmul(x.span<float>().data(), m, q.span<int8_t>().data(),
                         scale.span<uint16_t>().data(), n, k, out.span<float>().data(), ctx);
         return OkStatus();

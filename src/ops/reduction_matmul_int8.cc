@@ -61,8 +61,13 @@ template <int R, int S>
 TLALOC_AVX512_CORE_TARGET void Int8RowsAvx512(const float* const* x, const int8_t* const* rows,
                                               const uint16_t* const* scales, int64_t k, float* out,
                                               int64_t out_s, bool prefetch) {
+  // Every loop over R and S is unrolled: with constant indices the accumulators stay in
+  // registers (a rolled init or final loop keeps the arrays in memory, and then every FMA of
+  // the main loop also stored its accumulator back to the stack).
   __m512 acc0[R][S], acc1[R][S];
+#pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
     for (int v = 0; v < S; ++v) acc0[r][v] = acc1[r][v] = _mm512_setzero_ps();
   // Each row's scales, sixteen at a time, widened from f16 exactly (vcvtph2ps), times 2^-16.
   alignas(64) float sc[R][16];
@@ -73,6 +78,7 @@ TLALOC_AVX512_CORE_TARGET void Int8RowsAvx512(const float* const* x, const int8_
       const int64_t left = std::min<int64_t>(16, blocks - blk);
       const __mmask16 m = static_cast<__mmask16>((1u << left) - 1u);
       const __m512 two_m16 = _mm512_set1_ps(1.0f / 65536.0f);
+#pragma GCC unroll 4
       for (int r = 0; r < R; ++r)
         _mm512_store_ps(
             sc[r],
@@ -93,7 +99,9 @@ TLALOC_AVX512_CORE_TARGET void Int8RowsAvx512(const float* const* x, const int8_
       }
     }
   }
+#pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
     for (int v = 0; v < S; ++v) out[r + v * out_s] = SumLanes(acc0[r][v], acc1[r][v]);
 }
 

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "ops/reduction_matmul_q8.h"
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/models/family.h"
@@ -153,6 +154,29 @@ TEST(Int8Generate, F32ForwardEqualsTheDequantisedCheckpointBitForBit) {
         tied ? "tied" : "untied", vs_float, vs_bf16, scale);
     fs::remove_all(d.root);
   }
+}
+
+// TLALOC_INT8_ACTIVATIONS=q8_0 (here through the override): the fused kernel rounds activations
+// to int8 per block, so the logits move off the exact ones by about what that rounding gives
+// (llama.cpp's Q8_0 products; tests/generate/llama_oracle_test.cc compares with it), and the
+// default mode afterwards is bit for bit the exact run again.
+TEST(Int8Generate, Q8_0ActivationModeIsCloseAndOptIn) {
+  const Dirs d = MakeFolders(false);
+  auto exact = Load(d.int8, ElementType::kF32, true);
+  ASSERT_TRUE(exact);
+  const auto want = RunSteps(*exact);
+  ASSERT_EQ(want.size(), 6u);
+  ops::OverrideInt8Activations(ops::Int8Activations::kQ8_0);
+  auto q8 = Load(d.int8, ElementType::kF32, true);
+  ASSERT_TRUE(q8);
+  double scale = 0;
+  const double diff = MaxDiff(RunSteps(*q8), want, &scale);
+  ops::OverrideInt8Activations(std::nullopt);
+  EXPECT_GT(diff, 0.0) << "q8_0 activations should round";
+  EXPECT_LT(diff, 0.05 * scale);
+  EXPECT_EQ(MaxDiff(RunSteps(*exact), want), 0.0) << "the default mode is exact again";
+  std::printf("[int8] q8_0 activations vs exact: %.3g (logits up to %.3g)\n", diff, scale);
+  fs::remove_all(d.root);
 }
 
 TEST(Int8Generate, DefaultDtypeIsTheCheckpointsFloatType) {

@@ -1,0 +1,478 @@
+// The q8_0 activation mode of int8 products (reduction_matmul_q8.h). Layout of the VNNI path:
+//
+// - Activations: each row rounded to int8 per 32-block (QuantizeRowQ8_0), its scale dx kept as
+//   the f32 value of its f16, and per block the correction -128 * sum(q_x).
+// - vpdpbusd multiplies unsigned bytes by signed bytes. The weights become the unsigned side:
+//   w ^ 0x80 = w + 128 in [1, 255], so the sum over a block of (w + 128) * q_x is
+//   sum(w * q_x) + 128 * sum(q_x), and starting the int32 accumulator at the correction leaves
+//   the exact block sum (|sum| <= 32 * 127 * 127, far inside int32 and exact in f32).
+// - Row stream (decode, up to four activation rows): w is read in place, 64 bytes (two blocks)
+//   per step; the sixteen int32 lanes hold partial sums of four bytes, lanes 0-7 of the first
+//   block and 8-15 of the second, converted to f32 and multiplied-added with dx * dw laid out
+//   the same way.
+// - Tiles (prefill): 32 rows of w repacked so that one 64-byte vector holds four consecutive
+//   bytes of sixteen rows; a four-byte group of one activation row broadcast against it gives
+//   sixteen outputs at once, eight steps complete a block, and one convert and FMA per block
+//   and 16 outputs apply dx * dw. Up to six activation rows share each loaded weight vector.
+#include "reduction_matmul_q8.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "reduction_matmul.h"
+#include "support/avx512_intrinsics.h"
+#include "tlaloc/support/cpu_features.h"
+#include "tlaloc/support/half.h"
+
+#if defined(__x86_64__)
+#define TLALOC_AVX512_VNNI_TARGET \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+#endif
+
+namespace tlaloc::ops {
+
+namespace {
+
+constexpr int64_t kBlock = 32;
+
+std::atomic<int> override_mode{-1};
+
+bool DetectVnni() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  return HasAvx512Core() && __builtin_cpu_supports("avx512vnni");
+#else
+  return false;
+#endif
+}
+
+// One row of activations as the kernels read it: q padded with zeros to a multiple of 64 bytes,
+// dx and the correction padded to a multiple of 16 blocks (zero scale: padding adds nothing).
+struct QuantizedRows {
+  int64_t k = 0, padded_k = 0, padded_blocks = 0;
+  std::vector<int8_t> q;
+  std::vector<float> dx;
+  std::vector<int32_t> correction;  // -128 * sum of the block's q
+  const int8_t* Q(int64_t r) const { return q.data() + r * padded_k; }
+  const float* Dx(int64_t r) const { return dx.data() + r * padded_blocks; }
+  const int32_t* Correction(int64_t r) const { return correction.data() + r * padded_blocks; }
+};
+
+// One block: q and the f32 value of its f16 scale; returns sum(q).
+int32_t QuantizeBlockPortable(const float* x, int8_t* q, float* dx, uint16_t* d_bits) {
+  float amax = 0;
+  for (int i = 0; i < kBlock; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const uint16_t bits = FloatToHalfBits(amax / 127.f);
+  const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+  int32_t sum = 0;
+  for (int i = 0; i < kBlock; ++i) {
+    const float v = std::nearbyint(x[i] * id);  // the default rounding: half to even
+    q[i] = static_cast<int8_t>(std::clamp(v, -127.f, 127.f));
+    sum += q[i];
+  }
+  if (dx) *dx = HalfBitsToFloat(bits);
+  if (d_bits) *d_bits = bits;
+  return sum;
+}
+
+#if defined(__x86_64__)
+TLALOC_AVX512_CORE_TARGET int32_t QuantizeBlockAvx512(const float* x, int8_t* q, float* dx,
+                                                      uint16_t* d_bits) {
+  const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+  const uint16_t bits = FloatToHalfBits(amax / 127.f);
+  const __m512 id = _mm512_set1_ps(amax != 0.0f ? 127.f / amax : 0.0f);
+  // cvtps_epi32 rounds with MXCSR's mode, half to even by default, as ggml's round does.
+  const __m512i i0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, id));
+  const __m512i i1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, id));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtsepi32_epi8(i0));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtsepi32_epi8(i1));
+  if (dx) *dx = HalfBitsToFloat(bits);
+  if (d_bits) *d_bits = bits;
+  return _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
+}
+#endif
+
+int32_t QuantizeBlock(const float* x, int8_t* q, float* dx, uint16_t* d_bits) {
+#if defined(__x86_64__)
+  if (HasAvx512Core()) return QuantizeBlockAvx512(x, q, dx, d_bits);
+#endif
+  return QuantizeBlockPortable(x, q, dx, d_bits);
+}
+
+QuantizedRows QuantizeRows(const float* x, int64_t m, int64_t k, EvalContext& ctx) {
+  QuantizedRows rows;
+  rows.k = k;
+  rows.padded_k = (k + 63) / 64 * 64;
+  rows.padded_blocks = (k / kBlock + 15) / 16 * 16;
+  rows.q.assign(m * rows.padded_k, 0);
+  rows.dx.assign(m * rows.padded_blocks, 0.0f);
+  rows.correction.assign(m * rows.padded_blocks, 0);
+  auto quantize = [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      for (int64_t b = 0; b < k / kBlock; ++b) {
+        const int32_t sum =
+            QuantizeBlock(x + r * k + b * kBlock, rows.q.data() + r * rows.padded_k + b * kBlock,
+                          rows.dx.data() + r * rows.padded_blocks + b, nullptr);
+        rows.correction[r * rows.padded_blocks + b] = -128 * sum;
+      }
+  };
+  // A decode step's few rows take a microsecond: waking the pool would cost more.
+  if (m * k < (int64_t{1} << 16))
+    quantize(0, m);
+  else
+    ctx.ParallelFor(m, std::max<int64_t>(1, 8192 / k), quantize);
+  return rows;
+}
+
+// The scalar loop: exact block sums, scaled and added in block order.
+void PortableRows(const QuantizedRows& xq, int64_t m, const int8_t* w, const uint16_t* scales,
+                  int64_t n, int64_t k, float* c, EvalContext& ctx) {
+  const int64_t blocks = k / kBlock;
+  ctx.ParallelFor(n, std::max<int64_t>(1, 4096 / k), [&](int64_t begin, int64_t end) {
+    for (int64_t j = begin; j < end; ++j)
+      for (int64_t i = 0; i < m; ++i) {
+        float acc = 0;
+        for (int64_t b = 0; b < blocks; ++b) {
+          int32_t sum = 0;
+          for (int64_t e = b * kBlock; e < (b + 1) * kBlock; ++e)
+            sum += int32_t{xq.Q(i)[e]} * int32_t{w[j * k + e]};
+          acc += static_cast<float>(sum) * (xq.Dx(i)[b] * HalfBitsToFloat(scales[j * blocks + b]));
+        }
+        c[i * n + j] = acc;
+      }
+  });
+}
+
+#if defined(__x86_64__)
+
+// Lane l of step `c` of a 16-block group takes the scale of block 2c + (l >= 8).
+alignas(64) constexpr int32_t kPairLanes[8][16] = {
+    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
+    {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+    {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5},
+    {6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
+    {8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9},
+    {10, 10, 10, 10, 10, 10, 10, 10, 11, 11, 11, 11, 11, 11, 11, 11},
+    {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13},
+    {14, 14, 14, 14, 14, 14, 14, 14, 15, 15, 15, 15, 15, 15, 15, 15}};
+
+// R weight rows against S activation rows, streaming the rows of w in place.
+template <int R, int S>
+TLALOC_AVX512_VNNI_TARGET void RowStreamVnni(const QuantizedRows& xq, const int64_t* xs,
+                                             const int8_t* const* rows,
+                                             const uint16_t* const* scales, float* out,
+                                             int64_t out_s, bool prefetch) {
+  const int64_t k = xq.k, blocks = k / kBlock;
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  __m512 acc[R][S];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s) acc[r][s] = _mm512_setzero_ps();
+  for (int64_t blk = 0; blk < blocks; blk += 16) {
+    const int64_t left = std::min<int64_t>(16, blocks - blk);
+    const __mmask16 m = static_cast<__mmask16>((1u << left) - 1u);
+    __m512 prod[R][S];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m512 dw = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, scales[r] + blk));
+#pragma GCC unroll 4
+      for (int s = 0; s < S; ++s)
+        prod[r][s] = _mm512_mul_ps(dw, _mm512_loadu_ps(xq.Dx(xs[s]) + blk));
+    }
+    const int steps = static_cast<int>((left + 1) / 2);
+    for (int step = 0; step < steps; ++step) {
+      const int64_t i = (blk + 2 * step) * kBlock;
+      // The last step of an odd block count reads one block: the other half stays zero, and
+      // zero activations and a zero correction add nothing.
+      const __mmask64 bytes = (i + 64 <= k) ? ~__mmask64{0} : __mmask64{0xffffffffu};
+      const __m512i lanes = _mm512_load_si512(kPairLanes[step]);
+      __m512i wu[R];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(rows[r] + i + 8 * k), _MM_HINT_T0);
+        wu[r] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(bytes, rows[r] + i), flip);
+      }
+#pragma GCC unroll 4
+      for (int s = 0; s < S; ++s) {
+        const __m512i xv = _mm512_loadu_si512(xq.Q(xs[s]) + i);
+        const __m512i corr = _mm512_maskz_expand_epi32(
+            0x0101, _mm512_castsi128_si512(_mm_loadl_epi64(
+                        reinterpret_cast<const __m128i*>(xq.Correction(xs[s]) + blk + 2 * step))));
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          const __m512i sums = _mm512_dpbusd_epi32(corr, wu[r], xv);
+          acc[r][s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums),
+                                      _mm512_permutexvar_ps(lanes, prod[r][s]), acc[r][s]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s) out[r + s * out_s] = _mm512_reduce_add_ps(acc[r][s]);
+}
+
+template <int S>
+TLALOC_AVX512_VNNI_TARGET void RowStreamDispatch(const QuantizedRows& xq, const int64_t* xs,
+                                                 const int8_t* const* rows,
+                                                 const uint16_t* const* scales, float* out,
+                                                 int64_t out_s, bool four, bool prefetch) {
+  if (four)
+    RowStreamVnni<4, S>(xq, xs, rows, scales, out, out_s, prefetch);
+  else
+    RowStreamVnni<1, S>(xq, xs, rows, scales, out, out_s, prefetch);
+}
+
+void RowStream(const QuantizedRows& xq, int64_t m, const int8_t* w, const uint16_t* scales,
+               int64_t n, int64_t k, float* c, EvalContext& ctx) {
+  const int64_t blocks = k / kBlock;
+  const int64_t block = std::max<int64_t>(4, (int64_t{1} << 16) / std::max<int64_t>(k, 1) / 4 * 4);
+  const int64_t tasks = (n + block - 1) / block;
+  std::atomic<int64_t> next{0};
+  ctx.ParallelFor(tasks, 1, [&](int64_t, int64_t) {
+    for (int64_t task = next.fetch_add(1); task < tasks; task = next.fetch_add(1)) {
+      const int64_t begin = task * block, end = std::min(n, begin + block);
+      for (int64_t v0 = 0; v0 < m; v0 += kMaxVectors) {
+        const int s_count = static_cast<int>(std::min<int64_t>(kMaxVectors, m - v0));
+        int64_t xs[kMaxVectors];
+        for (int s = 0; s < s_count; ++s) xs[s] = v0 + s;
+        for (int64_t r = begin; r < end;) {
+          const bool four = r + 4 <= end && s_count <= 2;
+          const int count = four ? 4 : 1;
+          const int8_t* rows[4];
+          const uint16_t* sc[4];
+          for (int j = 0; j < count; ++j)
+            rows[j] = w + (r + j) * k, sc[j] = scales + (r + j) * blocks;
+          float* o = c + v0 * n + r;
+          const bool prefetch = r + 12 <= n;
+          switch (s_count) {
+            case 1:
+              RowStreamDispatch<1>(xq, xs, rows, sc, o, n, four, prefetch);
+              break;
+            case 2:
+              RowStreamDispatch<2>(xq, xs, rows, sc, o, n, four, prefetch);
+              break;
+            case 3:
+              RowStreamDispatch<3>(xq, xs, rows, sc, o, n, four, prefetch);
+              break;
+            default:
+              RowStreamDispatch<4>(xq, xs, rows, sc, o, n, four, prefetch);
+              break;
+          }
+          r += count;
+        }
+      }
+    }
+  });
+}
+
+constexpr int64_t kTileCols = 32;
+constexpr int kTileRows = 6;
+
+// Block b of row first + r of w, or zeros past the live rows.
+TLALOC_AVX512_VNNI_TARGET inline __m256i RowBlock(const int8_t* w, int64_t first, int64_t live,
+                                                  int64_t k, int64_t r, int64_t b) {
+  return r < live ? _mm256_loadu_si256(
+                        reinterpret_cast<const __m256i*>(w + (first + r) * k + b * kBlock))
+                  : _mm256_setzero_si256();
+}
+
+// A tile: rows j0..j0+31 of w (rows past n read as zero weights with zero scales). For block b
+// and four-byte group g, vector (b * 8 + g) * 2 + h holds bytes 4g..4g+3 of block b of rows
+// j0 + 16h .. j0 + 16h + 15, plus 128; scales [b][h][16] in f32. Sixteen rows of a block are a
+// 16 x 8 matrix of four-byte groups: rows j and j + 8 share a vector (one per 256-bit half),
+// and an 8 x 8 transpose in both halves at once (unpacks of 32 and 64 bits, then one
+// two-source permute of 128-bit pieces per output) gives the eight group vectors.
+TLALOC_AVX512_VNNI_TARGET void PackTile(const int8_t* w, const uint16_t* scales, int64_t n,
+                                        int64_t k, int64_t j0, uint8_t* packed,
+                                        float* packed_scales) {
+  const int64_t blocks = k / kBlock;
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i low_pieces = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+  const __m512i high_pieces = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+  for (int h = 0; h < 2; ++h) {
+    const int64_t first = j0 + 16 * h;
+    const int64_t live = std::clamp<int64_t>(n - first, 0, 16);
+    for (int64_t b = 0; b < blocks; ++b) {
+      __m512i z[8], t[8], u[8];
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j)
+        z[j] = _mm512_inserti64x4(_mm512_castsi256_si512(RowBlock(w, first, live, k, j, b)),
+                                  RowBlock(w, first, live, k, j + 8, b), 1);
+#pragma GCC unroll 4
+      for (int j = 0; j < 8; j += 2) {
+        t[j] = _mm512_unpacklo_epi32(z[j], z[j + 1]);
+        t[j + 1] = _mm512_unpackhi_epi32(z[j], z[j + 1]);
+      }
+#pragma GCC unroll 2
+      for (int q = 0; q < 8; q += 4) {
+        u[q] = _mm512_unpacklo_epi64(t[q], t[q + 2]);
+        u[q + 1] = _mm512_unpackhi_epi64(t[q], t[q + 2]);
+        u[q + 2] = _mm512_unpacklo_epi64(t[q + 1], t[q + 3]);
+        u[q + 3] = _mm512_unpackhi_epi64(t[q + 1], t[q + 3]);
+      }
+      // u[g] (g < 4) holds group g of rows 0-3 / 8-11 in its 128-bit pieces 0 / 2 and group
+      // g + 4 in pieces 1 / 3; u[g + 4] the same for rows 4-7 / 12-15.
+#pragma GCC unroll 4
+      for (int g = 0; g < 4; ++g) {
+        const __m512i lo = _mm512_permutex2var_epi64(u[g], low_pieces, u[g + 4]);
+        const __m512i hi = _mm512_permutex2var_epi64(u[g], high_pieces, u[g + 4]);
+        _mm512_store_si512(packed + ((b * 8 + g) * 2 + h) * 64, _mm512_xor_si512(lo, flip));
+        _mm512_store_si512(packed + ((b * 8 + g + 4) * 2 + h) * 64, _mm512_xor_si512(hi, flip));
+      }
+    }
+    // Scales: sixteen rows' f16 values per block, widened exactly.
+    alignas(32) uint16_t bits[16];
+    for (int64_t b = 0; b < blocks; ++b) {
+      for (int64_t r = 0; r < 16; ++r) bits[r] = r < live ? scales[(first + r) * blocks + b] : 0;
+      _mm512_store_ps(packed_scales + (b * 2 + h) * 16,
+                      _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(bits))));
+    }
+  }
+}
+
+// Rows i0..i0+M-1 of the activations against one packed tile.
+template <int M>
+TLALOC_AVX512_VNNI_TARGET void TileRows(const QuantizedRows& xq, int64_t i0, const uint8_t* packed,
+                                        const float* packed_scales, int64_t n, int64_t j0,
+                                        float* c) {
+  const int64_t blocks = xq.k / kBlock;
+  __m512 acc[M][2];
+#pragma GCC unroll 6
+  for (int i = 0; i < M; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m512i sums[M][2];
+#pragma GCC unroll 6
+    for (int i = 0; i < M; ++i)
+      sums[i][0] = sums[i][1] = _mm512_set1_epi32(xq.Correction(i0 + i)[b]);
+    const uint8_t* p = packed + b * 8 * 2 * 64;
+#pragma GCC unroll 8
+    for (int g = 0; g < 8; ++g) {
+      const __m512i w0 = _mm512_load_si512(p + (g * 2) * 64);
+      const __m512i w1 = _mm512_load_si512(p + (g * 2 + 1) * 64);
+#pragma GCC unroll 6
+      for (int i = 0; i < M; ++i) {
+        int32_t four;
+        std::memcpy(&four, xq.Q(i0 + i) + b * kBlock + 4 * g, 4);
+        const __m512i xb = _mm512_set1_epi32(four);
+        sums[i][0] = _mm512_dpbusd_epi32(sums[i][0], w0, xb);
+        sums[i][1] = _mm512_dpbusd_epi32(sums[i][1], w1, xb);
+      }
+    }
+    const __m512 s0 = _mm512_load_ps(packed_scales + b * 32);
+    const __m512 s1 = _mm512_load_ps(packed_scales + b * 32 + 16);
+#pragma GCC unroll 6
+    for (int i = 0; i < M; ++i) {
+      const __m512 dx = _mm512_set1_ps(xq.Dx(i0 + i)[b]);
+      acc[i][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[i][0]), _mm512_mul_ps(s0, dx), acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[i][1]), _mm512_mul_ps(s1, dx), acc[i][1]);
+    }
+  }
+  const int64_t live = std::min<int64_t>(kTileCols, n - j0);
+  const __mmask16 m0 = static_cast<__mmask16>((1u << std::min<int64_t>(16, live)) - 1u);
+  const __mmask16 m1 = static_cast<__mmask16>((1u << std::clamp<int64_t>(live - 16, 0, 16)) - 1u);
+#pragma GCC unroll 6
+  for (int i = 0; i < M; ++i) {
+    float* row = c + (i0 + i) * n + j0;
+    _mm512_mask_storeu_ps(row, m0, acc[i][0]);
+    if (m1) _mm512_mask_storeu_ps(row + 16, m1, acc[i][1]);
+  }
+}
+
+void Tiles(const QuantizedRows& xq, int64_t m, const int8_t* w, const uint16_t* scales, int64_t n,
+           int64_t k, float* c, EvalContext& ctx) {
+  const int64_t blocks = k / kBlock;
+  const int64_t tiles = (n + kTileCols - 1) / kTileCols;
+  std::atomic<int64_t> next{0};
+  ctx.ParallelFor(tiles, 1, [&](int64_t, int64_t) {
+    struct Aligned {
+      void operator()(void* p) const { std::free(p); }
+    };
+    std::unique_ptr<uint8_t, Aligned> packed(
+        static_cast<uint8_t*>(std::aligned_alloc(64, blocks * 8 * 2 * 64)));
+    std::unique_ptr<float, Aligned> packed_scales(
+        static_cast<float*>(std::aligned_alloc(64, blocks * 32 * sizeof(float))));
+    for (int64_t t = next.fetch_add(1); t < tiles; t = next.fetch_add(1)) {
+      const int64_t j0 = t * kTileCols;
+      PackTile(w, scales, n, k, j0, packed.get(), packed_scales.get());
+      int64_t i = 0;
+      for (; i + kTileRows <= m; i += kTileRows)
+        TileRows<kTileRows>(xq, i, packed.get(), packed_scales.get(), n, j0, c);
+      switch (m - i) {
+        case 5:
+          TileRows<5>(xq, i, packed.get(), packed_scales.get(), n, j0, c);
+          break;
+        case 4:
+          TileRows<4>(xq, i, packed.get(), packed_scales.get(), n, j0, c);
+          break;
+        case 3:
+          TileRows<3>(xq, i, packed.get(), packed_scales.get(), n, j0, c);
+          break;
+        case 2:
+          TileRows<2>(xq, i, packed.get(), packed_scales.get(), n, j0, c);
+          break;
+        case 1:
+          TileRows<1>(xq, i, packed.get(), packed_scales.get(), n, j0, c);
+          break;
+        default:
+          break;
+      }
+    }
+  });
+}
+
+#endif  // __x86_64__
+
+}  // namespace
+
+StatusOr<Int8Activations> Int8ActivationsMode() {
+  const int forced = override_mode.load(std::memory_order_relaxed);
+  if (forced >= 0) return static_cast<Int8Activations>(forced);
+  const char* env = std::getenv("TLALOC_INT8_ACTIVATIONS");
+  if (env == nullptr || *env == '\0' || std::string_view(env) == "exact")
+    return Int8Activations::kExact;
+  if (std::string_view(env) == "q8_0") return Int8Activations::kQ8_0;
+  return InvalidArgument(std::string("TLALOC_INT8_ACTIVATIONS is '") + env +
+                         "'; expected 'exact' (the default: bit-exact int8 products) or 'q8_0' "
+                         "(activations rounded to int8 per 32-block, as llama.cpp's Q8_0)");
+}
+
+void OverrideInt8Activations(std::optional<Int8Activations> mode) {
+  override_mode.store(mode ? static_cast<int>(*mode) : -1, std::memory_order_relaxed);
+}
+
+bool Q8UsesVnni() {
+  static const bool vnni = DetectVnni();
+  return vnni;
+}
+
+void QuantizeRowQ8_0(const float* x, int64_t k, int8_t* q, uint16_t* d) {
+  for (int64_t b = 0; b < k / kBlock; ++b)
+    QuantizeBlock(x + b * kBlock, q + b * kBlock, nullptr, d + b);
+}
+
+void Int8MatmulQ8_0(const float* x, int64_t m, const int8_t* w, const uint16_t* scales, int64_t n,
+                    int64_t k, float* c, EvalContext& ctx, Q8Kernel kernel) {
+  if (m <= 0 || n <= 0) return;
+  const QuantizedRows xq = QuantizeRows(x, m, k, ctx);
+  // Measured (bench/matmul_bench BM_Int8Kernel): the row stream wins at one and two rows, the
+  // tiles from four (the row stream takes three or four vectors one weight row at a time).
+  if (kernel == Q8Kernel::kAuto) kernel = m <= 2 ? Q8Kernel::kRowStream : Q8Kernel::kTiles;
+#if defined(__x86_64__)
+  if (Q8UsesVnni() && kernel == Q8Kernel::kRowStream)
+    return RowStream(xq, m, w, scales, n, k, c, ctx);
+  if (Q8UsesVnni() && kernel == Q8Kernel::kTiles) return Tiles(xq, m, w, scales, n, k, c, ctx);
+#endif
+  PortableRows(xq, m, w, scales, n, k, c, ctx);
+}
+
+}  // namespace tlaloc::ops

@@ -1,0 +1,49 @@
+// Products with int8 weights in the opt-in `q8_0` activation mode (reduction_matmul_q8.cc):
+// each row of activations is rounded to int8 per block of 32, with an f16 scale, exactly as
+// llama.cpp rounds activations for its Q8_0 x Q8_0 products; each block's product with a weight
+// block is an exact int32 sum (AVX512-VNNI `vpdpbusd` where the CPU has it), scaled by
+// dx * dw and accumulated in f32. This changes results beyond summation order (the activations
+// lose bits), so it runs only when asked: TLALOC_INT8_ACTIVATIONS=q8_0. The default, `exact`,
+// keeps ops::Int8Matmul (reduction_matmul.h), bit for bit the printed program's f32 chain.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "tlaloc/ir/op_registry.h"
+#include "tlaloc/support/status.h"
+
+namespace tlaloc::ops {
+
+enum class Int8Activations { kExact, kQ8_0 };
+
+// The mode int8 products run in: the override if one is set, otherwise the environment's
+// TLALOC_INT8_ACTIVATIONS, read at each call ("exact" or unset: kExact; "q8_0": kQ8_0; any other
+// value is an error naming the variable and the values it takes).
+StatusOr<Int8Activations> Int8ActivationsMode();
+// Tests and benchmarks: force a mode for this process; nullopt goes back to the environment.
+void OverrideInt8Activations(std::optional<Int8Activations> mode);
+
+// Rounds x [k] (k a multiple of 32) to int8 per block of 32 as ggml's x86 quantize_row_q8_0
+// does: amax = max |x| over the block, d = f16(amax / 127), q = round-half-even(x * (127 / amax))
+// (0 where amax is 0). Writes q [k] and d's f16 bits [k / 32].
+void QuantizeRowQ8_0(const float* x, int64_t k, int8_t* q, uint16_t* d);
+
+// The kernels Int8MatmulQ8_0 chooses from; tests and benchmarks may name one.
+enum class Q8Kernel {
+  kAuto,       // the faster of the two for m (kRowStream up to two rows, else kTiles)
+  kRowStream,  // weight rows streamed in place against up to four activation rows at a time
+  kTiles,      // 32-column tiles of w repacked for VNNI, times up to six activation rows
+  kPortable,   // the scalar loop (what a CPU without AVX512-VNNI runs)
+};
+
+// c [m, n] = q8_0(x) [m, k] times w [n, k] (s8, f16 `scales` [n, k / 32] per 32-block of a row)
+// transposed: c[i][j] = sum over blocks b of float(sum_b q_x * q_w) * (dx_b * dw_b), the
+// block sums exact, their scaled sum in f32 in an order of the kernel's choosing.
+void Int8MatmulQ8_0(const float* x, int64_t m, const int8_t* w, const uint16_t* scales, int64_t n,
+                    int64_t k, float* c, EvalContext& ctx, Q8Kernel kernel = Q8Kernel::kAuto);
+
+// Whether the VNNI kernels run on this CPU (AVX-512 on, and AVX512-VNNI present).
+bool Q8UsesVnni();
+
+}  // namespace tlaloc::ops

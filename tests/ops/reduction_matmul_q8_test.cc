@@ -1,0 +1,233 @@
+// The q8_0 activation mode of int8 products (ops/reduction_matmul_q8.h): activation rounding
+// against a scalar rendering of ggml's rule, and every kernel (row stream, VNNI tiles, portable)
+// against a scalar reference of the same rounding with exact block sums, over every tail.
+#include "ops/reduction_matmul_q8.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "tlaloc/support/half.h"
+#include "tlaloc/support/thread_pool.h"
+
+namespace tlaloc {
+namespace {
+
+// Runs ParallelFor's chunks one after another on the calling thread.
+class SerialContext : public EvalContext {
+ public:
+  StatusOr<std::vector<Literal>> RunRegion(const Region&, std::vector<Literal>) override {
+    return InvalidArgument("no regions here");
+  }
+  StatusOr<std::vector<Literal>> CallFunction(const std::string&, std::vector<Literal>) override {
+    return InvalidArgument("no functions here");
+  }
+  void ParallelFor(int64_t n, int64_t grain,
+                   const std::function<void(int64_t, int64_t)>& body) override {
+    for (int64_t b = 0; b < n; b += std::max<int64_t>(grain, 1))
+      body(b, std::min(n, b + std::max<int64_t>(grain, 1)));
+  }
+  bool CanReuseOperand(int) const override { return false; }
+  const std::function<Status(std::span<const Literal>, std::vector<Literal>&)>* FindCustomCall(
+      const std::string&) const override {
+    return nullptr;
+  }
+};
+
+// Runs ParallelFor on a two-thread pool, as the interpreter does.
+class PoolContext : public SerialContext {
+ public:
+  void ParallelFor(int64_t n, int64_t grain,
+                   const std::function<void(int64_t, int64_t)>& body) override {
+    pool_.ParallelFor(n, grain, body);
+  }
+
+ private:
+  ThreadPool pool_{2};
+};
+
+// ggml's x86 rounding of one block, written out plainly: d = f16(amax / 127),
+// q = nearest-even(x * (127 / amax)).
+void ReferenceQuantize(const float* x, int8_t* q, uint16_t* d) {
+  float amax = 0;
+  for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+  *d = FloatToHalfBits(amax / 127.f);
+  const float id = amax == 0 ? 0.f : 127.f / amax;
+  for (int i = 0; i < 32; ++i) {
+    const float v = x[i] * id;
+    float r = std::floor(v);
+    const float frac = v - r;
+    if (frac > 0.5f || (frac == 0.5f && std::fmod(r, 2.0f) != 0)) r += 1;
+    q[i] = static_cast<int8_t>(r);
+  }
+}
+
+struct Case {
+  std::vector<float> x;      // [m, k]
+  std::vector<int8_t> w;     // [n, k]
+  std::vector<uint16_t> ws;  // [n, k / 32]
+};
+
+// Random activations and weights with the awkward blocks in place: an all-zero activation block,
+// a zero-scale weight block, a weight block of +-127 only, and activation blocks whose largest
+// magnitude is exactly representable so that the extremes round to +-127.
+Case MakeCase(int64_t m, int64_t n, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uni(-3.f, 3.f);
+  Case c;
+  c.x.resize(m * k);
+  for (float& v : c.x) v = uni(rng);
+  c.w.resize(n * k);
+  for (int8_t& v : c.w) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+  c.ws.resize(n * k / 32);
+  for (uint16_t& s : c.ws) s = FloatToHalfBits(std::ldexp(1.f + (rng() % 64) / 64.f, -8));
+  if (m > 0 && k >= 64) {
+    for (int i = 0; i < 32; ++i) c.x[32 + i] = 0;  // row 0, block 1: all zero
+  }
+  if (m > 1) c.x[k + 5] = 100.f, c.x[k + 6] = -100.f;  // row 1, block 0: the extremes
+  if (n > 0) c.ws[0] = 0;                              // row 0, block 0: zero scale
+  if (n > 2)
+    for (int i = 0; i < 32; ++i) c.w[2 * k + i] = (i % 2) ? 127 : -127;
+  return c;
+}
+
+// Exact block sums of the reference rounding, scaled by f32(dx * dw) and summed in double; the
+// bound covers any f32 sum of the scaled partial sums of four products each (the row-stream
+// kernel scales the sixteen four-product lanes of a 64-byte step, as ggml's AVX2 kernel does).
+void Reference(const Case& c, int64_t m, int64_t n, int64_t k, std::vector<double>& value,
+               std::vector<double>& bound) {
+  const int64_t blocks = k / 32;
+  std::vector<int8_t> q(m * k);
+  std::vector<uint16_t> d(m * blocks);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t b = 0; b < blocks; ++b)
+      ReferenceQuantize(&c.x[i * k + b * 32], &q[i * k + b * 32], &d[i * blocks + b]);
+  value.assign(m * n, 0);
+  bound.assign(m * n, 0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0, magnitude = 0;
+      for (int64_t b = 0; b < blocks; ++b) {
+        int32_t block = 0, groups = 0;
+        for (int64_t g = b * 32; g < (b + 1) * 32; g += 4) {
+          int32_t group = 0;
+          for (int64_t e = g; e < g + 4; ++e) group += q[i * k + e] * c.w[j * k + e];
+          block += group;
+          groups += std::abs(group);
+        }
+        const float scale =
+            HalfBitsToFloat(d[i * blocks + b]) * HalfBitsToFloat(c.ws[j * blocks + b]);
+        sum += static_cast<double>(block) * scale;
+        magnitude += static_cast<double>(groups) * std::fabs(scale);
+      }
+      value[i * n + j] = sum;
+      bound[i * n + j] = magnitude * (k / 4 + 2) * 0x1p-24 + 1e-30;
+    }
+}
+
+TEST(Q8Activations, RoundingIsGgmlsQuantizeRowQ8_0) {
+  std::vector<float> x(32 * 6);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uni(-2.f, 2.f);
+  for (float& v : x) v = uni(rng);
+  for (int i = 32; i < 64; ++i) x[i] = 0;  // zero block: d 0, q 0
+  // Block 2: amax 127, so x * id is x itself: the ties 2.5, 3.5, -2.5 go to even.
+  for (int i = 64; i < 96; ++i) x[i] = 0;
+  x[64] = 127, x[65] = 2.5f, x[66] = 3.5f, x[67] = -2.5f, x[68] = -127;
+  x[100] = 1e-30f;  // block 3: a subnormal-scale block (d underflows f16)
+  for (int i = 96; i < 128; ++i) x[i] = i == 100 ? 1e-30f : 0.f;
+  std::vector<int8_t> q(x.size()), want_q(x.size());
+  std::vector<uint16_t> d(6), want_d(6);
+  ops::QuantizeRowQ8_0(x.data(), static_cast<int64_t>(x.size()), q.data(), d.data());
+  for (int b = 0; b < 6; ++b) ReferenceQuantize(&x[b * 32], &want_q[b * 32], &want_d[b]);
+  EXPECT_EQ(q, want_q);
+  EXPECT_EQ(d, want_d);
+  EXPECT_EQ(d[1], 0);
+  EXPECT_EQ(q[64], 127);
+  EXPECT_EQ(q[65], 2);
+  EXPECT_EQ(q[66], 4);
+  EXPECT_EQ(q[67], -2);
+  EXPECT_EQ(q[68], -127);
+  EXPECT_EQ(q[100], 127);
+}
+
+void ExpectKernelMatchesReference(ops::Q8Kernel kernel, const char* name, int64_t m, int64_t n,
+                                  int64_t k, bool threads = false) {
+  const Case c = MakeCase(m, n, k, static_cast<uint32_t>(m * 1000 + n * 10 + k));
+  std::vector<double> want, bound;
+  Reference(c, m, n, k, want, bound);
+  std::vector<float> got(m * n, std::nanf(""));
+  SerialContext serial;
+  PoolContext pool;
+  ops::Int8MatmulQ8_0(c.x.data(), m, c.w.data(), c.ws.data(), n, k, got.data(),
+                      threads ? static_cast<EvalContext&>(pool) : serial, kernel);
+  int bad = 0;
+  for (int64_t i = 0; i < m * n && bad < 3; ++i)
+    if (!(std::fabs(got[i] - want[i]) <= bound[i])) {
+      ++bad;
+      ADD_FAILURE() << name << " m=" << m << " n=" << n << " k=" << k << " at (" << i / n << ", "
+                    << i % n << "): " << got[i] << " vs " << want[i] << " (bound " << bound[i]
+                    << ")";
+    }
+}
+
+TEST(Q8Activations, EveryKernelMatchesTheScalarReferenceOverEveryTail) {
+  const std::pair<ops::Q8Kernel, const char*> kernels[] = {
+      {ops::Q8Kernel::kAuto, "auto"},
+      {ops::Q8Kernel::kRowStream, "row stream"},
+      {ops::Q8Kernel::kTiles, "tiles"},
+      {ops::Q8Kernel::kPortable, "portable"}};
+  for (const auto& [kernel, name] : kernels) {
+    for (int64_t m = 1; m <= 17; ++m) ExpectKernelMatchesReference(kernel, name, m, 37, 96);
+    for (int64_t n : {1, 3, 4, 5, 15, 16, 17, 31, 32, 33, 64, 70, 1024})
+      for (int64_t k : {32, 64, 96, 128, 192, 544, 1024}) {
+        ExpectKernelMatchesReference(kernel, name, 1, n, k);
+        ExpectKernelMatchesReference(kernel, name, 7, n, k);
+      }
+    // Many tasks on two threads: the LM head's shape and a wide contraction.
+    ExpectKernelMatchesReference(kernel, name, 1, 20000, 64, true);
+    ExpectKernelMatchesReference(kernel, name, 3, 2000, 1024, true);
+    ExpectKernelMatchesReference(kernel, name, 9, 3000, 64, true);
+  }
+}
+
+TEST(Q8Activations, VnniKernelsRunWhereTheCpuHasThem) {
+  if (!ops::Q8UsesVnni())
+    GTEST_SKIP() << "this CPU (or TLALOC_VECTOR_MATH=0) has no AVX512-VNNI: the row-stream and "
+                    "tile kernels fall back to the portable loop checked above";
+  // The VNNI kernels and the portable loop add the same block terms in different orders: close,
+  // not identical (and checked against the reference above).
+  const Case c = MakeCase(9, 70, 1024, 1);
+  SerialContext ctx;
+  std::vector<float> a(9 * 70), b(9 * 70);
+  ops::Int8MatmulQ8_0(c.x.data(), 9, c.w.data(), c.ws.data(), 70, 1024, a.data(), ctx,
+                      ops::Q8Kernel::kTiles);
+  ops::Int8MatmulQ8_0(c.x.data(), 9, c.w.data(), c.ws.data(), 70, 1024, b.data(), ctx,
+                      ops::Q8Kernel::kPortable);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-3 * (1 + std::fabs(b[i])));
+}
+
+TEST(Q8Activations, ModeComesFromTheEnvironmentOrTheOverride) {
+  ops::OverrideInt8Activations(std::nullopt);
+  ::unsetenv("TLALOC_INT8_ACTIVATIONS");
+  EXPECT_EQ(*ops::Int8ActivationsMode(), ops::Int8Activations::kExact);
+  ::setenv("TLALOC_INT8_ACTIVATIONS", "q8_0", 1);
+  EXPECT_EQ(*ops::Int8ActivationsMode(), ops::Int8Activations::kQ8_0);
+  ::setenv("TLALOC_INT8_ACTIVATIONS", "exact", 1);
+  EXPECT_EQ(*ops::Int8ActivationsMode(), ops::Int8Activations::kExact);
+  ::setenv("TLALOC_INT8_ACTIVATIONS", "q4", 1);
+  auto bad = ops::Int8ActivationsMode();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().ToString().find("TLALOC_INT8_ACTIVATIONS"), std::string::npos);
+  EXPECT_NE(bad.status().ToString().find("q8_0"), std::string::npos);
+  ops::OverrideInt8Activations(ops::Int8Activations::kQ8_0);
+  EXPECT_EQ(*ops::Int8ActivationsMode(), ops::Int8Activations::kQ8_0);
+  ops::OverrideInt8Activations(std::nullopt);
+  ::unsetenv("TLALOC_INT8_ACTIVATIONS");
+}
+
+}  // namespace
+}  // namespace tlaloc
