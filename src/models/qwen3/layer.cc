@@ -66,7 +66,21 @@ void WritePages(const LayerContext& ctx, const Tensor& kt, const Tensor& vt, Lay
   for (int64_t r = 0; r < kt.dim(0); ++r) {
     Tensor start = Reshape(SliceAxis(ctx.starts, 0, r, r + 1), {});
     Tensor len = Reshape(SliceAxis(ctx.lengths, 0, r, r + 1), {});
-    Tensor base = start - Rem(start, page_s);
+    Tensor offset = Rem(start, page_s);
+    if (t == 1) {
+      // One token (decode): only its own position changes, so the block is not read and written
+      // whole. A padding row (length 0) writes back what its position held.
+      Tensor block = Reshape(SliceAxis(SliceAxis(ctx.write_blocks, 0, r, r + 1), 1, 0, 1), {});
+      Tensor fresh = BroadcastInDim(Gt(len, zero), {1, hkv, 1, d}, {});
+      for (Tensor* pool : {&cache.k, &cache.v}) {
+        const Tensor& rows = pool == &cache.k ? kt : vt;
+        Tensor incoming = Reshape(SliceAxis(rows, 0, r, r + 1), {1, hkv, 1, d});
+        Tensor old = DynamicSlice(*pool, {block, zero, offset, zero}, {1, hkv, 1, d});
+        *pool = DynamicUpdateSlice(*pool, Where(fresh, incoming, old), {block, zero, offset, zero});
+      }
+      continue;
+    }
+    Tensor base = start - offset;
     for (Tensor* pool : {&cache.k, &cache.v}) {
       const Tensor& rows = pool == &cache.k ? kt : vt;
       // The chunk with a block of zeros on either side, so every block's slice is in range.
