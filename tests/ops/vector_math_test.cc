@@ -224,10 +224,11 @@ TEST(VectorMath, Bf16ConversionsMatchTheScalarOnes) {
   EXPECT_EQ(mismatches, 0);
 }
 
-// Binary ops on bf16 (widened, computed in f32 and rounded in blocks) give, element by element,
+// convert between f32 and bf16, and binary ops on bf16 (widened, computed in f32 and rounded in
+// blocks) give, element by element,
 // the scalar rule: the f32 result of the widened operands rounded once to bf16. Several parallel
 // chunks, a ragged tail, and special values.
-TEST(VectorMath, Bf16BinaryOpsRoundEachResultOnce) {
+TEST(VectorMath, Bf16ConvertAndBinaryOpsFollowTheScalarRule) {
   const int64_t n = 100'003;
   std::mt19937 rng(5);
   std::uniform_int_distribution<uint32_t> any_half(0, 0xffff);
@@ -258,6 +259,20 @@ TEST(VectorMath, Bf16BinaryOpsRoundEachResultOnce) {
       {"stablehlo.subtract", [](float x, float y) { return x - y; }},
       {"stablehlo.divide", [](float x, float y) { return x / y; }},
   };
+  // convert f32 -> bf16 -> f32 through the ops' bulk path: the scalar rounding and widening.
+  std::vector<float> wide;
+  for (int64_t i = 0; i < n; ++i) wide.push_back(a[i].f() * 1.2345f + b[i].f() * 1e-3f);
+  Literal narrowed = Run1("stablehlo.convert", {Literal::FromVector<float>({n}, wide)}, {},
+                          std::vector<Type>{Type(TensorType(ElementType::kBF16, {n}))});
+  Literal back = Run1("stablehlo.convert", {narrowed}, {},
+                      std::vector<Type>{Type(TensorType(ElementType::kF32, {n}))});
+  auto narrowed_values = Elems<bf16>(narrowed);
+  auto back_values = Elems<float>(back);
+  ASSERT_EQ(static_cast<int64_t>(back_values.size()), n);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(narrowed_values[i].bits, FloatToBf16Bits(wide[i])) << "convert of " << wide[i];
+    ASSERT_EQ(Bits(back_values[i]), Bits(Bf16BitsToFloat(narrowed_values[i].bits)));
+  }
   for (const Case& c : cases) {
     auto got = Elems<bf16>(
         Run1(c.op, {Literal::FromVector<bf16>({n}, a), Literal::FromVector<bf16>({n}, b)}));
