@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "tlaloc/support/cpu_features.h"
+#include "tlaloc/support/half.h"
 
 #if defined(__x86_64__)
 #include "support/avx512_intrinsics.h"
@@ -136,6 +137,35 @@ TLALOC_VMATH_TARGET void VectorLoop(const float* in, float* out, int64_t n) {
   }
 }
 
+// bf16 bits widened: exact, a shift.
+TLALOC_VMATH_TARGET void Bf16ToF32Vector(const uint16_t* in, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 live = n - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(live, in + i));
+    _mm512_mask_storeu_ps(out + i, live, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
+  }
+}
+
+// FloatToBf16Bits on 16 lanes: round to nearest even by adding 0x7fff plus the kept lowest bit,
+// a NaN quieted (its top 16 bits with 0x40 set). Integer arithmetic, so subnormals round like
+// any other value (vcvtneps2bf16 would flush them).
+TLALOC_VMATH_TARGET void F32ToBf16Vector(const float* in, uint16_t* out, int64_t n) {
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+  const __m512i bias = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1);
+  const __m512i quiet = _mm512_set1_epi32(0x40);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 live = n - i >= 16 ? 0xffff : static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m512i u = _mm512_castps_si512(_mm512_maskz_loadu_ps(live, in + i));
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs_mask), inf);
+    const __m512i lowest = _mm512_and_si512(_mm512_srli_epi32(u, 16), one);
+    const __m512i rounded =
+        _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(bias, lowest)), 16);
+    const __m512i nan_bits = _mm512_or_si512(_mm512_srli_epi32(u, 16), quiet);
+    const __m512i bits = _mm512_mask_mov_epi32(rounded, nan, nan_bits);
+    _mm256_mask_storeu_epi16(out + i, live, _mm512_cvtepi32_epi16(bits));
+  }
+}
+
 #endif  // __x86_64__
 
 }  // namespace
@@ -171,6 +201,20 @@ void RsqrtF32(const float* in, float* out, int64_t n) {
   if (HasVectorKernels()) return VectorLoop<RsqrtOp>(in, out, n);
 #endif
   RsqrtF32Scalar(in, out, n);
+}
+
+void Bf16ToF32(const uint16_t* in, float* out, int64_t n) {
+#if defined(__x86_64__)
+  if (HasVectorKernels()) return Bf16ToF32Vector(in, out, n);
+#endif
+  for (int64_t i = 0; i < n; ++i) out[i] = Bf16BitsToFloat(in[i]);
+}
+
+void F32ToBf16(const float* in, uint16_t* out, int64_t n) {
+#if defined(__x86_64__)
+  if (HasVectorKernels()) return F32ToBf16Vector(in, out, n);
+#endif
+  for (int64_t i = 0; i < n; ++i) out[i] = FloatToBf16Bits(in[i]);
 }
 
 }  // namespace tlaloc::ops::vmath

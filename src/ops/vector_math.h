@@ -38,6 +38,11 @@ void ExpF32Scalar(const float* in, float* out, int64_t n);
 void LogisticF32Scalar(const float* in, float* out, int64_t n);
 void RsqrtF32Scalar(const float* in, float* out, int64_t n);
 
+// bf16 bits to f32 and back, bit for bit Bf16BitsToFloat and FloatToBf16Bits (support/half.h:
+// round to nearest even, NaN quieted, subnormals kept); `in` and `out` must not overlap.
+void Bf16ToF32(const uint16_t* in, float* out, int64_t n);
+void F32ToBf16(const float* in, uint16_t* out, int64_t n);
+
 // Whether the vectorised kernels run: HasAvx512Core() (tlaloc/support/cpu_features.h), false
 // when the environment sets TLALOC_VECTOR_MATH=0 (scalar loops, for speed comparisons).
 bool HasVectorKernels();

@@ -192,5 +192,96 @@ TEST(VectorMath, OpsMatchTheDefinitionInEveryFloatType) {
   }
 }
 
+// bf16 widening and rounding in bulk (vectorised where the CPU allows) against the scalar
+// Bf16BitsToFloat / FloatToBf16Bits: every bf16 value, and for every upper half of an f32 the
+// lower halves that decide its rounding (zero, below, at and above the tie, all ones), NaN
+// payloads and subnormals included; from an unaligned start with a ragged tail.
+TEST(VectorMath, Bf16ConversionsMatchTheScalarOnes) {
+  std::vector<uint16_t> halves(1 << 16);
+  for (uint32_t i = 0; i < (1u << 16); ++i) halves[i] = static_cast<uint16_t>(i);
+  std::vector<float> widened(halves.size() + 1, -1.0f);
+  ops::vmath::Bf16ToF32(halves.data() + 1, widened.data() + 1, (1 << 16) - 4);
+  EXPECT_EQ(widened[0], -1.0f);
+  for (size_t i = 1; i + 3 < halves.size(); ++i)
+    ASSERT_EQ(Bits(widened[i]), Bits(Bf16BitsToFloat(halves[i]))) << "bf16 0x" << std::hex << i;
+  for (size_t i = halves.size() - 3; i < widened.size(); ++i)
+    ASSERT_EQ(widened[i], -1.0f) << "wrote past its range";
+
+  std::vector<float> xs;
+  for (uint32_t high = 0; high < (1u << 16); ++high)
+    for (uint32_t low : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu})
+      xs.push_back(FromBits(high << 16 | low));
+  const int64_t n = static_cast<int64_t>(xs.size());
+  std::vector<uint16_t> rounded(n + 3, 0xabcd);
+  ops::vmath::F32ToBf16(xs.data() + 1, rounded.data() + 1, n - 2);
+  EXPECT_EQ(rounded[0], 0xabcd) << "wrote before its range";
+  EXPECT_EQ(rounded[n - 1], 0xabcd) << "wrote past its range";
+  int mismatches = 0;
+  for (int64_t i = 1; i < n - 1; ++i)
+    if (rounded[i] != FloatToBf16Bits(xs[i]) && ++mismatches <= 5)
+      ADD_FAILURE() << "f32 0x" << std::hex << Bits(xs[i]) << ": got 0x" << rounded[i]
+                    << ", want 0x" << FloatToBf16Bits(xs[i]);
+  EXPECT_EQ(mismatches, 0);
+}
+
+// convert between f32 and bf16, and binary ops on bf16 (widened, computed in f32 and rounded in
+// blocks) give, element by element,
+// the scalar rule: the f32 result of the widened operands rounded once to bf16. Several parallel
+// chunks, a ragged tail, and special values.
+TEST(VectorMath, Bf16ConvertAndBinaryOpsFollowTheScalarRule) {
+  const int64_t n = 100'003;
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<uint32_t> any_half(0, 0xffff);
+  std::uniform_real_distribution<float> range(-50.0f, 50.0f);
+  std::vector<bf16> a, b;
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            1e-40f,
+                            3.0e38f};
+  for (int64_t i = 0; i < n; ++i) {
+    if (i % 3 == 0) {
+      a.push_back(bf16::FromBits(static_cast<uint16_t>(any_half(rng))));
+      b.push_back(bf16::FromBits(static_cast<uint16_t>(any_half(rng))));
+    } else {
+      a.push_back(bf16(i % 101 == 0 ? specials[i % 6] : range(rng)));
+      b.push_back(bf16(i % 103 == 0 ? specials[(i + 1) % 6] : range(rng)));
+    }
+  }
+  struct Case {
+    const char* op;
+    float (*f)(float, float);
+  };
+  const Case cases[] = {
+      {"stablehlo.multiply", [](float x, float y) { return x * y; }},
+      {"stablehlo.add", [](float x, float y) { return x + y; }},
+      {"stablehlo.subtract", [](float x, float y) { return x - y; }},
+      {"stablehlo.divide", [](float x, float y) { return x / y; }},
+  };
+  // convert f32 -> bf16 -> f32 through the ops' bulk path: the scalar rounding and widening.
+  std::vector<float> wide;
+  for (int64_t i = 0; i < n; ++i) wide.push_back(a[i].f() * 1.2345f + b[i].f() * 1e-3f);
+  Literal narrowed = Run1("stablehlo.convert", {Literal::FromVector<float>({n}, wide)}, {},
+                          std::vector<Type>{Type(TensorType(ElementType::kBF16, {n}))});
+  Literal back = Run1("stablehlo.convert", {narrowed}, {},
+                      std::vector<Type>{Type(TensorType(ElementType::kF32, {n}))});
+  auto narrowed_values = Elems<bf16>(narrowed);
+  auto back_values = Elems<float>(back);
+  ASSERT_EQ(static_cast<int64_t>(back_values.size()), n);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(narrowed_values[i].bits, FloatToBf16Bits(wide[i])) << "convert of " << wide[i];
+    ASSERT_EQ(Bits(back_values[i]), Bits(Bf16BitsToFloat(narrowed_values[i].bits)));
+  }
+  for (const Case& c : cases) {
+    auto got = Elems<bf16>(
+        Run1(c.op, {Literal::FromVector<bf16>({n}, a), Literal::FromVector<bf16>({n}, b)}));
+    ASSERT_EQ(static_cast<int64_t>(got.size()), n);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(got[i].bits, bf16(c.f(a[i].f(), b[i].f())).bits)
+          << c.op << " of " << a[i].f() << " and " << b[i].f() << " at " << i;
+  }
+}
+
 }  // namespace
 }  // namespace tlaloc::ewtest

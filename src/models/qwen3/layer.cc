@@ -53,39 +53,64 @@ void WriteCache(const LayerContext& ctx, const Tensor& kt, const Tensor& vt, Lay
 
 // Paged form: writes row r's new keys kt[r] [Hkv, T, D] (the first lengths[r] of them real) at
 // positions starts[r].. of its sequence. Block w of the chunk (write_blocks[r, w]) covers the
-// positions from base + w * P, base being starts[r] rounded down to a block: it is read, the new
-// keys that fall in it replace their positions, and it is written back in place (the pool dies at
-// each update). Padding tokens write nothing, so a padding row leaves the pool as it was.
+// positions from base + w * P, base being starts[r] rounded down to a block: the W blocks are read
+// (one gather), the new keys that fall in them replace their positions, and each is written back
+// in place (the pool dies at each update): a few ops per block, where a chain of about twenty per
+// block and pool made a 512-token prefill run some 35,000 more small ops. Padding tokens write
+// nothing, so a padding row leaves the pool as it was.
 void WritePages(const LayerContext& ctx, const Tensor& kt, const Tensor& vt, LayerCache& cache) {
   OpBuilder* b = kt.builder();
   const int64_t hkv = kt.dim(1), t = kt.dim(2), d = kt.dim(3), page = ctx.page_size;
   const int64_t blocks = ctx.write_blocks.dim(1);
   Tensor zero = Scalar(*b, 0, ElementType::kS32);
   Tensor page_s = Scalar(*b, static_cast<double>(page), ElementType::kS32);
-  Tensor offsets = Iota(*b, {page}, 0, ElementType::kS32);
+  // Chunk offset of position p of block w, w * P + p (chunks only).
+  Tensor block_offsets;
+  if (t > 1)
+    block_offsets = Reshape(Iota(*b, {blocks * page}, 0, ElementType::kS32), {blocks, page});
   for (int64_t r = 0; r < kt.dim(0); ++r) {
     Tensor start = Reshape(SliceAxis(ctx.starts, 0, r, r + 1), {});
     Tensor len = Reshape(SliceAxis(ctx.lengths, 0, r, r + 1), {});
-    Tensor base = start - Rem(start, page_s);
+    Tensor offset = Rem(start, page_s);
+    if (t == 1) {
+      // One token (decode): only its own position changes, so the block is not read and written
+      // whole. A padding row (length 0) writes back what its position held.
+      Tensor block = Reshape(SliceAxis(SliceAxis(ctx.write_blocks, 0, r, r + 1), 1, 0, 1), {});
+      Tensor fresh = BroadcastInDim(Gt(len, zero), {1, hkv, 1, d}, {});
+      for (Tensor* pool : {&cache.k, &cache.v}) {
+        const Tensor& rows = pool == &cache.k ? kt : vt;
+        Tensor incoming = Reshape(SliceAxis(rows, 0, r, r + 1), {1, hkv, 1, d});
+        Tensor old = DynamicSlice(*pool, {block, zero, offset, zero}, {1, hkv, 1, d});
+        *pool = DynamicUpdateSlice(*pool, Where(fresh, incoming, old), {block, zero, offset, zero});
+      }
+      continue;
+    }
+    // A chunk: all its blocks at once. Chunk index of each block position ([W, P], block w
+    // from base + w * P), and which of them are new.
+    Tensor first = zero - offset;  // base - start, in (-P, 0]
+    Tensor index = BroadcastInDim(first, {blocks, page}, {}) + block_offsets;
+    Tensor fresh =
+        Ge(index, FullLike(index, 0)) & Lt(index, BroadcastInDim(len, {blocks, page}, {}));
+    Tensor fresh_rows = BroadcastInDim(fresh, {blocks, hkv, page, d}, {0, 2});
+    Tensor ids = Reshape(SliceAxis(ctx.write_blocks, 0, r, r + 1), {blocks});
+    std::vector<Tensor> id(blocks);
+    for (int64_t w = 0; w < blocks; ++w) id[w] = Reshape(SliceAxis(ids, 0, w, w + 1), {});
     for (Tensor* pool : {&cache.k, &cache.v}) {
       const Tensor& rows = pool == &cache.k ? kt : vt;
-      // The chunk with a block of zeros on either side, so every block's slice is in range.
+      // The chunk with P zeros before it and W * P after, so the W blocks' slice is in range.
       Tensor padded = Pad(Reshape(SliceAxis(rows, 0, r, r + 1), {hkv, t, d}),
-                          Scalar(*b, 0, rows.element_type()), {0, page, 0}, {0, page, 0});
-      for (int64_t w = 0; w < blocks; ++w) {
-        Tensor block =
-            Reshape(SliceAxis(SliceAxis(ctx.write_blocks, 0, r, r + 1), 1, w, w + 1), {});
-        // Chunk index of the block's first position, and which of its positions are new.
-        Tensor first = base + Scalar(*b, static_cast<double>(w * page), ElementType::kS32) - start;
-        Tensor index = BroadcastInDim(first, {page}, {}) + offsets;
-        Tensor fresh = Ge(index, FullLike(index, 0)) & Lt(index, BroadcastInDim(len, {page}, {}));
-        Tensor incoming = DynamicSlice(padded, {zero, first + page_s, zero}, {hkv, page, d});
-        Tensor old = Reshape(DynamicSlice(*pool, {block, zero, zero, zero}, {1, hkv, page, d}),
-                             {hkv, page, d});
-        Tensor merged = Where(BroadcastInDim(fresh, {hkv, page, d}, {1}), incoming, old);
-        *pool = DynamicUpdateSlice(*pool, Reshape(merged, {1, hkv, page, d}),
-                                   {block, zero, zero, zero});
-      }
+                          Scalar(*b, 0, rows.element_type()), {0, page, 0}, {0, blocks * page, 0});
+      Tensor incoming = Transpose(
+          Reshape(DynamicSlice(padded, {zero, first + page_s, zero}, {hkv, blocks * page, d}),
+                  {hkv, blocks, page, d}),
+          {1, 0, 2, 3});
+      Tensor merged = Where(fresh_rows, incoming, Take(*pool, ids));  // [W, Hkv, P, D]
+      // Last block first: entries past the sequence's blocks (at the end, all fresh-less) name
+      // block 0, which may also be one of the sequence's own; written first, they put back what
+      // block 0 held before the step, and the sequence's own write of it comes after.
+      for (int64_t w = blocks - 1; w >= 0; --w)
+        *pool =
+            DynamicUpdateSlice(*pool, SliceAxis(merged, 0, w, w + 1), {id[w], zero, zero, zero});
     }
   }
 }
