@@ -14,8 +14,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "sharded_test_util.h"
+#include "tlaloc/pjrt/pjrt_backend.h"
 #include "tlaloc/stablehlo/parser.h"
 #include "tlaloc/stablehlo/printer.h"
 #include "tlaloc/train/sharded_trainer.h"
@@ -263,6 +265,44 @@ TEST(ShardedMoe, PerDeviceProgramReadsItsExpertSliceFromThePartitionId) {
   auto parsed = ParseModule(text, "printed");
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   EXPECT_EQ(PrintModule(**parsed), text);
+}
+
+// Through Tlaloc's PJRT plugin (the per-device program compiled for 1 x 4 partitions, whose
+// partition_id picks each device's experts), three dp_tp steps equal the interpreter backend's
+// bit for bit, as the dense plans do in tests/train/sharded_pjrt_test.cc.
+TEST(ShardedMoe, ThroughThePluginEqualsTheInterpreterBitForBit) {
+  const io::ModelConfig c = TinyMoeConfig();
+  TrainOptions o = Options();
+  o.mesh = "data=2,model=2";
+  o.plan = "dp_tp";
+  pjrt::SessionOptions so;
+  so.plugin_path = TLALOC_PJRT_CPU_PLUGIN;
+  so.cpu_device_count = 4;
+  auto plugin = pjrt::MakePjrtBackend(so);
+  ASSERT_TRUE(plugin.ok()) << plugin.status().ToString();
+  auto interp = MakeInterpreterBackend({}, 4);
+  auto want = Trainer::Create(c, Weights(c), o, *interp, kBatch, kSeq);
+  auto got = Trainer::Create(c, Weights(c), o, **plugin, kBatch, kSeq);
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  for (int s = 0; s < 3; ++s) {
+    const Batch batch = MakeBatch(c, 30 + s);
+    auto a = (*want)->Step(batch);
+    auto b = (*got)->Step(batch);
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    EXPECT_EQ(a->loss, b->loss) << "step " << s + 1;
+    EXPECT_EQ(a->grad_norm, b->grad_norm) << "step " << s + 1;
+  }
+  auto wa = (*want)->Weights();
+  auto wb = (*got)->Weights();
+  ASSERT_TRUE(wa.ok() && wb.ok());
+  ASSERT_EQ(wa->size(), wb->size());
+  for (size_t i = 0; i < wa->size(); ++i) {
+    ASSERT_EQ((*wa)[i].byte_size(), (*wb)[i].byte_size());
+    EXPECT_EQ(std::memcmp((*wa)[i].data(), (*wb)[i].data(), (*wa)[i].byte_size()), 0)
+        << "weight " << i;
+  }
 }
 
 }  // namespace
