@@ -6,7 +6,7 @@
 # right, and the loss below 0.1. Sized for two cores: STEPS steps of 8 x 64 tokens, about 45 s
 # of fine-tuning on a loaded 2-core machine (measured: 9/10 right, loss 5.50 -> 0.029; at 300
 # steps 0/10 exactly right though most characters were). Then the same base fine-tuned with
-# its experts split over 2 devices (--plan tp) and the tuned model generated with --mesh.
+# its experts split over 2 devices (--plan tp).
 # Usage: finetune_moe_test.sh TLALOC [STEPS] [MIN_RIGHT]
 set -uo pipefail
 tlaloc=$1
@@ -51,7 +51,8 @@ echo "loss $first -> $last"
 python3 -c "import sys; sys.exit(0 if float('$last') < 0.1 else 1)" || fail "the loss ended at $last"
 
 # Expert parallelism end to end: 4 steps with the experts over 2 devices (--plan tp) log the
-# 1-device losses within 1e-5 relative, and `generate --mesh model=2` prints the 1-device text.
+# 1-device losses within 1e-5 relative; `generate --mesh model=2` (the engine's step programs,
+# which do not take split experts yet) refuses the MoE model by name.
 losses() { grep -o '"loss":[-0-9.e]*' "$1/loss_log.jsonl" | cut -d: -f2 | tr '\n' ' '; }
 short=(finetune --model "$work/base" --data "$work/demo/train.jsonl" --steps 4 --batch 4
   --seq-len 32 --lr 1e-3)
@@ -66,8 +67,8 @@ worst = max(abs(x - y) / abs(x) for x, y in zip(a, b))
 print(f"tp model=2: largest relative loss difference {worst:.3g}")
 sys.exit(0 if worst <= 1e-5 else 1)
 PY
-one=$("$tlaloc" generate -m "$work/tuned" -p etxs -n 8 --temp 0 2>/dev/null)
-two=$(env -u TLALOC_CPU_DEVICES "$tlaloc" generate -m "$work/tuned" -p etxs -n 8 --mesh model=2 \
-  2>"$work/gen.err") || fail "generate --mesh model=2: $(cat "$work/gen.err")"
-[ "$one" = "$two" ] || fail "generate --mesh model=2 printed '$two', one device '$one'"
+env -u TLALOC_CPU_DEVICES "$tlaloc" generate -m "$work/tuned" -p etxs -n 8 --mesh model=2 \
+  >/dev/null 2>"$work/gen.err" && fail "generate --mesh model=2 of a MoE model ran"
+grep -q "is a MoE layer" "$work/gen.err" ||
+  fail "generate --mesh model=2 of a MoE model did not say why: $(cat "$work/gen.err")"
 exit $((failures > 0))
