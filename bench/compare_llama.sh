@@ -4,11 +4,14 @@
 #
 #   bash bench/compare_llama.sh [--runs R] [--prompt-tokens N] [--new-tokens M] [--threads T]
 #                               [--dtypes "f32 bf16 int8"] [--models "qwen3-0.6b"] [--work DIR]
-#                               [--tlaloc BIN] [--short-prompt N]
+#                               [--tlaloc BIN] [--short-prompt N] [--moe-bench BIN]
 #
 # --models takes init-model presets; qwen3-30b-a3b-2l adds the MoE row (Qwen3-30B-A3B's layers,
-# 2 of 48, as llama.cpp's qwen3moe). It creates each preset (random weights, real shapes) once
-# per dtype, exports it
+# 2 of 48, as llama.cpp's qwen3moe; --dtypes bf16 for it: f32 does not fit 24 GiB with its
+# GGUF). With a MoE preset the table ends with the MoE block's time against a dense SwiGLU of
+# the same active width (8 x 768), from build/bench/moe_bench (--moe-bench) in the same run at
+# the same threads, at 1 token (decode) and 16 and 256 (prefill).
+# It creates each preset (random weights, real shapes) once per dtype, exports it
 # with `tlaloc export gguf`, then alternates `tlaloc bench --json` and bench/llama_bench.mjs R
 # times (which one goes first alternates too), each under /usr/bin/time -v for peak RSS, and
 # prints medians and Tlaloc/llama.cpp ratios for prefill and decode speed, peak RSS and load
@@ -40,6 +43,7 @@ MODELS="qwen3-0.6b"
 WORK="${TMPDIR:-/tmp}/tlaloc-compare"
 TLALOC=""
 SHORT=4
+MOE_BENCH=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --runs) RUNS="$2"; shift 2 ;;
@@ -51,7 +55,8 @@ while [[ $# -gt 0 ]]; do
     --work) WORK="$2"; shift 2 ;;
     --tlaloc) TLALOC="$2"; shift 2 ;;
     --short-prompt) SHORT="$2"; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    --moe-bench) MOE_BENCH="$2"; shift 2 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "compare_llama.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -61,6 +66,11 @@ if [[ -z "$TLALOC" ]]; then
   done
 fi
 [[ -x "$TLALOC" ]] || { echo "compare_llama.sh: no tlaloc binary (build it, or pass --tlaloc BIN)" >&2; exit 1; }
+if [[ -z "$MOE_BENCH" ]]; then
+  for candidate in "$(dirname "$TLALOC")/../bench/moe_bench" "$ROOT/build/bench/moe_bench"; do
+    if [[ -x "$candidate" ]]; then MOE_BENCH="$candidate"; break; fi
+  done
+fi
 [[ -d "$ROOT/third_party_npm/node_modules/node-llama-cpp" ]] ||
   { echo "compare_llama.sh: node-llama-cpp is missing (run scripts/setup.sh)" >&2; exit 1; }
 [[ -x /usr/bin/time ]] || { echo "compare_llama.sh: /usr/bin/time is missing (apt-get install time)" >&2; exit 1; }
@@ -152,8 +162,19 @@ for dt in $DTYPES; do
   "$TLALOC" bench --model "$model" "${dtype_flag[@]}" --prompt-tokens 1 --new-tokens 1 \
     --threads "$THREADS" --json > "$RESULTS/bandwidth-$tag.json"
   TAGS="${TAGS:-} $tag"
+  grep -q '"num_experts"' "$model/config.json" && MOE=1
 done
 done
+
+# The MoE block against a dense SwiGLU of the same active parameters, once, at the same threads.
+if [[ -n "${MOE:-}" ]]; then
+  [[ -x "$MOE_BENCH" ]] ||
+    { echo "compare_llama.sh: no moe_bench (build the moe_bench target, or pass --moe-bench BIN)" >&2; exit 1; }
+  echo "== MoE block against a dense layer of the same active width: $MOE_BENCH" >&2
+  TLALOC_NUM_THREADS="$THREADS" "$MOE_BENCH" \
+    --benchmark_filter='^BM_(MoeForm/1/(1|16|256)|DenseMlp/tokens:(1|16|256))/' \
+    --benchmark_repetitions="$RUNS" --benchmark_format=json > "$RESULTS/moe_layer.json"
+fi
 
 "$NODE" - "$RESULTS" "$TAGS" "$THREADS" "$PROMPT" "$NEW" "$RUNS" "$SHORT" <<'EOF'
 const fs = require("fs");
@@ -232,4 +253,23 @@ console.log("| dtype | figure | Tlaloc | llama.cpp | Tlaloc/llama.cpp |");
 console.log("|---|---|---:|---:|---:|");
 for (const r of rows)
   console.log(`| ${r.dt} | ${r.name} | ${r.a.toFixed(2)} | ${r.b.toFixed(2)} | ${r.ratio.toFixed(2)}x${r.higherBetter ? "" : " (lower is better)"} |`);
+// bench/moe_bench: median wall ms of the MoE block (ragged_dot form) and of the dense SwiGLU of
+// the same active width, per token count.
+const moeFile = path.join(dir, "moe_layer.json");
+if (fs.existsSync(moeFile)) {
+  const bms = JSON.parse(fs.readFileSync(moeFile, "utf8")).benchmarks
+    .filter((b) => (b.run_type || "iteration") === "iteration");
+  const ms = (prefix) => {
+    const xs = bms.filter((b) => b.name.startsWith(prefix)).map((b) => b.real_time);
+    return xs.length ? median(xs) : NaN;
+  };
+  console.log("\nMoE block / dense SwiGLU of the same active parameters (bench/moe_bench: " +
+              "Qwen3-30B-A3B widths, f32, ragged_dot form, median wall ms):\n");
+  console.log("| tokens | MoE block ms | dense MLP (width 6144) ms | MoE/dense |");
+  console.log("|---:|---:|---:|---:|");
+  for (const n of [1, 16, 256]) {
+    const a = ms(`BM_MoeForm/1/${n}/`), b = ms(`BM_DenseMlp/tokens:${n}/`);
+    console.log(`| ${n} | ${a.toFixed(2)} | ${b.toFixed(2)} | ${(a / b).toFixed(2)}x |`);
+  }
+}
 EOF

@@ -100,6 +100,13 @@ Status Engine::UploadTensorParallel(std::vector<Literal> weights) {
   const std::string what = "tensor-parallel generation over mesh " + mesh_->ToString();
   auto plan = shard::ShardingPlan::Make("tp", *mesh_, config_, 1);
   if (!plan.ok()) return Status(plan.status().code(), what + ": " + plan.status().message());
+  // The tp plan splits MoE experts (expert parallelism, for training); the step programs here
+  // take whole-expert weight specs and no ParallelHooks::first_expert yet.
+  for (int64_t l = 0; l < config_.num_hidden_layers; ++l)
+    if (config_.IsMoeLayer(l))
+      return Unimplemented(what + ": layer " + std::to_string(l) +
+                           " is a MoE layer; the engine's step programs do not take experts split "
+                           "over devices yet (training's tp plan does)");
   if (config_.quantization)
     return Unimplemented(what + ": the checkpoint is int8-quantized (quantization_config " +
                          config_.quantization->quant_method +

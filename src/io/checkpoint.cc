@@ -51,6 +51,11 @@ StatusOr<Literal> Checkpoint::Get(std::string_view name) const {
   return it->second.file->Load(*it->second.info);
 }
 
+void Checkpoint::ReleasePages(std::string_view name) const {
+  auto it = entries_.find(name);
+  if (it != entries_.end()) it->second.file->ReleasePages(*it->second.info);
+}
+
 uint64_t Checkpoint::total_bytes() const {
   uint64_t total = 0;
   for (const auto& [name, e] : entries_) total += e.info->byte_size();

@@ -315,6 +315,7 @@ StatusOr<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::Open(
   file->data_ = static_cast<std::byte*>(mapping->addr);
   file->size_ = mapping->size;
   file->owner_ = mapping;
+  file->mapped_ = mapping->size > 0;
   TL_ASSIGN_OR_RETURN(file->header_, ParseSafetensorsHeader(file->bytes(), src));
   return std::shared_ptr<const SafetensorsFile>(std::move(file));
 }
@@ -341,6 +342,17 @@ Literal SafetensorsFile::Load(const SafetensorsTensorInfo& info) const {
   Literal copy(info.type());
   if (info.byte_size() > 0) std::memcpy(copy.data(), p, info.byte_size());
   return copy;
+}
+
+void SafetensorsFile::ReleasePages(const SafetensorsTensorInfo& info) const {
+  if (!mapped_) return;
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin =
+      reinterpret_cast<uintptr_t>(data_ + header_.data_offset() + info.data_begin);
+  // Whole pages only: a page shared with a neighbouring tensor stays.
+  const uintptr_t first = (begin + page - 1) / page * page;
+  const uintptr_t last = (begin + info.byte_size()) / page * page;
+  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
 StatusOr<Literal> SafetensorsFile::Get(std::string_view name) const {

@@ -51,13 +51,16 @@ StatusOr<std::vector<Literal>> LoadWeights(const io::ModelConfig& config,
       out.push_back(std::move(value));
       continue;
     }
-    // Stacked experts: one copy at load time, so that every step reads them in place.
+    // Stacked experts: one copy at load time, so that every step reads them in place. Each
+    // expert's mapped pages leave the resident set once copied, so the checkpoint's experts and
+    // their stacked copy are never resident together (peak RSS: one copy, not two).
     const std::vector<int64_t> part_shape(spec.shape.begin() + 1, spec.shape.end());
     Literal stacked = Literal::Uninitialized(TensorType(dtype, spec.shape));
     const int64_t part_bytes = NumElements(part_shape) * (BitWidth(dtype) / 8);
     for (size_t e = 0; e < spec.stacked.size(); ++e) {
       TL_ASSIGN_OR_RETURN(Literal part, load(spec.stacked[e], part_shape));
       std::memcpy(stacked.data() + static_cast<int64_t>(e) * part_bytes, part.data(), part_bytes);
+      checkpoint.ReleasePages(spec.stacked[e]);
     }
     out.push_back(std::move(stacked));
   }

@@ -247,22 +247,36 @@ Tensor SparseMoe(const Tensor& x, const MoeWeights& w, int64_t top_k, bool norm_
   if (!b || !x.valid() || !w.router.valid() || !w.gate.valid() || !w.up.valid() || !w.down.valid())
     return Tensor();
   const int64_t experts = w.router.dim(0), h = x.rank() == 2 ? x.dim(1) : -1;
-  const int64_t width = w.gate.dim(1);
+  const int64_t local = w.gate.dim(0), width = w.gate.dim(1);
+  const bool sliced = w.first_expert.valid();
   const bool shapes_ok = x.rank() == 2 && w.router.dims() == std::vector<int64_t>{experts, h} &&
-                         w.gate.dims() == std::vector<int64_t>{experts, width, h} &&
-                         w.up.dims() == std::vector<int64_t>{experts, width, h} &&
-                         w.down.dims() == std::vector<int64_t>{experts, h, width};
+                         (sliced ? local > 0 && experts % local == 0 : local == experts) &&
+                         w.gate.dims() == std::vector<int64_t>{local, width, h} &&
+                         w.up.dims() == std::vector<int64_t>{local, width, h} &&
+                         w.down.dims() == std::vector<int64_t>{local, h, width} &&
+                         (!sliced || w.first_expert.rank() == 0);
   if (!shapes_ok) {
-    b->Fail(
-        InvalidArgument("SparseMoe: expected x [N, H], router [E, H], gate and up [E, I, H], "
-                        "down [E, H, I]; got x " +
-                        x.type().ToString() + ", router " + w.router.type().ToString() + ", gate " +
-                        w.gate.type().ToString() + ", up " + w.up.type().ToString() + ", down " +
-                        w.down.type().ToString()));
+    b->Fail(InvalidArgument(
+        std::string("SparseMoe: expected x [N, H], router [E, H], gate and up [E, I, H], down "
+                    "[E, H, I] (or a slice of L experts dividing E, with a scalar first_expert)") +
+        "; got x " + x.type().ToString() + ", router " + w.router.type().ToString() + ", gate " +
+        w.gate.type().ToString() + ", up " + w.up.type().ToString() + ", down " +
+        w.down.type().ToString() +
+        (sliced ? ", first_expert " + w.first_expert.type().ToString()
+                : std::string(", no first_expert"))));
     return Tensor();
   }
   Tensor logits = DotGeneral(x, w.router, {}, {}, {1}, {1}, ElementType::kF32, false);
   MoeRouting r = RouteTopK(logits, top_k, norm_topk_prob);
+  if (sliced) {
+    // Pairs of experts held elsewhere get the id past this slice's last (sorted last, in no
+    // ragged_dot group, so never computed; a zero one-hot row) and weight 0.
+    Tensor first = ToType(w.first_expert, ElementType::kS32);
+    Tensor id = r.experts - BroadcastInDim(first, r.experts.dims(), {});
+    Tensor here = Ge(id, FullLike(id, 0.0)) & Lt(id, FullLike(id, static_cast<double>(local)));
+    r.experts = Where(here, id, FullLike(id, static_cast<double>(local)));
+    r.weights = Where(here, r.weights, FullLike(r.weights, 0.0));
+  }
   if (form == MoeForm::kAuto) form = MoeFormForPairs(x.dim(0) * top_k);
   switch (form) {
     case MoeForm::kOneHotPermute:

@@ -160,4 +160,23 @@ std::vector<Tensor> ManualComputation(
   return tensors;
 }
 
+Tensor AxisIndex(OpBuilder& b, const Mesh& mesh, std::string_view axis) {
+  const int a = mesh.AxisIndex(axis);
+  if (a < 0 || mesh.axes()[a].size == 1) return Scalar(b, 0, ElementType::kS32);
+  int64_t stride = 1;  // devices between neighbours along the axis
+  for (size_t i = a + 1; i < mesh.axes().size(); ++i) stride *= mesh.axes()[i].size;
+  Tensor id = Convert(Tensor(b.CreateOne("stablehlo.partition_id", {}, {}), &b), ElementType::kS32);
+  if (stride > 1) id = id / Scalar(b, static_cast<double>(stride), ElementType::kS32);
+  return Rem(id, Scalar(b, static_cast<double>(mesh.axes()[a].size), ElementType::kS32));
+}
+
+std::function<Tensor(OpBuilder&, int64_t)> FirstExpertHook(const ShardingPlan& plan) {
+  if (!plan.splits_experts()) return {};
+  Mesh mesh = plan.mesh();
+  return [mesh](OpBuilder& b, int64_t local_experts) {
+    return AxisIndex(b, mesh, kModelAxis) *
+           Scalar(b, static_cast<double>(local_experts), ElementType::kS32);
+  };
+}
+
 }  // namespace tlaloc::shard

@@ -22,8 +22,10 @@ bool EndsWith(const std::string& s, std::string_view tail) {
 }
 
 // The dimension tensor parallelism splits in weight `name`: column-parallel projections split
-// their output rows (dim 0), row-parallel ones their input columns (dim 1); -1: replicated.
+// their output rows (dim 0), row-parallel ones their input columns (dim 1), a MoE layer's
+// stacked experts [E, out, in] their experts (dim 0: expert parallelism); -1: replicated.
 int64_t TensorParallelDim(const std::string& name) {
+  if (name.find(".mlp.experts.") != std::string::npos) return 0;
   for (const char* col : {"self_attn.q_proj.weight", "self_attn.k_proj.weight",
                           "self_attn.v_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight"})
     if (EndsWith(name, col) && name.find(".experts.") == std::string::npos) return 0;
@@ -93,16 +95,22 @@ StatusOr<ShardingPlan> ShardingPlan::Make(std::string_view name, const Mesh& mes
   if (batch <= 0) return InvalidArgument("plan " + std::string(name) + ": batch must be positive");
   if (data) TL_RETURN_IF_ERROR(Divides(name, "batch", batch, kDataAxis, dsize));
   if (model) {
-    for (int64_t l = 0; l < config.num_hidden_layers; ++l)
-      if (config.IsMoeLayer(l))
-        return InvalidArgument("plan " + std::string(name) + ": layer " + std::to_string(l) +
-                               " is a MoE layer; tensor parallelism covers dense layers only");
+    for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+      if (!config.IsMoeLayer(l)) continue;
+      // Experts split over `model`, as many on every device.
+      TL_RETURN_IF_ERROR(Divides(name, "num_experts", config.num_experts, kModelAxis, msize));
+      plan.splits_experts_ = msize > 1;
+      break;
+    }
     TL_RETURN_IF_ERROR(
         Divides(name, "num_attention_heads", config.num_attention_heads, kModelAxis, msize));
     TL_RETURN_IF_ERROR(
         Divides(name, "num_key_value_heads", config.num_key_value_heads, kModelAxis, msize));
-    TL_RETURN_IF_ERROR(
-        Divides(name, "intermediate_size", config.intermediate_size, kModelAxis, msize));
+    bool dense_mlp = false;  // intermediate_size only sizes the dense layers' MLP
+    for (int64_t l = 0; l < config.num_hidden_layers; ++l) dense_mlp |= !config.IsMoeLayer(l);
+    if (dense_mlp)
+      TL_RETURN_IF_ERROR(
+          Divides(name, "intermediate_size", config.intermediate_size, kModelAxis, msize));
   }
   for (const models::WeightSpec& spec : plan.specs_) {
     const int64_t rank = static_cast<int64_t>(spec.shape.size());

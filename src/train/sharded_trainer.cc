@@ -5,8 +5,9 @@
 //   dp     loss terms all_reduce over `data`; gradients all_reduce over `data`
 //   fsdp   weights all_gather over `data` before use; their gradients come out of the
 //          all_gather's transpose, a reduce_scatter; loss terms all_reduce over `data`
-//   tp     one all_reduce over `model` after each row-parallel product (o_proj, down_proj),
-//          and its transpose in the backward pass; replicated weights' gradients all_reduce
+//   tp     one all_reduce over `model` after each row-parallel product (o_proj, down_proj,
+//          a MoE block's experts split on E), and its transpose in the backward pass;
+//          replicated weights' gradients all_reduce
 //   dp_tp  both, on a data x model mesh
 //
 // Why the seed is 1/N: each device differentiates its own copy of the (identical) global loss,
@@ -51,6 +52,7 @@ StepLowering DeviceLowering(const ShardingPlan& plan, int64_t seq_len,
     l.parallel.reduce_partial = [e, model_groups](const Tensor& x) {
       return e->AllReduceSum(x, model_groups);
     };
+    l.parallel.first_expert = shard::FirstExpertHook(plan);
   }
   if (plan.data_size() > 1) {
     const auto data_groups = plan.Groups({shard::kDataAxis});

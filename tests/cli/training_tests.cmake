@@ -1,5 +1,5 @@
 # CLI tests of the training commands (finetune, finetune-demo, init-model, export gguf); included
-# from tests/CMakeLists.txt. Each takes well under a minute on two cores.
+# from tests/CMakeLists.txt. Each takes about a minute or less on two cores.
 
 # Bad flag values are usage errors (exit 2) naming the flag, and write nothing.
 add_test(NAME cli.training_flags
@@ -19,3 +19,9 @@ add_test(NAME cli.training_export
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/training_export_test.sh $<TARGET_FILE:tlaloc_cli>
           ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli.training_export PROPERTIES LABELS cli SKIP_RETURN_CODE 77 TIMEOUT 180)
+
+# `tlaloc finetune` of a tiny Qwen3-MoE (the demo's byte-level model with 4 experts, top 2)
+# learns finetune-demo's task: 600 steps, then at least 7 of 10 held-out answers exactly right.
+add_test(NAME cli.finetune_moe
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/finetune_moe_test.sh $<TARGET_FILE:tlaloc_cli>)
+set_tests_properties(cli.finetune_moe PROPERTIES LABELS cli TIMEOUT 300)

@@ -114,6 +114,45 @@ TEST(ShardingPlan, EachPlanShardsTheWeightsItSays) {
             (std::vector<int64_t>{32, 32}));
 }
 
+// Expert parallelism: tp and dp_tp split a MoE layer's stacked experts [E, out, in] on E over
+// `model`; the router stays whole; E must divide.
+TEST(ShardingPlan, TensorParallelPlansSplitTheExpertsOnE) {
+  io::ModelConfig c = TinyConfig();
+  c.architecture = io::ModelArchitecture::kQwen3Moe;
+  c.num_experts = 8;
+  c.num_experts_per_tok = 2;
+  c.moe_intermediate_size = 16;
+  c.mlp_only_layers = {0};  // layer 0 dense, layer 1 MoE
+  auto tp = ShardingPlan::Make("tp", MeshOf("model=4"), c, 1);
+  ASSERT_TRUE(tp.ok()) << tp.status().ToString();
+  EXPECT_TRUE(tp->splits_experts());
+  const std::string l = "model.layers.1.mlp.";
+  for (const char* proj : {"gate_proj", "up_proj", "down_proj"}) {
+    const size_t i = IndexOf(*tp, l + "experts." + proj + ".weight");
+    EXPECT_EQ(tp->weight(i).ToSdy(), "#sdy.sharding<@mesh, [{\"model\"}, {}, {}]>") << proj;
+    EXPECT_EQ(tp->LocalWeightType(i).dims[0], 2) << proj;
+  }
+  EXPECT_EQ(tp->WeightDim(IndexOf(*tp, l + "gate.weight")), -1);  // the router
+  EXPECT_EQ(tp->WeightDim(IndexOf(*tp, "model.layers.0.mlp.down_proj.weight")), 1);
+  auto one = ShardingPlan::Make("dp_tp", MeshOf("data=2,model=1"), c, 2);
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_FALSE(one->splits_experts());
+  auto dp = ShardingPlan::Make("dp", MeshOf("data=2"), c, 2);
+  ASSERT_TRUE(dp.ok());
+  EXPECT_FALSE(dp->splits_experts());
+
+  c.num_experts = 6;
+  EXPECT_EQ(Error("tp", "model=4", c, 1),
+            "plan tp: num_experts 6 does not divide by mesh axis 'model' (size 4)");
+  EXPECT_EQ(Error("dp_tp", "data=2,model=4", c, 2),
+            "plan dp_tp: num_experts 6 does not divide by mesh axis 'model' (size 4)");
+  // Every layer sparse: intermediate_size sizes no layer, so it need not divide.
+  c.num_experts = 8;
+  c.mlp_only_layers = {};
+  c.intermediate_size = 66;
+  EXPECT_EQ(Error("tp", "model=4", c, 1), "(accepted)");
+}
+
 TEST(ShardingPlan, GroupsVaryOnlyAlongTheirAxes) {
   auto p = ShardingPlan::Make("dp_tp", MeshOf("data=2,model=2"), TinyConfig(), 2);
   ASSERT_TRUE(p.ok());

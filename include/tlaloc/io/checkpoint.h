@@ -38,6 +38,8 @@ class Checkpoint {
   const SafetensorsFile* ShardOf(std::string_view name) const;
   // A view of the tensor's bytes in its mapped shard.
   StatusOr<Literal> Get(std::string_view name) const;
+  // SafetensorsFile::ReleasePages for `name` (nothing when absent).
+  void ReleasePages(std::string_view name) const;
 
   const std::vector<std::shared_ptr<const SafetensorsFile>>& shards() const { return shards_; }
   bool sharded() const { return index_path_.has_value(); }

@@ -92,6 +92,12 @@ class SafetensorsFile {
   // into aligned storage instead, so typed spans stay valid.
   StatusOr<Literal> Get(std::string_view name) const;
   Literal Load(const SafetensorsTensorInfo& info) const;
+  // Takes the mapped pages that lie wholly inside the tensor's bytes out of this process's
+  // resident set (madvise MADV_DONTNEED); a later read maps them again from the file. For a
+  // tensor copied elsewhere (stacked experts) whose view is no longer read, so that the copy
+  // and the pages it came from are not both resident. Not for a tensor written in place
+  // (its copy-on-write pages would be dropped); a no-op for an in-memory image.
+  void ReleasePages(const SafetensorsTensorInfo& info) const;
 
  private:
   SafetensorsFile() = default;
@@ -99,6 +105,7 @@ class SafetensorsFile {
   std::shared_ptr<void> owner_;  // keeps the mapping (or buffer) alive
   std::byte* data_ = nullptr;
   size_t size_ = 0;
+  bool mapped_ = false;  // a file mapping (Open), not a buffer (FromBytes)
   SafetensorsHeader header_;
 };
 

@@ -107,6 +107,10 @@ struct ParallelHooks {
   // region, so the backward pass gathers each layer's weights again when it recomputes the
   // layer instead of keeping every gathered weight alive. Unset: the weights arrive ready.
   std::function<Tensor(const std::string& name, const Tensor& held)> use_layer_weight;
+  // Expert parallelism: the global id (s32 scalar) of the first of the `local_experts`
+  // consecutive experts this device holds, when a MoE layer's stacked experts arrive split on
+  // their expert dimension. Its partial result is summed by reduce_partial like down_proj's.
+  std::function<Tensor(OpBuilder& b, int64_t local_experts)> first_expert;
 
   Tensor Reduce(const Tensor& x) const { return reduce_partial ? reduce_partial(x) : x; }
   Tensor Annotate(std::string_view what, const Tensor& x) const {

@@ -53,15 +53,23 @@ MoeRouting RouteTopK(const Tensor& logits, int64_t top_k, bool norm_topk_prob,
 
 // One MoE block's weights, the experts stacked on a leading axis in PyTorch's [out, in]
 // layout (as GGUF's ffn_*_exps hold them).
+//
+// Expert parallelism: a device may hold only a slice of L consecutive experts (gate, up and
+// down [L, ...], L dividing E; the router stays whole) starting at global expert
+// `first_expert` (s32 scalar). It then routes every token over all E experts, keeps the pairs
+// whose expert it holds and returns its experts' share of the result; the shares summed over
+// the devices that split the experts are the whole block's output.
 struct MoeWeights {
-  Tensor router;  // [E, H]
-  Tensor gate;    // [E, I, H]
-  Tensor up;      // [E, I, H]
-  Tensor down;    // [E, H, I]
+  Tensor router;                   // [E, H]
+  Tensor gate;                     // [E, I, H], or [L, I, H] with first_expert
+  Tensor up;                       // [E, I, H], or [L, I, H]
+  Tensor down;                     // [E, H, I], or [L, H, I]
+  Tensor first_expert = Tensor();  // unset: every expert is here
 };
 
 // The sparse MoE block on x [N, H]: router logits in f32, RouteTopK, SwiGLU experts, the
-// routing-weighted sum (in f32, rounded to x's type once). Result [N, H] in x's type.
+// routing-weighted sum (in f32, rounded to x's type once). Result [N, H] in x's type; with a
+// slice of the experts (MoeWeights::first_expert), that slice's share of it.
 Tensor SparseMoe(const Tensor& x, const MoeWeights& w, int64_t top_k, bool norm_topk_prob,
                  MoeForm form = MoeForm::kAuto, LayerTrace* trace = nullptr,
                  const std::string& path = "");

@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tlaloc/builder/tensor.h"
 #include "tlaloc/ir/sharding.h"
+#include "tlaloc/shard/plan.h"
 
 namespace tlaloc::shard {
 
@@ -40,5 +42,14 @@ std::vector<Tensor> ManualComputation(
     const Mesh& mesh, const std::vector<Tensor>& inputs, const std::vector<Sharding>& in_shardings,
     const std::vector<Sharding>& out_shardings, const std::vector<std::string>& manual_axes,
     const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& body);
+
+// This device's coordinate (s32 scalar) along mesh axis `axis` in a per-device program of a
+// 1 x N grid: from stablehlo.partition_id, which is the device id there (the last mesh axis
+// varies fastest). 0 for an axis the mesh lacks.
+Tensor AxisIndex(OpBuilder& b, const Mesh& mesh, std::string_view axis);
+
+// models::ParallelHooks::first_expert for a per-device program under `plan`: the device's
+// `model` coordinate times its expert count. Empty when the plan splits no experts.
+std::function<Tensor(OpBuilder&, int64_t)> FirstExpertHook(const ShardingPlan& plan);
 
 }  // namespace tlaloc::shard

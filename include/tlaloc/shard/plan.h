@@ -23,7 +23,8 @@ inline constexpr char kMeshName[] = "mesh";
 enum class PlanKind {
   kDp,    // batch over `data`; parameters and moments replicated; gradients all-reduced
   kFsdp,  // batch, parameters and moments over `data`; weights gathered before use
-  kTp,    // heads and the MLP's intermediate dimension over `model` (Megatron-style)
+  kTp,    // heads and the MLP's intermediate dimension over `model` (Megatron-style); a MoE
+          // layer's experts over `model` (expert parallelism)
   kDpTp,  // kTp's weights with kDp's batch, on a data x model mesh
 };
 
@@ -37,8 +38,8 @@ class ShardingPlan {
  public:
   // The plan `name` over `mesh` for a [batch, seq_len] training step of `config`. Refused, by
   // name: an unknown plan, a mesh whose axes are not the plan's (dp, fsdp: data; tp: model;
-  // dp_tp: data and model), a dimension the plan splits that does not divide by its axis (heads,
-  // kv heads, intermediate size, batch), and tensor parallelism over MoE layers.
+  // dp_tp: data and model), and a dimension the plan splits that does not divide by its axis
+  // (heads, kv heads, intermediate size, num_experts, batch).
   static StatusOr<ShardingPlan> Make(std::string_view name, const Mesh& mesh,
                                      const io::ModelConfig& config, int64_t batch);
 
@@ -51,6 +52,9 @@ class ShardingPlan {
   int64_t model_size() const { return AxisSize(kModelAxis); }
   int64_t batch() const { return batch_; }
   int64_t local_batch() const { return batch_ / data_size(); }
+  // Whether MoE layers' stacked experts are split over `model` (tp and dp_tp of a MoE model on
+  // more than one model device): each device holds num_experts / model_size of them.
+  bool splits_experts() const { return splits_experts_; }
 
   // The weights in models::WeightSpecs order and the sharding of each (its AdamW moments have
   // the same); the shape one device holds.
@@ -79,6 +83,7 @@ class ShardingPlan {
   PlanKind kind_ = PlanKind::kDp;
   Mesh mesh_;
   int64_t batch_ = 0;
+  bool splits_experts_ = false;
   std::vector<models::WeightSpec> specs_;
   std::vector<Sharding> weight_shardings_;
 };

@@ -13,7 +13,7 @@ namespace {
 // The feed-forward half on post-attention-norm hidden states n [B, T, H]: the SwiGLU MLP, or
 // the sparse MoE block on MoE layers.
 Tensor FeedForward(const ModelConfig& c, const WeightTensors& w, int64_t layer, const Tensor& n,
-                   nn::LayerTrace* trace) {
+                   const ParallelHooks& par, nn::LayerTrace* trace) {
   const std::string p = "model.layers." + std::to_string(layer) + ".";
   auto W = [&](const std::string& name) { return w.at(p + name); };
   auto S = [&](const std::string& name) { return Int8Scale(w, p + name); };
@@ -24,6 +24,9 @@ Tensor FeedForward(const ModelConfig& c, const WeightTensors& w, int64_t layer, 
   const std::string ep = "mlp.experts.";
   nn::MoeWeights mw{W("mlp.gate.weight"), W(ep + "gate_proj.weight"), W(ep + "up_proj.weight"),
                     W(ep + "down_proj.weight")};
+  // Expert parallelism: this device holds a slice of the experts (the hook says which).
+  if (mw.gate.dim(0) != c.num_experts && par.first_expert)
+    mw.first_expert = par.first_expert(*n.builder(), mw.gate.dim(0));
   const int64_t bsz = n.dim(0), t = n.dim(1);
   Tensor flat = Reshape(n, {bsz * t, c.hidden_size});
   return Reshape(nn::SparseMoe(flat, mw, c.num_experts_per_tok, c.norm_topk_prob,
@@ -175,7 +178,7 @@ Tensor DecoderLayer(const ModelConfig& c, const WeightTensors& w, int64_t layer,
   Tensor hidden = x + par.Reduce(Proj(attn, "self_attn.o_proj.weight", a + "o_proj"));
   Tensor n = nn::RmsNormLayer(hidden, W("post_attention_layernorm.weight"), eps, trace,
                               p + "post_attention_layernorm");
-  return hidden + par.Reduce(FeedForward(c, w, layer, n, trace));
+  return hidden + par.Reduce(FeedForward(c, w, layer, n, par, trace));
 }
 
 Tensor FinalNorm(const ModelConfig& c, const WeightTensors& w, const Tensor& x,
