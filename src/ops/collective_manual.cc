@@ -1,10 +1,10 @@
-// sdy.manual_computation and its terminator sdy.return: a region of a global (Shardy-annotated)
-// program that XLA's partitioner does not partition. The body is the per-device computation over
-// each operand's local part along the manual axes (a kernel's custom call, which the partitioner
-// cannot look into); in_shardings / out_shardings say how the global operands and results are
-// split. On one device the interpreter runs the body once per position along the axes that split
-// something, on that position's parts, and assembles the results (bodies with collectives need
-// the per-device lowering).
+// sdy.manual_computation (its terminator sdy.return is core.cc's return entry): a region of a
+// global (Shardy-annotated) program that XLA's partitioner does not partition. The body is the
+// per-device computation over each operand's local part along the manual axes (a kernel's custom
+// call, which the partitioner cannot look into); in_shardings / out_shardings say how the global
+// operands and results are split. On one device the interpreter runs the body once per position
+// along the axes that split something, on that position's parts, and assembles the results (bodies
+// with collectives need the per-device lowering).
 #include <algorithm>
 #include <map>
 
@@ -321,38 +321,6 @@ void RegisterManualComputationOps(OpRegistry& r) {
   d.print = PrintManualComputation;
   d.parse = ParseManualComputation;
   r.Register(std::move(d));
-
-  // sdy.return %a, %b : t1, t2 (the body's results, each device's part).
-  OpDef ret;
-  ret.name = "sdy.return";
-  ret.traits.terminator = true;
-  ret.infer = [](const InferInput&) -> StatusOr<std::vector<Type>> { return std::vector<Type>{}; };
-  ret.eval = [](const Operation&, std::span<const Literal>, std::vector<Literal>&,
-                EvalContext&) -> Status { return OkStatus(); };
-  ret.print = [](const Operation& op, OpPrinter& p) {
-    if (op.num_operands() == 0) return;
-    p.Print(" ");
-    p.PrintOperands(op.operands());
-    p.Print(" : ");
-    for (int i = 0; i < op.num_operands(); ++i) {
-      if (i) p.Print(", ");
-      p.PrintType(op.operand(i).type());
-    }
-  };
-  ret.parse = [](OpParser& p, ParsedOp& op) -> Status {
-    TL_ASSIGN_OR_RETURN(op.operands, p.ParseOperandList());
-    if (op.operands.empty()) return OkStatus();
-    TL_RETURN_IF_ERROR(p.ParsePunct(":"));
-    for (size_t i = 0; i < op.operands.size(); ++i) {
-      if (i) TL_RETURN_IF_ERROR(p.ParsePunct(","));
-      TL_ASSIGN_OR_RETURN(Type t, p.ParseType());
-      if (!(t == op.operands[i].type()))
-        return p.Error("sdy.return operand " + std::to_string(i) + " is " +
-                       op.operands[i].type().ToString() + ", declared " + t.ToString());
-    }
-    return OkStatus();
-  };
-  r.Register(std::move(ret));
 }
 
 }  // namespace tlaloc::ops

@@ -90,8 +90,8 @@ void RegisterCall(OpRegistry& r) {
     if (!in.declared_results) return InvalidArgument("the callee's result types must be given");
     return *in.declared_results;  // checked against the callee by Verify()
   };
-  d.eval = [](const Operation& op, std::span<const Literal> operands,
-              std::vector<Literal>& results, EvalContext& ctx) -> Status {
+  d.eval = [](const Operation& op, std::span<const Literal> operands, std::vector<Literal>& results,
+              EvalContext& ctx) -> Status {
     std::vector<Literal> args(operands.begin(), operands.end());
     TL_ASSIGN_OR_RETURN(results, ctx.CallFunction(GetStringAttr(op.attrs(), "callee"), args));
     return OkStatus();
@@ -127,6 +127,7 @@ void RegisterCoreOps(OpRegistry& r) {
   RegisterConstant(r);
   RegisterReturn(r, "stablehlo.return");
   RegisterReturn(r, "func.return");
+  RegisterReturn(r, "sdy.return");  // ends sdy.manual_computation's body (collective_manual.cc)
   RegisterCall(r);
 }
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <system_error>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -46,7 +47,16 @@ int SpinMicroseconds() {
 ThreadPool::ThreadPool(int num_threads) : spin_(SpinMicroseconds()) {
   if (num_threads <= 0)
     num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  for (int i = 1; i < num_threads; ++i) {
+    try {
+      workers_.emplace_back([this] { WorkerLoop(); });
+    } catch (const std::system_error&) {
+      // No room for another thread's stack (ulimit -v nearly used up) or the thread limit is
+      // reached: a smaller pool still runs every chunk (the caller's thread takes part), where
+      // an escaped exception would abort the process.
+      break;
+    }
+  }
 }
 
 ThreadPool::~ThreadPool() {

@@ -59,15 +59,7 @@ TEST_P(ShardedMoeTest, LossAndEveryGradientEqualTheUnshardedStep) {
   const Case k = GetParam();
   const io::ModelConfig c = ConfigOf(k);
   const Batch batch = MakeBatch(c, 3);
-  auto one = MakeInterpreterBackend({}, 1);
-  auto ref_module = BuildLossAndGradProgram(c, Options(), kBatch, kSeq);
-  ASSERT_TRUE(ref_module.ok()) << ref_module.status().ToString();
-  auto ref_program = one->Compile(*ref_module);
-  ASSERT_TRUE(ref_program.ok()) << ref_program.status().ToString();
-  std::vector<Literal> args = Weights(c);
-  args.push_back(batch.input_ids);
-  args.push_back(batch.labels);
-  auto ref = one->Run(**ref_program, args);
+  auto ref = UnshardedLossAndGradients(c, batch);
   ASSERT_TRUE(ref.ok()) << ref.status().ToString();
 
   auto mesh = Mesh::Parse(k.mesh);

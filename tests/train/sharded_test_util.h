@@ -8,6 +8,7 @@
 
 #include "testing/tiny_qwen3.h"
 #include "tlaloc/models/init.h"
+#include "tlaloc/runtime/backend.h"
 #include "tlaloc/train/trainer.h"
 
 namespace tlaloc::train::testing_sharded {
@@ -53,6 +54,20 @@ inline TrainOptions Options() {
   o.adamw.grad_clip_norm = 1.0;
   o.adamw.weight_decay = 0.01;
   return o;
+}
+
+// The reference every sharded step is compared with: the unsharded loss-and-gradient program
+// on one interpreter device (loss, token count, then one gradient per weight).
+inline StatusOr<std::vector<Literal>> UnshardedLossAndGradients(
+    const io::ModelConfig& c, const Batch& batch, const TrainOptions& options = Options()) {
+  auto one = MakeInterpreterBackend({}, 1);
+  TL_ASSIGN_OR_RETURN(std::shared_ptr<Module> module,
+                      BuildLossAndGradProgram(c, options, kBatch, kSeq));
+  TL_ASSIGN_OR_RETURN(auto program, one->Compile(module));
+  std::vector<Literal> args = Weights(c);
+  args.push_back(batch.input_ids);
+  args.push_back(batch.labels);
+  return one->Run(*program, args);
 }
 
 }  // namespace tlaloc::train::testing_sharded

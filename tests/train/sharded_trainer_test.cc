@@ -55,16 +55,7 @@ TEST_P(ShardedTrainerTest, LossAndEveryGradientEqualTheUnshardedStep) {
   const Case k = GetParam();
   const io::ModelConfig c = TinyConfig();
   const Batch batch = MakeBatch(c, 3);
-  // The single-device reference.
-  auto one = MakeInterpreterBackend({}, 1);
-  auto ref_module = BuildLossAndGradProgram(c, Options(), kBatch, kSeq);
-  ASSERT_TRUE(ref_module.ok()) << ref_module.status().ToString();
-  auto ref_program = one->Compile(*ref_module);
-  ASSERT_TRUE(ref_program.ok()) << ref_program.status().ToString();
-  std::vector<Literal> args = Weights(c);
-  args.push_back(batch.input_ids);
-  args.push_back(batch.labels);
-  auto ref = one->Run(**ref_program, args);
+  auto ref = UnshardedLossAndGradients(c, batch);
   ASSERT_TRUE(ref.ok()) << ref.status().ToString();
 
   auto mesh = Mesh::Parse(k.mesh);
@@ -183,15 +174,7 @@ TEST(ShardedTrainer, RematAndChunkedLossGiveTheUnshardedGradients) {
   o.remat_layers = true;
   o.loss_chunk = 8;
   const Batch batch = MakeBatch(c, 5);
-  auto one = MakeInterpreterBackend({}, 1);
-  auto ref_module = BuildLossAndGradProgram(c, o, kBatch, kSeq);
-  ASSERT_TRUE(ref_module.ok()) << ref_module.status().ToString();
-  auto ref_program = one->Compile(*ref_module);
-  ASSERT_TRUE(ref_program.ok());
-  std::vector<Literal> args = Weights(c);
-  args.push_back(batch.input_ids);
-  args.push_back(batch.labels);
-  auto ref = one->Run(**ref_program, args);
+  auto ref = UnshardedLossAndGradients(c, batch, o);
   ASSERT_TRUE(ref.ok()) << ref.status().ToString();
   for (Case k : {Case{"dp_tp", "data=2,model=2", ""}, Case{"fsdp", "data=2", ""}}) {
     auto mesh = Mesh::Parse(k.mesh);
