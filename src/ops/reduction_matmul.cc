@@ -42,39 +42,6 @@ void ParallelBlocks(EvalContext& ctx, int64_t total, int64_t block, const Fn& fn
   });
 }
 
-// Runs fn(begin, end) over [0, total) in blocks of `block` items, each thread streaming its own
-// contiguous share: the items are cut into kShares contiguous shares, and the pool hands each
-// thread a contiguous run of them (ParallelFor's chunks), so a thread's reads (and the prefetches
-// ahead of them) run on through memory it reads next. Blocks handed out one by one across
-// threads made each thread jump a block ahead at every block and prefetch the next block for the
-// other thread. A thread done with its own shares takes the blocks left in the others', so one
-// the OS slows down still holds no one up.
-template <typename Fn>
-void ParallelShares(EvalContext& ctx, int64_t total, int64_t block, const Fn& fn) {
-  constexpr int64_t kShares = 16;
-  const int64_t blocks = (total + block - 1) / block;
-  if (blocks <= 1) {
-    if (total > 0) fn(0, total);
-    return;
-  }
-  const int64_t shares = std::min(kShares, blocks);
-  std::atomic<int64_t> next[kShares];
-  int64_t end[kShares];
-  for (int64_t s = 0; s < shares; ++s) {
-    next[s].store(blocks * s / shares, std::memory_order_relaxed);
-    end[s] = blocks * (s + 1) / shares;
-  }
-  auto drain = [&](int64_t s) {
-    for (int64_t b = next[s].fetch_add(1); b < end[s]; b = next[s].fetch_add(1))
-      fn(b * block, std::min(total, (b + 1) * block));
-  };
-  ctx.ParallelFor(shares, 1, [&](int64_t first, int64_t last) {
-    for (int64_t s = first; s < last; ++s) drain(s);
-    // Then the others' shares from the far end of the one before, where their owners get last.
-    for (int64_t i = 1; i < shares; ++i) drain((first - i + shares) % shares);
-  });
-}
-
 // ---- Matrix-vector kernels --------------------------------------------------------------------
 
 // S dot products of one row (f32 or bf16, read once) with S f32 vectors.

@@ -6,7 +6,6 @@
 // results are bit for bit those of the f32 product with the dequantised matrix, while reading
 // 1.06 bytes per weight instead of 4 (f32) or 2 (bf16).
 #include <algorithm>
-#include <atomic>
 #include <vector>
 
 #include "reduction_matmul.h"
@@ -89,7 +88,10 @@ TLALOC_AVX512_CORE_TARGET void Int8RowsAvx512(const float* const* x, const int8_
     for (int v = 0; v < S; ++v) LoadVectorPair(x[v] + i, x0[v], x1[v]);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(rows[r] + i + 8 * k), _MM_HINT_T0);
+      // Once per line (blocks are half a line).
+      if (prefetch && (i & 63) == 0)
+        _mm_prefetch(reinterpret_cast<const char*>(rows[r] + i + kInt8PrefetchRowsAhead * k),
+                     _MM_HINT_T1);
       __m512 w0, w1;
       LoadInt8Block(rows[r] + i, _mm512_set1_ps(sc[r][blk & 15]), w0, w1);
 #pragma GCC unroll 4
@@ -171,48 +173,31 @@ void Int8Matmul(const float* x, int64_t m, const int8_t* w, const uint16_t* scal
     ViewMatmul(a, b, 1, m, k, n, c, ctx);
     return;
   }
-  // Decode: rows of w streamed once against the m vectors, split over the pool in blocks of
-  // rows as the f32 kernel splits them (results do not depend on the split).
+  // Decode: rows of w streamed once against the m vectors, each thread through its own
+  // contiguous share of rows as the f32 kernel splits them (results do not depend on the split).
   const int s_count = static_cast<int>(m);
   const int64_t blocks = k / kBlock;
   const int64_t block = std::max<int64_t>(4, (int64_t{1} << 16) / std::max<int64_t>(k, 1) / 4 * 4);
-  const int64_t tasks = (n + block - 1) / block;
-  std::atomic<int64_t> next{0};
   const float* xs[kMaxVectors];
   for (int s = 0; s < s_count; ++s) xs[s] = x + s * k;
-  ctx.ParallelFor(tasks, 1, [&](int64_t, int64_t) {
-    for (int64_t task = next.fetch_add(1); task < tasks; task = next.fetch_add(1)) {
-      const int64_t begin = task * block, end = std::min(n, begin + block);
-      for (int64_t r = begin; r < end;) {
-        const bool four = r + 4 <= end && s_count <= 2;
-        const int count = four ? 4 : 1;
-        const int8_t* rows[4];
-        const uint16_t* sc[4];
-        for (int j = 0; j < count; ++j)
-          rows[j] = w + (r + j) * k, sc[j] = scales + (r + j) * blocks;
-        float* o = c + r;
-        if (!kAvx512) {
-          Int8RowPortable(xs, s_count, rows[0], sc[0], k, o, n);
-          r += 1;
-          continue;
-        }
-        const bool prefetch = r + 12 <= n;
-        switch (s_count) {
-          case 1:
-            Int8RowsDispatch<1>(xs, rows, sc, k, o, n, four, prefetch);
-            break;
-          case 2:
-            Int8RowsDispatch<2>(xs, rows, sc, k, o, n, four, prefetch);
-            break;
-          case 3:
-            Int8RowsDispatch<3>(xs, rows, sc, k, o, n, four, prefetch);
-            break;
-          default:
-            Int8RowsDispatch<4>(xs, rows, sc, k, o, n, four, prefetch);
-            break;
-        }
-        r += count;
+  ParallelShares(ctx, n, block, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end;) {
+      const bool four = r + 4 <= end && s_count <= 2;
+      const int count = four ? 4 : 1;
+      const int8_t* rows[4];
+      const uint16_t* sc[4];
+      for (int j = 0; j < count; ++j) rows[j] = w + (r + j) * k, sc[j] = scales + (r + j) * blocks;
+      float* o = c + r;
+      if (!kAvx512) {
+        Int8RowPortable(xs, s_count, rows[0], sc[0], k, o, n);
+        r += 1;
+        continue;
       }
+      const bool prefetch = r + 12 <= n;
+      WithVectorCount(s_count, [&](auto s) {
+        Int8RowsDispatch<decltype(s)::value>(xs, rows, sc, k, o, n, four, prefetch);
+      });
+      r += count;
     }
   });
 }

@@ -197,7 +197,9 @@ TLALOC_AVX512_VNNI_TARGET void RowStreamVnni(const QuantizedRows& xq, const int6
       __m512i wu[R];
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
-        if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(rows[r] + i + 8 * k), _MM_HINT_T0);
+        if (prefetch)
+          _mm_prefetch(reinterpret_cast<const char*>(rows[r] + i + kInt8PrefetchRowsAhead * k),
+                       _MM_HINT_T1);
         wu[r] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(bytes, rows[r] + i), flip);
       }
 #pragma GCC unroll 4
@@ -236,40 +238,26 @@ void RowStream(const QuantizedRows& xq, int64_t m, const int8_t* w, const uint16
                int64_t n, int64_t k, float* c, EvalContext& ctx) {
   const int64_t blocks = k / kBlock;
   const int64_t block = std::max<int64_t>(4, (int64_t{1} << 16) / std::max<int64_t>(k, 1) / 4 * 4);
-  const int64_t tasks = (n + block - 1) / block;
-  std::atomic<int64_t> next{0};
-  ctx.ParallelFor(tasks, 1, [&](int64_t, int64_t) {
-    for (int64_t task = next.fetch_add(1); task < tasks; task = next.fetch_add(1)) {
-      const int64_t begin = task * block, end = std::min(n, begin + block);
-      for (int64_t v0 = 0; v0 < m; v0 += kMaxVectors) {
-        const int s_count = static_cast<int>(std::min<int64_t>(kMaxVectors, m - v0));
-        int64_t xs[kMaxVectors];
-        for (int s = 0; s < s_count; ++s) xs[s] = v0 + s;
-        for (int64_t r = begin; r < end;) {
-          const bool four = r + 4 <= end && s_count <= 2;
-          const int count = four ? 4 : 1;
-          const int8_t* rows[4];
-          const uint16_t* sc[4];
-          for (int j = 0; j < count; ++j)
-            rows[j] = w + (r + j) * k, sc[j] = scales + (r + j) * blocks;
-          float* o = c + v0 * n + r;
-          const bool prefetch = r + 12 <= n;
-          switch (s_count) {
-            case 1:
-              RowStreamDispatch<1>(xq, xs, rows, sc, o, n, four, prefetch);
-              break;
-            case 2:
-              RowStreamDispatch<2>(xq, xs, rows, sc, o, n, four, prefetch);
-              break;
-            case 3:
-              RowStreamDispatch<3>(xq, xs, rows, sc, o, n, four, prefetch);
-              break;
-            default:
-              RowStreamDispatch<4>(xq, xs, rows, sc, o, n, four, prefetch);
-              break;
-          }
-          r += count;
-        }
+  // Each thread streams its own contiguous share of rows (ParallelShares: the prefetches run
+  // ahead into rows the same thread reads next).
+  ParallelShares(ctx, n, block, [&](int64_t begin, int64_t end) {
+    for (int64_t v0 = 0; v0 < m; v0 += kMaxVectors) {
+      const int s_count = static_cast<int>(std::min<int64_t>(kMaxVectors, m - v0));
+      int64_t xs[kMaxVectors];
+      for (int s = 0; s < s_count; ++s) xs[s] = v0 + s;
+      for (int64_t r = begin; r < end;) {
+        const bool four = r + 4 <= end && s_count <= 2;
+        const int count = four ? 4 : 1;
+        const int8_t* rows[4];
+        const uint16_t* sc[4];
+        for (int j = 0; j < count; ++j)
+          rows[j] = w + (r + j) * k, sc[j] = scales + (r + j) * blocks;
+        float* o = c + v0 * n + r;
+        const bool prefetch = r + 12 <= n;
+        WithVectorCount(s_count, [&](auto s) {
+          RowStreamDispatch<decltype(s)::value>(xq, xs, rows, sc, o, n, four, prefetch);
+        });
+        r += count;
       }
     }
   });
