@@ -100,16 +100,21 @@ wait_for_jobs
 for i in $(seq 0 7); do
   post /v1/completions "$(body "$i")" "$WORK/alone.$i.json" "${AUTH[@]}" >/dev/null
 done
-python3 - "$WORK" <<'PY' || fail "batching invariance"
+# same_as_alone PREFIX MESSAGE: the 8 replies $WORK/PREFIX.i.json are 200s with the text and
+# usage of $WORK/alone.i.json.
+same_as_alone() {
+  python3 - "$WORK" "$1" "$2" <<'PY' || fail "$1: not the replies of requests sent alone"
 import json, sys
-w = sys.argv[1]
+w, prefix, message = sys.argv[1:]
 for i in range(8):
-    assert open(f"{w}/together.{i}.code").read() == "200", i
-    t, a = json.load(open(f"{w}/together.{i}.json")), json.load(open(f"{w}/alone.{i}.json"))
+    assert open(f"{w}/{prefix}.{i}.code").read() == "200", i
+    t, a = json.load(open(f"{w}/{prefix}.{i}.json")), json.load(open(f"{w}/alone.{i}.json"))
     assert t["choices"][0]["text"] == a["choices"][0]["text"], (i, t, a)
     assert t["usage"] == a["usage"], (i, t["usage"], a["usage"])
-print("ok: 8 concurrent greedy requests each return what they return alone")
+print("ok: " + message)
 PY
+}
+same_as_alone together "8 concurrent greedy requests each return what they return alone"
 curl -s --max-time 10 "$URL/metrics" >"$WORK/metrics.txt"
 steps=$(sed -n 's/^tlaloc_decode_steps_total //p' "$WORK/metrics.txt")
 rows=$(sed -n 's/^tlaloc_decode_rows_total //p' "$WORK/metrics.txt")
@@ -142,16 +147,7 @@ for i in $(seq 0 7); do
   post /v1/completions "$(body "$i")" "$WORK/mesh.$i.json" >"$WORK/mesh.$i.code" &
 done
 wait_for_jobs
-python3 - "$WORK" <<'PY' || fail "tensor-parallel serve"
-import json, sys
-w = sys.argv[1]
-for i in range(8):
-    assert open(f"{w}/mesh.{i}.code").read() == "200", i
-    t, a = json.load(open(f"{w}/mesh.{i}.json")), json.load(open(f"{w}/alone.{i}.json"))
-    assert t["choices"][0]["text"] == a["choices"][0]["text"], (i, t, a)
-    assert t["usage"] == a["usage"], (i, t["usage"], a["usage"])
-print("ok: serve --mesh model=2 answers 8 concurrent greedy requests as one device does")
-PY
+same_as_alone mesh "serve --mesh model=2 answers 8 concurrent greedy requests as one device does"
 stop_server "$SERVER_PID"
 start_server load --max-batch 8 --max-context 256 --max-queue 64
 "$NODE" "$SOURCE_DIR/tests/cli/serve_load.mjs" "$URL" 64 16 16
