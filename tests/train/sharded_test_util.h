@@ -3,7 +3,10 @@
 // AdamW settings.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "testing/tiny_qwen3.h"
@@ -68,6 +71,21 @@ inline StatusOr<std::vector<Literal>> UnshardedLossAndGradients(
   args.push_back(batch.input_ids);
   args.push_back(batch.labels);
   return one->Run(*program, args);
+}
+
+// max |a - b| / max |b| over a tensor (0 when both are zero).
+inline double RelativeDiff(const Literal& a, const Literal& b) {
+  double diff = 0, scale = 0;
+  for (int64_t i = 0; i < b.num_elements(); ++i) {
+    diff = std::max(diff, std::fabs(a.GetAsDouble(i) - b.GetAsDouble(i)));
+    scale = std::max(scale, std::fabs(b.GetAsDouble(i)));
+  }
+  return scale == 0 ? diff : diff / scale;
+}
+
+// Whether a weight is one of an MoE layer's stacked expert matrices.
+inline bool IsExperts(const std::string& name) {
+  return name.find(".mlp.experts.") != std::string::npos;
 }
 
 }  // namespace tlaloc::train::testing_sharded

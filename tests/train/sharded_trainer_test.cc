@@ -1,6 +1,10 @@
 // The four sharding plans on 2 and 4 interpreter devices against the single-device step, on a
-// tiny Qwen3: the loss and every gradient, 5 AdamW steps' losses, parameters and moments kept
-// on their devices as each device's part, and FSDP holding 1/N of the state per device.
+// tiny Qwen3 and a tiny Qwen3-MoE: the loss and every gradient, 5 AdamW steps' losses,
+// parameters and moments kept on their devices as each device's part, and FSDP holding 1/N of
+// the state per device. The MoE cases add expert parallelism (tp and dp_tp split the stacked
+// experts on E over `model`: every device routes all its tokens, computes only its experts'
+// pairs, and the block's all_reduce sums the partial outputs), each device holding 1/N of the
+// expert bytes.
 //
 // Tolerance: the sharded step sums the same terms in another order (per-device partial sums
 // folded by all_reduce / reduce_scatter instead of one long sum, the replicated weights'
@@ -11,7 +15,9 @@
 // weights drift further apart: AdamW divides each gradient element by its own running root
 // mean square, so an element whose gradient is near zero turns a rounding difference into a
 // visible update; weights must agree within 1e-3 of their largest magnitude and the losses and
-// gradient norms, which average over everything, within 1e-5 relative.
+// gradient norms, which average over everything, within 1e-5 relative. MoE routing itself must
+// not differ: a top-k flip would move whole pairs between experts and fail the gradient check
+// by orders of magnitude.
 #include "tlaloc/train/sharded_trainer.h"
 
 #include <gtest/gtest.h>
@@ -33,27 +39,31 @@ using namespace testing_sharded;  // NOLINT: the shared fixture's names read as 
 constexpr double kTolerance = 5e-6;
 constexpr double kStepTolerance = 1e-5;
 
+enum class Model { kDense, kMoe, kMoeDenseFirst };  // kMoeDenseFirst: layer 0 a dense MLP
+
 struct Case {
   const char* plan;
   const char* mesh;
   const char* name;
+  Model model = Model::kDense;
 };
+
+io::ModelConfig ConfigOf(const Case& k) {
+  switch (k.model) {
+    case Model::kMoe:
+      return TinyMoeConfig();
+    case Model::kMoeDenseFirst:
+      return TinyMoeConfig({0});
+    default:
+      return TinyConfig();
+  }
+}
 
 class ShardedTrainerTest : public ::testing::TestWithParam<Case> {};
 
-// max |a - b| / max |b| over a tensor (0 when both are zero).
-double RelativeDiff(const Literal& a, const Literal& b) {
-  double diff = 0, scale = 0;
-  for (int64_t i = 0; i < b.num_elements(); ++i) {
-    diff = std::max(diff, std::fabs(a.GetAsDouble(i) - b.GetAsDouble(i)));
-    scale = std::max(scale, std::fabs(b.GetAsDouble(i)));
-  }
-  return scale == 0 ? diff : diff / scale;
-}
-
 TEST_P(ShardedTrainerTest, LossAndEveryGradientEqualTheUnshardedStep) {
   const Case k = GetParam();
-  const io::ModelConfig c = TinyConfig();
+  const io::ModelConfig c = ConfigOf(k);
   const Batch batch = MakeBatch(c, 3);
   auto ref = UnshardedLossAndGradients(c, batch);
   ASSERT_TRUE(ref.ok()) << ref.status().ToString();
@@ -62,6 +72,9 @@ TEST_P(ShardedTrainerTest, LossAndEveryGradientEqualTheUnshardedStep) {
   ASSERT_TRUE(mesh.ok());
   auto plan = shard::ShardingPlan::Make(k.plan, *mesh, c, kBatch);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  if (k.model != Model::kDense) {
+    EXPECT_EQ(plan->splits_experts(), plan->model_size() > 1);
+  }
   auto backend = MakeInterpreterBackend({}, static_cast<int>(mesh->num_devices()));
   auto trainer = ShardedTrainer::Create(c, Weights(c), Options(), *backend, *plan, kSeq);
   ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
@@ -75,21 +88,38 @@ TEST_P(ShardedTrainerTest, LossAndEveryGradientEqualTheUnshardedStep) {
   ASSERT_EQ(got->grads.size() + 2, ref->size());
   double worst = 0;
   std::string worst_name;
+  int experts_seen = 0;
   for (size_t i = 0; i < got->grads.size(); ++i) {
+    const std::string& name = plan->weights()[i].name;
     const double d = RelativeDiff(got->grads[i], (*ref)[2 + i]);
-    EXPECT_LE(d, kTolerance) << plan->weights()[i].name;
+    EXPECT_LE(d, kTolerance) << name;
     if (d >= worst) {
       worst = d;
-      worst_name = plan->weights()[i].name;
+      worst_name = name;
     }
+    if (!IsExperts(name)) continue;
+    // Most experts get some gradient (this batch's tokens pick them), so the comparison covers
+    // each device's slice, not zeros against zeros.
+    ++experts_seen;
+    const Literal& g = (*ref)[2 + i];
+    const int64_t per_expert = g.num_elements() / c.num_experts;
+    int64_t used = 0;
+    for (int64_t e = 0; e < c.num_experts; ++e) {
+      double mass = 0;
+      for (int64_t j = 0; j < per_expert; ++j) mass += std::fabs(g.GetAsDouble(e * per_expert + j));
+      used += mass > 0;
+    }
+    EXPECT_GE(used, c.num_experts * 3 / 4) << name;
   }
-  std::printf("[%s %s] loss diff %.3g (relative), largest gradient diff %.3g (%s)\n", k.plan,
-              k.mesh, loss_diff, worst, worst_name.c_str());
+  const int moe_layers = k.model == Model::kMoe ? 2 : k.model == Model::kMoeDenseFirst ? 1 : 0;
+  EXPECT_EQ(experts_seen, 3 * moe_layers);
+  std::printf("[%s: %s %s] loss diff %.3g (relative), largest gradient diff %.3g (%s)\n", k.name,
+              k.plan, k.mesh, loss_diff, worst, worst_name.c_str());
 }
 
 TEST_P(ShardedTrainerTest, FiveAdamWStepsMatchWithStateKeptOnTheDevices) {
   const Case k = GetParam();
-  const io::ModelConfig c = TinyConfig();
+  const io::ModelConfig c = ConfigOf(k);
   auto one = MakeInterpreterBackend({}, 1);
   auto ref = Trainer::Create(c, Weights(c), Options(), *one, kBatch, kSeq);
   ASSERT_TRUE(ref.ok()) << ref.status().ToString();
@@ -150,11 +180,22 @@ TEST_P(ShardedTrainerTest, FiveAdamWStepsMatchWithStateKeptOnTheDevices) {
   if (plan.kind() == shard::PlanKind::kDp) {
     EXPECT_EQ(sharded->state_bytes_per_device(), whole);
   }
+  // The experts as E / model of them (E / data under FSDP).
+  int64_t expert_bytes_whole = 0, expert_bytes_device = 0;
+  for (size_t i = 0; i < plan.weights().size(); ++i) {
+    if (!IsExperts(plan.weights()[i].name)) continue;
+    expert_bytes_whole += 3 * TensorType(ElementType::kF32, plan.weights()[i].shape).byte_size();
+    expert_bytes_device += 3 * plan.LocalWeightType(i).byte_size();
+  }
+  const int64_t split =
+      plan.kind() == shard::PlanKind::kFsdp ? plan.data_size() : plan.model_size();
+  EXPECT_EQ(expert_bytes_device * split, expert_bytes_whole);
   std::printf(
-      "[%s %s] 5-step loss diff %.3g, weight diff %.3g; per device: state %lld of %lld "
-      "bytes, peak live %lld bytes\n",
-      k.plan, k.mesh, worst, weight_diff, static_cast<long long>(sharded->state_bytes_per_device()),
-      static_cast<long long>(whole),
+      "[%s: %s %s] 5-step loss diff %.3g, weight diff %.3g; per device: state %lld of %lld bytes "
+      "(experts and moments %lld of %lld), peak live %lld bytes\n",
+      k.name, k.plan, k.mesh, worst, weight_diff,
+      static_cast<long long>(sharded->state_bytes_per_device()), static_cast<long long>(whole),
+      static_cast<long long>(expert_bytes_device), static_cast<long long>(expert_bytes_whole),
       static_cast<long long>(*std::max_element(peaks.begin(), peaks.end())));
 }
 
@@ -163,7 +204,13 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{"dp", "data=2", "dp_2"}, Case{"fsdp", "data=2", "fsdp_2"},
                       Case{"tp", "model=2", "tp_2"}, Case{"dp", "data=4", "dp_4"},
                       Case{"fsdp", "data=4", "fsdp_4"}, Case{"tp", "model=4", "tp_4"},
-                      Case{"dp_tp", "data=2,model=2", "dp_tp_4"}),
+                      Case{"dp_tp", "data=2,model=2", "dp_tp_4"},
+                      Case{"tp", "model=2", "moe_tp_2", Model::kMoe},
+                      Case{"tp", "model=4", "moe_tp_4", Model::kMoe},
+                      Case{"dp_tp", "data=2,model=2", "moe_dp_tp_4", Model::kMoe},
+                      Case{"tp", "model=2", "moe_tp_2_dense_first", Model::kMoeDenseFirst},
+                      Case{"dp", "data=2", "moe_dp_2", Model::kMoe},
+                      Case{"fsdp", "data=2", "moe_fsdp_2", Model::kMoe}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 // Remat regions and the chunked LM-head loss (what real vocabularies use) recompute forward
