@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "op_helpers.h"
 #include "tlaloc/ir/sharding.h"
@@ -91,6 +92,33 @@ void CloneOps(const Block& src, Block& dst, std::unordered_map<ValueImpl*, Value
     Operation* placed = dst.Append(std::move(copy));
     for (int i = 0; i < op->num_results(); ++i) map[op->result(i).impl()] = placed->result(i);
   }
+}
+
+void MarkOperandsUsed(const Operation& op, std::unordered_set<ValueImpl*>& used) {
+  for (Value v : op.operands()) used.insert(v.impl());
+  for (const auto& r : op.regions())
+    for (const auto& b : r->blocks())
+      for (const auto& inner : b->operations()) MarkOperandsUsed(*inner, used);
+}
+
+// Drops the ops of `block` whose results nothing reads (recomputed forward values the reverse
+// pass does not need, cotangents of integer or unused operands), as autodiff does for functions.
+void RemoveDeadOps(Block& block) {
+  auto& ops = block.mutable_operations();
+  std::unordered_set<ValueImpl*> used;
+  std::vector<bool> keep(ops.size(), false);
+  for (size_t k = ops.size(); k-- > 0;) {
+    const Operation& op = *ops[k];
+    bool live = op.def().traits.terminator || op.def().traits.side_effecting;
+    for (Value r : op.results()) live = live || used.count(r.impl()) > 0;
+    if (!live) continue;
+    keep[k] = true;
+    MarkOperandsUsed(op, used);
+  }
+  size_t next = 0;
+  for (size_t k = 0; k < ops.size(); ++k)
+    if (keep[k]) ops[next++] = std::move(ops[k]);
+  ops.resize(next);
 }
 
 // Reverse mode over the ops of `block` (a recomputed body), cotangents summed per value.
@@ -232,6 +260,7 @@ StatusOr<std::vector<Value>> ManualComputationVjp(OpBuilder& b, const Operation&
   if (status.ok()) status = b.status();
   if (status.ok()) b.Create("sdy.return", returned);
   b.set_block(outer);
+  if (status.ok() && b.ok()) RemoveDeadOps(block);
   TL_RETURN_IF_ERROR(status);
   TL_RETURN_IF_ERROR(b.status());
 

@@ -24,10 +24,12 @@ Sharding Split(std::vector<std::vector<std::string>> dims) {
   return s;
 }
 
-// y = tanh(x * w + sin(x)) per row, x [8, 4], w [4].
+// y = tanh(x * w + sin(x)) + rowsum(x) per row, x [8, 4], w [4] (the row sum is a reduce, an op
+// with a region of its own).
 std::vector<Tensor> Body(const std::vector<Tensor>& in) {
   Tensor w = BroadcastInDim(in[1], in[0].type().dims, {1});
-  return {Tanh(in[0] * w + Sin(in[0]))};
+  Tensor rows = BroadcastInDim(Sum(in[0], {1}), in[0].type().dims, {0});
+  return {Tanh(in[0] * w + Sin(in[0])) + rows};
 }
 
 // main(x, w) -> sum(y): with the body inside a manual computation over `mesh`'s one axis (x's
