@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "generate/tensor_parallel.h"
 #include "tlaloc/generate/memory_check.h"
 #include "tlaloc/shard/lowering.h"
 #include "tlaloc/shard/plan.h"
@@ -98,37 +99,17 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(io::ModelConfig config,
 
 Status Engine::UploadTensorParallel(std::vector<Literal> weights) {
   const std::string what = "tensor-parallel generation over mesh " + mesh_->ToString();
-  auto plan = shard::ShardingPlan::Make("tp", *mesh_, config_, 1);
-  if (!plan.ok()) return Status(plan.status().code(), what + ": " + plan.status().message());
-  // The tp plan splits MoE experts (expert parallelism, for training); the step programs here
-  // take whole-expert weight specs and no ParallelHooks::first_expert yet.
-  for (int64_t l = 0; l < config_.num_hidden_layers; ++l)
-    if (config_.IsMoeLayer(l))
-      return Unimplemented(what + ": layer " + std::to_string(l) +
-                           " is a MoE layer; the engine's step programs do not take experts split "
-                           "over devices yet (training's tp plan does)");
-  if (config_.quantization)
-    return Unimplemented(what + ": the checkpoint is int8-quantized (quantization_config " +
-                         config_.quantization->quant_method +
-                         "); split the float checkpoint it was made from");
-  const int n = static_cast<int>(plan->num_devices());
+  TL_ASSIGN_OR_RETURN(TensorParallelLayout layout,
+                      LayOutTensorParallel(*family_, config_, *mesh_, what));
+  const int n = static_cast<int>(layout.plan.num_devices());
   if (n > backend_->num_devices())
     return InvalidArgument(what + " needs " + std::to_string(n) + " devices; " + backend_->name() +
                            " has " + std::to_string(backend_->num_devices()) +
                            " (TLALOC_CPU_DEVICES)");
-  // Each device's programs are the family's for its share of the heads and MLP columns.
-  const int64_t m = plan->model_size();
-  device_config_.num_attention_heads /= m;
-  device_config_.num_key_value_heads /= m;
-  device_config_.intermediate_size /= m;
-  const auto device_specs = family_->weight_specs(device_config_);
-  if (device_specs.size() != plan->weights().size())
-    return Internal(what + ": the plan and the family list different weights");
-  for (size_t i = 0; i < device_specs.size(); ++i)
-    if (device_specs[i].shape != plan->LocalWeightType(i).dims)
-      return Internal(what + ": weight " + device_specs[i].name + "'s part is " +
-                      DimsToString(plan->LocalWeightType(i).dims) + ", the device program takes " +
-                      DimsToString(device_specs[i].shape));
+  device_config_ = layout.device_config;
+  layout_ = std::make_shared<const TensorParallelLayout>(std::move(layout));
+  const shard::ShardingPlan* plan = &layout_->plan;
+  const auto& device_specs = plan->weights();
   home_device_ = -1;
   for (int d = 0; d < n && home_device_ < 0; ++d)
     if (backend_->is_addressable(d)) home_device_ = d;
@@ -297,13 +278,7 @@ StatusOr<Engine::Program*> Engine::GetProgram(const models::StepShape& shape) {
   // Tensor parallel: each device's part, with the block all_reduces over the `model` axis.
   shard::CollectiveEmitter emit;
   models::ParallelHooks hooks;
-  if (mesh_) {
-    shard::DeviceGroups groups(1);
-    for (int d = 0; d < num_devices(); ++d) groups[0].push_back(d);
-    hooks.reduce_partial = [&emit, groups](const Tensor& x) {
-      return emit.AllReduceSum(x, groups);
-    };
-  }
+  if (mesh_) hooks = TensorParallelHooks(*layout_, emit);
   TL_ASSIGN_OR_RETURN(
       models::ModelProgram built,
       family_->build_step(device_config_, shape, program_transform_ ? &trace : nullptr,

@@ -161,11 +161,23 @@ void ReplaceChain(const std::vector<int>& chain, const std::vector<Value>& opera
       plan.ops[i].release_after.clear();
     }
   }
+  // An operand whose last reader lies between the chain's first and last op (outside the
+  // chain) would be released before the kernel runs: it dies at the kernel instead.
+  std::vector<int> operand_slots;
+  for (Value v : operands) operand_slots.push_back(slot_of(v.impl()));
+  const int first = *std::min_element(chain.begin(), chain.end());
+  for (int k = first + 1; k < last; ++k) {
+    auto& early = plan.ops[k].release_after;
+    for (int s : operand_slots)
+      if (auto it = std::find(early.begin(), early.end(), s); it != early.end()) {
+        early.erase(it);
+        release.push_back(s);
+      }
+  }
   std::sort(release.begin(), release.end());
   release.erase(std::unique(release.begin(), release.end()), release.end());
   fused.release_after = std::move(release);
-  fused.operand_slots.clear();
-  for (Value v : operands) fused.operand_slots.push_back(slot_of(v.impl()));
+  fused.operand_slots = std::move(operand_slots);
   fused.fused = kernel;
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <map>
 
+#include "collective_manual_vjp.h"
 #include "op_areas.h"
 #include "op_helpers.h"
 #include "sdy_syntax.h"
@@ -318,6 +319,7 @@ void RegisterManualComputationOps(OpRegistry& r) {
   d.num_regions = 1;
   d.infer = InferManualComputation;
   d.eval = EvalManualComputation;
+  d.vjp = ManualComputationVjp;
   d.print = PrintManualComputation;
   d.parse = ParseManualComputation;
   r.Register(std::move(d));

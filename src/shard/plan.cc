@@ -24,7 +24,10 @@ bool EndsWith(const std::string& s, std::string_view tail) {
 // The dimension tensor parallelism splits in weight `name`: column-parallel projections split
 // their output rows (dim 0), row-parallel ones their input columns (dim 1), a MoE layer's
 // stacked experts [E, out, in] their experts (dim 0: expert parallelism); -1: replicated.
-int64_t TensorParallelDim(const std::string& name) {
+// An int8 checkpoint's block scales [rows, cols / 32] follow their matrix: rows with its rows,
+// blocks with its columns.
+int64_t TensorParallelDim(std::string name) {
+  if (EndsWith(name, "_scale")) name.resize(name.size() - std::strlen("_scale"));
   if (name.find(".mlp.experts.") != std::string::npos) return 0;
   for (const char* col : {"self_attn.q_proj.weight", "self_attn.k_proj.weight",
                           "self_attn.v_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight"})
@@ -111,6 +114,23 @@ StatusOr<ShardingPlan> ShardingPlan::Make(std::string_view name, const Mesh& mes
     if (dense_mlp)
       TL_RETURN_IF_ERROR(
           Divides(name, "intermediate_size", config.intermediate_size, kModelAxis, msize));
+  }
+  if (model && config.quantization) {
+    // A row-parallel int8 matrix splits its contraction: each device's columns must be whole
+    // blocks, each with its own scale, or a block would be scaled on two devices.
+    const int64_t block = config.quantization->group_size;
+    for (const models::WeightSpec& spec : plan.specs_) {
+      if (spec.fixed_type != ElementType::kS8 || TensorParallelDim(spec.name) != 1) continue;
+      const int64_t cols = spec.shape[1];
+      if (cols % msize == 0 && (cols / msize) % block == 0) continue;
+      return InvalidArgument("plan " + std::string(name) + ": int8 weight " + spec.name + " has " +
+                             std::to_string(cols) + " input columns in blocks of " +
+                             std::to_string(block) + " (one scale each); split over mesh axis '" +
+                             kModelAxis + "' (size " + std::to_string(msize) +
+                             ") a block would straddle devices: each device's columns must be "
+                             "a multiple of " +
+                             std::to_string(block));
+    }
   }
   for (const models::WeightSpec& spec : plan.specs_) {
     const int64_t rank = static_cast<int64_t>(spec.shape.size());

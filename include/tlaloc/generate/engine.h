@@ -12,6 +12,9 @@
 // its part of the weights (its attention and KV heads, its MLP columns) and a KV pool of its KV
 // heads, and runs the same step program, built for its part with one all_reduce after each
 // row-parallel product; every device then holds the same logits and draws the same tokens.
+// A MoE layer's experts are split over the devices (E / N each; every device routes over all
+// E and sums its slice's share in the same all_reduce), and an int8 checkpoint's block scales
+// go with their rows or column blocks.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +34,8 @@
 #include "tlaloc/runtime/backend.h"
 
 namespace tlaloc::generate {
+
+struct TensorParallelLayout;
 
 // One sequence's sampling settings and the seed of its key.
 struct RowSampling {
@@ -140,6 +145,10 @@ class Engine {
   const std::vector<std::unique_ptr<DeviceBuffer>>& device_caches(int device) const {
     return caches_.at(device);
   }
+  // The weights `device` holds (its parts under a mesh), in WeightSpecs order.
+  const std::vector<std::unique_ptr<DeviceBuffer>>& device_weights(int device) const {
+    return weights_.at(device);
+  }
   size_t num_compiled_programs() const { return programs_.size(); }
   double compile_seconds() const { return compile_seconds_; }
 
@@ -182,6 +191,8 @@ class Engine {
   std::shared_ptr<Backend> backend_;
   io::ModelConfig config_, device_config_;
   std::optional<Mesh> mesh_;
+  // With mesh_: the plan, each device's config and weight shapes (generate/tensor_parallel.h).
+  std::shared_ptr<const TensorParallelLayout> layout_;
   int home_device_ = 0;
   const models::ModelFamily* family_ = nullptr;
   ElementType dtype_ = ElementType::kF32;

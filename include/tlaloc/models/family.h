@@ -111,6 +111,9 @@ struct ParallelHooks {
   // consecutive experts this device holds, when a MoE layer's stacked experts arrive split on
   // their expert dimension. Its partial result is summed by reduce_partial like down_proj's.
   std::function<Tensor(OpBuilder& b, int64_t local_experts)> first_expert;
+  // The shape of each weight the step programs take, in WeightSpecs order, when a device holds
+  // parts that its config's sizes do not give (experts split over devices); empty: the specs'.
+  std::vector<std::vector<int64_t>> weight_shapes;
 
   Tensor Reduce(const Tensor& x) const { return reduce_partial ? reduce_partial(x) : x; }
   Tensor Annotate(std::string_view what, const Tensor& x) const {

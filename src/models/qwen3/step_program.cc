@@ -87,9 +87,16 @@ StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
   Inputs in(fb, sig);
 
   WeightTensors w;
-  for (const auto& spec : WeightSpecs(c))
-    w[spec.name] =
-        in.Add(Port::kWeight, TensorType(spec.TypeFor(shape.dtype), spec.shape), spec.name);
+  const auto specs = WeightSpecs(c);
+  const bool part_shapes = parallel && !parallel->weight_shapes.empty();
+  if (part_shapes && parallel->weight_shapes.size() != specs.size())
+    return InvalidArgument("Qwen3 step program: " + std::to_string(specs.size()) + " weights and " +
+                           std::to_string(parallel->weight_shapes.size()) + " weight shapes");
+  for (size_t i = 0; i < specs.size(); ++i)
+    w[specs[i].name] = in.Add(Port::kWeight,
+                              TensorType(specs[i].TypeFor(shape.dtype),
+                                         part_shapes ? parallel->weight_shapes[i] : specs[i].shape),
+                              specs[i].name);
   const std::vector<int64_t> tok_dims =
       prefill ? std::vector<int64_t>{bsz, t} : std::vector<int64_t>{bsz};
   Tensor tokens = in.Add(Port::kTokens, TensorType(ElementType::kS32, tok_dims));
