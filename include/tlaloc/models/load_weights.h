@@ -19,8 +19,6 @@ namespace tlaloc::models {
 StatusOr<std::vector<Literal>> LoadWeights(const io::ModelConfig& config,
                                            const io::Checkpoint& checkpoint, ElementType dtype);
 
-// The checkpoint's tensors for weights named as WeightSpecs(config) names them: stacked specs
-// split back into their checkpoint tensors, the rest passed through.
 // How to write CheckpointTensors' output: each stacked weight's experts one after another in
 // expert order (still transformers' per-expert tensors), so that LoadWeights views them in the
 // mapped file instead of copying them.
@@ -30,6 +28,9 @@ inline io::CheckpointWriteOptions ExpertsInOrder() {
   return options;
 }
 
+// The checkpoint's tensors for weights named as WeightSpecs(config) names them: stacked specs
+// split back into their checkpoint tensors (each spec's experts in expert order), the rest
+// passed through.
 std::vector<io::NamedTensor> CheckpointTensors(const io::ModelConfig& config,
                                                std::span<const io::NamedTensor> weights);
 
