@@ -10,7 +10,7 @@
 # 2 of 48, as llama.cpp's qwen3moe; --dtypes bf16 for it: f32 does not fit 24 GiB with its
 # GGUF). With a MoE preset the table ends with the MoE block's time against a dense SwiGLU of
 # the same active width (8 x 768), from build/bench/moe_bench (--moe-bench) in the same run at
-# the same threads, at 1 token (decode) and 16 and 256 (prefill).
+# the same threads, at 1 token (decode) and 16 and 256 (prefill), in f32 and in bf16.
 # It creates each preset (random weights, real shapes) once per dtype, exports it
 # with `tlaloc export gguf`, then alternates `tlaloc bench --json` and bench/llama_bench.mjs R
 # times (which one goes first alternates too), each under /usr/bin/time -v for peak RSS, and
@@ -167,7 +167,7 @@ if [[ -n "${MOE:-}" ]]; then
     { echo "compare_llama.sh: no moe_bench (build the moe_bench target, or pass --moe-bench BIN)" >&2; exit 1; }
   echo "== MoE block against a dense layer of the same active width: $MOE_BENCH" >&2
   TLALOC_NUM_THREADS="$THREADS" "$MOE_BENCH" \
-    --benchmark_filter='^BM_(MoeForm/1/(1|16|256)|DenseMlp/tokens:(1|16|256))/' \
+    --benchmark_filter='^BM_(MoeForm(Bf16)?/1/(1|16|256)|DenseMlp(Bf16)?/tokens:(1|16|256))/' \
     --benchmark_repetitions="$RUNS" --benchmark_format=json > "$RESULTS/moe_layer.json"
 fi
 
@@ -259,12 +259,14 @@ if (fs.existsSync(moeFile)) {
     return xs.length ? median(xs) : NaN;
   };
   console.log("\nMoE block / dense SwiGLU of the same active parameters (bench/moe_bench: " +
-              "Qwen3-30B-A3B widths, f32, ragged_dot form, median wall ms):\n");
-  console.log("| tokens | MoE block ms | dense MLP (width 6144) ms | MoE/dense |");
-  console.log("|---:|---:|---:|---:|");
-  for (const n of [1, 16, 256]) {
-    const a = ms(`BM_MoeForm/1/${n}/`), b = ms(`BM_DenseMlp/tokens:${n}/`);
-    console.log(`| ${n} | ${a.toFixed(2)} | ${b.toFixed(2)} | ${(a / b).toFixed(2)}x |`);
+              "Qwen3-30B-A3B widths, ragged_dot form, median wall ms):\n");
+  console.log("| dtype | tokens | MoE block ms | dense MLP (width 6144) ms | MoE/dense |");
+  console.log("|---|---:|---:|---:|---:|");
+  for (const [dt, suffix] of [["f32", ""], ["bf16", "Bf16"]]) {
+    for (const n of [1, 16, 256]) {
+      const a = ms(`BM_MoeForm${suffix}/1/${n}/`), b = ms(`BM_DenseMlp${suffix}/tokens:${n}/`);
+      console.log(`| ${dt} | ${n} | ${a.toFixed(2)} | ${b.toFixed(2)} | ${(a / b).toFixed(2)}x |`);
+    }
   }
 }
 EOF

@@ -9,6 +9,10 @@
 //                         of the forms by pair count (tokens x 8) sets nn::MoeFormForPairs.
 //   BM_DenseMlp/tokens    a dense SwiGLU of the same active width (8 x 768 = 6,144), the cost
 //                         an MoE layer should approach.
+//   BM_GroupedBf16/rows   one thread's grouped bf16 kernel on one expert's gate projection
+//                         (rows x 2048 times 768 x 2048): GFLOP/s against the core's peak.
+//   BM_MoeFormBf16, BM_DenseMlpBf16  the same in bf16 (weights, activations; f32 accumulation),
+//                         the models' usual dtype.
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -16,6 +20,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "ops/ragged_dot_grouped.h"
 #include "tlaloc/builder/tensor.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/nn/layers.h"
@@ -77,21 +82,32 @@ BENCHMARK(BM_RouterTopK)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
-// The MoE weights are shared by every run of every form (1.2 GB in f32 would not fit twice).
-const std::vector<Literal>& MoeWeights() {
+// The MoE weights are shared by every run of every form (1.2 GB in f32 would not fit twice),
+// in f32 and, for the bf16 benchmarks, the same values rounded to bf16.
+const std::vector<Literal>& MoeWeights(ElementType et) {
   static const std::vector<Literal> w = {
       Random({kExperts, kHidden}, 2, 0.02f), Random({kExperts, kWidth, kHidden}, 3, 0.02f),
       Random({kExperts, kWidth, kHidden}, 4, 0.02f), Random({kExperts, kHidden, kWidth}, 5, 0.02f)};
-  return w;
+  if (et == ElementType::kF32) return w;
+  static const std::vector<Literal> bf16 = [] {
+    std::vector<Literal> out;
+    for (const Literal& l : w) out.push_back(tlaloc::ConvertElementType(l, ElementType::kBF16));
+    return out;
+  }();
+  return bf16;
 }
 
-void BM_MoeForm(benchmark::State& state) {
+Literal OfType(Literal f32, ElementType et) {
+  return et == ElementType::kF32 ? f32 : tlaloc::ConvertElementType(f32, et);
+}
+
+void MoeForm(benchmark::State& state, ElementType et) {
   const auto form = static_cast<tlaloc::nn::MoeForm>(state.range(0));
   const int64_t tokens = state.range(1);
   state.SetLabel(std::string(tlaloc::nn::MoeFormName(form)) +
                  " pairs=" + std::to_string(tokens * kTopK));
-  std::vector<Literal> args{Random({tokens, kHidden}, 6, 1.0f)};
-  for (const Literal& w : MoeWeights()) args.push_back(w);
+  std::vector<Literal> args{OfType(Random({tokens, kHidden}, 6, 1.0f), et)};
+  for (const Literal& w : MoeWeights(et)) args.push_back(w);
   std::vector<TensorType> types;
   for (const Literal& a : args) types.push_back(a.type());
   TimeProgram(state, types, std::move(args), [&](const std::vector<Tensor>& a) {
@@ -101,6 +117,8 @@ void BM_MoeForm(benchmark::State& state) {
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens),
                                                   benchmark::Counter::kIsIterationInvariantRate);
 }
+void BM_MoeForm(benchmark::State& state) { MoeForm(state, ElementType::kF32); }
+void BM_MoeFormBf16(benchmark::State& state) { MoeForm(state, ElementType::kBF16); }
 void MoeFormArgs(benchmark::internal::Benchmark* b) {
   for (int form = 1; form <= 2; ++form)
     for (int tokens : {1, 4, 16, 64, 128, 256, 1024}) b->Args({form, tokens});
@@ -110,11 +128,14 @@ void MoeFormArgs(benchmark::internal::Benchmark* b) {
   for (int tokens : {1, 16}) b->Args({4, tokens});
 }
 BENCHMARK(BM_MoeForm)->Apply(MoeFormArgs)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MoeFormBf16)->Apply(MoeFormArgs)->UseRealTime()->Unit(benchmark::kMillisecond);
 
-void BM_DenseMlp(benchmark::State& state) {
+void DenseMlp(benchmark::State& state, ElementType et) {
   const int64_t tokens = state.range(0), width = kWidth * kTopK;
-  std::vector<Literal> args{Random({tokens, kHidden}, 6, 1.0f), Random({width, kHidden}, 7, 0.02f),
-                            Random({width, kHidden}, 8, 0.02f), Random({kHidden, width}, 9, 0.02f)};
+  std::vector<Literal> args{OfType(Random({tokens, kHidden}, 6, 1.0f), et),
+                            OfType(Random({width, kHidden}, 7, 0.02f), et),
+                            OfType(Random({width, kHidden}, 8, 0.02f), et),
+                            OfType(Random({kHidden, width}, 9, 0.02f), et)};
   std::vector<TensorType> types;
   for (const Literal& a : args) types.push_back(a.type());
   TimeProgram(state, types, std::move(args), [&](const std::vector<Tensor>& a) {
@@ -123,7 +144,41 @@ void BM_DenseMlp(benchmark::State& state) {
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens),
                                                   benchmark::Counter::kIsIterationInvariantRate);
 }
+void BM_DenseMlp(benchmark::State& state) { DenseMlp(state, ElementType::kF32); }
+void BM_DenseMlpBf16(benchmark::State& state) { DenseMlp(state, ElementType::kBF16); }
+void BM_GroupedBf16(benchmark::State& state) {
+  const int64_t rows = state.range(0);
+  // Each run takes the next of the 128 experts' weights, so they come from memory as in a layer.
+  const int64_t size = kWidth * kHidden;
+  std::vector<uint16_t> a(rows * kHidden, 0x3f80), w(kExperts * size, 0x3c00);  // 1, 1/128
+  std::vector<float> c(rows * kWidth);
+  if (!tlaloc::ops::Bf16RowsTimesRowsT(a.data(), kHidden, rows, w.data(), kHidden, kWidth, kHidden,
+                                       c.data(), kWidth)) {
+    state.SkipWithError("this CPU has no AVX512_BF16");
+    return;
+  }
+  int64_t expert = 0;
+  for (auto _ : state) {
+    tlaloc::ops::Bf16RowsTimesRowsT(a.data(), kHidden, rows, w.data() + expert * size, kHidden,
+                                    kWidth, kHidden, c.data(), kWidth);
+    expert = (expert + 1) % kExperts;
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * rows * kWidth * kHidden,
+                                                 benchmark::Counter::kIsIterationInvariantRate,
+                                                 benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_GroupedBf16)->ArgName("rows")->Arg(4)->Arg(8)->Arg(32)->Arg(64);
+
 BENCHMARK(BM_DenseMlp)
+    ->ArgName("tokens")
+    ->Arg(1)
+    ->Arg(16)
+    ->Arg(256)
+    ->Arg(1024)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DenseMlpBf16)
     ->ArgName("tokens")
     ->Arg(1)
     ->Arg(16)

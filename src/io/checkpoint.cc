@@ -40,6 +40,18 @@ const SafetensorsFile* Checkpoint::ShardOf(std::string_view name) const {
   return it == entries_.end() ? nullptr : it->second.file;
 }
 
+std::optional<Literal> Checkpoint::ViewOfRun(std::span<const std::string> names,
+                                             const TensorType& type) const {
+  if (names.empty()) return std::nullopt;
+  const SafetensorsFile* shard = ShardOf(names[0]);
+  std::vector<const SafetensorsTensorInfo*> parts;
+  for (const std::string& name : names) {
+    if (ShardOf(name) != shard || shard == nullptr) return std::nullopt;
+    parts.push_back(shard->Find(name));
+  }
+  return shard->ViewOfRun(parts, type);
+}
+
 StatusOr<Literal> Checkpoint::Get(std::string_view name) const {
   auto it = entries_.find(name);
   if (it == entries_.end()) {
@@ -200,13 +212,14 @@ Status WriteCheckpoint(const fs::path& dir, std::span<const NamedTensor> tensors
   const std::regex shard_pattern(R"(model-\d{5}-of-\d{5}\.safetensors)");
   if (shards.size() == 1) {
     keep.insert(std::string(kSingleSafetensorsName));
-    TL_RETURN_IF_ERROR(WriteSafetensors(dir / kSingleSafetensorsName, shards[0], metadata));
+    TL_RETURN_IF_ERROR(
+        WriteSafetensors(dir / kSingleSafetensorsName, shards[0], metadata, options.layout));
   } else {
     json weight_map = json::object();
     for (size_t i = 0; i < shards.size(); ++i) {
       std::string name = ShardFileName(i, shards.size());
       keep.insert(name);
-      TL_RETURN_IF_ERROR(WriteSafetensors(dir / name, shards[i], metadata));
+      TL_RETURN_IF_ERROR(WriteSafetensors(dir / name, shards[i], metadata, options.layout));
       for (const auto& t : shards[i]) weight_map[t.name] = name;
     }
     json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};

@@ -355,6 +355,22 @@ void SafetensorsFile::ReleasePages(const SafetensorsTensorInfo& info) const {
   if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
+std::optional<Literal> SafetensorsFile::ViewOfRun(
+    std::span<const SafetensorsTensorInfo* const> parts, const TensorType& type) const {
+  if (parts.empty()) return std::nullopt;
+  uint64_t end = parts[0]->data_begin;
+  for (const SafetensorsTensorInfo* part : parts) {
+    if (part->dtype != type.element_type || part->data_begin != end) return std::nullopt;
+    end = part->data_end;
+  }
+  const int64_t bytes = NumElements(type.dims) * (BitWidth(type.element_type) / 8);
+  std::byte* p = data_ + header_.data_offset() + parts[0]->data_begin;
+  if (static_cast<int64_t>(end - parts[0]->data_begin) != bytes ||
+      reinterpret_cast<uintptr_t>(p) % ElementSize(type.element_type) != 0)
+    return std::nullopt;
+  return Literal::View(type, p, owner_);
+}
+
 StatusOr<Literal> SafetensorsFile::Get(std::string_view name) const {
   const SafetensorsTensorInfo* info = Find(name);
   if (!info) return NotFound(source_ + ": no tensor named \"" + std::string(name) + "\"");

@@ -52,7 +52,8 @@ struct Prepared {
 };
 
 StatusOr<Prepared> Prepare(std::span<const NamedTensor> tensors,
-                           const std::map<std::string, std::string>& metadata) {
+                           const std::map<std::string, std::string>& metadata,
+                           SafetensorsLayout layout) {
   Prepared p;
   std::set<std::string_view> names;
   for (const auto& t : tensors) {
@@ -64,12 +65,14 @@ StatusOr<Prepared> Prepare(std::span<const NamedTensor> tensors,
       return InvalidArgument("safetensors writer: tensor \"" + t.name + "\" has no data");
     p.order.push_back(&t);
   }
-  std::sort(p.order.begin(), p.order.end(), [](const NamedTensor* a, const NamedTensor* b) {
-    int ra = ReferenceDtypeRank(a->value.element_type());
-    int rb = ReferenceDtypeRank(b->value.element_type());
-    if (ra != rb) return ra > rb;
-    return a->name < b->name;  // bytewise, as Rust's String ordering
-  });
+  std::stable_sort(p.order.begin(), p.order.end(),
+                   [layout](const NamedTensor* a, const NamedTensor* b) {
+                     int ra = ReferenceDtypeRank(a->value.element_type());
+                     int rb = ReferenceDtypeRank(b->value.element_type());
+                     if (ra != rb) return ra > rb;
+                     // bytewise, as Rust's String ordering
+                     return layout == SafetensorsLayout::kReference && a->name < b->name;
+                   });
 
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) {
@@ -111,8 +114,9 @@ std::array<std::byte, 8> LengthPrefix(uint64_t n) {
 }  // namespace
 
 StatusOr<std::vector<std::byte>> SerializeSafetensors(
-    std::span<const NamedTensor> tensors, const std::map<std::string, std::string>& metadata) {
-  TL_ASSIGN_OR_RETURN(Prepared p, Prepare(tensors, metadata));
+    std::span<const NamedTensor> tensors, const std::map<std::string, std::string>& metadata,
+    SafetensorsLayout layout) {
+  TL_ASSIGN_OR_RETURN(Prepared p, Prepare(tensors, metadata, layout));
   std::vector<std::byte> out;
   out.reserve(8 + p.header.size() + p.data_size);
   auto prefix = LengthPrefix(p.header.size());
@@ -125,8 +129,9 @@ StatusOr<std::vector<std::byte>> SerializeSafetensors(
 }
 
 Status WriteSafetensors(const std::filesystem::path& path, std::span<const NamedTensor> tensors,
-                        const std::map<std::string, std::string>& metadata) {
-  TL_ASSIGN_OR_RETURN(Prepared p, Prepare(tensors, metadata));
+                        const std::map<std::string, std::string>& metadata,
+                        SafetensorsLayout layout) {
+  TL_ASSIGN_OR_RETURN(Prepared p, Prepare(tensors, metadata, layout));
   return WriteFileAtomically(path, [&](const ByteSink& sink) -> Status {
     auto prefix = LengthPrefix(p.header.size());
     TL_RETURN_IF_ERROR(sink(prefix));

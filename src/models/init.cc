@@ -127,7 +127,8 @@ Status WriteModelFolder(const io::ModelConfig& config, const std::filesystem::pa
   std::filesystem::create_directories(dir, ec);
   if (ec) return InvalidArgument("cannot create " + dir.string() + ": " + ec.message());
   // Program weights name stacked experts; the checkpoint holds transformers' per-expert tensors.
-  TL_RETURN_IF_ERROR(io::WriteCheckpoint(dir, CheckpointTensors(config, weights)));
+  TL_RETURN_IF_ERROR(
+      io::WriteCheckpoint(dir, CheckpointTensors(config, weights), ExpertsInOrder()));
   TL_RETURN_IF_ERROR(io::WriteModelConfig(dir / "config.json", config));
   TL_RETURN_IF_ERROR(WriteStringAtomic(dir / "generation_config.json",
                                        io::GenerationConfigToJson(generation) + "\n"));

@@ -51,10 +51,23 @@ StatusOr<std::vector<Literal>> LoadWeights(const io::ModelConfig& config,
       out.push_back(std::move(value));
       continue;
     }
-    // Stacked experts: one copy at load time, so that every step reads them in place. Each
-    // expert's mapped pages leave the resident set once copied, so the checkpoint's experts and
-    // their stacked copy are never resident together (peak RSS: one copy, not two).
+    // Stacked experts: a view when the checkpoint holds them one after another in expert order
+    // and in `dtype` (as init-model and quantize write them), after checking each expert's
+    // name and shape; otherwise one copy at load time, so that every step reads them in place.
+    // Each expert's mapped pages leave the resident set once copied, so the checkpoint's experts
+    // and their stacked copy are never resident together (peak RSS: one copy, not two).
     const std::vector<int64_t> part_shape(spec.shape.begin() + 1, spec.shape.end());
+    bool parts_found = true;
+    for (const std::string& name : spec.stacked) {
+      const io::SafetensorsTensorInfo* info = checkpoint.Find(name);
+      parts_found = parts_found && info && info->shape == part_shape;
+    }
+    if (parts_found && !spec.fixed_type) {
+      if (auto view = checkpoint.ViewOfRun(spec.stacked, TensorType(dtype, spec.shape))) {
+        out.push_back(std::move(*view));
+        continue;
+      }
+    }
     Literal stacked = Literal::Uninitialized(TensorType(dtype, spec.shape));
     const int64_t part_bytes = NumElements(part_shape) * (BitWidth(dtype) / 8);
     for (size_t e = 0; e < spec.stacked.size(); ++e) {

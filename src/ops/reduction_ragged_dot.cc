@@ -8,13 +8,15 @@
 //                   out[g] = lhs[rows of g]^T . rhs[rows of g] (the weight gradient of the first).
 //
 // JAX prints the op in MLIR's generic form, which the generic printer and parser handle; the
-// dimension numbers are the #chlo.ragged_dot<...> struct. Each group is one product through
-// reduction_matmul's kernels over views of the operands, so each expert's weights are read
-// once per call however many rows it has (a matrix-vector kernel for up to four rows).
+// dimension numbers are the #chlo.ragged_dot<...> struct. Each expert's weights are read once
+// per call however many rows it has: groups of up to four rows through reduction_matmul's
+// matrix-vector kernel over views of the operands, larger ones through ragged_dot_grouped's
+// kernels, all groups in one pass over the pool (one product per group where none applies).
 #include <algorithm>
 
 #include "op_areas.h"
 #include "op_helpers.h"
+#include "ragged_dot_grouped.h"
 #include "reduction_matmul.h"
 #include "tlaloc/ir/typed_builder.h"
 #include "tlaloc/support/half.h"
@@ -140,9 +142,17 @@ void EvalViews(RaggedMode mode, int64_t rhs_contract, const Literal& lhs, const 
   const int64_t k = lhs.dims()[1];
   if (mode == RaggedMode::kGroupedRows) {
     const int64_t n = rhs.dims()[rhs_contract == 1 ? 2 : 1];
+    if (k == 0 || n == 0) return;
+    // Groups of more rows than the matrix-vector kernel takes go to the grouped kernels in one
+    // pass over the pool; the rest (all of decode's) stream their weights over all threads.
+    std::vector<RowGroup> many_rows;
+    for (size_t g = 0; g < groups.size(); ++g)
+      if (groups[g].second > kMaxVectors)
+        many_rows.push_back({static_cast<int64_t>(g), groups[g].first, groups[g].second});
+    const bool grouped = GroupedRowsProduct(lhs, rhs, rhs_contract, many_rows, c, ctx);
     for (size_t g = 0; g < groups.size(); ++g) {
       const auto [start, rows] = groups[g];
-      if (rows == 0 || k == 0 || n == 0) continue;
+      if (rows == 0 || (grouped && rows > kMaxVectors)) continue;
       MatrixView a = ViewAt(lhs, start * k, k, 1);
       const int64_t base = static_cast<int64_t>(g) * k * n;
       // rhs[g] as a [K, N] matrix: row-major, or stored [N, K] (a transposed view).

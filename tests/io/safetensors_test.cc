@@ -108,6 +108,49 @@ TEST(Safetensors, TensorsAreZeroCopyViewsOfTheMappingThatOutliveTheFileObject) {
   EXPECT_EQ((*again)->Get("w")->span<float>()[0], 1.0f);
 }
 
+// kGivenOrder keeps the caller's order within a dtype (the reference layout sorts by name), and
+// ViewOfRun views consecutive same-dtype tensors as one, refusing runs that are out of order,
+// of another dtype or of another size.
+TEST(Safetensors, GivenOrderLaysTensorsOutAsGivenAndRunsViewAsOne) {
+  TempDir dir;
+  const auto path = dir / "experts.safetensors";
+  std::vector<NamedTensor> tensors = {{"e.2", Literal::FromVector<float>({2}, {1, 2})},
+                                      {"e.10", Literal::FromVector<float>({2}, {3, 4})},
+                                      {"s", Literal::FromVector<uint16_t>({1}, {5})},
+                                      {"e.1", Literal::FromVector<float>({2}, {6, 7})}};
+  ASSERT_TRUE(WriteSafetensors(path, tensors, {}, SafetensorsLayout::kGivenOrder).ok());
+  auto file = SafetensorsFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  const auto* e2 = (*file)->Find("e.2");
+  const auto* e10 = (*file)->Find("e.10");
+  const auto* e1 = (*file)->Find("e.1");
+  const auto* s = (*file)->Find("s");
+  ASSERT_TRUE(e2 && e10 && e1 && s);
+  EXPECT_EQ(e10->data_begin, e2->data_end);  // by name, e.1 and e.10 would come first
+  EXPECT_EQ(e1->data_begin, e10->data_end);
+  EXPECT_GT(s->data_begin, e1->data_begin);  // the u16 after every f32 (alignment)
+
+  std::vector<const SafetensorsTensorInfo*> run = {e2, e10, e1};
+  auto view = (*file)->ViewOfRun(run, TensorType(ElementType::kF32, {3, 2}));
+  ASSERT_TRUE(view.has_value());
+  EXPECT_EQ(view->data(), (*file)->Get("e.2")->data());
+  EXPECT_EQ(view->span<float>()[3], 4.0f);
+  EXPECT_EQ(view->span<float>()[5], 7.0f);
+  std::vector<const SafetensorsTensorInfo*> shuffled = {e10, e2, e1};
+  EXPECT_FALSE((*file)->ViewOfRun(shuffled, TensorType(ElementType::kF32, {3, 2})).has_value());
+  EXPECT_FALSE((*file)->ViewOfRun(run, TensorType(ElementType::kF32, {2, 2})).has_value());
+  EXPECT_FALSE((*file)->ViewOfRun(run, TensorType(ElementType::kS32, {3, 2})).has_value());
+
+  // The reference layout of the same tensors orders them by name: no run in expert order.
+  const auto ref_path = dir / "reference.safetensors";
+  ASSERT_TRUE(WriteSafetensors(ref_path, tensors).ok());
+  auto ref = SafetensorsFile::Open(ref_path);
+  ASSERT_TRUE(ref.ok());
+  std::vector<const SafetensorsTensorInfo*> ref_run = {(*ref)->Find("e.2"), (*ref)->Find("e.10"),
+                                                       (*ref)->Find("e.1")};
+  EXPECT_FALSE((*ref)->ViewOfRun(ref_run, TensorType(ElementType::kF32, {3, 2})).has_value());
+}
+
 // The written bytes, decoded independently of the reader, follow the format specification.
 TEST(Safetensors, WrittenBytesFollowTheSpecification) {
   std::vector<NamedTensor> tensors = {

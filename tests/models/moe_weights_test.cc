@@ -1,6 +1,7 @@
 // An MoE layer's experts enter the programs stacked [E, out, in]: the weight specs name the
 // checkpoint tensors they stack, loading stacks them, and writing a folder splits them back
-// into transformers' per-expert tensors.
+// into transformers' per-expert tensors (one after another, so that loading views them in the
+// mapped file; a reference-layout file, as transformers writes, is copied).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -115,6 +116,50 @@ TEST(MoeWeights, FolderHoldsPerExpertTensorsAndLoadingStacksThem) {
   EXPECT_NE(refused.status().message().find("model.layers.0.mlp.experts.1.up_proj.weight"),
             std::string::npos)
       << refused.status().ToString();
+  fs::remove_all(dir);
+}
+
+TEST(MoeWeights, ExpertsWrittenInOrderLoadAsViewsReferenceLayoutAsCopies) {
+  const io::ModelConfig c = SmallMoe();
+  const fs::path dir = fs::temp_directory_path() / ("tlaloc_moe_views_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  InitOptions opts;
+  opts.seed = 4;
+  ASSERT_TRUE(WriteRandomCheckpoint(c, dir, opts).ok());
+  auto ckpt = io::Checkpoint::Open(dir);
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status().ToString();
+  auto viewed = LoadWeights(c, *ckpt, ElementType::kF32);
+  ASSERT_TRUE(viewed.ok()) << viewed.status().ToString();
+
+  // The same tensors in the reference layout (by name: experts 0's down, gate, up, then 1's).
+  std::vector<io::NamedTensor> all;
+  for (const auto& name : ckpt->names()) all.push_back({name, *ckpt->Get(name)});
+  const fs::path reference = dir / "reference";
+  ASSERT_TRUE(io::WriteCheckpoint(reference, all).ok());
+  auto ref = io::Checkpoint::Open(reference);
+  ASSERT_TRUE(ref.ok());
+  auto copied = LoadWeights(c, *ref, ElementType::kF32);
+  ASSERT_TRUE(copied.ok()) << copied.status().ToString();
+  // In bf16 the experts need converting, so they are copied from the in-order file too.
+  auto converted = LoadWeights(c, *ckpt, ElementType::kBF16);
+  ASSERT_TRUE(converted.ok()) << converted.status().ToString();
+
+  const auto specs = WeightSpecs(c);
+  int stacked = 0;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].stacked.empty()) continue;
+    ++stacked;
+    const Literal& v = (*viewed)[i];
+    const Literal& cp = (*copied)[i];
+    ASSERT_EQ(v.dims(), specs[i].shape);
+    ASSERT_EQ(cp.dims(), specs[i].shape);
+    EXPECT_EQ(v.data(), ckpt->Get(specs[i].stacked[0])->data())
+        << specs[i].name << ": not a view of the file's first expert";
+    EXPECT_NE(cp.data(), ref->Get(specs[i].stacked[0])->data()) << specs[i].name;
+    EXPECT_NE((*converted)[i].data(), ckpt->Get(specs[i].stacked[0])->data()) << specs[i].name;
+    EXPECT_EQ(std::memcmp(v.data(), cp.data(), v.byte_size()), 0) << specs[i].name;
+  }
+  EXPECT_EQ(stacked, 3);
   fs::remove_all(dir);
 }
 

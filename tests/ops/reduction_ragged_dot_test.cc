@@ -1,5 +1,6 @@
 // chlo.ragged_dot: against a loop of per-group dot_generals (f32 and bf16, both rhs layouts,
-// empty groups, one group holding every row, rows past the last group), the generic form JAX
+// empty groups, one group holding every row, rows past the last group, groups large enough for
+// the grouped kernels), the generic form JAX
 // prints, shape-rule refusals, and its VJP for both operands by central differences.
 #include <cmath>
 #include <cstring>
@@ -103,6 +104,19 @@ TEST(RaggedDot, Bf16MatchesPerGroupDots) {
   // f32 accumulation in both; a bf16 result is rounded once.
   ExpectRaggedMatchesLoop(ElementType::kBF16, ElementType::kF32, 12, 16, 5, {2, 7, 0, 3}, 2, 1e-6);
   ExpectRaggedMatchesLoop(ElementType::kBF16, ElementType::kBF16, 12, 16, 5, {2, 7, 0, 3}, 1, 1e-2);
+}
+
+// Groups of more than four rows take ragged_dot_grouped's kernels (bf16 [G, N, K] with
+// AVX512_BF16, f32 through one sgemm per block), the rest the matrix-vector path, all in one
+// call: groups of 13, 5 and 22 rows leave partial 4-row tiles, n = 200 three column blocks (96,
+// 96, 8; the last a partial 6-column tile) and k = 70 two 32-element steps and a masked tail.
+TEST(RaggedDot, GroupedKernelsMatchPerGroupDotsOverTilesAndBlocks) {
+  const std::vector<int32_t> sizes{13, 0, 5, 4, 22, 16};
+  for (int64_t rc : {1, 2}) {
+    ExpectRaggedMatchesLoop(ElementType::kF32, ElementType::kF32, 60, 70, 200, sizes, rc, 1e-5);
+    ExpectRaggedMatchesLoop(ElementType::kBF16, ElementType::kF32, 60, 70, 200, sizes, rc, 1e-5);
+  }
+  ExpectRaggedMatchesLoop(ElementType::kBF16, ElementType::kBF16, 60, 70, 200, sizes, 2, 1e-2);
 }
 
 TEST(RaggedDot, AllRowsInOneGroupAndRowsPastTheGroups) {

@@ -40,6 +40,9 @@ class Checkpoint {
   StatusOr<Literal> Get(std::string_view name) const;
   // SafetensorsFile::ReleasePages for `name` (nothing when absent).
   void ReleasePages(std::string_view name) const;
+  // SafetensorsFile::ViewOfRun for the named tensors, when one shard holds them all.
+  std::optional<Literal> ViewOfRun(std::span<const std::string> names,
+                                   const TensorType& type) const;
 
   const std::vector<std::shared_ptr<const SafetensorsFile>>& shards() const { return shards_; }
   bool sharded() const { return index_path_.has_value(); }
@@ -68,6 +71,9 @@ struct CheckpointWriteOptions {
   // Split into shards of at most this many tensor bytes (a larger tensor gets a shard of its
   // own); 0 writes one model.safetensors.
   uint64_t max_shard_bytes = 0;
+  // Each shard's tensor layout: kGivenOrder keeps the caller's order within a dtype (stacked
+  // experts one after another, so that loading views them instead of copying).
+  SafetensorsLayout layout = SafetensorsLayout::kReference;
   // Stored in every shard's __metadata__. "format": "pt" is added when absent because
   // transformers refuses safetensors files whose metadata lacks a known format.
   std::map<std::string, std::string> metadata;

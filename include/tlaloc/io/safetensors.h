@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -98,6 +99,12 @@ class SafetensorsFile {
   // and the pages it came from are not both resident. Not for a tensor written in place
   // (its copy-on-write pages would be dropped); a no-op for an in-memory image.
   void ReleasePages(const SafetensorsTensorInfo& info) const;
+  // `parts` (tensors of this file) as one tensor of `type`, viewing the image in place, when
+  // they lie one after another in this order, hold type's dtype and fill exactly its bytes, and
+  // the first is aligned; otherwise nullopt. Stacked experts written one after another
+  // (SafetensorsLayout::kGivenOrder) load this way with no copy.
+  std::optional<Literal> ViewOfRun(std::span<const SafetensorsTensorInfo* const> parts,
+                                   const TensorType& type) const;
 
  private:
   SafetensorsFile() = default;
@@ -115,14 +122,23 @@ struct NamedTensor {
   Literal value;
 };
 
-// The bytes of a safetensors file as the reference writer lays them out: tensors sorted by
-// descending dtype alignment (the reference's dtype order), then by name; the JSON header
-// compact, "__metadata__" first (omitted when empty), padded with spaces to a multiple of 8.
+// Where tensors' bytes go: kReference sorts them by descending dtype alignment (the reference's
+// dtype order), then by name, as the reference writer does; kGivenOrder sorts by dtype
+// alignment only and keeps the caller's order within a dtype, so that tensors given one after
+// another (a model's experts, in expert order) lie one after another. Both are valid
+// safetensors (readers take each tensor's offsets from the header).
+enum class SafetensorsLayout { kReference, kGivenOrder };
+
+// The bytes of a safetensors file as the reference writer lays them out (with kReference):
+// tensors in the layout's order, the JSON header compact and in data order, "__metadata__"
+// first (omitted when empty), padded with spaces to a multiple of 8.
 StatusOr<std::vector<std::byte>> SerializeSafetensors(
-    std::span<const NamedTensor> tensors, const std::map<std::string, std::string>& metadata = {});
+    std::span<const NamedTensor> tensors, const std::map<std::string, std::string>& metadata = {},
+    SafetensorsLayout layout = SafetensorsLayout::kReference);
 // Writes the same bytes to `path`, streaming the tensor data, through a temporary file renamed
 // into place so a crash never leaves a half-written checkpoint under the final name.
 Status WriteSafetensors(const std::filesystem::path& path, std::span<const NamedTensor> tensors,
-                        const std::map<std::string, std::string>& metadata = {});
+                        const std::map<std::string, std::string>& metadata = {},
+                        SafetensorsLayout layout = SafetensorsLayout::kReference);
 
 }  // namespace tlaloc::io

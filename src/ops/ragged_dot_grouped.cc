@@ -1,0 +1,217 @@
+#include "ragged_dot_grouped.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "reduction_matmul.h"
+#include "support/avx512_intrinsics.h"
+#include "tlaloc/ir/blas_kernels.h"
+#include "tlaloc/support/cpu_features.h"
+
+#if defined(__x86_64__)
+#define TLALOC_AVX512_BF16_TARGET \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+#endif
+
+namespace tlaloc::ops {
+
+namespace {
+
+// Runs fn(task) for every task in [0, tasks), handed out one at a time so that a thread the OS
+// slows down takes fewer (groups differ in size, and the machine is shared).
+template <typename Fn>
+void ForEachTask(EvalContext& ctx, int64_t tasks, const Fn& fn) {
+  std::atomic<int64_t> next{0};
+  ctx.ParallelFor(tasks, 1, [&](int64_t, int64_t) {
+    for (int64_t t = next.fetch_add(1); t < tasks; t = next.fetch_add(1)) fn(t);
+  });
+}
+
+// Output columns per task: enough tasks to balance (a 768-wide expert is 8), few enough that
+// the lhs rows of a group are read from L2 for each tile of weight rows.
+constexpr int64_t kBf16ColumnBlock = 96;
+// The register tile: kTileRows rows of lhs times kTileCols weight rows, 24 accumulators plus
+// the 4 lhs vectors and one weight vector in AVX-512's 32 registers.
+constexpr int kTileRows = 4, kTileCols = 6;
+
+#if defined(__x86_64__)
+// c[r, j] = sum_k a[r, k] w[j, k] for R rows and C weight rows, 32 elements per step: vdpbf16ps
+// multiplies bf16 pairs exactly and adds them into 16 f32 lanes, which are summed at the end.
+template <int R, int C>
+TLALOC_AVX512_BF16_TARGET void TileBf16(const uint16_t* a, int64_t lda, const uint16_t* w,
+                                        int64_t ldw, int64_t k, float* c, int64_t ldc) {
+  __m512 acc[R][C];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 6
+    for (int j = 0; j < C; ++j) acc[r][j] = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= k; i += 32) {
+    __m512i av[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) av[r] = _mm512_loadu_si512(a + r * lda + i);
+#pragma GCC unroll 6
+    for (int j = 0; j < C; ++j) {
+      const __m512i wv = _mm512_loadu_si512(w + j * ldw + i);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r)
+        acc[r][j] = _mm512_dpbf16_ps(acc[r][j], (__m512bh)av[r], (__m512bh)wv);
+    }
+  }
+  if (i < k) {  // the tail, zero-filled by the masked loads
+    const __mmask32 m = static_cast<__mmask32>((uint64_t{1} << (k - i)) - 1);
+    __m512i av[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) av[r] = _mm512_maskz_loadu_epi16(m, a + r * lda + i);
+#pragma GCC unroll 6
+    for (int j = 0; j < C; ++j) {
+      const __m512i wv = _mm512_maskz_loadu_epi16(m, w + j * ldw + i);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r)
+        acc[r][j] = _mm512_dpbf16_ps(acc[r][j], (__m512bh)av[r], (__m512bh)wv);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 6
+    for (int j = 0; j < C; ++j) c[r * ldc + j] = _mm512_reduce_add_ps(acc[r][j]);
+}
+
+template <int R>
+void TileBf16Cols(int cols, const uint16_t* a, int64_t lda, const uint16_t* w, int64_t ldw,
+                  int64_t k, float* c, int64_t ldc) {
+  switch (cols) {
+    case 1:
+      return TileBf16<R, 1>(a, lda, w, ldw, k, c, ldc);
+    case 2:
+      return TileBf16<R, 2>(a, lda, w, ldw, k, c, ldc);
+    case 3:
+      return TileBf16<R, 3>(a, lda, w, ldw, k, c, ldc);
+    case 4:
+      return TileBf16<R, 4>(a, lda, w, ldw, k, c, ldc);
+    case 5:
+      return TileBf16<R, 5>(a, lda, w, ldw, k, c, ldc);
+    default:
+      return TileBf16<R, kTileCols>(a, lda, w, ldw, k, c, ldc);
+  }
+}
+
+void TileBf16Any(int rows, int cols, const uint16_t* a, int64_t lda, const uint16_t* w, int64_t ldw,
+                 int64_t k, float* c, int64_t ldc) {
+  switch (rows) {
+    case 1:
+      return TileBf16Cols<1>(cols, a, lda, w, ldw, k, c, ldc);
+    case 2:
+      return TileBf16Cols<2>(cols, a, lda, w, ldw, k, c, ldc);
+    case 3:
+      return TileBf16Cols<3>(cols, a, lda, w, ldw, k, c, ldc);
+    default:
+      return TileBf16Cols<kTileRows>(cols, a, lda, w, ldw, k, c, ldc);
+  }
+}
+#endif
+
+// TLALOC_BF16_MATMUL=blas turns this kernel off with oneDNN's: both count subnormal bf16
+// inputs as zero.
+bool Bf16KernelAvailable() {
+#if defined(__x86_64__)
+  return HasAvx512Bf16() && DnnlBf16Available();
+#else
+  return false;
+#endif
+}
+
+// TLALOC_RAGGED_DOT=per_group: every group one product of its own (the earlier path), to
+// measure the grouped kernels against.
+bool GroupedWanted() {
+  static const bool wanted = [] {
+    const char* env = std::getenv("TLALOC_RAGGED_DOT");
+    return !(env && std::strcmp(env, "per_group") == 0);
+  }();
+  return wanted;
+}
+
+// One single-thread sgemm per call, as BlasMatmulViews runs its blocks: OpenBLAS's own threads
+// would compete with the pool's.
+void UseSingleThreadedBlas() {
+  static const bool once = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)once;
+}
+
+bool GroupedBf16(const Literal& lhs, const Literal& rhs, const std::vector<RowGroup>& groups,
+                 float* c, EvalContext& ctx) {
+  const int64_t k = lhs.dims()[1], n = rhs.dims()[1];
+  const auto* a = reinterpret_cast<const uint16_t*>(lhs.data());
+  const auto* w = reinterpret_cast<const uint16_t*>(rhs.data());
+  const int64_t blocks = (n + kBf16ColumnBlock - 1) / kBf16ColumnBlock;
+  ForEachTask(ctx, static_cast<int64_t>(groups.size()) * blocks, [&](int64_t task) {
+    const RowGroup& g = groups[task / blocks];
+    const int64_t j0 = task % blocks * kBf16ColumnBlock;
+    const int64_t nb = std::min(kBf16ColumnBlock, n - j0);
+    Bf16RowsTimesRowsT(a + g.start * k, k, g.rows, w + (g.group * n + j0) * k, k, nb, k,
+                       c + g.start * n + j0, n);
+  });
+  return true;
+}
+
+bool GroupedF32(const Literal& lhs, const Literal& rhs, int64_t rhs_contract,
+                const std::vector<RowGroup>& groups, float* c, EvalContext& ctx) {
+  UseSingleThreadedBlas();
+  constexpr int64_t kBlock = 256;
+  const int64_t k = lhs.dims()[1], n = rhs.dims()[rhs_contract == 1 ? 2 : 1];
+  const float* a = lhs.span<float>().data();
+  const float* w = rhs.span<float>().data();
+  const bool b_trans = rhs_contract == 2;
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  ForEachTask(ctx, static_cast<int64_t>(groups.size()) * blocks, [&](int64_t task) {
+    const RowGroup& g = groups[task / blocks];
+    const int64_t j0 = task % blocks * kBlock, nb = std::min(kBlock, n - j0);
+    const float* b = w + g.group * k * n + (b_trans ? j0 * k : j0);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, b_trans ? CblasTrans : CblasNoTrans,
+                static_cast<int>(g.rows), static_cast<int>(nb), static_cast<int>(k), 1.0f,
+                a + g.start * k, static_cast<int>(k), b, static_cast<int>(b_trans ? k : n), 0.0f,
+                c + g.start * n + j0, static_cast<int>(n));
+  });
+  return true;
+}
+
+}  // namespace
+
+bool Bf16RowsTimesRowsT(const uint16_t* a, int64_t lda, int64_t rows, const uint16_t* w,
+                        int64_t ldw, int64_t n, int64_t k, float* c, int64_t ldc) {
+  if (!Bf16KernelAvailable()) return false;
+#if defined(__x86_64__)
+  for (int64_t j = 0; j < n; j += kTileCols) {
+    const int cols = static_cast<int>(std::min<int64_t>(kTileCols, n - j));
+    for (int64_t r = 0; r < rows; r += kTileRows) {
+      const int tile_rows = static_cast<int>(std::min<int64_t>(kTileRows, rows - r));
+      TileBf16Any(tile_rows, cols, a + r * lda, lda, w + j * ldw, ldw, k, c + r * ldc + j, ldc);
+    }
+  }
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool GroupedRowsProduct(const Literal& lhs, const Literal& rhs, int64_t rhs_contract,
+                        const std::vector<RowGroup>& groups, float* c, EvalContext& ctx) {
+  const ElementType lt = lhs.element_type(), rt = rhs.element_type();
+  if (!GroupedWanted()) return false;
+  if (groups.empty()) return true;
+  if (lt == ElementType::kBF16 && rt == ElementType::kBF16 && rhs_contract == 2 &&
+      Bf16KernelAvailable())
+    return GroupedBf16(lhs, rhs, groups, c, ctx);
+  if (lt == ElementType::kF32 && rt == ElementType::kF32 && OpenBlasCoreFitsCpu())
+    return GroupedF32(lhs, rhs, rhs_contract, groups, c, ctx);
+  return false;
+}
+
+}  // namespace tlaloc::ops
