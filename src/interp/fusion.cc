@@ -16,50 +16,6 @@ bool IsF32(Value v) {
   return v.type().is_tensor() && v.tensor_type().element_type == ElementType::kF32;
 }
 
-// `op` reduces an f32 tensor of rank >= 1 over its last axis with a body of `kind`.
-bool IsLastAxisReduce(const Operation& op, BinaryKind kind) {
-  if (op.name() != "stablehlo.reduce" || op.num_operands() != 2 || op.num_results() != 1 ||
-      op.regions().size() != 1)
-    return false;
-  Value x = op.operand(0);
-  if (!IsF32(x) || !IsF32(op.operand(1)) || !IsF32(op.result(0))) return false;
-  const int64_t rank = x.tensor_type().rank();
-  if (rank < 1 || op.operand(1).tensor_type().rank() != 0) return false;
-  if (GetIntArrayAttr(op.attrs(), "dimensions") != std::vector<int64_t>{rank - 1}) return false;
-  auto body = ops::MatchBinaryBody(*op.regions()[0]);
-  return body && *body == kind;
-}
-
-// Follows a reduced row value `r` (shape x without its last axis) through reshapes between
-// that shape and [..., 1] and a broadcast_in_dim back to x's shape that repeats it along the
-// last axis. Returns the broadcast op's index, or -1. `chain` collects the ops passed.
-int RowBroadcast(const Block& block, const BlockUses& uses, Value r, const TensorType& x,
-                 std::vector<int>& chain) {
-  const auto& ops = block.operations();
-  const int64_t rank = x.rank();
-  const std::vector<int64_t> kept(x.dims.begin(), x.dims.end() - 1);
-  std::vector<int64_t> kept_one = kept;
-  kept_one.push_back(1);
-  int i = uses.OnlyUser(r);
-  while (i >= 0 && ops[i]->name() == "stablehlo.reshape") {
-    const auto& dims = ops[i]->result(0).tensor_type().dims;
-    if (dims != kept && dims != kept_one) return -1;
-    chain.push_back(i);
-    r = ops[i]->result(0);
-    i = uses.OnlyUser(r);
-  }
-  if (i < 0 || ops[i]->name() != "stablehlo.broadcast_in_dim") return -1;
-  // The broadcast's operand is [...] (dims 0..rank-2) or [..., 1] (dims 0..rank-1).
-  const bool with_one = r.tensor_type().dims == kept_one && kept_one != kept;
-  std::vector<int64_t> expected(with_one ? rank : rank - 1);
-  for (size_t d = 0; d < expected.size(); ++d) expected[d] = static_cast<int64_t>(d);
-  if (r.tensor_type().dims != (with_one ? kept_one : kept)) return -1;
-  if (GetIntArrayAttr(ops[i]->attrs(), "broadcast_dimensions") != expected) return -1;
-  if (!(ops[i]->result(0).tensor_type() == x)) return -1;
-  chain.push_back(i);
-  return i;
-}
-
 // R rows of softmax with the unfused ops' exact arithmetic: each row's max (in any order when
 // the row has no NaN) and sum (sequentially from the reduce init: the reduce fast path's
 // order), x - max in f32, the
@@ -144,6 +100,46 @@ bool MatchSoftmax(const Block& block, const BlockUses& uses, int a, std::vector<
 
 }  // namespace
 
+bool IsLastAxisReduce(const Operation& op, BinaryKind kind) {
+  if (op.name() != "stablehlo.reduce" || op.num_operands() != 2 || op.num_results() != 1 ||
+      op.regions().size() != 1)
+    return false;
+  Value x = op.operand(0);
+  if (!IsF32(x) || !IsF32(op.operand(1)) || !IsF32(op.result(0))) return false;
+  const int64_t rank = x.tensor_type().rank();
+  if (rank < 1 || op.operand(1).tensor_type().rank() != 0) return false;
+  if (GetIntArrayAttr(op.attrs(), "dimensions") != std::vector<int64_t>{rank - 1}) return false;
+  auto body = ops::MatchBinaryBody(*op.regions()[0]);
+  return body && *body == kind;
+}
+
+int RowBroadcast(const Block& block, const BlockUses& uses, Value r, const TensorType& x,
+                 std::vector<int>& chain) {
+  const auto& ops = block.operations();
+  const int64_t rank = x.rank();
+  const std::vector<int64_t> kept(x.dims.begin(), x.dims.end() - 1);
+  std::vector<int64_t> kept_one = kept;
+  kept_one.push_back(1);
+  int i = uses.OnlyUser(r);
+  while (i >= 0 && ops[i]->name() == "stablehlo.reshape") {
+    const auto& dims = ops[i]->result(0).tensor_type().dims;
+    if (dims != kept && dims != kept_one) return -1;
+    chain.push_back(i);
+    r = ops[i]->result(0);
+    i = uses.OnlyUser(r);
+  }
+  if (i < 0 || ops[i]->name() != "stablehlo.broadcast_in_dim") return -1;
+  // The broadcast's operand is [...] (dims 0..rank-2) or [..., 1] (dims 0..rank-1).
+  const bool with_one = r.tensor_type().dims == kept_one && kept_one != kept;
+  std::vector<int64_t> expected(with_one ? rank : rank - 1);
+  for (size_t d = 0; d < expected.size(); ++d) expected[d] = static_cast<int64_t>(d);
+  if (r.tensor_type().dims != (with_one ? kept_one : kept)) return -1;
+  if (GetIntArrayAttr(ops[i]->attrs(), "broadcast_dimensions") != expected) return -1;
+  if (!(ops[i]->result(0).tensor_type() == x)) return -1;
+  chain.push_back(i);
+  return i;
+}
+
 // Makes the op plans of `chain` run `kernel` on `operands` at the chain's last op.
 void ReplaceChain(const std::vector<int>& chain, const std::vector<Value>& operands,
                   const FusedKernel* kernel, BlockPlan& plan,
@@ -182,6 +178,11 @@ void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
     std::vector<int> chain;
     std::vector<Value> operands;
     const int i = static_cast<int>(a);
+    if (auto norm = MatchRmsNorm(block, uses, i, chain, operands); norm && free(chain)) {
+      plan.kernels.push_back(norm);
+      ReplaceChain(chain, operands, norm.get(), plan, slot_of);
+      continue;
+    }
     const FusedKernel* kernel = &SoftmaxKernel();
     if (!MatchSoftmax(block, uses, i, chain, operands)) {
       kernel = &Int8DotKernel();

@@ -27,10 +27,20 @@
 #include <memory>
 #include <vector>
 
+#include "ops/reduction_kernels.h"
 #include "plan.h"
 #include "tlaloc/ir/liveness.h"
 
 namespace tlaloc::interp {
+
+// `op` reduces an f32 tensor of rank >= 1 over its last axis with a body of `kind`.
+bool IsLastAxisReduce(const Operation& op, ops::BinaryKind kind);
+
+// Follows a reduced row value `r` (shape x without its last axis, or with it as 1) through
+// reshapes between those shapes and a broadcast_in_dim back to x's shape that repeats it along
+// the last axis. Returns the broadcast op's index, or -1. `chain` collects the ops passed.
+int RowBroadcast(const Block& block, const BlockUses& uses, Value r, const TensorType& x,
+                 std::vector<int>& chain);
 
 // Rewrites `plan` (the plan of `block`, whose uses are `uses`) so fused kernels replace the
 // chains they match. `slot_of` gives a value's slot.
@@ -56,5 +66,11 @@ bool MatchExpSum(const Block& block, const BlockUses& uses, int a, std::vector<i
 std::shared_ptr<const FusedKernel> MatchBroadcastBinary(const Block& block, const BlockUses& uses,
                                                         int a, std::vector<int>& chain,
                                                         std::vector<Value>& operands);
+
+// RMSNorm as builder::RmsNorm emits it, starting at op `a` (fusion_norm.cc): on success
+// `chain`, `operands` and the returned kernel say what replaces it; nullptr otherwise.
+std::shared_ptr<const FusedKernel> MatchRmsNorm(const Block& block, const BlockUses& uses, int a,
+                                                std::vector<int>& chain,
+                                                std::vector<Value>& operands);
 
 }  // namespace tlaloc::interp
