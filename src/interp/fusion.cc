@@ -187,10 +187,12 @@ void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
     if (!MatchSoftmax(block, uses, i, chain, operands)) {
       kernel = &Int8DotKernel();
       if (!MatchInt8Dot(block, uses, i, chain, operands) &&
+          !MatchArgmax(block, uses, i, chain, operands, kernel) &&
           !MatchRowMaxSubtract(block, uses, i, chain, operands, kernel) &&
           !MatchExpSum(block, uses, i, chain, operands, kernel))
         continue;
     }
+    if (!free(chain)) continue;
     ReplaceChain(chain, operands, kernel, plan, slot_of);
   }
   // Second: what the chains above left, so a broadcast inside one of them stays theirs.

@@ -17,6 +17,9 @@
 // (reduce max, reshapes and barriers, broadcast, subtract), and a row sum of exponentials whose
 // exponentials nothing else reads (exponential, reduce add), each one pass per row.
 //
+// RMSNorm (fusion_norm.cc) and argmax (fusion_argmax.cc), as the builder emits them: one pass
+// per row each.
+//
 // a broadcast read in place (fusion_broadcast.cc): broadcast_in_dim(s) used only by an f32
 // add, subtract, multiply or divide with a full-size x, run as one kernel on (x, s) that reads
 // s with stride 0 instead of materialising the broadcast. Matched after the chains above, so
@@ -72,5 +75,10 @@ std::shared_ptr<const FusedKernel> MatchBroadcastBinary(const Block& block, cons
 std::shared_ptr<const FusedKernel> MatchRmsNorm(const Block& block, const BlockUses& uses, int a,
                                                 std::vector<int>& chain,
                                                 std::vector<Value>& operands);
+
+// The first index of each row's maximum as builder::Argmax emits it, starting at op `a` (the
+// max reduce; fusion_argmax.cc).
+bool MatchArgmax(const Block& block, const BlockUses& uses, int a, std::vector<int>& chain,
+                 std::vector<Value>& operands, const FusedKernel*& kernel);
 
 }  // namespace tlaloc::interp

@@ -1,6 +1,6 @@
-// The RMSNorm chain builder::RmsNorm emits (src/interp/fusion_norm.cc) runs as one kernel with
-// bit for bit the ops' results, for bf16 and f32 rows, with and without the weight product,
-// special values included.
+// Rows fused into one pass (src/interp/fusion_norm.cc, fusion_argmax.cc): the RMSNorm chain
+// builder::RmsNorm emits, for bf16 and f32 rows with and without the weight product, and
+// builder::Argmax, each with bit for bit the ops' results, special values included.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -69,7 +69,7 @@ Literal AsType(const std::vector<int64_t>& dims, const std::vector<float>& v, El
   return out;
 }
 
-TEST(FusionNormTest, RmsNormFusedIsBitIdenticalToTheOpsOneByOne) {
+TEST(FusionRowsTest, RmsNormFusedIsBitIdenticalToTheOpsOneByOne) {
   for (ElementType et : {ElementType::kBF16, ElementType::kF32}) {
     for (const auto& dims : std::vector<std::vector<int64_t>>{
              {1, 1, 1024}, {1, 1, 16, 128}, {2, 9, 64}, {1, 1, 1}, {33, 16}}) {
@@ -102,7 +102,7 @@ TEST(FusionNormTest, RmsNormFusedIsBitIdenticalToTheOpsOneByOne) {
   }
 }
 
-TEST(FusionNormTest, ANormWhoseIntermediateIsUsedElsewhereIsNotFused) {
+TEST(FusionRowsTest, ANormWhoseIntermediateIsUsedElsewhereIsNotFused) {
   auto module = std::make_shared<Module>("t");
   FunctionBuilder fb(module.get(), "main");
   Tensor in = fb.AddArg(TensorType(ElementType::kF32, {3, 8}));
@@ -126,6 +126,63 @@ TEST(FusionNormTest, ANormWhoseIntermediateIsUsedElsewhereIsNotFused) {
   for (size_t k = 0; k < 2; ++k)
     EXPECT_EQ(std::memcmp(outs[0][k].data(), outs[1][k].data(), outs[0][k].byte_size()), 0);
   for (float f : outs[1][1].span<float>()) EXPECT_GT(f, 0.0f);  // the factors, not placeholders
+}
+
+// Argmax over [rows, n] f32 (builder::Argmax: the first index of the maximum, NaN the largest).
+struct ArgmaxRun {
+  Literal out;
+  int64_t ops = 0;
+};
+
+ArgmaxRun RunArgmax(const Literal& x, bool fuse) {
+  auto module = std::make_shared<Module>("t");
+  FunctionBuilder fb(module.get(), "main");
+  Tensor in = fb.AddArg(x.type());
+  EXPECT_TRUE(fb.Return({Argmax(in, -1), in}).ok());  // x is also a result, as decode's logits
+  InterpreterOptions options;
+  options.fuse = fuse;
+  auto exe = Executable::Prepare(module, "main", options);
+  EXPECT_TRUE(exe.ok()) << exe.status().ToString();
+  ExecutionStats stats;
+  auto out = (*exe)->Execute({x}, &stats);
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  return {out.ok() ? (*out)[0] : Literal(), stats.ops_executed};
+}
+
+TEST(FusionRowsTest, ArgmaxFusedGivesTheOpsIndices) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t n : {2, 17, 151936}) {
+    const int64_t rows = 7;
+    std::vector<float> v = Rows(rows, n, static_cast<uint32_t>(n));
+    // Row 0: a tie (the first wins); row 1: all zeros, -0 first; row 2: all -inf; row 3: a NaN
+    // (it wins); row 4: +inf last; row 5: two NaNs (the first); row 6: normal values.
+    v[n / 2] = 100.0f;
+    v[n - 1] = 100.0f;
+    v[n] = -0.0f;
+    for (int64_t j = 0; j < n; ++j) v[2 * n + j] = -inf;
+    for (int64_t j = 0; j < n; ++j) v[3 * n + j] = 1.0f;
+    v[3 * n + n - 1] = nan;
+    for (int64_t j = 0; j < n; ++j) v[4 * n + j] = static_cast<float>(j % 5);
+    v[4 * n + n - 1] = inf;
+    v[5 * n + 1] = nan;
+    v[5 * n + n - 1] = nan;
+    const Literal x = Literal::FromVector<float>({rows, n}, v);
+    ArgmaxRun fused = RunArgmax(x, true), plain = RunArgmax(x, false);
+    ASSERT_EQ(fused.out.byte_size(), plain.out.byte_size());
+    EXPECT_EQ(std::memcmp(fused.out.data(), plain.out.data(), plain.out.byte_size()), 0)
+        << "n " << n;
+    auto ids = fused.out.span<int32_t>();
+    EXPECT_EQ(ids[0], n / 2);
+    EXPECT_EQ(ids[1], 0);
+    EXPECT_EQ(ids[2], 0);
+    EXPECT_EQ(ids[3], n - 1);
+    EXPECT_EQ(ids[4], n - 1);
+    EXPECT_EQ(ids[5], 1);
+    // The fifteen ops (two reduces, three reshapes, three broadcasts, three compares, and, or,
+    // iota, select) ran as one.
+    EXPECT_LE(fused.ops, plain.ops - 12) << "n " << n << ": not fused";
+  }
 }
 
 }  // namespace
