@@ -183,6 +183,11 @@ void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
       ReplaceChain(chain, operands, norm.get(), plan, slot_of);
       continue;
     }
+    if (auto rotary = MatchRotary(block, uses, i, chain, operands); rotary && free(chain)) {
+      plan.kernels.push_back(rotary);
+      ReplaceChain(chain, operands, rotary.get(), plan, slot_of);
+      continue;
+    }
     const FusedKernel* kernel = &SoftmaxKernel();
     if (!MatchSoftmax(block, uses, i, chain, operands)) {
       kernel = &Int8DotKernel();

@@ -17,8 +17,8 @@
 // (reduce max, reshapes and barriers, broadcast, subtract), and a row sum of exponentials whose
 // exponentials nothing else reads (exponential, reduce add), each one pass per row.
 //
-// RMSNorm (fusion_norm.cc) and argmax (fusion_argmax.cc), as the builder emits them: one pass
-// per row each.
+// RMSNorm (fusion_norm.cc), rotary embedding (fusion_rotary.cc) and argmax (fusion_argmax.cc),
+// as the builder and nn::ApplyRotary emit them: one pass per row each.
 //
 // a broadcast read in place (fusion_broadcast.cc): broadcast_in_dim(s) used only by an f32
 // add, subtract, multiply or divide with a full-size x, run as one kernel on (x, s) that reads
@@ -75,6 +75,12 @@ std::shared_ptr<const FusedKernel> MatchBroadcastBinary(const Block& block, cons
 std::shared_ptr<const FusedKernel> MatchRmsNorm(const Block& block, const BlockUses& uses, int a,
                                                 std::vector<int>& chain,
                                                 std::vector<Value>& operands);
+
+// Rotary position embedding as nn::ApplyRotary emits it, starting at op `a` (the convert of a
+// bf16 x, or the first slice of an f32 one; fusion_rotary.cc).
+std::shared_ptr<const FusedKernel> MatchRotary(const Block& block, const BlockUses& uses, int a,
+                                               std::vector<int>& chain,
+                                               std::vector<Value>& operands);
 
 // The first index of each row's maximum as builder::Argmax emits it, starting at op `a` (the
 // max reduce; fusion_argmax.cc).
