@@ -51,6 +51,8 @@ int ScalarBroadcast(const Block& block, const BlockUses& uses, Value v, int user
   return -1;
 }
 
+constexpr int kSumRows = 8;
+
 struct NormShape {
   int64_t n = 0;          // the normalised axis
   bool low = false;       // x is bf16: widened first, the result rounded back
@@ -63,7 +65,7 @@ void NormRows(const NormShape& shape, std::span<const Literal> in, Literal& out,
   const int64_t n = shape.n, rows = end - begin;
   const float init = in[1].span<float>()[0];
   const float count = in[2].span<float>()[0], eps = in[3].span<float>()[0];
-  std::vector<float> row(static_cast<size_t>(n)), squares(static_cast<size_t>(n));
+  std::vector<float> row(static_cast<size_t>(n)), squares(static_cast<size_t>(kSumRows * n));
   std::vector<float> weight;
   std::vector<float> factor(static_cast<size_t>(rows));
   if (shape.weighted && shape.low) {
@@ -76,10 +78,25 @@ void NormRows(const NormShape& shape, std::span<const Literal> in, Literal& out,
     else
       std::copy_n(in[0].span<float>().data() + r * n, n, row.data());
   };
-  for (int64_t r = 0; r < rows; ++r) {
-    load(begin + r);
-    for (int64_t j = 0; j < n; ++j) squares[j] = row[j] * row[j];
-    factor[r] = ops::FoldRowF32(BinaryKind::kAdd, squares.data(), n, init) / count + eps;
+  // Eight rows' sums at a time, interleaved element by element so their add latencies overlap;
+  // each row still folds sequentially from the init (the reduce's FoldRows<8>).
+  for (int64_t r0 = 0; r0 < rows; r0 += kSumRows) {
+    const int64_t group = std::min<int64_t>(kSumRows, rows - r0);
+    for (int64_t g = 0; g < group; ++g) {
+      load(begin + r0 + g);
+      float* sq = squares.data() + g * n;
+      for (int64_t j = 0; j < n; ++j) sq[j] = row[j] * row[j];
+    }
+    float acc[kSumRows];
+    for (int64_t g = 0; g < group; ++g) acc[g] = init;
+    if (group == kSumRows) {
+      for (int64_t j = 0; j < n; ++j)
+        for (int g = 0; g < kSumRows; ++g) acc[g] = acc[g] + squares[g * n + j];
+    } else {
+      for (int64_t g = 0; g < group; ++g)
+        acc[g] = ops::FoldRowF32(BinaryKind::kAdd, squares.data() + g * n, n, init);
+    }
+    for (int64_t g = 0; g < group; ++g) factor[r0 + g] = acc[g] / count + eps;
   }
   ops::vmath::RsqrtF32(factor.data(), factor.data(), rows);
   std::vector<uint16_t> rounded(shape.low ? static_cast<size_t>(n) : 0);

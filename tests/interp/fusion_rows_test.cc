@@ -72,7 +72,7 @@ Literal AsType(const std::vector<int64_t>& dims, const std::vector<float>& v, El
 TEST(FusionRowsTest, RmsNormFusedIsBitIdenticalToTheOpsOneByOne) {
   for (ElementType et : {ElementType::kBF16, ElementType::kF32}) {
     for (const auto& dims : std::vector<std::vector<int64_t>>{
-             {1, 1, 1024}, {1, 1, 16, 128}, {2, 9, 64}, {1, 1, 1}, {33, 16}}) {
+             {1, 1, 1024}, {1, 1, 16, 128}, {2, 9, 64}, {1, 1, 1}, {33, 16}, {3, 40, 256}}) {
       const int64_t n = dims.back();
       int64_t rows = 1;
       for (size_t d = 0; d + 1 < dims.size(); ++d) rows *= dims[d];
