@@ -20,6 +20,9 @@
 // RMSNorm (fusion_norm.cc), rotary embedding (fusion_rotary.cc) and argmax (fusion_argmax.cc),
 // as the builder and nn::ApplyRotary emit them: one pass per row each.
 //
+// decode attention's products over the paged KV pool, gather -> reshape -> dot_general, with
+// the pages read in place through the block table (fusion_paged.cc).
+//
 // a broadcast read in place (fusion_broadcast.cc): broadcast_in_dim(s) used only by an f32
 // add, subtract, multiply or divide with a full-size x, run as one kernel on (x, s) that reads
 // s with stride 0 instead of materialising the broadcast. Matched after the chains above, so
@@ -81,6 +84,13 @@ std::shared_ptr<const FusedKernel> MatchRmsNorm(const Block& block, const BlockU
 std::shared_ptr<const FusedKernel> MatchRotary(const Block& block, const BlockUses& uses, int a,
                                                std::vector<int>& chain,
                                                std::vector<Value>& operands);
+
+// Decode attention's keys or values product over the paged KV pool, gather(pool, table) ->
+// reshape -> dot_general, run with the pages read in place (fusion_paged.cc), starting at op `a`
+// (the gather).
+std::shared_ptr<const FusedKernel> MatchPagedAttentionDot(const Block& block, const BlockUses& uses,
+                                                          int a, std::vector<int>& chain,
+                                                          std::vector<Value>& operands);
 
 // The first index of each row's maximum as builder::Argmax emits it, starting at op `a` (the
 // max reduce; fusion_argmax.cc).
