@@ -98,6 +98,108 @@ bool MatchSoftmax(const Block& block, const BlockUses& uses, int a, std::vector<
   return true;
 }
 
+// The op index of `v`'s producer, searched back from `before`; -1 when it is not in the block.
+int ProducerIndex(const Block& block, Value v, int before) {
+  const Operation* p = v.producer();
+  const auto& ops = block.operations();
+  for (int i = before - 1; p && i >= 0; --i)
+    if (ops[i].get() == p) return i;
+  return -1;
+}
+
+// Softmax of select(broadcast_in_dim(mask), x, broadcast(fill)): attention's masked scores.
+// Each row is masked into the result's row (the select, exact), then SoftmaxRows runs on it in
+// place: the [B, Hkv, G, T, S] fill and mask broadcasts and the select's full-size result (about
+// 16 MB each per layer of a 512-token prefill) are never written. `mask_rows` holds each row's
+// offset into the mask (its row broadcast over the heads).
+std::shared_ptr<const FusedKernel> MaskedSoftmaxKernel(std::vector<int64_t> mask_rows) {
+  return std::make_shared<const FusedKernel>(FusedKernel{
+      "fused.masked_softmax",
+      [mask_rows = std::move(mask_rows)](std::span<const Literal> in, Literal& out,
+                                         EvalContext& ctx) -> Status {
+        const Literal& x = in[0];
+        const int64_t n = x.dims().back();
+        const int64_t rows = n > 0 ? x.num_elements() / n : 0;
+        const float max_init = in[1].span<float>()[0], sum_init = in[2].span<float>()[0];
+        const auto* mask = reinterpret_cast<const uint8_t*>(in[3].data());
+        const float fill = in[4].span<float>()[0];
+        const float* px = x.span<float>().data();
+        float* po = out.span<float>().data();
+        auto mask_row = [&](int64_t r) {  // po may be px: each element is read, then written
+          const float* xr = px + r * n;
+          const uint8_t* mr = mask + mask_rows[r];
+          float* o = po + r * n;
+          for (int64_t j = 0; j < n; ++j) o[j] = mr[j] ? xr[j] : fill;
+        };
+        ctx.ParallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)),
+                        [&](int64_t begin, int64_t end) {
+                          int64_t r = begin;
+                          for (; r + 8 <= end; r += 8) {
+                            for (int q = 0; q < 8; ++q) mask_row(r + q);
+                            SoftmaxRows<8>(po + r * n, po + r * n, n, max_init, sum_init);
+                          }
+                          for (; r < end; ++r) {
+                            mask_row(r);
+                            SoftmaxRows<1>(po + r * n, po + r * n, n, max_init, sum_init);
+                          }
+                        });
+        return OkStatus();
+      }});
+}
+
+// Extends a matched softmax chain (`operands` x, max init, sum init) over the select that
+// masks x, when x = select(broadcast_in_dim(mask pred, last axis kept), scores,
+// broadcast(fill f32 scalar)) and only the softmax reads x. Returns the kernel, or nullptr.
+std::shared_ptr<const FusedKernel> MatchMaskedSoftmax(const Block& block, const BlockUses& uses,
+                                                      std::vector<int>& chain,
+                                                      std::vector<Value>& operands) {
+  const auto& ops = block.operations();
+  Value x = operands[0];
+  const TensorType& xt = x.tensor_type();
+  const int64_t rank = xt.rank(), n = xt.dims.back();
+  if (uses.Users(x).size() != 2 || n <= 0) return nullptr;
+  const int sel = ProducerIndex(block, x, chain[0]);
+  if (sel < 0 || ops[sel]->name() != "stablehlo.select" || ops[sel]->num_operands() != 3 ||
+      !(ops[sel]->operand(1).type() == x.type()))
+    return nullptr;
+  const int mb = ProducerIndex(block, ops[sel]->operand(0), sel);
+  const int fb = ProducerIndex(block, ops[sel]->operand(2), sel);
+  if (mb < 0 || fb < 0 || ops[mb]->name() != "stablehlo.broadcast_in_dim" ||
+      ops[fb]->name() != "stablehlo.broadcast_in_dim" || uses.OnlyUser(ops[mb]->result(0)) != sel ||
+      uses.OnlyUser(ops[fb]->result(0)) != sel)
+    return nullptr;
+  Value mask = ops[mb]->operand(0), fill = ops[fb]->operand(0);
+  if (!fill.type().is_tensor() || !IsF32(fill) || fill.tensor_type().rank() != 0 ||
+      !mask.type().is_tensor() || mask.tensor_type().element_type != ElementType::kPred)
+    return nullptr;
+  const std::vector<int64_t>& md = mask.tensor_type().dims;
+  const std::vector<int64_t> bdims = GetIntArrayAttr(ops[mb]->attrs(), "broadcast_dimensions");
+  if (md.empty() || bdims.size() != md.size() || bdims.back() != rank - 1 || md.back() != n)
+    return nullptr;
+  // Each row's mask offset: the mask's row-major strides along the dimensions it maps, 0 where
+  // its size is 1 (repeated).
+  std::vector<int64_t> stride_of(rank, 0);
+  for (int64_t i = static_cast<int64_t>(md.size()) - 1, st = 1; i >= 0; st *= md[i], --i) {
+    if (bdims[i] < 0 || bdims[i] >= rank) return nullptr;
+    if (md[i] != 1) {
+      if (md[i] != xt.dims[bdims[i]]) return nullptr;
+      stride_of[bdims[i]] = st;
+    }
+  }
+  const int64_t rows = xt.num_elements() / n;
+  std::vector<int64_t> mask_rows(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t rest = r, offset = 0;
+    for (int64_t dim = rank - 2; dim >= 0; --dim) {
+      offset += rest % xt.dims[dim] * stride_of[dim];
+      rest /= xt.dims[dim];
+    }
+    mask_rows[r] = offset;
+  }
+  chain.insert(chain.end(), {sel, mb, fb});
+  operands = {ops[sel]->operand(1), operands[1], operands[2], mask, fill};
+  return MaskedSoftmaxKernel(std::move(mask_rows));
+}
 }  // namespace
 
 bool IsLastAxisReduce(const Operation& op, BinaryKind kind) {
@@ -195,7 +297,16 @@ void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
       continue;
     }
     const FusedKernel* kernel = &SoftmaxKernel();
-    if (!MatchSoftmax(block, uses, i, chain, operands)) {
+    if (MatchSoftmax(block, uses, i, chain, operands)) {
+      std::vector<int> masked_chain = chain;
+      std::vector<Value> masked_operands = operands;
+      if (auto masked = MatchMaskedSoftmax(block, uses, masked_chain, masked_operands);
+          masked && free(masked_chain)) {
+        plan.kernels.push_back(masked);
+        ReplaceChain(masked_chain, masked_operands, masked.get(), plan, slot_of);
+        continue;
+      }
+    } else {
       kernel = &Int8DotKernel();
       if (!MatchInt8Dot(block, uses, i, chain, operands) &&
           !MatchArgmax(block, uses, i, chain, operands, kernel) &&
