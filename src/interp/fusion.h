@@ -7,7 +7,9 @@
 //   s = reduce(e, add) ; bs = broadcast(reshape?(s)) ; p = e / bs
 // with every intermediate used only inside the chain: one pass per row instead of seven
 // passes over the whole tensor and five full-size temporaries (attention's [heads, T, S]
-// scores).
+// scores). When x = select(broadcast_in_dim(mask), scores, broadcast(fill)) and only the
+// softmax reads it (attention's masked scores), the select and both broadcasts join the chain
+// (fused.masked_softmax): each row is masked into the result, then softmaxed in place.
 //
 // int8 matrix products, as nn::Linear emits them for int8 weights (fusion_int8.cc):
 //   dot_general(x f32, reshape(convert(reshape(q s8)) * broadcast_in_dim(convert(scale f16))))
