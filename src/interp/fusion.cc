@@ -107,6 +107,41 @@ int ProducerIndex(const Block& block, Value v, int before) {
   return -1;
 }
 
+// SoftmaxRows in place on R masked rows, without the exponentials of each row's masked tail
+// (its elements past the last unmasked one, `seen[r]`) where they are exactly 0: when the fill
+// minus the row's maximum is -110 or less, exp of it rounds to +0 in f32, so the tail adds +0 to
+// the sum and divides +0 by it. Otherwise (a NaN maximum, or a maximum that is the fill
+// itself) the whole row runs. So the bits are SoftmaxRows', with the causal half of a prefill's
+// exponentials skipped.
+template <int R>
+void MaskedSoftmaxRows(float* x, int64_t n, const int64_t* seen, float fill, float max_init,
+                       float sum_init) {
+  float m[R], s[R];
+  int64_t live[R], common = n;
+  for (int r = 0; r < R; ++r) {
+    m[r] = RowMax(x + r * n, n, max_init);
+    s[r] = sum_init;
+    live[r] = fill - m[r] <= -110.0f ? seen[r] : n;
+    common = std::min(common, live[r]);
+  }
+  for (int r = 0; r < R; ++r) {
+    float* row = x + r * n;
+    for (int64_t j = 0; j < live[r]; ++j) row[j] = row[j] - m[r];
+    ops::vmath::ExpF32(row, row, live[r]);
+  }
+  for (int64_t j = 0; j < common; ++j)
+    for (int r = 0; r < R; ++r) s[r] = s[r] + x[r * n + j];
+  for (int r = 0; r < R; ++r) {
+    for (int64_t j = common; j < live[r]; ++j) s[r] = s[r] + x[r * n + j];
+    if (live[r] < n) s[r] = s[r] + 0.0f;  // the tail's +0s (adding more than one changes nothing)
+  }
+  for (int r = 0; r < R; ++r) {
+    float* row = x + r * n;
+    for (int64_t j = 0; j < live[r]; ++j) row[j] = row[j] / s[r];
+    std::fill(row + live[r], row + n, 0.0f / s[r]);  // +0, or NaN where the sum is
+  }
+}
+
 // Softmax of select(broadcast_in_dim(mask), x, broadcast(fill)): attention's masked scores.
 // Each row is masked into the result's row (the select, exact), then SoftmaxRows runs on it in
 // place: the [B, Hkv, G, T, S] fill and mask broadcasts and the select's full-size result (about
@@ -125,22 +160,30 @@ std::shared_ptr<const FusedKernel> MaskedSoftmaxKernel(std::vector<int64_t> mask
         const float fill = in[4].span<float>()[0];
         const float* px = x.span<float>().data();
         float* po = out.span<float>().data();
-        auto mask_row = [&](int64_t r) {  // po may be px: each element is read, then written
+        // Row r masked into the result (po may be px: each element is read, then written);
+        // returns one past its last unmasked element.
+        auto mask_row = [&](int64_t r) {
           const float* xr = px + r * n;
           const uint8_t* mr = mask + mask_rows[r];
           float* o = po + r * n;
-          for (int64_t j = 0; j < n; ++j) o[j] = mr[j] ? xr[j] : fill;
+          int64_t seen = 0;
+          for (int64_t j = 0; j < n; ++j) {
+            o[j] = mr[j] ? xr[j] : fill;
+            if (mr[j]) seen = j + 1;
+          }
+          return seen;
         };
         ctx.ParallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)),
                         [&](int64_t begin, int64_t end) {
                           int64_t r = begin;
+                          int64_t seen[8];
                           for (; r + 8 <= end; r += 8) {
-                            for (int q = 0; q < 8; ++q) mask_row(r + q);
-                            SoftmaxRows<8>(po + r * n, po + r * n, n, max_init, sum_init);
+                            for (int q = 0; q < 8; ++q) seen[q] = mask_row(r + q);
+                            MaskedSoftmaxRows<8>(po + r * n, n, seen, fill, max_init, sum_init);
                           }
                           for (; r < end; ++r) {
-                            mask_row(r);
-                            SoftmaxRows<1>(po + r * n, po + r * n, n, max_init, sum_init);
+                            seen[0] = mask_row(r);
+                            MaskedSoftmaxRows<1>(po + r * n, n, seen, fill, max_init, sum_init);
                           }
                         });
         return OkStatus();

@@ -112,6 +112,15 @@ TEST(FusionTest, MaskedSoftmaxFusedIsBitIdenticalToTheOpsOneByOne) {
     xv[s + 2] = std::numeric_limits<float>::quiet_NaN();
     std::vector<uint8_t> mv(static_cast<size_t>(b * t * s));
     for (int64_t i = 0; i < b * t * s; ++i) mv[i] = (i * 7 % 5) != 0;
+    if (t > 1) {
+      // Causal rows (a masked tail whose exponentials are skipped) from row 2 on; row 3's
+      // unmasked scores lie below the fill (no skip: the fill is the maximum) and row 4 holds
+      // +inf (NaN sum: the tail is NaN too).
+      for (int64_t i = 2; i < t; ++i)
+        for (int64_t j = 0; j < s; ++j) mv[i * s + j] = j <= i;
+      for (int64_t j = 0; j < s; ++j) xv[3 * s + j] = -5e30f;
+      xv[4 * s] = std::numeric_limits<float>::infinity();
+    }
     mv[1] = 1;
     if (t > 1)
       for (int64_t j = 0; j < s; ++j) mv[s + j] = 0;  // a fully masked (padding) row
