@@ -333,6 +333,11 @@ void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
       ReplaceChain(chain, operands, rotary.get(), plan, slot_of);
       continue;
     }
+    if (auto silu = MatchSiluMul(block, uses, i, chain, operands); silu && free(chain)) {
+      plan.kernels.push_back(silu);
+      ReplaceChain(chain, operands, silu.get(), plan, slot_of);
+      continue;
+    }
     if (auto paged = MatchPagedAttentionDot(block, uses, i, chain, operands);
         paged && free(chain)) {
       plan.kernels.push_back(paged);

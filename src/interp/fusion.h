@@ -19,8 +19,8 @@
 // (reduce max, reshapes and barriers, broadcast, subtract), and a row sum of exponentials whose
 // exponentials nothing else reads (exponential, reduce add), each one pass per row.
 //
-// RMSNorm (fusion_norm.cc), rotary embedding (fusion_rotary.cc) and argmax (fusion_argmax.cc),
-// as the builder and nn::ApplyRotary emit them: one pass per row each.
+// RMSNorm (fusion_norm.cc), rotary embedding (fusion_rotary.cc), argmax (fusion_argmax.cc) and
+// SwiGLU's silu(g) * u (fusion_silu.cc), as the builder and nn emit them: one pass each.
 //
 // decode attention's products over the paged KV pool, gather -> reshape -> dot_general, with
 // the pages read in place through the block table (fusion_paged.cc).
@@ -93,6 +93,12 @@ std::shared_ptr<const FusedKernel> MatchRotary(const Block& block, const BlockUs
 std::shared_ptr<const FusedKernel> MatchPagedAttentionDot(const Block& block, const BlockUses& uses,
                                                           int a, std::vector<int>& chain,
                                                           std::vector<Value>& operands);
+
+// SwiGLU's gate, logistic(g) -> g * l -> t * u, as one pass (fusion_silu.cc), starting at op
+// `a` (the logistic).
+std::shared_ptr<const FusedKernel> MatchSiluMul(const Block& block, const BlockUses& uses, int a,
+                                                std::vector<int>& chain,
+                                                std::vector<Value>& operands);
 
 // The first index of each row's maximum as builder::Argmax emits it, starting at op `a` (the
 // max reduce; fusion_argmax.cc).
