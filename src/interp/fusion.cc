@@ -16,50 +16,6 @@ bool IsF32(Value v) {
   return v.type().is_tensor() && v.tensor_type().element_type == ElementType::kF32;
 }
 
-// `op` reduces an f32 tensor of rank >= 1 over its last axis with a body of `kind`.
-bool IsLastAxisReduce(const Operation& op, BinaryKind kind) {
-  if (op.name() != "stablehlo.reduce" || op.num_operands() != 2 || op.num_results() != 1 ||
-      op.regions().size() != 1)
-    return false;
-  Value x = op.operand(0);
-  if (!IsF32(x) || !IsF32(op.operand(1)) || !IsF32(op.result(0))) return false;
-  const int64_t rank = x.tensor_type().rank();
-  if (rank < 1 || op.operand(1).tensor_type().rank() != 0) return false;
-  if (GetIntArrayAttr(op.attrs(), "dimensions") != std::vector<int64_t>{rank - 1}) return false;
-  auto body = ops::MatchBinaryBody(*op.regions()[0]);
-  return body && *body == kind;
-}
-
-// Follows a reduced row value `r` (shape x without its last axis) through reshapes between
-// that shape and [..., 1] and a broadcast_in_dim back to x's shape that repeats it along the
-// last axis. Returns the broadcast op's index, or -1. `chain` collects the ops passed.
-int RowBroadcast(const Block& block, const BlockUses& uses, Value r, const TensorType& x,
-                 std::vector<int>& chain) {
-  const auto& ops = block.operations();
-  const int64_t rank = x.rank();
-  const std::vector<int64_t> kept(x.dims.begin(), x.dims.end() - 1);
-  std::vector<int64_t> kept_one = kept;
-  kept_one.push_back(1);
-  int i = uses.OnlyUser(r);
-  while (i >= 0 && ops[i]->name() == "stablehlo.reshape") {
-    const auto& dims = ops[i]->result(0).tensor_type().dims;
-    if (dims != kept && dims != kept_one) return -1;
-    chain.push_back(i);
-    r = ops[i]->result(0);
-    i = uses.OnlyUser(r);
-  }
-  if (i < 0 || ops[i]->name() != "stablehlo.broadcast_in_dim") return -1;
-  // The broadcast's operand is [...] (dims 0..rank-2) or [..., 1] (dims 0..rank-1).
-  const bool with_one = r.tensor_type().dims == kept_one && kept_one != kept;
-  std::vector<int64_t> expected(with_one ? rank : rank - 1);
-  for (size_t d = 0; d < expected.size(); ++d) expected[d] = static_cast<int64_t>(d);
-  if (r.tensor_type().dims != (with_one ? kept_one : kept)) return -1;
-  if (GetIntArrayAttr(ops[i]->attrs(), "broadcast_dimensions") != expected) return -1;
-  if (!(ops[i]->result(0).tensor_type() == x)) return -1;
-  chain.push_back(i);
-  return i;
-}
-
 // R rows of softmax with the unfused ops' exact arithmetic: each row's max (in any order when
 // the row has no NaN) and sum (sequentially from the reduce init: the reduce fast path's
 // order), x - max in f32, the
@@ -142,7 +98,192 @@ bool MatchSoftmax(const Block& block, const BlockUses& uses, int a, std::vector<
   return true;
 }
 
+// The op index of `v`'s producer, searched back from `before`; -1 when it is not in the block.
+int ProducerIndex(const Block& block, Value v, int before) {
+  const Operation* p = v.producer();
+  const auto& ops = block.operations();
+  for (int i = before - 1; p && i >= 0; --i)
+    if (ops[i].get() == p) return i;
+  return -1;
+}
+
+// SoftmaxRows in place on R masked rows, without the exponentials of each row's masked tail
+// (its elements past the last unmasked one, `seen[r]`) where they are exactly 0: when the fill
+// minus the row's maximum is -110 or less, exp of it rounds to +0 in f32, so the tail adds +0 to
+// the sum and divides +0 by it. Otherwise (a NaN maximum, or a maximum that is the fill
+// itself) the whole row runs. So the bits are SoftmaxRows', with the causal half of a prefill's
+// exponentials skipped.
+template <int R>
+void MaskedSoftmaxRows(float* x, int64_t n, const int64_t* seen, float fill, float max_init,
+                       float sum_init) {
+  float m[R], s[R];
+  int64_t live[R], common = n;
+  for (int r = 0; r < R; ++r) {
+    m[r] = RowMax(x + r * n, n, max_init);
+    s[r] = sum_init;
+    live[r] = fill - m[r] <= -110.0f ? seen[r] : n;
+    common = std::min(common, live[r]);
+  }
+  for (int r = 0; r < R; ++r) {
+    float* row = x + r * n;
+    for (int64_t j = 0; j < live[r]; ++j) row[j] = row[j] - m[r];
+    ops::vmath::ExpF32(row, row, live[r]);
+  }
+  for (int64_t j = 0; j < common; ++j)
+    for (int r = 0; r < R; ++r) s[r] = s[r] + x[r * n + j];
+  for (int r = 0; r < R; ++r) {
+    for (int64_t j = common; j < live[r]; ++j) s[r] = s[r] + x[r * n + j];
+    if (live[r] < n) s[r] = s[r] + 0.0f;  // the tail's +0s (adding more than one changes nothing)
+  }
+  for (int r = 0; r < R; ++r) {
+    float* row = x + r * n;
+    for (int64_t j = 0; j < live[r]; ++j) row[j] = row[j] / s[r];
+    std::fill(row + live[r], row + n, 0.0f / s[r]);  // +0, or NaN where the sum is
+  }
+}
+
+// Softmax of select(broadcast_in_dim(mask), x, broadcast(fill)): attention's masked scores.
+// Each row is masked into the result's row (the select, exact), then SoftmaxRows runs on it in
+// place: the [B, Hkv, G, T, S] fill and mask broadcasts and the select's full-size result (about
+// 16 MB each per layer of a 512-token prefill) are never written. `mask_rows` holds each row's
+// offset into the mask (its row broadcast over the heads).
+std::shared_ptr<const FusedKernel> MaskedSoftmaxKernel(std::vector<int64_t> mask_rows) {
+  return std::make_shared<const FusedKernel>(FusedKernel{
+      "fused.masked_softmax",
+      [mask_rows = std::move(mask_rows)](std::span<const Literal> in, Literal& out,
+                                         EvalContext& ctx) -> Status {
+        const Literal& x = in[0];
+        const int64_t n = x.dims().back();
+        const int64_t rows = n > 0 ? x.num_elements() / n : 0;
+        const float max_init = in[1].span<float>()[0], sum_init = in[2].span<float>()[0];
+        const auto* mask = reinterpret_cast<const uint8_t*>(in[3].data());
+        const float fill = in[4].span<float>()[0];
+        const float* px = x.span<float>().data();
+        float* po = out.span<float>().data();
+        // Row r masked into the result (po may be px: each element is read, then written);
+        // returns one past its last unmasked element.
+        auto mask_row = [&](int64_t r) {
+          const float* xr = px + r * n;
+          const uint8_t* mr = mask + mask_rows[r];
+          float* o = po + r * n;
+          int64_t seen = 0;
+          for (int64_t j = 0; j < n; ++j) {
+            o[j] = mr[j] ? xr[j] : fill;
+            if (mr[j]) seen = j + 1;
+          }
+          return seen;
+        };
+        ctx.ParallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)),
+                        [&](int64_t begin, int64_t end) {
+                          int64_t r = begin;
+                          int64_t seen[8];
+                          for (; r + 8 <= end; r += 8) {
+                            for (int q = 0; q < 8; ++q) seen[q] = mask_row(r + q);
+                            MaskedSoftmaxRows<8>(po + r * n, n, seen, fill, max_init, sum_init);
+                          }
+                          for (; r < end; ++r) {
+                            seen[0] = mask_row(r);
+                            MaskedSoftmaxRows<1>(po + r * n, n, seen, fill, max_init, sum_init);
+                          }
+                        });
+        return OkStatus();
+      }});
+}
+
+// Extends a matched softmax chain (`operands` x, max init, sum init) over the select that
+// masks x, when x = select(broadcast_in_dim(mask pred, last axis kept), scores,
+// broadcast(fill f32 scalar)) and only the softmax reads x. Returns the kernel, or nullptr.
+std::shared_ptr<const FusedKernel> MatchMaskedSoftmax(const Block& block, const BlockUses& uses,
+                                                      std::vector<int>& chain,
+                                                      std::vector<Value>& operands) {
+  const auto& ops = block.operations();
+  Value x = operands[0];
+  const TensorType& xt = x.tensor_type();
+  const int64_t rank = xt.rank(), n = xt.dims.back();
+  if (uses.Users(x).size() != 2 || n <= 0) return nullptr;
+  const int sel = ProducerIndex(block, x, chain[0]);
+  if (sel < 0 || ops[sel]->name() != "stablehlo.select" || ops[sel]->num_operands() != 3 ||
+      !(ops[sel]->operand(1).type() == x.type()))
+    return nullptr;
+  const int mb = ProducerIndex(block, ops[sel]->operand(0), sel);
+  const int fb = ProducerIndex(block, ops[sel]->operand(2), sel);
+  if (mb < 0 || fb < 0 || ops[mb]->name() != "stablehlo.broadcast_in_dim" ||
+      ops[fb]->name() != "stablehlo.broadcast_in_dim" || uses.OnlyUser(ops[mb]->result(0)) != sel ||
+      uses.OnlyUser(ops[fb]->result(0)) != sel)
+    return nullptr;
+  Value mask = ops[mb]->operand(0), fill = ops[fb]->operand(0);
+  if (!fill.type().is_tensor() || !IsF32(fill) || fill.tensor_type().rank() != 0 ||
+      !mask.type().is_tensor() || mask.tensor_type().element_type != ElementType::kPred)
+    return nullptr;
+  const std::vector<int64_t>& md = mask.tensor_type().dims;
+  const std::vector<int64_t> bdims = GetIntArrayAttr(ops[mb]->attrs(), "broadcast_dimensions");
+  if (md.empty() || bdims.size() != md.size() || bdims.back() != rank - 1 || md.back() != n)
+    return nullptr;
+  // Each row's mask offset: the mask's row-major strides along the dimensions it maps, 0 where
+  // its size is 1 (repeated).
+  std::vector<int64_t> stride_of(rank, 0);
+  for (int64_t i = static_cast<int64_t>(md.size()) - 1, st = 1; i >= 0; st *= md[i], --i) {
+    if (bdims[i] < 0 || bdims[i] >= rank) return nullptr;
+    if (md[i] != 1) {
+      if (md[i] != xt.dims[bdims[i]]) return nullptr;
+      stride_of[bdims[i]] = st;
+    }
+  }
+  const int64_t rows = xt.num_elements() / n;
+  std::vector<int64_t> mask_rows(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t rest = r, offset = 0;
+    for (int64_t dim = rank - 2; dim >= 0; --dim) {
+      offset += rest % xt.dims[dim] * stride_of[dim];
+      rest /= xt.dims[dim];
+    }
+    mask_rows[r] = offset;
+  }
+  chain.insert(chain.end(), {sel, mb, fb});
+  operands = {ops[sel]->operand(1), operands[1], operands[2], mask, fill};
+  return MaskedSoftmaxKernel(std::move(mask_rows));
+}
 }  // namespace
+
+bool IsLastAxisReduce(const Operation& op, BinaryKind kind) {
+  if (op.name() != "stablehlo.reduce" || op.num_operands() != 2 || op.num_results() != 1 ||
+      op.regions().size() != 1)
+    return false;
+  Value x = op.operand(0);
+  if (!IsF32(x) || !IsF32(op.operand(1)) || !IsF32(op.result(0))) return false;
+  const int64_t rank = x.tensor_type().rank();
+  if (rank < 1 || op.operand(1).tensor_type().rank() != 0) return false;
+  if (GetIntArrayAttr(op.attrs(), "dimensions") != std::vector<int64_t>{rank - 1}) return false;
+  auto body = ops::MatchBinaryBody(*op.regions()[0]);
+  return body && *body == kind;
+}
+
+int RowBroadcast(const Block& block, const BlockUses& uses, Value r, const TensorType& x,
+                 std::vector<int>& chain) {
+  const auto& ops = block.operations();
+  const int64_t rank = x.rank();
+  const std::vector<int64_t> kept(x.dims.begin(), x.dims.end() - 1);
+  std::vector<int64_t> kept_one = kept;
+  kept_one.push_back(1);
+  int i = uses.OnlyUser(r);
+  while (i >= 0 && ops[i]->name() == "stablehlo.reshape") {
+    const auto& dims = ops[i]->result(0).tensor_type().dims;
+    if (dims != kept && dims != kept_one) return -1;
+    chain.push_back(i);
+    r = ops[i]->result(0);
+    i = uses.OnlyUser(r);
+  }
+  if (i < 0 || ops[i]->name() != "stablehlo.broadcast_in_dim") return -1;
+  // The broadcast's operand is [...] (dims 0..rank-2) or [..., 1] (dims 0..rank-1).
+  const bool with_one = r.tensor_type().dims == kept_one && kept_one != kept;
+  std::vector<int64_t> expected(with_one ? rank : rank - 1);
+  for (size_t d = 0; d < expected.size(); ++d) expected[d] = static_cast<int64_t>(d);
+  if (r.tensor_type().dims != (with_one ? kept_one : kept)) return -1;
+  if (GetIntArrayAttr(ops[i]->attrs(), "broadcast_dimensions") != expected) return -1;
+  if (!(ops[i]->result(0).tensor_type() == x)) return -1;
+  chain.push_back(i);
+  return i;
+}
 
 // Makes the op plans of `chain` run `kernel` on `operands` at the chain's last op.
 void ReplaceChain(const std::vector<int>& chain, const std::vector<Value>& operands,
@@ -194,14 +335,46 @@ void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
     std::vector<int> chain;
     std::vector<Value> operands;
     const int i = static_cast<int>(a);
+    if (auto norm = MatchRmsNorm(block, uses, i, chain, operands); norm && free(chain)) {
+      plan.kernels.push_back(norm);
+      ReplaceChain(chain, operands, norm.get(), plan, slot_of);
+      continue;
+    }
+    if (auto rotary = MatchRotary(block, uses, i, chain, operands); rotary && free(chain)) {
+      plan.kernels.push_back(rotary);
+      ReplaceChain(chain, operands, rotary.get(), plan, slot_of);
+      continue;
+    }
+    if (auto silu = MatchSiluMul(block, uses, i, chain, operands); silu && free(chain)) {
+      plan.kernels.push_back(silu);
+      ReplaceChain(chain, operands, silu.get(), plan, slot_of);
+      continue;
+    }
+    if (auto paged = MatchPagedAttentionDot(block, uses, i, chain, operands);
+        paged && free(chain)) {
+      plan.kernels.push_back(paged);
+      ReplaceChain(chain, operands, paged.get(), plan, slot_of);
+      continue;
+    }
     const FusedKernel* kernel = &SoftmaxKernel();
-    if (!MatchSoftmax(block, uses, i, chain, operands)) {
+    if (MatchSoftmax(block, uses, i, chain, operands)) {
+      std::vector<int> masked_chain = chain;
+      std::vector<Value> masked_operands = operands;
+      if (auto masked = MatchMaskedSoftmax(block, uses, masked_chain, masked_operands);
+          masked && free(masked_chain)) {
+        plan.kernels.push_back(masked);
+        ReplaceChain(masked_chain, masked_operands, masked.get(), plan, slot_of);
+        continue;
+      }
+    } else {
       kernel = &Int8DotKernel();
       if (!MatchInt8Dot(block, uses, i, chain, operands) &&
+          !MatchArgmax(block, uses, i, chain, operands, kernel) &&
           !MatchRowMaxSubtract(block, uses, i, chain, operands, kernel) &&
           !MatchExpSum(block, uses, i, chain, operands, kernel))
         continue;
     }
+    if (!free(chain)) continue;
     ReplaceChain(chain, operands, kernel, plan, slot_of);
   }
   // Second: what the chains above left, so a broadcast inside one of them stays theirs.

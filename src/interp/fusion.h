@@ -7,7 +7,9 @@
 //   s = reduce(e, add) ; bs = broadcast(reshape?(s)) ; p = e / bs
 // with every intermediate used only inside the chain: one pass per row instead of seven
 // passes over the whole tensor and five full-size temporaries (attention's [heads, T, S]
-// scores).
+// scores). When x = select(broadcast_in_dim(mask), scores, broadcast(fill)) and only the
+// softmax reads it (attention's masked scores), the select and both broadcasts join the chain
+// (fused.masked_softmax): each row is masked into the result, then softmaxed in place.
 //
 // int8 matrix products, as nn::Linear emits them for int8 weights (fusion_int8.cc):
 //   dot_general(x f32, reshape(convert(reshape(q s8)) * broadcast_in_dim(convert(scale f16))))
@@ -16,6 +18,12 @@
 // the cross-entropy's row chains (fusion_xent.cc): a row maximum subtracted from its row
 // (reduce max, reshapes and barriers, broadcast, subtract), and a row sum of exponentials whose
 // exponentials nothing else reads (exponential, reduce add), each one pass per row.
+//
+// RMSNorm (fusion_norm.cc), rotary embedding (fusion_rotary.cc), argmax (fusion_argmax.cc) and
+// SwiGLU's silu(g) * u (fusion_silu.cc), as the builder and nn emit them: one pass each.
+//
+// decode attention's products over the paged KV pool, gather -> reshape -> dot_general, with
+// the pages read in place through the block table (fusion_paged.cc).
 //
 // a broadcast read in place (fusion_broadcast.cc): broadcast_in_dim(s) used only by an f32
 // add, subtract, multiply or divide with a full-size x, run as one kernel on (x, s) that reads
@@ -27,10 +35,20 @@
 #include <memory>
 #include <vector>
 
+#include "ops/reduction_kernels.h"
 #include "plan.h"
 #include "tlaloc/ir/liveness.h"
 
 namespace tlaloc::interp {
+
+// `op` reduces an f32 tensor of rank >= 1 over its last axis with a body of `kind`.
+bool IsLastAxisReduce(const Operation& op, ops::BinaryKind kind);
+
+// Follows a reduced row value `r` (shape x without its last axis, or with it as 1) through
+// reshapes between those shapes and a broadcast_in_dim back to x's shape that repeats it along
+// the last axis. Returns the broadcast op's index, or -1. `chain` collects the ops passed.
+int RowBroadcast(const Block& block, const BlockUses& uses, Value r, const TensorType& x,
+                 std::vector<int>& chain);
 
 // Rewrites `plan` (the plan of `block`, whose uses are `uses`) so fused kernels replace the
 // chains they match. `slot_of` gives a value's slot.
@@ -56,5 +74,35 @@ bool MatchExpSum(const Block& block, const BlockUses& uses, int a, std::vector<i
 std::shared_ptr<const FusedKernel> MatchBroadcastBinary(const Block& block, const BlockUses& uses,
                                                         int a, std::vector<int>& chain,
                                                         std::vector<Value>& operands);
+
+// RMSNorm as builder::RmsNorm emits it, starting at op `a` (fusion_norm.cc): on success
+// `chain`, `operands` and the returned kernel say what replaces it; nullptr otherwise.
+std::shared_ptr<const FusedKernel> MatchRmsNorm(const Block& block, const BlockUses& uses, int a,
+                                                std::vector<int>& chain,
+                                                std::vector<Value>& operands);
+
+// Rotary position embedding as nn::ApplyRotary emits it, starting at op `a` (the convert of a
+// bf16 x, or the first slice of an f32 one; fusion_rotary.cc).
+std::shared_ptr<const FusedKernel> MatchRotary(const Block& block, const BlockUses& uses, int a,
+                                               std::vector<int>& chain,
+                                               std::vector<Value>& operands);
+
+// Decode attention's keys or values product over the paged KV pool, gather(pool, table) ->
+// reshape -> dot_general, run with the pages read in place (fusion_paged.cc), starting at op `a`
+// (the gather).
+std::shared_ptr<const FusedKernel> MatchPagedAttentionDot(const Block& block, const BlockUses& uses,
+                                                          int a, std::vector<int>& chain,
+                                                          std::vector<Value>& operands);
+
+// SwiGLU's gate, logistic(g) -> g * l -> t * u, as one pass (fusion_silu.cc), starting at op
+// `a` (the logistic).
+std::shared_ptr<const FusedKernel> MatchSiluMul(const Block& block, const BlockUses& uses, int a,
+                                                std::vector<int>& chain,
+                                                std::vector<Value>& operands);
+
+// The first index of each row's maximum as builder::Argmax emits it, starting at op `a` (the
+// max reduce; fusion_argmax.cc).
+bool MatchArgmax(const Block& block, const BlockUses& uses, int a, std::vector<int>& chain,
+                 std::vector<Value>& operands, const FusedKernel*& kernel);
 
 }  // namespace tlaloc::interp

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -268,9 +269,10 @@ void Axpy(float scale, const W* row, float* out, int64_t n) {
 // S vectors times `nb` <= 64 contiguous columns of B (row p at rows + p * row_step), the S x nb
 // results kept in registers over all k rows: c[s * n + j] = sum_p vecs[s * k + p] * row_p[j],
 // accumulated in order of p with one FMA each, exactly as Axpy accumulates.
-template <int S, typename W>
-TLALOC_AVX512_CORE_TARGET void ColumnsAvx512(const W* rows, int64_t row_step, const float* vecs,
-                                             int64_t k, int64_t nb, float* c, int64_t n) {
+// Row p at row_at(p) (the paged cache's rows go through a page table).
+template <int S, typename RowAt>
+TLALOC_AVX512_CORE_TARGET void ColumnsAvx512At(const RowAt& row_at, const float* vecs, int64_t k,
+                                               int64_t nb, float* c, int64_t n) {
   __m512 acc[S][4];
   for (int s = 0; s < S; ++s)
     for (int v = 0; v < 4; ++v) acc[s][v] = _mm512_setzero_ps();
@@ -280,7 +282,7 @@ TLALOC_AVX512_CORE_TARGET void ColumnsAvx512(const W* rows, int64_t row_step, co
     mask[v] = static_cast<__mmask16>((1u << left) - 1u);
   }
   for (int64_t p = 0; p < k; ++p) {
-    const W* row = rows + p * row_step;
+    const auto* row = row_at(p);
     __m512 w[4];
 #pragma GCC unroll 4
     for (int v = 0; v < 4; ++v) w[v] = LoadRowMasked(row + 16 * v, mask[v]);
@@ -293,6 +295,13 @@ TLALOC_AVX512_CORE_TARGET void ColumnsAvx512(const W* rows, int64_t row_step, co
   }
   for (int s = 0; s < S; ++s)
     for (int v = 0; v < 4; ++v) _mm512_mask_storeu_ps(c + s * n + 16 * v, mask[v], acc[s][v]);
+}
+
+template <int S, typename W>
+TLALOC_AVX512_CORE_TARGET void ColumnsAvx512(const W* rows, int64_t row_step, const float* vecs,
+                                             int64_t k, int64_t nb, float* c, int64_t n) {
+  ColumnsAvx512At<S>([rows, row_step](int64_t p) { return rows + p * row_step; }, vecs, k, nb, c,
+                     n);
 }
 
 template <typename W>
@@ -471,7 +480,157 @@ void BlasMatmulViews(const MatrixView& a, const MatrixView& b, int64_t batch, in
   });
 }
 
+// ---- Paged rows (decode attention over the paged KV cache, read in place) -------------------
+
+// The pool row of position p of batch (b, h): page table[b][p / page] (clamped into the pool,
+// as gather clamps its start indices), head h, row p % page.
+template <typename W>
+const W* PagedRow(const PagedRows& pr, int64_t b, int64_t h, int64_t p) {
+  const int64_t id = std::clamp<int64_t>(pr.table[b * pr.blocks + p / pr.page], 0, pr.pages - 1);
+  return reinterpret_cast<const W*>(pr.pool) +
+         ((id * pr.heads + h) * pr.page + p % pr.page) * pr.row_len;
+}
+
+// RowsTimesVectors' arithmetic per (row, vector) pair, the rows found through the page table:
+// one task per (batch, page).
+template <typename W>
+void PagedRowsTimesVectors(const std::vector<float>& vecs, int s_count, const PagedRows& pr,
+                           int64_t bsz, float* c, EvalContext& ctx) {
+  const int64_t n = pr.blocks * pr.page, k = pr.row_len, batch = bsz * pr.heads;
+  const int64_t grain =
+      std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, pr.page * k));
+  // Tasks in pool order: a page's heads are contiguous, so consecutive tasks stream through it;
+  // the rows about 16 KiB on are prefetched (RowsTimesVectors' distance).
+  const int64_t ahead = std::max<int64_t>(4, ((int64_t{16} << 10) + k * sizeof(W) - 1) /
+                                                 std::max<int64_t>(1, k * sizeof(W))) *
+                        k;
+  ctx.ParallelFor(batch * pr.blocks, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t b = task / (pr.blocks * pr.heads), h = task % pr.heads;
+      const int64_t first = task / pr.heads % pr.blocks * pr.page, bi = b * pr.heads + h;
+      const float* x[kMaxVectors];
+      for (int s = 0; s < s_count; ++s) x[s] = vecs.data() + (bi * s_count + s) * k;
+      float* o = c + bi * s_count * n;
+      const W* base = PagedRow<W>(pr, b, h, first);  // the page's rows are contiguous
+      for (int64_t r = first; r < first + pr.page;) {
+        if (kAvx512 && s_count <= 2 && r + 4 <= first + pr.page) {
+          const W* four[4];
+          for (int j = 0; j < 4; ++j) four[j] = base + (r - first + j) * k;
+          float res[8];
+          if (s_count == 1)
+            Dot4RowsAvx512<1>(x, four, k, res, 4, ahead);
+          else
+            Dot4RowsAvx512<2>(x, four, k, res, 4, ahead);
+          for (int v = 0; v < s_count; ++v)
+            for (int j = 0; j < 4; ++j) o[v * n + r + j] = res[j + 4 * v];
+          r += 4;
+          continue;
+        }
+        const W* row = base + (r - first) * k;
+        float res[kMaxVectors];
+        switch (s_count) {
+          case 1:
+            Dots<1>(x, row, k, res);
+            break;
+          case 2:
+            Dots<2>(x, row, k, res);
+            break;
+          case 3:
+            Dots<3>(x, row, k, res);
+            break;
+          default:
+            Dots<4>(x, row, k, res);
+            break;
+        }
+        for (int v = 0; v < s_count; ++v) o[v * n + r] = res[v];
+        ++r;
+      }
+    }
+  });
+}
+
+// VectorsTimesRows' arithmetic (each output one FMA per position, in position order, from 0),
+// the rows found through the page table.
+template <typename W>
+void PagedVectorsTimesRows(const std::vector<float>& vecs, int s_count, const PagedRows& pr,
+                           int64_t bsz, float* c, EvalContext& ctx) {
+  const int64_t k = pr.blocks * pr.page, n = pr.row_len, batch = bsz * pr.heads;
+  auto pages_of = [&](int64_t bi, std::vector<const W*>& bases) {
+    bases.resize(static_cast<size_t>(pr.blocks));
+    for (int64_t m = 0; m < pr.blocks; ++m)
+      bases[m] = PagedRow<W>(pr, bi / pr.heads, bi % pr.heads, m * pr.page);
+  };
+  if (kAvx512) {
+    const int64_t blocks = (n + 63) / 64;
+    ParallelBlocks(ctx, batch * blocks, 1, [&](int64_t begin, int64_t end) {
+      std::vector<const W*> bases;
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t bi = task / blocks, j0 = task % blocks * 64;
+        const int64_t nb = std::min<int64_t>(64, n - j0);
+        pages_of(bi, bases);
+        const float* v = vecs.data() + bi * s_count * k;
+        float* out = c + bi * s_count * n + j0;
+        auto run = [&](const auto& row_at) {
+          switch (s_count) {
+            case 1:
+              return ColumnsAvx512At<1>(row_at, v, k, nb, out, n);
+            case 2:
+              return ColumnsAvx512At<2>(row_at, v, k, nb, out, n);
+            case 3:
+              return ColumnsAvx512At<3>(row_at, v, k, nb, out, n);
+            default:
+              return ColumnsAvx512At<4>(row_at, v, k, nb, out, n);
+          }
+        };
+        const int64_t page = pr.page, row_len = pr.row_len;
+        const W* const* pages = bases.data();
+        if ((page & (page - 1)) == 0) {  // a power of two (the engine's 16): no division per row
+          const int shift = std::countr_zero(static_cast<uint64_t>(page));
+          run([pages, shift, page, row_len, j0](int64_t p) {
+            return pages[p >> shift] + (p & (page - 1)) * row_len + j0;
+          });
+        } else {
+          run([pages, page, row_len, j0](int64_t p) {
+            return pages[p / page] + (p % page) * row_len + j0;
+          });
+        }
+      }
+    });
+    return;
+  }
+  ParallelBlocks(ctx, batch, 1, [&](int64_t begin, int64_t end) {
+    std::vector<const W*> bases;
+    for (int64_t bi = begin; bi < end; ++bi) {
+      pages_of(bi, bases);
+      for (int s = 0; s < s_count; ++s) std::fill_n(c + (bi * s_count + s) * n, n, 0.0f);
+      for (int64_t p = 0; p < k; ++p) {
+        const W* row = bases[p / pr.page] + (p % pr.page) * pr.row_len;
+        for (int s = 0; s < s_count; ++s)
+          Axpy(vecs[(bi * s_count + s) * k + p], row, c + (bi * s_count + s) * n, n);
+      }
+    }
+  });
+}
+
 }  // namespace
+
+void PagedMatmul(const MatrixView& a, int64_t m, const PagedRows& rows, int64_t bsz, bool values,
+                 float* c, EvalContext& ctx) {
+  const int64_t positions = rows.blocks * rows.page;
+  const int64_t k = values ? positions : rows.row_len;
+  const std::vector<float> vecs = GatherVectors(a, bsz * rows.heads, m, k, true);
+  const int s_count = static_cast<int>(m);
+  if (rows.type == ElementType::kBF16) {
+    if (values)
+      PagedVectorsTimesRows<uint16_t>(vecs, s_count, rows, bsz, c, ctx);
+    else
+      PagedRowsTimesVectors<uint16_t>(vecs, s_count, rows, bsz, c, ctx);
+  } else if (values) {
+    PagedVectorsTimesRows<float>(vecs, s_count, rows, bsz, c, ctx);
+  } else {
+    PagedRowsTimesVectors<float>(vecs, s_count, rows, bsz, c, ctx);
+  }
+}
 
 bool BlasMatmulTransposedBlocks(
     const float* a, int64_t m, int64_t k, int64_t n,

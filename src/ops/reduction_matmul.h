@@ -124,6 +124,24 @@ void Int8Matmul(const float* x, int64_t m, const int8_t* w, const uint16_t* scal
 // One row's dot product, exposed for the micro-benchmarks and tests.
 float DotInt8(const float* x, const int8_t* row, const uint16_t* scales, int64_t k);
 
+// Rows read through a page table (decode attention's paged KV pool [pages, heads, page,
+// row_len], f32 or bf16, read in place): position p of batch (b, h) is row p % page of head h
+// of page table[b * blocks + p / page], that entry clamped into [0, pages) as gather clamps.
+struct PagedRows {
+  const std::byte* pool = nullptr;
+  ElementType type = ElementType::kBF16;
+  const int32_t* table = nullptr;  // [B, blocks]
+  int64_t pages = 0, blocks = 0, heads = 0, page = 0, row_len = 0;
+};
+
+// m <= kMaxVectors vectors per batch of `a` ([B * heads, m, k], row-major) times the paged
+// rows, bit for bit ViewMatmul on the gathered [B, heads, blocks * page, row_len] rows:
+//   keys (values false):  c [B * heads, m, blocks * page], k = row_len (a row per position);
+//   values (values true): c [B * heads, m, row_len], k = blocks * page (the positions summed in
+//                         order).
+void PagedMatmul(const MatrixView& a, int64_t m, const PagedRows& rows, int64_t batch, bool values,
+                 float* c, EvalContext& ctx);
+
 // Whether the AVX-512 kernels are used on this CPU.
 bool MatmulUsesAvx512();
 

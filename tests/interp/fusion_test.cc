@@ -1,5 +1,5 @@
-// Fused chains (src/interp/fusion.h): the softmax chain builder::Softmax emits, the int8
-// product and broadcasts read in place each run as one kernel, with bit for bit the results of
+// Fused chains (src/interp/fusion.h): the softmax chain builder::Softmax emits (masked too), the
+// int8 product and broadcasts read in place each run as one kernel, with bit for bit the results of
 // the ops one by one, special values included.
 #include <gtest/gtest.h>
 
@@ -78,6 +78,64 @@ TEST(FusionTest, ChainWhoseIntermediateIsUsedElsewhereIsNotFused) {
   // The max is also a function result (a separate reduce, here), so the first softmax's own
   // reduce still fuses; the outputs must agree either way.
   EXPECT_EQ(std::memcmp(fused.out.data(), plain.out.data(), plain.out.byte_size()), 0);
+}
+
+// Attention's masked softmax (nn::GroupedAttention): softmax over the last axis of
+// select(broadcast_in_dim(mask [B, T, S]), scores [B, H, G, T, S], broadcast(-1e30)), one kernel
+// with the ops' bits: a fully masked row, a masked-out NaN and an unmasked one included.
+SoftmaxRun RunMaskedSoftmax(const Literal& scores, const Literal& mask, bool fuse) {
+  auto module = std::make_shared<Module>("t");
+  FunctionBuilder fb(module.get(), "main");
+  Tensor x = fb.AddArg(scores.type()), m = fb.AddArg(mask.type());
+  Tensor bm = BroadcastInDim(m, scores.dims(), {0, 3, 4});
+  EXPECT_TRUE(fb.Return({Softmax(Where(bm, x * 0.25, FullLike(x, -1e30)), -1)}).ok());
+  InterpreterOptions options;
+  options.fuse = fuse;
+  auto exe = Executable::Prepare(module, "main", options);
+  EXPECT_TRUE(exe.ok()) << exe.status().ToString();
+  ExecutionStats stats;
+  auto out = (*exe)->Execute({scores, mask}, &stats);
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  return {out.ok() ? (*out)[0] : Literal(), stats.ops_executed};
+}
+
+TEST(FusionTest, MaskedSoftmaxFusedIsBitIdenticalToTheOpsOneByOne) {
+  std::mt19937 rng(9);
+  std::normal_distribution<float> dist(0.0f, 4.0f);
+  for (const auto& [b, h, g, t, s] :
+       {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{1, 8, 2, 1, 256},
+        {2, 2, 2, 5, 37},
+        {1, 3, 1, 16, 16}}) {
+    std::vector<float> xv(static_cast<size_t>(b * h * g * t * s));
+    for (float& f : xv) f = dist(rng);
+    xv[1] = std::numeric_limits<float>::quiet_NaN();  // unmasked below: NaN spreads over its row
+    xv[s + 2] = std::numeric_limits<float>::quiet_NaN();
+    std::vector<uint8_t> mv(static_cast<size_t>(b * t * s));
+    for (int64_t i = 0; i < b * t * s; ++i) mv[i] = (i * 7 % 5) != 0;
+    if (t > 1) {
+      // Causal rows (a masked tail whose exponentials are skipped) from row 2 on; row 3's
+      // unmasked scores lie below the fill (no skip: the fill is the maximum) and row 4 holds
+      // +inf (NaN sum: the tail is NaN too).
+      for (int64_t i = 2; i < t; ++i)
+        for (int64_t j = 0; j < s; ++j) mv[i * s + j] = j <= i;
+      for (int64_t j = 0; j < s; ++j) xv[3 * s + j] = -5e30f;
+      xv[4 * s] = std::numeric_limits<float>::infinity();
+    }
+    mv[1] = 1;
+    if (t > 1)
+      for (int64_t j = 0; j < s; ++j) mv[s + j] = 0;  // a fully masked (padding) row
+    else
+      mv[2] = 0;
+    Literal mask(TensorType(ElementType::kPred, {b, t, s}));
+    std::memcpy(mask.data(), mv.data(), mv.size());
+    const Literal x = Literal::FromVector<float>({b, h, g, t, s}, xv);
+    SoftmaxRun fused = RunMaskedSoftmax(x, mask, true), plain = RunMaskedSoftmax(x, mask, false);
+    ASSERT_EQ(fused.out.byte_size(), plain.out.byte_size());
+    EXPECT_EQ(std::memcmp(fused.out.data(), plain.out.data(), plain.out.byte_size()), 0)
+        << "t " << t << " s " << s;
+    // The softmax's seven ops, the select and the two broadcasts ran as one.
+    EXPECT_LE(fused.ops, plain.ops - 9) << "t " << t << ": not fused";
+  }
 }
 
 // The int8 product as nn::Linear emits it for int8 weights (nn::DequantizeInt8, then

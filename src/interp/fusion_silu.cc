@@ -1,0 +1,91 @@
+// SwiGLU's gate as one pass (fusion.h), the chain nn::SiluAndMul emits on gate and up [..., n]
+// (bf16 or f32):
+//
+//   l = logistic(g) ; t = g * l ; y = t * u
+//
+// three passes over [T, 3072] per layer and two temporaries. Each element gets the ops'
+// arithmetic in their order and types: the logistic kernel on the widened gate (vmath::
+// LogisticF32, exact for every input), rounded to bf16, then each product in f32 rounded to bf16
+// (the bf16 multiply op's rule); for f32, the same without the roundings. So the bits are the
+// unfused ops'.
+#include <algorithm>
+
+#include "fusion.h"
+#include "ops/vector_math.h"
+
+namespace tlaloc::interp {
+
+namespace {
+
+bool IsTensorOf(Value v, ElementType et) {
+  return v.type().is_tensor() && v.tensor_type().element_type == et;
+}
+
+bool IsMultiply(const Operation& op) {
+  return op.name() == "stablehlo.multiply" && op.num_operands() == 2 && op.num_results() == 1;
+}
+
+// Elements [begin, end): bf16 (`low`) or f32 gate and up into the result.
+void SiluMulRange(bool low, std::span<const Literal> in, Literal& out, int64_t begin, int64_t end) {
+  constexpr int64_t kBlock = 512;
+  float g[kBlock], l[kBlock], u[kBlock];
+  uint16_t bits[kBlock];
+  for (int64_t i = begin; i < end; i += kBlock) {
+    const int64_t m = std::min(kBlock, end - i);
+    if (low) {
+      const auto* pg = reinterpret_cast<const uint16_t*>(in[0].data()) + i;
+      const auto* pu = reinterpret_cast<const uint16_t*>(in[1].data()) + i;
+      ops::vmath::Bf16ToF32(pg, g, m);
+      ops::vmath::Bf16ToF32(pu, u, m);
+      ops::vmath::LogisticF32(g, l, m);
+      ops::vmath::F32ToBf16(l, bits, m);  // l = logistic(g) in bf16
+      ops::vmath::Bf16ToF32(bits, l, m);
+      for (int64_t k = 0; k < m; ++k) l[k] = g[k] * l[k];
+      ops::vmath::F32ToBf16(l, bits, m);  // t = g * l in bf16
+      ops::vmath::Bf16ToF32(bits, l, m);
+      for (int64_t k = 0; k < m; ++k) l[k] = l[k] * u[k];
+      ops::vmath::F32ToBf16(l, reinterpret_cast<uint16_t*>(out.data()) + i, m);
+    } else {
+      std::copy_n(in[0].span<float>().data() + i, m, g);
+      std::copy_n(in[1].span<float>().data() + i, m, u);
+      ops::vmath::LogisticF32(g, l, m);
+      float* y = out.span<float>().data() + i;
+      for (int64_t k = 0; k < m; ++k) {
+        const float t = g[k] * l[k];
+        y[k] = t * u[k];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const FusedKernel> MatchSiluMul(const Block& block, const BlockUses& uses, int a,
+                                                std::vector<int>& chain,
+                                                std::vector<Value>& operands) {
+  const auto& ops = block.operations();
+  const Operation& logistic = *ops[a];
+  if (logistic.name() != "stablehlo.logistic" || logistic.num_operands() != 1) return nullptr;
+  Value g = logistic.operand(0), l = logistic.result(0);
+  const bool low = IsTensorOf(g, ElementType::kBF16);
+  if (!low && !IsTensorOf(g, ElementType::kF32)) return nullptr;
+  const int silu = uses.OnlyUser(l);
+  if (silu < 0 || !IsMultiply(*ops[silu]) || !(ops[silu]->operand(0) == g) ||
+      !(ops[silu]->operand(1) == l))
+    return nullptr;
+  const int mul = uses.OnlyUser(ops[silu]->result(0));
+  if (mul < 0 || !IsMultiply(*ops[mul]) || !(ops[mul]->operand(0) == ops[silu]->result(0)) ||
+      !(ops[mul]->operand(1).type() == g.type()) || !(ops[mul]->result(0).type() == g.type()))
+    return nullptr;
+  chain = {a, silu, mul};
+  operands = {g, ops[mul]->operand(1)};
+  return std::make_shared<const FusedKernel>(FusedKernel{
+      "fused.silu_mul", [low](std::span<const Literal> in, Literal& out, EvalContext& ctx) {
+        ctx.ParallelFor(out.num_elements(), 16384, [&](int64_t begin, int64_t end) {
+          SiluMulRange(low, in, out, begin, end);
+        });
+        return OkStatus();
+      }});
+}
+
+}  // namespace tlaloc::interp
