@@ -300,6 +300,7 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
     BufferCache::Global().RaiseCapacity(kLossChunkBuffersCached * chunk_bytes);
   }
   train_options.remat_layers = options.remat;
+  train_options.document_end_id = eot;  // packed documents stay apart
   train_options.mesh = options.mesh;
   train_options.plan = options.plan;
 

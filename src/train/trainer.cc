@@ -10,6 +10,7 @@
 #include "tlaloc/train/adamw.h"
 #include "tlaloc/train/loss.h"
 #include "tlaloc/train/memory_check.h"
+#include "tlaloc/train/packed_positions.h"
 #include "tlaloc/train/sharded_trainer.h"
 #include "train/train_step.h"
 
@@ -61,8 +62,11 @@ StatusOr<std::pair<Tensor, Tensor>> EmitLoss(const io::ModelConfig& config,
     parallel.use_layer_weight = [&](const std::string& name, const Tensor& held) {
       return as_used(layer_weight_index.at(name), held);
     };
+  std::optional<Tensor> positions;
+  if (options.document_end_id) positions = PackedPositions(ids, *options.document_end_id);
   TL_ASSIGN_OR_RETURN(models::TrainForward forward,
-                      family->train_forward(config, w, ids, options.remat_layers ? marks : nullptr,
+                      family->train_forward(config, w, ids, positions ? &*positions : nullptr,
+                                            options.remat_layers ? marks : nullptr,
                                             lowering ? &parallel : nullptr));
   const int64_t tokens = ids.dim(0) * ids.dim(1);
   Tensor hidden = Reshape(forward.hidden, {tokens, config.hidden_size});

@@ -147,8 +147,13 @@ struct ModelFamily {
                                        const ParallelHooks* parallel) = nullptr;
   // The causal forward over input_ids s32 [B, T] for training; each decoder layer becomes a
   // remat region when `remat` is given; `parallel` (may be null) for sharded steps.
+  // `positions` s32 [B, T] (may be null: 0..T-1 in every row) are the rotary positions of rows
+  // packing several documents: they restart at 0 where a document starts and count up by one
+  // within it, and a token attends only to the tokens at or before it in its own document
+  // (the positions [t - positions[t], t]), as each document alone would.
   StatusOr<TrainForward> (*train_forward)(const io::ModelConfig& config, const WeightTensors& w,
-                                          const Tensor& input_ids, autodiff::Marks* remat,
+                                          const Tensor& input_ids, const Tensor* positions,
+                                          autodiff::Marks* remat,
                                           const ParallelHooks* parallel) = nullptr;
   // Renders a conversation as the model's chat template does.
   StatusOr<std::string> (*render_chat)(std::span<const ChatMessage> messages,

@@ -11,6 +11,12 @@
 // A document longer than a row is cut into row-sized pieces whose labels continue across the
 // cut. The label of a document's last token (its end-of-text) is ignored, so nothing learns to
 // predict an unrelated next document. The stream never ends: epochs follow each other.
+//
+// Packed documents train as if each were alone in its row: the trainer, given the end-of-text
+// id (TrainOptions::document_end_id, which RunFinetune sets), lets a token attend only to the
+// earlier tokens of its own document and restarts rotary positions at 0 after every
+// end-of-text (train/packed_positions.h). A document cut across rows continues at position 0
+// of the next row, seeing only its piece there; each padding token is a document of its own.
 #pragma once
 
 #include <cstdint>

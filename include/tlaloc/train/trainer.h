@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,6 +46,10 @@ struct TrainOptions {
   // Recompute each decoder layer's internals in the backward pass instead of keeping them
   // (only the layer inputs stay alive): less memory for about one more forward pass.
   bool remat_layers = false;
+  // Rows pack several documents, each ending with this token (train/data.h): every document
+  // attends only to itself and its rotary positions restart at 0, as if it were alone in its
+  // row. nullopt: each row is one sequence (positions 0..T-1, plain causal mask).
+  std::optional<int32_t> document_end_id;
   // Several devices (docs/SHARDING.md): a mesh ("data=2", "data=2,model=2") and a sharding plan
   // (dp, fsdp, tp, dp_tp) run the step as per-device programs with collectives (the
   // ShardedTrainer); both empty: one device.

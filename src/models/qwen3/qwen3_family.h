@@ -58,8 +58,8 @@ std::vector<WeightSpec> WeightSpecs(const ModelConfig& c);
 StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
                                  nn::LayerTrace* trace, const ParallelHooks* parallel);
 StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTensors& w,
-                                         const Tensor& input_ids, autodiff::Marks* remat,
-                                         const ParallelHooks* parallel);
+                                         const Tensor& input_ids, const Tensor* positions,
+                                         autodiff::Marks* remat, const ParallelHooks* parallel);
 
 // Qwen3 as llama.cpp's `qwen3` architecture, Qwen3-MoE as its `qwen3moe`.
 StatusOr<GgufExportSummary> ExportGguf(const std::filesystem::path& dir,

@@ -1,12 +1,13 @@
 // Qwen3's causal forward for training: the same decoder layer as the step programs in training
-// mode (no cache, no sampling); every position attends to the positions at or before it.
+// mode (no cache, no sampling); every position attends to the positions at or before it in its
+// own document (the whole row unless packed positions say where documents start).
 #include "models/qwen3/qwen3_family.h"
 
 namespace tlaloc::models::qwen3 {
 
 StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTensors& w,
-                                         const Tensor& input_ids, autodiff::Marks* remat,
-                                         const ParallelHooks* parallel) {
+                                         const Tensor& input_ids, const Tensor* positions,
+                                         autodiff::Marks* remat, const ParallelHooks* parallel) {
   TL_RETURN_IF_ERROR(CheckSupported(c));
   if (c.quantization)
     return Unimplemented(
@@ -21,8 +22,16 @@ StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTenso
   ctx.mode = Mode::kTrain;
   if (parallel) ctx.parallel = *parallel;
   Tensor x = nn::Embedding(w.at("model.embed_tokens.weight"), input_ids);
-  std::tie(ctx.cos, ctx.sin) = nn::RotaryTables(Iota(b, {bsz, t}, 1), c.head_dim, c.rope_theta);
-  ctx.mask = Le(Iota(b, {bsz, t, t}, 2), Iota(b, {bsz, t, t}, 1));
+  if (positions &&
+      (positions->element_type() != ElementType::kS32 || positions->dims() != input_ids.dims()))
+    return InvalidArgument("Qwen3 training forward: positions " + positions->type().ToString() +
+                           ": expected s32 like input_ids " + input_ids.type().ToString());
+  const Tensor pos = positions ? *positions : Iota(b, {bsz, t}, 1);
+  std::tie(ctx.cos, ctx.sin) = nn::RotaryTables(pos, c.head_dim, c.rope_theta);
+  const Tensor query = Iota(b, {bsz, t, t}, 1), key = Iota(b, {bsz, t, t}, 2);
+  ctx.mask = Le(key, query);
+  // A query at position p of its document sees the p keys before it and itself, no further back.
+  if (positions) ctx.mask = ctx.mask & Ge(key, query - BroadcastInDim(pos, {bsz, t, t}, {0, 1}));
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     // Only the layer's input stays alive for the backward pass when remat is on.
     autodiff::RematScope scope(remat, b);
