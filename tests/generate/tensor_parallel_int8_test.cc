@@ -9,6 +9,7 @@
 #include <set>
 
 #include "testing/tiny_qwen3.h"
+#include "testing/tiny_qwen3_variants.h"
 #include "tlaloc/generate/engine.h"
 #include "tlaloc/models/family.h"
 #include "tlaloc/models/init.h"
@@ -23,27 +24,8 @@ io::ModelConfig Int8Config() {
   return c;
 }
 
-// The float model's random weights, quantized where the int8 checkpoint stores s8 and scales.
 std::vector<Literal> Int8Weights(const io::ModelConfig& qc) {
-  io::ModelConfig fc = qc;
-  fc.quantization.reset();
-  std::map<std::string, Literal> floats;
-  for (auto& t : models::RandomWeights(fc, 11, ElementType::kF32)) floats[t.name] = t.value;
-  std::map<std::string, Literal> scales;
-  std::vector<Literal> out;
-  for (const auto& spec : models::WeightSpecs(qc)) {
-    if (spec.fixed_type == ElementType::kS8) {
-      auto q = models::QuantizeInt8Matrix(floats.at(spec.name), spec.name);
-      EXPECT_TRUE(q.ok()) << q.status().ToString();
-      out.push_back(std::move(q->first));
-      scales[models::Int8ScaleName(spec.name)] = std::move(q->second);
-    } else if (spec.fixed_type == ElementType::kF16) {
-      out.push_back(std::move(scales.at(spec.name)));
-    } else {
-      out.push_back(floats.at(spec.name));
-    }
-  }
-  return out;
+  return testing::RandomWeightsAsStored(qc, 11);
 }
 
 std::vector<int32_t> Prompt(int64_t len) {

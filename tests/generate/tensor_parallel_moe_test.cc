@@ -1,5 +1,5 @@
 // Tensor-parallel generation of a MoE model through the engine: each device holds E / N of
-// every MoE layer's experts (training's tp plan: tests/train/sharded_moe_test.cc), routes every
+// every MoE layer's experts (training's tp plan: tests/train/sharded_trainer_test.cc), routes every
 // token over all E, and the slices' shares are summed by the block's all_reduce. Ids equal the
 // one-device engine's on 2 and 4 interpreter devices (greedy and sampled, whole and chunked
 // prompts, decode steps), with a dense layer among the sparse ones too; each device holds 1/N
@@ -10,7 +10,9 @@
 #include <cmath>
 #include <set>
 
+#include "generate/engine_run.h"
 #include "testing/tiny_qwen3.h"
+#include "testing/tiny_qwen3_variants.h"
 #include "tlaloc/generate/engine.h"
 #include "tlaloc/models/init.h"
 
@@ -18,14 +20,7 @@ namespace tlaloc::generate {
 namespace {
 
 io::ModelConfig TinyMoeConfig() {
-  io::ModelConfig c = testing::TinyQwen3Config({.vocab_size = 96, .initializer_range = 0.2});
-  c.architecture = io::ModelArchitecture::kQwen3Moe;
-  c.num_experts = 8;
-  c.num_experts_per_tok = 2;
-  c.moe_intermediate_size = 16;
-  c.norm_topk_prob = true;
-  c.mlp_only_layers = {};
-  return c;
+  return testing::AsTinyMoe(testing::TinyQwen3Config({.vocab_size = 96, .initializer_range = 0.2}));
 }
 
 std::vector<Literal> Weights(const io::ModelConfig& c) {
@@ -49,53 +44,6 @@ std::vector<int32_t> Prompt(int64_t len) {
   return p;
 }
 
-struct Run {
-  std::vector<int32_t> tokens;
-  std::vector<Literal> logits;  // one [1, V] per token
-};
-
-// The prompt prefilled in chunks of `chunk` tokens, then `steps` decode steps, one slot.
-StatusOr<Run> Generate(Engine& e, const std::vector<int32_t>& prompt, int64_t chunk,
-                       const RowSampling& sampling, int64_t steps) {
-  TL_RETURN_IF_ERROR(e.Reserve(2, 64));
-  Run run;
-  EngineStep step;
-  for (size_t start = 0; start < prompt.size(); start += chunk) {
-    PrefillRow row;
-    row.slot = 0;
-    row.start = static_cast<int64_t>(start);
-    row.prompt.assign(prompt.begin() + start,
-                      prompt.begin() + std::min(prompt.size(), start + chunk));
-    row.sampling = sampling;
-    TL_ASSIGN_OR_RETURN(step, e.Prefill(std::span<const PrefillRow>(&row, 1)));
-  }
-  run.tokens.push_back(step.tokens[0]);
-  run.logits.push_back(std::move(step.logits));
-  for (int64_t s = 1; s <= steps; ++s) {
-    DecodeRow row;
-    row.slot = 0;
-    row.token = run.tokens.back();
-    row.position = static_cast<int32_t>(prompt.size() + s - 1);
-    row.sampling = sampling;
-    row.step = static_cast<uint32_t>(s);
-    TL_ASSIGN_OR_RETURN(step, e.Decode(std::span<const DecodeRow>(&row, 1)));
-    run.tokens.push_back(step.tokens[0]);
-    run.logits.push_back(std::move(step.logits));
-  }
-  e.Release(0);
-  return run;
-}
-
-double MaxRelativeDifference(const Literal& a, const Literal& b) {
-  auto x = a.span<float>(), y = b.span<float>();
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    diff = std::max(diff, std::abs(static_cast<double>(x[i]) - y[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(x[i])));
-  }
-  return diff / scale;
-}
-
 // Ids of `c` through the mesh equal one device's, greedy and sampled.
 void ExpectIdsEqualOneDevice(const io::ModelConfig& c, const std::string& label) {
   auto one = MakeEngine(c, nullptr);
@@ -116,8 +64,8 @@ void ExpectIdsEqualOneDevice(const io::ModelConfig& c, const std::string& label)
           const std::string what = label + ", " + mesh + ", prompt " + std::to_string(len) +
                                    ", chunk " + std::to_string(chunk) +
                                    (s == &greedy ? ", greedy" : ", sampled");
-          auto want = Generate(**one, Prompt(len), chunk, *s, kSteps);
-          auto got = Generate(**tp, Prompt(len), chunk, *s, kSteps);
+          auto want = RunOneSlot(**one, Prompt(len), chunk, *s, kSteps);
+          auto got = RunOneSlot(**tp, Prompt(len), chunk, *s, kSteps);
           ASSERT_TRUE(want.ok()) << want.status().ToString();
           ASSERT_TRUE(got.ok()) << what << ": " << got.status().ToString();
           EXPECT_EQ(got->tokens, want->tokens) << what;

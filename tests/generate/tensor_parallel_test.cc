@@ -8,6 +8,7 @@
 #include <cmath>
 #include <set>
 
+#include "generate/engine_run.h"
 #include "testing/tiny_qwen3.h"
 #include "tlaloc/generate/engine.h"
 #include "tlaloc/generate/generator.h"
@@ -42,52 +43,6 @@ StatusOr<std::unique_ptr<Engine>> MakeEngine(const char* mesh_text) {
   return Engine::Create(c, Weights(c), ElementType::kF32, backend, mesh);
 }
 
-struct Run {
-  std::vector<int32_t> tokens;
-  std::vector<Literal> logits;  // one [1, V] per token
-};
-
-// The prompt prefilled in chunks of `chunk` tokens, then `steps` decode steps, one slot.
-StatusOr<Run> Generate(Engine& e, const std::vector<int32_t>& prompt, int64_t chunk,
-                       const RowSampling& sampling, int64_t steps) {
-  TL_RETURN_IF_ERROR(e.Reserve(2, 64));
-  Run run;
-  EngineStep step;
-  for (size_t start = 0; start < prompt.size(); start += chunk) {
-    PrefillRow row;
-    row.slot = 1;
-    row.start = static_cast<int64_t>(start);
-    row.prompt.assign(prompt.begin() + start,
-                      prompt.begin() + std::min(prompt.size(), start + chunk));
-    row.sampling = sampling;
-    TL_ASSIGN_OR_RETURN(step, e.Prefill(std::span<const PrefillRow>(&row, 1)));
-  }
-  run.tokens.push_back(step.tokens[0]);
-  run.logits.push_back(std::move(step.logits));
-  for (int64_t s = 1; s <= steps; ++s) {
-    DecodeRow row;
-    row.slot = 1;
-    row.token = run.tokens.back();
-    row.position = static_cast<int32_t>(prompt.size() + s - 1);
-    row.sampling = sampling;
-    row.step = static_cast<uint32_t>(s);
-    TL_ASSIGN_OR_RETURN(step, e.Decode(std::span<const DecodeRow>(&row, 1)));
-    run.tokens.push_back(step.tokens[0]);
-    run.logits.push_back(std::move(step.logits));
-  }
-  return run;
-}
-
-double MaxRelativeDifference(const Literal& a, const Literal& b) {
-  auto x = a.span<float>(), y = b.span<float>();
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    diff = std::max(diff, std::abs(static_cast<double>(x[i]) - y[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(x[i])));
-  }
-  return diff / scale;
-}
-
 TEST(TensorParallelEngine, GreedyAndSampledIdsEqualOneDevice) {
   auto one = MakeEngine(nullptr);
   ASSERT_TRUE(one.ok()) << one.status().ToString();
@@ -112,8 +67,8 @@ TEST(TensorParallelEngine, GreedyAndSampledIdsEqualOneDevice) {
           const std::string what = std::string(mesh) + ", prompt " + std::to_string(len) +
                                    ", chunk " + std::to_string(chunk) +
                                    (s == &greedy ? ", greedy" : ", sampled");
-          auto want = Generate(**one, prompt, chunk, *s, kSteps);
-          auto got = Generate(**tp, prompt, chunk, *s, kSteps);
+          auto want = RunOneSlot(**one, prompt, chunk, *s, kSteps, 1);
+          auto got = RunOneSlot(**tp, prompt, chunk, *s, kSteps, 1);
           ASSERT_TRUE(want.ok()) << want.status().ToString();
           ASSERT_TRUE(got.ok()) << what << ": " << got.status().ToString();
           EXPECT_EQ(got->tokens, want->tokens) << what;
@@ -130,7 +85,7 @@ TEST(TensorParallelEngine, GreedyAndSampledIdsEqualOneDevice) {
     // The sampled runs really sampled, and the greedy ones are not one id over and over.
     EXPECT_GT(sampled_differs_from_greedy, 0) << mesh;
   }
-  auto again = Generate(**one, Prompt(17), 17, greedy, kSteps);
+  auto again = RunOneSlot(**one, Prompt(17), 17, greedy, kSteps, 1);
   ASSERT_TRUE(again.ok());
   EXPECT_GE(std::set<int32_t>(again->tokens.begin(), again->tokens.end()).size(), 3u);
 }

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "testing/tiny_qwen3.h"
+#include "testing/tiny_qwen3_variants.h"
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/models/family.h"
 #include "tlaloc/models/init.h"
@@ -27,38 +28,11 @@ std::shared_ptr<Backend> PluginBackend(int devices) {
 }
 
 io::ModelConfig TinyMoeConfig() {
-  io::ModelConfig c = testing::TinyQwen3Config({.vocab_size = 96, .initializer_range = 0.2});
-  c.architecture = io::ModelArchitecture::kQwen3Moe;
-  c.num_experts = 8;
-  c.num_experts_per_tok = 2;
-  c.moe_intermediate_size = 16;
-  c.norm_topk_prob = true;
-  c.mlp_only_layers = {};
-  return c;
+  return testing::AsTinyMoe(testing::TinyQwen3Config({.vocab_size = 96, .initializer_range = 0.2}));
 }
 
-// Random weights of `c` (WeightSpecs order); an int8 config's matrices quantized, each followed
-// by its scales.
 std::vector<Literal> Weights(const io::ModelConfig& c) {
-  io::ModelConfig fc = c;
-  fc.quantization.reset();
-  std::map<std::string, Literal> floats;
-  for (auto& t : models::RandomWeights(fc, 11, ElementType::kF32)) floats[t.name] = t.value;
-  std::map<std::string, Literal> scales;
-  std::vector<Literal> out;
-  for (const auto& spec : models::WeightSpecs(c)) {
-    if (spec.fixed_type == ElementType::kS8) {
-      auto q = models::QuantizeInt8Matrix(floats.at(spec.name), spec.name);
-      EXPECT_TRUE(q.ok()) << q.status().ToString();
-      out.push_back(std::move(q->first));
-      scales[models::Int8ScaleName(spec.name)] = std::move(q->second);
-    } else if (spec.fixed_type == ElementType::kF16) {
-      out.push_back(std::move(scales.at(spec.name)));
-    } else {
-      out.push_back(floats.at(spec.name));
-    }
-  }
-  return out;
+  return testing::RandomWeightsAsStored(c, 11);
 }
 
 void ExpectPluginEqualsInterpreter(const io::ModelConfig& c, int n) {

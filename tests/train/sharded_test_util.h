@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "testing/tiny_qwen3.h"
+#include "testing/tiny_qwen3_variants.h"
 #include "tlaloc/models/init.h"
 #include "tlaloc/runtime/backend.h"
 #include "tlaloc/train/trainer.h"
@@ -20,18 +21,10 @@ constexpr int64_t kBatch = 4, kSeq = 8;
 
 inline io::ModelConfig TinyConfig() { return testing::TinyQwen3Config({.initializer_range = 0.1}); }
 
-// TinyConfig as a Qwen3-MoE: 8 experts of width 16, top 2 (renormalised), so 2 and 4 model
-// devices hold 4 and 2 experts each; `dense_layers` keep the SwiGLU MLP (mlp_only_layers).
+// TinyConfig as a Qwen3-MoE (testing::AsTinyMoe: 8 experts of width 16, top 2); `dense_layers`
+// keep the SwiGLU MLP.
 inline io::ModelConfig TinyMoeConfig(std::vector<int64_t> dense_layers = {}) {
-  io::ModelConfig c = TinyConfig();
-  c.architecture = io::ModelArchitecture::kQwen3Moe;
-  c.num_experts = 8;
-  c.num_experts_per_tok = 2;
-  c.moe_intermediate_size = 16;
-  c.norm_topk_prob = true;
-  c.decoder_sparse_step = 1;
-  c.mlp_only_layers = std::move(dense_layers);
-  return c;
+  return testing::AsTinyMoe(TinyConfig(), std::move(dense_layers));
 }
 
 inline std::vector<Literal> Weights(const io::ModelConfig& c, uint64_t seed = 7) {
