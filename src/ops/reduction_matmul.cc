@@ -236,20 +236,7 @@ void RowsTimesVectors(const W* rows, int64_t row_step, int64_t batch_step, int64
       const float* x[kMaxVectors];
       for (int s = 0; s < s_count; ++s) x[s] = vecs + (bi * s_count + s) * k;
       float res[kMaxVectors];
-      switch (s_count) {
-        case 1:
-          Dots<1>(x, row, k, res);
-          break;
-        case 2:
-          Dots<2>(x, row, k, res);
-          break;
-        case 3:
-          Dots<3>(x, row, k, res);
-          break;
-        default:
-          Dots<4>(x, row, k, res);
-          break;
-      }
+      WithVectorCount(s_count, [&](auto v) { Dots<decltype(v)::value>(x, row, k, res); });
       float* o = out + bi * out_batch + r * out_r;
       for (int s = 0; s < s_count; ++s) o[s * out_s] = res[s];
     }
@@ -528,20 +515,7 @@ void PagedRowsTimesVectors(const std::vector<float>& vecs, int s_count, const Pa
         }
         const W* row = base + (r - first) * k;
         float res[kMaxVectors];
-        switch (s_count) {
-          case 1:
-            Dots<1>(x, row, k, res);
-            break;
-          case 2:
-            Dots<2>(x, row, k, res);
-            break;
-          case 3:
-            Dots<3>(x, row, k, res);
-            break;
-          default:
-            Dots<4>(x, row, k, res);
-            break;
-        }
+        WithVectorCount(s_count, [&](auto v) { Dots<decltype(v)::value>(x, row, k, res); });
         for (int v = 0; v < s_count; ++v) o[v * n + r] = res[v];
         ++r;
       }

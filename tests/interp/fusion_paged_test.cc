@@ -8,6 +8,7 @@
 #include <random>
 #include <tuple>
 
+#include "testing/random_literal.h"
 #include "tlaloc/builder/tensor.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/support/half.h"
@@ -50,16 +51,7 @@ PagedRun RunPaged(const Literal& q, const Literal& probs, const Literal& k_pool,
 }
 
 Literal Random(const std::vector<int64_t>& dims, ElementType et, std::mt19937& rng) {
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  int64_t n = 1;
-  for (int64_t x : dims) n *= x;
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& f : v) f = dist(rng);
-  if (et == ElementType::kF32) return Literal::FromVector<float>(dims, v);
-  Literal out(TensorType(et, dims));
-  auto* bits = reinterpret_cast<uint16_t*>(out.data());
-  for (int64_t i = 0; i < n; ++i) bits[i] = FloatToBf16Bits(v[static_cast<size_t>(i)]);
-  return out;
+  return testing::RandomNormalLiteral(dims, et, rng, 1.0f);
 }
 
 TEST(FusionPagedTest, PagedKeysAndValuesProductsGiveTheGatheredProductsBits) {

@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 
+#include "testing/random_literal.h"
 #include "tlaloc/builder/tensor.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/support/half.h"
@@ -36,22 +37,10 @@ SiluRun RunSiluMul(const Literal& g, const Literal& u, bool fuse) {
 
 Literal Random(const std::vector<int64_t>& dims, ElementType et, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 4.0f);
-  int64_t n = 1;
-  for (int64_t x : dims) n *= x;
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& f : v) f = dist(rng);
-  v[0] = std::numeric_limits<float>::quiet_NaN();
-  v[1] = std::numeric_limits<float>::infinity();
-  v[2] = -std::numeric_limits<float>::infinity();
-  v[3] = -0.0f;
-  v[4] = 3e38f;
-  v[5] = -100.0f;
-  if (et == ElementType::kF32) return Literal::FromVector<float>(dims, v);
-  Literal out(TensorType(et, dims));
-  auto* bits = reinterpret_cast<uint16_t*>(out.data());
-  for (int64_t i = 0; i < n; ++i) bits[i] = FloatToBf16Bits(v[static_cast<size_t>(i)]);
-  return out;
+  return testing::RandomNormalLiteral(
+      dims, et, rng, 4.0f,
+      {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+       -std::numeric_limits<float>::infinity(), -0.0f, 3e38f, -100.0f});
 }
 
 TEST(FusionSiluTest, SiluTimesUpFusedIsBitIdenticalToTheOpsOneByOne) {
