@@ -13,20 +13,8 @@ namespace {
 TEST(KernelizeGenerate, GeneratorWithCpuKernelsGivesTheSameTokens) {
   if (!testing::HaveGit()) TL_ORACLE_MISSING("git (the git CLI) is not installed");
   auto root = testing::KernelTempDir("gen");
-  ASSERT_TRUE(testing::MakeGitKernelRepo(root / "rms", testing::RmsNormVariants()).ok());
-  ASSERT_TRUE(testing::MakeGitKernelRepo(root / "silu", testing::SiluVariants()).ok());
   testing::RefModel m = testing::RandomModel(testing::TinyConfig(false, 4, 2, 8), 11);
-  KernelMapping mapping;
-  mapping.Add("RMSNorm", Backend::kCpu, Mode::kInference,
-              {{testing::FileUrl(root / "rms"), 1, ""}, "", std::nullopt});
-  mapping.Add("SiluAndMul", Backend::kCpu, Mode::kInference,
-              {{testing::FileUrl(root / "silu"), 1, ""}, "", std::nullopt});
-  KernelizeOptions options;
-  options.loader.cache_dir = root / "cache";
-  options.loader.local_overrides = "none=none";
-  options.loader.trust_remote_code = true;
-  options.layer_attributes["RMSNorm"]["eps"] = m.config.rms_norm_eps;
-  auto kernelizer = Kernelizer::Create(mapping, options);
+  auto kernelizer = testing::CpuRmsNormAndSiluKernelizer(root, m.config.rms_norm_eps);
   ASSERT_TRUE(kernelizer.ok()) << kernelizer.status().ToString();
 
   auto plain = generate::Generator::Create(m.config, m.literals, ElementType::kF32);

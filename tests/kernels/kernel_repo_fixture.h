@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "testing/oracle.h"
+#include "tlaloc/kernels/kernelize.h"
 #include "tlaloc/kernels/repository.h"
 #include "tlaloc/kernels/source.h"
 
@@ -100,5 +101,25 @@ inline Status MakeGitKernelRepo(const fs::path& root, const VariantFiles& varian
 inline bool HaveGit() { return std::system("git --version >/dev/null 2>&1") == 0; }
 
 inline std::string FileUrl(const fs::path& p) { return "file://" + fs::absolute(p).string(); }
+
+// A Kernelizer that replaces RMSNorm (with epsilon `rms_eps`) and SiluAndMul on the CPU by the
+// example repositories, made as git repositories under `root` and loaded (trusted) into
+// root/cache: what the kernelized-generation tests run.
+inline StatusOr<kernels::Kernelizer> CpuRmsNormAndSiluKernelizer(const fs::path& root,
+                                                                 double rms_eps) {
+  TL_RETURN_IF_ERROR(MakeGitKernelRepo(root / "rms", RmsNormVariants()));
+  TL_RETURN_IF_ERROR(MakeGitKernelRepo(root / "silu", SiluVariants()));
+  kernels::KernelMapping mapping;
+  mapping.Add("RMSNorm", kernels::Backend::kCpu, kernels::Mode::kInference,
+              {{FileUrl(root / "rms"), 1, ""}, "", std::nullopt});
+  mapping.Add("SiluAndMul", kernels::Backend::kCpu, kernels::Mode::kInference,
+              {{FileUrl(root / "silu"), 1, ""}, "", std::nullopt});
+  kernels::KernelizeOptions options;
+  options.loader.cache_dir = root / "cache";
+  options.loader.local_overrides = "none=none";
+  options.loader.trust_remote_code = true;
+  options.layer_attributes["RMSNorm"]["eps"] = rms_eps;
+  return kernels::Kernelizer::Create(mapping, options);
+}
 
 }  // namespace tlaloc::testing
