@@ -2,12 +2,16 @@
 #include "tlaloc/io/checkpoint.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
+#include <string_view>
 #include <system_error>
+#include <utility>
 
 #include "io/io_util.h"
+#include "tlaloc/support/memory_info.h"
 
 namespace tlaloc::io {
 
@@ -66,6 +70,32 @@ StatusOr<Literal> Checkpoint::Get(std::string_view name) const {
 void Checkpoint::ReleasePages(std::string_view name) const {
   auto it = entries_.find(name);
   if (it != entries_.end()) it->second.file->ReleasePages(*it->second.info);
+}
+
+uint64_t Checkpoint::PrefaultViews(std::span<const Literal> values) const {
+  if (const char* env = std::getenv("TLALOC_PREFAULT"); env && std::string_view(env) == "0")
+    return 0;
+  // Which values view a shard: their bytes lie inside its image.
+  std::vector<std::pair<const SafetensorsFile*, const Literal*>> views;
+  uint64_t total = 0;
+  for (const Literal& v : values) {
+    if (!v.valid() || v.byte_size() == 0) continue;
+    for (const auto& shard : shards_) {
+      const std::span<const std::byte> image = shard->bytes();
+      if (v.data() >= image.data() && v.data() + v.byte_size() <= image.data() + image.size()) {
+        views.emplace_back(shard.get(), &v);
+        total += static_cast<uint64_t>(v.byte_size());
+        break;
+      }
+    }
+  }
+  const std::optional<uint64_t> available = AvailableMemoryBytes();
+  if (total == 0 || (available && total > *available)) return 0;
+  uint64_t done = 0;
+  for (const auto& [shard, v] : views)
+    if (shard->Prefault(v->data(), static_cast<size_t>(v->byte_size())))
+      done += static_cast<uint64_t>(v->byte_size());
+  return done;
 }
 
 uint64_t Checkpoint::total_bytes() const {

@@ -355,6 +355,22 @@ void SafetensorsFile::ReleasePages(const SafetensorsTensorInfo& info) const {
   if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
+bool SafetensorsFile::Prefault(const std::byte* begin, size_t size) const {
+  if (!mapped_ || size == 0 || begin < data_ || begin + size > data_ + size_) return false;
+    // Not in Debian 12's glibc headers yet; the kernel's value since 5.14.
+#ifndef MADV_POPULATE_READ
+  constexpr int MADV_POPULATE_READ = 22;
+#endif
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first = reinterpret_cast<uintptr_t>(begin) / page * page;
+  const size_t length = reinterpret_cast<uintptr_t>(begin) + size - first;
+  void* at = reinterpret_cast<void*>(first);
+  // EINVAL: an older kernel without the advice; read ahead at least, so faults are minor.
+  if (madvise(at, length, MADV_POPULATE_READ) != 0 && errno == EINVAL)
+    madvise(at, length, MADV_WILLNEED);
+  return true;
+}
+
 std::optional<Literal> SafetensorsFile::ViewOfRun(
     std::span<const SafetensorsTensorInfo* const> parts, const TensorType& type) const {
   if (parts.empty()) return std::nullopt;

@@ -45,7 +45,8 @@ StatusOr<std::vector<Literal>> LoadWeights(const io::ModelConfig& config,
     return ConvertElementType(value, dtype);
   };
   std::vector<Literal> out;
-  for (const auto& spec : WeightSpecs(config)) {
+  const std::vector<WeightSpec> specs = WeightSpecs(config);
+  for (const auto& spec : specs) {
     if (spec.stacked.empty()) {
       TL_ASSIGN_OR_RETURN(Literal value, load(spec.name, spec.shape, spec.fixed_type));
       out.push_back(std::move(value));
@@ -77,6 +78,11 @@ StatusOr<std::vector<Literal>> LoadWeights(const io::ModelConfig& config,
     }
     out.push_back(std::move(stacked));
   }
+  // Weights read whole are mapped now rather than page by page in the first prefill.
+  std::vector<Literal> read_whole;
+  for (size_t i = 0; i < out.size(); ++i)
+    if (!specs[i].read_by_rows) read_whole.push_back(out[i]);
+  checkpoint.PrefaultViews(read_whole);
   return out;
 }
 

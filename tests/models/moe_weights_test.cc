@@ -49,6 +49,23 @@ TEST(MoeWeights, A3bShapedPresetHasQwen3MoeLayerShapes) {
   EXPECT_NE(std::find(names.begin(), names.end(), "qwen3-30b-a3b-2l"), names.end());
 }
 
+// Loading prefaults the weights read whole; an untied embedding is only gathered by id.
+TEST(MoeWeights, OnlyAnUntiedEmbeddingIsReadByRows) {
+  for (bool tied : {false, true}) {
+    auto c = PresetConfig("qwen3-30b-a3b-2l");
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    c->tie_word_embeddings = tied;
+    int by_rows = 0;
+    for (const auto& s : WeightSpecs(*c)) {
+      by_rows += s.read_by_rows;
+      if (s.name == "model.embed_tokens.weight") {
+        EXPECT_EQ(s.read_by_rows, !tied);
+      }
+    }
+    EXPECT_EQ(by_rows, tied ? 0 : 1) << "tied " << tied;
+  }
+}
+
 TEST(MoeWeights, SpecsStackTheExpertsOfSparseLayersOnly) {
   const io::ModelConfig c = SmallMoe();
   std::map<std::string, WeightSpec> specs;

@@ -44,6 +44,13 @@ class Checkpoint {
   std::optional<Literal> ViewOfRun(std::span<const std::string> names,
                                    const TensorType& type) const;
 
+  // Prefaults (SafetensorsFile::Prefault) each of `values` that views a shard in place, so that
+  // a model's first prefill does not pay a page fault per 4 KiB of weights; llama.cpp's loader
+  // populates its mapping at load too. Skipped when TLALOC_PREFAULT=0, or when those bytes
+  // exceed the memory available (AvailableMemoryBytes), where prefaulting would only evict
+  // pages read earlier. Returns the bytes prefaulted.
+  uint64_t PrefaultViews(std::span<const Literal> values) const;
+
   const std::vector<std::shared_ptr<const SafetensorsFile>>& shards() const { return shards_; }
   bool sharded() const { return index_path_.has_value(); }
   const std::optional<std::filesystem::path>& index_path() const { return index_path_; }

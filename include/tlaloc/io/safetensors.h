@@ -99,6 +99,11 @@ class SafetensorsFile {
   // and the pages it came from are not both resident. Not for a tensor written in place
   // (its copy-on-write pages would be dropped); a no-op for an in-memory image.
   void ReleasePages(const SafetensorsTensorInfo& info) const;
+  // Maps the file's pages under [begin, begin + size) into this process now, so that the first
+  // product to read them does not stop at a page fault every 4 KiB (madvise
+  // MADV_POPULATE_READ; on kernels before 5.14, MADV_WILLNEED's read-ahead). False, doing
+  // nothing, when the range is not inside this file's mapping (an in-memory image, a copy).
+  bool Prefault(const std::byte* begin, size_t size) const;
   // `parts` (tensors of this file) as one tensor of `type`, viewing the image in place, when
   // they lie one after another in this order, hold type's dtype and fill exactly its bytes, and
   // the first is aligned; otherwise nullopt. Stacked experts written one after another

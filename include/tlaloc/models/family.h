@@ -35,6 +35,9 @@ struct WeightSpec {
   // The stored type the programs take this weight in whatever their compute type (an int8
   // checkpoint's s8 matrices and f16 block scales); nullopt: the program's dtype.
   std::optional<ElementType> fixed_type = std::nullopt;
+  // Read a row per token id (an untied embedding table), not whole: loading does not prefault
+  // it (io::Checkpoint::PrefaultViews), since most of its rows are never read.
+  bool read_by_rows = false;
 
   ElementType TypeFor(ElementType dtype) const { return fixed_type.value_or(dtype); }
 };

@@ -90,6 +90,9 @@ std::vector<WeightSpec> WeightSpecs(const ModelConfig& c) {
       out.push_back(std::move(s));
     }
   }
+  // Untied, the embedding is only gathered by token id; tied, the head reads it whole.
+  for (auto& spec : out)
+    if (spec.name == "model.embed_tokens.weight") spec.read_by_rows = !c.tie_word_embeddings;
   return out;
 }
 
