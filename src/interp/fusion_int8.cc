@@ -49,10 +49,11 @@ bool IsPlainRowsDot(const Operation& op, int64_t lhs_last) {
 bool IsGroupedRowsOnStack(const Operation& op) {
   const Attribute* a = FindAttr(op.attrs(), "ragged_dot_dimension_numbers");
   if (!a || a->kind() != Attribute::Kind::kStruct) return false;
+  // An empty list is left out of the attribute (as MLIR prints it); any other kind is no match.
   auto field = [&](const char* name) {
     const Attribute* f = FindAttr(a->as_dict(), name);
-    return f && f->kind() == Attribute::Kind::kIntArray ? f->as_int_array()
-                                                        : std::vector<int64_t>{-1};
+    if (!f) return std::vector<int64_t>{};
+    return f->kind() == Attribute::Kind::kIntArray ? f->as_int_array() : std::vector<int64_t>{-1};
   };
   return field("lhs_batching_dimensions").empty() && field("rhs_batching_dimensions").empty() &&
          field("lhs_contracting_dimensions") == std::vector<int64_t>{1} &&
