@@ -2,8 +2,6 @@
 // `qwen3moe`: its own parts in gguf_export_moe.cc). The metadata keys,
 // tensor names and tokenizer rules follow what llama.cpp's own converter writes for Qwen3, so
 // the file loads there (and in Ollama) like one converted by llama.cpp.
-#include "tlaloc/models/gguf_export.h"
-
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +9,7 @@
 #include "models/qwen3/qwen3_family.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/gguf.h"
+#include "tlaloc/models/gguf_export.h"
 
 namespace tlaloc::models::qwen3 {
 
