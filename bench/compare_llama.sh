@@ -7,8 +7,8 @@
 #                               [--tlaloc BIN] [--short-prompt N] [--moe-bench BIN]
 #
 # --models takes init-model presets; qwen3-30b-a3b-2l adds the MoE row (Qwen3-30B-A3B's layers,
-# 2 of 48, as llama.cpp's qwen3moe; --dtypes bf16 for it: f32 does not fit 24 GiB with its
-# GGUF). With a MoE preset the table ends with the MoE block's time against a dense SwiGLU of
+# 2 of 48, as llama.cpp's qwen3moe; --dtypes "bf16 int8" for it: f32 does not fit 24 GiB with
+# its GGUF; int8 quantizes its experts too, exported as Q8_0). With a MoE preset the table ends with the MoE block's time against a dense SwiGLU of
 # the same active width (8 x 768), from build/bench/moe_bench (--moe-bench) in the same run at
 # the same threads, at 1 token (decode) and 16 and 256 (prefill), in f32 and in bf16.
 # It creates each preset (random weights, real shapes) once per dtype, exports it

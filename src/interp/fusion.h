@@ -13,7 +13,8 @@
 //
 // int8 matrix products, as nn::Linear emits them for int8 weights (fusion_int8.cc):
 //   dot_general(x f32, reshape(convert(reshape(q s8)) * broadcast_in_dim(convert(scale f16))))
-// run as one kernel on (q, scale, x) that reads the int8 matrix in place.
+// run as one kernel on (q, scale, x) that reads the int8 matrix in place; the same chain on
+// a stack of matrices feeding chlo.ragged_dot (nn::SparseMoe's int8 experts) likewise.
 //
 // the cross-entropy's row chains (fusion_xent.cc): a row maximum subtracted from its row
 // (reduce max, reshapes and barriers, broadcast, subtract), and a row sum of exponentials whose
@@ -55,10 +56,11 @@ int RowBroadcast(const Block& block, const BlockUses& uses, Value r, const Tenso
 void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
                 const std::function<int(const ValueImpl*)>& slot_of);
 
-// The int8 chain starting at op `a` (the reshape of the s8 matrix): on success `chain` holds
-// its ops (the dot_general last) and `operands` (q, scale, x) the fused kernel's inputs.
+// The int8 chain starting at op `a` (the reshape of the s8 matrix, or of a stack of them): on
+// success `chain` holds its ops (the dot_general or chlo.ragged_dot last), `operands` the fused
+// kernel's inputs ((q, scale, x), group_sizes appended for ragged_dot) and `kernel` the kernel.
 bool MatchInt8Dot(const Block& block, const BlockUses& uses, int a, std::vector<int>& chain,
-                  std::vector<Value>& operands);
+                  std::vector<Value>& operands, const FusedKernel*& kernel);
 const FusedKernel& Int8DotKernel();
 
 // The cross-entropy's row chains starting at op `a` (fusion_xent.cc): on success `chain`,

@@ -5,9 +5,16 @@
 // runs as ops::Int8Matmul on (x, q, scale): decode's rows stream the int8 matrix once with the
 // f32 matrix-vector kernel's arithmetic, so y has the unfused chain's bits and no [N, K] f32
 // temporary exists.
+//
+// The same chain on a stack of matrices q s8 [G, N, K] (scales [G, N, K/32], broadcast dims
+// [0, 1, 2]) feeding chlo.ragged_dot's grouped rows (x f32 [M, K] contracting {1}, rhs [G, N, K]
+// contracting {2}, groups on {0}) is nn::SparseMoe's int8 expert product: it runs as
+// ops::RaggedDotInt8 on (q, scale, x, group_sizes), each group through the kernel above, so each
+// used expert's s8 matrix is read in place once and no [G, N, K] f32 stack exists.
 #include <unordered_map>
 
 #include "fusion.h"
+#include "ops/ragged_dot_int8.h"
 #include "ops/reduction_matmul.h"
 #include "ops/reduction_matmul_q8.h"
 
@@ -35,6 +42,35 @@ bool IsPlainRowsDot(const Operation& op, int64_t lhs_last) {
   return field("lhs_batching_dimensions").empty() && field("rhs_batching_dimensions").empty() &&
          field("lhs_contracting_dimensions") == std::vector<int64_t>{lhs_last} &&
          field("rhs_contracting_dimensions") == std::vector<int64_t>{1};
+}
+
+// chlo.ragged_dot's grouped rows on a stacked rhs [G, N, K]: lhs [M, K] contracting {1}, rhs
+// contracting {2}, groups on rhs dimension 0, rows of lhs ragged, no batch dimensions.
+bool IsGroupedRowsOnStack(const Operation& op) {
+  const Attribute* a = FindAttr(op.attrs(), "ragged_dot_dimension_numbers");
+  if (!a || a->kind() != Attribute::Kind::kStruct) return false;
+  // An empty list is left out of the attribute (as MLIR prints it); any other kind is no match.
+  auto field = [&](const char* name) {
+    const Attribute* f = FindAttr(a->as_dict(), name);
+    if (!f) return std::vector<int64_t>{};
+    return f->kind() == Attribute::Kind::kIntArray ? f->as_int_array() : std::vector<int64_t>{-1};
+  };
+  return field("lhs_batching_dimensions").empty() && field("rhs_batching_dimensions").empty() &&
+         field("lhs_contracting_dimensions") == std::vector<int64_t>{1} &&
+         field("rhs_contracting_dimensions") == std::vector<int64_t>{2} &&
+         field("lhs_ragged_dimensions") == std::vector<int64_t>{0} &&
+         field("rhs_group_dimensions") == std::vector<int64_t>{0};
+}
+
+const FusedKernel& Int8RaggedDotKernel() {
+  static const FusedKernel* kernel =
+      new FusedKernel{"fused.int8_ragged_dot",
+                      [](std::span<const Literal> in, Literal& out, EvalContext& ctx) -> Status {
+                        // The s8 stack first, as Int8DotKernel's matrix (never aliased with the f32
+                        // result).
+                        return ops::RaggedDotInt8(in[2], in[0], in[1], in[3], out, ctx);
+                      }};
+  return *kernel;
 }
 
 }  // namespace
@@ -66,7 +102,7 @@ const FusedKernel& Int8DotKernel() {
 }
 
 bool MatchInt8Dot(const Block& block, const BlockUses& uses, int a, std::vector<int>& chain,
-                  std::vector<Value>& operands) {
+                  std::vector<Value>& operands, const FusedKernel*& kernel) {
   const auto& ops = block.operations();
   auto index_of = [&](const Operation* op) -> int {
     // The producers sit just before the multiply that this chain walks to; search back.
@@ -77,10 +113,18 @@ bool MatchInt8Dot(const Block& block, const BlockUses& uses, int a, std::vector<
   const Operation& r1 = *ops[a];
   if (r1.name() != "stablehlo.reshape" || r1.num_operands() != 1) return false;
   Value q = r1.operand(0);
-  if (!HasType(q, ElementType::kS8) || q.tensor_type().rank() != 2) return false;
-  const int64_t n = q.tensor_type().dims[0], k = q.tensor_type().dims[1];
+  // A matrix [N, K] (nn::Linear) or a stack of them [G, N, K] (nn::SparseMoe's experts).
+  if (!HasType(q, ElementType::kS8)) return false;
+  const std::vector<int64_t> qdims = q.tensor_type().dims;
+  const int64_t rank = static_cast<int64_t>(qdims.size());
+  if (rank != 2 && rank != 3) return false;
+  const int64_t k = qdims.back();
   if (k <= 0 || k % kBlock != 0) return false;
-  const std::vector<int64_t> blocked{n, k / kBlock, kBlock};
+  std::vector<int64_t> scale_dims = qdims, blocked = qdims, keep;
+  scale_dims.back() = k / kBlock;
+  blocked.back() = k / kBlock;
+  blocked.push_back(kBlock);
+  for (int64_t d = 0; d < rank; ++d) keep.push_back(d);
   if (r1.result(0).tensor_type().dims != blocked) return false;
   const int c1 = uses.OnlyUser(r1.result(0));
   if (c1 < 0 || ops[c1]->name() != "stablehlo.convert" ||
@@ -93,7 +137,7 @@ bool MatchInt8Dot(const Block& block, const BlockUses& uses, int a, std::vector<
   if (other == ops[c1]->result(0) || other.is_block_argument()) return false;
   const Operation* bop = other.producer();
   if (bop->name() != "stablehlo.broadcast_in_dim" || uses.OnlyUser(other) != mul ||
-      GetIntArrayAttr(bop->attrs(), "broadcast_dimensions") != std::vector<int64_t>{0, 1} ||
+      GetIntArrayAttr(bop->attrs(), "broadcast_dimensions") != keep ||
       other.tensor_type().dims != blocked)
     return false;
   Value s32 = bop->operand(0);
@@ -102,24 +146,35 @@ bool MatchInt8Dot(const Block& block, const BlockUses& uses, int a, std::vector<
     return false;
   const Operation* sop = s32.producer();
   if (sop->name() != "stablehlo.convert" || !HasType(sop->operand(0), ElementType::kF16) ||
-      sop->operand(0).tensor_type().dims != std::vector<int64_t>{n, k / kBlock})
+      sop->operand(0).tensor_type().dims != scale_dims)
     return false;
   const int r2 = uses.OnlyUser(mop.result(0));
   if (r2 < 0 || ops[r2]->name() != "stablehlo.reshape" ||
-      ops[r2]->result(0).tensor_type().dims != std::vector<int64_t>{n, k})
+      ops[r2]->result(0).tensor_type().dims != qdims)
     return false;
   const int dot = uses.OnlyUser(ops[r2]->result(0));
-  if (dot < 0 || ops[dot]->name() != "stablehlo.dot_general") return false;
+  if (dot < 0) return false;
   const Operation& dop = *ops[dot];
   Value x = dop.operand(0);
-  if (!(dop.operand(1) == ops[r2]->result(0)) || !HasType(x, ElementType::kF32) ||
-      !HasType(dop.result(0), ElementType::kF32) || x.tensor_type().rank() < 1 ||
-      x.tensor_type().dims.back() != k || !IsPlainRowsDot(dop, x.tensor_type().rank() - 1))
+  if (!(dop.num_operands() > 1 && dop.operand(1) == ops[r2]->result(0)) ||
+      !HasType(x, ElementType::kF32) || !HasType(dop.result(0), ElementType::kF32) ||
+      x.tensor_type().rank() < 1 || x.tensor_type().dims.back() != k)
     return false;
+  if (rank == 2) {
+    if (dop.name() != "stablehlo.dot_general" || !IsPlainRowsDot(dop, x.tensor_type().rank() - 1))
+      return false;
+    kernel = &Int8DotKernel();
+  } else {
+    if (dop.name() != "chlo.ragged_dot" || dop.num_operands() != 3 || x.tensor_type().rank() != 2 ||
+        !IsGroupedRowsOnStack(dop))
+      return false;
+    kernel = &Int8RaggedDotKernel();
+  }
   const int bi = index_of(bop), si = index_of(sop);
   if (bi < 0 || si < 0) return false;
   chain = {a, c1, si, bi, mul, r2, dot};
   operands = {q, sop->operand(0), x};
+  if (rank == 3) operands.push_back(dop.operand(2));
   return true;
 }
 

@@ -63,16 +63,18 @@ StatusOr<std::vector<Literal>> LoadWeights(const io::ModelConfig& config,
       const io::SafetensorsTensorInfo* info = checkpoint.Find(name);
       parts_found = parts_found && info && info->shape == part_shape;
     }
-    if (parts_found && !spec.fixed_type) {
-      if (auto view = checkpoint.ViewOfRun(spec.stacked, TensorType(dtype, spec.shape))) {
+    // int8 experts (fixed_type) are viewed or stacked in their stored type.
+    const ElementType type = spec.TypeFor(dtype);
+    if (parts_found) {
+      if (auto view = checkpoint.ViewOfRun(spec.stacked, TensorType(type, spec.shape))) {
         out.push_back(std::move(*view));
         continue;
       }
     }
-    Literal stacked = Literal::Uninitialized(TensorType(dtype, spec.shape));
-    const int64_t part_bytes = NumElements(part_shape) * (BitWidth(dtype) / 8);
+    Literal stacked = Literal::Uninitialized(TensorType(type, spec.shape));
+    const int64_t part_bytes = NumElements(part_shape) * (BitWidth(type) / 8);
     for (size_t e = 0; e < spec.stacked.size(); ++e) {
-      TL_ASSIGN_OR_RETURN(Literal part, load(spec.stacked[e], part_shape));
+      TL_ASSIGN_OR_RETURN(Literal part, load(spec.stacked[e], part_shape, spec.fixed_type));
       std::memcpy(stacked.data() + static_cast<int64_t>(e) * part_bytes, part.data(), part_bytes);
       checkpoint.ReleasePages(spec.stacked[e]);
     }

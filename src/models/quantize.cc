@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/model_config.h"
 #include "tlaloc/models/family.h"
+#include "tlaloc/models/load_weights.h"
 #include "tlaloc/support/atomic_file.h"
 #include "tlaloc/support/half.h"
 
@@ -44,13 +46,17 @@ StatusOr<std::pair<Literal, Literal>> QuantizeInt8Matrix(const Literal& value,
   if (et != ElementType::kF32 && et != ElementType::kBF16 && et != ElementType::kF16)
     return InvalidArgument("quantize: tensor \"" + name + "\" has dtype " +
                            std::string(ShortName(et)) + " (expected f32, bf16 or f16)");
-  if (value.dims().size() != 2 || value.dims()[1] % block != 0)
+  if (value.dims().size() < 2 || value.dims().back() % block != 0)
     return InvalidArgument(
         "quantize: tensor \"" + name + "\" has shape " + ShapeText(value.dims()) +
-        " (expected a matrix whose rows are a multiple of " + std::to_string(block) + " long)");
-  const int64_t rows = value.dims()[0], k = value.dims()[1], blocks = k / block;
-  Literal q = Literal::Uninitialized(TensorType(ElementType::kS8, {rows, k}));
-  Literal scale = Literal::Uninitialized(TensorType(ElementType::kF16, {rows, blocks}));
+        " (expected a matrix, or a stack of them, whose rows are a multiple of " +
+        std::to_string(block) + " long)");
+  // A stack [E, out, in] (an MoE layer's experts) is E * out rows.
+  const int64_t k = value.dims().back(), rows = value.num_elements() / k, blocks = k / block;
+  std::vector<int64_t> scale_dims = value.dims();
+  scale_dims.back() = blocks;
+  Literal q = Literal::Uninitialized(TensorType(ElementType::kS8, value.dims()));
+  Literal scale = Literal::Uninitialized(TensorType(ElementType::kF16, scale_dims));
   auto qs = q.span<int8_t>();
   auto ss = scale.span<uint16_t>();
   float x[io::kInt8BlockSize];
@@ -167,7 +173,25 @@ StatusOr<QuantizeSummary> QuantizeCheckpoint(const fs::path& in, const fs::path&
   };
   fs::create_directories(stage, ec);
   if (ec) return fail(InvalidArgument("cannot create " + stage.string() + ": " + ec.message()));
-  if (Status s = io::WriteCheckpoint(stage, tensors); !s.ok()) return fail(s);
+  // In WeightSpecs order, each stacked weight's experts (and their scales) one after another in
+  // expert order, so that loading maps every stacked s8 tensor and its scales as views.
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < tensors.size(); ++i) index[tensors[i].name] = i;
+  std::vector<io::NamedTensor> ordered;
+  ordered.reserve(tensors.size());
+  auto take = [&](const std::string& name) {
+    auto it = index.find(name);
+    if (it == index.end()) return;
+    ordered.push_back(std::move(tensors[it->second]));
+    index.erase(it);
+  };
+  for (const auto& spec : WeightSpecs(config)) {
+    if (spec.stacked.empty()) take(spec.name);
+    for (const std::string& part : spec.stacked) take(part);
+  }
+  for (auto& t : tensors)
+    if (index.count(t.name)) ordered.push_back(std::move(t));
+  if (Status s = io::WriteCheckpoint(stage, ordered, ExpertsInOrder()); !s.ok()) return fail(s);
   if (Status s = io::WriteModelConfig(stage / "config.json", config); !s.ok()) return fail(s);
   for (const auto& entry : fs::directory_iterator(in, ec)) {
     const std::string name = entry.path().filename().string();

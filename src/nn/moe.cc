@@ -45,23 +45,38 @@ std::pair<Tensor, Tensor> SortByKey(const Tensor& keys, const Tensor& payload) {
 }
 
 // x [M, K] times each row's group matrix of w (stacked [G, out, in]), f32 accumulation,
-// rounded to x's type once (as Linear does).
-Tensor GroupedLinear(const Tensor& x, const Tensor& w, const Tensor& group_sizes) {
+// rounded to x's type once (as Linear does). int8 experts (`scale` valid): f32 x times the
+// dequantised stack, the chain the interpreter runs on the s8 experts in place.
+Tensor GroupedLinear(const Tensor& x, const Tensor& w, const Tensor& scale,
+                     const Tensor& group_sizes) {
+  if (scale.valid())
+    return ToType(RaggedDot(ToF32(x), DequantizeInt8(w, scale), group_sizes, 2, ElementType::kF32),
+                  x.element_type());
   return ToType(RaggedDot(x, w, group_sizes, 2, ElementType::kF32), x.element_type());
 }
 
 // xs [P, H] sorted by expert with group sizes: the experts' SwiGLU, [P, H] in xs's type.
 Tensor RaggedExperts(const Tensor& xs, const MoeWeights& w, const Tensor& group_sizes,
                      LayerTrace* trace, const std::string& path) {
-  Tensor g = GroupedLinear(xs, w.gate, group_sizes);
-  Tensor u = GroupedLinear(xs, w.up, group_sizes);
-  return GroupedLinear(SiluAndMul(g, u, trace, path + ".experts"), w.down, group_sizes);
+  Tensor g = GroupedLinear(xs, w.gate, w.gate_scale, group_sizes);
+  Tensor u = GroupedLinear(xs, w.up, w.up_scale, group_sizes);
+  return GroupedLinear(SiluAndMul(g, u, trace, path + ".experts"), w.down, w.down_scale,
+                       group_sizes);
 }
 
-// Per pair: x_p [P, in] times its own matrix ws [P, out, in] -> [P, out] in x's type.
-Tensor PairLinear(const Tensor& x, const Tensor& ws) {
+// Per pair: x_p [P, in] times its own matrix ws [P, out, in] -> [P, out] in x's type (int8
+// matrices: f32 x times the dequantised ones, `scales` [P, out, in / B]).
+Tensor PairLinear(const Tensor& x, const Tensor& ws, const Tensor& scales = Tensor()) {
+  if (scales.valid())
+    return ToType(DotGeneral(ToF32(x), DequantizeInt8(ws, scales), {0}, {0}, {1}, {2}),
+                  x.element_type());
   return ToType(DotGeneral(x, ws, {0}, {0}, {1}, {2}, ElementType::kF32, /*same_as_lhs=*/false),
                 x.element_type());
+}
+
+// Rows `ids` of an optional stacked tensor (int8 scales): unset stays unset.
+Tensor TakeIfSet(const Tensor& stacked, const Tensor& ids) {
+  return stacked.valid() ? Take(stacked, ids) : Tensor();
 }
 
 // y [P, H] in token-major pair order, weights f32 [N, k]: sum_j weights[n, j] y[n*k + j].
@@ -135,9 +150,10 @@ Tensor PairGatherForm(const Tensor& x, const MoeWeights& w, const MoeRouting& r,
   Tensor token =
       Iota(b, {p}, 0, ElementType::kS32) / Full(b, {p}, static_cast<double>(k), ElementType::kS32);
   Tensor xp = Take(x, token);
-  Tensor g = PairLinear(xp, Take(w.gate, e));
-  Tensor u = PairLinear(xp, Take(w.up, e));
-  Tensor y = PairLinear(SiluAndMul(g, u, trace, path + ".experts"), Take(w.down, e));
+  Tensor g = PairLinear(xp, Take(w.gate, e), TakeIfSet(w.gate_scale, e));
+  Tensor u = PairLinear(xp, Take(w.up, e), TakeIfSet(w.up_scale, e));
+  Tensor y = PairLinear(SiluAndMul(g, u, trace, path + ".experts"), Take(w.down, e),
+                        TakeIfSet(w.down_scale, e));
   return CombinePairs(y, r.weights, x.element_type());
 }
 
@@ -149,10 +165,12 @@ Tensor DenseMaskedForm(const Tensor& x, const MoeWeights& w, const MoeRouting& r
   Tensor out;
   for (int64_t e = 0; e < experts; ++e) {
     auto expert = [&](const Tensor& stacked) {
+      if (!stacked.valid()) return Tensor();  // float experts' unset scales
       return Reshape(SliceAxis(stacked, 0, e, e + 1), {stacked.dim(1), stacked.dim(2)});
     };
     Tensor y = SwiGluMlp(x, expert(w.gate), expert(w.up), expert(w.down), trace,
-                         path + ".experts." + std::to_string(e));
+                         path + ".experts." + std::to_string(e),
+                         {expert(w.gate_scale), expert(w.up_scale), expert(w.down_scale)});
     Tensor contrib = ToF32(y) * SliceAxis(dense, -1, e, e + 1);
     out = out.valid() ? out + contrib : contrib;
   }
@@ -258,6 +276,30 @@ Tensor SparseMoe(const Tensor& x, const MoeWeights& w, int64_t top_k, bool norm_
                          w.up.dims() == std::vector<int64_t>{local, width, h} &&
                          w.down.dims() == std::vector<int64_t>{local, h, width} &&
                          (!sliced || w.first_expert.rank() == 0);
+  // int8 experts: all three s8 with scales [.., in / B] for one block size B, or none.
+  const bool int8 = w.gate_scale.valid();
+  bool int8_ok = int8 == w.up_scale.valid() && int8 == w.down_scale.valid();
+  if (int8 && int8_ok && shapes_ok) {
+    const int64_t hb = w.gate_scale.dim(-1), ib = w.down_scale.dim(-1);
+    int8_ok = hb > 0 && ib > 0 && h % hb == 0 && width % ib == 0 && h / hb == width / ib &&
+              w.gate_scale.dims() == std::vector<int64_t>{local, width, hb} &&
+              w.up_scale.dims() == std::vector<int64_t>{local, width, hb} &&
+              w.down_scale.dims() == std::vector<int64_t>{local, h, ib};
+    for (const Tensor* m : {&w.gate, &w.up, &w.down})
+      int8_ok = int8_ok && m->element_type() == ElementType::kS8;
+  }
+  if (!int8_ok) {
+    b->Fail(InvalidArgument(
+        "SparseMoe: int8 experts need gate, up and down s8 with block scales gate and up [E, I, "
+        "H / B], down [E, H, I / B] (all three or none); got gate " +
+        w.gate.type().ToString() + " scales " +
+        (w.gate_scale.valid() ? w.gate_scale.type().ToString() : std::string("unset")) +
+        ", up scales " +
+        (w.up_scale.valid() ? w.up_scale.type().ToString() : std::string("unset")) +
+        ", down scales " +
+        (w.down_scale.valid() ? w.down_scale.type().ToString() : std::string("unset"))));
+    return Tensor();
+  }
   if (!shapes_ok) {
     b->Fail(InvalidArgument(
         std::string("SparseMoe: expected x [N, H], router [E, H], gate and up [E, I, H], down "

@@ -168,6 +168,12 @@ Status CheckFinetuneOptions(const FinetuneOptions& o, const io::ModelConfig* con
   if (config && o.seq_len > config->max_position_embeddings)
     return InvalidArgument("--seq-len " + n(o.seq_len) + " is beyond the model's " +
                            "max_position_embeddings of " + n(config->max_position_embeddings));
+  if (config && config->quantization)
+    return InvalidArgument(
+        "the model is an int8 checkpoint (config.json quantization_config " +
+        config->quantization->quant_method +
+        "): fine-tuning int8 weights is not implemented; fine-tune the float checkpoint it was "
+        "made from, then `tlaloc quantize` the result");
   if (!std::isfinite(o.lr) || !(o.lr > 0))
     return InvalidArgument("--lr must be a finite number > 0, got " + g(o.lr));
   if (o.warmup_steps < 0) return InvalidArgument("--warmup must be >= 0, got " + n(o.warmup_steps));

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `tlaloc quantize` end to end: the tiny preset quantized to int8 is inspected, generated from on
 # the interpreter and on Tlaloc's PJRT plugin (the printed StableHLO with i8 weights runs there
-# unchanged: same greedy tokens), and exported as GGUF Q8_0; bad input is refused by name.
+# unchanged: same greedy tokens), and exported as GGUF Q8_0; bad input is refused by name. The
+# tiny-moe preset likewise (int8 experts, exported as qwen3moe's Q8_0 expert tensors).
 # Usage: quantize_cli_test.sh TLALOC_BINARY PLUGIN_PATH SOURCE_DIR
 # Exits 77 (skipped) when the npm tokenizer package is not installed.
 set -uo pipefail
@@ -50,5 +51,26 @@ fi
 grep -q 'Q8_0' "$WORK/gguf.txt" || { cat "$WORK/gguf.txt"; fail "the GGUF has no Q8_0 tensors"; }
 "$TLALOC" export gguf "$INT8" "$WORK/b.gguf" --dtype bf16 2>"$WORK/e.log"
 [ $? -eq 1 ] && grep -q 'int8 checkpoint' "$WORK/e.log" || fail "export --dtype of an int8 folder"
+# Qwen3-MoE: the experts are quantized too (the router stays float), generate agrees between
+# the interpreter and the plugin, and the export writes qwen3moe's experts as Q8_0.
+MOE=$WORK/moe
+"$TLALOC" init-model --preset tiny-moe --seed 5 "$MOE" >/dev/null 2>"$WORK/m.log" ||
+  { cat "$WORK/m.log"; fail "init-model tiny-moe"; }
+"$TLALOC" quantize "$MOE" "$MOE-int8" --dtype int8 2>"$WORK/q.log" || { cat "$WORK/q.log"; fail "quantize MoE"; }
+"$TLALOC" inspect "$MOE-int8" >"$WORK/inspect_moe.txt" 2>&1 || fail "inspect MoE"
+grep -q 'check: *OK' "$WORK/inspect_moe.txt" || { cat "$WORK/inspect_moe.txt"; fail "inspect MoE check"; }
+INT8=$MOE-int8
+local_ids=$(ids interp)
+plugin_ids=$(ids "$PLUGIN")
+if [ -n "$local_ids" ] && [ "$local_ids" = "$plugin_ids" ]; then
+  echo "PASS int8 MoE generate, interpreter = plugin: $plugin_ids"
+else
+  fail "int8 MoE generate: interp $local_ids, plugin $plugin_ids"
+fi
+"$TLALOC" export gguf "$INT8" "$WORK/moe.gguf" 2>"$WORK/x.log" || { cat "$WORK/x.log"; fail "export MoE"; }
+"$TLALOC" inspect "$WORK/moe.gguf" >"$WORK/moe_gguf.txt" 2>&1 || fail "inspect of the MoE GGUF"
+# Embedding, head, 4 attention projections and 3 stacked experts per layer (2 layers).
+grep -q 'Q8_0 *16 tensors' "$WORK/moe_gguf.txt" ||
+  { cat "$WORK/moe_gguf.txt"; fail "the MoE GGUF's experts are not all Q8_0"; }
 [ $status -eq 0 ] && echo "PASS quantize CLI"
 exit $status

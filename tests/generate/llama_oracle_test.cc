@@ -574,5 +574,20 @@ INSTANTIATE_TEST_SUITE_P(Shapes, LlamaOracleInt8Q8Activations, kInt8OracleShapes
                            return std::string(info.param.name);
                          });
 
+// int8 Qwen3-MoE (experts as Q8_0, router float) against llama.cpp's qwen3moe, same tolerances:
+// the experts' widths are whole blocks of 32.
+const auto kInt8MoeOracleShapes = ::testing::Values(
+    Shape{"moe_e8_top2", 64, 2, 4, 2, 64, 128, false, 1e6, 1e-6, false, 8, 2, 32},
+    Shape{"moe_e16_top4_tied", 96, 2, 3, 1, 64, 160, true, 1e4, 1e-5, false, 16, 4, 64},
+    Shape{"moe_e64_top8", 64, 3, 4, 2, 32, 128, false, 1e6, 1e-6, false, 64, 8, 32});
+INSTANTIATE_TEST_SUITE_P(MoeShapes, LlamaOracleInt8, kInt8MoeOracleShapes,
+                         [](const ::testing::TestParamInfo<Shape>& info) {
+                           return std::string(info.param.name);
+                         });
+INSTANTIATE_TEST_SUITE_P(MoeShapes, LlamaOracleInt8Q8Activations, kInt8MoeOracleShapes,
+                         [](const ::testing::TestParamInfo<Shape>& info) {
+                           return std::string(info.param.name);
+                         });
+
 }  // namespace
 }  // namespace tlaloc

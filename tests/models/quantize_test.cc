@@ -171,7 +171,7 @@ TEST(Int8Checkpoint, QuantizeWritesScalesConfigAndCopiesTheRest) {
               TensorType(specs[i].TypeFor(ElementType::kBF16), specs[i].shape))
         << specs[i].name;
 
-  // Refusals: quantizing again, writing over a folder with files, MoE, an unknown dtype method.
+  // Refusals: quantizing again, writing over a folder with files, an unknown dtype method.
   auto again = QuantizeCheckpoint(tmp / "int8", tmp / "int8b");
   ASSERT_FALSE(again.ok());
   EXPECT_NE(again.status().message().find("already quantized"), std::string::npos);

@@ -216,6 +216,13 @@ TEST_F(FinetuneTest, BadOptionsAreRefusedByName) {
   r = RunFinetune(o, *backend);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("trainer_state.json"), std::string::npos);
+  // An int8 checkpoint (dense or MoE): its s8 weights are not trained; the float one is.
+  io::ModelConfig int8 = SmallConfig();
+  int8.quantization = io::WeightQuantization{};
+  const Status refused = CheckFinetuneOptions(Options("bad", 1), &int8);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("int8 checkpoint"), std::string::npos) << refused.message();
+  EXPECT_NE(refused.message().find("fine-tune the float checkpoint"), std::string::npos);
 }
 
 }  // namespace

@@ -15,7 +15,8 @@
 
 namespace tlaloc::models {
 
-// A matrix `value` (f32, bf16 or f16, [rows, K], K a multiple of 32) as s8 values and f16
+// A matrix `value` (f32, bf16 or f16, [rows, K], K a multiple of 32; or a stack [..., rows, K]
+// of them, scales [..., rows, K / 32]) as s8 values and f16
 // scales: per block, scale = f16(max |x| / 127) and q = round-to-nearest-even(x / scale)
 // (clamped to [-127, 127]), so |x - q * scale| <= scale / 2; a block whose max |x| / 127 rounds
 // to an f16 zero (max |x| < 127 * 2^-25) becomes zero, as in ggml. Non-finite values and blocks
@@ -37,7 +38,7 @@ struct QuantizeSummary {
 // weights, config.json with its quantization_config, and every other file of `in` (tokenizer,
 // generation config, chat template) copied. The folder is staged under a temporary name beside
 // `out` and renamed into place, so `out` is complete or absent. Refuses an already-quantized
-// checkpoint, Qwen3-MoE and tensors missing or of the wrong shape, naming them.
+// checkpoint and tensors missing or of the wrong shape, naming them.
 StatusOr<QuantizeSummary> QuantizeCheckpoint(const std::filesystem::path& in,
                                              const std::filesystem::path& out);
 

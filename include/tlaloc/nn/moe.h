@@ -59,12 +59,20 @@ MoeRouting RouteTopK(const Tensor& logits, int64_t top_k, bool norm_topk_prob,
 // `first_expert` (s32 scalar). It then routes every token over all E experts, keeps the pairs
 // whose expert it holds and returns its experts' share of the result; the shares summed over
 // the devices that split the experts are the whole block's output.
+//
+// int8 experts (io::WeightQuantization): gate, up and down s8 with their f16 block scales
+// ([E, I, H / B], [E, I, H / B], [E, H, I / B]); every form then multiplies f32 activations by
+// DequantizeInt8 of the experts it uses (the chain the interpreter fuses, as nn::Linear's),
+// and the router stays float.
 struct MoeWeights {
   Tensor router;                   // [E, H]
   Tensor gate;                     // [E, I, H], or [L, I, H] with first_expert
   Tensor up;                       // [E, I, H], or [L, I, H]
   Tensor down;                     // [E, H, I], or [L, H, I]
   Tensor first_expert = Tensor();  // unset: every expert is here
+  Tensor gate_scale = Tensor();    // int8 experts' block scales; unset for float experts
+  Tensor up_scale = Tensor();
+  Tensor down_scale = Tensor();
 };
 
 // The sparse MoE block on x [N, H]: router logits in f32, RouteTopK, SwiGLU experts, the

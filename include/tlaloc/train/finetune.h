@@ -66,7 +66,8 @@ struct FinetuneOptions {
 // warmup within the run, grad clip and weight decay finite and >= 0, steps >= 0 (0: epochs),
 // save_every and keep_last >= 0, out_dir not the model folder (saving would overwrite it), mesh
 // and plan both or neither, each valid. With `config`, seq_len must also fit its
-// max_position_embeddings, and the plan must fit the model and the batch. RunFinetune checks these
+// max_position_embeddings, the plan must fit the model and the batch, and the model must not be
+// an int8 checkpoint (its s8 weights cannot be trained). RunFinetune checks these
 // too; the CLI calls it first so a bad value is a usage error.
 Status CheckFinetuneOptions(const FinetuneOptions& options,
                             const io::ModelConfig* config = nullptr);

@@ -21,15 +21,16 @@ Status CheckSupported(const ModelConfig& c) {
     return InvalidArgument("config rope_scaling type \"" + c.rope_scaling->rope_type +
                            "\": only the default rotary embedding is implemented");
   if (c.quantization) {
-    if (c.is_moe())
-      return InvalidArgument(
-          "config quantization_config: int8 weights are implemented for dense Qwen3 only, not "
-          "Qwen3-MoE's experts");
+    // Every matrix's inputs in whole blocks: the experts' too (the router stays float).
     const int64_t block = c.quantization->group_size;
-    for (const auto& [what, width] :
-         {std::pair<const char*, int64_t>{"hidden_size", c.hidden_size},
-          {"num_attention_heads * head_dim", c.num_attention_heads * c.head_dim},
-          {"intermediate_size", c.intermediate_size}})
+    bool dense_mlp = false;
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) dense_mlp |= !c.IsMoeLayer(l);
+    std::vector<std::pair<const char*, int64_t>> widths{
+        {"hidden_size", c.hidden_size},
+        {"num_attention_heads * head_dim", c.num_attention_heads * c.head_dim}};
+    if (dense_mlp) widths.push_back({"intermediate_size", c.intermediate_size});
+    if (c.is_moe()) widths.push_back({"moe_intermediate_size", c.moe_intermediate_size});
+    for (const auto& [what, width] : widths)
       if (width % block != 0)
         return InvalidArgument("config quantization_config: " + std::string(what) + " " +
                                std::to_string(width) + " is not a multiple of the int8 block of " +

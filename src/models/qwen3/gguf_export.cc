@@ -243,6 +243,23 @@ StatusOr<GgufExportSummary> ExportGguf(const fs::path& dir, const fs::path& out,
                            "are; export the float checkpoint it was made from instead)");
   for (const auto& expected : ExpectedTensors(config)) {
     if (expected.optional) continue;  // a tied head's stored copy is not exported
+    // An MoE layer's router and experts (int8 or not), written where the router comes.
+    if (moe && expected.name.find(".mlp.experts.") != std::string::npos) continue;
+    if (moe && expected.name.find(".mlp.gate.weight") != std::string::npos) {
+      TL_ASSIGN_OR_RETURN(auto layer_tensors,
+                          Qwen3MoeLayerTensors(*checkpoint, config, moe_layer++, where));
+      for (auto& t : layer_tensors) {
+        if (t.type == GgmlType::kQ8_0) {
+          summary.tensor_bytes += static_cast<uint64_t>(t.value.num_elements() / 32 * 34);
+        } else {
+          t.type = ChooseType(t.value, options.dtype);
+          summary.tensor_bytes +=
+              static_cast<uint64_t>(t.value.num_elements()) * (t.type == GgmlType::kF32 ? 4 : 2);
+        }
+        tensors.push_back(std::move(t));
+      }
+      continue;
+    }
     if (expected.fixed_type == ElementType::kF16) continue;  // int8 scales: with their matrix
     if (expected.fixed_type == ElementType::kS8) {
       // An int8 matrix and its f16 block scales are GGUF Q8_0's blocks as they are.
@@ -265,19 +282,6 @@ StatusOr<GgufExportSummary> ExportGguf(const fs::path& dir, const fs::path& out,
       TL_ASSIGN_OR_RETURN(std::string name, GgufTensorName(expected.name));
       summary.tensor_bytes += static_cast<uint64_t>(q.num_elements() / 32 * 34);
       tensors.push_back({std::move(name), std::move(q), GgmlType::kQ8_0, std::move(scales)});
-      continue;
-    }
-    if (moe && expected.name.find(".mlp.experts.") != std::string::npos) continue;
-    if (moe && expected.name.find(".mlp.gate.weight") != std::string::npos) {
-      // The router and the experts stacked, written where the router comes.
-      TL_ASSIGN_OR_RETURN(auto layer_tensors,
-                          Qwen3MoeLayerTensors(*checkpoint, config, moe_layer++, where));
-      for (auto& [name, value] : layer_tensors) {
-        GgmlType type = ChooseType(value, options.dtype);
-        summary.tensor_bytes +=
-            static_cast<uint64_t>(value.num_elements()) * (type == GgmlType::kF32 ? 4 : 2);
-        tensors.push_back({std::move(name), std::move(value), type});
-      }
       continue;
     }
     const io::SafetensorsTensorInfo* info = checkpoint->Find(expected.name);

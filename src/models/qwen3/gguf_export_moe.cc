@@ -1,7 +1,11 @@
 // Qwen3-MoE as llama.cpp's `qwen3moe` architecture: what its graph can express, the keys it
 // adds to qwen3's, and each MoE layer's router and stacked experts under llama.cpp's names.
 // llama.cpp's qwen3moe graph (src/models/qwen3moe.cpp) routes with a softmax over all experts,
-// always renormalises the top-k weights and makes every layer sparse.
+// always renormalises the top-k weights and makes every layer sparse. An int8 checkpoint's
+// experts go as Q8_0, as dense int8 matrices do.
+#include <cstring>
+#include <optional>
+
 #include "models/qwen3/qwen3_family.h"
 #include "tlaloc/io/checkpoint.h"
 
@@ -42,30 +46,49 @@ std::vector<io::GgufKeyValue> Qwen3MoeKeys(const ModelConfig& c) {
           {"qwen3moe.expert_feed_forward_length", u32(c.moe_intermediate_size)}};
 }
 
-StatusOr<std::vector<std::pair<std::string, Literal>>> Qwen3MoeLayerTensors(
-    const io::Checkpoint& checkpoint, const ModelConfig& c, int64_t layer,
-    const std::string& where) {
+StatusOr<std::vector<io::GgufTensorToWrite>> Qwen3MoeLayerTensors(const io::Checkpoint& checkpoint,
+                                                                  const ModelConfig& c,
+                                                                  int64_t layer,
+                                                                  const std::string& where) {
   const std::string l = "model.layers." + std::to_string(layer) + ".";
   const std::string blk = "blk." + std::to_string(layer) + ".";
-  auto get = [&](const std::string& name, const std::vector<int64_t>& shape) -> StatusOr<Literal> {
+  // A checkpoint tensor of this shape: a float one, or (`fixed`) one of exactly that type.
+  auto get = [&](const std::string& name, const std::vector<int64_t>& shape,
+                 std::optional<ElementType> fixed = std::nullopt) -> StatusOr<Literal> {
     const io::SafetensorsTensorInfo* info = checkpoint.Find(name);
     if (!info) return NotFound(where + ": missing tensor \"" + name + "\"");
     if (info->shape != shape)
       return InvalidArgument(where + ": tensor \"" + name + "\" has shape " + Shape(info->shape) +
                              ", expected " + Shape(shape));
     TL_ASSIGN_OR_RETURN(Literal value, checkpoint.Get(name));
-    if (!IsFloat(value.element_type()))
+    if (fixed ? value.element_type() != *fixed : !IsFloat(value.element_type()))
       return InvalidArgument(where + ": tensor \"" + name + "\" is " +
-                             std::string(ShortName(value.element_type())) +
-                             " (expected a float type)");
+                             std::string(ShortName(value.element_type())) + " (expected " +
+                             (fixed ? std::string(ShortName(*fixed)) + ", an int8 checkpoint's"
+                                    : std::string("a float type")) +
+                             ")");
     return value;
   };
-  std::vector<std::pair<std::string, Literal>> out;
+  // Experts e = 0.. of `parts` stacked [E, ...] in type `et` (each converted to it).
+  auto stack = [](const std::vector<Literal>& parts, ElementType et) {
+    std::vector<int64_t> dims = parts[0].dims();
+    dims.insert(dims.begin(), static_cast<int64_t>(parts.size()));
+    Literal stacked(TensorType(et, dims));
+    const int64_t bytes = parts[0].num_elements() * (BitWidth(et) / 8);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      Literal part = ConvertElementType(parts[i], et);
+      std::memcpy(stacked.data() + static_cast<int64_t>(i) * bytes, part.data(), bytes);
+    }
+    return stacked;
+  };
+  std::vector<io::GgufTensorToWrite> out;
   const int64_t h = c.hidden_size, w = c.moe_intermediate_size, e = c.num_experts;
   TL_ASSIGN_OR_RETURN(Literal router, get(l + "mlp.gate.weight", {e, h}));
-  out.emplace_back(blk + "ffn_gate_inp.weight", std::move(router));
+  out.push_back({blk + "ffn_gate_inp.weight", std::move(router)});
   // ffn_{gate,up,down}_exps: the experts' [out, in] matrices stacked [E, out, in] (GGUF lists
   // the dimensions reversed, same bytes). Each expert keeps its stored type; mixed types widen.
+  // int8 experts (quantization_config) are Q8_0's blocks as they are: the stacked s8 values
+  // and the stacked f16 scales of every 32 inputs.
   struct Proj {
     const char* hf;
     const char* gguf;
@@ -74,23 +97,30 @@ StatusOr<std::vector<std::pair<std::string, Literal>>> Qwen3MoeLayerTensors(
   for (const Proj& p :
        {Proj{"gate_proj", "ffn_gate_exps", {w, h}}, Proj{"up_proj", "ffn_up_exps", {w, h}},
         Proj{"down_proj", "ffn_down_exps", {h, w}}}) {
-    std::vector<Literal> parts;
+    std::vector<Literal> parts, scales;
     ElementType et = ElementType::kF32;
     for (int64_t i = 0; i < e; ++i) {
-      TL_ASSIGN_OR_RETURN(
-          Literal part,
-          get(l + "mlp.experts." + std::to_string(i) + "." + p.hf + ".weight", p.shape));
+      const std::string name = l + "mlp.experts." + std::to_string(i) + "." + p.hf + ".weight";
+      if (c.quantization) {
+        TL_ASSIGN_OR_RETURN(Literal q, get(name, p.shape, ElementType::kS8));
+        TL_ASSIGN_OR_RETURN(Literal d,
+                            get(Int8ScaleName(name), {p.shape[0], p.shape[1] / io::kInt8BlockSize},
+                                ElementType::kF16));
+        parts.push_back(std::move(q));
+        scales.push_back(std::move(d));
+        continue;
+      }
+      TL_ASSIGN_OR_RETURN(Literal part, get(name, p.shape));
       if (i == 0) et = part.element_type();
       if (part.element_type() != et) et = ElementType::kF32;
       parts.push_back(std::move(part));
     }
-    Literal stacked(TensorType(et, {e, p.shape[0], p.shape[1]}));
-    const int64_t bytes = p.shape[0] * p.shape[1] * (BitWidth(et) / 8);
-    for (int64_t i = 0; i < e; ++i) {
-      Literal part = ConvertElementType(parts[i], et);
-      std::memcpy(stacked.data() + i * bytes, part.data(), bytes);
-    }
-    out.emplace_back(blk + p.gguf + ".weight", std::move(stacked));
+    const std::string name = blk + p.gguf + ".weight";
+    if (c.quantization)
+      out.push_back({name, stack(parts, ElementType::kS8), io::GgmlType::kQ8_0,
+                     stack(scales, ElementType::kF16)});
+    else
+      out.push_back({name, stack(parts, et)});
   }
   return out;
 }

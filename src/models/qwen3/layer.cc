@@ -24,6 +24,10 @@ Tensor FeedForward(const ModelConfig& c, const WeightTensors& w, int64_t layer, 
   const std::string ep = "mlp.experts.";
   nn::MoeWeights mw{W("mlp.gate.weight"), W(ep + "gate_proj.weight"), W(ep + "up_proj.weight"),
                     W(ep + "down_proj.weight")};
+  // int8 experts: their stacked block scales (unset for float experts).
+  mw.gate_scale = S(ep + "gate_proj.weight");
+  mw.up_scale = S(ep + "up_proj.weight");
+  mw.down_scale = S(ep + "down_proj.weight");
   // Expert parallelism: this device holds a slice of the experts (the hook says which).
   if (mw.gate.dim(0) != c.num_experts && par.first_expert)
     mw.first_expert = par.first_expert(*n.builder(), mw.gate.dim(0));

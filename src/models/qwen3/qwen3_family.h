@@ -71,9 +71,12 @@ StatusOr<GgufExportSummary> ExportGguf(const std::filesystem::path& dir,
 // experts under llama.cpp's names.
 Status CheckQwen3MoeExportable(const ModelConfig& c, const std::string& where);
 std::vector<io::GgufKeyValue> Qwen3MoeKeys(const ModelConfig& c);
-StatusOr<std::vector<std::pair<std::string, Literal>>> Qwen3MoeLayerTensors(
-    const io::Checkpoint& checkpoint, const ModelConfig& c, int64_t layer,
-    const std::string& where);
+// Float tensors come with GgmlType kF32 for the caller to choose their type; int8 experts as
+// Q8_0 (s8 values with their f16 scales).
+StatusOr<std::vector<io::GgufTensorToWrite>> Qwen3MoeLayerTensors(const io::Checkpoint& checkpoint,
+                                                                  const ModelConfig& c,
+                                                                  int64_t layer,
+                                                                  const std::string& where);
 
 // Adds the qwen3 and qwen3_moe entries.
 void Register(std::vector<ModelFamily>& registry);

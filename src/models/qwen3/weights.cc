@@ -87,7 +87,21 @@ std::vector<WeightSpec> WeightSpecs(const ModelConfig& c) {
                                                  : std::vector<int64_t>{c.num_experts, w, h};
       for (int64_t e = 0; e < c.num_experts; ++e)
         s.stacked.push_back(l + "mlp.experts." + std::to_string(e) + "." + proj + ".weight");
+      if (!c.quantization) {
+        out.push_back(std::move(s));
+        continue;
+      }
+      // int8 experts: the stacked s8 matrices [E, out, in], then their stacked f16 scales
+      // [E, out, in / block], each expert's scales named after its matrix.
+      WeightSpec scale;
+      scale.name = Int8ScaleName(s.name);
+      scale.shape = s.shape;
+      scale.shape.back() /= c.quantization->group_size;
+      for (const std::string& part : s.stacked) scale.stacked.push_back(Int8ScaleName(part));
+      scale.fixed_type = ElementType::kF16;
+      s.fixed_type = ElementType::kS8;
       out.push_back(std::move(s));
+      out.push_back(std::move(scale));
     }
   }
   // Untied, the embedding is only gathered by token id; tied, the head reads it whole.

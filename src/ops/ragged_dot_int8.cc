@@ -1,0 +1,150 @@
+// int8 grouped products for the MoE experts (see ragged_dot_int8.h).
+#include "ragged_dot_int8.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "reduction_matmul.h"
+#include "reduction_matmul_q8.h"
+#include "support/avx512_intrinsics.h"
+#include "tlaloc/ir/blas_kernels.h"
+#include "tlaloc/support/cpu_features.h"
+#include "tlaloc/support/half.h"
+
+namespace tlaloc::ops {
+
+namespace {
+
+constexpr int64_t kBlock = 32;  // io::kInt8BlockSize (ops/ sits below io/)
+// Weight rows per prefill task: the f32 grouped kernel's column block (ragged_dot_grouped.cc).
+constexpr int64_t kRowBlock = 256;
+
+// TLALOC_RAGGED_DOT=per_group turns the grouped pass off, as for float experts.
+bool GroupedWanted() {
+  static const bool wanted = [] {
+    const char* env = std::getenv("TLALOC_RAGGED_DOT");
+    return !(env && std::strcmp(env, "per_group") == 0);
+  }();
+  return wanted;
+}
+
+const bool kAvx512 = HasAvx512Core();
+
+// rows x k of s8 values times their f16 block scales into f32 `out` (row-major, k a multiple of
+// 32): each value times its block's scale, exact in f32 (the unfused chain's multiply).
+TLALOC_AVX512_CORE_TARGET void DequantiseRowsAvx512(const int8_t* w, const uint16_t* scales,
+                                                    int64_t rows, int64_t k, float* out) {
+  const int64_t per_row = k / kBlock;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < per_row; ++b) {
+      const __m512 d = _mm512_set1_ps(HalfBitsToFloat(scales[r * per_row + b]));
+      const int8_t* in = w + r * k + b * kBlock;
+      float* o = out + r * k + b * kBlock;
+      for (int h = 0; h < 2; ++h) {
+        const __m512i v =
+            _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 16 * h)));
+        _mm512_storeu_ps(o + 16 * h, _mm512_mul_ps(_mm512_cvtepi32_ps(v), d));
+      }
+    }
+}
+
+void DequantiseRows(const int8_t* w, const uint16_t* scales, int64_t rows, int64_t k, float* out) {
+  if (kAvx512) return DequantiseRowsAvx512(w, scales, rows, k, out);
+  const int64_t per_row = k / kBlock;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < per_row; ++b) {
+      const float d = HalfBitsToFloat(scales[r * per_row + b]);
+      for (int64_t i = 0; i < kBlock; ++i)
+        out[r * k + b * kBlock + i] = static_cast<float>(w[r * k + b * kBlock + i]) * d;
+    }
+}
+
+struct Group {
+  int64_t expert = 0, start = 0, rows = 0;
+};
+
+// Groups of more than four rows (prefill), all in one pass over the pool: a task per (group,
+// block of 256 weight rows), each on one thread, dequantising its block into the thread's buffer
+// and running one single-thread sgemm on it. That is the call the f32 grouped kernel makes for
+// the same block of the dequantised stack, so the results are its bits, while only a block of
+// f32 weights per thread exists instead of the [G, N, K] stack.
+void GroupedPrefill(const float* x, const int8_t* w, const uint16_t* scales, int64_t n, int64_t k,
+                    const std::vector<Group>& groups, float* c, EvalContext& ctx) {
+  static const bool single_threaded_blas = [] {
+    openblas_set_num_threads(1);  // the pool's threads run the tasks; OpenBLAS's would compete
+    return true;
+  }();
+  (void)single_threaded_blas;
+  const int64_t blocks = (n + kRowBlock - 1) / kRowBlock, per_row = k / kBlock;
+  const int64_t tasks = static_cast<int64_t>(groups.size()) * blocks;
+  std::atomic<int64_t> next{0};
+  ctx.ParallelFor(tasks, 1, [&](int64_t, int64_t) {
+    thread_local std::vector<float> dense;
+    dense.resize(static_cast<size_t>(kRowBlock * k));
+    // Handed out one at a time: groups differ in size, and the machine is shared.
+    for (int64_t t = next.fetch_add(1); t < tasks; t = next.fetch_add(1)) {
+      const Group& g = groups[t / blocks];
+      const int64_t j0 = t % blocks * kRowBlock, nb = std::min(kRowBlock, n - j0);
+      DequantiseRows(w + (g.expert * n + j0) * k, scales + (g.expert * n + j0) * per_row, nb, k,
+                     dense.data());
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(g.rows),
+                  static_cast<int>(nb), static_cast<int>(k), 1.0f, x + g.start * k,
+                  static_cast<int>(k), dense.data(), static_cast<int>(k), 0.0f,
+                  c + g.start * n + j0, static_cast<int>(n));
+    }
+  });
+}
+
+}  // namespace
+
+Status RaggedDotInt8(const Literal& x, const Literal& w, const Literal& scales,
+                     const Literal& group_sizes, Literal& c, EvalContext& ctx) {
+  const int64_t m = x.dims()[0], k = x.dims()[1];
+  const int64_t experts = w.dims()[0], n = w.dims()[1];
+  const int64_t blocks = scales.dims()[2];
+  float* out = c.span<float>().data();
+  std::fill(out, out + m * n, 0.0f);  // rows in no group stay zero
+  TL_ASSIGN_OR_RETURN(Int8Activations mode, Int8ActivationsMode());
+  const float* xs = x.span<float>().data();
+  const int8_t* ws = w.span<int8_t>().data();
+  const uint16_t* ss = scales.span<uint16_t>().data();
+  if (n == 0 || k == 0) return OkStatus();
+  // Each group's rows, clipped to the M there are (as chlo.ragged_dot clips them).
+  std::vector<Group> groups;
+  int64_t start = 0;
+  for (int64_t g = 0; g < std::min(experts, group_sizes.num_elements()); ++g) {
+    const int64_t size = group_sizes.GetAsInt64(g);
+    if (size < 0)
+      return InvalidArgument("chlo.ragged_dot (int8 experts): group_sizes[" + std::to_string(g) +
+                             "] = " + std::to_string(size) + " is negative");
+    const int64_t begin = std::min(start, m), rows = std::min(start + size, m) - begin;
+    start = std::min(start + size, m);
+    if (rows > 0) groups.push_back({g, begin, rows});
+  }
+  // Prefill's larger groups in one pass where the f32 grouped kernel would take the
+  // dequantised stack; the rest (decode's) each through the dense int8 kernel, which streams
+  // the expert's s8 rows once over all threads (and the q8_0 mode's products throughout).
+  std::vector<Group> many_rows;
+  if (mode == Int8Activations::kExact && GroupedWanted() && OpenBlasCoreFitsCpu())
+    for (const Group& g : groups)
+      if (g.rows > kMaxVectors) many_rows.push_back(g);
+  GroupedPrefill(xs, ws, ss, n, k, many_rows, out, ctx);
+  for (const Group& g : groups) {
+    if (!many_rows.empty() && g.rows > kMaxVectors) continue;
+    const int8_t* wg = ws + g.expert * n * k;
+    const uint16_t* sg = ss + g.expert * n * blocks;
+    if (mode == Int8Activations::kQ8_0)
+      Int8MatmulQ8_0(xs + g.start * k, g.rows, wg, sg, n, k, out + g.start * n, ctx);
+    else
+      Int8Matmul(xs + g.start * k, g.rows, wg, sg, n, k, out + g.start * n, ctx);
+  }
+  return OkStatus();
+}
+
+}  // namespace tlaloc::ops
