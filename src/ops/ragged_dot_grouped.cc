@@ -15,6 +15,7 @@
 #if defined(__x86_64__)
 #define TLALOC_AVX512_BF16_TARGET \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+#define TLALOC_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 #endif
 
 namespace tlaloc::ops {
@@ -113,7 +114,88 @@ void TileBf16Any(int rows, int cols, const uint16_t* a, int64_t lda, const uint1
       return TileBf16Cols<kTileRows>(cols, a, lda, w, ldw, k, c, ldc);
   }
 }
+
+// The f32 tile: c[r, j] = sum_k a[r, k] w[j, k], 16 lanes of fused multiply-adds per step
+// summed at the end (the bf16 tile's shape and order, one element per lane instead of a pair).
+template <int R, int C>
+TLALOC_AVX512_TARGET void TileF32(const float* a, int64_t lda, const float* w, int64_t ldw,
+                                  int64_t k, float* c, int64_t ldc) {
+  __m512 acc[R][C];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 6
+    for (int j = 0; j < C; ++j) acc[r][j] = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= k; i += 16) {
+    __m512 av[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) av[r] = _mm512_loadu_ps(a + r * lda + i);
+#pragma GCC unroll 6
+    for (int j = 0; j < C; ++j) {
+      const __m512 wv = _mm512_loadu_ps(w + j * ldw + i);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) acc[r][j] = _mm512_fmadd_ps(av[r], wv, acc[r][j]);
+    }
+  }
+  if (i < k) {  // the tail, zero-filled by the masked loads
+    const __mmask16 m = static_cast<__mmask16>((1u << (k - i)) - 1);
+    __m512 av[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) av[r] = _mm512_maskz_loadu_ps(m, a + r * lda + i);
+#pragma GCC unroll 6
+    for (int j = 0; j < C; ++j) {
+      const __m512 wv = _mm512_maskz_loadu_ps(m, w + j * ldw + i);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) acc[r][j] = _mm512_fmadd_ps(av[r], wv, acc[r][j]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 6
+    for (int j = 0; j < C; ++j) c[r * ldc + j] = _mm512_reduce_add_ps(acc[r][j]);
+}
+
+template <int R>
+void TileF32Cols(int cols, const float* a, int64_t lda, const float* w, int64_t ldw, int64_t k,
+                 float* c, int64_t ldc) {
+  switch (cols) {
+    case 1:
+      return TileF32<R, 1>(a, lda, w, ldw, k, c, ldc);
+    case 2:
+      return TileF32<R, 2>(a, lda, w, ldw, k, c, ldc);
+    case 3:
+      return TileF32<R, 3>(a, lda, w, ldw, k, c, ldc);
+    case 4:
+      return TileF32<R, 4>(a, lda, w, ldw, k, c, ldc);
+    case 5:
+      return TileF32<R, 5>(a, lda, w, ldw, k, c, ldc);
+    default:
+      return TileF32<R, kTileCols>(a, lda, w, ldw, k, c, ldc);
+  }
+}
+
+void TileF32Any(int rows, int cols, const float* a, int64_t lda, const float* w, int64_t ldw,
+                int64_t k, float* c, int64_t ldc) {
+  switch (rows) {
+    case 1:
+      return TileF32Cols<1>(cols, a, lda, w, ldw, k, c, ldc);
+    case 2:
+      return TileF32Cols<2>(cols, a, lda, w, ldw, k, c, ldc);
+    case 3:
+      return TileF32Cols<3>(cols, a, lda, w, ldw, k, c, ldc);
+    default:
+      return TileF32Cols<kTileRows>(cols, a, lda, w, ldw, k, c, ldc);
+  }
+}
 #endif
+
+bool F32KernelAvailable() {
+#if defined(__x86_64__)
+  return HasAvx512Core();
+#else
+  return false;
+#endif
+}
 
 // TLALOC_BF16_MATMUL=blas turns this kernel off with oneDNN's: both count subnormal bf16
 // inputs as zero.
@@ -125,14 +207,32 @@ bool Bf16KernelAvailable() {
 #endif
 }
 
-// TLALOC_RAGGED_DOT=per_group: every group one product of its own (the earlier path), to
-// measure the grouped kernels against.
-bool GroupedWanted() {
-  static const bool wanted = [] {
+// TLALOC_RAGGED_DOT picks the path, to measure the kernels against each other:
+//   unset or "grouped": every group, decode's rows too, through the tile kernels (f32 and bf16
+//                       weights stored [G, N, K]) in one pass over the pool;
+//   "large": groups of more than kMaxVectors rows only (smaller ones: the matrix-vector kernel);
+//   "sgemm": as "large", f32 through one OpenBLAS sgemm per (group, 256 columns) (the earlier
+//            path);
+//   "per_group": every group one product of its own (the path before that).
+enum class GroupedPath { kAllGroups, kLargeGroups, kSgemm, kPerGroup };
+
+GroupedPath PathFromEnv() {
+  static const GroupedPath path = [] {
     const char* env = std::getenv("TLALOC_RAGGED_DOT");
-    return !(env && std::strcmp(env, "per_group") == 0);
+    if (!env) return GroupedPath::kAllGroups;
+    if (std::strcmp(env, "per_group") == 0) return GroupedPath::kPerGroup;
+    if (std::strcmp(env, "sgemm") == 0) return GroupedPath::kSgemm;
+    if (std::strcmp(env, "large") == 0) return GroupedPath::kLargeGroups;
+    return GroupedPath::kAllGroups;
   }();
-  return wanted;
+  return path;
+}
+
+bool TileKernelTakes(const Literal& lhs, const Literal& rhs, int64_t rhs_contract) {
+  const ElementType lt = lhs.element_type(), rt = rhs.element_type();
+  if (rhs_contract != 2 || lt != rt) return false;
+  if (lt == ElementType::kBF16) return Bf16KernelAvailable();
+  return lt == ElementType::kF32 && F32KernelAvailable() && PathFromEnv() != GroupedPath::kSgemm;
 }
 
 // One single-thread sgemm per call, as BlasMatmulViews runs its blocks: OpenBLAS's own threads
@@ -161,8 +261,8 @@ bool GroupedBf16(const Literal& lhs, const Literal& rhs, const std::vector<RowGr
   return true;
 }
 
-bool GroupedF32(const Literal& lhs, const Literal& rhs, int64_t rhs_contract,
-                const std::vector<RowGroup>& groups, float* c, EvalContext& ctx) {
+bool GroupedF32Sgemm(const Literal& lhs, const Literal& rhs, int64_t rhs_contract,
+                     const std::vector<RowGroup>& groups, float* c, EvalContext& ctx) {
   UseSingleThreadedBlas();
   constexpr int64_t kBlock = 256;
   const int64_t k = lhs.dims()[1], n = rhs.dims()[rhs_contract == 1 ? 2 : 1];
@@ -178,6 +278,22 @@ bool GroupedF32(const Literal& lhs, const Literal& rhs, int64_t rhs_contract,
                 static_cast<int>(g.rows), static_cast<int>(nb), static_cast<int>(k), 1.0f,
                 a + g.start * k, static_cast<int>(k), b, static_cast<int>(b_trans ? k : n), 0.0f,
                 c + g.start * n + j0, static_cast<int>(n));
+  });
+  return true;
+}
+
+bool GroupedF32Tiles(const Literal& lhs, const Literal& rhs, const std::vector<RowGroup>& groups,
+                     float* c, EvalContext& ctx) {
+  const int64_t k = lhs.dims()[1], n = rhs.dims()[1];
+  const float* a = lhs.span<float>().data();
+  const float* w = rhs.span<float>().data();
+  const int64_t blocks = (n + kBf16ColumnBlock - 1) / kBf16ColumnBlock;
+  ForEachTask(ctx, static_cast<int64_t>(groups.size()) * blocks, [&](int64_t task) {
+    const RowGroup& g = groups[task / blocks];
+    const int64_t j0 = task % blocks * kBf16ColumnBlock;
+    const int64_t nb = std::min(kBf16ColumnBlock, n - j0);
+    F32RowsTimesRowsT(a + g.start * k, k, g.rows, w + (g.group * n + j0) * k, k, nb, k,
+                      c + g.start * n + j0, n);
   });
   return true;
 }
@@ -201,16 +317,37 @@ bool Bf16RowsTimesRowsT(const uint16_t* a, int64_t lda, int64_t rows, const uint
 #endif
 }
 
+bool F32RowsTimesRowsT(const float* a, int64_t lda, int64_t rows, const float* w, int64_t ldw,
+                       int64_t n, int64_t k, float* c, int64_t ldc) {
+  if (!F32KernelAvailable()) return false;
+#if defined(__x86_64__)
+  for (int64_t j = 0; j < n; j += kTileCols) {
+    const int cols = static_cast<int>(std::min<int64_t>(kTileCols, n - j));
+    for (int64_t r = 0; r < rows; r += kTileRows) {
+      const int tile_rows = static_cast<int>(std::min<int64_t>(kTileRows, rows - r));
+      TileF32Any(tile_rows, cols, a + r * lda, lda, w + j * ldw, ldw, k, c + r * ldc + j, ldc);
+    }
+  }
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool GroupedTakesSmallGroups(const Literal& lhs, const Literal& rhs, int64_t rhs_contract) {
+  return PathFromEnv() == GroupedPath::kAllGroups && TileKernelTakes(lhs, rhs, rhs_contract);
+}
+
 bool GroupedRowsProduct(const Literal& lhs, const Literal& rhs, int64_t rhs_contract,
                         const std::vector<RowGroup>& groups, float* c, EvalContext& ctx) {
   const ElementType lt = lhs.element_type(), rt = rhs.element_type();
-  if (!GroupedWanted()) return false;
+  if (PathFromEnv() == GroupedPath::kPerGroup) return false;
   if (groups.empty()) return true;
-  if (lt == ElementType::kBF16 && rt == ElementType::kBF16 && rhs_contract == 2 &&
-      Bf16KernelAvailable())
-    return GroupedBf16(lhs, rhs, groups, c, ctx);
+  if (TileKernelTakes(lhs, rhs, rhs_contract))
+    return lt == ElementType::kBF16 ? GroupedBf16(lhs, rhs, groups, c, ctx)
+                                    : GroupedF32Tiles(lhs, rhs, groups, c, ctx);
   if (lt == ElementType::kF32 && rt == ElementType::kF32 && OpenBlasCoreFitsCpu())
-    return GroupedF32(lhs, rhs, rhs_contract, groups, c, ctx);
+    return GroupedF32Sgemm(lhs, rhs, rhs_contract, groups, c, ctx);
   return false;
 }
 
