@@ -40,6 +40,39 @@ constexpr int64_t kBf16ColumnBlock = 96;
 constexpr int kTileRows = 4, kTileCols = 6;
 
 #if defined(__x86_64__)
+// The sums of four vectors' lanes, each added in the order of GCC's _mm512_reduce_add_ps
+// (lane i + lane i + 8, then + 4, then + 2, then + 1), in lanes 0, 4, 8 and 12: 13 shuffles and
+// adds for four sums instead of about 36, which at 16-row groups were a tenth of the tile's work.
+TLALOC_AVX512_TARGET inline __m512 SumsOfFour(__m512 a, __m512 b, __m512 c, __m512 d) {
+  // [x.q0 + x.q2, x.q1 + x.q3] for x = a, b (then c, d): lane i + lane i + 8.
+  const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(3, 2, 3, 2)));
+  // The 128-bit lanes hold a, b, c, d's lane i + 4 sums.
+  const __m512 q = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512 h = _mm512_add_ps(q, _mm512_permute_ps(q, _MM_SHUFFLE(1, 0, 3, 2)));
+  return _mm512_add_ps(h, _mm512_permute_ps(h, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+
+// c[r * ldc + j] = the lane sum of acc[r][j], four accumulators at a time.
+template <int R, int C>
+TLALOC_AVX512_TARGET inline void StoreSums(const __m512 (&acc)[R][C], float* c, int64_t ldc) {
+  constexpr int kCount = R * C;
+  int i = 0;
+#pragma GCC unroll 6
+  for (; i + 4 <= kCount; i += 4) {
+    alignas(64) float s[16];
+    _mm512_store_ps(s, SumsOfFour(acc[i / C][i % C], acc[(i + 1) / C][(i + 1) % C],
+                                  acc[(i + 2) / C][(i + 2) % C], acc[(i + 3) / C][(i + 3) % C]));
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) c[(i + q) / C * ldc + (i + q) % C] = s[4 * q];
+  }
+#pragma GCC unroll 3
+  for (; i < kCount; ++i) c[i / C * ldc + i % C] = _mm512_reduce_add_ps(acc[i / C][i % C]);
+}
+
 // c[r, j] = sum_k a[r, k] w[j, k] for R rows and C weight rows, 32 elements per step: vdpbf16ps
 // multiplies bf16 pairs exactly and adds them into 16 f32 lanes, which are summed at the end.
 template <int R, int C>
@@ -76,10 +109,7 @@ TLALOC_AVX512_BF16_TARGET void TileBf16(const uint16_t* a, int64_t lda, const ui
         acc[r][j] = _mm512_dpbf16_ps(acc[r][j], (__m512bh)av[r], (__m512bh)wv);
     }
   }
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 6
-    for (int j = 0; j < C; ++j) c[r * ldc + j] = _mm512_reduce_add_ps(acc[r][j]);
+  StoreSums<R, C>(acc, c, ldc);
 }
 
 template <int R>
@@ -149,10 +179,7 @@ TLALOC_AVX512_TARGET void TileF32(const float* a, int64_t lda, const float* w, i
       for (int r = 0; r < R; ++r) acc[r][j] = _mm512_fmadd_ps(av[r], wv, acc[r][j]);
     }
   }
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 6
-    for (int j = 0; j < C; ++j) c[r * ldc + j] = _mm512_reduce_add_ps(acc[r][j]);
+  StoreSums<R, C>(acc, c, ldc);
 }
 
 template <int R>
