@@ -73,11 +73,21 @@ TLALOC_AVX512_TARGET inline void StoreSums(const __m512 (&acc)[R][C], float* c, 
   for (; i < kCount; ++i) c[i / C * ldc + i % C] = _mm512_reduce_add_ps(acc[i / C][i % C]);
 }
 
+// One cache line of each of C rows at `p` (stride ld elements) into L2: the next tile's weight
+// rows, fetched from memory while this tile's first rows are computed (T1 as the matrix-vector
+// kernel does: T0 prefetches fill the L1 miss buffers the demand loads need).
+template <int C, typename T>
+inline void Prefetch(const T* p, int64_t ld) {
+#pragma GCC unroll 6
+  for (int j = 0; j < C; ++j) _mm_prefetch(reinterpret_cast<const char*>(p + j * ld), _MM_HINT_T1);
+}
+
 // c[r, j] = sum_k a[r, k] w[j, k] for R rows and C weight rows, 32 elements per step: vdpbf16ps
 // multiplies bf16 pairs exactly and adds them into 16 f32 lanes, which are summed at the end.
 template <int R, int C>
 TLALOC_AVX512_BF16_TARGET void TileBf16(const uint16_t* a, int64_t lda, const uint16_t* w,
-                                        int64_t ldw, int64_t k, float* c, int64_t ldc) {
+                                        int64_t ldw, int64_t k, float* c, int64_t ldc,
+                                        const uint16_t* next) {
   __m512 acc[R][C];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
@@ -88,6 +98,7 @@ TLALOC_AVX512_BF16_TARGET void TileBf16(const uint16_t* a, int64_t lda, const ui
     __m512i av[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) av[r] = _mm512_loadu_si512(a + r * lda + i);
+    if (next) Prefetch<C>(next + i, ldw);
 #pragma GCC unroll 6
     for (int j = 0; j < C; ++j) {
       const __m512i wv = _mm512_loadu_si512(w + j * ldw + i);
@@ -114,34 +125,34 @@ TLALOC_AVX512_BF16_TARGET void TileBf16(const uint16_t* a, int64_t lda, const ui
 
 template <int R>
 void TileBf16Cols(int cols, const uint16_t* a, int64_t lda, const uint16_t* w, int64_t ldw,
-                  int64_t k, float* c, int64_t ldc) {
+                  int64_t k, float* c, int64_t ldc, const uint16_t* next) {
   switch (cols) {
     case 1:
-      return TileBf16<R, 1>(a, lda, w, ldw, k, c, ldc);
+      return TileBf16<R, 1>(a, lda, w, ldw, k, c, ldc, next);
     case 2:
-      return TileBf16<R, 2>(a, lda, w, ldw, k, c, ldc);
+      return TileBf16<R, 2>(a, lda, w, ldw, k, c, ldc, next);
     case 3:
-      return TileBf16<R, 3>(a, lda, w, ldw, k, c, ldc);
+      return TileBf16<R, 3>(a, lda, w, ldw, k, c, ldc, next);
     case 4:
-      return TileBf16<R, 4>(a, lda, w, ldw, k, c, ldc);
+      return TileBf16<R, 4>(a, lda, w, ldw, k, c, ldc, next);
     case 5:
-      return TileBf16<R, 5>(a, lda, w, ldw, k, c, ldc);
+      return TileBf16<R, 5>(a, lda, w, ldw, k, c, ldc, next);
     default:
-      return TileBf16<R, kTileCols>(a, lda, w, ldw, k, c, ldc);
+      return TileBf16<R, kTileCols>(a, lda, w, ldw, k, c, ldc, next);
   }
 }
 
 void TileBf16Any(int rows, int cols, const uint16_t* a, int64_t lda, const uint16_t* w, int64_t ldw,
-                 int64_t k, float* c, int64_t ldc) {
+                 int64_t k, float* c, int64_t ldc, const uint16_t* next) {
   switch (rows) {
     case 1:
-      return TileBf16Cols<1>(cols, a, lda, w, ldw, k, c, ldc);
+      return TileBf16Cols<1>(cols, a, lda, w, ldw, k, c, ldc, next);
     case 2:
-      return TileBf16Cols<2>(cols, a, lda, w, ldw, k, c, ldc);
+      return TileBf16Cols<2>(cols, a, lda, w, ldw, k, c, ldc, next);
     case 3:
-      return TileBf16Cols<3>(cols, a, lda, w, ldw, k, c, ldc);
+      return TileBf16Cols<3>(cols, a, lda, w, ldw, k, c, ldc, next);
     default:
-      return TileBf16Cols<kTileRows>(cols, a, lda, w, ldw, k, c, ldc);
+      return TileBf16Cols<kTileRows>(cols, a, lda, w, ldw, k, c, ldc, next);
   }
 }
 
@@ -149,7 +160,7 @@ void TileBf16Any(int rows, int cols, const uint16_t* a, int64_t lda, const uint1
 // summed at the end (the bf16 tile's shape and order, one element per lane instead of a pair).
 template <int R, int C>
 TLALOC_AVX512_TARGET void TileF32(const float* a, int64_t lda, const float* w, int64_t ldw,
-                                  int64_t k, float* c, int64_t ldc) {
+                                  int64_t k, float* c, int64_t ldc, const float* next) {
   __m512 acc[R][C];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
@@ -160,6 +171,7 @@ TLALOC_AVX512_TARGET void TileF32(const float* a, int64_t lda, const float* w, i
     __m512 av[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) av[r] = _mm512_loadu_ps(a + r * lda + i);
+    if (next) Prefetch<C>(next + i, ldw);
 #pragma GCC unroll 6
     for (int j = 0; j < C; ++j) {
       const __m512 wv = _mm512_loadu_ps(w + j * ldw + i);
@@ -184,34 +196,34 @@ TLALOC_AVX512_TARGET void TileF32(const float* a, int64_t lda, const float* w, i
 
 template <int R>
 void TileF32Cols(int cols, const float* a, int64_t lda, const float* w, int64_t ldw, int64_t k,
-                 float* c, int64_t ldc) {
+                 float* c, int64_t ldc, const float* next) {
   switch (cols) {
     case 1:
-      return TileF32<R, 1>(a, lda, w, ldw, k, c, ldc);
+      return TileF32<R, 1>(a, lda, w, ldw, k, c, ldc, next);
     case 2:
-      return TileF32<R, 2>(a, lda, w, ldw, k, c, ldc);
+      return TileF32<R, 2>(a, lda, w, ldw, k, c, ldc, next);
     case 3:
-      return TileF32<R, 3>(a, lda, w, ldw, k, c, ldc);
+      return TileF32<R, 3>(a, lda, w, ldw, k, c, ldc, next);
     case 4:
-      return TileF32<R, 4>(a, lda, w, ldw, k, c, ldc);
+      return TileF32<R, 4>(a, lda, w, ldw, k, c, ldc, next);
     case 5:
-      return TileF32<R, 5>(a, lda, w, ldw, k, c, ldc);
+      return TileF32<R, 5>(a, lda, w, ldw, k, c, ldc, next);
     default:
-      return TileF32<R, kTileCols>(a, lda, w, ldw, k, c, ldc);
+      return TileF32<R, kTileCols>(a, lda, w, ldw, k, c, ldc, next);
   }
 }
 
 void TileF32Any(int rows, int cols, const float* a, int64_t lda, const float* w, int64_t ldw,
-                int64_t k, float* c, int64_t ldc) {
+                int64_t k, float* c, int64_t ldc, const float* next) {
   switch (rows) {
     case 1:
-      return TileF32Cols<1>(cols, a, lda, w, ldw, k, c, ldc);
+      return TileF32Cols<1>(cols, a, lda, w, ldw, k, c, ldc, next);
     case 2:
-      return TileF32Cols<2>(cols, a, lda, w, ldw, k, c, ldc);
+      return TileF32Cols<2>(cols, a, lda, w, ldw, k, c, ldc, next);
     case 3:
-      return TileF32Cols<3>(cols, a, lda, w, ldw, k, c, ldc);
+      return TileF32Cols<3>(cols, a, lda, w, ldw, k, c, ldc, next);
     default:
-      return TileF32Cols<kTileRows>(cols, a, lda, w, ldw, k, c, ldc);
+      return TileF32Cols<kTileRows>(cols, a, lda, w, ldw, k, c, ldc, next);
   }
 }
 #endif
@@ -335,7 +347,8 @@ bool Bf16RowsTimesRowsT(const uint16_t* a, int64_t lda, int64_t rows, const uint
     const int cols = static_cast<int>(std::min<int64_t>(kTileCols, n - j));
     for (int64_t r = 0; r < rows; r += kTileRows) {
       const int tile_rows = static_cast<int>(std::min<int64_t>(kTileRows, rows - r));
-      TileBf16Any(tile_rows, cols, a + r * lda, lda, w + j * ldw, ldw, k, c + r * ldc + j, ldc);
+      TileBf16Any(tile_rows, cols, a + r * lda, lda, w + j * ldw, ldw, k, c + r * ldc + j, ldc,
+                  r == 0 && j + kTileCols < n ? w + (j + kTileCols) * ldw : nullptr);
     }
   }
   return true;
@@ -352,7 +365,8 @@ bool F32RowsTimesRowsT(const float* a, int64_t lda, int64_t rows, const float* w
     const int cols = static_cast<int>(std::min<int64_t>(kTileCols, n - j));
     for (int64_t r = 0; r < rows; r += kTileRows) {
       const int tile_rows = static_cast<int>(std::min<int64_t>(kTileRows, rows - r));
-      TileF32Any(tile_rows, cols, a + r * lda, lda, w + j * ldw, ldw, k, c + r * ldc + j, ldc);
+      TileF32Any(tile_rows, cols, a + r * lda, lda, w + j * ldw, ldw, k, c + r * ldc + j, ldc,
+                 r == 0 && j + kTileCols < n ? w + (j + kTileCols) * ldw : nullptr);
     }
   }
   return true;
