@@ -9,9 +9,10 @@
 //
 // JAX prints the op in MLIR's generic form, which the generic printer and parser handle; the
 // dimension numbers are the #chlo.ragged_dot<...> struct. Each expert's weights are read once
-// per call however many rows it has: groups of up to four rows through reduction_matmul's
-// matrix-vector kernel over views of the operands, larger ones through ragged_dot_grouped's
-// kernels, all groups in one pass over the pool (one product per group where none applies).
+// per call however many rows it has: all groups in one pass over the pool through
+// ragged_dot_grouped's kernels (its tile kernels take groups of every size); groups of up to
+// four rows that no tile kernel takes through reduction_matmul's matrix-vector kernel over
+// views of the operands, and one product per group where nothing else applies.
 #include <algorithm>
 
 #include "op_areas.h"
