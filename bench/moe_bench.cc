@@ -9,8 +9,9 @@
 //                         of the forms by pair count (tokens x 8) sets nn::MoeFormForPairs.
 //   BM_DenseMlp/tokens    a dense SwiGLU of the same active width (8 x 768 = 6,144), the cost
 //                         an MoE layer should approach.
-//   BM_GroupedBf16/rows   one thread's grouped bf16 kernel on one expert's gate projection
-//                         (rows x 2048 times 768 x 2048): GFLOP/s against the core's peak.
+//   BM_GroupedBf16/rows, BM_GroupedF32/rows  one thread's grouped tile kernel (bf16, f32) on
+//                         one expert's gate projection (rows x 2048 times 768 x 2048): GFLOP/s
+//                         against the core's peak.
 //   BM_MoeFormBf16, BM_DenseMlpBf16  the same in bf16 (weights, activations; f32 accumulation),
 //                         the models' usual dtype.
 #include <benchmark/benchmark.h>
@@ -146,21 +147,21 @@ void DenseMlp(benchmark::State& state, ElementType et) {
 }
 void BM_DenseMlp(benchmark::State& state) { DenseMlp(state, ElementType::kF32); }
 void BM_DenseMlpBf16(benchmark::State& state) { DenseMlp(state, ElementType::kBF16); }
-void BM_GroupedBf16(benchmark::State& state) {
-  const int64_t rows = state.range(0);
-  // Each run takes the next of the 128 experts' weights, so they come from memory as in a layer.
-  const int64_t size = kWidth * kHidden;
-  std::vector<uint16_t> a(rows * kHidden, 0x3f80), w(kExperts * size, 0x3c00);  // 1, 1/128
+// One thread's tile kernel on one expert's gate projection, rows x 2048 times 768 x 2048; each
+// run takes the next of the 128 experts' weights, so they come from memory as in a layer.
+template <typename T, typename Kernel>
+void GroupedKernel(benchmark::State& state, T one, T small, Kernel kernel) {
+  const int64_t rows = state.range(0), size = kWidth * kHidden;
+  std::vector<T> a(rows * kHidden, one), w(kExperts * size, small);
   std::vector<float> c(rows * kWidth);
-  if (!tlaloc::ops::Bf16RowsTimesRowsT(a.data(), kHidden, rows, w.data(), kHidden, kWidth, kHidden,
-                                       c.data(), kWidth)) {
-    state.SkipWithError("this CPU has no AVX512_BF16");
+  if (!kernel(a.data(), kHidden, rows, w.data(), kHidden, kWidth, kHidden, c.data(), kWidth)) {
+    state.SkipWithError("this CPU lacks the kernel's instructions");
     return;
   }
   int64_t expert = 0;
   for (auto _ : state) {
-    tlaloc::ops::Bf16RowsTimesRowsT(a.data(), kHidden, rows, w.data() + expert * size, kHidden,
-                                    kWidth, kHidden, c.data(), kWidth);
+    kernel(a.data(), kHidden, rows, w.data() + expert * size, kHidden, kWidth, kHidden, c.data(),
+           kWidth);
     expert = (expert + 1) % kExperts;
     benchmark::DoNotOptimize(c.data());
   }
@@ -168,7 +169,14 @@ void BM_GroupedBf16(benchmark::State& state) {
                                                  benchmark::Counter::kIsIterationInvariantRate,
                                                  benchmark::Counter::kIs1000);
 }
-BENCHMARK(BM_GroupedBf16)->ArgName("rows")->Arg(4)->Arg(8)->Arg(32)->Arg(64);
+void BM_GroupedBf16(benchmark::State& state) {
+  GroupedKernel<uint16_t>(state, 0x3f80, 0x3c00, tlaloc::ops::Bf16RowsTimesRowsT);  // 1, 1/128
+}
+void BM_GroupedF32(benchmark::State& state) {
+  GroupedKernel<float>(state, 1.0f, 1.0f / 128, tlaloc::ops::F32RowsTimesRowsT);
+}
+BENCHMARK(BM_GroupedBf16)->ArgName("rows")->Arg(1)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->Arg(64);
+BENCHMARK(BM_GroupedF32)->ArgName("rows")->Arg(1)->Arg(4)->Arg(16)->Arg(32);
 
 BENCHMARK(BM_DenseMlp)
     ->ArgName("tokens")

@@ -500,6 +500,10 @@ Status EvalScatter(const Operation& op, std::span<const Literal> operands,
                                 : Combiner::kReplace;
   const int64_t batches = NumElements(layout.batch_shape);
   if (NumElements(box) == 0) return OkStatus();
+  const bool add_rows_f32 = combiner == Combiner::kAdd && n == 1 &&
+                            results[0].element_type() == ElementType::kF32 &&
+                            updates[0].element_type() == ElementType::kF32 && box.size() == 1 &&
+                            src_box.strides[0] == 1 && dst_box.strides[0] == 1;
   Dims b, full(rank);
   StridedView src = src_box, dst = dst_box;
   for (int64_t u = 0; u < batches; ++u) {
@@ -533,6 +537,12 @@ Status EvalScatter(const Operation& op, std::span<const Literal> operands,
         if (st.ok()) st = CombineGeneral(op.region(0), results, updates, ri, ui, ctx);
       });
       TL_RETURN_IF_ERROR(st);
+    } else if (add_rows_f32) {
+      // One contiguous f32 row per window (the MoE combine's scatter-add of [pairs, hidden]):
+      // the same float additions in the same order, without the per-element combiner switch.
+      float* out = results[0].span<float>().data() + dst.offset;
+      const float* upd = updates[0].span<float>().data() + src.offset;
+      for (int64_t e = 0; e < box[0]; ++e) out[e] += upd[e];
     } else {
       DispatchElementType(results[0].element_type(), [&]<typename T>() {
         T* out = reinterpret_cast<T*>(results[0].data());

@@ -9,9 +9,10 @@
 //
 // JAX prints the op in MLIR's generic form, which the generic printer and parser handle; the
 // dimension numbers are the #chlo.ragged_dot<...> struct. Each expert's weights are read once
-// per call however many rows it has: groups of up to four rows through reduction_matmul's
-// matrix-vector kernel over views of the operands, larger ones through ragged_dot_grouped's
-// kernels, all groups in one pass over the pool (one product per group where none applies).
+// per call however many rows it has: all groups in one pass over the pool through
+// ragged_dot_grouped's kernels (its tile kernels take groups of every size); groups of up to
+// four rows that no tile kernel takes through reduction_matmul's matrix-vector kernel over
+// views of the operands, and one product per group where nothing else applies.
 #include <algorithm>
 
 #include "op_areas.h"
@@ -143,16 +144,19 @@ void EvalViews(RaggedMode mode, int64_t rhs_contract, const Literal& lhs, const 
   if (mode == RaggedMode::kGroupedRows) {
     const int64_t n = rhs.dims()[rhs_contract == 1 ? 2 : 1];
     if (k == 0 || n == 0) return;
-    // Groups of more rows than the matrix-vector kernel takes go to the grouped kernels in one
-    // pass over the pool; the rest (all of decode's) stream their weights over all threads.
+    // Groups go to the grouped kernels in one pass over the pool: all of them where a tile
+    // kernel takes the operands, else those of more rows than the matrix-vector kernel takes;
+    // the rest (through the matrix-vector kernel) stream their weights over all threads each.
+    const int64_t fewest_rows =
+        GroupedTakesSmallGroups(lhs, rhs, rhs_contract) ? 1 : kMaxVectors + 1;
     std::vector<RowGroup> many_rows;
     for (size_t g = 0; g < groups.size(); ++g)
-      if (groups[g].second > kMaxVectors)
+      if (groups[g].second >= fewest_rows)
         many_rows.push_back({static_cast<int64_t>(g), groups[g].first, groups[g].second});
     const bool grouped = GroupedRowsProduct(lhs, rhs, rhs_contract, many_rows, c, ctx);
     for (size_t g = 0; g < groups.size(); ++g) {
       const auto [start, rows] = groups[g];
-      if (rows == 0 || (grouped && rows > kMaxVectors)) continue;
+      if (rows == 0 || (grouped && rows >= fewest_rows)) continue;
       MatrixView a = ViewAt(lhs, start * k, k, 1);
       const int64_t base = static_cast<int64_t>(g) * k * n;
       // rhs[g] as a [K, N] matrix: row-major, or stored [N, K] (a transposed view).

@@ -1,6 +1,6 @@
-// The grouped bf16 kernel of chlo.ragged_dot (src/ops/ragged_dot_grouped.h) against a double
-// loop over the same bf16 values, for every tile shape it has (1-4 rows, 1-6 weight rows) and
-// contraction lengths with and without a masked tail.
+// The grouped bf16 and f32 tile kernels of chlo.ragged_dot (src/ops/ragged_dot_grouped.h)
+// against a double loop over the same values, for every tile shape they have (1-4 rows, 1-6
+// weight rows) and contraction lengths with and without a masked tail.
 #include "ops/ragged_dot_grouped.h"
 
 #include <gtest/gtest.h>
@@ -42,6 +42,34 @@ TEST(GroupedBf16Kernel, MatchesDoubleLoopForEveryTileShape) {
             scale += std::fabs(p);
           }
           // f32 accumulation of exact products: within a few ulps of the magnitudes summed.
+          EXPECT_NEAR(c[r * ldc + j], want, 1e-6 * (1 + scale))
+              << "k " << k << " rows " << rows << " (" << r << ", " << j << ")";
+        }
+        for (int64_t j = n; j < ldc; ++j) EXPECT_EQ(c[r * ldc + j], -7.0f) << "wrote past n";
+      }
+    }
+  }
+}
+
+TEST(GroupedF32Kernel, MatchesDoubleLoopForEveryTileShape) {
+  if (!HasAvx512Core()) GTEST_SKIP() << "this CPU has no AVX-512 (the kernel declines)";
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  for (int64_t k : {1, 15, 16, 33, 97}) {
+    for (int64_t rows = 1; rows <= 9; ++rows) {
+      const int64_t n = 13, lda = k + 3, ldw = k + 5, ldc = n + 2;  // strides wider than rows
+      std::vector<float> a(rows * lda), w(n * ldw), c(rows * ldc, -7.0f);
+      for (float& v : a) v = d(rng);
+      for (float& v : w) v = d(rng);
+      ASSERT_TRUE(F32RowsTimesRowsT(a.data(), lda, rows, w.data(), ldw, n, k, c.data(), ldc));
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = 0; j < n; ++j) {
+          double want = 0, scale = 0;
+          for (int64_t i = 0; i < k; ++i) {
+            const double p = static_cast<double>(a[r * lda + i]) * w[j * ldw + i];
+            want += p;
+            scale += std::fabs(p);
+          }
           EXPECT_NEAR(c[r * ldc + j], want, 1e-6 * (1 + scale))
               << "k " << k << " rows " << rows << " (" << r << ", " << j << ")";
         }

@@ -95,7 +95,8 @@ void ExpectRaggedMatchesLoop(ElementType operand_type, ElementType result_type, 
 }
 
 TEST(RaggedDot, F32MatchesPerGroupDotsWithEmptyGroups) {
-  // Groups of 3, 0, 1 (the matrix-vector path), 6 (BLAS) rows; an empty group at the end.
+  // Groups of 3, 0, 1, 6 rows and an empty group at the end: rhs [G, K, N] sends the small
+  // groups to the matrix-vector path, rhs [G, N, K] to the tile kernel, and 6 rows to BLAS.
   ExpectRaggedMatchesLoop(ElementType::kF32, ElementType::kF32, 10, 7, 9, {3, 0, 1, 6, 0}, 1, 1e-6);
   ExpectRaggedMatchesLoop(ElementType::kF32, ElementType::kF32, 10, 7, 9, {3, 0, 1, 6, 0}, 2, 1e-6);
 }
@@ -106,10 +107,11 @@ TEST(RaggedDot, Bf16MatchesPerGroupDots) {
   ExpectRaggedMatchesLoop(ElementType::kBF16, ElementType::kBF16, 12, 16, 5, {2, 7, 0, 3}, 1, 1e-2);
 }
 
-// Groups of more than four rows take ragged_dot_grouped's kernels (bf16 [G, N, K] with
-// AVX512_BF16, f32 through one sgemm per block), the rest the matrix-vector path, all in one
-// call: groups of 13, 5 and 22 rows leave partial 4-row tiles, n = 200 three column blocks (96,
-// 96, 8; the last a partial 6-column tile) and k = 70 two 32-element steps and a masked tail.
+// rhs [G, N, K] sends every bf16 group, and f32 groups of up to four rows, to
+// ragged_dot_grouped's tile kernels (AVX512_BF16, AVX-512); f32 groups of more than four rows go
+// to one sgemm per block, and with rhs [G, K, N] the small ones to the matrix-vector path, all
+// in one call: groups of 13, 5 and 22 rows leave partial 4-row tiles, n = 200 three column blocks
+// (96, 96, 8; the last a partial 6-column tile) and k = 70 two 32-element steps and a masked tail.
 TEST(RaggedDot, GroupedKernelsMatchPerGroupDotsOverTilesAndBlocks) {
   const std::vector<int32_t> sizes{13, 0, 5, 4, 22, 16};
   for (int64_t rc : {1, 2}) {
