@@ -1,6 +1,10 @@
 // Checkpoint folders: single-file and sharded safetensors, reading and writing.
 #include "tlaloc/io/checkpoint.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -11,6 +15,7 @@
 #include <utility>
 
 #include "io/io_util.h"
+#include "io/safetensors_layout.h"
 #include "tlaloc/support/memory_info.h"
 
 namespace tlaloc::io {
@@ -30,6 +35,24 @@ std::string ShardFileName(size_t i, size_t n) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "model-%05zu-of-%05zu.safetensors", i + 1, n);
   return buf;
+}
+
+// Removes the files a previous save left in `dir` that this one did not write (`keep`), which
+// would otherwise be picked up (or confuse) on load.
+void RemoveStaleCheckpointFiles(const fs::path& dir, const std::set<std::string>& keep) {
+  std::error_code ec;
+  const std::regex shard_pattern(R"(model-\d{5}-of-\d{5}\.safetensors)");
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    bool ours = name == kSingleSafetensorsName || name == kSafetensorsIndexName ||
+                std::regex_match(name, shard_pattern);
+    if (ours && !keep.count(name)) fs::remove(e.path(), ec);
+  }
+}
+
+Status WriteIndex(const fs::path& dir, const json& weight_map, uint64_t total) {
+  json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
+  return WriteStringAtomically(dir / kSafetensorsIndexName, index.dump(2) + "\n");
 }
 
 }  // namespace
@@ -237,9 +260,7 @@ Status WriteCheckpoint(const fs::path& dir, std::span<const NamedTensor> tensors
     total += n;
   }
 
-  // Files a previous save left here would otherwise be picked up (or confuse) on load.
   std::set<std::string> keep;
-  const std::regex shard_pattern(R"(model-\d{5}-of-\d{5}\.safetensors)");
   if (shards.size() == 1) {
     keep.insert(std::string(kSingleSafetensorsName));
     TL_RETURN_IF_ERROR(
@@ -252,16 +273,145 @@ Status WriteCheckpoint(const fs::path& dir, std::span<const NamedTensor> tensors
       TL_RETURN_IF_ERROR(WriteSafetensors(dir / name, shards[i], metadata, options.layout));
       for (const auto& t : shards[i]) weight_map[t.name] = name;
     }
-    json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
     keep.insert(std::string(kSafetensorsIndexName));
-    TL_RETURN_IF_ERROR(WriteStringAtomically(dir / kSafetensorsIndexName, index.dump(2) + "\n"));
+    TL_RETURN_IF_ERROR(WriteIndex(dir, weight_map, total));
   }
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::string name = e.path().filename().string();
-    bool ours = name == kSingleSafetensorsName || name == kSafetensorsIndexName ||
-                std::regex_match(name, shard_pattern);
-    if (ours && !keep.count(name)) fs::remove(e.path(), ec);
+  RemoveStaleCheckpointFiles(dir, keep);
+  return OkStatus();
+}
+
+struct CheckpointStreamWriter::Shard {
+  fs::path path;       // the final name
+  fs::path temporary;  // written here until Finish
+  int fd = -1;
+  std::vector<SafetensorsEntry> entries;
+  SafetensorsPlan plan;
+  std::vector<bool> written;
+};
+
+namespace {
+
+Status WriteAllAt(int fd, std::span<const std::byte> bytes, uint64_t offset, const fs::path& path) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return ErrnoStatus(n < 0 ? errno : EIO, path.string() + ": cannot write");
+    bytes = bytes.subspan(static_cast<size_t>(n));
+    offset += static_cast<uint64_t>(n);
   }
+  return OkStatus();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<CheckpointStreamWriter>> CheckpointStreamWriter::Create(
+    const fs::path& dir, std::span<const std::vector<PlannedTensor>> groups,
+    const CheckpointWriteOptions& options) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return InvalidArgument(dir.string() + ": cannot create folder: " + ec.message());
+  std::map<std::string, std::string> metadata = options.metadata;
+  metadata.emplace("format", "pt");
+
+  std::unique_ptr<CheckpointStreamWriter> w(new CheckpointStreamWriter());
+  w->dir_ = dir;
+  // Greedy split in the caller's order, as WriteCheckpoint does, a group at a time.
+  std::vector<std::vector<SafetensorsEntry>> shards(1);
+  uint64_t current = 0;
+  for (const auto& group : groups) {
+    uint64_t n = 0;
+    for (const auto& t : group) n += static_cast<uint64_t>(t.type.byte_size());
+    if (options.max_shard_bytes > 0 && !shards.back().empty() &&
+        current + n > options.max_shard_bytes) {
+      shards.emplace_back();
+      current = 0;
+    }
+    for (const auto& t : group) shards.back().push_back({t.name, t.type});
+    current += n;
+    w->total_bytes_ += n;
+  }
+  for (size_t i = 0; i < shards.size(); ++i) {
+    auto shard = std::make_unique<Shard>();
+    shard->path = dir / (shards.size() == 1 ? std::string(kSingleSafetensorsName)
+                                            : ShardFileName(i, shards.size()));
+    shard->entries = std::move(shards[i]);
+    TL_ASSIGN_OR_RETURN(shard->plan, PlanSafetensors(shard->entries, metadata, options.layout));
+    shard->written.assign(shard->entries.size(), false);
+    for (size_t e = 0; e < shard->entries.size(); ++e)
+      if (!w->where_.emplace(shard->entries[e].name, std::make_pair(i, e)).second)
+        return InvalidArgument("checkpoint writer: tensor \"" + shard->entries[e].name +
+                               "\" given twice");
+    shard->temporary = TemporarySibling(shard->path);
+    shard->fd = ::open(shard->temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    Shard& s = *shard;
+    w->shards_.push_back(std::move(shard));  // from here the destructor removes the temporary
+    if (s.fd < 0) {
+      s.temporary.clear();
+      return ErrnoStatus(errno, s.path.string() + ": cannot create");
+    }
+    const std::string& header = s.plan.header;
+    const uint64_t size = s.plan.data_offset() + s.plan.data_size;
+    if (::ftruncate(s.fd, static_cast<off_t>(size)) != 0)
+      return ErrnoStatus(errno,
+                         s.path.string() + ": cannot size to " + std::to_string(size) + " bytes");
+    TL_RETURN_IF_ERROR(WriteAllAt(s.fd, SafetensorsLengthPrefix(header.size()), 0, s.path));
+    TL_RETURN_IF_ERROR(WriteAllAt(
+        s.fd, {reinterpret_cast<const std::byte*>(header.data()), header.size()}, 8, s.path));
+  }
+  return w;
+}
+
+CheckpointStreamWriter::~CheckpointStreamWriter() {
+  for (const auto& s : shards_) {
+    if (s->fd >= 0) ::close(s->fd);
+    if (!finished_ && !s->temporary.empty()) ::unlink(s->temporary.c_str());
+  }
+}
+
+Status CheckpointStreamWriter::Write(std::string_view name, std::span<const std::byte> bytes) {
+  auto it = where_.find(name);
+  if (it == where_.end())
+    return InvalidArgument("checkpoint writer: tensor \"" + std::string(name) +
+                           "\" was not planned");
+  Shard& s = *shards_[it->second.first];
+  const size_t e = it->second.second;
+  const uint64_t expected = static_cast<uint64_t>(s.entries[e].type.byte_size());
+  if (bytes.size() != expected)
+    return InvalidArgument("checkpoint writer: tensor \"" + std::string(name) + "\" given " +
+                           std::to_string(bytes.size()) + " bytes, planned as " +
+                           std::to_string(expected));
+  if (s.written[e])
+    return InvalidArgument("checkpoint writer: tensor \"" + std::string(name) + "\" written twice");
+  TL_RETURN_IF_ERROR(WriteAllAt(s.fd, bytes, s.plan.data_offset() + s.plan.offsets[e], s.path));
+  s.written[e] = true;
+  return OkStatus();
+}
+
+Status CheckpointStreamWriter::Finish() {
+  for (const auto& s : shards_)
+    for (size_t e = 0; e < s->entries.size(); ++e)
+      if (!s->written[e])
+        return FailedPrecondition("checkpoint writer: tensor \"" + s->entries[e].name +
+                                  "\" was planned but never written");
+  std::set<std::string> keep;
+  json weight_map = json::object();
+  for (const auto& s : shards_) {
+    if (::fsync(s->fd) != 0) return ErrnoStatus(errno, s->path.string() + ": cannot sync");
+    const int fd = s->fd;
+    s->fd = -1;
+    if (::close(fd) != 0) return ErrnoStatus(errno, s->path.string() + ": cannot close");
+    TL_RETURN_IF_ERROR(RenameDurably(s->temporary, s->path));
+    s->temporary.clear();
+    const std::string file = s->path.filename().string();
+    keep.insert(file);
+    for (const auto& t : s->entries) weight_map[t.name] = file;
+  }
+  if (shards_.size() > 1) {
+    keep.insert(std::string(kSafetensorsIndexName));
+    TL_RETURN_IF_ERROR(WriteIndex(dir_, weight_map, total_bytes_));
+  }
+  RemoveStaleCheckpointFiles(dir_, keep);
+  finished_ = true;
   return OkStatus();
 }
 

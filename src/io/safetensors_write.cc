@@ -5,6 +5,7 @@
 #include <set>
 
 #include "io/io_util.h"
+#include "io/safetensors_layout.h"
 #include "tlaloc/io/safetensors.h"
 
 namespace tlaloc::io {
@@ -46,47 +47,65 @@ int ReferenceDtypeRank(ElementType t) {
 }
 
 struct Prepared {
-  std::string header;                     // JSON, padded to a multiple of 8
+  SafetensorsPlan plan;
   std::vector<const NamedTensor*> order;  // data order
-  uint64_t data_size = 0;
 };
 
 StatusOr<Prepared> Prepare(std::span<const NamedTensor> tensors,
                            const std::map<std::string, std::string>& metadata,
                            SafetensorsLayout layout) {
-  Prepared p;
-  std::set<std::string_view> names;
+  std::vector<SafetensorsEntry> entries;
+  entries.reserve(tensors.size());
   for (const auto& t : tensors) {
+    if (!t.value.valid())
+      return InvalidArgument("safetensors writer: tensor \"" + t.name + "\" has no data");
+    entries.push_back({t.name, t.value.type()});
+  }
+  Prepared p;
+  TL_ASSIGN_OR_RETURN(p.plan, PlanSafetensors(entries, metadata, layout));
+  for (size_t i : p.plan.order) p.order.push_back(&tensors[i]);
+  return p;
+}
+
+}  // namespace
+
+StatusOr<SafetensorsPlan> PlanSafetensors(std::span<const SafetensorsEntry> entries,
+                                          const std::map<std::string, std::string>& metadata,
+                                          SafetensorsLayout layout) {
+  SafetensorsPlan p;
+  std::set<std::string_view> names;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const SafetensorsEntry& t = entries[i];
     if (t.name == "__metadata__")
       return InvalidArgument("safetensors writer: \"__metadata__\" is reserved, not a tensor name");
     if (!names.insert(t.name).second)
       return InvalidArgument("safetensors writer: tensor \"" + t.name + "\" given twice");
-    if (!t.value.valid())
-      return InvalidArgument("safetensors writer: tensor \"" + t.name + "\" has no data");
-    p.order.push_back(&t);
+    p.order.push_back(i);
   }
-  std::stable_sort(p.order.begin(), p.order.end(),
-                   [layout](const NamedTensor* a, const NamedTensor* b) {
-                     int ra = ReferenceDtypeRank(a->value.element_type());
-                     int rb = ReferenceDtypeRank(b->value.element_type());
-                     if (ra != rb) return ra > rb;
-                     // bytewise, as Rust's String ordering
-                     return layout == SafetensorsLayout::kReference && a->name < b->name;
-                   });
+  std::stable_sort(p.order.begin(), p.order.end(), [&](size_t a, size_t b) {
+    int ra = ReferenceDtypeRank(entries[a].type.element_type);
+    int rb = ReferenceDtypeRank(entries[b].type.element_type);
+    if (ra != rb) return ra > rb;
+    // bytewise, as Rust's String ordering
+    return layout == SafetensorsLayout::kReference && entries[a].name < entries[b].name;
+  });
 
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) {
     auto& m = header["__metadata__"] = nlohmann::ordered_json::object();
     for (const auto& [k, v] : metadata) m[k] = v;
   }
+  p.offsets.assign(entries.size(), 0);
   uint64_t offset = 0;
-  for (const NamedTensor* t : p.order) {
-    uint64_t n = static_cast<uint64_t>(t->value.byte_size());
+  for (size_t i : p.order) {
+    const SafetensorsEntry& t = entries[i];
+    uint64_t n = static_cast<uint64_t>(t.type.byte_size());
     nlohmann::ordered_json entry = nlohmann::ordered_json::object();
-    entry["dtype"] = std::string(SafetensorsDtypeName(t->value.element_type()));
-    entry["shape"] = t->value.dims();
+    entry["dtype"] = std::string(SafetensorsDtypeName(t.type.element_type));
+    entry["shape"] = t.type.dims;
     entry["data_offsets"] = {offset, offset + n};
-    header[t->name] = std::move(entry);
+    header[t.name] = std::move(entry);
+    p.offsets[i] = offset;
     offset += n;
   }
   p.data_size = offset;
@@ -105,24 +124,23 @@ StatusOr<Prepared> Prepare(std::span<const NamedTensor> tensors,
   return p;
 }
 
-std::array<std::byte, 8> LengthPrefix(uint64_t n) {
+std::array<std::byte, 8> SafetensorsLengthPrefix(uint64_t n) {
   std::array<std::byte, 8> out;
   for (int i = 0; i < 8; ++i) out[i] = static_cast<std::byte>((n >> (8 * i)) & 0xff);
   return out;
 }
 
-}  // namespace
-
 StatusOr<std::vector<std::byte>> SerializeSafetensors(
     std::span<const NamedTensor> tensors, const std::map<std::string, std::string>& metadata,
     SafetensorsLayout layout) {
   TL_ASSIGN_OR_RETURN(Prepared p, Prepare(tensors, metadata, layout));
+  const std::string& header = p.plan.header;
   std::vector<std::byte> out;
-  out.reserve(8 + p.header.size() + p.data_size);
-  auto prefix = LengthPrefix(p.header.size());
+  out.reserve(8 + header.size() + p.plan.data_size);
+  auto prefix = SafetensorsLengthPrefix(header.size());
   out.insert(out.end(), prefix.begin(), prefix.end());
-  const auto* h = reinterpret_cast<const std::byte*>(p.header.data());
-  out.insert(out.end(), h, h + p.header.size());
+  const auto* h = reinterpret_cast<const std::byte*>(header.data());
+  out.insert(out.end(), h, h + header.size());
   for (const NamedTensor* t : p.order)
     out.insert(out.end(), t->value.data(), t->value.data() + t->value.byte_size());
   return out;
@@ -133,10 +151,10 @@ Status WriteSafetensors(const std::filesystem::path& path, std::span<const Named
                         SafetensorsLayout layout) {
   TL_ASSIGN_OR_RETURN(Prepared p, Prepare(tensors, metadata, layout));
   return WriteFileAtomically(path, [&](const ByteSink& sink) -> Status {
-    auto prefix = LengthPrefix(p.header.size());
+    const std::string& header = p.plan.header;
+    auto prefix = SafetensorsLengthPrefix(header.size());
     TL_RETURN_IF_ERROR(sink(prefix));
-    TL_RETURN_IF_ERROR(
-        sink({reinterpret_cast<const std::byte*>(p.header.data()), p.header.size()}));
+    TL_RETURN_IF_ERROR(sink({reinterpret_cast<const std::byte*>(header.data()), header.size()}));
     for (const NamedTensor* t : p.order)
       TL_RETURN_IF_ERROR(sink({t->value.data(), static_cast<size_t>(t->value.byte_size())}));
     return OkStatus();

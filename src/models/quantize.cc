@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "tlaloc/io/checkpoint.h"
@@ -19,6 +21,9 @@ namespace tlaloc::models {
 namespace fs = std::filesystem;
 
 namespace {
+
+// Outputs larger than this are sharded even when the input was one file.
+constexpr uint64_t kShardAbove = io::kDefaultMaxShardBytes;
 
 float ElementAsFloat(const Literal& v, int64_t i) {
   switch (v.element_type()) {
@@ -37,20 +42,36 @@ std::string ShapeText(const std::vector<int64_t>& dims) {
   return s + "]";
 }
 
+Status CheckQuantizable(const TensorType& type, const std::string& name) {
+  const int64_t block = io::kInt8BlockSize;
+  const ElementType et = type.element_type;
+  if (et != ElementType::kF32 && et != ElementType::kBF16 && et != ElementType::kF16)
+    return InvalidArgument("quantize: tensor \"" + name + "\" has dtype " +
+                           std::string(ShortName(et)) + " (expected f32, bf16 or f16)");
+  if (type.dims.size() < 2 || type.dims.back() % block != 0)
+    return InvalidArgument(
+        "quantize: tensor \"" + name + "\" has shape " + ShapeText(type.dims) +
+        " (expected a matrix, or a stack of them, whose rows are a multiple of " +
+        std::to_string(block) + " long)");
+  return OkStatus();
+}
+
+TensorType ScaleType(const TensorType& matrix) {
+  std::vector<int64_t> dims = matrix.dims;
+  dims.back() /= io::kInt8BlockSize;
+  return TensorType(ElementType::kF16, std::move(dims));
+}
+
+std::span<const std::byte> BytesOf(const Literal& v) {
+  return {v.data(), static_cast<size_t>(v.byte_size())};
+}
+
 }  // namespace
 
 StatusOr<std::pair<Literal, Literal>> QuantizeInt8Matrix(const Literal& value,
                                                          const std::string& name) {
+  TL_RETURN_IF_ERROR(CheckQuantizable(value.type(), name));
   const int64_t block = io::kInt8BlockSize;
-  const ElementType et = value.element_type();
-  if (et != ElementType::kF32 && et != ElementType::kBF16 && et != ElementType::kF16)
-    return InvalidArgument("quantize: tensor \"" + name + "\" has dtype " +
-                           std::string(ShortName(et)) + " (expected f32, bf16 or f16)");
-  if (value.dims().size() < 2 || value.dims().back() % block != 0)
-    return InvalidArgument(
-        "quantize: tensor \"" + name + "\" has shape " + ShapeText(value.dims()) +
-        " (expected a matrix, or a stack of them, whose rows are a multiple of " +
-        std::to_string(block) + " long)");
   // A stack [E, out, in] (an MoE layer's experts) is E * out rows.
   const int64_t k = value.dims().back(), rows = value.num_elements() / k, blocks = k / block;
   std::vector<int64_t> scale_dims = value.dims();
@@ -102,7 +123,8 @@ Literal DequantizeInt8Matrix(const Literal& q, const Literal& scale) {
   return out;
 }
 
-StatusOr<QuantizeSummary> QuantizeCheckpoint(const fs::path& in, const fs::path& out) {
+StatusOr<QuantizeSummary> QuantizeCheckpoint(const fs::path& in, const fs::path& out,
+                                             const QuantizeOptions& options) {
   const std::string where = "quantize " + in.string();
   std::error_code ec;
   if (!fs::is_directory(in, ec)) return NotFound(where + ": no such checkpoint folder");
@@ -125,8 +147,14 @@ StatusOr<QuantizeSummary> QuantizeCheckpoint(const fs::path& in, const fs::path&
     return Status(checkpoint.status().code(),
                   where + ": " + std::string(checkpoint.status().message()));
 
-  QuantizeSummary summary;
-  std::vector<io::NamedTensor> tensors;
+  // Plan from the headers alone: which tensors are read, and the name and type of every
+  // tensor written, so the output's headers are known before any tensor is made.
+  struct Source {
+    std::string name;
+    bool quantize = false;
+  };
+  std::vector<Source> sources;
+  std::map<std::string, TensorType> planned;  // output name -> type
   for (const auto& expected : ExpectedTensors(config)) {
     if (expected.fixed_type == ElementType::kF16) continue;  // a scale, made with its matrix
     const io::SafetensorsTensorInfo* info = checkpoint->Find(expected.name);
@@ -138,60 +166,102 @@ StatusOr<QuantizeSummary> QuantizeCheckpoint(const fs::path& in, const fs::path&
     if (info->shape != expected.shape)
       return InvalidArgument(where + ": tensor \"" + expected.name + "\" has shape " +
                              ShapeText(info->shape) + ", expected " + ShapeText(expected.shape));
-    TL_ASSIGN_OR_RETURN(Literal value, checkpoint->Get(expected.name));
-    summary.bytes_in += static_cast<uint64_t>(value.byte_size());
-    if (expected.fixed_type != ElementType::kS8) {
-      if (!IsFloat(value.element_type()))
+    const bool quantize = expected.fixed_type == ElementType::kS8;
+    if (!quantize) {
+      if (!IsFloat(info->dtype))
         return InvalidArgument(where + ": tensor \"" + expected.name + "\" has dtype " +
-                               std::string(ShortName(value.element_type())) +
-                               " (expected a float type)");
-      summary.bytes_out += static_cast<uint64_t>(value.byte_size());
-      summary.kept_tensors += 1;
-      tensors.push_back({expected.name, std::move(value)});
-      continue;
+                               std::string(ShortName(info->dtype)) + " (expected a float type)");
+      planned[expected.name] = info->type();
+    } else {
+      if (Status s = CheckQuantizable(info->type(), expected.name); !s.ok())
+        return Status(s.code(), where + ": " + std::string(s.message()));
+      planned[expected.name] = TensorType(ElementType::kS8, info->shape);
+      planned[Int8ScaleName(expected.name)] = ScaleType(info->type());
     }
-    auto qs = QuantizeInt8Matrix(value, expected.name);
-    if (!qs.ok())
-      return Status(qs.status().code(), where + ": " + std::string(qs.status().message()));
-    auto& [q, scale] = *qs;
-    const Literal back = DequantizeInt8Matrix(q, scale);
-    for (int64_t i = 0; i < value.num_elements(); ++i)
-      summary.max_abs_error = std::max(
-          summary.max_abs_error,
-          std::fabs(static_cast<double>(ElementAsFloat(value, i)) - back.span<float>()[i]));
-    summary.bytes_out += static_cast<uint64_t>(q.byte_size() + scale.byte_size());
-    summary.quantized_tensors += 1;
-    tensors.push_back({expected.name, std::move(q)});
-    tensors.push_back({Int8ScaleName(expected.name), std::move(scale)});
+    sources.push_back({expected.name, quantize});
   }
+  // In WeightSpecs order, each stacked weight's experts (and their scales) one after another in
+  // expert order and in one shard, so that loading maps every stacked s8 tensor and its scales
+  // as views.
+  std::vector<std::vector<io::PlannedTensor>> groups;
+  uint64_t planned_bytes = 0;
+  {
+    std::map<std::string, TensorType> left = planned;
+    auto take = [&](const std::string& name, std::vector<io::PlannedTensor>& group) {
+      auto it = left.find(name);
+      if (it == left.end()) return;
+      planned_bytes += static_cast<uint64_t>(it->second.byte_size());
+      group.push_back({name, std::move(it->second)});
+      left.erase(it);
+    };
+    for (const auto& spec : WeightSpecs(config)) {
+      std::vector<io::PlannedTensor> group;
+      if (spec.stacked.empty()) take(spec.name, group);
+      for (const std::string& part : spec.stacked) take(part, group);
+      if (!group.empty()) groups.push_back(std::move(group));
+    }
+    for (const auto& source : sources)  // any the specs do not name, in checkpoint order
+      for (const std::string& name : {source.name, Int8ScaleName(source.name)}) {
+        std::vector<io::PlannedTensor> group;
+        take(name, group);
+        if (!group.empty()) groups.push_back(std::move(group));
+      }
+  }
+  io::CheckpointWriteOptions write_options = ExpertsInOrder();
+  write_options.max_shard_bytes = options.max_shard_bytes.value_or(
+      checkpoint->sharded() || planned_bytes > kShardAbove ? io::kDefaultMaxShardBytes : 0);
 
   // Staged beside `out`, published by one rename.
   const fs::path stage = TemporarySibling(out);
+  std::unique_ptr<io::CheckpointStreamWriter> writer;
   auto fail = [&](const Status& s) {
+    writer.reset();
     fs::remove_all(stage, ec);
     return Status(s.code(), where + ": " + std::string(s.message()));
   };
   fs::create_directories(stage, ec);
   if (ec) return fail(InvalidArgument("cannot create " + stage.string() + ": " + ec.message()));
-  // In WeightSpecs order, each stacked weight's experts (and their scales) one after another in
-  // expert order, so that loading maps every stacked s8 tensor and its scales as views.
-  std::map<std::string, size_t> index;
-  for (size_t i = 0; i < tensors.size(); ++i) index[tensors[i].name] = i;
-  std::vector<io::NamedTensor> ordered;
-  ordered.reserve(tensors.size());
-  auto take = [&](const std::string& name) {
-    auto it = index.find(name);
-    if (it == index.end()) return;
-    ordered.push_back(std::move(tensors[it->second]));
-    index.erase(it);
-  };
-  for (const auto& spec : WeightSpecs(config)) {
-    if (spec.stacked.empty()) take(spec.name);
-    for (const std::string& part : spec.stacked) take(part);
+  auto created = io::CheckpointStreamWriter::Create(stage, groups, write_options);
+  if (!created.ok()) return fail(created.status());
+  writer = std::move(*created);
+
+  // One tensor at a time: read (a view of the mapped input), quantize, write, then drop the
+  // input's pages, so memory holds one tensor and its int8 form, not the model.
+  QuantizeSummary summary;
+  for (const Source& source : sources) {
+    auto value = checkpoint->Get(source.name);
+    if (!value.ok()) return fail(value.status());
+    summary.bytes_in += static_cast<uint64_t>(value->byte_size());
+    if (!source.quantize) {
+      if (Status s = writer->Write(source.name, BytesOf(*value)); !s.ok()) return fail(s);
+      summary.bytes_out += static_cast<uint64_t>(value->byte_size());
+      summary.kept_tensors += 1;
+    } else {
+      auto qs = QuantizeInt8Matrix(*value, source.name);
+      if (!qs.ok()) return fail(qs.status());
+      const Literal& q = qs->first;
+      const Literal& scale = qs->second;
+      // |x - q * scale| as DequantizeInt8Matrix computes q * scale, without its f32 copy.
+      const int64_t k = q.dims().back(), blocks = scale.dims().back();
+      auto qv = q.span<int8_t>();
+      auto sv = scale.span<uint16_t>();
+      for (int64_t i = 0; i < static_cast<int64_t>(qv.size()); ++i) {
+        const float back = static_cast<float>(qv[i]) *
+                           HalfBitsToFloat(sv[(i / k) * blocks + (i % k) / io::kInt8BlockSize]);
+        summary.max_abs_error =
+            std::max(summary.max_abs_error,
+                     std::fabs(static_cast<double>(ElementAsFloat(*value, i)) - back));
+      }
+      if (Status s = writer->Write(source.name, BytesOf(q)); !s.ok()) return fail(s);
+      if (Status s = writer->Write(Int8ScaleName(source.name), BytesOf(scale)); !s.ok())
+        return fail(s);
+      summary.bytes_out += static_cast<uint64_t>(q.byte_size() + scale.byte_size());
+      summary.quantized_tensors += 1;
+    }
+    checkpoint->ReleasePages(source.name);
   }
-  for (auto& t : tensors)
-    if (index.count(t.name)) ordered.push_back(std::move(t));
-  if (Status s = io::WriteCheckpoint(stage, ordered, ExpertsInOrder()); !s.ok()) return fail(s);
+  if (Status s = writer->Finish(); !s.ok()) return fail(s);
+  writer.reset();
   if (Status s = io::WriteModelConfig(stage / "config.json", config); !s.ok()) return fail(s);
   for (const auto& entry : fs::directory_iterator(in, ec)) {
     const std::string name = entry.path().filename().string();

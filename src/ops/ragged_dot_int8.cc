@@ -25,7 +25,7 @@ constexpr int64_t kBlock = 32;  // io::kInt8BlockSize (ops/ sits below io/)
 // Weight rows per prefill task: the f32 grouped kernel's column block (ragged_dot_grouped.cc).
 constexpr int64_t kRowBlock = 256;
 
-// TLALOC_RAGGED_DOT=per_group turns the grouped pass off, as for float experts.
+// TLALOC_RAGGED_DOT=per_group turns the grouped passes off, as for float experts.
 bool GroupedWanted() {
   static const bool wanted = [] {
     const char* env = std::getenv("TLALOC_RAGGED_DOT");
@@ -127,22 +127,32 @@ Status RaggedDotInt8(const Literal& x, const Literal& w, const Literal& scales,
     start = std::min(start + size, m);
     if (rows > 0) groups.push_back({g, begin, rows});
   }
+  if (mode == Int8Activations::kQ8_0) {
+    // Groups the dense q8_0 kernel would run by its tiles (more than two rows) in one pass
+    // over the pool, the same products bit for bit; the rest (decode's) each by its row stream.
+    const bool one_pass = GroupedWanted();
+    std::vector<Q8RowGroup> tiled;
+    for (const Group& g : groups)
+      if (one_pass && g.rows > kQ8RowStreamMaxRows) tiled.push_back({g.expert, g.start, g.rows});
+    Int8MatmulQ8_0Groups(xs, m, ws, ss, n, k, tiled, out, ctx);
+    for (const Group& g : groups)
+      if (!one_pass || g.rows <= kQ8RowStreamMaxRows)
+        Int8MatmulQ8_0(xs + g.start * k, g.rows, ws + g.expert * n * k, ss + g.expert * n * blocks,
+                       n, k, out + g.start * n, ctx);
+    return OkStatus();
+  }
   // Prefill's larger groups in one pass where the f32 grouped kernel would take the
   // dequantised stack; the rest (decode's) each through the dense int8 kernel, which streams
-  // the expert's s8 rows once over all threads (and the q8_0 mode's products throughout).
+  // the expert's s8 rows once over all threads.
   std::vector<Group> many_rows;
-  if (mode == Int8Activations::kExact && GroupedWanted() && OpenBlasCoreFitsCpu())
+  if (GroupedWanted() && OpenBlasCoreFitsCpu())
     for (const Group& g : groups)
       if (g.rows > kMaxVectors) many_rows.push_back(g);
   GroupedPrefill(xs, ws, ss, n, k, many_rows, out, ctx);
   for (const Group& g : groups) {
     if (!many_rows.empty() && g.rows > kMaxVectors) continue;
-    const int8_t* wg = ws + g.expert * n * k;
-    const uint16_t* sg = ss + g.expert * n * blocks;
-    if (mode == Int8Activations::kQ8_0)
-      Int8MatmulQ8_0(xs + g.start * k, g.rows, wg, sg, n, k, out + g.start * n, ctx);
-    else
-      Int8Matmul(xs + g.start * k, g.rows, wg, sg, n, k, out + g.start * n, ctx);
+    Int8Matmul(xs + g.start * k, g.rows, ws + g.expert * n * k, ss + g.expert * n * blocks, n, k,
+               out + g.start * n, ctx);
   }
   return OkStatus();
 }

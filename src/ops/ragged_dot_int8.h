@@ -20,9 +20,12 @@ namespace tlaloc::ops {
 // block and multiplying with one single-thread sgemm, the f32 grouped kernel's call
 // (ragged_dot_grouped.h) for the same block; where that kernel would not run (OpenBLAS's kernel
 // set does not fit the CPU, TLALOC_RAGGED_DOT=per_group) they are ops::Int8Matmul each too. In
-// the q8_0 activation mode (reduction_matmul_q8.h) every group is Int8MatmulQ8_0. Each used
-// expert is read once per call, an unused one never; the results are the unfused chain's bits
-// (chlo.ragged_dot on the dequantised f32 stack). Errors name a negative group size.
+// the q8_0 activation mode (reduction_matmul_q8.h) groups of more than two rows run in one pass
+// too (Int8MatmulQ8_0Groups: the tile kernel's products, each row quantised once), the rest
+// are Int8MatmulQ8_0 each (TLALOC_RAGGED_DOT=per_group: every group). Each used
+// expert is read once per call, an unused one never; in the exact mode the results are the
+// unfused chain's bits (chlo.ragged_dot on the dequantised f32 stack). Errors name a negative group
+// size.
 Status RaggedDotInt8(const Literal& x, const Literal& w, const Literal& scales,
                      const Literal& group_sizes, Literal& c, EvalContext& ctx);
 

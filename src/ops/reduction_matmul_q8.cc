@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -376,12 +377,43 @@ TLALOC_AVX512_VNNI_TARGET void TileRows(const QuantizedRows& xq, int64_t i0, con
   }
 }
 
-void Tiles(const QuantizedRows& xq, int64_t m, const int8_t* w, const uint16_t* scales, int64_t n,
-           int64_t k, float* c, EvalContext& ctx) {
+// Rows [begin, end) of the activations (and of c) against one packed tile, up to six at a time.
+void TileRowRange(const QuantizedRows& xq, int64_t begin, int64_t end, const uint8_t* packed,
+                  const float* packed_scales, int64_t n, int64_t j0, float* c) {
+  int64_t i = begin;
+  for (; i + kTileRows <= end; i += kTileRows)
+    TileRows<kTileRows>(xq, i, packed, packed_scales, n, j0, c);
+  switch (end - i) {
+    case 5:
+      TileRows<5>(xq, i, packed, packed_scales, n, j0, c);
+      break;
+    case 4:
+      TileRows<4>(xq, i, packed, packed_scales, n, j0, c);
+      break;
+    case 3:
+      TileRows<3>(xq, i, packed, packed_scales, n, j0, c);
+      break;
+    case 2:
+      TileRows<2>(xq, i, packed, packed_scales, n, j0, c);
+      break;
+    case 1:
+      TileRows<1>(xq, i, packed, packed_scales, n, j0, c);
+      break;
+    default:
+      break;
+  }
+}
+
+// Over the pool, tasks handed out one at a time (groups differ in size, the machine is
+// shared): task t packs tile t % tiles of group t / tiles's weights and runs that group's rows
+// against it. A plain product is one group of every row.
+void TilesOfGroups(const QuantizedRows& xq, const int8_t* w, const uint16_t* scales, int64_t n,
+                   int64_t k, std::span<const Q8RowGroup> groups, float* c, EvalContext& ctx) {
   const int64_t blocks = k / kBlock;
   const int64_t tiles = (n + kTileCols - 1) / kTileCols;
+  const int64_t tasks = static_cast<int64_t>(groups.size()) * tiles;
   std::atomic<int64_t> next{0};
-  ctx.ParallelFor(tiles, 1, [&](int64_t, int64_t) {
+  ctx.ParallelFor(tasks, 1, [&](int64_t, int64_t) {
     struct Aligned {
       void operator()(void* p) const { std::free(p); }
     };
@@ -389,33 +421,20 @@ void Tiles(const QuantizedRows& xq, int64_t m, const int8_t* w, const uint16_t* 
         static_cast<uint8_t*>(std::aligned_alloc(64, blocks * 8 * 2 * 64)));
     std::unique_ptr<float, Aligned> packed_scales(
         static_cast<float*>(std::aligned_alloc(64, blocks * 32 * sizeof(float))));
-    for (int64_t t = next.fetch_add(1); t < tiles; t = next.fetch_add(1)) {
-      const int64_t j0 = t * kTileCols;
-      PackTile(w, scales, n, k, j0, packed.get(), packed_scales.get());
-      int64_t i = 0;
-      for (; i + kTileRows <= m; i += kTileRows)
-        TileRows<kTileRows>(xq, i, packed.get(), packed_scales.get(), n, j0, c);
-      switch (m - i) {
-        case 5:
-          TileRows<5>(xq, i, packed.get(), packed_scales.get(), n, j0, c);
-          break;
-        case 4:
-          TileRows<4>(xq, i, packed.get(), packed_scales.get(), n, j0, c);
-          break;
-        case 3:
-          TileRows<3>(xq, i, packed.get(), packed_scales.get(), n, j0, c);
-          break;
-        case 2:
-          TileRows<2>(xq, i, packed.get(), packed_scales.get(), n, j0, c);
-          break;
-        case 1:
-          TileRows<1>(xq, i, packed.get(), packed_scales.get(), n, j0, c);
-          break;
-        default:
-          break;
-      }
+    for (int64_t t = next.fetch_add(1); t < tasks; t = next.fetch_add(1)) {
+      const Q8RowGroup& g = groups[t / tiles];
+      const int64_t j0 = t % tiles * kTileCols;
+      PackTile(w + g.expert * n * k, scales + g.expert * n * blocks, n, k, j0, packed.get(),
+               packed_scales.get());
+      TileRowRange(xq, g.start, g.start + g.rows, packed.get(), packed_scales.get(), n, j0, c);
     }
   });
+}
+
+void Tiles(const QuantizedRows& xq, int64_t m, const int8_t* w, const uint16_t* scales, int64_t n,
+           int64_t k, float* c, EvalContext& ctx) {
+  const Q8RowGroup all{0, 0, m};
+  TilesOfGroups(xq, w, scales, n, k, {&all, 1}, c, ctx);
 }
 
 #endif  // __x86_64__
@@ -438,6 +457,31 @@ void OverrideInt8Activations(std::optional<Int8Activations> mode) {
   override_mode.store(mode ? static_cast<int>(*mode) : -1, std::memory_order_relaxed);
 }
 
+void Int8MatmulQ8_0Groups(const float* x, int64_t m, const int8_t* w, const uint16_t* scales,
+                          int64_t n, int64_t k, std::span<const Q8RowGroup> groups, float* c,
+                          EvalContext& ctx) {
+  if (m <= 0 || n <= 0 || groups.empty()) return;
+#if defined(__x86_64__)
+  if (Q8UsesVnni()) {
+    // Only the groups' rows are quantised (each row on its own, as a group's own call would).
+    int64_t first = m, last = 0;
+    for (const Q8RowGroup& g : groups) {
+      first = std::min(first, g.start);
+      last = std::max(last, g.start + g.rows);
+    }
+    if (first >= last) return;
+    const QuantizedRows xq = QuantizeRows(x + first * k, last - first, k, ctx);
+    std::vector<Q8RowGroup> shifted(groups.begin(), groups.end());
+    for (Q8RowGroup& g : shifted) g.start -= first;
+    return TilesOfGroups(xq, w, scales, n, k, shifted, c + first * n, ctx);
+  }
+#endif
+  const int64_t blocks = k / kBlock;
+  for (const Q8RowGroup& g : groups)
+    Int8MatmulQ8_0(x + g.start * k, g.rows, w + g.expert * n * k, scales + g.expert * n * blocks, n,
+                   k, c + g.start * n, ctx, Q8Kernel::kTiles);
+}
+
 bool Q8UsesVnni() {
   static const bool vnni = DetectVnni();
   return vnni;
@@ -454,7 +498,8 @@ void Int8MatmulQ8_0(const float* x, int64_t m, const int8_t* w, const uint16_t* 
   const QuantizedRows xq = QuantizeRows(x, m, k, ctx);
   // Measured (bench/matmul_bench BM_Int8Kernel): the row stream wins at one and two rows, the
   // tiles from four (the row stream takes three or four vectors one weight row at a time).
-  if (kernel == Q8Kernel::kAuto) kernel = m <= 2 ? Q8Kernel::kRowStream : Q8Kernel::kTiles;
+  if (kernel == Q8Kernel::kAuto)
+    kernel = m <= kQ8RowStreamMaxRows ? Q8Kernel::kRowStream : Q8Kernel::kTiles;
 #if defined(__x86_64__)
   if (Q8UsesVnni() && kernel == Q8Kernel::kRowStream)
     return RowStream(xq, m, w, scales, n, k, c, ctx);

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 
 #include "tlaloc/ir/op_registry.h"
 #include "tlaloc/support/status.h"
@@ -29,6 +30,10 @@ void OverrideInt8Activations(std::optional<Int8Activations> mode);
 // (0 where amax is 0). Writes q [k] and d's f16 bits [k / 32].
 void QuantizeRowQ8_0(const float* x, int64_t k, int8_t* q, uint16_t* d);
 
+// Int8MatmulQ8_0's automatic choice streams weight rows for up to this many activation rows
+// and runs the tiles above.
+inline constexpr int64_t kQ8RowStreamMaxRows = 2;
+
 // The kernels Int8MatmulQ8_0 chooses from; tests and benchmarks may name one.
 enum class Q8Kernel {
   kAuto,       // the faster of the two for m (kRowStream up to two rows, else kTiles)
@@ -42,6 +47,19 @@ enum class Q8Kernel {
 // block sums exact, their scaled sum in f32 in an order of the kernel's choosing.
 void Int8MatmulQ8_0(const float* x, int64_t m, const int8_t* w, const uint16_t* scales, int64_t n,
                     int64_t k, float* c, EvalContext& ctx, Q8Kernel kernel = Q8Kernel::kAuto);
+
+// Consecutive rows [start, start + rows) of the activations, multiplied by one expert's matrix.
+struct Q8RowGroup {
+  int64_t expert = 0, start = 0, rows = 0;
+};
+
+// For each group: c rows of the group = Int8MatmulQ8_0 of x's rows of the group with expert
+// `expert` of the stack w [E, n, k] (scales [E, n, k / 32]) by the kTiles kernel, bit for bit,
+// but in one pass over the pool (a task per group and 32-row tile of its expert) with each
+// activation row quantised once, instead of a pass per group. c's other rows are untouched.
+void Int8MatmulQ8_0Groups(const float* x, int64_t m, const int8_t* w, const uint16_t* scales,
+                          int64_t n, int64_t k, std::span<const Q8RowGroup> groups, float* c,
+                          EvalContext& ctx);
 
 // Whether the VNNI kernels run on this CPU (AVX-512 on, and AVX512-VNNI present).
 bool Q8UsesVnni();

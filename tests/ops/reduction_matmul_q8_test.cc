@@ -210,6 +210,33 @@ TEST(Q8Activations, VnniKernelsRunWhereTheCpuHasThem) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-3 * (1 + std::fabs(b[i])));
 }
 
+// The one-pass form of many groups (an MoE layer's experts at prefill) against each group's own
+// tile product: the same bits, and rows in no group left alone.
+TEST(Q8Activations, GroupsInOnePassAreEachGroupsTileProduct) {
+  const int64_t n = 70, k = 96, experts = 4;
+  const std::vector<ops::Q8RowGroup> groups = {{2, 1, 3}, {0, 4, 13}, {3, 17, 6}, {1, 24, 7}};
+  const int64_t m = 31;                            // rows 0, 23 and 31.. are in no group
+  const Case c = MakeCase(m, experts * n, k, 11);  // w: the stack [experts, n, k]
+  std::vector<float> want(m * n, std::nanf("")), got(m * n, std::nanf(""));
+  SerialContext serial;
+  PoolContext pool;
+  for (const auto& g : groups)
+    ops::Int8MatmulQ8_0(c.x.data() + g.start * k, g.rows, c.w.data() + g.expert * n * k,
+                        c.ws.data() + g.expert * n * (k / 32), n, k, want.data() + g.start * n,
+                        serial, ops::Q8Kernel::kTiles);
+  ops::Int8MatmulQ8_0Groups(c.x.data(), m, c.w.data(), c.ws.data(), n, k, groups, got.data(), pool);
+  int bad = 0;
+  for (int64_t i = 0; i < m * n && bad < 3; ++i) {
+    const bool same = std::isnan(want[i]) ? std::isnan(got[i]) : got[i] == want[i];
+    if (!same) {
+      ++bad;
+      ADD_FAILURE() << "at (" << i / n << ", " << i % n << "): " << got[i] << " vs " << want[i];
+    }
+  }
+  EXPECT_TRUE(std::isnan(got[23 * n]));  // between groups: untouched
+  EXPECT_FALSE(std::isnan(got[24 * n]));
+}
+
 TEST(Q8Activations, ModeComesFromTheEnvironmentOrTheOverride) {
   ops::OverrideInt8Activations(std::nullopt);
   ::unsetenv("TLALOC_INT8_ACTIVATIONS");

@@ -92,4 +92,48 @@ struct CheckpointWriteOptions {
 Status WriteCheckpoint(const std::filesystem::path& dir, std::span<const NamedTensor> tensors,
                        const CheckpointWriteOptions& options = {});
 
+// transformers' default shard size (save_pretrained's max_shard_size="5GB").
+inline constexpr uint64_t kDefaultMaxShardBytes = 5'000'000'000;
+
+// A tensor a CheckpointStreamWriter is to be handed: its name and type.
+struct PlannedTensor {
+  std::string name;
+  TensorType type;
+};
+
+// Writes a checkpoint folder as WriteCheckpoint does (the same bytes for the same tensors and
+// options), but takes each tensor's bytes separately, in any order, so that a caller making
+// tensors one at a time (quantize) never holds more than one: the headers are computed up front
+// from the planned names and types and every tensor is written at its place in its shard.
+// Shards fill greedily in `groups` order; a group (a stacked weight's experts) is never split
+// across shards, so loading can still view it as one run. Shards are written under temporary
+// names and renamed into place by Finish; a writer destroyed unfinished removes them.
+class CheckpointStreamWriter {
+ public:
+  static StatusOr<std::unique_ptr<CheckpointStreamWriter>> Create(
+      const std::filesystem::path& dir, std::span<const std::vector<PlannedTensor>> groups,
+      const CheckpointWriteOptions& options = {});
+  ~CheckpointStreamWriter();
+  CheckpointStreamWriter(const CheckpointStreamWriter&) = delete;
+  CheckpointStreamWriter& operator=(const CheckpointStreamWriter&) = delete;
+
+  // `bytes` must be the planned tensor's whole contents (its type's byte size); each tensor is
+  // written once.
+  Status Write(std::string_view name, std::span<const std::byte> bytes);
+  // Refuses when a planned tensor was never written; otherwise syncs and renames the shards
+  // into place and writes the index (several shards).
+  Status Finish();
+  size_t num_shards() const { return shards_.size(); }
+
+ private:
+  struct Shard;
+  CheckpointStreamWriter() = default;
+  std::filesystem::path dir_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  // tensor name -> (shard, entry index in that shard)
+  std::map<std::string, std::pair<size_t, size_t>, std::less<>> where_;
+  uint64_t total_bytes_ = 0;
+  bool finished_ = false;
+};
+
 }  // namespace tlaloc::io

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -34,12 +35,22 @@ struct QuantizeSummary {
   double max_abs_error = 0;       // largest |x - q * scale| over every matrix
 };
 
+struct QuantizeOptions {
+  // Shard the output into files of at most this many tensor bytes (0: one model.safetensors).
+  // nullopt: io::kDefaultMaxShardBytes when the input is sharded or the output exceeds it, as
+  // transformers shards; else one file.
+  std::optional<uint64_t> max_shard_bytes;
+};
+
 // Writes the int8 form of checkpoint folder `in` to `out` (absent or an empty folder): the
 // weights, config.json with its quantization_config, and every other file of `in` (tokenizer,
-// generation config, chat template) copied. The folder is staged under a temporary name beside
-// `out` and renamed into place, so `out` is complete or absent. Refuses an already-quantized
-// checkpoint and tensors missing or of the wrong shape, naming them.
+// generation config, chat template) copied. Tensors are read, quantized and written one at a
+// time (io::CheckpointStreamWriter), so memory holds about the largest tensor, not the model.
+// The folder is staged under a temporary name beside `out` and renamed into place, so `out` is
+// complete or absent. Refuses an already-quantized checkpoint and tensors missing or of the
+// wrong shape, naming them.
 StatusOr<QuantizeSummary> QuantizeCheckpoint(const std::filesystem::path& in,
-                                             const std::filesystem::path& out);
+                                             const std::filesystem::path& out,
+                                             const QuantizeOptions& options = {});
 
 }  // namespace tlaloc::models
