@@ -3,14 +3,20 @@
 # turned into a MoE (4 experts of width 64, top 2, every layer sparse) by `init-model --config`,
 # fine-tuned on the demo's training conversations, then asked the held-out questions greedily
 # (`generate --chat Q --no-think`, as the demo scores them): at least MIN_RIGHT of 10 exactly
-# right, and the loss below 0.1. Sized for two cores: STEPS steps of 8 x 64 tokens, about 45 s
-# of fine-tuning on a loaded 2-core machine (measured: 9/10 right, loss 5.50 -> 0.029; at 300
-# steps 0/10 exactly right though most characters were). Then the same base fine-tuned with
-# its experts split over 2 devices (--plan tp).
+# right, and the loss below 0.1. Then the same base fine-tuned with its experts split over 2
+# devices (--plan tp).
+# The recipe, STEPS steps of 16 x 64 tokens at lr 5e-3 (about 45 s on a loaded 2-core machine),
+# is sized to converge with margin: the loss sits on a plateau near 0.55 (the answer's format
+# learned, not the letters) until the model finds the per-letter mapping, and when that happens
+# is chaotic. With 8 sequences a step (600 steps, the same time) the escape came around step
+# 200-350, so the last bit of the experts' sums (sgemm, the f32 tile kernel, one product per
+# group) decided between 10/10 and 1/10 (loss 0.0025 against 0.09, no spikes, no divergence):
+# the run was still descending when the schedule ended. 16 sequences a step halve the gradient
+# noise; the loss is below 0.03 by step 250 under every order, seed and thread count tried.
 # Usage: finetune_moe_test.sh TLALOC [STEPS] [MIN_RIGHT]
 set -uo pipefail
 tlaloc=$1
-steps=${2:-600}
+steps=${2:-400}
 min_right=${3:-7}
 source "$(dirname "$0")/../cli_test_lib.sh"
 start_cli_test
@@ -32,7 +38,7 @@ grep -q '"num_experts": 4' "$work/base/config.json" || fail "the base is not a M
 
 start=$(date +%s)
 "$tlaloc" finetune --model "$work/base" --data "$work/demo/train.jsonl" --out "$work/tuned" \
-  --steps "$steps" --batch 8 --seq-len 64 --lr 5e-3 --warmup 20 >"$work/ft.log" 2>&1 ||
+  --steps "$steps" --batch 16 --seq-len 64 --lr 5e-3 --warmup 20 >"$work/ft.log" 2>&1 ||
   { cat "$work/ft.log"; exit 1; }
 echo "fine-tuned $steps steps in $(($(date +%s) - start)) s"
 
