@@ -23,15 +23,14 @@ struct RowGroup {
 // rhs is [G, K, N] (rhs_contract 1) or [G, N, K] (rhs_contract 2). Returns false, writing
 // nothing, where no grouped kernel takes these types: the caller then runs each group through
 // ViewMatmul. Taken:
-//   - lhs and rhs [G, N, K] both bf16 (on a CPU with AVX512_BF16), or both f32 (AVX-512) in
-//     groups of up to kMaxVectors rows (all sizes with TLALOC_RAGGED_DOT=f32_tiles): tile
-//     kernels that stream each weight row once for four rows of lhs at a time, f32
-//     accumulation in 16 lanes summed at the end (bf16: vdpbf16ps, the instruction oneDNN's
-//     bf16 products use: subnormal inputs and sums flush to zero);
+//   - lhs and rhs [G, N, K] both bf16 (on a CPU with AVX512_BF16), or both f32 (AVX-512), in
+//     groups of every size: tile kernels that stream each weight row once for four rows of lhs
+//     at a time, f32 accumulation in 16 lanes summed at the end (bf16: vdpbf16ps, the
+//     instruction oneDNN's bf16 products use: subnormal inputs and sums flush to zero);
 //   - other f32 groups with OpenBLAS's kernels fitting the CPU: one single-thread sgemm per
 //     (group, 256 columns), the call BlasMatmulViews makes for a block.
 // TLALOC_RAGGED_DOT in the environment picks another path for measuring (ragged_dot_grouped.cc:
-// "f32_tiles", "large", "sgemm", "per_group").
+// "large", "sgemm", "per_group").
 bool GroupedRowsProduct(const Literal& lhs, const Literal& rhs, int64_t rhs_contract,
                         const std::vector<RowGroup>& groups, float* c, EvalContext& ctx);
 

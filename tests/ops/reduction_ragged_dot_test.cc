@@ -107,11 +107,11 @@ TEST(RaggedDot, Bf16MatchesPerGroupDots) {
   ExpectRaggedMatchesLoop(ElementType::kBF16, ElementType::kBF16, 12, 16, 5, {2, 7, 0, 3}, 1, 1e-2);
 }
 
-// rhs [G, N, K] sends every bf16 group, and f32 groups of up to four rows, to
-// ragged_dot_grouped's tile kernels (AVX512_BF16, AVX-512); f32 groups of more than four rows go
-// to one sgemm per block, and with rhs [G, K, N] the small ones to the matrix-vector path, all
-// in one call: groups of 13, 5 and 22 rows leave partial 4-row tiles, n = 200 three column blocks
-// (96, 96, 8; the last a partial 6-column tile) and k = 70 two 32-element steps and a masked tail.
+// rhs [G, N, K] sends every bf16 and f32 group to ragged_dot_grouped's tile kernels
+// (AVX512_BF16, AVX-512); with rhs [G, K, N] f32 groups of more than four rows go to one sgemm
+// per block and the small ones to the matrix-vector path, all in one call: groups of 13, 5 and 22
+// rows leave partial 4-row tiles, n = 200 three column blocks (96, 96, 8; the last a partial
+// 6-column tile) and k = 70 two 32-element steps and a masked tail.
 TEST(RaggedDot, GroupedKernelsMatchPerGroupDotsOverTilesAndBlocks) {
   const std::vector<int32_t> sizes{13, 0, 5, 4, 22, 16};
   for (int64_t rc : {1, 2}) {

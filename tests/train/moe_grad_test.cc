@@ -129,9 +129,8 @@ TEST(MoeGradients, EveryFormMatchesTorchLoopOverExperts) {
   fs::remove_all(dir);
 }
 
-// The Trainer on a Qwen3-MoE model (both layers sparse, ragged_dot experts): it learns a fixed
-// batch, and the router and the stacked experts are trained (their gradients reach them).
-TEST(MoeTraining, TrainerLearnsAFixedBatchThroughRouterAndExperts) {
+// A 2-layer Qwen3-MoE, both layers sparse: 4 experts of width 16, top 2.
+io::ModelConfig TinyMoeConfig() {
   io::ModelConfig c = io::DefaultModelConfig(io::ModelArchitecture::kQwen3Moe);
   c.vocab_size = 64;
   c.hidden_size = 32;
@@ -150,6 +149,13 @@ TEST(MoeTraining, TrainerLearnsAFixedBatchThroughRouterAndExperts) {
   c.tie_word_embeddings = false;
   c.rope_theta = 10000;
   c.layer_types.assign(2, "full_attention");
+  return c;
+}
+
+// The Trainer on a Qwen3-MoE model (both layers sparse, ragged_dot experts): it learns a fixed
+// batch, and the router and the stacked experts are trained (their gradients reach them).
+TEST(MoeTraining, TrainerLearnsAFixedBatchThroughRouterAndExperts) {
+  io::ModelConfig c = TinyMoeConfig();
   ASSERT_TRUE(io::ValidateModelConfig(c).ok());
   std::vector<Literal> initial;
   for (auto& t : models::RandomWeights(c, 1, ElementType::kF32)) initial.push_back(t.value);
@@ -190,6 +196,21 @@ TEST(MoeTraining, TrainerLearnsAFixedBatchThroughRouterAndExperts) {
     ++moved;
   }
   EXPECT_EQ(moved, 2 * 4);  // per layer: the router and three stacked projections
+}
+
+// output_router_logits asks for transformers' load-balancing loss, which the training forward
+// does not compute: the Trainer says so instead of training another objective.
+TEST(MoeTraining, TrainerRefusesTheRouterAuxLossItDoesNotCompute) {
+  io::ModelConfig c = TinyMoeConfig();
+  c.output_router_logits = true;
+  ASSERT_TRUE(io::ValidateModelConfig(c).ok());
+  std::vector<Literal> weights;
+  for (auto& t : models::RandomWeights(c, 1, ElementType::kF32)) weights.push_back(t.value);
+  auto backend = MakeInterpreterBackend();
+  auto trainer = Trainer::Create(c, std::move(weights), TrainOptions{}, *backend, 2, 8);
+  ASSERT_FALSE(trainer.ok());
+  EXPECT_NE(trainer.status().ToString().find("output_router_logits"), std::string::npos)
+      << trainer.status().ToString();
 }
 
 }  // namespace
