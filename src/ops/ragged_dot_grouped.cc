@@ -194,6 +194,89 @@ TLALOC_AVX512_TARGET void TileF32(const float* a, int64_t lda, const float* w, i
   StoreSums<R, C>(acc, c, ldc);
 }
 
+// The int8 tile: TileF32's products in TileF32's order on weight rows dequantised in registers,
+// each s8 value times its block's f16 scale, exact in f32 and the very values DequantiseRows
+// writes (ragged_dot_int8.cc), so the sums are bit for bit TileF32's on the dequantised rows.
+// k is a multiple of 32 (the scales' blocks), so there is no tail.
+template <int R, int C>
+TLALOC_AVX512_TARGET void TileInt8(const float* a, int64_t lda, const int8_t* w, int64_t ldw,
+                                   const uint16_t* scales, int64_t lds, int64_t k, float* c,
+                                   int64_t ldc, const int8_t* next) {
+  __m512 acc[R][C];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 6
+    for (int j = 0; j < C; ++j) acc[r][j] = _mm512_setzero_ps();
+  // Each row's scales, sixteen blocks at a time, widened from f16 exactly (vcvtph2ps, the value
+  // HalfBitsToFloat gives).
+  alignas(64) float sc[C][16];
+  for (int64_t i = 0; i < k; i += 32) {
+    const int64_t blk = i / 32;
+    if ((blk & 15) == 0) {
+      const int64_t left = std::min<int64_t>(16, lds - blk);
+      const __mmask16 m = static_cast<__mmask16>((1u << left) - 1u);
+#pragma GCC unroll 6
+      for (int j = 0; j < C; ++j)
+        _mm512_store_ps(sc[j],
+                        _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, scales + j * lds + blk)));
+    }
+    __m512 d[C];
+#pragma GCC unroll 6
+    for (int j = 0; j < C; ++j) d[j] = _mm512_set1_ps(sc[j][blk & 15]);
+    if (next && i % 64 == 0) Prefetch<C>(next + i, ldw);  // a cache line holds 64 values
+#pragma GCC unroll 2
+    for (int64_t at = i; at < i + 32; at += 16) {
+      __m512 av[R];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) av[r] = _mm512_loadu_ps(a + r * lda + at);
+#pragma GCC unroll 6
+      for (int j = 0; j < C; ++j) {
+        const __m512i q = _mm512_cvtepi8_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + j * ldw + at)));
+        const __m512 wv = _mm512_mul_ps(_mm512_cvtepi32_ps(q), d[j]);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) acc[r][j] = _mm512_fmadd_ps(av[r], wv, acc[r][j]);
+      }
+    }
+  }
+  StoreSums<R, C>(acc, c, ldc);
+}
+
+template <int R>
+void TileInt8Cols(int cols, const float* a, int64_t lda, const int8_t* w, int64_t ldw,
+                  const uint16_t* scales, int64_t lds, int64_t k, float* c, int64_t ldc,
+                  const int8_t* next) {
+  switch (cols) {
+    case 1:
+      return TileInt8<R, 1>(a, lda, w, ldw, scales, lds, k, c, ldc, next);
+    case 2:
+      return TileInt8<R, 2>(a, lda, w, ldw, scales, lds, k, c, ldc, next);
+    case 3:
+      return TileInt8<R, 3>(a, lda, w, ldw, scales, lds, k, c, ldc, next);
+    case 4:
+      return TileInt8<R, 4>(a, lda, w, ldw, scales, lds, k, c, ldc, next);
+    case 5:
+      return TileInt8<R, 5>(a, lda, w, ldw, scales, lds, k, c, ldc, next);
+    default:
+      return TileInt8<R, kTileCols>(a, lda, w, ldw, scales, lds, k, c, ldc, next);
+  }
+}
+
+void TileInt8Any(int rows, int cols, const float* a, int64_t lda, const int8_t* w, int64_t ldw,
+                 const uint16_t* scales, int64_t lds, int64_t k, float* c, int64_t ldc,
+                 const int8_t* next) {
+  switch (rows) {
+    case 1:
+      return TileInt8Cols<1>(cols, a, lda, w, ldw, scales, lds, k, c, ldc, next);
+    case 2:
+      return TileInt8Cols<2>(cols, a, lda, w, ldw, scales, lds, k, c, ldc, next);
+    case 3:
+      return TileInt8Cols<3>(cols, a, lda, w, ldw, scales, lds, k, c, ldc, next);
+    default:
+      return TileInt8Cols<kTileRows>(cols, a, lda, w, ldw, scales, lds, k, c, ldc, next);
+  }
+}
+
 template <int R>
 void TileF32Cols(int cols, const float* a, int64_t lda, const float* w, int64_t ldw, int64_t k,
                  float* c, int64_t ldc, const float* next) {
@@ -375,6 +458,37 @@ bool F32RowsTimesRowsT(const float* a, int64_t lda, int64_t rows, const float* w
 #else
   return false;
 #endif
+}
+
+bool Int8RowsTimesRowsT(const float* a, int64_t lda, int64_t rows, const int8_t* w,
+                        const uint16_t* scales, int64_t n, int64_t k, float* c, int64_t ldc) {
+  if (!F32KernelAvailable() || k % 32 != 0) return false;
+#if defined(__x86_64__)
+  const int64_t lds = k / 32;
+  for (int64_t j = 0; j < n; j += kTileCols) {
+    const int cols = static_cast<int>(std::min<int64_t>(kTileCols, n - j));
+    for (int64_t r = 0; r < rows; r += kTileRows) {
+      const int tile_rows = static_cast<int>(std::min<int64_t>(kTileRows, rows - r));
+      TileInt8Any(tile_rows, cols, a + r * lda, lda, w + j * k, k, scales + j * lds, lds, k,
+                  c + r * ldc + j, ldc,
+                  r == 0 && j + kTileCols < n ? w + (j + kTileCols) * k : nullptr);
+    }
+  }
+  return true;
+#else
+  return false;
+#endif
+}
+
+// Follows GroupedTakesSmallGroups and GroupedRowsProduct for f32 operands, rhs_contract 2.
+F32ExpertKernel F32ExpertKernelFor(int64_t rows) {
+  const GroupedPath path = PathFromEnv();
+  if (rows <= kMaxVectors)
+    return path == GroupedPath::kAllGroups && F32KernelAvailable() ? F32ExpertKernel::kTiles
+                                                                   : F32ExpertKernel::kMatrixVector;
+  if (path == GroupedPath::kPerGroup) return F32ExpertKernel::kViewMatmul;
+  if (F32KernelAvailable() && path != GroupedPath::kSgemm) return F32ExpertKernel::kTiles;
+  return OpenBlasCoreFitsCpu() ? F32ExpertKernel::kSgemm : F32ExpertKernel::kViewMatmul;
 }
 
 bool GroupedTakesSmallGroups(const Literal& lhs, const Literal& rhs, int64_t rhs_contract) {

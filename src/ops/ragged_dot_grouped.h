@@ -39,6 +39,15 @@ bool GroupedRowsProduct(const Literal& lhs, const Literal& rhs, int64_t rhs_cont
 // matrix-vector product per group (each a pool round trip).
 bool GroupedTakesSmallGroups(const Literal& lhs, const Literal& rhs, int64_t rhs_contract);
 
+// The kernel chlo.ragged_dot runs one f32 group of `rows` rows on against f32 weights stored
+// [G, N, K] (the MoE experts' layout), on this CPU and with this TLALOC_RAGGED_DOT: the f32 tile
+// kernel, one sgemm per (group, 256 columns), the matrix-vector kernel (ViewMatmul of up to
+// kMaxVectors rows) or ViewMatmul's larger products. Kernels that compute the same product on
+// weights they first widen to f32 (int8 experts, ragged_dot_int8.cc) follow it, so that they
+// return the unfused program's bits.
+enum class F32ExpertKernel { kTiles, kSgemm, kMatrixVector, kViewMatmul };
+F32ExpertKernel F32ExpertKernelFor(int64_t rows);
+
 // The bf16 kernel on its own: c [rows, n] (row stride ldc) = a [rows, k] (row stride lda) times
 // w [n, k]^T (row stride ldw). Single-threaded; false where the CPU lacks AVX512_BF16.
 // Exposed for the tests and micro-benchmarks.
@@ -48,5 +57,13 @@ bool Bf16RowsTimesRowsT(const uint16_t* a, int64_t lda, int64_t rows, const uint
 // The f32 tile kernel on its own, the same contract: false where the CPU lacks AVX-512.
 bool F32RowsTimesRowsT(const float* a, int64_t lda, int64_t rows, const float* w, int64_t ldw,
                        int64_t n, int64_t k, float* c, int64_t ldc);
+
+// The f32 tile kernel on int8 weights, dequantised in registers: w [n, k] s8 (row stride k)
+// with f16 block scales [n, k / 32], k a multiple of 32. Bit for bit F32RowsTimesRowsT on the
+// dequantised rows (each value times its block's scale, exact in f32), reading only the s8
+// rows: int8 experts' decode groups (ragged_dot_int8.cc). False where the CPU lacks AVX-512 or
+// k is not a multiple of 32.
+bool Int8RowsTimesRowsT(const float* a, int64_t lda, int64_t rows, const int8_t* w,
+                        const uint16_t* scales, int64_t n, int64_t k, float* c, int64_t ldc);
 
 }  // namespace tlaloc::ops

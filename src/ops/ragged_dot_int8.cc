@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ragged_dot_grouped.h"
 #include "reduction_matmul.h"
 #include "reduction_matmul_q8.h"
 #include "support/avx512_intrinsics.h"
@@ -69,13 +70,14 @@ struct Group {
   int64_t expert = 0, start = 0, rows = 0;
 };
 
-// Groups of more than four rows (prefill), all in one pass over the pool: a task per (group,
-// block of 256 weight rows), each on one thread, dequantising its block into the thread's buffer
-// and running one single-thread sgemm on it. That is the call the f32 grouped kernel makes for
-// the same block of the dequantised stack, so the results are its bits, while only a block of
-// f32 weights per thread exists instead of the [G, N, K] stack.
-void GroupedPrefill(const float* x, const int8_t* w, const uint16_t* scales, int64_t n, int64_t k,
-                    const std::vector<Group>& groups, float* c, EvalContext& ctx) {
+// Groups the f32 path runs through sgemm (TLALOC_RAGGED_DOT=sgemm, or a CPU without AVX-512),
+// all in one pass over the pool: a task per (group, block of 256 weight rows), each on one thread,
+// dequantising its block into the thread's buffer and running one single-thread sgemm on it. That
+// is the call the f32 grouped kernel makes for the same block of the dequantised stack, so the
+// results are its bits, while only a block of f32 weights per thread exists instead of the [G, N,
+// K] stack.
+void GroupedSgemm(const float* x, const int8_t* w, const uint16_t* scales, int64_t n, int64_t k,
+                  const std::vector<Group>& groups, float* c, EvalContext& ctx) {
   static const bool single_threaded_blas = [] {
     openblas_set_num_threads(1);  // the pool's threads run the tasks; OpenBLAS's would compete
     return true;
@@ -97,6 +99,43 @@ void GroupedPrefill(const float* x, const int8_t* w, const uint16_t* scales, int
                   static_cast<int>(nb), static_cast<int>(k), 1.0f, x + g.start * k,
                   static_cast<int>(k), dense.data(), static_cast<int>(k), 0.0f,
                   c + g.start * n + j0, static_cast<int>(n));
+    }
+  });
+}
+
+// Groups the f32 path runs through its tile kernel, all in one pass over the pool: a task per
+// (group, block of 96 weight rows). Decode's groups (up to four rows) take the int8 tile kernel,
+// which dequantises in registers. Larger ones dequantise kChunkRows of their expert's rows at a
+// time into the thread's buffer (in L2) and run the f32 tile kernel on them, so that each value
+// is dequantised once, not once per four rows. Every output is its own sum in the tile kernels,
+// so both return the bits of one call on the dequantised stack, while memory traffic stays the
+// s8 rows.
+void GroupedTiles(const float* x, const int8_t* w, const uint16_t* scales, int64_t n, int64_t k,
+                  const std::vector<Group>& groups, float* c, EvalContext& ctx) {
+  constexpr int64_t kTaskRows = 96, kChunkRows = 24;
+  const int64_t blocks = (n + kTaskRows - 1) / kTaskRows, per_row = k / kBlock;
+  const int64_t tasks = static_cast<int64_t>(groups.size()) * blocks;
+  std::atomic<int64_t> next{0};
+  ctx.ParallelFor(tasks, 1, [&](int64_t, int64_t) {
+    thread_local std::vector<float> dense;
+    dense.resize(static_cast<size_t>(kChunkRows * k));
+    for (int64_t t = next.fetch_add(1); t < tasks; t = next.fetch_add(1)) {
+      const Group& g = groups[t / blocks];
+      const int64_t end = std::min(n, t % blocks * kTaskRows + kTaskRows);
+      if (g.rows <= kMaxVectors) {  // decode: dequantised in registers, once per value
+        const int64_t j0 = t % blocks * kTaskRows;
+        Int8RowsTimesRowsT(x + g.start * k, k, g.rows, w + (g.expert * n + j0) * k,
+                           scales + (g.expert * n + j0) * per_row, end - j0, k,
+                           c + g.start * n + j0, n);
+        continue;
+      }
+      for (int64_t j0 = t % blocks * kTaskRows; j0 < end; j0 += kChunkRows) {
+        const int64_t nb = std::min(kChunkRows, end - j0);
+        DequantiseRows(w + (g.expert * n + j0) * k, scales + (g.expert * n + j0) * per_row, nb, k,
+                       dense.data());
+        F32RowsTimesRowsT(x + g.start * k, k, g.rows, dense.data(), k, nb, k, c + g.start * n + j0,
+                          n);
+      }
     }
   });
 }
@@ -141,19 +180,29 @@ Status RaggedDotInt8(const Literal& x, const Literal& w, const Literal& scales,
                        n, k, out + g.start * n, ctx);
     return OkStatus();
   }
-  // Prefill's larger groups in one pass where the f32 grouped kernel would take the
-  // dequantised stack; the rest (decode's) each through the dense int8 kernel, which streams
-  // the expert's s8 rows once over all threads.
-  std::vector<Group> many_rows;
-  if (GroupedWanted() && OpenBlasCoreFitsCpu())
-    for (const Group& g : groups)
-      if (g.rows > kMaxVectors) many_rows.push_back(g);
-  GroupedPrefill(xs, ws, ss, n, k, many_rows, out, ctx);
+  // Each group through the kernel chlo.ragged_dot would give it on the dequantised stack, so
+  // that the results are its bits: the tile kernel's and sgemm's groups in one pass over the
+  // pool each, the matrix-vector kernel's through the dense int8 kernel (the same sums, its s8
+  // rows streamed over all threads). ViewMatmul's larger products (TLALOC_RAGGED_DOT=per_group,
+  // or no OpenBLAS kernel set fitting the CPU) go there too, whose bits may differ.
+  std::vector<Group> tiles, sgemm, each;
   for (const Group& g : groups) {
-    if (!many_rows.empty() && g.rows > kMaxVectors) continue;
+    switch (F32ExpertKernelFor(g.rows)) {
+      case F32ExpertKernel::kTiles:
+        tiles.push_back(g);
+        break;
+      case F32ExpertKernel::kSgemm:
+        sgemm.push_back(g);
+        break;
+      default:
+        each.push_back(g);
+    }
+  }
+  GroupedTiles(xs, ws, ss, n, k, tiles, out, ctx);
+  GroupedSgemm(xs, ws, ss, n, k, sgemm, out, ctx);
+  for (const Group& g : each)
     Int8Matmul(xs + g.start * k, g.rows, ws + g.expert * n * k, ss + g.expert * n * blocks, n, k,
                out + g.start * n, ctx);
-  }
   return OkStatus();
 }
 
