@@ -23,16 +23,6 @@ namespace tlaloc::ops {
 
 namespace {
 
-// Runs fn(task) for every task in [0, tasks), handed out one at a time so that a thread the OS
-// slows down takes fewer (groups differ in size, and the machine is shared).
-template <typename Fn>
-void ForEachTask(EvalContext& ctx, int64_t tasks, const Fn& fn) {
-  std::atomic<int64_t> next{0};
-  ctx.ParallelFor(tasks, 1, [&](int64_t, int64_t) {
-    for (int64_t t = next.fetch_add(1); t < tasks; t = next.fetch_add(1)) fn(t);
-  });
-}
-
 // Output columns per task: enough tasks to balance (a 768-wide expert is 8), few enough that
 // the lhs rows of a group are read from L2 for each tile of weight rows.
 constexpr int64_t kBf16ColumnBlock = 96;
