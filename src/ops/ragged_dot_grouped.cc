@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "reduction_matmul.h"
 #include "support/avx512_intrinsics.h"
@@ -21,16 +22,6 @@
 namespace tlaloc::ops {
 
 namespace {
-
-// Runs fn(task) for every task in [0, tasks), handed out one at a time so that a thread the OS
-// slows down takes fewer (groups differ in size, and the machine is shared).
-template <typename Fn>
-void ForEachTask(EvalContext& ctx, int64_t tasks, const Fn& fn) {
-  std::atomic<int64_t> next{0};
-  ctx.ParallelFor(tasks, 1, [&](int64_t, int64_t) {
-    for (int64_t t = next.fetch_add(1); t < tasks; t = next.fetch_add(1)) fn(t);
-  });
-}
 
 // Output columns per task: enough tasks to balance (a 768-wide expert is 8), few enough that
 // the lhs rows of a group are read from L2 for each tile of weight rows.
@@ -82,6 +73,34 @@ inline void Prefetch(const T* p, int64_t ld) {
   for (int j = 0; j < C; ++j) _mm_prefetch(reinterpret_cast<const char*>(p + j * ld), _MM_HINT_T1);
 }
 
+// Calls fn(std::integral_constant<int, n>{}) for n in [1, N]: a tile kernel templated on its
+// shape, picked once per tile.
+template <int N, typename Fn>
+inline void WithCount(int n, const Fn& fn) {
+  if constexpr (N > 1) {
+    if (n < N) return WithCount<N - 1>(n, fn);
+  }
+  fn(std::integral_constant<int, N>{});
+}
+
+// c's [rows, n] in tiles of up to kTileRows rows x kTileCols weight rows, weight-row tiles outer
+// (read from memory by the first row tile, from cache by the later ones): calls
+// tile(R, C, r, j, next) with R and C the tile's shape as integral constants, (r, j) its corner
+// and `next` whether a next tile of weight rows follows (the first row tile prefetches it).
+template <typename Tile>
+void ForEachTile(int64_t rows, int64_t n, const Tile& tile) {
+  for (int64_t j = 0; j < n; j += kTileCols) {
+    const int cols = static_cast<int>(std::min<int64_t>(kTileCols, n - j));
+    for (int64_t r = 0; r < rows; r += kTileRows) {
+      const int tile_rows = static_cast<int>(std::min<int64_t>(kTileRows, rows - r));
+      const bool next = r == 0 && j + kTileCols < n;
+      WithCount<kTileRows>(tile_rows, [&](auto rc) {
+        WithCount<kTileCols>(cols, [&](auto cc) { tile(rc, cc, r, j, next); });
+      });
+    }
+  }
+}
+
 // c[r, j] = sum_k a[r, k] w[j, k] for R rows and C weight rows, 32 elements per step: vdpbf16ps
 // multiplies bf16 pairs exactly and adds them into 16 f32 lanes, which are summed at the end.
 template <int R, int C>
@@ -121,39 +140,6 @@ TLALOC_AVX512_BF16_TARGET void TileBf16(const uint16_t* a, int64_t lda, const ui
     }
   }
   StoreSums<R, C>(acc, c, ldc);
-}
-
-template <int R>
-void TileBf16Cols(int cols, const uint16_t* a, int64_t lda, const uint16_t* w, int64_t ldw,
-                  int64_t k, float* c, int64_t ldc, const uint16_t* next) {
-  switch (cols) {
-    case 1:
-      return TileBf16<R, 1>(a, lda, w, ldw, k, c, ldc, next);
-    case 2:
-      return TileBf16<R, 2>(a, lda, w, ldw, k, c, ldc, next);
-    case 3:
-      return TileBf16<R, 3>(a, lda, w, ldw, k, c, ldc, next);
-    case 4:
-      return TileBf16<R, 4>(a, lda, w, ldw, k, c, ldc, next);
-    case 5:
-      return TileBf16<R, 5>(a, lda, w, ldw, k, c, ldc, next);
-    default:
-      return TileBf16<R, kTileCols>(a, lda, w, ldw, k, c, ldc, next);
-  }
-}
-
-void TileBf16Any(int rows, int cols, const uint16_t* a, int64_t lda, const uint16_t* w, int64_t ldw,
-                 int64_t k, float* c, int64_t ldc, const uint16_t* next) {
-  switch (rows) {
-    case 1:
-      return TileBf16Cols<1>(cols, a, lda, w, ldw, k, c, ldc, next);
-    case 2:
-      return TileBf16Cols<2>(cols, a, lda, w, ldw, k, c, ldc, next);
-    case 3:
-      return TileBf16Cols<3>(cols, a, lda, w, ldw, k, c, ldc, next);
-    default:
-      return TileBf16Cols<kTileRows>(cols, a, lda, w, ldw, k, c, ldc, next);
-  }
 }
 
 // The f32 tile: c[r, j] = sum_k a[r, k] w[j, k], 16 lanes of fused multiply-adds per step
@@ -242,73 +228,6 @@ TLALOC_AVX512_TARGET void TileInt8(const float* a, int64_t lda, const int8_t* w,
   StoreSums<R, C>(acc, c, ldc);
 }
 
-template <int R>
-void TileInt8Cols(int cols, const float* a, int64_t lda, const int8_t* w, int64_t ldw,
-                  const uint16_t* scales, int64_t lds, int64_t k, float* c, int64_t ldc,
-                  const int8_t* next) {
-  switch (cols) {
-    case 1:
-      return TileInt8<R, 1>(a, lda, w, ldw, scales, lds, k, c, ldc, next);
-    case 2:
-      return TileInt8<R, 2>(a, lda, w, ldw, scales, lds, k, c, ldc, next);
-    case 3:
-      return TileInt8<R, 3>(a, lda, w, ldw, scales, lds, k, c, ldc, next);
-    case 4:
-      return TileInt8<R, 4>(a, lda, w, ldw, scales, lds, k, c, ldc, next);
-    case 5:
-      return TileInt8<R, 5>(a, lda, w, ldw, scales, lds, k, c, ldc, next);
-    default:
-      return TileInt8<R, kTileCols>(a, lda, w, ldw, scales, lds, k, c, ldc, next);
-  }
-}
-
-void TileInt8Any(int rows, int cols, const float* a, int64_t lda, const int8_t* w, int64_t ldw,
-                 const uint16_t* scales, int64_t lds, int64_t k, float* c, int64_t ldc,
-                 const int8_t* next) {
-  switch (rows) {
-    case 1:
-      return TileInt8Cols<1>(cols, a, lda, w, ldw, scales, lds, k, c, ldc, next);
-    case 2:
-      return TileInt8Cols<2>(cols, a, lda, w, ldw, scales, lds, k, c, ldc, next);
-    case 3:
-      return TileInt8Cols<3>(cols, a, lda, w, ldw, scales, lds, k, c, ldc, next);
-    default:
-      return TileInt8Cols<kTileRows>(cols, a, lda, w, ldw, scales, lds, k, c, ldc, next);
-  }
-}
-
-template <int R>
-void TileF32Cols(int cols, const float* a, int64_t lda, const float* w, int64_t ldw, int64_t k,
-                 float* c, int64_t ldc, const float* next) {
-  switch (cols) {
-    case 1:
-      return TileF32<R, 1>(a, lda, w, ldw, k, c, ldc, next);
-    case 2:
-      return TileF32<R, 2>(a, lda, w, ldw, k, c, ldc, next);
-    case 3:
-      return TileF32<R, 3>(a, lda, w, ldw, k, c, ldc, next);
-    case 4:
-      return TileF32<R, 4>(a, lda, w, ldw, k, c, ldc, next);
-    case 5:
-      return TileF32<R, 5>(a, lda, w, ldw, k, c, ldc, next);
-    default:
-      return TileF32<R, kTileCols>(a, lda, w, ldw, k, c, ldc, next);
-  }
-}
-
-void TileF32Any(int rows, int cols, const float* a, int64_t lda, const float* w, int64_t ldw,
-                int64_t k, float* c, int64_t ldc, const float* next) {
-  switch (rows) {
-    case 1:
-      return TileF32Cols<1>(cols, a, lda, w, ldw, k, c, ldc, next);
-    case 2:
-      return TileF32Cols<2>(cols, a, lda, w, ldw, k, c, ldc, next);
-    case 3:
-      return TileF32Cols<3>(cols, a, lda, w, ldw, k, c, ldc, next);
-    default:
-      return TileF32Cols<kTileRows>(cols, a, lda, w, ldw, k, c, ldc, next);
-  }
-}
 #endif
 
 bool F32KernelAvailable() {
@@ -428,14 +347,11 @@ bool Bf16RowsTimesRowsT(const uint16_t* a, int64_t lda, int64_t rows, const uint
                         int64_t ldw, int64_t n, int64_t k, float* c, int64_t ldc) {
   if (!Bf16KernelAvailable()) return false;
 #if defined(__x86_64__)
-  for (int64_t j = 0; j < n; j += kTileCols) {
-    const int cols = static_cast<int>(std::min<int64_t>(kTileCols, n - j));
-    for (int64_t r = 0; r < rows; r += kTileRows) {
-      const int tile_rows = static_cast<int>(std::min<int64_t>(kTileRows, rows - r));
-      TileBf16Any(tile_rows, cols, a + r * lda, lda, w + j * ldw, ldw, k, c + r * ldc + j, ldc,
-                  r == 0 && j + kTileCols < n ? w + (j + kTileCols) * ldw : nullptr);
-    }
-  }
+  ForEachTile(rows, n, [&](auto rc, auto cc, int64_t r, int64_t j, bool next) {
+    TileBf16<decltype(rc)::value, decltype(cc)::value>(a + r * lda, lda, w + j * ldw, ldw, k,
+                                                       c + r * ldc + j, ldc,
+                                                       next ? w + (j + kTileCols) * ldw : nullptr);
+  });
   return true;
 #else
   return false;
@@ -446,14 +362,11 @@ bool F32RowsTimesRowsT(const float* a, int64_t lda, int64_t rows, const float* w
                        int64_t n, int64_t k, float* c, int64_t ldc) {
   if (!F32KernelAvailable()) return false;
 #if defined(__x86_64__)
-  for (int64_t j = 0; j < n; j += kTileCols) {
-    const int cols = static_cast<int>(std::min<int64_t>(kTileCols, n - j));
-    for (int64_t r = 0; r < rows; r += kTileRows) {
-      const int tile_rows = static_cast<int>(std::min<int64_t>(kTileRows, rows - r));
-      TileF32Any(tile_rows, cols, a + r * lda, lda, w + j * ldw, ldw, k, c + r * ldc + j, ldc,
-                 r == 0 && j + kTileCols < n ? w + (j + kTileCols) * ldw : nullptr);
-    }
-  }
+  ForEachTile(rows, n, [&](auto rc, auto cc, int64_t r, int64_t j, bool next) {
+    TileF32<decltype(rc)::value, decltype(cc)::value>(a + r * lda, lda, w + j * ldw, ldw, k,
+                                                      c + r * ldc + j, ldc,
+                                                      next ? w + (j + kTileCols) * ldw : nullptr);
+  });
   return true;
 #else
   return false;
@@ -465,15 +378,11 @@ bool Int8RowsTimesRowsT(const float* a, int64_t lda, int64_t rows, const int8_t*
   if (!F32KernelAvailable() || k % 32 != 0) return false;
 #if defined(__x86_64__)
   const int64_t lds = k / 32;
-  for (int64_t j = 0; j < n; j += kTileCols) {
-    const int cols = static_cast<int>(std::min<int64_t>(kTileCols, n - j));
-    for (int64_t r = 0; r < rows; r += kTileRows) {
-      const int tile_rows = static_cast<int>(std::min<int64_t>(kTileRows, rows - r));
-      TileInt8Any(tile_rows, cols, a + r * lda, lda, w + j * k, k, scales + j * lds, lds, k,
-                  c + r * ldc + j, ldc,
-                  r == 0 && j + kTileCols < n ? w + (j + kTileCols) * k : nullptr);
-    }
-  }
+  ForEachTile(rows, n, [&](auto rc, auto cc, int64_t r, int64_t j, bool next) {
+    TileInt8<decltype(rc)::value, decltype(cc)::value>(
+        a + r * lda, lda, w + j * k, k, scales + j * lds, lds, k, c + r * ldc + j, ldc,
+        next ? w + (j + kTileCols) * k : nullptr);
+  });
   return true;
 #else
   return false;

@@ -6,6 +6,7 @@
 // the expert's weights, and the threads waited on the slowest block of every expert.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -13,6 +14,16 @@
 #include "tlaloc/ir/op_registry.h"
 
 namespace tlaloc::ops {
+
+// Runs fn(task) for every task in [0, tasks) over the pool, handed out one at a time so that a
+// thread the OS slows down takes fewer (groups differ in size, and the machine is shared).
+template <typename Fn>
+void ForEachTask(EvalContext& ctx, int64_t tasks, const Fn& fn) {
+  std::atomic<int64_t> next{0};
+  ctx.ParallelFor(tasks, 1, [&](int64_t, int64_t) {
+    for (int64_t t = next.fetch_add(1); t < tasks; t = next.fetch_add(1)) fn(t);
+  });
+}
 
 // Rows [start, start + rows) of lhs belong to group `group`.
 struct RowGroup {

@@ -84,22 +84,17 @@ void GroupedSgemm(const float* x, const int8_t* w, const uint16_t* scales, int64
   }();
   (void)single_threaded_blas;
   const int64_t blocks = (n + kRowBlock - 1) / kRowBlock, per_row = k / kBlock;
-  const int64_t tasks = static_cast<int64_t>(groups.size()) * blocks;
-  std::atomic<int64_t> next{0};
-  ctx.ParallelFor(tasks, 1, [&](int64_t, int64_t) {
+  ForEachTask(ctx, static_cast<int64_t>(groups.size()) * blocks, [&](int64_t t) {
     thread_local std::vector<float> dense;
     dense.resize(static_cast<size_t>(kRowBlock * k));
-    // Handed out one at a time: groups differ in size, and the machine is shared.
-    for (int64_t t = next.fetch_add(1); t < tasks; t = next.fetch_add(1)) {
-      const Group& g = groups[t / blocks];
-      const int64_t j0 = t % blocks * kRowBlock, nb = std::min(kRowBlock, n - j0);
-      DequantiseRows(w + (g.expert * n + j0) * k, scales + (g.expert * n + j0) * per_row, nb, k,
-                     dense.data());
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(g.rows),
-                  static_cast<int>(nb), static_cast<int>(k), 1.0f, x + g.start * k,
-                  static_cast<int>(k), dense.data(), static_cast<int>(k), 0.0f,
-                  c + g.start * n + j0, static_cast<int>(n));
-    }
+    const Group& g = groups[t / blocks];
+    const int64_t j0 = t % blocks * kRowBlock, nb = std::min(kRowBlock, n - j0);
+    DequantiseRows(w + (g.expert * n + j0) * k, scales + (g.expert * n + j0) * per_row, nb, k,
+                   dense.data());
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(g.rows),
+                static_cast<int>(nb), static_cast<int>(k), 1.0f, x + g.start * k,
+                static_cast<int>(k), dense.data(), static_cast<int>(k), 0.0f, c + g.start * n + j0,
+                static_cast<int>(n));
   });
 }
 
@@ -114,28 +109,24 @@ void GroupedTiles(const float* x, const int8_t* w, const uint16_t* scales, int64
                   const std::vector<Group>& groups, float* c, EvalContext& ctx) {
   constexpr int64_t kTaskRows = 96, kChunkRows = 24;
   const int64_t blocks = (n + kTaskRows - 1) / kTaskRows, per_row = k / kBlock;
-  const int64_t tasks = static_cast<int64_t>(groups.size()) * blocks;
-  std::atomic<int64_t> next{0};
-  ctx.ParallelFor(tasks, 1, [&](int64_t, int64_t) {
+  ForEachTask(ctx, static_cast<int64_t>(groups.size()) * blocks, [&](int64_t t) {
+    const Group& g = groups[t / blocks];
+    const int64_t end = std::min(n, t % blocks * kTaskRows + kTaskRows);
+    if (g.rows <= kMaxVectors) {  // decode: dequantised in registers, once per value
+      const int64_t j0 = t % blocks * kTaskRows;
+      Int8RowsTimesRowsT(x + g.start * k, k, g.rows, w + (g.expert * n + j0) * k,
+                         scales + (g.expert * n + j0) * per_row, end - j0, k, c + g.start * n + j0,
+                         n);
+      return;
+    }
     thread_local std::vector<float> dense;
     dense.resize(static_cast<size_t>(kChunkRows * k));
-    for (int64_t t = next.fetch_add(1); t < tasks; t = next.fetch_add(1)) {
-      const Group& g = groups[t / blocks];
-      const int64_t end = std::min(n, t % blocks * kTaskRows + kTaskRows);
-      if (g.rows <= kMaxVectors) {  // decode: dequantised in registers, once per value
-        const int64_t j0 = t % blocks * kTaskRows;
-        Int8RowsTimesRowsT(x + g.start * k, k, g.rows, w + (g.expert * n + j0) * k,
-                           scales + (g.expert * n + j0) * per_row, end - j0, k,
-                           c + g.start * n + j0, n);
-        continue;
-      }
-      for (int64_t j0 = t % blocks * kTaskRows; j0 < end; j0 += kChunkRows) {
-        const int64_t nb = std::min(kChunkRows, end - j0);
-        DequantiseRows(w + (g.expert * n + j0) * k, scales + (g.expert * n + j0) * per_row, nb, k,
-                       dense.data());
-        F32RowsTimesRowsT(x + g.start * k, k, g.rows, dense.data(), k, nb, k, c + g.start * n + j0,
-                          n);
-      }
+    for (int64_t j0 = t % blocks * kTaskRows; j0 < end; j0 += kChunkRows) {
+      const int64_t nb = std::min(kChunkRows, end - j0);
+      DequantiseRows(w + (g.expert * n + j0) * k, scales + (g.expert * n + j0) * per_row, nb, k,
+                     dense.data());
+      F32RowsTimesRowsT(x + g.start * k, k, g.rows, dense.data(), k, nb, k, c + g.start * n + j0,
+                        n);
     }
   });
 }

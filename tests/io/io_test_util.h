@@ -1,10 +1,12 @@
-// Helpers for the io tests: temporary folders and hand-built safetensors bytes.
+// Helpers for the io tests: temporary folders, hand-built safetensors bytes, the resident set.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -35,6 +37,14 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// This process's resident bytes (/proc/self/statm), or -1 where there is none.
+inline int64_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = -1;
+  if (!(statm >> size >> resident)) return -1;
+  return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
 
 // 8-byte little-endian length, `header` as given (no padding), then `data`.
 inline std::vector<std::byte> BuildSafetensors(const std::string& header,

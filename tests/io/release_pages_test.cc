@@ -12,15 +12,8 @@
 namespace tlaloc::io {
 namespace {
 
+using testing::ResidentBytes;
 using testing::TempDir;
-
-// This process's resident bytes (/proc/self/statm), or -1 where there is none.
-int64_t ResidentBytes() {
-  std::ifstream statm("/proc/self/statm");
-  int64_t size = 0, resident = -1;
-  if (!(statm >> size >> resident)) return -1;
-  return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
-}
 
 double Sum(const Literal& l) {
   double s = 0;
