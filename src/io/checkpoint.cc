@@ -237,13 +237,23 @@ StatusOr<Checkpoint> Checkpoint::Open(const fs::path& path) {
   return ckpt;
 }
 
-Status WriteCheckpoint(const fs::path& dir, std::span<const NamedTensor> tensors,
-                       const CheckpointWriteOptions& options) {
+namespace {
+// Creates `dir` and returns every shard's __metadata__: the caller's, plus "format": "pt",
+// without which transformers refuses a safetensors file.
+StatusOr<std::map<std::string, std::string>> PrepareCheckpointFolder(
+    const fs::path& dir, const CheckpointWriteOptions& options) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return InvalidArgument(dir.string() + ": cannot create folder: " + ec.message());
   std::map<std::string, std::string> metadata = options.metadata;
   metadata.emplace("format", "pt");
+  return metadata;
+}
+}  // namespace
+
+Status WriteCheckpoint(const fs::path& dir, std::span<const NamedTensor> tensors,
+                       const CheckpointWriteOptions& options) {
+  TL_ASSIGN_OR_RETURN(auto metadata, PrepareCheckpointFolder(dir, options));
 
   // Greedy split in the caller's order (the model's order), as transformers does.
   std::vector<std::vector<NamedTensor>> shards(1);
@@ -307,11 +317,7 @@ Status WriteAllAt(int fd, std::span<const std::byte> bytes, uint64_t offset, con
 StatusOr<std::unique_ptr<CheckpointStreamWriter>> CheckpointStreamWriter::Create(
     const fs::path& dir, std::span<const std::vector<PlannedTensor>> groups,
     const CheckpointWriteOptions& options) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return InvalidArgument(dir.string() + ": cannot create folder: " + ec.message());
-  std::map<std::string, std::string> metadata = options.metadata;
-  metadata.emplace("format", "pt");
+  TL_ASSIGN_OR_RETURN(auto metadata, PrepareCheckpointFolder(dir, options));
 
   std::unique_ptr<CheckpointStreamWriter> w(new CheckpointStreamWriter());
   w->dir_ = dir;
