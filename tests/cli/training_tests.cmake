@@ -14,7 +14,8 @@ add_test(NAME cli.training_loss_svg
 set_tests_properties(cli.training_loss_svg PROPERTIES LABELS cli SKIP_RETURN_CODE 77 TIMEOUT 180)
 
 # GGUF export of finetune-demo's, finetune's and init-model's checkpoints with their chat
-# template; llama.cpp's tokenization of the demo's GGUF. Skips (77) without the npm packages.
+# template; llama.cpp's tokenization of the demo's GGUF, and the template rendered by transformers
+# and jinja2 (the venv's Python). Skips (77) without the venv's llama_cpp, jinja2 or transformers.
 add_test(NAME cli.training_export
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/training_export_test.sh $<TARGET_FILE:tlaloc_cli>
           ${PROJECT_SOURCE_DIR})

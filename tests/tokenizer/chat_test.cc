@@ -1,5 +1,6 @@
 // The Qwen3 chat format, checked against strings written out by hand from the chat template in
-// the model's tokenizer_config.json (the JS oracle's template engine cannot parse that template).
+// the model's tokenizer_config.json; parity_test.cc compares many more conversations with what
+// transformers renders from that template.
 #include "tlaloc/tokenizer/chat.h"
 
 #include <gtest/gtest.h>
