@@ -26,14 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string FindTorchPython() {
-  for (const char* py : {"/usr/bin/python3", "python3"}) {
-    const std::string cmd = std::string(py) + " -c 'import torch, numpy' >/dev/null 2>&1";
-    if (std::system(cmd.c_str()) == 0) return py;
-  }
-  return "";
-}
-
 Literal Random(std::vector<int64_t> dims, uint32_t seed, float scale) {
   Literal l(TensorType(ElementType::kF32, std::move(dims)));
   std::mt19937 rng(seed);
@@ -77,9 +69,8 @@ double MaxRelative(const Literal& a, const Literal& b) {
 }
 
 TEST(MoeGradients, EveryFormMatchesTorchLoopOverExperts) {
-  const std::string python = FindTorchPython();
-  if (python.empty())
-    TL_ORACLE_MISSING("python3 with torch and numpy (Debian python3-torch) missing");
+  if (std::string why = testing::PythonMissing("torch numpy"); !why.empty()) TL_ORACLE_MISSING(why);
+  const std::string python = testing::OraclePython();
   const int64_t n = 12, h = 16, width = 8, experts = 6, k = 2;
   const std::vector<Literal> in{Random({n, h}, 1, 1.0f),
                                 Random({experts, h}, 2, 0.7f),

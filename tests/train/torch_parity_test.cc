@@ -1,6 +1,7 @@
-// Gradients and AdamW training of a small Qwen3 against PyTorch (Debian's python3-torch), on
-// the same weights and batch: tests/train/torch_reference.py writes the model in plain torch
-// and runs autograd, clip_grad_norm_, torch.optim.AdamW and a LambdaLR schedule.
+// Gradients and AdamW training of a small Qwen3 against PyTorch (torch 2.x from the checkout's
+// venv, third_party_py/, on the CPU), on the same weights and batch: tests/train/torch_reference.py
+// writes the model in plain torch and runs autograd, clip_grad_norm_, torch.optim.AdamW and a
+// LambdaLR schedule.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -23,15 +24,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A python3 that imports torch and numpy, or "".
-std::string FindTorchPython() {
-  for (const char* py : {"/usr/bin/python3", "python3"}) {
-    const std::string cmd = std::string(py) + " -c 'import torch, numpy' >/dev/null 2>&1";
-    if (std::system(cmd.c_str()) == 0) return py;
-  }
-  return "";
-}
-
 io::ModelConfig ParityConfig() {
   io::ModelConfig c = io::DefaultModelConfig(io::ModelArchitecture::kQwen3);
   c.vocab_size = 96;
@@ -52,9 +44,8 @@ io::ModelConfig ParityConfig() {
 }
 
 TEST(TorchParity, GradientsAndFiveAdamWSteps) {
-  const std::string python = FindTorchPython();
-  if (python.empty())
-    TL_ORACLE_MISSING("python3 with torch and numpy (Debian python3-torch) missing");
+  if (std::string why = testing::PythonMissing("torch numpy"); !why.empty()) TL_ORACLE_MISSING(why);
+  const std::string python = testing::OraclePython();
   const io::ModelConfig c = ParityConfig();
   const int64_t bsz = 2, t = 7;
   const fs::path dir =
