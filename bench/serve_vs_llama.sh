@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Aggregate decode throughput of `tlaloc serve` at concurrency 1, 4 and 16 against llama.cpp
-# decoding the same number of sequences in ONE context (node-llama-cpp's multi-sequence
-# context, bench/llama_multiseq.mjs) and against Tlaloc's own sequential generation (`tlaloc
+# decoding the same number of sequences in ONE context (llama.cpp built natively by
+# llama-cpp-python in third_party_py/, driven through its low-level API: bench/llama_multiseq.py,
+# one llama_decode per step holding a token of every sequence) and against Tlaloc's own sequential generation (`tlaloc
 # generate`, one request after another), in one command:
 #
 #   bash bench/serve_vs_llama.sh [--preset qwen3-0.6b | --model DIR] [--requests 16]
@@ -11,7 +12,7 @@
 # Every request is greedy, with the prompt "benchmark request i" (a few tokens; both sides
 # tokenize the same text with the same tokenizer, and the table shows the prompt tokens each
 # counted) and the same new tokens; both engines get the same threads. Per concurrency level,
-# Tlaloc serve (warmed up first with one untimed round of the same requests, so that compiling
+# Tlaloc serve (bench/serve_bench.py; warmed up first with one untimed round of the same requests, so that compiling
 # its step programs is not timed) and llama.cpp (llama.cpp's defaults: f16 KV cache, flash
 # attention "auto") run back to back, which one goes first alternating. --sequential requests
 # then run through `tlaloc generate`, timed by their own prefill + decode seconds (each process
@@ -27,7 +28,6 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 COMMAND="bash bench/serve_vs_llama.sh $*"
 # shellcheck source=bench/bench_lib.sh
 source "$ROOT/bench/bench_lib.sh"
-NODE=$(bench_node)
 PRESET=qwen3-0.6b
 MODEL=""
 REQUESTS=16
@@ -48,7 +48,7 @@ while [[ $# -gt 0 ]]; do
     --sequential) SEQUENTIAL="$2"; shift 2 ;;
     --work) WORK="$2"; shift 2 ;;
     --tlaloc) TLALOC="$2"; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "serve_vs_llama.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -63,8 +63,7 @@ for c in $LEVELS; do
   ((c > MAX_LEVEL)) && MAX_LEVEL=$c
 done
 TLALOC=$(bench_tlaloc serve_vs_llama.sh "$TLALOC")
-[[ -d "$ROOT/third_party_npm/node_modules/node-llama-cpp" ]] ||
-  { echo "serve_vs_llama.sh: node-llama-cpp is missing (run scripts/setup.sh)" >&2; exit 1; }
+PYTHON=$(bench_python serve_vs_llama.sh llama_cpp)
 
 mkdir -p "$WORK"
 if [[ -z "$MODEL" ]]; then
@@ -102,12 +101,12 @@ url="http://127.0.0.1:$port"
 run_serve() {
   echo "== concurrency $1: tlaloc serve" >&2
   # The same round once untimed: every step program this level uses gets compiled.
-  "$NODE" "$ROOT/bench/serve_bench.mjs" "$url" "$1" "$1" "$NEW" >/dev/null
-  "$NODE" "$ROOT/bench/serve_bench.mjs" "$url" "$1" "$REQUESTS" "$NEW" >"$RESULTS/serve-$1.json"
+  "$PYTHON" "$ROOT/bench/serve_bench.py" "$url" "$1" "$1" "$NEW" >/dev/null
+  "$PYTHON" "$ROOT/bench/serve_bench.py" "$url" "$1" "$REQUESTS" "$NEW" >"$RESULTS/serve-$1.json"
 }
 run_llama() {
   echo "== concurrency $1: llama.cpp, one context of $1 sequences" >&2
-  "$NODE" "$ROOT/bench/llama_multiseq.mjs" --model "$GGUF" --threads "$THREADS" \
+  "$PYTHON" "$ROOT/bench/llama_multiseq.py" --model "$GGUF" --threads "$THREADS" \
     --concurrency "$1" --requests "$REQUESTS" --new-tokens "$NEW" >"$RESULTS/llama-$1.json"
 }
 turn=0
@@ -126,10 +125,11 @@ done >"$RESULTS/sequential.jsonl"
 echo "CPU: $(bench_cpu) ($(nproc) cores);" \
   "load average before $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "Command: $COMMAND"
+echo "llama.cpp: $(bench_llama_cpp "$PYTHON")"
 echo "Model: $MODEL ($(sed -n 's/.*"torch_dtype": *"\([a-z0-9]*\)".*/\1/p' "$MODEL/config.json"))," \
   "GGUF $GGUF; $THREADS threads; greedy; $REQUESTS requests x $NEW new tokens per level"
 echo
-python3 - "$RESULTS" "$LEVELS" "$REQUESTS" "$NEW" <<'EOF'
+"$PYTHON" - "$RESULTS" "$LEVELS" "$REQUESTS" "$NEW" <<'EOF'
 import json, sys
 results, levels, requests, new = sys.argv[1], sys.argv[2].split(), sys.argv[3], sys.argv[4]
 def load(name):
