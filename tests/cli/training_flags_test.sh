@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Bad values of finetune's, finetune-demo's, init-model's and export's flags are usage errors:
-# exit code 2, a message naming the flag, and nothing written. Needs no npm package: the model
+# exit code 2, a message naming the flag, and nothing written. Needs no oracle package: the model
 # is a config.json beside a dummy tokenizer (the checks run before anything else loads).
 # Usage: training_flags_test.sh TLALOC
 set -uo pipefail
