@@ -4,6 +4,8 @@
 # "listening on" line; sets SERVER_PID and URL.
 start_server() {
   local name=$1; shift
+  # The log exists before the first read: the background job may not have opened it yet.
+  : >"$WORK/$name.log"
   "$TLALOC" serve -m "$MODEL" --host 127.0.0.1 --port 0 "$@" 2>"$WORK/$name.log" &
   SERVER_PID=$!
   SERVER_PIDS+=("$SERVER_PID")
