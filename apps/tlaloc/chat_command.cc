@@ -116,7 +116,6 @@ int RunChat(const ChatArgs& a) {
     generate::TextRequest request;
     request.messages = history;
     ApplyRequestFlags(a.request, &request);
-    if (!a.request.max_new_tokens) request.max_new_tokens = 1024;
     request.seed = base_seed + turn++;
     ReplyPrinter printer(a.request.show_thinking);
     auto on_text = [&](generate::TextPart part, std::string_view piece) { printer(part, piece); };
@@ -150,7 +149,8 @@ void RegisterChatCommand(CLI::App& app) {
   AddModelOption(cmd, &args->model);
   AddThreadsOption(cmd, &args->threads);
   AddRequestOptions(cmd, &args->request,
-                    "token budget per reply (default: 1024, capped to the context)",
+                    "token budget per reply (default: generation_config.json's max_new_tokens, "
+                    "else up to the end token or the context)",
                     "sampling seed of the first reply (default: random, printed)");
   cmd->add_option("--dtype", args->dtype, "f32 or bf16 (default: as stored)");
   AddTargetOption(cmd, &args->target);

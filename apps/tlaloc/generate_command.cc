@@ -288,8 +288,8 @@ void RegisterGenerateCommand(CLI::App& app) {
   cmd->add_option("-p,--prompt", args->prompt, "prompt text (default: stdin)");
   cmd->add_option("--chat", args->chat, "a user message, rendered with the Qwen3 chat template");
   AddRequestOptions(cmd, &args->request,
-                    "token budget (default: generation_config.json's max_new_tokens, else 64; "
-                    "capped to the context)",
+                    "token budget (default: generation_config.json's max_new_tokens, else up to "
+                    "the end token or the context; capped to the context)",
                     "sampling seed (default: random, printed)");
   cmd->add_flag("--raw", args->raw,
                 "the prompt is model input as is: control tokens written in it (<|im_start|>) "

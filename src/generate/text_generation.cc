@@ -160,7 +160,12 @@ StatusOr<nn::SamplingParams> TextGenerator::Sampling(const TextRequest& request)
 StatusOr<PreparedRequest> TextGenerator::Prepare(const TextRequest& request) const {
   PreparedRequest prep;
   TL_ASSIGN_OR_RETURN(prep.sampling, Sampling(request));
-  int64_t max_new = request.max_new_tokens.value_or(generation_config_.max_new_tokens.value_or(64));
+  // The one default for every front end (generate, chat, the server, its chat page): the request's
+  // budget, else generation_config.json's max_new_tokens, else up to the end token or the context,
+  // as OpenAI, vLLM and llama-server do when max_tokens is absent.
+  const std::optional<int64_t> budget =
+      request.max_new_tokens ? request.max_new_tokens : generation_config_.max_new_tokens;
+  int64_t max_new = budget.value_or(1);
   if (max_new < 1)
     return InvalidArgument("max_new_tokens " + std::to_string(max_new) + ": expected >= 1");
   if (request.max_context < 0)
@@ -190,7 +195,9 @@ StatusOr<PreparedRequest> TextGenerator::Prepare(const TextRequest& request) con
     return InvalidArgument("the prompt has " + std::to_string(prompt_len) +
                            " tokens and the context holds " + std::to_string(prep.context) +
                            ": no room for a reply (shorten the prompt or raise the context)");
-  if (prompt_len + max_new > prep.context) {
+  if (!budget) {
+    max_new = prep.context - prompt_len;
+  } else if (prompt_len + max_new > prep.context) {
     prep.notes.push_back("max_new_tokens " + std::to_string(max_new) + " capped to " +
                          std::to_string(prep.context - prompt_len) + ": the context holds " +
                          std::to_string(prep.context) + " tokens and the prompt uses " +

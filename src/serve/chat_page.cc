@@ -40,7 +40,7 @@ std::string_view ChatPageHtml() {
 <body>
 <header>
   <h1>Tlaloc chat <span id="model"></span></h1>
-  <label>max tokens <input id="max" type="number" value="256" min="1" style="width:70px"></label>
+  <label>max tokens <input id="max" type="number" min="1" placeholder="auto" style="width:70px"></label>
   <label>temperature <input id="temp" type="number" value="0.7" min="0" max="2" step="0.1"
          style="width:60px"></label>
   <input id="key" type="password" placeholder="API key (if set)">
@@ -102,8 +102,9 @@ document.getElementById("form").addEventListener("submit", async e => {
   try {
     const res = await fetch("/v1/chat/completions", {
       method: "POST", headers: headers(),
+      // An empty budget is left out: the server's default runs to the end token or the context.
       body: JSON.stringify({messages: history, stream: true,
-                            max_tokens: Number(document.getElementById("max").value) || 256,
+                            max_tokens: Number(document.getElementById("max").value) || undefined,
                             temperature: Number(document.getElementById("temp").value),
                             stream_options: {include_usage: true}})});
     if (!res.ok) {

@@ -138,7 +138,7 @@ print("ok: curl streaming: %d chunks then [DONE]" % len(chunks))
 PY
 
 # The openai Python client: plain, streamed and refused requests.
-"$ORACLE_PYTHON" "$SOURCE_DIR/tests/cli/serve_openai_client.py" "$URL/v1" sekrit
+"$ORACLE_PYTHON" "$SOURCE_DIR/tests/cli/serve_openai_client.py" "$URL/v1" sekrit 512
 stop_server "$SERVER_PID"
 
 # --- Server M: tensor parallel (--mesh model=2: weights and KV cache over 2 devices) ----------

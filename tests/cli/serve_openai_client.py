@@ -3,7 +3,11 @@ not. Greedy answers must parse, `usage` must add up, the streamed text must equa
 answer's, and refused requests must surface as the client's typed errors (AuthenticationError
 for a wrong key, BadRequestError naming the parameter or code) with the server's error object.
 
-Usage: python serve_openai_client.py BASE_URL API_KEY   (BASE_URL ends in /v1)
+Without max_tokens (absent or null) a reply runs to the end token or the context, as OpenAI's,
+vLLM's and llama-server's do, not to a short fixed budget.
+
+Usage: python serve_openai_client.py BASE_URL API_KEY CONTEXT   (BASE_URL ends in /v1; CONTEXT is
+the server's --max-context)
 """
 
 import os
@@ -27,8 +31,17 @@ def extra(obj, name):
     return (obj.model_extra or {}).get(name)
 
 
+def check_unbounded(choice, usage, context, what):
+    """No max_tokens: the reply ends at the end token ("stop") or fills the context ("length")."""
+    total = usage.prompt_tokens + usage.completion_tokens
+    assert choice.finish_reason in ("stop", "length"), (what, choice.finish_reason)
+    if choice.finish_reason == "length":
+        assert total == context, (f"{what}: stopped for length at {usage.completion_tokens} "
+                                  f"tokens, {total} of a {context}-token context", usage)
+
+
 def main():
-    base_url, api_key = sys.argv[1], sys.argv[2]
+    base_url, api_key, context = sys.argv[1], sys.argv[2], int(sys.argv[3])
     client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=60, max_retries=0)
     messages = [{"role": "user", "content": "Tell me about rain."}]
 
@@ -80,6 +93,13 @@ def main():
         text += chunk.choices[0].text if chunk.choices else ""
     assert text == comp.choices[0].text, ("streamed completion", text, comp.choices[0].text)
 
+    # No max_tokens, then an explicit null: both run to the end token or the context.
+    free = client.completions.create(model="tiny", prompt="The rain", temperature=0)
+    check_unbounded(free.choices[0], free.usage, context, "completion without max_tokens")
+    free_chat = client.chat.completions.create(model="tiny", messages=messages, temperature=0,
+                                               max_tokens=None)
+    check_unbounded(free_chat.choices[0], free_chat.usage, context, "chat with max_tokens null")
+
     models = client.models.list()
     assert len(models.data) == 1 and models.data[0].id, models.data
 
@@ -117,7 +137,10 @@ def main():
 
     print(f"ok: openai client {openai.__version__}: chat {chat.usage.completion_tokens} tokens, "
           f"{chunks} stream chunks reassemble it, completion {comp.usage.completion_tokens} "
-          f"tokens, {len(cases)} refusals as AuthenticationError/BadRequestError")
+          f"tokens, without max_tokens {free.usage.completion_tokens} and "
+          f"{free_chat.usage.completion_tokens} ({free.choices[0].finish_reason}, "
+          f"{free_chat.choices[0].finish_reason}), {len(cases)} refusals as "
+          f"AuthenticationError/BadRequestError")
 
 
 if __name__ == "__main__":

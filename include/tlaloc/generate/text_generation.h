@@ -31,7 +31,8 @@ struct TextRequest {
   bool parse_special = false;
   // Conversations only: false renders an empty think block so the model answers directly.
   std::optional<bool> enable_thinking;
-  // Unset fields come from generation_config.json (then transformers' defaults).
+  // Unset fields come from generation_config.json (then transformers' defaults). An unset
+  // max_new_tokens with none there runs to the end token or the context (OpenAI's rule).
   std::optional<int64_t> max_new_tokens;
   std::optional<double> temperature, top_p;
   std::optional<int64_t> top_k;
