@@ -169,6 +169,7 @@ struct FinetuneArgs {
   train::FinetuneOptions options;
   std::string target;
   int64_t print_every = 0;
+  bool overwrite = false;  // --overwrite: replace what an earlier run left in --out
 };
 
 int RunFinetuneCommand(const FinetuneArgs &a) {
@@ -269,6 +270,33 @@ int RunFinetuneCommand(const FinetuneArgs &a) {
   return kExitOk;
 }
 
+// True when `a` and `b` name the same folder (either may not exist).
+bool SameFolder(const fs::path &a, const fs::path &b) {
+  std::error_code ec1, ec2;
+  return fs::weakly_canonical(a, ec1) == fs::weakly_canonical(b, ec2) && !ec1 && !ec2;
+}
+
+// A run writes its checkpoints, loss log and trainer state into --out, replacing an earlier run's:
+// a non-empty --out is refused (as quantize refuses one) unless --overwrite says so or the run is
+// a --resume of what is there (--resume OUT or one of OUT's checkpoint-N folders).
+Status CheckOutFolder(const train::FinetuneOptions &o, bool overwrite) {
+  std::error_code ec;
+  if (overwrite || !fs::exists(o.out_dir, ec)) return OkStatus();
+  if (!fs::is_directory(o.out_dir, ec))
+    return InvalidArgument("--out " + o.out_dir.string() + " exists and is not a folder");
+  if (fs::is_empty(o.out_dir, ec)) return OkStatus();
+  if (!o.resume_dir.empty()) {
+    const fs::path resume = fs::weakly_canonical(o.resume_dir, ec);
+    if (SameFolder(resume, o.out_dir) || SameFolder(resume.parent_path(), o.out_dir))
+      return OkStatus();
+  }
+  return InvalidArgument("--out " + o.out_dir.string() +
+                         " is not empty (an earlier run's checkpoints, loss log or trainer state "
+                         "would be replaced): choose another folder, continue that run with "
+                         "--resume " +
+                         o.out_dir.string() + ", or give --overwrite");
+}
+
 // Usage errors found before anything loads: each flag's range, then --seq-len against the
 // model's max_position_embeddings when its config.json reads (one that does not is left to
 // the run, which reports it as a failure). `given` says which flags were on the command line.
@@ -285,6 +313,7 @@ Status CheckFinetuneFlags(const FinetuneArgs &a, const std::function<bool(const 
   if (a.print_every < 0)
     return InvalidArgument("--print-every must be >= 0, got " + std::to_string(a.print_every));
   TL_RETURN_IF_ERROR(train::CheckFinetuneOptions(o));
+  TL_RETURN_IF_ERROR(CheckOutFolder(o, a.overwrite));
   if (!o.resume_dir.empty()) {
     // The saved seq_len fitted when it was saved; what is left to train is checked here when
     // --steps says it (with --epochs the run finds out once the data is loaded).
@@ -522,6 +551,8 @@ void RegisterFinetuneCommand(CLI::App &app) {
   AddTargetOption(cmd, &a->target);
   cmd->add_option("--resume", o.resume_dir,
                   "continue from the newest save in a previous --out folder (or a checkpoint-N)");
+  cmd->add_flag("--overwrite", a->overwrite,
+                "replace what an earlier run left in a non-empty --out (refused otherwise)");
   cmd->add_option("--print-every", a->print_every,
                   "progress line every N steps when stderr is not a terminal");
   cmd->add_option("--save-every", o.save_every,

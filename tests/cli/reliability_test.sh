@@ -122,8 +122,9 @@ for i in $(seq 1 20); do
     args=(finetune --resume "$crash" --data "$data" --out "$crash" --steps 100000 --save-every 1
       --keep-last 2 --schedule-steps $steps)
   else
-    args=("${ft[@]}" --model "$base" --out "$crash" --steps 100000 --save-every 1 --keep-last 2
-      --schedule-steps $steps)
+    # Killed before its first save: start again over what that run left (--overwrite).
+    args=("${ft[@]}" --model "$base" --out "$crash" --overwrite --steps 100000 --save-every 1
+      --keep-last 2 --schedule-steps $steps)
   fi
   "$tlaloc" "${args[@]}" >/dev/null 2>"$work/crash.err" &
   pid=$!

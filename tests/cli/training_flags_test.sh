@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Bad values of finetune's, finetune-demo's, init-model's and export's flags are usage errors:
-# exit code 2, a message naming the flag, and nothing written. Needs no oracle package: the model
+# exit code 2, a message naming the flag, and nothing written. A finetune --out holding an earlier
+# run is refused (exit 2, naming the folder and --overwrite, the run left as it was) unless
+# --overwrite is given or the run is a --resume of it. Needs no oracle package: the model
 # is a config.json beside a dummy tokenizer (the checks run before anything else loads).
 # Usage: training_flags_test.sh TLALOC
 set -uo pipefail
@@ -60,6 +62,31 @@ expect 2 --weight-decay -- "${ft[@]}" --weight-decay=-0.1
 expect 2 --schedule-steps -- "${ft[@]}" --schedule-steps 0
 expect 2 --print-every -- "${ft[@]}" --print-every=-1
 [ ! -e "$work/out" ] || { echo "FAIL: a refused finetune created $work/out"; failures=$((failures + 1)); }
+
+# An earlier run's folder (its trainer state and loss log; the checks run before these are read).
+prev=$work/prev
+mkdir -p "$prev/checkpoint-3"
+echo '{"global_step": 3}' >"$prev/trainer_state.json"
+echo '{"step": 1, "loss": 5.0}' >"$prev/loss_log.jsonl"
+cp "$prev/trainer_state.json" "$prev/checkpoint-3/"
+fprev=(finetune --model "$work/model" --data "$work/data.jsonl" --out "$prev" --steps 5)
+expect 2 "--out $prev" "not empty" --overwrite -- "${fprev[@]}"
+[ "$(cat "$prev/loss_log.jsonl")" = '{"step": 1, "loss": 5.0}' ] ||
+  { echo "FAIL: a refused finetune touched $prev"; failures=$((failures + 1)); }
+# --overwrite lifts the refusal; --resume of that run (the folder or one of its checkpoints) never
+# meets it. Each then fails further on (the dummy tokenizer, the fake state), not on --out.
+for args in "${fprev[*]} --overwrite" \
+    "finetune --resume $prev --data $work/data.jsonl --out $prev --steps 5" \
+    "finetune --resume $prev/checkpoint-3/ --data $work/data.jsonl --out $prev --steps 5"; do
+  # shellcheck disable=SC2086  # the paths have no spaces (mktemp -d)
+  "$tlaloc" $args >/dev/null 2>"$work/stderr"
+  if grep -q -- "--overwrite" "$work/stderr"; then
+    echo "FAIL: tlaloc $args: refused for a non-empty --out: $(cat "$work/stderr")"
+    failures=$((failures + 1))
+  else
+    echo "ok: tlaloc $args: not refused for --out"
+  fi
+done
 
 demo=(finetune-demo --out "$work/demo")
 expect 2 --steps -- "${demo[@]}" --steps 0
