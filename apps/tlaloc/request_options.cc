@@ -35,7 +35,8 @@ void AddRequestOptions(CLI::App* cmd, RequestFlags* f, const std::string& budget
   cmd->add_option("--top-p", f->top_p, "nucleus sampling mass, in (0, 1]");
   cmd->add_option("-s,--seed", f->seed, seed_help);
   cmd->add_option("-c,--ctx-size", f->ctx_size,
-                  "context size in tokens, prompt included (default: max_position_embeddings)");
+                  "context size in tokens, prompt included (default: max_position_embeddings; a "
+                  "larger one is honoured with a warning that quality may drop past it)");
 }
 
 Status CheckRequestFlags(const RequestFlags& f) {

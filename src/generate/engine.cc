@@ -139,11 +139,12 @@ int64_t Engine::weight_bytes(int device) const { return ResidentBytes(weights_.a
 int64_t Engine::cache_bytes(int device) const { return ResidentBytes(caches_.at(device)); }
 
 Status Engine::Reserve(int64_t num_slots, int64_t max_len, int64_t num_blocks) {
-  if (num_slots <= 0 || max_len <= 0 || max_len > config_.max_position_embeddings)
+  // Past max_position_embeddings is allowed: RoPE extends there (a -c larger than the trained
+  // length, with a warning where the request is prepared).
+  if (num_slots <= 0 || max_len <= 0)
     return InvalidArgument("KV cache of " + std::to_string(num_slots) + " slots x " +
                            std::to_string(max_len) +
-                           " positions: expected at least one slot and 1.." +
-                           std::to_string(config_.max_position_embeddings) + " positions");
+                           " positions: expected at least one slot and one position");
   if (num_blocks < 0 || num_blocks > INT32_MAX)
     return InvalidArgument("KV cache of " + std::to_string(num_blocks) +
                            " blocks: expected a positive number (0: every slot at full length)");

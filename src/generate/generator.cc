@@ -68,19 +68,21 @@ StatusOr<std::unique_ptr<Generator>> Generator::Load(const std::filesystem::path
 }
 
 int64_t Generator::ContextLimit(const GenerateOptions& options) const {
-  const int64_t model = config().max_position_embeddings;
-  return options.max_context > 0 ? std::min(options.max_context, model) : model;
+  // A larger context is honoured: RoPE positions extend past the trained length (quality may
+  // drop there; TextGenerator::Prepare says so).
+  return options.max_context > 0 ? options.max_context : config().max_position_embeddings;
 }
 
+// Buckets round up, but not past the trained length unless `len` itself is past it.
 int64_t Generator::PromptBucket(int64_t len) const {
   int64_t t = 16;
   while (t < len) t *= 2;
-  return std::min(t, config().max_position_embeddings);
+  return std::min(t, std::max(len, config().max_position_embeddings));
 }
 
 int64_t Generator::CacheBucket(int64_t len) const {
   int64_t s = (len + 63) / 64 * 64;
-  return std::min(s, config().max_position_embeddings);
+  return std::min(s, std::max(len, config().max_position_embeddings));
 }
 
 StatusOr<Generator::StepOutput> Generator::Prefill(const std::vector<std::vector<int32_t>>& prompts,

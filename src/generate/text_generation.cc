@@ -190,6 +190,12 @@ StatusOr<PreparedRequest> TextGenerator::Prepare(const TextRequest& request) con
   GenerateOptions opts;
   opts.max_context = request.max_context;
   prep.context = generator_->ContextLimit(opts);
+  const int64_t trained = generator_->config().max_position_embeddings;
+  if (prep.context > trained)
+    prep.notes.push_back("context " + std::to_string(prep.context) +
+                         " is past the model's trained length of " + std::to_string(trained) +
+                         " (max_position_embeddings): RoPE allows it, but quality may drop past " +
+                         std::to_string(trained) + " tokens");
   const int64_t prompt_len = static_cast<int64_t>(prep.prompt_ids.size());
   if (prompt_len >= prep.context)
     return InvalidArgument("the prompt has " + std::to_string(prompt_len) +

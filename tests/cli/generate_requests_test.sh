@@ -75,6 +75,30 @@ total=$(json_field "$WORK/c.json" "len(j['prompt_ids']) + len(j['generated_ids']
 [ "$total" -le 24 ] || fail "prompt + reply is $total tokens, past --ctx-size 24"
 echo "ok: budget capped to the context"
 
+# 5b. A --ctx-size past max_position_embeddings is honoured (RoPE extends past the trained
+# length) with a warning naming both, not lowered to it without a word.
+short=$WORK/short-context
+cp -r "$MODEL" "$short"
+python3 - "$short/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["max_position_embeddings"] = 32
+json.dump(c, open(sys.argv[1], "w"))
+PY
+"$tlaloc" generate -m "$short" --prompt "hi there" -n 40 -c 64 --temp 0 --json \
+  >"$WORK/long.json" 2>"$WORK/long.err" || { cat "$WORK/long.err"; fail "-c 64 past 32 positions"; }
+grep -q "max_position_embeddings" "$WORK/long.err" && grep -q "quality may drop" "$WORK/long.err" ||
+  { cat "$WORK/long.err"; fail "-c 64 past max_position_embeddings 32: no warning"; }
+python3 - "$WORK/long.json" <<'PY' || fail "-c 64 was not honoured"
+import json, sys
+j = json.load(open(sys.argv[1]))
+total = len(j["prompt_ids"]) + len(j["generated_ids"])
+# Greedy on random weights: the end token is as good as never drawn, so the budget runs out.
+assert j["finish_reason"] == "length" and len(j["generated_ids"]) == 40, (j["finish_reason"], total)
+assert total > 32, total
+PY
+echo "ok: -c 64 past max_position_embeddings 32 honoured, with a warning"
+
 # 6. Streaming prints the seed it drew when none was given; JSON carries reasoning_content.
 "$tlaloc" generate -m "$MODEL" --chat Hi -n 4 --temp 1 >"$WORK/t.out" 2>"$WORK/t.err"
 grep -Eq "seed [0-9]+" "$WORK/t.err" || { cat "$WORK/t.err"; fail "random seed not printed"; }

@@ -163,8 +163,9 @@ TEST(Engine, RefusesBadSlotsAndMissingCache) {
   auto twice = e.Prefill(std::vector<PrefillRow>{{1, {1, 2}, {}}, {1, {3}, {}}});
   ASSERT_FALSE(twice.ok());
   EXPECT_NE(twice.status().message().find("twice"), std::string::npos);
-  auto too_big = e.Reserve(1, m.config.max_position_embeddings + 1);
-  EXPECT_FALSE(too_big.ok());
+  // Past the trained length is allowed (a -c larger than max_position_embeddings); none is not.
+  EXPECT_TRUE(e.Reserve(1, m.config.max_position_embeddings + 1).ok());
+  EXPECT_FALSE(e.Reserve(1, 0).ok());
 }
 
 }  // namespace

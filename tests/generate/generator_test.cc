@@ -294,8 +294,17 @@ TEST(Generator, StopRequestAndContextLimitEndRows) {
   EXPECT_EQ((*limited)[0].generated_ids.size(), 5u);
   EXPECT_EQ((*limited)[0].finish_reason, "length");
   EXPECT_EQ(g->ContextLimit(opts), 8);
-  opts.max_context = 1 << 30;
+  opts.max_context = 0;
   EXPECT_EQ(g->ContextLimit(opts), m.config.max_position_embeddings);
+  // A context past the trained length is honoured (RoPE extends there), not lowered to it.
+  const int64_t trained = m.config.max_position_embeddings;
+  opts.max_context = trained + 8;
+  EXPECT_EQ(g->ContextLimit(opts), trained + 8);
+  opts.max_new_tokens = trained + 5;  // 3 prompt tokens: the context's last position is reached
+  auto past = g->Generate({{1, 2, 3}}, opts);
+  ASSERT_TRUE(past.ok()) << past.status().ToString();
+  EXPECT_EQ(static_cast<int64_t>((*past)[0].generated_ids.size()), trained + 5);
+  EXPECT_EQ((*past)[0].finish_reason, "length");
 }
 
 TEST(TextGeneration, StopPrefixHeldBack) {

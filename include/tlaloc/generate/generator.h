@@ -36,7 +36,7 @@ struct GenerateOptions {
   // (a stop string matched, the client went away, the user pressed Ctrl-C).
   std::function<bool(size_t row)> stop_requested;
   // Positions a row may use, prompt included (0: the model's max_position_embeddings; larger
-  // values are capped to it).
+  // values are honoured, past the length the model was trained for).
   int64_t max_context = 0;
 };
 
@@ -81,7 +81,7 @@ class Generator {
   // vocabulary. Dropped programs are rebuilt with the mask.
   void set_sample_vocab(int64_t n) { engine_->set_sample_vocab(n); }
   int64_t sample_vocab() const { return engine_->sample_vocab(); }
-  // The context a request may fill: options.max_context capped by max_position_embeddings.
+  // The context a request may fill: options.max_context, else max_position_embeddings.
   int64_t ContextLimit(const GenerateOptions& options) const;
 
   // Rewrites each program right after it is built and before it is compiled, given the op
