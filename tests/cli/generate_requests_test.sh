@@ -3,7 +3,8 @@
 # tokenizer ids): sampling over many seeds never produces an id the tokenizer cannot decode
 # (it used to end with "id 151879 ... is not in the vocabulary"), greedy runs past the 262
 # tokens where it used to die, bad values are refused by name with exit 2, --stop cuts the reply,
-# the budget is capped to --ctx-size with a note, and the seed is printed.
+# the budget is capped to --ctx-size with a note, a --ctx-size past max_position_embeddings is
+# honoured with a warning, the seed is printed, and the process keeps the name tlaloc.
 # Usage: generate_requests_test.sh TLALOC SOURCE_DIR
 set -euo pipefail
 tlaloc=$1
@@ -121,4 +122,33 @@ want = [int(x) for x in re.findall(r"-?\d+", open(sys.argv[2]).read())]
 assert got == want, (got, want)
 PY
 echo "ok: --system and --no-think render as tokenize --chat does"
+
+# 9. The process keeps its name (/proc/PID/comm, what top and pgrep show) when it re-executes
+# itself for OpenBLAS's kernel set: "tlaloc", never "exe". OPENBLAS_CORETYPE=Prescott (kernels
+# older than any AVX2 CPU) forces that re-exec here; a generate waiting on stdin is watched.
+mkfifo "$WORK/stdin"
+exec 3<>"$WORK/stdin"  # a writer that never writes: generate waits for its prompt
+OPENBLAS_CORETYPE=Prescott "$tlaloc" generate -m "$MODEL" -n 1 <"$WORK/stdin" >/dev/null 2>&1 &
+pid=$!
+reexec=no
+for _ in $(seq 1 100); do
+  if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -q '^TLALOC_BLAS_REEXEC=1$'; then
+    reexec=yes
+    break
+  fi
+  sleep 0.05
+done
+sleep 0.2  # past the re-exec'd main's first lines, where the name is set
+comm=$(cat "/proc/$pid/comm" 2>/dev/null || echo "(gone)")
+pgrep -x tlaloc | grep -qx "$pid" && found=yes || found=no
+kill "$pid" 2>/dev/null || true
+wait "$pid" 2>/dev/null || true
+exec 3>&-
+[ "$comm" = tlaloc ] ||
+  fail "the process shows as '$comm' (re-executed: $reexec), expected 'tlaloc'"
+[ "$found" = yes ] || fail "pgrep -x tlaloc does not find the running generate ($pid)"
+if grep -qw avx2 /proc/cpuinfo; then
+  [ "$reexec" = yes ] || fail "OPENBLAS_CORETYPE=Prescott on an AVX2 CPU: no re-exec seen"
+fi
+echo "ok: the process shows as '$comm' (re-executed for OpenBLAS: $reexec), pgrep finds it"
 echo "PASS"
