@@ -31,6 +31,11 @@ struct ServeArgs {
   std::optional<int> threads;
 };
 
+// The host as a URL writes it: an IPv6 address in brackets (http://[::1]:8080, RFC 3986).
+std::string UrlHost(const std::string& host) {
+  return host.find(':') != std::string::npos && host.front() != '[' ? "[" + host + "]" : host;
+}
+
 int RunServe(const ServeArgs& a) {
   auto fail = [](const std::string& msg, int code = kExitFailure) {
     std::fprintf(stderr, "tlaloc serve: %s\n", msg.c_str());
@@ -119,7 +124,7 @@ int RunServe(const ServeArgs& a) {
   std::fprintf(stderr,
                "tlaloc serve: listening on http://%s:%d (model %s, %s on %s, %lld slots x %lld "
                "positions, %lld KV blocks of %lld (%.1f MiB), queue %lld)\n",
-               a.host.c_str(), *port, opts.model_name.c_str(),
+               UrlHost(a.host).c_str(), *port, opts.model_name.c_str(),
                std::string(MlirName((*text)->generator().dtype())).c_str(),
                (*text)->generator().backend().name().c_str(),
                static_cast<long long>(used.max_batch), static_cast<long long>(used.max_context),

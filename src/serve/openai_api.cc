@@ -2,6 +2,7 @@
 #include "tlaloc/serve/openai_api.h"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 namespace tlaloc::serve {
@@ -49,6 +50,13 @@ std::optional<ApiError> ReadInt(const json& body, const char* name, int64_t lo, 
                        ".." + std::to_string(hi));
 }
 
+// A bound as people write it: 0, 2, 0.5 (std::to_string would say 0.000000).
+std::string Short(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
 std::optional<ApiError> ReadNumber(const json& body, const char* name, double lo, double hi,
                                    bool lo_open, std::optional<double>* out) {
   auto it = body.find(name);
@@ -57,8 +65,7 @@ std::optional<ApiError> ReadNumber(const json& body, const char* name, double lo
     return Bad(name, std::string("'") + name + "' must be a number, got " + TypeName(*it));
   const double v = it->get<double>();
   if (!std::isfinite(v) || v > hi || (lo_open ? v <= lo : v < lo)) {
-    std::string range =
-        (lo_open ? "(" : "[") + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    std::string range = (lo_open ? "(" : "[") + Short(lo) + ", " + Short(hi) + "]";
     return Bad(name, std::string("'") + name + "' must be a number in " + range);
   }
   *out = v;

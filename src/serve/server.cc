@@ -4,11 +4,13 @@
 
 #include <httplib.h>
 
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <ctime>
 #include <iomanip>
 #include <sstream>
+#include <string_view>
 
 #include "tlaloc/serve/openai_api.h"
 
@@ -26,10 +28,14 @@ constexpr int kProbeMs = 100;
 
 void SendError(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
+  // A full queue drains in about a second at these sizes: clients that honour the header (the
+  // openai SDKs do) come back then instead of at once.
+  if (e.status == 429) res.set_header("Retry-After", "1");
   res.set_content(Dump(e.Body()), "application/json");
 }
 
-ApiError ErrorFor(const Status& s) {
+// `endpoint` names the field a too-long prompt came in: chat's messages, a completion's prompt.
+ApiError ErrorFor(const Status& s, Endpoint endpoint = Endpoint::kChatCompletions) {
   ApiError e;
   e.message = s.message();
   switch (s.code()) {
@@ -38,7 +44,7 @@ ApiError ErrorFor(const Status& s) {
       if (e.message.find("context holds") != std::string::npos ||
           e.message.find("no room for a reply") != std::string::npos) {
         e.code = "context_length_exceeded";
-        e.param = "messages";
+        e.param = endpoint == Endpoint::kChatCompletions ? "messages" : "prompt";
       }
       break;
     case StatusCode::kResourceExhausted:
@@ -57,6 +63,17 @@ ApiError ErrorFor(const Status& s) {
       break;
   }
   return e;
+}
+
+// The credentials of an "Authorization: Bearer TOKEN" header; the scheme is case-insensitive
+// (RFC 9110, section 11.1), so "bearer" and "BEARER" count. Empty when the header is no bearer.
+std::string BearerToken(const std::string& header) {
+  static constexpr std::string_view kScheme = "bearer";
+  if (header.size() <= kScheme.size() || header[kScheme.size()] != ' ') return "";
+  for (size_t i = 0; i < kScheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(header[i])) != kScheme[i]) return "";
+  const size_t start = header.find_first_not_of(' ', kScheme.size());
+  return start == std::string::npos ? "" : header.substr(start);
 }
 
 std::string Hex(int64_t v) {
@@ -223,7 +240,7 @@ void Server::Routes() {
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (options_.api_key.empty() || req.path.rfind("/v1/", 0) != 0)
       return httplib::Server::HandlerResponse::Unhandled;
-    if (req.get_header_value("Authorization") == "Bearer " + options_.api_key)
+    if (BearerToken(req.get_header_value("Authorization")) == options_.api_key)
       return httplib::Server::HandlerResponse::Unhandled;
     ApiError e;
     e.status = 401;
@@ -261,14 +278,14 @@ void Server::Routes() {
       if (auto e = ParseApiRequest(endpoint, req.body, &reply->request)) return SendError(res, *e);
       const ApiRequest& api = reply->request;
       auto prepared = text_.Prepare(ToTextRequest(api, scheduler_.options().max_context));
-      if (!prepared.ok()) return SendError(res, ErrorFor(prepared.status()));
+      if (!prepared.ok()) return SendError(res, ErrorFor(prepared.status(), endpoint));
       ScheduledRequest sr;
       sr.prepared = std::move(*prepared);
       sr.stop = api.stop;
       sr.split_reasoning = endpoint == Endpoint::kChatCompletions;
       sr.top_logprobs = api.top_logprobs;
       auto stream = scheduler_.Submit(std::move(sr));
-      if (!stream.ok()) return SendError(res, ErrorFor(stream.status()));
+      if (!stream.ok()) return SendError(res, ErrorFor(stream.status(), endpoint));
       reply->stream = std::move(*stream);
       reply->id = std::string(endpoint == Endpoint::kChatCompletions ? "chatcmpl-" : "cmpl-") +
                   Hex(next_id_.fetch_add(1));

@@ -5,8 +5,10 @@
 # requests of different lengths each return what they return alone; bad bodies, unknown routes,
 # a missing API key and an over-long prompt get OpenAI-shaped 4xx errors; a bounded load test
 # (serve_load.py: 64 requests at concurrency 16) all succeed; a client that disconnects frees its
-# slot; a full queue answers 429; SIGTERM finishes the running request and exits 0; with --mesh
-# model=2 (tensor parallel) the concurrent greedy requests get the same answers. Every request
+# slot; a full queue answers 429 with Retry-After; --host ::1 prints a bracketed URL and the
+# startup line matches docs/SERVING.md's; the bearer scheme is case-insensitive; SIGTERM
+# finishes the running request and exits 0; with --mesh model=2 (tensor parallel) the concurrent
+# greedy requests get the same answers. Every request
 # is bounded (curl --max-time, the clients' timeouts, the load test's deadline).
 # Usage: serve_http_test.sh TLALOC SOURCE_DIR
 set -euo pipefail
@@ -64,7 +66,18 @@ check_error 400 prompt /v1/completions '{"prompt": 12}' "${AUTH[@]}"
 long=$(python3 -c "print(' '.join(['rain']*700))")
 check_error 400 context_length_exceeded /v1/completions "{\"prompt\": \"$long\"}" "${AUTH[@]}"
 check_error 404 invalid_request_error /v1/nothing '{}' "${AUTH[@]}"
+# A too-long completion prompt is blamed on "prompt", a chat's on "messages".
+check_error 400 prompt /v1/completions "{\"prompt\": \"$long\"}" "${AUTH[@]}"
+check_error 400 messages /v1/chat/completions \
+  "{\"messages\": [{\"role\": \"user\", \"content\": \"$long\"}]}" "${AUTH[@]}"
 echo "ok: bad requests get OpenAI-shaped 4xx errors"
+# The auth scheme is case-insensitive (RFC 9110): "bearer" and "BEARER" pass as "Bearer" does.
+for scheme in bearer BEARER; do
+  code=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' \
+         -H "Authorization: $scheme sekrit" "$URL/v1/models")
+  [ "$code" = 200 ] || fail "Authorization: $scheme KEY: HTTP $code, expected 200"
+done
+echo "ok: the bearer scheme is case-insensitive"
 
 # Greedy: exactly `tlaloc generate`'s reply and token count (chat and plain prompt).
 "$TLALOC" generate -m "$MODEL" --chat "Hello there" -n 24 --temp 0 --json >"$WORK/gen.json" 2>/dev/null
@@ -141,6 +154,36 @@ PY
 "$ORACLE_PYTHON" "$SOURCE_DIR/tests/cli/serve_openai_client.py" "$URL/v1" sekrit 512
 stop_server "$SERVER_PID"
 
+# --- Server 6: IPv6 loopback, with docs/SERVING.md's flags --------------------------------------
+# The startup line writes the address as a URL does (http://[::1]:PORT) and says what
+# docs/SERVING.md's example line says for the same flags (KV blocks and their MiB).
+if [ -r /proc/net/if_inet6 ] && grep -q '^0\{31\}1 ' /proc/net/if_inet6; then
+  : >"$WORK/v6.log"
+  "$TLALOC" serve -m "$MODEL" --host ::1 --port 0 --max-batch 8 --max-context 2048 \
+    2>"$WORK/v6.log" &
+  SERVER_PID=$!
+  SERVER_PIDS+=("$SERVER_PID")
+  port=""
+  for _ in $(seq 1 600); do
+    port=$(sed -n 's/.*listening on http:\/\/\[::1\]:\([0-9]*\).*/\1/p' "$WORK/v6.log")
+    [ -n "$port" ] && break
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  [ -n "$port" ] || { cat "$WORK/v6.log"; fail "--host ::1: no 'listening on http://[::1]:PORT'"; }
+  [ "$(curl -sg --max-time 10 "http://[::1]:$port/health")" = '{"status":"ok"}' ] ||
+    fail "--host ::1: the printed URL does not answer"
+  kv() { grep -o '[0-9]* KV blocks of [0-9]* ([0-9.]* MiB)' "$1" | head -1; }
+  documented=$(kv "$SOURCE_DIR/docs/SERVING.md")
+  [ -n "$documented" ] && [ "$(kv "$WORK/v6.log")" = "$documented" ] ||
+    fail "docs/SERVING.md says '$documented', the same flags print '$(kv "$WORK/v6.log")'"
+  stop_server "$SERVER_PID"
+  echo "ok: --host ::1 prints http://[::1]:$port, which answers; '$documented' as documented"
+else
+  [ "${CI:-}" != true ] || fail "CI=true and this machine has no IPv6 loopback for --host ::1"
+  echo "note: no IPv6 loopback here (/proc/net/if_inet6), the --host ::1 check did not run"
+fi
+
 # --- Server M: tensor parallel (--mesh model=2: weights and KV cache over 2 devices) ----------
 # The 8 concurrent greedy requests return what server A returned for each alone.
 TLALOC_CPU_DEVICES=2 start_server m --max-batch 8 --max-context 512 --mesh model=2
@@ -195,10 +238,13 @@ for i in 1 2; do
     "$URL/v1/completions" >"$WORK/bg.$i.txt" 2>/dev/null &
   sleep 0.5
 done
-code=$(post /v1/completions '{"prompt":"one too many","max_tokens":4}' "$WORK/429.json")
+code=$(post /v1/completions '{"prompt":"one too many","max_tokens":4}' "$WORK/429.json" \
+       -D "$WORK/429.headers")
 [ "$code" = 429 ] || { cat "$WORK/429.json"; fail "overload: HTTP $code, expected 429"; }
 [ "$(json_get "$WORK/429.json" "j['error']['code']")" = rate_limit_exceeded ] || fail "429 body"
-echo "ok: a full queue answers 429"
+grep -qiE '^Retry-After: [0-9]+' "$WORK/429.headers" ||
+  { cat "$WORK/429.headers"; fail "429 without a Retry-After header"; }
+echo "ok: a full queue answers 429 with Retry-After"
 
 # SIGTERM with a request running: it finishes ([DONE]), new ones are refused, exit 0.
 kill_bg() { for j in $(jobs -p); do [ "$j" = "$SERVER_PID" ] || kill "$j" 2>/dev/null || true; done; }

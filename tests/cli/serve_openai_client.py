@@ -119,6 +119,8 @@ def main():
          openai.BadRequestError, 400, "param", "echo"),
         (client.completions.create, dict(model="tiny", prompt=" ".join(["rain"] * 700)),
          openai.BadRequestError, 400, "code", "context_length_exceeded"),
+        (client.completions.create, dict(model="tiny", prompt=" ".join(["rain"] * 700)),
+         openai.BadRequestError, 400, "param", "prompt"),
     ]
     for call, args, error_type, status, field, value in cases:
         what = f"{call.__qualname__}({', '.join(k for k in args if k != 'model')})"

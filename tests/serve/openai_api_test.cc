@@ -67,6 +67,18 @@ TEST(OpenAiApi, RefusesMalformedAndWrongTypedBodies) {
   ExpectRefused(R"({"prompt": "x", "echo": true})", "echo", Endpoint::kCompletions);
 }
 
+// A range is written as people write it ("[0, 2]"), not with std::to_string's six decimals.
+TEST(OpenAiApi, RangesInMessagesAreShort) {
+  const std::string msg = R"("messages": [{"role": "user", "content": "hi"}])";
+  auto e = Chat("{" + msg + R"(, "temperature": 3})");
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->message.find("[0, 2]"), std::string::npos) << e->message;
+  EXPECT_EQ(e->message.find("0.000000"), std::string::npos) << e->message;
+  e = Chat("{" + msg + R"(, "top_p": 0})");
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->message.find("(0, 1]"), std::string::npos) << e->message;
+}
+
 TEST(OpenAiApi, ReadsEveryField) {
   ApiRequest r;
   auto e = Chat(R"({"model": "m", "messages": [{"role": "developer", "content": "be brief"},
