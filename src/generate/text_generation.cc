@@ -187,10 +187,15 @@ StatusOr<PreparedRequest> TextGenerator::Prepare(const TextRequest& request) con
   }
   if (prep.prompt_ids.empty()) return InvalidArgument("the prompt encodes to no tokens");
 
+  const int64_t trained = generator_->config().max_position_embeddings;
   GenerateOptions opts;
   opts.max_context = request.max_context;
+  // With neither a budget nor a context given, the reply may run to the end of the context, whose
+  // KV cache is reserved up front: a model's whole trained length (Qwen3: 40,960 positions, GBs)
+  // would be reserved for every short answer. Such requests get at most kOpenEndedContext
+  // positions, as `serve --max-context` and llama.cpp's n_ctx default to.
+  if (opts.max_context == 0 && !budget) opts.max_context = std::min(trained, kOpenEndedContext);
   prep.context = generator_->ContextLimit(opts);
-  const int64_t trained = generator_->config().max_position_embeddings;
   if (prep.context > trained)
     prep.notes.push_back("context " + std::to_string(prep.context) +
                          " is past the model's trained length of " + std::to_string(trained) +

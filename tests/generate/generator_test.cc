@@ -12,6 +12,7 @@
 #include "tlaloc/generate/text_generation.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/models/init.h"
+#include "tokenizer/test_util.h"
 
 namespace tlaloc {
 namespace {
@@ -305,6 +306,36 @@ TEST(Generator, StopRequestAndContextLimitEndRows) {
   ASSERT_TRUE(past.ok()) << past.status().ToString();
   EXPECT_EQ(static_cast<int64_t>((*past)[0].generated_ids.size()), trained + 5);
   EXPECT_EQ((*past)[0].finish_reason, "length");
+}
+
+// A request with neither a budget nor a context may run to the context's end, whose KV cache is
+// reserved up front: it gets kOpenEndedContext positions, not the model's whole trained length.
+TEST(TextGeneration, OpenEndedRequestsGetTheDefaultContext) {
+  io::ModelConfig config = TinyConfig(false, 4, 2, 8);
+  config.vocab_size = 256;  // the byte tokenizer's ids
+  config.max_position_embeddings = 3 * generate::kOpenEndedContext;
+  RefModel m = RandomModel(config, 5);
+  auto gen = generate::Generator::Create(m.config, m.literals, ElementType::kF32);
+  ASSERT_TRUE(gen.ok()) << gen.status().ToString();
+  auto tok = Tokenizer::FromJson(testing::SmallTokenizerJson({}).dump());
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  generate::TextGenerator text(std::move(*gen), std::move(*tok), io::GenerationConfig{});
+  generate::TextRequest r;
+  r.prompt = "abc";
+  auto open = text.Prepare(r);
+  ASSERT_TRUE(open.ok()) << open.status().ToString();
+  EXPECT_EQ(open->context, generate::kOpenEndedContext);
+  EXPECT_EQ(open->max_new_tokens, generate::kOpenEndedContext - 3);
+  r.max_context = 2 * generate::kOpenEndedContext;  // -c asks for more: honoured
+  auto asked = text.Prepare(r);
+  ASSERT_TRUE(asked.ok()) << asked.status().ToString();
+  EXPECT_EQ(asked->context, 2 * generate::kOpenEndedContext);
+  r.max_context = 0;
+  r.max_new_tokens = 8;  // a budget: the model's own context, as before
+  auto budgeted = text.Prepare(r);
+  ASSERT_TRUE(budgeted.ok()) << budgeted.status().ToString();
+  EXPECT_EQ(budgeted->context, config.max_position_embeddings);
+  EXPECT_EQ(budgeted->max_new_tokens, 8);
 }
 
 TEST(TextGeneration, StopPrefixHeldBack) {

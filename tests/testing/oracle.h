@@ -1,8 +1,8 @@
 // Test oracles that live outside the project (the checkout's Python venv from PyPI: llama.cpp,
-// transformers, torch, tokenizers; git, the shared conformance programs): how tests find them, and what a test does when
-// one is missing. Outside CI it skips, naming what is missing; under CI (CI=true, as .ci/run is
-// started) it fails, because a green CI must mean the checks that matter ran. Skips for hardware
-// CI cannot have (CUDA, TPU) do not use this.
+// transformers, torch, tokenizers; git, the shared conformance programs): how tests find them, and
+// what a test does when one is missing. Outside CI it skips, naming what is missing; under CI
+// (CI=true, as .ci/run is started) it fails, because a green CI must mean the checks that matter
+// ran. Skips for hardware CI cannot have (CUDA, TPU) do not use this.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -45,11 +45,11 @@ inline std::string PythonMissing(const std::string& modules) {
 }  // namespace tlaloc::testing
 
 // Skips naming `why`, or fails under CI. A statement in a test body (it returns from it).
-#define TL_ORACLE_MISSING(why)                                              \
-  do {                                                                      \
-    if (::tlaloc::testing::InCi()) {                                        \
+#define TL_ORACLE_MISSING(why)                                               \
+  do {                                                                       \
+    if (::tlaloc::testing::InCi()) {                                         \
       FAIL() << "CI=true and an oracle this test needs is missing: " << why; \
-    } else {                                                                \
-      GTEST_SKIP() << why;                                                  \
-    }                                                                       \
+    } else {                                                                 \
+      GTEST_SKIP() << why;                                                   \
+    }                                                                        \
   } while (0)

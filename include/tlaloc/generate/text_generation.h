@@ -38,8 +38,13 @@ struct TextRequest {
   std::optional<int64_t> top_k;
   std::optional<uint64_t> seed;   // unset: drawn at random (TextResult::seed says which)
   std::vector<std::string> stop;  // generation ends before the first of these in the reply
-  int64_t max_context = 0;        // positions the request may use (0: the model's)
+  // Positions the request may use; 0: the model's trained length, or kOpenEndedContext at most
+  // when no budget is given either (its KV cache is reserved up front).
+  int64_t max_context = 0;
 };
+
+// The context of a request with neither a budget nor a context size.
+inline constexpr int64_t kOpenEndedContext = 4096;
 
 // Which part of the output a streamed piece belongs to.
 enum class TextPart { kReasoning, kContent };
