@@ -718,7 +718,7 @@ struct PJRT_Executable_Fingerprint_Args {
 };
 TL_PJRT_STRUCT_SIZE(PJRT_Executable_Fingerprint_Args, executable_fingerprint_size);
 
-// Mirrors xla::CompiledMemoryStats as of API 0.60.
+// Mirrors xla::CompiledMemoryStats.
 struct PJRT_Executable_GetCompiledMemoryStats_Args {
   TL_PJRT_ARGS_HEADER;
   PJRT_Executable* executable;
@@ -732,6 +732,11 @@ struct PJRT_Executable_GetCompiledMemoryStats_Args {
   int64_t host_output_size_in_bytes;
   int64_t host_alias_size_in_bytes;
   int64_t host_temp_size_in_bytes;
+  // Later in the API: written only when struct_size covers them (the size below stays the
+  // 0.60 one, so that clients built before them still pass Tlaloc's plugin's check). XLA
+  // 0.115 refuses a size that stops before peak_memory_in_bytes.
+  int64_t peak_memory_in_bytes;  // out
+  int64_t total_size_in_bytes;   // out
 };
 TL_PJRT_STRUCT_SIZE(PJRT_Executable_GetCompiledMemoryStats_Args, host_temp_size_in_bytes);
 

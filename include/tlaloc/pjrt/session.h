@@ -92,6 +92,8 @@ struct CompiledMemoryStats {
   int64_t alias_bytes = 0;
   int64_t temp_bytes = 0;
   int64_t generated_code_bytes = 0;
+  // The plugin's peak device memory for a run, where it reports one (XLA; not API 0.60).
+  std::optional<int64_t> peak_bytes;
 };
 
 // A loaded executable. Destroys its PJRT_LoadedExecutable.
