@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "tlaloc/stablehlo/printer.h"
+#include "tlaloc/pjrt/program_text.h"
 
 namespace tlaloc::pjrt {
 namespace {
@@ -199,7 +199,8 @@ class PjrtBackendImpl : public Backend {
     for (int i = 0; i < f->num_arguments(); ++i) {
       aliased.push_back(f->arg_attrs(i).count("tf.aliasing_output") > 0);
     }
-    TL_ASSIGN_OR_RETURN(auto exe, session_->Compile(PrintModule(module), options));
+    TL_ASSIGN_OR_RETURN(std::string text, PrintProgramText(module, *f));
+    TL_ASSIGN_OR_RETURN(auto exe, session_->Compile(text, options));
     return std::unique_ptr<CompiledProgram>(new PjrtProgram(std::move(exe), f->argument_types(),
                                                             f->result_types(), std::move(aliased)));
   }
