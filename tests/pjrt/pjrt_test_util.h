@@ -1,10 +1,14 @@
 // Where the tests find Tlaloc's plugin, and which PJRT target the device lanes use.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
+#include "tlaloc/ir/literal.h"
 #include "tlaloc/runtime/target.h"
 
 namespace tlaloc::pjrt::testing {
@@ -58,5 +62,26 @@ inline Lane TestLane() {
 }
 
 inline PjrtTarget TestTarget() { return TestLane().target; }
+
+// Units in the last place between two f32 values (0 for equal ones, including +0 and -0).
+inline int64_t UlpDistance(float a, float b) {
+  auto ordered = [](float f) {
+    int32_t i;
+    std::memcpy(&i, &f, sizeof i);
+    return i < 0 ? int64_t{INT32_MIN} - i : int64_t{i};  // monotonic in f
+  };
+  const int64_t d = ordered(a) - ordered(b);
+  return d < 0 ? -d : d;
+}
+
+// The largest UlpDistance over two f32 literals of one shape; -1 when they are not both f32
+// of the same shape.
+inline int64_t MaxUlpDistance(const Literal& a, const Literal& b) {
+  if (!(a.type() == b.type()) || a.element_type() != ElementType::kF32) return -1;
+  int64_t worst = 0;
+  auto x = a.span<float>(), y = b.span<float>();
+  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, UlpDistance(x[i], y[i]));
+  return worst;
+}
 
 }  // namespace tlaloc::pjrt::testing
