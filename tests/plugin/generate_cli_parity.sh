@@ -2,6 +2,7 @@
 # `tlaloc generate --target <Tlaloc's plugin>` prints the same tokens as the in-process
 # interpreter (`--target interp`) for the tiny preset with the real Qwen3 tokenizer, greedy and
 # sampled with a seed. Usage: generate_cli_parity.sh TLALOC_BINARY PLUGIN_PATH SOURCE_DIR
+# (PLUGIN_PATH may also be a target name: tests/cli/xla_cpu_cli.sh passes xla-cpu).
 # Exits 77 (skipped) when the npm tokenizer package is not installed.
 set -euo pipefail
 TLALOC=$1 PLUGIN=$2 SOURCE_DIR=$3

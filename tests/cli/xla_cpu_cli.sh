@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The CLI on XLA's own CPU PJRT plugin (lammps-jax-pjrt-cpu in the checkout's venv):
+# `tlaloc doctor --target xla-cpu --load` names the wheel's plugin, its API version and devices;
+# `tlaloc run --target xla-cpu` runs a self-checking program (checks on the host); and
+# `tlaloc generate --target xla-cpu` prints the interpreter's ids, greedy and sampled with a
+# seed (generate_cli_parity.sh). Usage: xla_cpu_cli.sh TLALOC_BINARY SOURCE_DIR
+# Exits 77 (skipped) when no XLA:CPU plugin resolves; fails instead under CI=true.
+set -euo pipefail
+TLALOC=$1 SOURCE_DIR=$2
+source "$(dirname "$0")/../cli_test_lib.sh"
+start_cli_test
+
+if ! "$TLALOC" doctor --target xla-cpu --load >"$work/doctor.txt" 2>&1; then
+  if grep -q "NOT FOUND" "$work/doctor.txt"; then
+    if [ "${CI:-}" = "true" ]; then
+      echo "FAIL: CI=true and no XLA:CPU plugin resolves (run scripts/setup.sh)"
+      cat "$work/doctor.txt"
+      exit 1
+    fi
+    echo "SKIP: no XLA:CPU plugin resolves (run scripts/setup.sh)"
+    exit 77
+  fi
+  fail "doctor --target xla-cpu --load: $(cat "$work/doctor.txt")"
+fi
+grep -q "^target xla-cpu: .*pjrt_c_api_cpu_plugin.so$" "$work/doctor.txt" ||
+  fail "doctor does not name XLA's plugin file"
+grep -Eq "^  PJRT C API 0\.[0-9]+, platform 'cpu'" "$work/doctor.txt" ||
+  fail "doctor does not print the plugin's API version and platform"
+grep -q "^  device 0: cpu$" "$work/doctor.txt" || fail "doctor lists no device"
+
+cat >"$work/check.mlir" <<'MLIR'
+func.func public @main() -> tensor<2xf32> {
+  %a = stablehlo.constant dense<[1.5, -2.0]> : tensor<2xf32>
+  %b = stablehlo.multiply %a, %a : tensor<2xf32>
+  %want = stablehlo.constant dense<[2.25, 4.0]> : tensor<2xf32>
+  stablehlo.custom_call @check.expect_eq(%b, %want) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()
+  return %b : tensor<2xf32>
+}
+MLIR
+"$TLALOC" run "$work/check.mlir" --target xla-cpu >"$work/run.txt" 2>&1 || fail "run: $(cat "$work/run.txt")"
+grep -q "PASS @check.expect_eq" "$work/run.txt" || fail "run --target xla-cpu reports no passed check"
+
+bash "$(dirname "$0")/../plugin/generate_cli_parity.sh" "$TLALOC" xla-cpu "$SOURCE_DIR" ||
+  fail "generate --target xla-cpu differs from the interpreter"
+
+[ "$failures" -eq 0 ] && echo "PASS: doctor, run and generate on xla-cpu"
+exit $((failures > 0))
