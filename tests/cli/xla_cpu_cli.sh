@@ -3,7 +3,7 @@
 # `tlaloc doctor --target xla-cpu --load` names the wheel's plugin, its API version and devices;
 # `tlaloc run --target xla-cpu` runs a self-checking program (checks on the host); and
 # `tlaloc generate --target xla-cpu` prints the interpreter's ids, greedy and sampled with a
-# seed (generate_cli_parity.sh). Usage: xla_cpu_cli.sh TLALOC_BINARY SOURCE_DIR
+# seed (generate_cli_parity.sh), also split over two devices (--mesh model=2). Usage: xla_cpu_cli.sh TLALOC_BINARY SOURCE_DIR
 # Exits 77 (skipped) when no XLA:CPU plugin resolves; fails instead under CI=true.
 set -euo pipefail
 TLALOC=$1 SOURCE_DIR=$2
@@ -43,5 +43,18 @@ grep -q "PASS @check.expect_eq" "$work/run.txt" || fail "run --target xla-cpu re
 bash "$(dirname "$0")/../plugin/generate_cli_parity.sh" "$TLALOC" xla-cpu "$SOURCE_DIR" ||
   fail "generate --target xla-cpu differs from the interpreter"
 
-[ "$failures" -eq 0 ] && echo "PASS: doctor, run and generate on xla-cpu"
+# Tensor parallel over two XLA:CPU devices gives the single-device text (greedy ids).
+"$TLALOC" init-model --preset tiny --seed 5 --tokenizer "$SOURCE_DIR/data/qwen3/tokenizer.json" \
+  "$work/model" >"$work/init.log" 2>&1 || fail "init-model: $(cat "$work/init.log")"
+mesh_ids() {
+  "$TLALOC" generate --model "$work/model" --prompt "Tlaloc brings the rain" --max-new-tokens 6 \
+    --json "$@" 2>"$work/mesh.err" | grep -o '"generated_ids":\[[^]]*\]' || cat "$work/mesh.err"
+}
+single=$(mesh_ids --target interp)
+meshed=$(mesh_ids --target xla-cpu --mesh model=2)
+grep -q "tensor parallel over mesh model=2" "$work/mesh.err" || fail "generate --mesh model=2 did not split the model"
+[ -n "$single" ] && [ "$single" = "$meshed" ] ||
+  fail "generate --mesh model=2 --target xla-cpu: $meshed, single device on the interpreter: $single"
+
+[ "$failures" -eq 0 ] && echo "PASS: doctor, run, generate and generate --mesh model=2 on xla-cpu"
 exit $((failures > 0))
