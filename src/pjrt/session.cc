@@ -567,6 +567,15 @@ StatusOr<PjrtBuffer> PjrtSession::ToDevice(const Literal& literal, int device_in
   return buffer;
 }
 
+StatusOr<uintptr_t> PjrtSession::DeviceAddress(const PjrtBuffer& buffer) const {
+  if (buffer.raw() == nullptr) return FailedPrecondition("buffer was moved from");
+  TL_PJRT_ARGS(PJRT_Buffer_UnsafePointer_Args, a);
+  a.buffer = buffer.raw();
+  Status called = TL_PJRT_CALL(*api_, Buffer_UnsafePointer, &a);
+  if (!called.ok()) return Unimplemented(called.message());
+  return a.buffer_pointer;
+}
+
 StatusOr<PjrtSession::DeviceMemory> PjrtSession::DeviceMemoryStats(int device_index) const {
   if (device_index < 0 || device_index >= static_cast<int>(devices_.size()))
     return InvalidArgument("device " + std::to_string(device_index) + ": the plugin " +

@@ -898,6 +898,15 @@ struct PJRT_Buffer_IsDeleted_Args {
 };
 TL_PJRT_STRUCT_SIZE(PJRT_Buffer_IsDeleted_Args, is_deleted);
 
+// The device address of a buffer's memory (platform-specific; tests compare donated inputs'
+// addresses with outputs' to see an update in place).
+struct PJRT_Buffer_UnsafePointer_Args {
+  TL_PJRT_ARGS_HEADER;
+  PJRT_Buffer* buffer;
+  uintptr_t buffer_pointer;  // out
+};
+TL_PJRT_STRUCT_SIZE(PJRT_Buffer_UnsafePointer_Args, buffer_pointer);
+
 struct PJRT_Buffer_CopyToDevice_Args {
   TL_PJRT_ARGS_HEADER;
   PJRT_Buffer* buffer;
