@@ -14,10 +14,13 @@
 
 #include "pjrt/pjrt_test_util.h"
 #include "sharded_test_util.h"
+#include "tlaloc/interp/interpreter.h"
 #include "tlaloc/ir/sharding.h"
 #include "tlaloc/pjrt/pjrt_backend.h"
 #include "tlaloc/pjrt/program_text.h"
+#include "tlaloc/shard/plan.h"
 #include "tlaloc/train/adamw.h"
+#include "tlaloc/train/sharded_trainer.h"
 #include "tlaloc/train/trainer.h"
 
 namespace tlaloc::train {
@@ -211,6 +214,120 @@ TEST_F(LaneTrain, ShardingPlansGiveTheUnshardedLosses) {
                 what.c_str(), loss, norm);
     EXPECT_LE(loss, 1e-5) << what;
     EXPECT_LE(norm, 1e-4) << what;
+  }
+}
+
+// The plan's train step as one global program with Shardy annotations (sdy.mesh, sdy.sharding,
+// sdy.sharding_constraint), partitioned by XLA itself: use_spmd_partitioning and
+// use_shardy_partitioner, one replica of N partitions. Each device gets its part of every
+// argument as the annotations say; the parts of the results assemble to the unsharded step's.
+TEST_F(LaneTrain, ShardyGlobalProgramGivesTheUnshardedStep) {
+  auto probe = pjrt::PjrtSession::Open(Options(1));
+  ASSERT_TRUE(probe.ok()) << probe.status().ToString();
+  bool xla = false;
+  for (const auto& [key, value] : (*probe)->attributes()) xla = xla || key == "xla_version";
+  probe->reset();
+  if (!xla)
+    GTEST_SKIP() << "the global program is for XLA's partitioner; this lane's plugin ("
+                 << lane_.plugin_path << ") has none (its per-device programs are "
+                 << "ShardingPlansGiveTheUnshardedLosses)";
+  for (const PlanCase& k :
+       {PlanCase{"dp", "data=2", false}, PlanCase{"fsdp", "data=4", false},
+        PlanCase{"tp", "model=2", false}, PlanCase{"dp_tp", "data=2,model=2", false}}) {
+    const std::string what = std::string("shardy_") + k.plan + "_" + k.mesh;
+    const io::ModelConfig c = TinyConfig();
+    auto mesh = Mesh::Parse(k.mesh);
+    ASSERT_TRUE(mesh.ok());
+    const int n = static_cast<int>(mesh->num_devices());
+    auto plan = shard::ShardingPlan::Make(k.plan, *mesh, c, kBatch);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    TrainOptions o = testing_sharded::Options();
+    auto module = BuildAnnotatedStepProgram(c, o, *plan, kSeq);
+    ASSERT_TRUE(module.ok()) << module.status().ToString();
+    const Function& fn = *(*module)->Entry();
+
+    // Global arguments: weights, zero moments, step 1, tokens.
+    std::vector<Literal> args = Weights(c);
+    const size_t w = args.size();
+    for (int g = 0; g < 2; ++g)
+      for (size_t i = 0; i < w; ++i) args.push_back(Literal(args[i].type()));
+    args.push_back(Literal::Scalar<int32_t>(1));
+    const Batch batch = MakeBatch(c, 50);
+    args.push_back(batch.input_ids);
+    args.push_back(batch.labels);
+    ASSERT_EQ(static_cast<int>(args.size()), fn.num_arguments());
+    auto want = Interpret(**module, fn.name(), args);
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+
+    auto session = pjrt::PjrtSession::Open(Options(n));
+    ASSERT_TRUE(session.ok()) << session.status().ToString();
+    pjrt::CompileOptions options;
+    options.num_partitions = n;
+    options.use_spmd_partitioning = true;
+    options.use_shardy_partitioner = true;
+    options.device_assignment.assign(1, {});
+    for (int d = 0; d < n; ++d) options.device_assignment[0].push_back((*session)->devices()[d].id);
+    auto text = pjrt::PrintProgramText(**module, fn);
+    ASSERT_TRUE(text.ok()) << text.status().ToString();
+    auto exe = (*session)->Compile(*text, options);
+    ASSERT_TRUE(exe.ok()) << what << ": " << exe.status().ToString();
+
+    std::vector<std::vector<pjrt::PjrtBuffer>> held(n);
+    std::vector<std::vector<const pjrt::PjrtBuffer*>> lists(n);
+    for (int d = 0; d < n; ++d) {
+      for (int i = 0; i < fn.num_arguments(); ++i) {
+        auto sharding = ArgSharding(fn, i);
+        ASSERT_TRUE(sharding.ok()) << sharding.status().ToString();
+        Literal part = args[i];
+        if (sharding->has_value()) {
+          auto local = shard::LocalPart(args[i], *mesh, **sharding, d);
+          ASSERT_TRUE(local.ok()) << local.status().ToString();
+          part = std::move(*local);
+        }
+        auto b = (*session)->ToDevice(part, d);
+        ASSERT_TRUE(b.ok()) << b.status().ToString();
+        held[d].push_back(std::move(*b));
+      }
+      for (const auto& b : held[d]) lists[d].push_back(&b);
+    }
+    pjrt::ExecuteRequest keep;  // the arguments stay: nothing donated
+    for (int i = 0; i < fn.num_arguments(); ++i) keep.non_donatable_input_indices.push_back(i);
+    auto outs = (*session)->ExecuteOnDevices(**exe, lists, keep);
+    ASSERT_TRUE(outs.ok()) << what << ": " << outs.status().ToString();
+    ASSERT_EQ(static_cast<int>(outs->size()), n);
+    ASSERT_EQ((*outs)[0].size(), want->size()) << what;
+
+    double worst = 0, loss = 0, norm = 0;
+    for (size_t r = 0; r < want->size(); ++r) {
+      auto sharding = ResultSharding(fn, static_cast<int>(r));
+      ASSERT_TRUE(sharding.ok());
+      std::vector<Literal> parts;
+      for (int d = 0; d < n; ++d) {
+        auto host = (*session)->ToHost((*outs)[d][r]);
+        ASSERT_TRUE(host.ok()) << host.status().ToString();
+        parts.push_back(std::move(*host));
+      }
+      Literal global = parts[0];
+      if (sharding->has_value()) {
+        auto assembled = shard::Assemble(parts, *mesh, **sharding, (*want)[r].type());
+        ASSERT_TRUE(assembled.ok()) << assembled.status().ToString();
+        global = std::move(*assembled);
+      }
+      ASSERT_EQ(global.type(), (*want)[r].type()) << what << ", result " << r;
+      const double d = RelativeDiff(global, (*want)[r]);
+      worst = std::max(worst, d);
+      // Results: parameters', m', v' (3 per weight), then loss, tokens, gradient norm, lr.
+      if (r == 3 * w) loss = d;
+      if (r == 3 * w + 2) norm = d;
+    }
+    RecordProperty(what, std::to_string(worst));
+    std::printf(
+        "  %s on %d XLA devices: loss %.3g, gradient norm %.3g, largest over all %zu "
+        "results (updated weights and moments) %.3g\n",
+        what.c_str(), n, loss, norm, want->size(), worst);
+    EXPECT_LE(loss, 1e-5) << what;
+    EXPECT_LE(norm, 1e-4) << what;
+    EXPECT_LE(worst, 1e-4) << what;
   }
 }
 
