@@ -175,6 +175,7 @@ class PjrtBackendImpl : public Backend {
     stats.output_bytes = s.output_bytes;
     stats.temp_bytes = s.temp_bytes;
     stats.alias_bytes = s.alias_bytes;
+    stats.reported_peak_bytes = s.peak_bytes.value_or(0);
     return stats;
   }
 
