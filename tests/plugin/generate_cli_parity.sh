@@ -3,7 +3,7 @@
 # interpreter (`--target interp`) for the tiny preset with the real Qwen3 tokenizer, greedy and
 # sampled with a seed. Usage: generate_cli_parity.sh TLALOC_BINARY PLUGIN_PATH SOURCE_DIR
 # (PLUGIN_PATH may also be a target name: tests/cli/xla_cpu_cli.sh passes xla-cpu).
-# Exits 77 (skipped) when the npm tokenizer package is not installed.
+# Fails when the checkout lacks data/qwen3/tokenizer.json (cli_test_lib.sh).
 set -euo pipefail
 TLALOC=$1 PLUGIN=$2 SOURCE_DIR=$3
 source "$(dirname "$0")/../cli_test_lib.sh"
