@@ -3,7 +3,9 @@
 # `tlaloc doctor --target xla-cpu --load` names the wheel's plugin, its API version and devices;
 # `tlaloc run --target xla-cpu` runs a self-checking program (checks on the host); and
 # `tlaloc generate --target xla-cpu` prints the interpreter's ids, greedy and sampled with a
-# seed (generate_cli_parity.sh), also split over two devices (--mesh model=2). Usage: xla_cpu_cli.sh TLALOC_BINARY SOURCE_DIR
+# seed (generate_cli_parity.sh), also split over two devices (--mesh model=2); and
+# `tlaloc serve --target xla-cpu` answers a greedy and a seeded completion as the interpreter's
+# server does. Usage: xla_cpu_cli.sh TLALOC_BINARY SOURCE_DIR
 # Exits 77 (skipped) when no XLA:CPU plugin resolves; fails instead under CI=true.
 set -euo pipefail
 TLALOC=$1 SOURCE_DIR=$2
@@ -56,5 +58,39 @@ grep -q "tensor parallel over mesh model=2" "$work/mesh.err" || fail "generate -
 [ -n "$single" ] && [ "$single" = "$meshed" ] ||
   fail "generate --mesh model=2 --target xla-cpu: $meshed, single device on the interpreter: $single"
 
-[ "$failures" -eq 0 ] && echo "PASS: doctor, run, generate and generate --mesh model=2 on xla-cpu"
+# `tlaloc serve --target xla-cpu`: a greedy and a seeded completion are the interpreter's.
+server_pid=""
+trap '[ -z "$server_pid" ] || kill -KILL "$server_pid" 2>/dev/null; rm -rf "$work"' EXIT
+serve_replies() {  # TARGET: prints the greedy and the sampled completion of a server on TARGET
+  "$TLALOC" serve -m "$work/model" --host 127.0.0.1 --port 0 --target "$1" 2>"$work/serve.log" &
+  server_pid=$!
+  local port="" body
+  for _ in $(seq 1 1200); do
+    port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/serve.log")
+    [ -n "$port" ] && break
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ -z "$port" ]; then
+    echo "no server: $(cat "$work/serve.log")"
+  else
+    for body in '{"prompt":"Tlaloc brings the rain","max_tokens":8,"temperature":0}' \
+      '{"prompt":"Hello","max_tokens":8,"temperature":0.9,"seed":5}'; do
+      curl -s --max-time 300 -H 'Content-Type: application/json' -d "$body" \
+        "http://127.0.0.1:$port/v1/completions" |
+        python3 -c 'import json,sys; print(repr(json.load(sys.stdin)["choices"][0]["text"]))' ||
+        echo "no reply"
+    done
+  fi
+  kill -TERM "$server_pid" 2>/dev/null || true
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=""
+}
+served_interp=$(serve_replies interp)
+served_xla=$(serve_replies xla-cpu)
+case "$served_interp$served_xla" in *"no server"* | *"no reply"*) fail "serve: $served_interp / $served_xla" ;; esac
+[ -n "$served_interp" ] && [ "$served_interp" = "$served_xla" ] ||
+  fail "serve --target xla-cpu replied $served_xla, the interpreter $served_interp"
+
+[ "$failures" -eq 0 ] && echo "PASS: doctor, run, generate, generate --mesh model=2 and serve on xla-cpu"
 exit $((failures > 0))
