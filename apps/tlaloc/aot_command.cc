@@ -79,7 +79,7 @@ void RegisterAotCommand(CLI::App& app) {
   auto args = std::make_shared<AotArgs>();
   CLI::App* cmd = app.add_subcommand(
       "aot", "Compile recorded programs (TLALOC_PROGRAMS_DIR) for a plugin's topology, no device");
-  cmd->add_option("--plugin", args->plugin, "The plugin: cpu, cuda, tpu or a plugin path")
+  cmd->add_option("--plugin", args->plugin, "The plugin: cpu, xla-cpu, cuda, tpu or a plugin path")
       ->required();
   cmd->add_option("--topology", args->topology,
                   "The topology to compile for: cpu:N (Tlaloc's plugin), v6e:2x2 (libtpu), ...")

@@ -13,7 +13,7 @@ namespace fs = std::filesystem;
 
 void AddTargetOption(CLI::App* cmd, std::string* target) {
   cmd->add_option("--target", *target,
-                  "where programs run: interp, cpu, cuda, tpu or a PJRT plugin path "
+                  "where programs run: interp, cpu, xla-cpu, cuda, tpu or a PJRT plugin path "
                   "(default: $TLALOC_TARGET, else interp)");
 }
 

@@ -89,7 +89,8 @@ int RunDoctor(const DoctorArgs& args) {
     return kExitFailure;
   }
   ProbeInterpreter();
-  for (const PjrtTarget& t : {PjrtTarget::Cpu(), PjrtTarget::Cuda(), PjrtTarget::Tpu()}) {
+  for (const PjrtTarget& t :
+       {PjrtTarget::Cpu(), PjrtTarget::XlaCpu(), PjrtTarget::Cuda(), PjrtTarget::Tpu()}) {
     Probe(t, args.load);
   }
   return 0;
@@ -99,10 +100,11 @@ int RunDoctor(const DoctorArgs& args) {
 
 void RegisterDoctorCommand(CLI::App& app) {
   auto args = std::make_shared<DoctorArgs>();
-  CLI::App* cmd =
-      app.add_subcommand("doctor", "Show what each PJRT target (cpu, cuda, tpu) resolves to");
+  CLI::App* cmd = app.add_subcommand(
+      "doctor", "Show what each PJRT target (cpu, xla-cpu, cuda, tpu) resolves to");
   cmd->add_flag("--load", args->load, "Open a session on each plugin found and report it");
-  cmd->add_option("--target", args->target, "Only this target: cpu, cuda, tpu or a plugin path");
+  cmd->add_option("--target", args->target,
+                  "Only this target: cpu, xla-cpu, cuda, tpu or a plugin path");
   cmd->callback([args] { SetExitCode(RunDoctor(*args)); });
 }
 

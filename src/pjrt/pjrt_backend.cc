@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "tlaloc/stablehlo/printer.h"
+#include "tlaloc/pjrt/program_text.h"
 
 namespace tlaloc::pjrt {
 namespace {
@@ -46,7 +46,10 @@ class PjrtProgram : public CompiledProgram {
 class PjrtBackendImpl : public Backend {
  public:
   PjrtBackendImpl(std::unique_ptr<PjrtSession> s, CompileOptions o)
-      : session_(std::move(s)), options_(std::move(o)) {}
+      : session_(std::move(s)), options_(std::move(o)) {
+    for (const auto& [key, value] : session_->attributes())
+      is_xla_ = is_xla_ || key == "xla_version";
+  }
 
   std::string name() const override { return "pjrt:" + session_->platform_name(); }
   std::vector<DeviceInfo> devices() const override {
@@ -78,7 +81,10 @@ class PjrtBackendImpl : public Backend {
     CompileOptions options = options_;
     options.num_replicas = grid.num_replicas;
     options.num_partitions = grid.num_partitions;
-    options.use_spmd_partitioning = false;
+    // XLA refuses num_partitions > 1 without SPMD partitioning; the program is already per
+    // device, so its arguments and results are marked manual and the partitioner leaves it be
+    // (Tlaloc's plugin ignores both).
+    options.use_spmd_partitioning = grid.num_partitions > 1;
     options.device_assignment.assign(grid.num_replicas, {});
     for (int64_t r = 0; r < grid.num_replicas; ++r)
       for (int64_t p = 0; p < grid.num_partitions; ++p)
@@ -169,6 +175,7 @@ class PjrtBackendImpl : public Backend {
     stats.output_bytes = s.output_bytes;
     stats.temp_bytes = s.temp_bytes;
     stats.alias_bytes = s.alias_bytes;
+    stats.reported_peak_bytes = s.peak_bytes.value_or(0);
     return stats;
   }
 
@@ -199,13 +206,31 @@ class PjrtBackendImpl : public Backend {
     for (int i = 0; i < f->num_arguments(); ++i) {
       aliased.push_back(f->arg_attrs(i).count("tf.aliasing_output") > 0);
     }
-    TL_ASSIGN_OR_RETURN(auto exe, session_->Compile(PrintModule(module), options));
-    return std::unique_ptr<CompiledProgram>(new PjrtProgram(std::move(exe), f->argument_types(),
+    ProgramTextOptions text;
+    text.manual_shardings = options.use_spmd_partitioning && !options.use_shardy_partitioner &&
+                            options.num_partitions > 1;
+    // XLA's GSPMD partitioner aborts the process on a ragged-dot in a partitioned program
+    // ("RaggedDot is only supported with Shardy", a CHECK): expanded up front there.
+    text.expand_ragged_dot = expand_ragged_dot_ || (is_xla_ && text.manual_shardings);
+    TL_ASSIGN_OR_RETURN(std::string printed, PrintProgramText(module, *f, text));
+    auto exe = session_->Compile(printed, options);
+    // A plugin without a grouped matmul (XLA:CPU: "HLO opcode `ragged-dot` is not supported")
+    // gets the dense form of chlo.ragged_dot, from then on for every program of the session.
+    if (!exe.ok() && !expand_ragged_dot_ &&
+        exe.status().message().find("ragged-dot") != std::string::npos) {
+      expand_ragged_dot_ = text.expand_ragged_dot = true;
+      TL_ASSIGN_OR_RETURN(printed, PrintProgramText(module, *f, text));
+      exe = session_->Compile(printed, options);
+    }
+    if (!exe.ok()) return exe.status();
+    return std::unique_ptr<CompiledProgram>(new PjrtProgram(std::move(*exe), f->argument_types(),
                                                             f->result_types(), std::move(aliased)));
   }
 
   std::unique_ptr<PjrtSession> session_;
   CompileOptions options_;
+  bool expand_ragged_dot_ = false;  // the plugin refused chlo.ragged_dot once
+  bool is_xla_ = false;             // the plugin reports an xla_version (XLA:CPU, CUDA, TPU)
 };
 
 }  // namespace

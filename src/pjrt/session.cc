@@ -13,6 +13,7 @@ namespace tlaloc::pjrt {
 OptionFamily OptionFamilyOf(const PjrtTarget& target) {
   switch (target.kind) {
     case PjrtTarget::Kind::kCpu:
+    case PjrtTarget::Kind::kXlaCpu:
       return OptionFamily::kCpu;
     case PjrtTarget::Kind::kCuda:
       return OptionFamily::kGpu;
@@ -275,6 +276,8 @@ StatusOr<CompiledMemoryStats> PjrtExecutable::MemoryStats() const {
   CompiledMemoryStats stats;
   TL_RETURN_IF_ERROR(WithExecutable(*api_, exe_, [&](PJRT_Executable* e) -> Status {
     TL_PJRT_ARGS(PJRT_Executable_GetCompiledMemoryStats_Args, m);
+    // The whole struct: newer plugins (XLA 0.115) refuse the 0.60 size; older ones read less.
+    m.struct_size = sizeof(m);
     m.executable = e;
     TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api_, Executable_GetCompiledMemoryStats, &m));
     stats.argument_bytes = m.argument_size_in_bytes;
@@ -282,6 +285,7 @@ StatusOr<CompiledMemoryStats> PjrtExecutable::MemoryStats() const {
     stats.alias_bytes = m.alias_size_in_bytes;
     stats.temp_bytes = m.temp_size_in_bytes;
     stats.generated_code_bytes = m.generated_code_size_in_bytes;
+    if (m.peak_memory_in_bytes > 0) stats.peak_bytes = m.peak_memory_in_bytes;
     return OkStatus();
   }));
   return stats;
@@ -417,12 +421,14 @@ StatusOr<std::unique_ptr<PjrtSession>> PjrtSession::OpenWithApi(std::shared_ptr<
     values.push_back(v);
   }
   TL_PJRT_ARGS(PJRT_Client_Create_Args, create);
+  // The whole struct, try-get fields included (null unless a store is lent): XLA's CPU plugin
+  // (API 0.115) refuses the 0.60 size; older plugins read only what they know.
+  create.struct_size = sizeof(create);
   create.create_options = values.empty() ? nullptr : values.data();
   create.num_options = values.size();
   if (options.kv_store) {
     s->kv_store_ = options.kv_store;
     void* store = s->kv_store_.get();
-    create.struct_size = sizeof(create);  // the try-get fields too
     create.kv_get_callback = KvGet;
     create.kv_get_user_arg = store;
     create.kv_put_callback = KvPut;
@@ -559,6 +565,15 @@ StatusOr<PjrtBuffer> PjrtSession::ToDevice(const Literal& literal, int device_in
   // `literal` must stay untouched until the plugin is done reading it.
   TL_RETURN_IF_ERROR(api_->AwaitAndDestroy(a.done_with_host_buffer, "host-to-device transfer"));
   return buffer;
+}
+
+StatusOr<uintptr_t> PjrtSession::DeviceAddress(const PjrtBuffer& buffer) const {
+  if (buffer.raw() == nullptr) return FailedPrecondition("buffer was moved from");
+  TL_PJRT_ARGS(PJRT_Buffer_UnsafePointer_Args, a);
+  a.buffer = buffer.raw();
+  Status called = TL_PJRT_CALL(*api_, Buffer_UnsafePointer, &a);
+  if (!called.ok()) return Unimplemented(called.message());
+  return a.buffer_pointer;
 }
 
 StatusOr<PjrtSession::DeviceMemory> PjrtSession::DeviceMemoryStats(int device_index) const {

@@ -19,6 +19,8 @@ std::string PjrtTarget::ToString() const {
       return "cuda";
     case Kind::kTpu:
       return "tpu";
+    case Kind::kXlaCpu:
+      return "xla-cpu";
     case Kind::kPath:
       return path;
   }
@@ -33,6 +35,8 @@ std::string PjrtTarget::ExpectedPlatform() const {
       return "cuda";
     case Kind::kTpu:
       return "tpu";
+    case Kind::kXlaCpu:
+      return "cpu";  // XLA's CPU client names its platform "cpu", as Tlaloc's does
     case Kind::kPath:
       return "";
   }
@@ -41,6 +45,7 @@ std::string PjrtTarget::ExpectedPlatform() const {
 
 StatusOr<PjrtTarget> ParsePjrtTarget(const std::string& text) {
   if (text == "cpu") return PjrtTarget::Cpu();
+  if (text == "xla-cpu") return PjrtTarget::XlaCpu();
   if (text == "cuda" || text == "gpu") return PjrtTarget::Cuda();
   if (text == "tpu") return PjrtTarget::Tpu();
   if (text.find('/') != std::string::npos ||
@@ -48,8 +53,8 @@ StatusOr<PjrtTarget> ParsePjrtTarget(const std::string& text) {
     return PjrtTarget::Path(text);
   }
   return InvalidArgument("PJRT target '" + text +
-                         "': expected cpu, cuda, tpu or a plugin path (containing '/' or ending "
-                         "in .so)");
+                         "': expected cpu, xla-cpu, cuda, tpu or a plugin path (containing '/' or "
+                         "ending in .so)");
 }
 
 std::string BackendChoice::ToString() const {
@@ -61,7 +66,7 @@ StatusOr<BackendChoice> ParseBackendChoice(const std::string& text) {
   auto target = ParsePjrtTarget(text);
   if (!target.ok()) {
     return InvalidArgument("target '" + text +
-                           "': expected interp, cpu, cuda, tpu or a plugin path");
+                           "': expected interp, cpu, xla-cpu, cuda, tpu or a plugin path");
   }
   return BackendChoice{false, *target};
 }
@@ -82,6 +87,9 @@ ResolveEnvironment ResolveEnvironment::Process() {
 #ifdef TLALOC_BUILTIN_CPU_PLUGIN
   env.builtin_cpu_plugin = TLALOC_BUILTIN_CPU_PLUGIN;
 #endif
+#ifdef TLALOC_CHECKOUT_VENV
+  env.checkout_venv = TLALOC_CHECKOUT_VENV;
+#endif
   return env;
 }
 
@@ -92,12 +100,18 @@ std::optional<std::string> ResolveEnvironment::Get(const std::string& name) cons
   return std::string(v);
 }
 
-bool IsTpuShapedPath(const std::string& path) {
+namespace {
+bool FileNameContains(const std::string& path, const char* word) {
   std::string name = fs::path(path).filename().string();
   std::transform(name.begin(), name.end(), name.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return name.find("tpu") != std::string::npos;
+  return name.find(word) != std::string::npos;
 }
+}  // namespace
+
+bool IsTpuShapedPath(const std::string& path) { return FileNameContains(path, "tpu"); }
+bool IsCpuShapedPath(const std::string& path) { return FileNameContains(path, "cpu"); }
+bool IsTlalocShapedPath(const std::string& path) { return FileNameContains(path, "tlaloc"); }
 
 Status PluginResolution::ToStatus() const {
   if (found()) return OkStatus();
@@ -185,7 +199,8 @@ PluginResolution ResolvePjrtPlugin(const PjrtTarget& target, const ResolveEnviro
   auto env_path = env.Get("TLALOC_PJRT_PLUGIN_PATH");
   if (env_path && !env_path->empty()) {
     bool tpu_shaped = IsTpuShapedPath(*env_path);
-    bool cpu_shaped = fs::path(*env_path).filename().string().find("cpu") != std::string::npos;
+    bool cpu_shaped = IsCpuShapedPath(*env_path);
+    bool tlaloc_shaped = IsTlalocShapedPath(*env_path);
     if (target.kind == PjrtTarget::Kind::kTpu && !tpu_shaped) {
       trace.push_back("skipped TLALOC_PJRT_PLUGIN_PATH=" + *env_path +
                       " (not tpu-shaped: the TPU lane takes it only when the file name "
@@ -193,9 +208,14 @@ PluginResolution ResolvePjrtPlugin(const PjrtTarget& target, const ResolveEnviro
     } else if (target.kind == PjrtTarget::Kind::kCuda && tpu_shaped) {
       trace.push_back("skipped TLALOC_PJRT_PLUGIN_PATH=" + *env_path +
                       " (tpu-shaped: kept out of the CUDA lane)");
-    } else if (target.kind == PjrtTarget::Kind::kCpu && !cpu_shaped) {
+    } else if (target.kind == PjrtTarget::Kind::kCpu && !(cpu_shaped && tlaloc_shaped)) {
       trace.push_back("skipped TLALOC_PJRT_PLUGIN_PATH=" + *env_path +
-                      " (the cpu lane takes it only when the file name contains \"cpu\")");
+                      " (the cpu lane is Tlaloc's plugin: it takes the variable only when the "
+                      "file name contains \"cpu\" and \"tlaloc\")");
+    } else if (target.kind == PjrtTarget::Kind::kXlaCpu && !(cpu_shaped && !tlaloc_shaped)) {
+      trace.push_back("skipped TLALOC_PJRT_PLUGIN_PATH=" + *env_path +
+                      " (the xla-cpu lane takes it only when the file name contains \"cpu\" "
+                      "and is not Tlaloc's own plugin)");
     } else if (take(*env_path, "TLALOC_PJRT_PLUGIN_PATH")) {
       return r;
     }
@@ -232,6 +252,21 @@ PluginResolution ResolvePjrtPlugin(const PjrtTarget& target, const ResolveEnviro
       }
       if (!env.builtin_cpu_plugin.empty() && take(env.builtin_cpu_plugin, "Tlaloc's build tree")) {
         return r;
+      }
+      break;
+    }
+    case PjrtTarget::Kind::kXlaCpu: {
+      // XLA's CPU plugin as PyPI ships it (lammps-jax-pjrt-cpu, built from jaxlib's XLA); the
+      // checkout's venv last, as the build tree's plugin is last for cpu.
+      std::vector<std::string> roots = SitePackagesRoots(env, &trace);
+      if (!env.checkout_venv.empty()) {
+        std::vector<std::string> dirs = PythonDirs(env.checkout_venv + "/lib");
+        if (dirs.empty())
+          trace.push_back("no python3.N under " + env.checkout_venv + "/lib (the checkout's venv)");
+        for (const std::string& d : dirs) roots.push_back(d + "/site-packages");
+      }
+      for (const std::string& root : roots) {
+        if (take(root + "/" + kXlaCpuWheelPlugin, "lammps-jax-pjrt-cpu wheel")) return r;
       }
       break;
     }

@@ -36,6 +36,28 @@ TEST(CompileOptions, OneReplicaOnePartitionEncodesToSixBytes) {
   EXPECT_FALSE(back->strict_precision);
 }
 
+// The Shardy global program's options, as XLA:CPU compiles them (tests/train/lane_train_test.cc):
+// build options { num_replicas 1, num_partitions 2, use_spmd_partitioning, device_assignment
+// { replica_count 1, computation_count 2, computation_devices [{0}], [{1}] },
+// use_shardy_partitioner (field 19: tag 98 01) }.
+TEST(CompileOptions, ShardyTwoPartitionsEncodeTo27Bytes) {
+  CompileOptions o;
+  o.num_partitions = 2;
+  o.use_spmd_partitioning = true;
+  o.use_shardy_partitioner = true;
+  o.device_assignment = {{0, 1}};
+  auto bytes = o.Serialize();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  EXPECT_EQ(Hex(*bytes),
+            "1A 19 20 01 28 02 30 01 4A 0E 08 01 10 02 1A 03 0A 01 00 1A 03 0A 01 01 98 01 01");
+  auto back = CompileOptions::Parse(*bytes);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->num_partitions, 2);
+  EXPECT_TRUE(back->use_spmd_partitioning);
+  EXPECT_TRUE(back->use_shardy_partitioner);
+  EXPECT_EQ(back->device_assignment, (std::vector<std::vector<int64_t>>{{0, 1}}));
+}
+
 TEST(CompileOptions, RoundTripsEveryField) {
   CompileOptions o;
   o.num_replicas = 2;

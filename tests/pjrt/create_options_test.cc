@@ -92,6 +92,8 @@ TEST(CreateOptions, ExplicitPathsGateByFileName) {
   EXPECT_EQ(OptionFamilyOf(PjrtTarget::Path("/x/xla_cuda13/xla_cuda_plugin.so")),
             OptionFamily::kGpu);
   EXPECT_EQ(OptionFamilyOf(PjrtTarget::Path("/x/libtlaloc_pjrt_cpu.so")), OptionFamily::kCpu);
+  EXPECT_EQ(OptionFamilyOf(PjrtTarget::XlaCpu()), OptionFamily::kCpu);
+  EXPECT_EQ(OptionFamilyOf(PjrtTarget::Path("/x/pjrt_c_api_cpu_plugin.so")), OptionFamily::kCpu);
   auto o = For(PjrtTarget::Path("/usr/lib/libtpu.so"));
   o.preallocate = true;
   EXPECT_FALSE(BuildCreateOptions(o, std::nullopt).ok());

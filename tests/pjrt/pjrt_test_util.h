@@ -1,10 +1,14 @@
 // Where the tests find Tlaloc's plugin, and which PJRT target the device lanes use.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
+#include "tlaloc/ir/literal.h"
 #include "tlaloc/runtime/target.h"
 
 namespace tlaloc::pjrt::testing {
@@ -17,8 +21,8 @@ inline std::string CpuPluginPath() {
   return r.found() ? r.path : TLALOC_PJRT_CPU_PLUGIN;
 }
 
-// The device lane TLALOC_TEST_PJRT_TARGET names: cpu, cuda, tpu or a plugin path; unset means
-// Tlaloc's own plugin from this build tree.
+// The device lane TLALOC_TEST_PJRT_TARGET names: cpu, xla-cpu, cuda, tpu or a plugin path;
+// unset means Tlaloc's own plugin from this build tree.
 struct Lane {
   PjrtTarget target;
   std::string error;        // the variable does not parse: the lane is misconfigured, a failure
@@ -52,11 +56,39 @@ inline Lane TestLane() {
     if (!r.found()) {
       lane.skip = "TLALOC_TEST_PJRT_TARGET=" + lane.target.ToString() +
                   " but no plugin resolves here: " + r.ToStatus().message();
+      // XLA:CPU comes from PyPI (scripts/setup.sh), not from hardware: CI must have it, so a
+      // missing wheel fails there (as a missing oracle does, testing/oracle.h).
+      const char* ci = std::getenv("CI");
+      if (lane.target.kind == PjrtTarget::Kind::kXlaCpu && ci != nullptr &&
+          std::string(ci) == "true") {
+        lane.error = "CI=true: " + lane.skip + " (run scripts/setup.sh)";
+      }
     }
   }
   return lane;
 }
 
 inline PjrtTarget TestTarget() { return TestLane().target; }
+
+// Units in the last place between two f32 values (0 for equal ones, including +0 and -0).
+inline int64_t UlpDistance(float a, float b) {
+  auto ordered = [](float f) {
+    int32_t i;
+    std::memcpy(&i, &f, sizeof i);
+    return i < 0 ? int64_t{INT32_MIN} - i : int64_t{i};  // monotonic in f
+  };
+  const int64_t d = ordered(a) - ordered(b);
+  return d < 0 ? -d : d;
+}
+
+// The largest UlpDistance over two f32 literals of one shape; -1 when they are not both f32
+// of the same shape.
+inline int64_t MaxUlpDistance(const Literal& a, const Literal& b) {
+  if (!(a.type() == b.type()) || a.element_type() != ElementType::kF32) return -1;
+  int64_t worst = 0;
+  auto x = a.span<float>(), y = b.span<float>();
+  for (size_t i = 0; i < x.size(); ++i) worst = std::max(worst, UlpDistance(x[i], y[i]));
+  return worst;
+}
 
 }  // namespace tlaloc::pjrt::testing

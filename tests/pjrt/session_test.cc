@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "pjrt_test_util.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/stablehlo/parser.h"
@@ -122,23 +124,31 @@ TEST_F(SessionTest, DonationDeletesTheArgumentUnlessKept) {
 }
 
 TEST_F(SessionTest, CompiledMemoryStatsCountAliasingOnce) {
-  if (!testing::TestLane().is_tlaloc_plugin()) {
-    GTEST_SKIP() << "exact byte counts are pinned for Tlaloc's plugin only";
-  }
+  // Arguments, outputs and aliasing follow from the program's shapes on any plugin; temporaries
+  // are each compiler's own (XLA:CPU's figures are printed and recorded in docs/PJRT.md).
+  const bool exact = testing::TestLane().is_tlaloc_plugin();
   auto exe = session_->Compile(kAddMul);
   ASSERT_TRUE(exe.ok());
   auto stats = (*exe)->MemoryStats();
   ASSERT_TRUE(stats.ok()) << stats.status().ToString();
   EXPECT_EQ(stats->argument_bytes, 32);
   EXPECT_EQ(stats->output_bytes, 16);
-  EXPECT_EQ(stats->temp_bytes, 16);  // the sum lives until the product
+  if (exact) {
+    EXPECT_EQ(stats->temp_bytes, 16);  // the sum lives until the product
+  }
   EXPECT_EQ(stats->alias_bytes, 0);
   auto sgd = session_->Compile(kSgdStep);
   ASSERT_TRUE(sgd.ok());
   auto s2 = (*sgd)->MemoryStats();
   ASSERT_TRUE(s2.ok());
   EXPECT_EQ(s2->alias_bytes, 12);
-  EXPECT_EQ(s2->temp_bytes, 0);
+  if (exact) {
+    EXPECT_EQ(s2->temp_bytes, 0);
+  }
+  std::printf("  %s: add-mul temp %lld bytes, peak %s; sgd alias %lld, temp %lld bytes\n",
+              session_->platform_name().c_str(), static_cast<long long>(stats->temp_bytes),
+              stats->peak_bytes ? std::to_string(*stats->peak_bytes).c_str() : "not reported",
+              static_cast<long long>(s2->alias_bytes), static_cast<long long>(s2->temp_bytes));
 }
 
 TEST_F(SessionTest, BadProgramsAreStatusesWithThePluginsMessage) {

@@ -2,7 +2,8 @@
 # `tlaloc generate --target <Tlaloc's plugin>` prints the same tokens as the in-process
 # interpreter (`--target interp`) for the tiny preset with the real Qwen3 tokenizer, greedy and
 # sampled with a seed. Usage: generate_cli_parity.sh TLALOC_BINARY PLUGIN_PATH SOURCE_DIR
-# Uses the checkout's Qwen3 tokenizer (data/qwen3/); fails naming it when it is missing.
+# (PLUGIN_PATH may also be a target name: tests/cli/xla_cpu_cli.sh passes xla-cpu).
+# Fails when the checkout lacks data/qwen3/tokenizer.json (cli_test_lib.sh).
 set -euo pipefail
 TLALOC=$1 PLUGIN=$2 SOURCE_DIR=$3
 source "$(dirname "$0")/../cli_test_lib.sh"

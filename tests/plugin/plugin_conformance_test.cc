@@ -2,9 +2,9 @@
 // in-process interpreter: the same text must give bit-identical results (or fail on both).
 // TLALOC_TEST_PJRT_TARGET=cuda|tpu|PATH runs them through that plugin instead: its check calls
 // are stripped (only Tlaloc knows check.expect_*), and floating results may differ within a
-// small tolerance ("CLOSE"). On Tlaloc's plugin each program runs in a forked child, so a crash
-// or hang is reported, not fatal; another plugin runs them in process (a CUDA context does not
-// survive fork).
+// small tolerance ("CLOSE": a relative 1e-3, or 2 ulp of bf16 and f16). On Tlaloc's plugin each
+// program runs in a forked child, so a crash or hang is reported, not fatal; another plugin runs
+// them in process (a CUDA context does not survive fork).
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/wait.h>
@@ -19,8 +19,8 @@
 #include <map>
 #include <sstream>
 
-#include "testing/oracle.h"
 #include "pjrt/pjrt_test_util.h"
+#include "testing/oracle.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/pjrt/session.h"
 #include "tlaloc/stablehlo/conformance.h"
@@ -43,21 +43,39 @@ std::string StripChecks(const std::string& text) {
   return out;
 }
 
-// True when every element of two same-typed float literals agrees within a relative tolerance
-// (NaN matching NaN).
-bool Close(const Literal& a, const Literal& b, double tolerance) {
-  if (!(a.type() == b.type()) || !IsFloat(a.element_type())) return false;
+// A foreign compiler's tolerance for one float type: a relative 1e-3, or two units in the last
+// place where the type is coarser (bf16's 8-bit significand cannot hold 1e-3).
+double ForeignTolerance(ElementType et) {
+  int digits = 24;  // significand bits, the implicit one included
+  if (et == ElementType::kBF16) digits = 8;
+  if (et == ElementType::kF16) digits = 11;
+  if (et == ElementType::kF64) digits = 53;
+  return std::max(kForeignTolerance, 2 * std::ldexp(1.0, 1 - digits));
+}
+
+// The largest relative difference between two same-typed float literals (NaN matching NaN), or
+// -1 when they differ in type, NaN-ness or by more than `tolerance`.
+double RelativeDifference(const Literal& a, const Literal& b, double tolerance) {
+  if (!(a.type() == b.type()) || !IsFloat(a.element_type())) return -1;
+  double worst = 0;
   for (int64_t i = 0; i < a.num_elements(); ++i) {
     double x = a.GetAsDouble(i), y = b.GetAsDouble(i);
     if (std::isnan(x) || std::isnan(y)) {
-      if (std::isnan(x) != std::isnan(y)) return false;
+      if (std::isnan(x) != std::isnan(y)) return -1;
       continue;
     }
     if (x == y) continue;
-    if (std::fabs(x - y) > tolerance * std::max(1.0, std::max(std::fabs(x), std::fabs(y))))
-      return false;
+    double d = std::fabs(x - y) / std::max(1.0, std::max(std::fabs(x), std::fabs(y)));
+    if (!(d <= tolerance)) return -1;
+    worst = std::max(worst, d);
   }
-  return true;
+  return worst;
+}
+
+// The largest relative difference seen per float type among CLOSE programs.
+std::map<std::string, double>& WorstCloseByType() {
+  static std::map<std::string, double> worst;
+  return worst;
 }
 
 // One program: "SAME", "CLOSE", "BOTH_FAIL", or "DIFF <why>" / "ONE_SIDED <why>".
@@ -91,8 +109,13 @@ std::string Compare(pjrt::PjrtSession& session, const std::filesystem::path& fil
   bool close = false;
   for (size_t i = 0; i < local->size(); ++i) {
     if ((*local)[i].BitwiseEquals((*remote)[i])) continue;
-    if (!foreign || !Close((*local)[i], (*remote)[i], kForeignTolerance))
-      return "DIFF output " + std::to_string(i);
+    const ElementType et = (*local)[i].element_type();
+    const double d = foreign && IsFloat(et)
+                         ? RelativeDifference((*local)[i], (*remote)[i], ForeignTolerance(et))
+                         : -1;
+    if (d < 0) return "DIFF output " + std::to_string(i);
+    double& worst = WorstCloseByType()[std::string(ShortName(et))];
+    worst = std::max(worst, d);
     close = true;
   }
   return close ? "CLOSE" : "SAME";
@@ -129,7 +152,7 @@ TEST(PluginConformance, SameResultsAsInProcess) {
   ASSERT_TRUE(session.ok()) << session.status().ToString();
 
   std::map<std::string, int> counts;
-  std::vector<std::string> problems;
+  std::vector<std::string> problems, close_programs;
   std::fflush(nullptr);
   for (const auto& file : files) {
     // A GPU plugin's device context does not survive fork(): other plugins run in process.
@@ -140,6 +163,7 @@ TEST(PluginConformance, SameResultsAsInProcess) {
       if (kind == "DIFF" || kind == "ONE_SIDED") {
         problems.push_back(file.filename().string() + ": " + out);
       }
+      if (kind == "CLOSE") close_programs.push_back(file.stem().string());
       continue;
     }
     int fds[2];
@@ -189,6 +213,14 @@ TEST(PluginConformance, SameResultsAsInProcess) {
               (*session)->platform_name().c_str(), files.size());
   for (auto& [k, n] : counts) std::printf(" %s=%d", k.c_str(), n);
   std::printf("\n");
+  if (!close_programs.empty()) {
+    std::printf("  CLOSE programs:");
+    for (const std::string& name : close_programs) std::printf(" %s", name.c_str());
+    std::printf("\n");
+  }
+  for (auto& [type, worst] : WorstCloseByType())
+    std::printf("  CLOSE %s: largest relative difference %.3g (tolerance %.3g)\n", type.c_str(),
+                worst, ForeignTolerance(*ElementTypeFromShortName(type)));
   for (const std::string& p : problems) ADD_FAILURE() << p;
   EXPECT_GT(counts["SAME"], 0);
 }

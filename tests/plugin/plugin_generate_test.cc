@@ -3,6 +3,11 @@
 // same tokens, greedy and sampled with a seed, with the KV caches donated step to step.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <tuple>
+
 #include "models/qwen3_reference.h"
 #include "pjrt/pjrt_test_util.h"
 #include "tlaloc/generate/generator.h"
@@ -89,10 +94,26 @@ TEST_F(PluginGenerate, StepsGiveTheInterpretersLogits) {
   auto local_next = local_->DecodeStep(local_first->tokens, {3}, {}, 0, 1);
   ASSERT_TRUE(local_next.ok());
   EXPECT_EQ(next->tokens, local_next->tokens);
-  // Tlaloc's plugin runs the same interpreter on the same text: bit-identical logits.
+  // Tlaloc's plugin runs the same interpreter on the same text: bit-identical logits. Another
+  // compiler fuses and reorders: the largest difference is printed and bounded (XLA:CPU's
+  // figure is in docs/PJRT.md).
   if (pjrt::testing::TestLane().is_tlaloc_plugin()) {
     EXPECT_TRUE(first->logits.BitwiseEquals(local_first->logits));
     EXPECT_TRUE(next->logits.BitwiseEquals(local_next->logits));
+  } else {
+    for (auto [what, got, want] : {std::tuple{"prefill", &first->logits, &local_first->logits},
+                                   std::tuple{"decode", &next->logits, &local_next->logits}}) {
+      ASSERT_EQ(got->type(), want->type());
+      auto x = got->span<float>(), y = want->span<float>();
+      double worst = 0, scale = 0;
+      for (size_t i = 0; i < x.size(); ++i) {
+        worst = std::max(worst, std::fabs(double{x[i]} - y[i]));
+        scale = std::max(scale, std::fabs(double{y[i]}));
+      }
+      std::printf("  %s logits: largest difference %.3g (largest |logit| %.3g)\n", what, worst,
+                  scale);
+      EXPECT_LE(worst, 1e-4 * std::max(1.0, scale)) << what;
+    }
   }
 }
 

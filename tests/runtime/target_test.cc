@@ -122,6 +122,51 @@ TEST_F(TargetTest, CpuFindsTlalocsPluginNextToTheExecutable) {
   EXPECT_EQ(ResolvePjrtPlugin(PjrtTarget::Cpu(), env_).path, installed);
 }
 
+TEST_F(TargetTest, XlaCpuFromVirtualEnvThenUserSiteThenCheckoutVenv) {
+  const std::string wheel = std::string("/site-packages/") + kXlaCpuWheelPlugin;
+  std::string checkout = Touch("checkout/third_party_py/lib/python3.11" + wheel);
+  env_.checkout_venv = (root_ / "checkout/third_party_py").string();
+  vars_["VIRTUAL_ENV"] = Dir("venv");
+  vars_["HOME"] = Dir("home");
+  std::string user = Touch("home/.local/lib/python3.12" + wheel);
+  std::string venv = Touch("venv/lib/python3.11" + wheel);
+  auto r = ResolvePjrtPlugin(PjrtTarget::XlaCpu(), env_);
+  EXPECT_EQ(r.path, venv);
+  EXPECT_NE(r.trace.back().find("lammps-jax-pjrt-cpu wheel"), std::string::npos);
+  fs::remove(venv);
+  EXPECT_EQ(ResolvePjrtPlugin(PjrtTarget::XlaCpu(), env_).path, user);
+  fs::remove(user);
+  EXPECT_EQ(ResolvePjrtPlugin(PjrtTarget::XlaCpu(), env_).path, checkout);
+  fs::remove(checkout);
+  auto none = ResolvePjrtPlugin(PjrtTarget::XlaCpu(), env_);
+  EXPECT_FALSE(none.found());
+  EXPECT_NE(none.ToStatus().message().find("checkout/third_party_py/lib/python3.11"),
+            std::string::npos);
+}
+
+TEST_F(TargetTest, XlaCpuNeverTakesTlalocsPluginAndCpuNeverTakesXlas) {
+  // Tlaloc's own plugin in the build tree and XLA's in a venv: each lane keeps to its own.
+  env_.builtin_cpu_plugin = Touch("build/libtlaloc_pjrt_cpu.so");
+  vars_["VIRTUAL_ENV"] = Dir("venv");
+  std::string xla = Touch(std::string("venv/lib/python3.11/site-packages/") + kXlaCpuWheelPlugin);
+  vars_["TLALOC_PJRT_PLUGIN_PATH"] = env_.builtin_cpu_plugin;
+  auto x = ResolvePjrtPlugin(PjrtTarget::XlaCpu(), env_);
+  EXPECT_EQ(x.path, xla);
+  EXPECT_NE(x.trace.front().find("not Tlaloc's own plugin"), std::string::npos);
+  EXPECT_EQ(ResolvePjrtPlugin(PjrtTarget::Cpu(), env_).path, env_.builtin_cpu_plugin);
+
+  std::string other_xla = Touch("opt/pjrt_c_api_cpu_plugin.so");
+  vars_["TLALOC_PJRT_PLUGIN_PATH"] = other_xla;
+  EXPECT_EQ(ResolvePjrtPlugin(PjrtTarget::XlaCpu(), env_).path, other_xla);
+  auto c = ResolvePjrtPlugin(PjrtTarget::Cpu(), env_);
+  EXPECT_EQ(c.path, env_.builtin_cpu_plugin);
+  EXPECT_NE(c.trace.front().find("cpu lane is Tlaloc's plugin"), std::string::npos);
+
+  // A file that is not cpu-shaped stays out of both.
+  vars_["TLALOC_PJRT_PLUGIN_PATH"] = Touch("opt/xla_cuda_plugin.so");
+  EXPECT_EQ(ResolvePjrtPlugin(PjrtTarget::XlaCpu(), env_).path, xla);
+}
+
 TEST_F(TargetTest, ExplicitPathIsTakenAsIs) {
   std::string so = Touch("x/anything.so");
   EXPECT_EQ(ResolvePjrtPlugin(PjrtTarget::Path(so), env_).path, so);
@@ -132,6 +177,11 @@ TEST(TargetParse, TargetsAndBackendChoices) {
   EXPECT_EQ(ParsePjrtTarget("cpu")->kind, PjrtTarget::Kind::kCpu);
   EXPECT_EQ(ParsePjrtTarget("gpu")->kind, PjrtTarget::Kind::kCuda);
   EXPECT_EQ(ParsePjrtTarget("tpu")->kind, PjrtTarget::Kind::kTpu);
+  EXPECT_EQ(ParsePjrtTarget("xla-cpu")->kind, PjrtTarget::Kind::kXlaCpu);
+  EXPECT_EQ(PjrtTarget::XlaCpu().ToString(), "xla-cpu");
+  EXPECT_EQ(PjrtTarget::XlaCpu().ExpectedPlatform(), "cpu");
+  EXPECT_EQ(ParseBackendChoice("xla-cpu")->ToString(), "pjrt:xla-cpu");
+  EXPECT_NE(ParsePjrtTarget("xla").status().message().find("xla-cpu"), std::string::npos);
   EXPECT_EQ(ParsePjrtTarget("./libx.so")->path, "./libx.so");
   auto bad = ParsePjrtTarget("quantum");
   ASSERT_FALSE(bad.ok());

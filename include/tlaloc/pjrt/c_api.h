@@ -718,7 +718,7 @@ struct PJRT_Executable_Fingerprint_Args {
 };
 TL_PJRT_STRUCT_SIZE(PJRT_Executable_Fingerprint_Args, executable_fingerprint_size);
 
-// Mirrors xla::CompiledMemoryStats as of API 0.60.
+// Mirrors xla::CompiledMemoryStats.
 struct PJRT_Executable_GetCompiledMemoryStats_Args {
   TL_PJRT_ARGS_HEADER;
   PJRT_Executable* executable;
@@ -732,6 +732,11 @@ struct PJRT_Executable_GetCompiledMemoryStats_Args {
   int64_t host_output_size_in_bytes;
   int64_t host_alias_size_in_bytes;
   int64_t host_temp_size_in_bytes;
+  // Later in the API: written only when struct_size covers them (the size below stays the
+  // 0.60 one, so that clients built before them still pass Tlaloc's plugin's check). XLA
+  // 0.115 refuses a size that stops before peak_memory_in_bytes.
+  int64_t peak_memory_in_bytes;  // out
+  int64_t total_size_in_bytes;   // out
 };
 TL_PJRT_STRUCT_SIZE(PJRT_Executable_GetCompiledMemoryStats_Args, host_temp_size_in_bytes);
 
@@ -892,6 +897,15 @@ struct PJRT_Buffer_IsDeleted_Args {
   bool is_deleted;  // out
 };
 TL_PJRT_STRUCT_SIZE(PJRT_Buffer_IsDeleted_Args, is_deleted);
+
+// The device address of a buffer's memory (platform-specific; tests compare donated inputs'
+// addresses with outputs' to see an update in place).
+struct PJRT_Buffer_UnsafePointer_Args {
+  TL_PJRT_ARGS_HEADER;
+  PJRT_Buffer* buffer;
+  uintptr_t buffer_pointer;  // out
+};
+TL_PJRT_STRUCT_SIZE(PJRT_Buffer_UnsafePointer_Args, buffer_pointer);
 
 struct PJRT_Buffer_CopyToDevice_Args {
   TL_PJRT_ARGS_HEADER;

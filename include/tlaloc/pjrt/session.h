@@ -92,6 +92,8 @@ struct CompiledMemoryStats {
   int64_t alias_bytes = 0;
   int64_t temp_bytes = 0;
   int64_t generated_code_bytes = 0;
+  // The plugin's peak device memory for a run, where it reports one (XLA; not API 0.60).
+  std::optional<int64_t> peak_bytes;
 };
 
 // A loaded executable. Destroys its PJRT_LoadedExecutable.
@@ -158,6 +160,9 @@ class PjrtSession {
   StatusOr<std::unique_ptr<PjrtExecutable>> Compile(const std::string& mlir,
                                                     const CompileOptions& options = {});
   StatusOr<PjrtBuffer> ToDevice(const Literal& literal, int device_index = 0);
+  // Where the buffer's memory is on its device (PJRT_Buffer_UnsafePointer): Unimplemented where
+  // the plugin does not say (Tlaloc's plugin).
+  StatusOr<uintptr_t> DeviceAddress(const PjrtBuffer& buffer) const;
   StatusOr<Literal> ToHost(const PjrtBuffer& buffer);
   // Runs on one device. Arguments the program aliases (tf.aliasing_output) are donated unless
   // listed as non-donatable.

@@ -49,6 +49,8 @@ struct ProgramMemoryStats {
   int64_t output_bytes = 0;
   int64_t temp_bytes = 0;
   int64_t alias_bytes = 0;  // output bytes that reuse a donated argument
+  // The compiler's own peak where it reports one (XLA's peak_memory_in_bytes), else 0.
+  int64_t reported_peak_bytes = 0;
   // What the process takes beyond the live tensors (host backends): freed blocks the buffer
   // cache may keep during the run and the allocator's own overhead.
   int64_t overhead_bytes = 0;
