@@ -121,7 +121,10 @@ StatusOr<int> ExpandRaggedDot(Module& module) {
     attrs["callee"] = Attribute::Symbol(name);
     auto call = Operation::Create(*call_def, op->operands(), {op->result(0).type()}, attrs);
     auto& ops = block->mutable_operations();
-    auto it = std::find_if(ops.begin(), ops.end(), [&](const auto& p) { return p.get() == op; });
+    // clang 14 cannot capture a structured binding: the lambda takes a plain copy.
+    const Operation* target = op;
+    auto it =
+        std::find_if(ops.begin(), ops.end(), [target](const auto& p) { return p.get() == target; });
     const size_t index = static_cast<size_t>(it - ops.begin());
     Operation* placed = block->Append(std::move(call));
     for (size_t j = index + 1; j + 1 < ops.size(); ++j)
