@@ -17,10 +17,13 @@
 # figure (`tlaloc bench` reports it apart: the compile column) as it is from the interpreter's.
 # The table gives medians of R runs and interp / XLA:CPU (above 1: the interpreter is faster).
 #
-# Threads: the interpreter takes --threads T (TLALOC_NUM_THREADS for finetune). XLA:CPU has no
-# thread-count option in its PJRT plugin: its intra-op pool is sized by the CPUs the process may
-# run on (sched_getaffinity), so both engines run under `taskset -c` on the first T CPUs the
-# script may use; XLA's Eigen pool and its thunk executor then get T threads.
+# Threads: the interpreter takes --threads T (TLALOC_NUM_THREADS for finetune). XLA:CPU's PJRT
+# plugin has no thread-count option (its create options are cpu_device_count and the like), and
+# XLA_FLAGS=--xla_cpu_multi_thread_eigen=false gives 1 thread, not T. So both engines run under
+# `taskset -c` on the first T CPUs the script may use: T cores each. Counted on lammps-jax-pjrt-cpu
+# 0.11.2: XLA's parallel-for pool (tf_foreach) follows the affinity (1 thread on 1 CPU, 2 on 2),
+# its Eigen pool (tf_XLAEigen) keeps 4 threads (one per client device), which then share the T
+# CPUs; NPROC and TLALOC_CPU_DEVICES=1 change neither.
 # --moe none or --train-preset none leaves that row out.
 # Defaults: 3 runs, 2 threads, prefill 512 and 32 new tokens, qwen3-0.6b in bf16 and f32,
 # qwen3-30b-a3b-2l in bf16, tiny's train step over 8 steps of 4 x 128 tokens; a quick look:
