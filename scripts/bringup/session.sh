@@ -9,9 +9,10 @@
 #
 # 1. Preflight: refuses, naming each missing thing, before any lane runs (exit 2): the bundle's
 #    checksums; the machine's glibc; device nodes for the target (/dev/accel* or /dev/vfio/N for
-#    tpu, /dev/nvidia<N> for cuda; none for cpu and xla-cpu); chips held by another process; less than MIN_FREE_GB free in
-#    $HOME; the target's plugin (installed from `versions` with pip when missing and
-#    INSTALL_PLUGIN allows); the smoke test that the plugin reports the target's platform.
+#    tpu, /dev/nvidia<N> for cuda; none for cpu and xla-cpu); chips held by another process;
+#    less than MIN_FREE_GB free in $HOME; the target's plugin (installed from `versions` with
+#    pip when missing and INSTALL_PLUGIN allows); the smoke test that the plugin reports the
+#    target's platform (and, for xla-cpu, XLA's xla_version attribute).
 # 2. --xla_dump* flags are removed from XLA_FLAGS and LIBTPU_INIT_ARGS unless DUMPS=1; the
 #    XLA_*, LIBTPU*, TPU_*, JAX_* and TLALOC_* variables are written to environment.txt.
 # 3. Lanes (lane_entries below), each under LANE_TIMEOUT seconds, continuing past failures; per
