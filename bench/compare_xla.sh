@@ -24,7 +24,10 @@
 # 0.11.2: XLA's parallel-for pool (tf_foreach) follows the affinity (1 thread on 1 CPU, 2 on 2),
 # its Eigen pool (tf_XLAEigen) keeps 4 threads (one per client device), which then share the T
 # CPUs; NPROC and TLALOC_CPU_DEVICES=1 change neither.
-# --moe none or --train-preset none leaves that row out.
+# --moe none or --train-preset none leaves that row out. XLA:CPU refuses chlo.ragged_dot, so on
+# it the MoE experts run as Tlaloc's expansion (a dot over a one-hot group mask: G times the
+# expert arithmetic, docs/PJRT.md); the MoE row measures that, the program a JAX user's
+# ragged_dot falls back to on XLA:CPU as well.
 # Defaults: 3 runs, 2 threads, prefill 512 and 32 new tokens, qwen3-0.6b in bf16 and f32,
 # qwen3-30b-a3b-2l in bf16, tiny's train step over 8 steps of 4 x 128 tokens; a quick look:
 #   bash bench/compare_xla.sh --runs 1 --models tiny --dtypes f32 --moe tiny-moe \
