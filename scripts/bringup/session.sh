@@ -2,13 +2,17 @@
 # The bring-up session: runs inside an unpacked bringup-session/ (scripts/bringup/prepare.sh) on
 # the machine being certified, with no compiler and no checkout (docs/BRINGUP.md).
 #
-#   TARGET=cpu|cuda|tpu bringup-session/session.sh [LANE...]      (default: every lane)
+#   TARGET=cpu|xla-cpu|cuda|tpu bringup-session/session.sh [LANE...]   (default: every lane)
+#
+# xla-cpu is XLA's own CPU PJRT plugin (the lammps-jax-pjrt-cpu wheel): the rehearsal of the
+# XLA half of a GPU or TPU session on any x86_64 machine, multichip on 4 XLA:CPU devices.
 #
 # 1. Preflight: refuses, naming each missing thing, before any lane runs (exit 2): the bundle's
 #    checksums; the machine's glibc; device nodes for the target (/dev/accel* or /dev/vfio/N for
-#    tpu, /dev/nvidia<N> for cuda); chips held by another process; less than MIN_FREE_GB free in
-#    $HOME; the target's plugin (installed from `versions` with pip when missing and
-#    INSTALL_PLUGIN allows); the smoke test that the plugin reports the target's platform.
+#    tpu, /dev/nvidia<N> for cuda; none for cpu and xla-cpu); chips held by another process;
+#    less than MIN_FREE_GB free in $HOME; the target's plugin (installed from `versions` with
+#    pip when missing and INSTALL_PLUGIN allows); the smoke test that the plugin reports the
+#    target's platform (and, for xla-cpu, XLA's xla_version attribute).
 # 2. --xla_dump* flags are removed from XLA_FLAGS and LIBTPU_INIT_ARGS unless DUMPS=1; the
 #    XLA_*, LIBTPU*, TPU_*, JAX_* and TLALOC_* variables are written to environment.txt.
 # 3. Lanes (lane_entries below), each under LANE_TIMEOUT seconds, continuing past failures; per
@@ -53,8 +57,8 @@ for a in "$@"; do
 done
 [ ${#lanes[@]} -gt 0 ] || lanes=("${ALL_LANES[@]}")
 case "$TARGET" in
-cpu | cuda | tpu) ;;
-*) echo "session.sh: TARGET='$TARGET': expected cpu, cuda or tpu" >&2; exit 2 ;;
+cpu | xla-cpu | cuda | tpu) ;;
+*) echo "session.sh: TARGET='$TARGET': expected cpu, xla-cpu, cuda or tpu" >&2; exit 2 ;;
 esac
 case "$MIN_FREE_GB$LANE_TIMEOUT" in
 *[!0-9]*) echo "session.sh: MIN_FREE_GB and LANE_TIMEOUT must be whole numbers" >&2; exit 2 ;;
@@ -165,7 +169,7 @@ cuda)
   [ ${#device_nodes[@]} -gt 0 ] ||
     refuse "device nodes: no GPU device node ($DEV_ROOT/nvidia<N>); is the NVIDIA driver loaded?"
   ;;
-cpu) ;;
+cpu | xla-cpu) ;;
 esac
 [ ${#device_nodes[@]} -gt 0 ] && checked "device nodes: ${device_nodes[*]}"
 CHIPS=${#device_nodes[@]}
@@ -235,6 +239,7 @@ if [ -x "$BIN/tlaloc" ] && [ -z "${missing_libs:-}" ]; then
     . "$BUNDLE/versions"
     case "$TARGET" in
     tpu) wheels=("libtpu==$LIBTPU_VERSION") ;;
+    xla-cpu) wheels=("lammps-jax-pjrt-cpu==$LAMMPS_JAX_PJRT_CPU_VERSION") ;;
     cuda) wheels=("jax-cuda13-pjrt==$JAX_CUDA13_PJRT_VERSION"
       "jax-cuda13-plugin[with-cuda]==$JAX_CUDA13_PLUGIN_VERSION") ;;
     esac
@@ -256,7 +261,11 @@ if [ -x "$BIN/tlaloc" ] && [ -z "${missing_libs:-}" ]; then
     "$BIN/tlaloc" doctor --target "$TARGET" --load >"$WORK/doctor.txt" 2>&1
     platform=$(sed -n "s/^  PJRT C API [0-9.]*, platform '\([^']*\)'.*/\1/p" "$WORK/doctor.txt" | head -n 1)
     want=$TARGET
-    if [ "$platform" = "$want" ] || { [ "$want" = cuda ] && [ "$platform" = gpu ]; }; then
+    [ "$TARGET" = xla-cpu ] && want=cpu
+    if [ "$TARGET" = xla-cpu ] && ! grep -q '^  attribute xla_version = ' "$WORK/doctor.txt"; then
+      # Tlaloc's own plugin also says 'cpu'; XLA's names its xla_version.
+      refuse "smoke: the xla-cpu plugin reports no xla_version attribute: not XLA's CPU plugin (doctor.txt)"
+    elif [ "$platform" = "$want" ] || { [ "$want" = cuda ] && [ "$platform" = gpu ]; }; then
       checked "smoke: the plugin reports platform '$platform'"
     elif [ -n "$platform" ]; then
       refuse "smoke: the plugin reports platform '$platform', expected '$want' (doctor.txt)"
@@ -292,6 +301,9 @@ lane_entries() {
   g2b) # the first questions to a new target: platform, numerics the runbook lists, the ABI
     echo "tlaloc_plugin_tests=TpuFirstRun.*"
     echo "tlaloc_pjrt_tests=PjrtSessionPlatform.*:SessionTest.*:CompileOptions.*:CreateOptions.*:PjrtCApi.*:PjrtApi.*"
+    # The same questions (threefry bits, the bf16 convert pair and dot, bytes on the device) on
+    # any target's plugin, against the interpreter (docs/PJRT.md, "XLA:CPU").
+    [ "$TARGET" = cpu ] || echo "tlaloc_plugin_tests=LaneNumerics.*"
     ;;
   kernels) # kernel variants for the target and mappings; no device kernel test exists yet, and
     # KernelizeTest needs the checkout's examples/kernels (the suite lane runs it)
@@ -300,13 +312,26 @@ lane_entries() {
   training) # the train step through the target's plugin against the interpreter
     echo "tlaloc_train_tests=TrainerPjrt.*:AdamW.*:LmHeadCrossEntropy.*"
     echo "tlaloc_pjrt_tests=BackendParity.*"
+    # Gradients with remat, AdamW donation honoured in place, compiled memory against Tlaloc's
+    # prediction; the sharding plans are the multichip lane's.
+    [ "$TARGET" = cpu ] ||
+      echo "tlaloc_train_tests=LaneTrain.*:LaneMemory.*:-LaneTrain.ShardingPlans*:LaneTrain.ShardyGlobal*"
     ;;
   multichip) # collectives across devices (Tlaloc's plugin and interpreter, docs/SHARDING.md)
     echo "tlaloc_plugin_tests=PluginDevices.*"
     echo "tlaloc_runtime_tests=MultiDeviceBackend.*"
+    if [ "$TARGET" != cpu ]; then
+      # The sharding plans on the target's own devices (2 and 4): tensor-parallel generation,
+      # the per-device train steps of dp, fsdp, tp, dp_tp and the Shardy global program that
+      # XLA partitions itself (docs/PJRT.md, "XLA:CPU").
+      echo "tlaloc_plugin_tests=LaneQwen3.TensorParallel*"
+      echo "tlaloc_train_tests=LaneTrain.ShardingPlansGiveTheUnshardedLosses:LaneTrain.ShardyGlobalProgramGivesTheUnshardedStep"
+    fi
     ;;
   serving) # Qwen3 generation through the plugin: the interpreter's tokens and logits
     echo "tlaloc_plugin_tests=PluginGenerate.*:PluginMemoryStats.*"
+    # Dense, MoE and int8 Qwen3, paged-KV decode and top-k 4,096 sampling against the interpreter.
+    [ "$TARGET" = cpu ] || echo "tlaloc_plugin_tests=LaneQwen3.*:-LaneQwen3.TensorParallel*"
     ;;
   finetune) # the whole fine-tuning cycle on the target
     echo "cmd:finetune-demo=\"\$BIN/tlaloc\" finetune-demo --target $TARGET --out \"\$LANE_DIR/finetune-demo\" ${FINETUNE_ARGS:---steps 300}"
@@ -321,7 +346,9 @@ lane_entries() {
 lane_skip_reason() {
   case "$1" in
   multichip)
-    if [ "$TARGET" != cpu ] && [ "$CHIPS" -lt "$MULTICHIP_MIN_CHIPS" ]; then
+    # Both CPU plugins create the devices a client asks for (cpu_device_count): the lane's
+    # tests ask for 2 and 4.
+    if [ "$TARGET" != cpu ] && [ "$TARGET" != xla-cpu ] && [ "$CHIPS" -lt "$MULTICHIP_MIN_CHIPS" ]; then
       echo "needs $MULTICHIP_MIN_CHIPS chips (MULTICHIP_MIN_CHIPS), this machine has $CHIPS"
     fi
     ;;
