@@ -1,6 +1,9 @@
 #include "tlaloc/pjrt/aot.h"
 
 #include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -13,6 +16,29 @@ namespace tlaloc::pjrt {
 
 namespace fs = std::filesystem;
 
+std::vector<std::pair<std::string, std::string>> CompileOnlyTpuEnvironment(
+    const std::string& topology) {
+  // "v6e:2x2" -> "v6e-4": the accelerator type libtpu would read from the VM's metadata.
+  std::string accelerator;
+  if (const size_t colon = topology.find(':'); colon != std::string::npos) {
+    int64_t chips = 1;
+    std::stringstream dims(topology.substr(colon + 1));
+    for (std::string d; std::getline(dims, d, 'x');) {
+      chips *= d.empty() || !std::isdigit(static_cast<unsigned char>(d[0])) ? 1 : std::stoll(d);
+    }
+    accelerator = topology.substr(0, colon) + "-" + std::to_string(chips);
+  }
+  std::vector<std::pair<std::string, std::string>> env = {
+      // Without it libtpu asks the GCE metadata server for the VM's TPU and, off a TPU VM,
+      // sleeps and retries for more than ten minutes before PJRT_Plugin_Initialize returns.
+      {"TPU_SKIP_MDS_QUERY", "1"},
+      // With the metadata skipped, these two are otherwise warned about on every start.
+      {"TPU_WORKER_HOSTNAMES", "localhost"},
+  };
+  if (!accelerator.empty()) env.emplace_back("TPU_ACCELERATOR_TYPE", accelerator);
+  return env;
+}
+
 PjrtTopology::~PjrtTopology() {
   if (topology_ != nullptr) {
     TL_PJRT_ARGS(PJRT_TopologyDescription_Destroy_Args, d);
@@ -23,6 +49,12 @@ PjrtTopology::~PjrtTopology() {
 
 StatusOr<std::unique_ptr<PjrtTopology>> PjrtTopology::Create(std::shared_ptr<PjrtApi> api,
                                                              const std::string& name) {
+  if (fs::path(api->origin()).filename().string().find("tpu") != std::string::npos) {
+    // A compile needs no TPU; what the caller set is kept.
+    for (const auto& [key, value] : CompileOnlyTpuEnvironment(name)) {
+      ::setenv(key.c_str(), value.c_str(), /*overwrite=*/0);
+    }
+  }
   TL_PJRT_ARGS(PJRT_Plugin_Initialize_Args, init);
   TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api, Plugin_Initialize, &init));
   TL_PJRT_ARGS(PJRT_TopologyDescription_Create_Args, c);
@@ -52,6 +84,9 @@ StatusOr<CompiledMemoryStats> PjrtTopology::Compile(const std::string& mlir,
   c.compile_options_size = serialized.size();
   TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api_, Compile, &c));
   TL_PJRT_ARGS(PJRT_Executable_GetCompiledMemoryStats_Args, m);
+  // The whole struct, as PjrtExecutable::MemoryStats asks: libtpu 0.0.51 (API 0.116) refuses
+  // the 0.60 size ("expected 112, got 104").
+  m.struct_size = sizeof(m);
   m.executable = c.executable;
   Status status = TL_PJRT_CALL(*api_, Executable_GetCompiledMemoryStats, &m);
   CompiledMemoryStats stats;
@@ -60,6 +95,7 @@ StatusOr<CompiledMemoryStats> PjrtTopology::Compile(const std::string& mlir,
   stats.alias_bytes = m.alias_size_in_bytes;
   stats.temp_bytes = m.temp_size_in_bytes;
   stats.generated_code_bytes = m.generated_code_size_in_bytes;
+  if (m.peak_memory_in_bytes > 0) stats.peak_bytes = m.peak_memory_in_bytes;
   TL_PJRT_ARGS(PJRT_Executable_Destroy_Args, d);
   d.executable = c.executable;
   Status destroyed = TL_PJRT_CALL(*api_, Executable_Destroy, &d);
@@ -141,7 +177,10 @@ StatusOr<AotReport> RunAot(std::shared_ptr<PjrtApi> api, const std::string& topo
       options = *parsed;
     }
     if (strict_precision) options.strict_precision = true;
+    const auto start = std::chrono::steady_clock::now();
     auto stats = topo->Compile(mlir, options);
+    row.compile_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (stats.ok()) {
       row.ok = true;
       row.stats = *stats;
@@ -152,16 +191,19 @@ StatusOr<AotReport> RunAot(std::shared_ptr<PjrtApi> api, const std::string& topo
   }
   std::ostringstream tsv;
   tsv << "program\tmodule\treplicas\tpartitions\tcollectives\targument_bytes\toutput_bytes\t"
-         "alias_bytes\ttemp_bytes\ttotal_bytes\tstatus\n";
+         "alias_bytes\ttemp_bytes\ttotal_bytes\tstatus\tcompile_s\tpeak_bytes\n";
   for (const AotRow& r : report.rows) {
     tsv << r.program << '\t' << r.module << '\t' << r.num_replicas << '\t' << r.num_partitions
         << '\t' << r.collectives << '\t';
+    char seconds[32];
+    std::snprintf(seconds, sizeof(seconds), "%.2f", r.compile_seconds);
     if (r.ok) {
       tsv << r.stats.argument_bytes << '\t' << r.stats.output_bytes << '\t' << r.stats.alias_bytes
-          << '\t' << r.stats.temp_bytes << '\t' << r.total_bytes() << "\tok\n";
+          << '\t' << r.stats.temp_bytes << '\t' << r.total_bytes() << "\tok\t" << seconds << '\t'
+          << (r.stats.peak_bytes ? std::to_string(*r.stats.peak_bytes) : "-") << '\n';
     } else {
       const std::string stem = r.program.substr(0, r.program.rfind('.'));
-      tsv << "-\t-\t-\t-\t-\trefused (errors/" << stem << ".txt)\n";
+      tsv << "-\t-\t-\t-\t-\trefused (errors/" << stem << ".txt)\t" << seconds << "\t-\n";
       TL_RETURN_IF_ERROR(WriteStringAtomic(fs::path(out_dir) / "errors" / (stem + ".txt"),
                                            "topology " + topology + " (" + report.platform +
                                                ")\nprogram " + r.program + "\n" + r.error + "\n"));

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tlaloc/pjrt/api.h"
@@ -14,6 +15,13 @@
 #include "tlaloc/pjrt/session.h"
 
 namespace tlaloc::pjrt {
+
+// The environment libtpu needs to create a topology and compile on a machine without a TPU
+// (TPU_SKIP_MDS_QUERY=1, TPU_WORKER_HOSTNAMES, TPU_ACCELERATOR_TYPE from the topology's name,
+// "v6e:2x2" -> "v6e-4"). PjrtTopology::Create sets each one the process has not set when the
+// plugin's file name contains "tpu".
+std::vector<std::pair<std::string, std::string>> CompileOnlyTpuEnvironment(
+    const std::string& topology);
 
 // A topology of one plugin. Destroys its PJRT_TopologyDescription.
 class PjrtTopology {
@@ -46,6 +54,7 @@ struct AotRow {
   bool ok = false;
   std::string error;  // the refusal, when !ok
   CompiledMemoryStats stats;
+  double compile_seconds = 0;  // PJRT_Compile's wall time, refusals included
   // What a run needs at most: arguments + outputs + temporaries, an output aliased to a donated
   // argument counted once.
   int64_t total_bytes() const {
@@ -62,8 +71,9 @@ struct AotReport {
 // Compiles every program recorded in `programs_dir` for `topology` and writes
 // out_dir/summary.tsv (a header line, then one row a program: program, module, replicas,
 // partitions, collectives, argument_bytes, output_bytes, alias_bytes, temp_bytes, total_bytes,
-// status) and out_dir/errors/<program>.txt for each refusal. `strict_precision` compiles every
-// program in the STRICT_PRECISION form whatever it was recorded with.
+// status, compile_s, peak_bytes ("-" when the plugin reports none)) and
+// out_dir/errors/<program>.txt for each refusal. `strict_precision` compiles every program in the
+// STRICT_PRECISION form whatever it was recorded with.
 StatusOr<AotReport> RunAot(std::shared_ptr<PjrtApi> api, const std::string& topology,
                            const std::string& programs_dir, const std::string& out_dir,
                            bool strict_precision = false);
