@@ -1,5 +1,6 @@
 #include "tlaloc/pjrt/aot.h"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -32,6 +33,9 @@ std::vector<std::pair<std::string, std::string>> CompileOnlyTpuEnvironment(
       // Without it libtpu asks the GCE metadata server for the VM's TPU and, off a TPU VM,
       // sleeps and retries for more than ten minutes before PJRT_Plugin_Initialize returns.
       {"TPU_SKIP_MDS_QUERY", "1"},
+      // libtpu takes /tmp/libtpu_lockfile so that one process owns the chips; a compile owns
+      // none, and without this a second compile (or a TPU session) refuses to initialize.
+      {"ALLOW_MULTIPLE_LIBTPU_LOAD", "1"},
       // With the metadata skipped, these two are otherwise warned about on every start.
       {"TPU_WORKER_HOSTNAMES", "localhost"},
   };
@@ -70,6 +74,11 @@ StatusOr<std::unique_ptr<PjrtTopology>> PjrtTopology::Create(std::shared_ptr<Pjr
   pn.topology = t->topology_;
   TL_RETURN_IF_ERROR(TL_PJRT_CALL(*t->api_, TopologyDescription_PlatformName, &pn));
   t->platform_name_.assign(pn.platform_name, pn.platform_name_size);
+  TL_PJRT_ARGS(PJRT_TopologyDescription_GetDeviceDescriptions_Args, dd);
+  dd.topology = t->topology_;
+  if (TL_PJRT_CALL(*t->api_, TopologyDescription_GetDeviceDescriptions, &dd).ok()) {
+    t->num_devices_ = static_cast<int64_t>(dd.num_descriptions);
+  }
   return t;
 }
 
@@ -177,6 +186,21 @@ StatusOr<AotReport> RunAot(std::shared_ptr<PjrtApi> api, const std::string& topo
       options = *parsed;
     }
     if (strict_precision) options.strict_precision = true;
+    // libtpu aborts the process (a CHECK in tpu_topology.cc) on a device id past the topology's
+    // devices instead of refusing the compile: refused here, by name, first.
+    if (const int64_t n = topo->num_devices(); n > 0) {
+      int64_t largest_id = -1;
+      for (const auto& replica : options.device_assignment)
+        for (int64_t id : replica) largest_id = std::max(largest_id, id);
+      if (options.num_replicas * options.num_partitions > n || largest_id >= n) {
+        row.error = "PJRT_Compile not called: " + std::to_string(options.num_replicas) +
+                    " replica(s) x " + std::to_string(options.num_partitions) + " partition(s)" +
+                    (largest_id >= 0 ? " on device ids up to " + std::to_string(largest_id) : "") +
+                    " do not fit the topology's " + std::to_string(n) + " device(s)";
+        report.rows.push_back(row);
+        continue;
+      }
+    }
     const auto start = std::chrono::steady_clock::now();
     auto stats = topo->Compile(mlir, options);
     row.compile_seconds =

@@ -17,9 +17,9 @@
 namespace tlaloc::pjrt {
 
 // The environment libtpu needs to create a topology and compile on a machine without a TPU
-// (TPU_SKIP_MDS_QUERY=1, TPU_WORKER_HOSTNAMES, TPU_ACCELERATOR_TYPE from the topology's name,
-// "v6e:2x2" -> "v6e-4"). PjrtTopology::Create sets each one the process has not set when the
-// plugin's file name contains "tpu".
+// (TPU_SKIP_MDS_QUERY=1, ALLOW_MULTIPLE_LIBTPU_LOAD=1, TPU_WORKER_HOSTNAMES, TPU_ACCELERATOR_TYPE
+// from the topology's name, "v6e:2x2" -> "v6e-4"). PjrtTopology::Create sets each one the process
+// has not set when the plugin's file name contains "tpu".
 std::vector<std::pair<std::string, std::string>> CompileOnlyTpuEnvironment(
     const std::string& topology);
 
@@ -31,6 +31,8 @@ class PjrtTopology {
                                                         const std::string& name);
   const std::string& name() const { return name_; }
   const std::string& platform_name() const { return platform_name_; }
+  // PJRT_TopologyDescription_GetDeviceDescriptions' count; 0 when the plugin gives none.
+  int64_t num_devices() const { return num_devices_; }
   // Compiles MLIR text for this topology (PJRT_Compile) and returns the executable's compiled
   // memory statistics; the executable is destroyed.
   StatusOr<CompiledMemoryStats> Compile(const std::string& mlir,
@@ -41,6 +43,7 @@ class PjrtTopology {
   std::shared_ptr<PjrtApi> api_;
   PJRT_TopologyDescription* topology_ = nullptr;
   std::string name_, platform_name_;
+  int64_t num_devices_ = 0;
 };
 
 // The collective ops of a program's text, "all_reduce:2,all_gather:1", or "-" for none.
