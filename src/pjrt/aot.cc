@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "tlaloc/pjrt/program_recorder.h"
+#include "tlaloc/pjrt/program_text.h"
+#include "tlaloc/stablehlo/parser.h"
 #include "tlaloc/support/atomic_file.h"
 
 namespace tlaloc::pjrt {
@@ -144,7 +146,7 @@ int AotReport::refused() const {
 
 StatusOr<AotReport> RunAot(std::shared_ptr<PjrtApi> api, const std::string& topology,
                            const std::string& programs_dir, const std::string& out_dir,
-                           bool strict_precision) {
+                           bool strict_precision, bool tpu_form) {
   TL_ASSIGN_OR_RETURN(std::vector<RecordedProgram> programs, ReadProgramIndex(programs_dir));
   TL_ASSIGN_OR_RETURN(auto topo, PjrtTopology::Create(std::move(api), topology));
   AotReport report;
@@ -166,7 +168,23 @@ StatusOr<AotReport> RunAot(std::shared_ptr<PjrtApi> api, const std::string& topo
       report.rows.push_back(row);
       continue;
     }
-    const std::string mlir = text.str();
+    std::string mlir = text.str();
+    if (tpu_form) {
+      // Recorded from another platform's session: printed again as a TPU session sends it.
+      auto module = ParseModule(mlir, p.file);
+      const Function* entry = module.ok() ? (*module)->Entry() : nullptr;
+      StatusOr<std::string> printed =
+          !module.ok() ? StatusOr<std::string>(module.status())
+          : entry == nullptr
+              ? StatusOr<std::string>(InvalidArgument(p.file + " has no entry function"))
+              : PrintProgramText(**module, *entry, ProgramTextOptions{.f32_dots_highest = true});
+      if (!printed.ok()) {
+        row.error = "TPU form: " + printed.status().ToString();
+        report.rows.push_back(row);
+        continue;
+      }
+      mlir = *printed;
+    }
     row.collectives = CountCollectives(mlir);
     // The options the session sent, when recorded; else the index's counts.
     CompileOptions options;

@@ -79,6 +79,6 @@ struct AotReport {
 // STRICT_PRECISION form whatever it was recorded with.
 StatusOr<AotReport> RunAot(std::shared_ptr<PjrtApi> api, const std::string& topology,
                            const std::string& programs_dir, const std::string& out_dir,
-                           bool strict_precision = false);
+                           bool strict_precision = false, bool tpu_form = false);
 
 }  // namespace tlaloc::pjrt
