@@ -15,7 +15,8 @@
 # MANY_TOPOLOGIES (v6e:2x2 v5e:2x2). Results: BUILD/tpu-aot/<time>/<topology>/summary.tsv and
 # errors/, and refusals.txt: every refusal, "explained" when it matches a line of
 # scripts/bringup/tpu-aot-known-refusals.tsv (module, error text, why), else "UNEXPLAINED".
-# Exit 0 when nothing is unexplained. libtpu comes from $VIRTUAL_ENV, else the checkout's venv
+# AOT_FLAGS are added to every `tlaloc aot` (e.g. --tpu-form: f32 dots at HIGHEST, as a TPU
+# session sends them). Exit 0 when nothing is unexplained. libtpu comes from $VIRTUAL_ENV, else the checkout's venv
 # (third_party_py/, scripts/setup.sh).
 set -euo pipefail
 
@@ -121,7 +122,7 @@ compile() {  # compile FOLDER TOPOLOGY
   local dir=$out/$1 topology=$2 name=${2//:/_}
   [ -s "$dir/index.tsv" ] || return 0
   log "compiling $(wc -l <"$dir/index.tsv") program(s) for $topology"
-  "$tlaloc" aot --plugin tpu --topology "$topology" --out "$out/$name" "$dir" \
+  "$tlaloc" aot --plugin tpu --topology "$topology" ${AOT_FLAGS:-} --out "$out/$name" "$dir" \
     >"$out/$name.log" 2>&1 || true
   grep "^tlaloc aot:" "$out/$name.log" || { tail -5 "$out/$name.log"; unexplained=$((unexplained + 1)); }
   local program module error why

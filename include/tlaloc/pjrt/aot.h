@@ -76,7 +76,8 @@ struct AotReport {
 // partitions, collectives, argument_bytes, output_bytes, alias_bytes, temp_bytes, total_bytes,
 // status, compile_s, peak_bytes ("-" when the plugin reports none)) and
 // out_dir/errors/<program>.txt for each refusal. `strict_precision` compiles every program in the
-// STRICT_PRECISION form whatever it was recorded with.
+// STRICT_PRECISION form whatever it was recorded with; `tpu_form` prints every program again as a
+// TPU session sends it (program_text.h: f32 dots at HIGHEST) before compiling.
 StatusOr<AotReport> RunAot(std::shared_ptr<PjrtApi> api, const std::string& topology,
                            const std::string& programs_dir, const std::string& out_dir,
                            bool strict_precision = false, bool tpu_form = false);
