@@ -18,6 +18,7 @@ struct AotArgs {
   std::string dir;
   std::string out;
   bool strict_precision = false;
+  bool tpu_form = false;
 };
 
 int RunAotCommand(const AotArgs& args) {
@@ -49,7 +50,8 @@ int RunAotCommand(const AotArgs& args) {
     }
     out = args.dir + "/aot-" + name;
   }
-  auto report = pjrt::RunAot(*api, args.topology, args.dir, out, args.strict_precision);
+  auto report =
+      pjrt::RunAot(*api, args.topology, args.dir, out, args.strict_precision, args.tpu_form);
   if (!report.ok()) {
     std::fprintf(stderr, "tlaloc aot: %s\n", report.status().ToString().c_str());
     return kExitFailure;
@@ -87,6 +89,8 @@ void RegisterAotCommand(CLI::App& app) {
   cmd->add_option("--out", args->out, "Where summary.tsv and errors/ go (default DIR/aot-NAME)");
   cmd->add_flag("--strict-precision", args->strict_precision,
                 "Compile every program with xla_allow_excess_precision = false");
+  cmd->add_flag("--tpu-form", args->tpu_form,
+                "Print every program as a TPU session sends it (f32 dots at precision HIGHEST)");
   cmd->add_option("DIR", args->dir, "The recorded programs' folder")->required();
   cmd->callback([args] { SetExitCode(RunAotCommand(*args)); });
 }

@@ -212,6 +212,8 @@ class PjrtBackendImpl : public Backend {
     // XLA's GSPMD partitioner aborts the process on a ragged-dot in a partitioned program
     // ("RaggedDot is only supported with Shardy", a CHECK): expanded up front there.
     text.expand_ragged_dot = expand_ragged_dot_ || (is_xla_ && text.manual_shardings);
+    // A TPU session sends the TPU form: f32 dots at HIGHEST (program_text.h).
+    text.f32_dots_highest = session_->platform_name() == "tpu";
     TL_ASSIGN_OR_RETURN(std::string printed, PrintProgramText(module, *f, text));
     auto exe = session_->Compile(printed, options);
     // A plugin without a grouped matmul (XLA:CPU: "HLO opcode `ragged-dot` is not supported")

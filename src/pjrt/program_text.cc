@@ -50,6 +50,28 @@ void FindRaggedDots(Block& block, std::vector<std::pair<Block*, Operation*>>& ou
   }
 }
 
+// Gives every f32 x f32 stablehlo.dot_general of `block` (and the regions below it) without a
+// precision precision = [HIGHEST, HIGHEST]; returns how many.
+int SetF32DotsHighest(Block& block) {
+  int n = 0;
+  for (auto& op : block.mutable_operations()) {
+    if (op->name() == "stablehlo.dot_general" && op->num_operands() == 2 &&
+        !op->attrs().count("precision_config")) {
+      bool f32 = true;
+      for (const Type& t : op->operand_types())
+        f32 = f32 && t.is_tensor() && t.tensor.element_type == ElementType::kF32;
+      if (f32) {
+        op->attrs()["precision_config"] = Attribute::Array(
+            {Attribute::Enum("HIGHEST", "precision"), Attribute::Enum("HIGHEST", "precision")});
+        ++n;
+      }
+    }
+    for (int r = 0; r < op->num_regions(); ++r)
+      for (auto& b : op->region(r).blocks()) n += SetF32DotsHighest(*b);
+  }
+  return n;
+}
+
 std::vector<int64_t> IntField(const Attribute& strukt, const char* name) {
   const Attribute* f = FindAttr(strukt.as_dict(), name);
   return f && f->kind() == Attribute::Kind::kIntArray ? f->as_int_array() : std::vector<int64_t>{};
@@ -139,7 +161,8 @@ StatusOr<int> ExpandRaggedDot(Module& module) {
 StatusOr<std::string> PrintProgramText(const Module& module, const Function& entry,
                                        const ProgramTextOptions& options) {
   std::string text = PrintModule(module);
-  if (entry.name() == "main" && !options.manual_shardings && !options.expand_ragged_dot)
+  if (entry.name() == "main" && !options.manual_shardings && !options.expand_ragged_dot &&
+      !options.f32_dots_highest)
     return text;
   // A copy to change: the module is shared and const. Printing and parsing round-trips (the
   // printer's contract), so the copy is the same program.
@@ -172,6 +195,9 @@ StatusOr<std::string> PrintProgramText(const Module& module, const Function& ent
       mark(main->result_attrs(static_cast<int>(i)));
   }
   if (options.expand_ragged_dot) TL_RETURN_IF_ERROR(ExpandRaggedDot(*copy).status());
+  if (options.f32_dots_highest) {
+    for (const auto& fn : copy->functions()) SetF32DotsHighest(fn->entry());
+  }
   return PrintModule(*copy);
 }
 

@@ -6,3 +6,12 @@ add_test(NAME bringup.rehearsal
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/bringup_rehearsal_test.sh ${PROJECT_SOURCE_DIR}
           ${PROJECT_BINARY_DIR})
 set_tests_properties(bringup.rehearsal PROPERTIES LABELS bringup TIMEOUT 900 RUN_SERIAL TRUE)
+
+# `tlaloc aot --plugin tpu` with the venv's libtpu, no TPU: recorded one- and two-device programs
+# compile for v6e:1x1 and v6e:2x2 with no refusal (label tpu_aot; docs/BRINGUP.md). Skips without
+# libtpu in third_party_py/, fails under CI=true.
+add_test(NAME bringup.tpu_aot
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/tpu_aot_test.sh $<TARGET_FILE:tlaloc_cli>
+          $<TARGET_FILE:tlaloc_pjrt_cpu> ${PROJECT_SOURCE_DIR})
+set_tests_properties(bringup.tpu_aot PROPERTIES LABELS tpu_aot SKIP_RETURN_CODE 77
+  TIMEOUT 600 RUN_SERIAL TRUE)

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "pjrt/pjrt_test_util.h"
@@ -137,6 +138,22 @@ TEST(Aot, CountsCollectivesByOp) {
   EXPECT_EQ(CountCollectives(kAllReduce), "all_reduce:1");
   EXPECT_EQ(CountCollectives("stablehlo.all_gather x stablehlo.all_gather stablehlo.all_to_all"),
             "all_gather:2,all_to_all:1");
+}
+
+// What libtpu needs to compile off a TPU VM (docs/BRINGUP.md): without the first it waits on the
+// metadata server for minutes, without the second a second process is refused the lockfile.
+TEST(Aot, CompileOnlyTpuEnvironmentNamesTheTopologysChips) {
+  std::map<std::string, std::string> env;
+  for (const auto& [k, v] : CompileOnlyTpuEnvironment("v6e:2x2")) env[k] = v;
+  EXPECT_EQ(env["TPU_SKIP_MDS_QUERY"], "1");
+  EXPECT_EQ(env["ALLOW_MULTIPLE_LIBTPU_LOAD"], "1");
+  EXPECT_EQ(env["TPU_ACCELERATOR_TYPE"], "v6e-4");
+  env.clear();
+  for (const auto& [k, v] : CompileOnlyTpuEnvironment("v5e:1x1")) env[k] = v;
+  EXPECT_EQ(env["TPU_ACCELERATOR_TYPE"], "v5e-1");
+  env.clear();
+  for (const auto& [k, v] : CompileOnlyTpuEnvironment("cpu")) env[k] = v;
+  EXPECT_EQ(env.count("TPU_ACCELERATOR_TYPE"), 0u) << "no chips named, none guessed";
 }
 
 TEST_F(ProgramRecorder, AotCompilesForTheTopologyLikeTheClient) {

@@ -133,5 +133,40 @@ func.func public @main(%a: tensor<2xf32>, %b: tensor<2xf32> {mhlo.sharding = "{r
       << *text;
 }
 
+// The TPU form: f32 dots (also inside a region) at HIGHEST; a bf16 dot and a dot that names its
+// precision are left as they are.
+TEST(ProgramText, TpuFormPutsF32DotsAtHighest) {
+  auto module = ParseModule(R"(
+func.func public @main(%a: tensor<2x2xf32>, %b: tensor<2x2xbf16>, %p: tensor<i1>) -> (tensor<2x2xf32>, tensor<2x2xbf16>, tensor<2x2xf32>, tensor<2x2xf32>) {
+  %0 = stablehlo.dot_general %a, %a, contracting_dims = [1] x [0] : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  %1 = stablehlo.dot_general %b, %b, contracting_dims = [1] x [0] : (tensor<2x2xbf16>, tensor<2x2xbf16>) -> tensor<2x2xbf16>
+  %2 = stablehlo.dot_general %a, %a, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT] : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  %3 = "stablehlo.if"(%p) ({
+    %4 = stablehlo.dot_general %a, %a, contracting_dims = [0] x [0] : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+    stablehlo.return %4 : tensor<2x2xf32>
+  }, {
+    stablehlo.return %a : tensor<2x2xf32>
+  }) : (tensor<i1>) -> tensor<2x2xf32>
+  return %0, %1, %2, %3 : tensor<2x2xf32>, tensor<2x2xbf16>, tensor<2x2xf32>, tensor<2x2xf32>
+})");
+  ASSERT_TRUE(module.ok()) << module.status().ToString();
+  ProgramTextOptions options;
+  options.f32_dots_highest = true;
+  auto text = PrintProgramText(**module, *(*module)->Entry(), options);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  int highest = 0;
+  for (size_t at = text->find("precision = [HIGHEST, HIGHEST]"); at != std::string::npos;
+       at = text->find("precision = [HIGHEST, HIGHEST]", at + 1))
+    ++highest;
+  EXPECT_EQ(highest, 2) << *text;
+  EXPECT_NE(text->find("precision = [DEFAULT, DEFAULT]"), std::string::npos) << *text;
+  // The form parses back (what aot --tpu-form and a TPU session send).
+  EXPECT_TRUE(ParseModule(*text).ok()) << *text;
+  // Without the option the text is unchanged.
+  auto plain = PrintProgramText(**module, *(*module)->Entry());
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->find("HIGHEST"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tlaloc::pjrt

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tlaloc/pjrt/api.h"
@@ -14,6 +15,13 @@
 #include "tlaloc/pjrt/session.h"
 
 namespace tlaloc::pjrt {
+
+// The environment libtpu needs to create a topology and compile on a machine without a TPU
+// (TPU_SKIP_MDS_QUERY=1, ALLOW_MULTIPLE_LIBTPU_LOAD=1, TPU_WORKER_HOSTNAMES, TPU_ACCELERATOR_TYPE
+// from the topology's name, "v6e:2x2" -> "v6e-4"). PjrtTopology::Create sets each one the process
+// has not set when the plugin's file name contains "tpu".
+std::vector<std::pair<std::string, std::string>> CompileOnlyTpuEnvironment(
+    const std::string& topology);
 
 // A topology of one plugin. Destroys its PJRT_TopologyDescription.
 class PjrtTopology {
@@ -23,6 +31,8 @@ class PjrtTopology {
                                                         const std::string& name);
   const std::string& name() const { return name_; }
   const std::string& platform_name() const { return platform_name_; }
+  // PJRT_TopologyDescription_GetDeviceDescriptions' count; 0 when the plugin gives none.
+  int64_t num_devices() const { return num_devices_; }
   // Compiles MLIR text for this topology (PJRT_Compile) and returns the executable's compiled
   // memory statistics; the executable is destroyed.
   StatusOr<CompiledMemoryStats> Compile(const std::string& mlir,
@@ -33,6 +43,7 @@ class PjrtTopology {
   std::shared_ptr<PjrtApi> api_;
   PJRT_TopologyDescription* topology_ = nullptr;
   std::string name_, platform_name_;
+  int64_t num_devices_ = 0;
 };
 
 // The collective ops of a program's text, "all_reduce:2,all_gather:1", or "-" for none.
@@ -46,6 +57,7 @@ struct AotRow {
   bool ok = false;
   std::string error;  // the refusal, when !ok
   CompiledMemoryStats stats;
+  double compile_seconds = 0;  // PJRT_Compile's wall time, refusals included
   // What a run needs at most: arguments + outputs + temporaries, an output aliased to a donated
   // argument counted once.
   int64_t total_bytes() const {
@@ -62,10 +74,12 @@ struct AotReport {
 // Compiles every program recorded in `programs_dir` for `topology` and writes
 // out_dir/summary.tsv (a header line, then one row a program: program, module, replicas,
 // partitions, collectives, argument_bytes, output_bytes, alias_bytes, temp_bytes, total_bytes,
-// status) and out_dir/errors/<program>.txt for each refusal. `strict_precision` compiles every
-// program in the STRICT_PRECISION form whatever it was recorded with.
+// status, compile_s, peak_bytes ("-" when the plugin reports none)) and
+// out_dir/errors/<program>.txt for each refusal. `strict_precision` compiles every program in the
+// STRICT_PRECISION form whatever it was recorded with; `tpu_form` prints every program again as a
+// TPU session sends it (program_text.h: f32 dots at HIGHEST) before compiling.
 StatusOr<AotReport> RunAot(std::shared_ptr<PjrtApi> api, const std::string& topology,
                            const std::string& programs_dir, const std::string& out_dir,
-                           bool strict_precision = false);
+                           bool strict_precision = false, bool tpu_form = false);
 
 }  // namespace tlaloc::pjrt

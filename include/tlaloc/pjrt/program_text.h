@@ -19,6 +19,10 @@ struct ProgramTextOptions {
   // XLA:CPU has no ragged-dot ("HLO opcode `ragged-dot` is not supported by XLA:CPU
   // ThunkEmitter"): each chlo.ragged_dot becomes a call of ExpandRaggedDot's dense form.
   bool expand_ragged_dot = false;
+  // The TPU form (the runbook's "what a TPU session sends"): every f32 x f32 dot_general without
+  // a precision gets precision = [HIGHEST, HIGHEST]. XLA:TPU's DEFAULT computes an f32 dot in
+  // one bf16 pass; HIGHEST keeps f32 accuracy, as the interpreter computes it.
+  bool f32_dots_highest = false;
 };
 
 // Prints `module` for compilation with `entry` as the program:
