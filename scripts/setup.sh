@@ -53,6 +53,21 @@ if [ "${#missing[@]}" -gt 0 ]; then
     "${missing[@]}" >/dev/null
 fi
 
+# The Qwen3 tokenizer (11 MB, Apache-2.0) is too large to track: it comes from shared/data/qwen3/
+# beside the checkout (CI and fresh-machine-check have it), checked against its sha256, into
+# data/qwen3/, where init-model, the install and the tests look.
+tok_src="$(cd "$(dirname "$0")/../.." && pwd)/shared/data/qwen3/tokenizer.json"
+tok_dst="$(cd "$(dirname "$0")/.." && pwd)/data/qwen3/tokenizer.json"
+tok_sha=aeb13307a71acd8fe81861d94ad54ab689df773318809eed3cbe794b4492dae4
+if ! echo "$tok_sha  $tok_dst" | sha256sum -c --status 2>/dev/null; then
+  if [ -f "$tok_src" ] && echo "$tok_sha  $tok_src" | sha256sum -c --status; then
+    cp "$tok_src" "$tok_dst.tmp" && mv "$tok_dst.tmp" "$tok_dst"
+  else
+    echo "setup: no Qwen3 tokenizer.json with sha256 $tok_sha at $tok_src" >&2
+    [ "${CI:-}" = "true" ] && exit 1
+  fi
+fi
+
 # The oracles from PyPI (scripts/python/README.md says what each is for): one pinned set in
 # requirements.lock, then llama.cpp built from llama-cpp-python's source for this CPU
 # (GGML_NATIVE=ON; pip's cache keeps the built wheel, so a second venv does not rebuild it).
