@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "tlaloc/ir/op_registry.h"
+#include "tlaloc/ir/rewrite.h"
 #include "tlaloc/stablehlo/parser.h"
 #include "tlaloc/stablehlo/printer.h"
 
@@ -126,14 +127,6 @@ void ForEachOp(const Operation& op, const F& f) {
   for (const auto& r : op.regions())
     for (const auto& b : r->blocks())
       for (const auto& inner : b->operations()) ForEachOp(*inner, f);
-}
-
-void ReplaceUses(Operation& op, ValueImpl* from, Value to) {
-  for (int i = 0; i < op.num_operands(); ++i)
-    if (op.operand(i).impl() == from) op.set_operand(i, to);
-  for (const auto& r : op.regions())
-    for (const auto& b : r->blocks())
-      for (const auto& inner : b->operations()) ReplaceUses(*inner, from, to);
 }
 
 }  // namespace

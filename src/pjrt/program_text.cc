@@ -5,6 +5,7 @@
 
 #include "tlaloc/builder/tensor.h"
 #include "tlaloc/ir/op_registry.h"
+#include "tlaloc/ir/rewrite.h"
 #include "tlaloc/stablehlo/parser.h"
 #include "tlaloc/stablehlo/printer.h"
 
@@ -31,14 +32,6 @@ std::string FreshName(const Module& module, const std::string& base) {
   std::string name = base;
   for (int i = 1; module.Find(name) != nullptr; ++i) name = base + "_" + std::to_string(i);
   return name;
-}
-
-void ReplaceUses(Operation& op, ValueImpl* from, Value to) {
-  for (int i = 0; i < op.num_operands(); ++i)
-    if (op.operand(i).impl() == from) op.set_operand(i, to);
-  for (const auto& r : op.regions())
-    for (const auto& b : r->blocks())
-      for (const auto& inner : b->operations()) ReplaceUses(*inner, from, to);
 }
 
 // Every chlo.ragged_dot of `block` and the regions below it, with its block.

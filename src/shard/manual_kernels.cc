@@ -5,19 +5,12 @@
 
 #include "tlaloc/ir/builder.h"
 #include "tlaloc/ir/op_registry.h"
+#include "tlaloc/ir/rewrite.h"
 #include "tlaloc/shard/lowering.h"
 
 namespace tlaloc::shard {
 
 namespace {
-
-void ReplaceUses(Operation& op, ValueImpl* from, Value to) {
-  for (int i = 0; i < op.num_operands(); ++i)
-    if (op.operand(i).impl() == from) op.set_operand(i, to);
-  for (const auto& r : op.regions())
-    for (const auto& b : r->blocks())
-      for (const auto& inner : b->operations()) ReplaceUses(*inner, from, to);
-}
 
 Sharding WithoutLastDim(Sharding s) {
   if (!s.dims.empty()) s.dims.back().clear();
