@@ -12,7 +12,8 @@ make_tiny_model "$tlaloc" "$2" 6
 session="tlaloc_chat_$$"
 socket="$WORK/tmux.sock"
 tmx() { tmux -S "$socket" "$@"; }
-trap 'tmx kill-server 2>/dev/null || true; rm -rf "$WORK"' EXIT
+trap 'tmux -S "$WORK/tmux.sock" kill-server 2>/dev/null || true
+  tmux -S "$WORK/tmux2.sock" kill-server 2>/dev/null || true; rm -rf "$WORK"' EXIT
 fail() { echo "FAIL: $*"; echo "--- pane:"; tmx capture-pane -p -t "$session" -S -200 || true; exit 1; }
 pane() { tmx capture-pane -p -t "$session" -S -200; }
 # wait_for COUNT PATTERN SECONDS: until the pane shows PATTERN at least COUNT times.
@@ -39,7 +40,11 @@ tmx send-keys -t "$session" '/reset' Enter
 wait_for 1 '\(conversation cleared\)' 60
 wait_for 4 '^>( |$)' 60
 echo "ok: /reset"
-tmx kill-session -t "$session"
+# The second part runs on its own tmux server: killing the last session makes a server exit, and
+# a client that reconnects to the same socket while it is exiting fails ("server exited
+# unexpectedly"), which CI saw once.
+tmx kill-server
+socket="$WORK/tmux2.sock"
 
 # A reply long enough to interrupt (-n 100000 is capped to the tiny preset's context).
 tmx new-session -d -s "$session" -x 200 -y 50 \
