@@ -109,10 +109,11 @@ using rdtest::DotAttrs;
 class ReductionVjp : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!rdtest::HasOps({"stablehlo.transpose", "stablehlo.broadcast_in_dim", "stablehlo.add",
-                         "stablehlo.compare", "stablehlo.convert", "stablehlo.divide",
-                         "stablehlo.multiply"}))
-      GTEST_SKIP() << "data-movement or elementwise ops used by the gradients are missing";
+    // Every op is registered: a registry regression must fail here, not skip.
+    ASSERT_TRUE(rdtest::HasOps({"stablehlo.transpose", "stablehlo.broadcast_in_dim",
+                                "stablehlo.add", "stablehlo.compare", "stablehlo.convert",
+                                "stablehlo.divide", "stablehlo.multiply"}))
+        << "a data-movement or elementwise op used by the gradients is not registered";
   }
 };
 

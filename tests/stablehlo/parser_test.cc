@@ -283,7 +283,7 @@ TEST(Parser, BuilderRoundTripOfEveryElementwiseOp) {
       }
     }
   }
-  if (created == 0) GTEST_SKIP() << "no elementwise op is registered yet";
+  ASSERT_GT(created, 0) << "no elementwise op is registered";
   std::vector<Type> result_types;
   for (const Value& r : results) result_types.push_back(r.type());
   f->set_result_types(result_types);
