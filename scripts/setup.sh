@@ -7,7 +7,11 @@
 # under CI (CI=true) it is fatal, since those tests would fail anyway.
 set -euo pipefail
 
+# Each package says why it is here: the build, the tests or scripts/ use every one (a package
+# that nothing uses any more is removed, as libfmt-dev was).
 packages=(
+  # The build: GCC 12, CMake and Ninja; ccache (CMakeLists.txt uses it as the compiler launcher
+  # when found); pkg-config (pkg_check_modules: OpenBLAS, PCRE2, utf8proc, cpp-httplib).
   build-essential cmake ninja-build ccache pkg-config
   # The fuzz smoke of scripts/test.sh: clang 14 (Debian 12's clang) and its libFuzzer, ASan and
   # UBSan runtimes. GCC's ASan/UBSan/TSan runtimes (libasan8, libubsan1, libtsan2) come with
@@ -16,23 +20,28 @@ packages=(
   # clang's own omp.h: the clang build includes it for oneDNN's thread-count calls (GCC's copy
   # sits in GCC's private include folder, which clang does not search).
   libomp-14-dev
-  libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
+  libgtest-dev libgmock-dev  # the tests (GTest::gtest, GTest::gmock)
+  libbenchmark-dev  # bench/ (find_package(benchmark); without it the benchmarks are not built)
   nlohmann-json3-dev libcli11-dev  # JSON everywhere; the CLI's option parsing
   libopenblas-dev  # f32 matrix products
   libpcre2-dev libutf8proc-dev  # the tokenizer's pre-tokenizer regex and Unicode normalisation
   libprotobuf-dev protobuf-compiler  # PJRT's compile options and XLA's protos
-  libssl-dev git  # kernel repositories: sha256 digests (OpenSSL), fetching with the git CLI
+  libssl-dev git  # kernel repositories: sha256 digests (OpenSSL), reading them with the git CLI
   libdnnl-dev  # oneDNN: bf16 matrix products on AVX512-BF16 / AMX
   libcpp-httplib-dev curl  # `tlaloc serve`'s HTTP server; curl drives it in tests
-  # Debian's dnnl-config.cmake calls find_package(OpenCL) (its GPU runtime is OpenCL) but the
-  # package only recommends the headers and loader, which --no-install-recommends leaves out.
+  # Needed only by oneDNN's CMake config: Debian's libdnnl is built with the OpenCL GPU runtime,
+  # so dnnl-config.cmake calls find_package(OpenCL REQUIRED) and the dnnl target links
+  # OpenCL::OpenCL; the package only recommends the headers and loader, which
+  # --no-install-recommends leaves out. Tlaloc itself uses no OpenCL.
   ocl-icd-opencl-dev
   ca-certificates  # pip's HTTPS to PyPI; a minimal Debian root has no CA bundle
-  tmux  # terminal tests of `tlaloc chat` (send keys, read the pane)
+  tmux  # terminal tests of `tlaloc chat` (tests/cli/chat_tmux_test.sh: send keys, read the pane)
   # Headless Chromium: screenshots of what Tlaloc draws (loss.svg, checked for pixels with
   # Pillow) and, through chromium-driver and the venv's Selenium, the server's chat page.
   chromium chromium-driver python3-pil
-  openmpi-bin libopenmpi-dev  # multi-process runs under mpirun (interpreter collectives over MPI)
+  # Multi-process runs under mpirun (interpreter collectives over MPI, tests/mpi/):
+  # find_package(MPI COMPONENTS C) and the mpirun launcher.
+  openmpi-bin libopenmpi-dev
   # The oracles' venv: Debian's Python 3.11 and its venv module (pip comes with the venv).
   python3 python3-venv
 )
