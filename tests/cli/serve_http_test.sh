@@ -19,6 +19,13 @@ make_tiny_model "$TLALOC" "$SOURCE_DIR" 5
 source "$SOURCE_DIR/tests/cli/serve_lib.sh"
 need_python "$SOURCE_DIR" openai
 fail() { echo "FAIL: $*"; exit 1; }
+# wait_until WHAT CMD...: polls CMD every 0.1 s until it succeeds; fails naming WHAT after 60 s.
+# The test waits for events, not for fixed times: a slow or loaded machine only takes longer.
+wait_until() {
+  local what=$1; shift
+  for _ in $(seq 1 600); do "$@" && return 0; sleep 0.1; done
+  fail "waited 60 s for $what"
+}
 
 # A bad pool size is a usage error naming the flag, before anything loads.
 set +e
@@ -202,16 +209,15 @@ start_server b --max-batch 1 --max-queue 1 --max-context 4096 --kv-blocks 200
 metric() { curl -s --max-time 10 "$URL/metrics" | sed -n "s/^$1 //p"; }
 [ "$(metric tlaloc_kv_blocks_total)" = 200 ] || fail "--kv-blocks 200: /metrics says otherwise"
 long_body='{"prompt":"Tell a long story","max_tokens":3000,"temperature":0,"stream":true}'
-set +e
-curl -sN --max-time 2 -H 'Content-Type: application/json' -d "$long_body" "$URL/v1/completions" >"$WORK/cut.txt"
-set -e
-grep -q '^data: ' "$WORK/cut.txt" || fail "the cut stream produced nothing"
-freed=""
-for _ in $(seq 1 50); do
-  [ "$(metric tlaloc_requests_running)" = 0 ] && { freed=1; break; }
-  sleep 0.1
-done
-[ -n "$freed" ] || fail "a disconnected client still holds its slot after 5 s"
+metric_is() { [ "$(metric "$1")" = "$2" ]; }
+# The client disconnects once the first token has arrived.
+curl -sN --max-time 120 -H 'Content-Type: application/json' -d "$long_body" "$URL/v1/completions" \
+  >"$WORK/cut.txt" &
+cut_pid=$!
+wait_until "the first token of the stream that is then cut" grep -q '^data: ' "$WORK/cut.txt"
+kill "$cut_pid" 2>/dev/null || true
+wait "$cut_pid" 2>/dev/null || true
+wait_until "a disconnected streaming client to free its slot" metric_is tlaloc_requests_running 0
 [ "$(metric tlaloc_kv_blocks_in_use)" = 0 ] || fail "a disconnected client still holds KV blocks"
 [ "$(metric tlaloc_kv_blocks_reserved)" = 0 ] || fail "a disconnected client's blocks stay promised"
 [ "$(metric 'tlaloc_requests_total{outcome="cancelled"}')" = 1 ] || fail "no cancelled request counted"
@@ -219,25 +225,26 @@ code=$(post /v1/completions '{"prompt":"after","max_tokens":4}' "$WORK/after.jso
 [ "$code" = 200 ] || fail "request after a disconnect: HTTP $code"
 echo "ok: a disconnected streaming client frees its slot"
 
-# Non-streamed too: the whitespace probes notice the closed connection.
-set +e
-curl -s --max-time 2 -H 'Content-Type: application/json' \
-  -d '{"prompt":"Tell a long story","max_tokens":3000,"temperature":0}' "$URL/v1/completions" >/dev/null
-set -e
-freed=""
-for _ in $(seq 1 50); do
-  [ "$(metric tlaloc_requests_running)" = 0 ] && { freed=1; break; }
-  sleep 0.1
-done
-[ -n "$freed" ] || fail "a disconnected non-streaming client still holds its slot after 5 s"
+# Non-streamed too: the whitespace probes notice the closed connection. The client disconnects
+# once its request holds the slot.
+curl -s --max-time 120 -H 'Content-Type: application/json' \
+  -d '{"prompt":"Tell a long story","max_tokens":3000,"temperature":0}' "$URL/v1/completions" \
+  >/dev/null &
+cut_pid=$!
+wait_until "the non-streaming request to hold the slot" metric_is tlaloc_requests_running 1
+kill "$cut_pid" 2>/dev/null || true
+wait "$cut_pid" 2>/dev/null || true
+wait_until "a disconnected non-streaming client to free its slot" \
+  metric_is tlaloc_requests_running 0
 echo "ok: a disconnected non-streaming client frees its slot"
 
 # Overload: one running, one queued, the rest refused with 429.
-for i in 1 2; do
-  curl -sN --max-time 30 -H 'Content-Type: application/json' -d "$long_body" \
-    "$URL/v1/completions" >"$WORK/bg.$i.txt" 2>/dev/null &
-  sleep 0.5
-done
+curl -sN --max-time 120 -H 'Content-Type: application/json' -d "$long_body" \
+  "$URL/v1/completions" >"$WORK/bg.1.txt" 2>/dev/null &
+wait_until "the first long request to hold the slot" metric_is tlaloc_requests_running 1
+curl -sN --max-time 120 -H 'Content-Type: application/json' -d "$long_body" \
+  "$URL/v1/completions" >"$WORK/bg.2.txt" 2>/dev/null &
+wait_until "the second long request to wait in the queue" metric_is tlaloc_requests_waiting 1
 code=$(post /v1/completions '{"prompt":"one too many","max_tokens":4}' "$WORK/429.json" \
        -D "$WORK/429.headers")
 [ "$code" = 429 ] || { cat "$WORK/429.json"; fail "overload: HTTP $code, expected 429"; }
@@ -250,20 +257,29 @@ echo "ok: a full queue answers 429 with Retry-After"
 kill_bg() { for j in $(jobs -p); do [ "$j" = "$SERVER_PID" ] || kill "$j" 2>/dev/null || true; done; }
 kill_bg
 wait_for_jobs 2>/dev/null || true
-for _ in $(seq 1 50); do [ "$(metric tlaloc_requests_running)" = 0 ] && break; sleep 0.1; done
-curl -sN --max-time 60 -H 'Content-Type: application/json' \
+wait_until "the killed clients' requests to leave the queue" metric_is tlaloc_requests_waiting 0
+wait_until "the killed clients' requests to free the slot" metric_is tlaloc_requests_running 0
+: >"$WORK/drain.txt"
+curl -sN --max-time 120 -H 'Content-Type: application/json' \
   -d '{"prompt":"Drain","max_tokens":200,"temperature":0,"stream":true}' "$URL/v1/completions" \
   >"$WORK/drain.txt" &
 drain_pid=$!
-for _ in $(seq 1 100); do grep -q '^data: ' "$WORK/drain.txt" 2>/dev/null && break; sleep 0.05; done
+wait_until "the first token of the request to drain" grep -q '^data: ' "$WORK/drain.txt"
 kill -TERM "$SERVER_PID"
-sleep 0.2
+# Draining has begun once /health stops answering 200 (503 "draining", or 000: not listening).
+health_not_ok() {
+  local c
+  c=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' "$URL/health" || true)
+  [ "$c" != 200 ]
+}
+wait_until "the server to start draining after SIGTERM (/health not 200)" health_not_ok
 late=$(curl -s --max-time 10 -o "$WORK/late.json" -w '%{http_code}' -H 'Content-Type: application/json' \
        -d '{"prompt":"late","max_tokens":2}' "$URL/v1/completions" || true)
 [ "$late" = 503 ] || [ "$late" = 000 ] || fail "a request during shutdown got HTTP $late"
 wait "$drain_pid" || fail "the draining request's curl failed"
-tail -n 1 "$WORK/drain.txt" | grep -q '^$' || true
-grep -q '^data: \[DONE\]' "$WORK/drain.txt" || { tail -5 "$WORK/drain.txt"; fail "the running request was cut by SIGTERM"; }
+# The stream ends with its last event complete: "data: [DONE]" and the blank line after it.
+tail -c 14 "$WORK/drain.txt" | cmp -s - <(printf 'data: [DONE]\n\n') ||
+  { tail -5 "$WORK/drain.txt"; fail "the running request was cut by SIGTERM (no final 'data: [DONE]' event)"; }
 grep -q '"finish_reason":"\(stop\|length\)"' "$WORK/drain.txt" || fail "the drained request has no finish_reason"
 stop_server "$SERVER_PID"
 grep -q "finishing running requests" "$WORK/b.log" || fail "no shutdown message"

@@ -60,19 +60,30 @@ timeout -s INT 120 "$tlaloc" finetune --model "$work/demo/base" --data "$work/de
   --out "$work/int" --steps 100000 --batch 2 --seq-len 32 --print-every 1 \
   >"$work/int.out" 2>"$work/int.err" &
 pid=$!
-# Wait until a few steps are logged (and so plotted at least once), then interrupt.
-for _ in $(seq 1 600); do
-  [ -f "$work/int/loss_log.jsonl" ] && [ "$(wc -l <"$work/int/loss_log.jsonl")" -ge 5 ] && break
-  sleep 0.1
+# Wait (events, not fixed times) until 5 steps are logged and loss.svg was redrawn mid-run
+# after its first-step drawing (2 or more points: the once-a-second redraw), then interrupt.
+mid_run_plot() {
+  local n
+  [ -f "$work/int/loss_log.jsonl" ] && [ "$(wc -l <"$work/int/loss_log.jsonl")" -ge 5 ] &&
+    [ -f "$work/int/loss.svg" ] || return 1
+  n=$(check_svg "$work/int/loss.svg" any 2>/dev/null || true)
+  [ "${n:-0}" -ge 2 ]
+}
+plotted=""
+for _ in $(seq 1 300); do
+  mid_run_plot && { plotted=1; break; }
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.2
 done
-sleep 1.5  # past the once-a-second redraw, so the plot was rewritten mid-run at least once
+[ -n "$plotted" ] || { echo "FAIL: waited 60 s for 5 logged steps and a loss.svg redrawn mid-run" \
+                            "(2 or more points)"; cat "$work/int.err"; kill -INT "$pid"; exit 1; }
 kill -INT "$pid"
 set +e
 wait "$pid"
 rc=$?
 set -e
 [ "$rc" -ne 0 ] || { echo "FAIL: the interrupted run exited 0"; exit 1; }
-[ -f "$work/int/loss.svg" ] || { echo "FAIL: no loss.svg after 5 logged steps"; cat "$work/int.err"; exit 1; }
+[ -f "$work/int/loss.svg" ] || { echo "FAIL: no loss.svg after SIGINT"; cat "$work/int.err"; exit 1; }
 points=$(check_svg "$work/int/loss.svg" any)
 logged=$(wc -l <"$work/int/loss_log.jsonl")
 echo "interrupted (exit $rc) after $logged logged steps; loss.svg valid with $points points"
