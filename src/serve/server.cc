@@ -3,11 +3,15 @@
 #include "tlaloc/serve/server.h"
 
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cctype>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <iomanip>
 #include <sstream>
 #include <string_view>
@@ -158,6 +162,31 @@ bool WholeProvider(Reply& r, httplib::DataSink& sink) {
   return true;
 }
 
+// Debian's cpp-httplib is a compiled library whose listen() backlog is 5: a burst of clients
+// (tests/cli/serve_load.py connects 16 at once) overflows the accept queue, and the kernel then
+// drops handshakes or answers with SYN cookies that can end in "Connection reset by peer".
+// httplib does not expose its socket, so this finds the process's listening socket on `port`
+// and calls listen() again, which on Linux sets the new backlog (capped by net.core.somaxconn).
+// Best effort: if nothing is found, the server still works with the small queue.
+void WidenListenBacklog(int port) {
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const int fd = std::atoi(it->path().filename().c_str());
+    int listening = 0;
+    socklen_t len = sizeof(listening);
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) continue;
+    sockaddr_storage addr{};
+    socklen_t addr_len = sizeof(addr);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &addr_len) != 0) continue;
+    int bound = -1;
+    if (addr.ss_family == AF_INET) bound = ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+    if (addr.ss_family == AF_INET6)
+      bound = ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+    if (bound == port) ::listen(fd, SOMAXCONN);
+  }
+}
+
 }  // namespace
 
 Server::Server(generate::TextGenerator& text, Scheduler& scheduler, ServerOptions options)
@@ -188,6 +217,7 @@ StatusOr<int> Server::Bind() {
     return Status(StatusCode::kUnavailable,
                   "cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
                       " (address in use, or not an address of this machine)");
+  WidenListenBacklog(port);
   return port;
 }
 
