@@ -17,7 +17,8 @@
 #    XLA_*, LIBTPU*, TPU_*, JAX_* and TLALOC_* variables are written to environment.txt.
 # 3. Lanes (lane_entries below), each under LANE_TIMEOUT seconds, continuing past failures; per
 #    lane the passed / failed / skipped counts from the gtest XML; a lane that exits 0 with no
-#    test passed is NO TEST PASSED, never green.
+#    test passed is NO TEST PASSED, never green; a filter pattern that selects no test (a
+#    renamed suite) counts as a failure naming the pattern.
 # 4. summary.txt (printed) and bringup-results-<time>.tar.gz in RESULTS_DIR.
 # Exit: 0 every lane PASSED or SKIPPED by name, 1 otherwise, 2 preflight refused.
 #
@@ -356,6 +357,21 @@ lane_skip_reason() {
 }
 
 # count_xml FILE: "passed failed skipped" over the <testcase> elements gtest wrote.
+# empty_patterns BINARY FILTER: prints (space-separated) each positive pattern of the gtest
+# FILTER that, with FILTER's negative part, selects no test of BINARY.
+empty_patterns() {
+  local positive=${2%%-*} negative="" p
+  [ "$positive" = "$2" ] || negative=-${2#*-}
+  [ -n "$positive" ] || positive='*'
+  local -a patterns
+  IFS=: read -r -a patterns <<<"$positive"
+  for p in "${patterns[@]}"; do
+    [ -n "$p" ] || continue
+    # --gtest_list_tests prints each suite unindented and its tests indented.
+    "$1" --gtest_list_tests --gtest_filter="$p$negative" 2>/dev/null | grep -q '^  ' ||
+      printf '%s ' "$p"
+  done
+}
 count_xml() {
   awk '
     function done_case() { if (res == "fail") f++; else if (res == "skip") s++; else if (res == "pass") p++; open = 0 }
@@ -445,6 +461,14 @@ for lane in "${lanes[@]}"; do
       notes+=("$binary not in the bundle")
       failed=$((failed + 1))
       continue
+    fi
+    # A pattern that selects nothing must fail the lane, not leave it green with fewer tests.
+    empty=$(empty_patterns "$BIN/$binary" "$filter")
+    if [ -n "$empty" ]; then
+      notes+=("$binary: ${empty% } selects no test")
+      failed=$((failed + 1))
+      printf 'failed\t%s: --gtest_filter pattern(s) %s select no test\n' "$binary" "${empty% }" \
+        >>"$LANE_DIR/tests.tsv"
     fi
     timeout -k 30 "$left" "$BIN/$binary" --gtest_filter="$filter" --gtest_output="xml:$xml" \
       >"$log" 2>&1

@@ -3,7 +3,8 @@
 # from this build tree by scripts/bringup/prepare.sh, unpacked in a temporary folder, its
 # session.sh run there. Checks: the bundle loads its libraries from its own lib/; preflight
 # passes; every lane runs or skips by name; the summary, environment.txt (dump flags removed)
-# and the results tarball are produced; a lane forced to run no test is NO TEST PASSED (exit 1);
+# and the results tarball are produced; a lane whose tests all skip is NO TEST PASSED (exit 1),
+# and a lane filter pattern that selects no test (a renamed suite) fails naming it (exit 1);
 # a forced preflight failure stops before the lanes with the reason (exit 2), as TARGET=tpu does
 # on a machine without a TPU, and a chip another process holds (a fake device node); `tlaloc aot`
 # compiles the programs the lanes recorded for cpu:4.
@@ -93,13 +94,24 @@ refused=$(awk -F'\t' 'NR > 1 && $11 != "ok"' "$work/aot/summary.tsv" | wc -l)
 errors=$(find "$work/aot/errors" -type f | wc -l)
 [ "$refused" -eq "$errors" ] || fail "$refused refused rows but $errors files in errors/"
 
-echo "--- a lane forced to run no test"
-BRINGUP_LANE_g2b='tlaloc_pjrt_tests=NoSuchSuite.*' TARGET=cpu MIN_FREE_GB=0 \
+echo "--- a lane whose tests all skip"
+# TpuFirstRun skips without a TPU (the g2b lane above checked that it does).
+BRINGUP_LANE_g2b='tlaloc_plugin_tests=TpuFirstRun.*' TARGET=cpu MIN_FREE_GB=0 \
   RESULTS_DIR=$work/empty bash "$bundle/session.sh" g2b >"$work/empty.out" 2>&1
 rc=$?
 cat "$work/empty.out"
 [ $rc -eq 1 ] || fail "a lane with no test passed exited $rc, expected 1"
-grep -qE '^g2b +NO TEST PASSED +0 +0 +0' "$work/empty.out" || fail "the empty lane is not NO TEST PASSED"
+grep -qE '^g2b +NO TEST PASSED +0 +0 +[1-9]' "$work/empty.out" ||
+  fail "the lane of skipped tests is not NO TEST PASSED"
+
+echo "--- a lane filter pattern that selects no test (a renamed suite)"
+BRINGUP_LANE_g2b='tlaloc_pjrt_tests=NoSuchSuite.*:SessionTest.*' TARGET=cpu MIN_FREE_GB=0 \
+  RESULTS_DIR=$work/renamed bash "$bundle/session.sh" g2b >"$work/renamed.out" 2>&1
+rc=$?
+cat "$work/renamed.out"
+[ $rc -eq 1 ] || fail "a lane with a pattern selecting nothing exited $rc, expected 1"
+grep -qE '^g2b +FAILED +[0-9]+ +1 .*NoSuchSuite\.\* selects no test' "$work/renamed.out" ||
+  fail "the lane does not fail naming the pattern that selects nothing"
 
 echo "--- forced preflight failures"
 TARGET=cpu MIN_FREE_GB=100000000 RESULTS_DIR=$work/refused bash "$bundle/session.sh" \
