@@ -24,6 +24,7 @@ packages=(
   libssl-dev git  # kernel repositories: sha256 digests (OpenSSL), fetching with the git CLI
   libdnnl-dev  # oneDNN: bf16 matrix products on AVX512-BF16 / AMX
   libcpp-httplib-dev curl  # `tlaloc serve`'s HTTP server; curl drives it in tests
+  libcurl4-openssl-dev  # `-m ORG/NAME` downloads from the Hugging Face Hub (HTTPS via libcurl)
   # Debian's dnnl-config.cmake calls find_package(OpenCL) (its GPU runtime is OpenCL) but the
   # package only recommends the headers and loader, which --no-install-recommends leaves out.
   ocl-icd-opencl-dev
