@@ -13,6 +13,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$source_dir/tests/cli_test_lib.sh"
 need_python "$source_dir" huggingface_hub
 make_tiny_model "$tlaloc" "$source_dir" 7
+# Hermetic: no token, offline switch or endpoint from the caller's environment or home.
+unset HF_TOKEN HUGGING_FACE_HUB_TOKEN HF_TOKEN_PATH HF_HUB_OFFLINE TRANSFORMERS_OFFLINE HF_ENDPOINT
+export HF_HOME=$WORK/hf_home
 failures=0
 fail() {
   echo "FAIL: $*"
@@ -39,7 +42,7 @@ start_server() {
   "$ORACLE_PYTHON" "$here/hub_server.py" --model-dir "$MODEL" --repo org/tiny \
     --port-file "$WORK/port" --log "$LOG" "$@" 2>"$WORK/$name.server.err" &
   server_pid=$!
-  for _ in $(seq 100); do
+  for _ in $(seq 300); do  # it hashes the model's 90 MB first
     [ -s "$WORK/port" ] && break
     sleep 0.1
   done
@@ -158,10 +161,13 @@ grep -q "revision is not found" "$WORK/h2.err" || fail "404 revision: $(cat "$WO
 HF_ENDPOINT=http://127.0.0.1:9 HF_HUB_CACHE=$WORK/c7 "$tlaloc" generate -m org/tiny --prompt x -n 1 2>"$WORK/i.err" && fail "an unreachable endpoint succeeded"
 grep -q "http://127.0.0.1:9/api/models/org/tiny/revision/main" "$WORK/i.err" || fail "the network failure does not name the URL: $(cat "$WORK/i.err")"
 
-# 10. A token: 401 without it (saying to set HF_TOKEN), sent to the Hub with it, never to the CDN.
+# 10. A token: 401 without it (saying to set HF_TOKEN), 403 with one without access (a gated
+# model), sent to the Hub with it, never to the CDN.
 start_server token --token s3cret
 if gen "$WORK/c8" "$WORK/j"; then fail "no token, yet the download succeeded"; fi
 grep -q "HTTP 401" "$WORK/j.err" && grep -q "set HF_TOKEN" "$WORK/j.err" || fail "the 401 does not say to set HF_TOKEN: $(cat "$WORK/j.err")"
+if HF_TOKEN=wrong gen "$WORK/c8" "$WORK/j2"; then fail "a token without access succeeded"; fi
+grep -q "HTTP 403" "$WORK/j2.err" && grep -q "gated model" "$WORK/j2.err" || fail "the 403 does not explain gated access: $(cat "$WORK/j2.err")"
 HF_TOKEN=s3cret gen "$WORK/c8" "$WORK/k" || fail "HF_TOKEN was not sent: $(cat "$WORK/k.err")"
 [ "$(log_count 'r["host"].startswith("127.0.0.1") and r["status"] < 400 and r["authorization"] != "Bearer s3cret"')" = 0 ] || fail "a Hub request went without the token"
 [ "$(log_count 'r["host"].startswith("localhost") and r["authorization"] is not None')" = 0 ] || fail "the token was sent to the CDN host"

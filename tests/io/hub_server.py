@@ -18,8 +18,8 @@ Errors carry X-Error-Code as the Hub's do (RepoNotFound, RevisionNotFound, Entry
 
 Options to test failures: --drop-after N closes the connection after N bytes of the first GET
 of each CDN file (a resume must follow); --corrupt FILE serves FILE's bytes with one byte
-changed under its true sha256; --token T answers 401 to API and resolve requests without
-"Authorization: Bearer T".
+changed under its true sha256; --token T answers API and resolve requests without
+"Authorization: Bearer T" with 401 (no token) or 403 (another token: a gated model).
 
 Every request is logged as one JSON line (method, path, host, range, authorization, status,
 bytes of body sent) to --log.
@@ -111,8 +111,10 @@ class Handler(BaseHTTPRequestHandler):
         token = self.server.opts.token
         if token is None or self.headers.get("Authorization") == f"Bearer {token}":
             return True
-        self._error(401, "GatedRepo" if self.headers.get("Authorization") else "RepoNotFound",
-                    "Invalid credentials in Authorization header")
+        if self.headers.get("Authorization"):  # a token without access, as for a gated model
+            self._error(403, "GatedRepo", "Access to model org/tiny is restricted")
+        else:
+            self._error(401, "RepoNotFound", "Invalid credentials in Authorization header")
         return False
 
     def do_HEAD(self):
