@@ -1,11 +1,14 @@
 #include "tlaloc/io/hub_download.h"
 
+#include <fcntl.h>
 #include <openssl/evp.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -205,6 +208,34 @@ class Progress {
   std::thread drawer_;
 };
 
+// huggingface_hub's lock on a blob: .locks/models--ORG--NAME/<etag>.lock held with flock (what
+// its filelock takes), so a Python download and Tlaloc's of one blob take turns instead of
+// writing one .incomplete file together. Released when destroyed.
+class BlobLock {
+ public:
+  ~BlobLock() {
+    if (fd_ >= 0) {
+      flock(fd_, LOCK_UN);
+      close(fd_);
+    }
+  }
+  Status Acquire(const fs::path& path, const std::string& name, Progress* progress) {
+    std::error_code ec;
+    fs::create_directories(path.parent_path(), ec);
+    fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0664);
+    if (fd_ < 0)
+      return Status(StatusCode::kPermissionDenied, "cannot open the lock " + path.string());
+    if (flock(fd_, LOCK_EX | LOCK_NB) == 0) return OkStatus();
+    progress->Line("hub: " + name + ": waiting for another download of it (" + path.string() + ")");
+    while (flock(fd_, LOCK_EX) != 0)
+      if (errno != EINTR) return Internal("cannot lock " + path.string());
+    return OkStatus();
+  }
+
+ private:
+  int fd_ = -1;
+};
+
 // Runs fn(0..n-1) on up to `threads` threads; the first error stops the rest from starting and
 // sets `cancel` for those running.
 Status RunParallel(size_t n, int threads, std::atomic<bool>* cancel,
@@ -380,6 +411,15 @@ Status SnapshotDownload::FetchOnce(const FileMeta& meta, const fs::path& part, P
 Status SnapshotDownload::Fetch(const FileMeta& meta, Progress* progress) {
   const fs::path blob = entry_ / "blobs" / meta.etag;
   const fs::path part = entry_ / "blobs" / (meta.etag + ".incomplete");
+  BlobLock lock;
+  TL_RETURN_IF_ERROR(
+      lock.Acquire(entry_.parent_path() / ".locks" / entry_.filename() / (meta.etag + ".lock"),
+                   meta.name, progress));
+  std::error_code exists_ec;
+  if (fs::is_regular_file(blob, exists_ec)) {  // the other download finished it
+    progress->FileDone(meta.name, 0, 0.0);
+    return OkStatus();
+  }
   const auto start = Clock::now();
   uint64_t fetched = 0;
   Status status;

@@ -4,14 +4,15 @@
 # cache out as huggingface_hub does (huggingface_hub reads Tlaloc's cache, Tlaloc reads
 # huggingface_hub's), resumes after a dropped connection and from a previous run's .incomplete
 # file, refuses a file whose sha256 is not its ETag, refuses to download when offline, sends
-# HF_TOKEN (never to the CDN host), and names the cause of a 401, a 404 and a network failure.
+# HF_TOKEN (never to the CDN host), names the cause of a 401, a 403, a 404 and a network failure,
+# and takes turns with huggingface_hub through its blob lock.
 # Usage: hub_download_test.sh TLALOC SOURCE_DIR
 set -euo pipefail
 tlaloc=$1
 source_dir=$2
 here=$(cd "$(dirname "$0")" && pwd)
 source "$source_dir/tests/cli_test_lib.sh"
-need_python "$source_dir" huggingface_hub
+need_python "$source_dir" huggingface_hub filelock
 make_tiny_model "$tlaloc" "$source_dir" 7
 # Hermetic: no token, offline switch or endpoint from the caller's environment or home.
 unset HF_TOKEN HUGGING_FACE_HUB_TOKEN HF_TOKEN_PATH HF_HUB_OFFLINE TRANSFORMERS_OFFLINE HF_ENDPOINT
@@ -173,6 +174,28 @@ HF_TOKEN=s3cret gen "$WORK/c8" "$WORK/k" || fail "HF_TOKEN was not sent: $(cat "
 [ "$(log_count 'r["host"].startswith("localhost") and r["authorization"] is not None')" = 0 ] || fail "the token was sent to the CDN host"
 printf 's3cret\n' >"$WORK/token"
 HF_TOKEN_PATH=$WORK/token gen "$WORK/c9" "$WORK/l" || fail "HF_TOKEN_PATH was not read: $(cat "$WORK/l.err")"
+
+# 11. huggingface_hub's lock on a blob (.locks/models--org--tiny/<etag>.lock, filelock's flock)
+# is honoured: while Python holds it and writes the blob, Tlaloc waits, then uses that blob.
+mkdir -p "$WORK/c10/models--org--tiny/blobs"
+"$ORACLE_PYTHON" - "$WORK/c10" "$safetensors_sha" "$MODEL/model.safetensors" <<'EOF' &
+import os, shutil, sys, time
+from filelock import FileLock
+cache, sha, source = sys.argv[1:]
+lock = os.path.join(cache, ".locks", "models--org--tiny", sha + ".lock")
+os.makedirs(os.path.dirname(lock), exist_ok=True)
+with FileLock(lock):
+    open(os.path.join(cache, "locked"), "w").close()
+    time.sleep(3)
+    shutil.copy(source, os.path.join(cache, "models--org--tiny", "blobs", sha))
+EOF
+holder=$!
+for _ in $(seq 100); do [ -e "$WORK/c10/locked" ] && break; sleep 0.1; done
+before=$(wc -l <"$LOG")
+HF_TOKEN=s3cret gen "$WORK/c10" "$WORK/m" || fail "the download beside a held lock failed: $(cat "$WORK/m.err")"
+wait "$holder" || fail "the Python lock holder failed"
+grep -q "waiting for another download" "$WORK/m.err" || fail "Tlaloc did not wait for the held lock: $(cat "$WORK/m.err")"
+tail -n +"$((before + 1))" "$LOG" | grep -q "/cdn/$safetensors_sha" && fail "Tlaloc downloaded the blob the lock holder wrote"
 stop_server
 
 if [ "$failures" -ne 0 ]; then
