@@ -605,9 +605,9 @@ StatusOr<fs::path> ResolveOrDownloadModel(const std::string& ref,
                     "), so " + ref + " cannot be fetched from the Hub");
   auto downloaded = DownloadModelSnapshot(parsed->repo, parsed->revision, options);
   if (!downloaded.ok())
-    return downloaded.status().WithContext(ref + " is not in the Hugging Face cache (" +
-                                           HuggingFaceHubCache().string() +
-                                           ") and downloading it failed");
+    return downloaded.status().WithContext(
+        ref + " is neither a local folder nor in the Hugging Face cache (" +
+        HuggingFaceHubCache().string() + "), and downloading it from the Hub failed");
   return downloaded;
 }
 
