@@ -29,6 +29,7 @@ packages=(
   libssl-dev git  # kernel repositories: sha256 digests (OpenSSL), reading them with the git CLI
   libdnnl-dev  # oneDNN: bf16 matrix products on AVX512-BF16 / AMX
   libcpp-httplib-dev curl  # `tlaloc serve`'s HTTP server; curl drives it in tests
+  libcurl4-openssl-dev  # `-m ORG/NAME` downloads from the Hugging Face Hub (HTTPS via libcurl)
   # Needed only by oneDNN's CMake config: Debian's libdnnl is built with the OpenCL GPU runtime,
   # so dnnl-config.cmake calls find_package(OpenCL REQUIRED) and the dnnl target links
   # OpenCL::OpenCL; the package only recommends the headers and loader, which

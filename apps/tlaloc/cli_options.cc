@@ -4,12 +4,17 @@
 #include <system_error>
 
 #include "commands.h"
-#include "tlaloc/io/hf_cache.h"
+#include "tlaloc/io/hub_download.h"
 #include "tlaloc/support/thread_pool.h"
 
 namespace tlaloc::cli {
 
 namespace fs = std::filesystem;
+
+namespace {
+// --offline of the one command a process runs (AddModelOption binds it, ResolveModelFlag reads).
+bool g_offline = false;
+}  // namespace
 
 void AddTargetOption(CLI::App* cmd, std::string* target) {
   cmd->add_option("--target", *target,
@@ -46,11 +51,14 @@ StatusOr<std::optional<ElementType>> ParseDtypeFlag(const std::string& text,
 }
 
 CLI::Option* AddModelOption(CLI::App* cmd, std::string* model) {
+  cmd->add_flag("--offline", g_offline,
+                "never download: ORG/NAME must already be in the Hugging Face cache (also "
+                "HF_HUB_OFFLINE=1)");
   return cmd
       ->add_option("-m,--model", *model,
                    "the model: a Hugging Face checkpoint folder (config.json, *.safetensors, "
-                   "tokenizer.json), or ORG/NAME[@REVISION] already in the Hugging Face cache "
-                   "(nothing is downloaded)")
+                   "tokenizer.json), or ORG/NAME[@REVISION] from the Hugging Face cache, "
+                   "downloaded from the Hub ($HF_ENDPOINT, token $HF_TOKEN) when missing")
       ->required();
 }
 
@@ -99,7 +107,9 @@ Status CheckModelFolder(const std::string& flag, const fs::path& path) {
 }
 
 StatusOr<fs::path> ResolveModelFlag(const std::string& value) {
-  auto path = io::ResolveModelReference(value);
+  io::HubDownloadOptions options;
+  options.offline = g_offline;
+  auto path = io::ResolveOrDownloadModel(value, options);
   if (!path.ok()) return path.status().WithContext("--model");
   TL_RETURN_IF_ERROR(CheckModelFolder("--model", *path));
   return path;

@@ -1,6 +1,6 @@
 // Options several subcommands share, parsed one way: where programs run (--target), the
 // floating-point type a model runs or is stored in (--dtype), the model (-m/--model: a folder or
-// ORG/NAME from the Hugging Face cache) and the interpreter's threads (-t/--threads).
+// ORG/NAME from the Hugging Face cache or the Hub) and the interpreter's threads (-t/--threads).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -28,7 +28,7 @@ StatusOr<std::optional<ElementType>> ParseDtypeFlag(const std::string& text,
                                                         ElementType::kF32, ElementType::kBF16});
 
 // Adds -m,--model (required; call ->required(false) on the result where another flag can stand
-// in for it). Resolve the value with ResolveModelFlag before loading.
+// in for it) and --offline (no download). Resolve the value with ResolveModelFlag before loading.
 CLI::Option* AddModelOption(CLI::App* cmd, std::string* model);
 
 // Adds -t,--threads: the interpreter's threads, 0 for one per core; unset leaves the choice to
@@ -49,8 +49,9 @@ Status CheckModelFolder(const std::string& flag, const std::filesystem::path& pa
 bool IsGgufFile(const std::filesystem::path& path);
 
 // A --model value made a checkpoint folder: a local folder as is, ORG/NAME[@REVISION] through
-// the Hugging Face cache (io::ResolveModelReference, offline), then CheckModelFolder. Errors
-// start with "--model VALUE".
+// the Hugging Face cache, downloaded from the Hub when missing unless --offline or
+// HF_HUB_OFFLINE (io::ResolveOrDownloadModel), then CheckModelFolder. Errors start with
+// "--model".
 StatusOr<std::filesystem::path> ResolveModelFlag(const std::string& value);
 
 // The exit code for a failed flag check: kExitUsage for a value of the wrong form or kind

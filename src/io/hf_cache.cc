@@ -67,20 +67,28 @@ fs::path HuggingFaceHubCache() {
   return fs::path(user_home) / ".cache" / "huggingface" / "hub";
 }
 
+std::optional<HubReference> ParseHubReference(const std::string& ref) {
+  const size_t at = ref.find('@');
+  HubReference out{ref.substr(0, at), at == std::string::npos ? "main" : ref.substr(at + 1)};
+  const size_t slash = out.repo.find('/');
+  const bool repo_id =
+      slash != std::string::npos && out.repo.find('/', slash + 1) == std::string::npos &&
+      IsRepoIdPart(out.repo.substr(0, slash)) && IsRepoIdPart(out.repo.substr(slash + 1));
+  if (!repo_id || !IsRevision(out.revision)) return std::nullopt;
+  return out;
+}
+
 StatusOr<fs::path> ResolveModelReference(const std::string& ref) {
   std::error_code ec;
   if (fs::exists(ref, ec)) return fs::path(ref);
 
-  const size_t at = ref.find('@');
-  const std::string repo = ref.substr(0, at);
-  const std::string revision = at == std::string::npos ? "main" : ref.substr(at + 1);
-  const size_t slash = repo.find('/');
-  const bool repo_id = slash != std::string::npos &&
-                       repo.find('/', slash + 1) == std::string::npos &&
-                       IsRepoIdPart(repo.substr(0, slash)) && IsRepoIdPart(repo.substr(slash + 1));
-  if (!repo_id || !IsRevision(revision))
+  const auto parsed = ParseHubReference(ref);
+  if (!parsed)
     return NotFound(ref + " does not exist (a model is a local folder, or ORG/NAME[@REVISION] " +
                     "from the Hugging Face cache)");
+  const std::string& repo = parsed->repo;
+  const std::string& revision = parsed->revision;
+  const size_t slash = repo.find('/');
 
   const fs::path cache = HuggingFaceHubCache();
   const fs::path entry =

@@ -117,7 +117,9 @@ printf '0123abcd' >"$hub/models--org--tiny/refs/main"
 HF_HUB_CACHE="$hub" run bench -m org/tiny --new-tokens 1 --prompt-tokens 1
 expect_rc 1 "bench -m ORG/NAME with an empty snapshot"
 expect_in err "snapshots/0123abcd" "ORG/NAME resolves to its snapshot"
-HF_HUB_CACHE="$hub" run bench -m org/absent
+# Offline, so that the missing reference is not fetched from the Hub (tests/io/hub_download_test.sh
+# covers downloads).
+HF_HUB_OFFLINE=1 HF_HUB_CACHE="$hub" run bench -m org/absent
 expect_rc 1 "bench -m ORG/NAME not in the cache"
 expect_in err "nothing is downloaded" "ORG/NAME not in the cache"
 expect_in err "$hub/models--org--absent" "ORG/NAME not in the cache names the path"

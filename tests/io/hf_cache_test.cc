@@ -9,6 +9,7 @@
 #include <string>
 
 #include "io_test_util.h"
+#include "tlaloc/io/hub_download.h"
 
 namespace tlaloc::io {
 namespace {
@@ -145,6 +146,88 @@ TEST(HfCache, OtherMissingPathsAreNotTakenForRepoIds) {
         << ref << ": " << got.status().message();
   }
 }
+
+// The Hub download's pieces that need no server (tests/io/hub_download_test.sh runs the rest).
+namespace hub_tests {
+
+TEST(HubDownload, ParsesReferences) {
+  auto a = ParseHubReference("Qwen/Qwen3-0.6B");
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->repo, "Qwen/Qwen3-0.6B");
+  EXPECT_EQ(a->revision, "main");
+  auto b = ParseHubReference("org/m@refs/pr/1");
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->revision, "refs/pr/1");
+  for (const char* bad : {"model", "a/b/c", "../x", "org/m@", "org/m@../x", "org/.m"})
+    EXPECT_FALSE(ParseHubReference(bad).has_value()) << bad;
+}
+
+TEST(HubDownload, SelectsWhatAModelRunReads) {
+  for (const char* keep : {"config.json", "tokenizer.json", "generation_config.json",
+                           "model-00001-of-00002.safetensors", "model.safetensors.index.json",
+                           "merges.txt", "vocab.json", "chat_template.jinja", "tokenizer.model"})
+    EXPECT_TRUE(IsModelRunFile(keep)) << keep;
+  for (const char* skip : {"pytorch_model.bin", "model.gguf", "README.md", ".gitattributes",
+                           "onnx/model.onnx", "flax_model.msgpack", "tf_model.h5", "sub/a.json"})
+    EXPECT_FALSE(IsModelRunFile(skip)) << skip;
+}
+
+TEST(HubDownload, TokenEndpointAndOfflineFollowHuggingfaceHub) {
+  TempDir dir;
+  ScopedEnv token("HF_TOKEN", std::nullopt);
+  ScopedEnv legacy("HUGGING_FACE_HUB_TOKEN", std::nullopt);
+  ScopedEnv path("HF_TOKEN_PATH", std::nullopt);
+  ScopedEnv home("HF_HOME", (dir / "home").string());
+  EXPECT_FALSE(HubToken().has_value());
+  fs::create_directories(dir / "home");
+  WriteText(dir / "home" / "token", " from-home\n");
+  EXPECT_EQ(HubToken().value_or(""), "from-home");
+  WriteText(dir / "file", "from-path\n");
+  {
+    ScopedEnv p("HF_TOKEN_PATH", (dir / "file").string());
+    EXPECT_EQ(HubToken().value_or(""), "from-path");
+    ScopedEnv t("HF_TOKEN", "from-env");
+    EXPECT_EQ(HubToken().value_or(""), "from-env");
+  }
+  {
+    ScopedEnv e("HF_ENDPOINT", "http://127.0.0.1:1234//");
+    EXPECT_EQ(HubEndpoint(), "http://127.0.0.1:1234");
+  }
+  {
+    ScopedEnv e("HF_ENDPOINT", std::nullopt);
+    EXPECT_EQ(HubEndpoint(), "https://huggingface.co");
+  }
+  ScopedEnv tr("TRANSFORMERS_OFFLINE", std::nullopt);
+  for (const char* on : {"1", "true", "YES", "On"}) {
+    ScopedEnv off("HF_HUB_OFFLINE", on);
+    EXPECT_TRUE(HubOfflineFromEnv()) << on;
+  }
+  for (const char* not_on : {"0", "false", ""}) {
+    ScopedEnv off("HF_HUB_OFFLINE", not_on);
+    EXPECT_FALSE(HubOfflineFromEnv()) << not_on;
+  }
+}
+
+TEST(HubDownload, OfflineRefusesNamingTheReference) {
+  TempDir dir;
+  ScopedEnv hub("HF_HUB_CACHE", (dir / "hub").string());
+  ScopedEnv off("HF_HUB_OFFLINE", "1");
+  auto got = ResolveOrDownloadModel("org/absent@v1", HubDownloadOptions{});
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kNotFound);
+  const std::string& msg = got.status().message();
+  EXPECT_NE(msg.find("org/absent@v1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("HF_HUB_OFFLINE"), std::string::npos) << msg;
+  ScopedEnv on("HF_HUB_OFFLINE", "0");
+  HubDownloadOptions options;
+  options.offline = true;
+  auto flag = ResolveOrDownloadModel("org/absent", options);
+  ASSERT_FALSE(flag.ok());
+  EXPECT_NE(flag.status().message().find("--offline"), std::string::npos)
+      << flag.status().message();
+}
+
+}  // namespace hub_tests
 
 }  // namespace
 }  // namespace tlaloc::io

@@ -1,9 +1,10 @@
 // Model references through the Hugging Face hub cache, offline: `--model Qwen/Qwen3-0.6B` finds
-// the snapshot `huggingface-cli download` (or transformers) left on disk. Nothing is downloaded:
-// Tlaloc reads files, it does not talk to the network.
+// the snapshot `huggingface-cli download` (or transformers, or Tlaloc's own download,
+// tlaloc/io/hub_download.h) left on disk. Nothing here talks to the network.
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "tlaloc/support/status.h"
@@ -13,6 +14,15 @@ namespace tlaloc::io {
 // The hub cache folder, as huggingface_hub chooses it: $HF_HUB_CACHE, else $HF_HOME/hub, else
 // $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
 std::filesystem::path HuggingFaceHubCache();
+
+// `org/name` or `org/name@revision` split into the repository and the revision (main when
+// absent); nullopt when `ref` is not of that form (repository ids: letters, digits, '-', '_',
+// '.', not starting with '.'; revisions: no empty, '.' or '..' path parts).
+struct HubReference {
+  std::string repo;
+  std::string revision;
+};
+std::optional<HubReference> ParseHubReference(const std::string& ref);
 
 // An existing local path is returned as is (folder or file: the caller checks which it needs).
 // Otherwise `org/name` or `org/name@revision` (a branch, tag or commit hash; main when absent)
