@@ -42,10 +42,10 @@ from jax.experimental import pallas as pl  # noqa: E402
 
 EPS = 1e-6
 # Decode shapes of Tlaloc's presets (src/models/init.cc): hidden, query heads, KV heads, head
-# size, MLP width.
+# size, MLP width; and the block-table length of the paged decode step the kernels are for.
 PRESETS = {
-    "tiny": dict(hidden=64, hq=4, hkv=2, d=16, inter=128),
-    "qwen3-0.6b": dict(hidden=1024, hq=16, hkv=8, d=128, inter=3072),
+    "tiny": dict(hidden=64, hq=4, hkv=2, d=16, inter=128, table_blocks=2),
+    "qwen3-0.6b": dict(hidden=1024, hq=16, hkv=8, d=128, inter=3072, table_blocks=4),
 }
 
 
@@ -59,6 +59,34 @@ def rms_norm_kernel(x_ref, w_ref, o_ref):
 def silu_and_mul_kernel(g_ref, u_ref, o_ref):
     g = g_ref[...]
     o_ref[...] = g * jax.nn.sigmoid(g) * u_ref[...]
+
+
+def decode_attention_kernel(hkv, groups, d, scale):
+    """Qwen3's Attention layer for one decode token over the keys and values gathered from the
+    paged KV cache: q [1, 1, Hq, D], k [1, Hkv, S, D], mask [1, 1, S] (as i32: jax passes a bool
+    operand of a TPU kernel as i32), v [1, Hkv, S, D] -> [1, 1, Hq, D]; query head h reads KV
+    head h / G. The operands come in the order kernelize passes them, their first use in the
+    layer's decomposition (the mask is used before v), not the signature's (q, k, v, mask)."""
+    def kernel(q_ref, k_ref, m_ref, v_ref, o_ref):
+        s_len = k_ref.shape[2]
+        q = q_ref[...].reshape(hkv, groups, d)
+        k = k_ref[...].reshape(hkv, s_len, d)
+        v = v_ref[...].reshape(hkv, s_len, d)
+        s = jnp.einsum("kgd,ksd->kgs", q, k, preferred_element_type=jnp.float32) * scale
+        # As Tlaloc's GroupedAttention: a large finite negative keeps a fully masked row finite.
+        s = jnp.where(m_ref[...].reshape(1, 1, s_len) != 0, s, -1e30)
+        p = jnp.exp(s - s.max(axis=-1, keepdims=True))
+        p = p / p.sum(axis=-1, keepdims=True)
+        o = jnp.einsum("kgs,ksd->kgd", p, v, preferred_element_type=jnp.float32)
+        o_ref[...] = o.reshape(o_ref.shape)
+    return kernel
+
+
+def decode_attention(q, k, mask, v, hkv, interpret=False):
+    groups, d = q.shape[2] // hkv, q.shape[3]
+    kernel = decode_attention_kernel(hkv, groups, d, d ** -0.5)
+    return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype),
+                          interpret=interpret)(q, k, mask.astype(jnp.int32), v)
 
 
 def rms_norm(x, w, interpret=False):
@@ -77,10 +105,11 @@ def type_text(shape, dtype="f32"):
     return "tensor<" + "".join(f"{n}x" for n in shape) + dtype + ">"
 
 
-def lower_custom_call(fn, *shapes):
+def lower_custom_call(fn, shapes, bool_operand=None):
     """The lowered module text, the backend_config of its one tpu_custom_call (bytes) and the
     custom call's operand and result types."""
-    args = [jax.ShapeDtypeStruct(s, jnp.float32) for s in shapes]
+    args = [jax.ShapeDtypeStruct(s, jnp.bool_ if i == bool_operand else jnp.float32)
+            for i, s in enumerate(shapes)]
     text = jax.jit(fn).trace(*args).lower(lowering_platforms=("tpu",)).as_text()
     lines = [ln for ln in text.splitlines() if "@tpu_custom_call" in ln]
     if len(lines) != 1:
@@ -130,6 +159,16 @@ def kernels_for(preset):
     out.append(dict(layer="SiluAndMul", file=f"silu_and_mul_{preset}.mosaic", fn=silu_and_mul,
                     reference=lambda g, u: silu_and_mul(g, u, interpret=True),
                     shapes=[shape, shape], attributes={}))
+    # Decode attention over the paged cache's keys and values, gathered by the block table:
+    # pages of 16 positions, a table of 2 blocks (tiny) or 4 (qwen3-0.6b).
+    hkv, s_len = p["hkv"], 16 * p["table_blocks"]
+    q_shape, kv_shape = [1, 1, p["hq"], p["d"]], [1, hkv, s_len, p["d"]]
+    out.append(dict(layer="Attention", file=f"decode_attention_{preset}.mosaic",
+                    fn=lambda q, k, m, v, hkv=hkv: decode_attention(q, k, m, v, hkv),
+                    reference=lambda q, k, m, v, hkv=hkv: decode_attention(q, k, m, v, hkv,
+                                                                           interpret=True),
+                    shapes=[q_shape, kv_shape, [1, 1, s_len], kv_shape], bool_operand=2,
+                    attributes={"scale": p["d"] ** -0.5}))
     return out
 
 
@@ -164,15 +203,19 @@ def main():
     rng = np.random.default_rng(0)
     for preset in a.presets.split(","):
         for k in kernels_for(preset):
-            text, payload, kernel_in, kernel_out = lower_custom_call(k["fn"], *k["shapes"])
+            text, payload, kernel_in, kernel_out = lower_custom_call(k["fn"], k["shapes"],
+                                                                     k.get("bool_operand"))
             (variant / k["file"]).write_bytes(payload)
             stem = k["file"].removesuffix(".mosaic")
             (programs / f"{stem}.mlir").write_text(text)
+            signature = {"RMSNorm": (["x", "weight"], ["y"], ["eps"]),
+                         "SiluAndMul": (["gate", "up"], ["y"], []),
+                         "Attention": (["q", "k", "v", "mask"], ["out"], ["scale"])}[k["layer"]]
             spec = layers.setdefault(k["layer"], {
-                "operands": ["x", "weight"] if k["layer"] == "RMSNorm" else ["gate", "up"],
-                "results": ["y"], "attributes": ["eps"] if k["layer"] == "RMSNorm" else [],
+                "operands": signature[0], "results": signature[1], "attributes": signature[2],
                 "dtypes": ["f32"], "has-backward": False, "payloads": []})
-            site_in = [type_text(shape) for shape in k["shapes"]]
+            site_in = [type_text(shape, "i1" if i == k.get("bool_operand") else "f32")
+                       for i, shape in enumerate(k["shapes"])]
             spec["payloads"].append({"payload": k["file"], "operand-types": site_in,
                                      "result-types": [site_in[0]],
                                      "kernel-operand-types": kernel_in,
@@ -183,7 +226,12 @@ def main():
             if a.check:
                 check = a.out / "check"
                 check.mkdir(exist_ok=True)
-                ins = [rng.standard_normal(s).astype(np.float32) for s in k["shapes"]]
+                # The mask as i32 0/1 (the test compares it with 0): causal-like, the first
+                # positions seen.
+                ins = [(np.arange(np.prod(s)).reshape(s) % s[-1] < s[-1] - 5).astype(np.int32)
+                       if i == k.get("bool_operand") else
+                       rng.standard_normal(s).astype(np.float32)
+                       for i, s in enumerate(k["shapes"])]
                 out = np.asarray(jax.jit(k["reference"])(*ins))
                 for i, x in enumerate(ins):
                     np.save(check / f"{stem}.in{i}.npy", x)

@@ -148,25 +148,30 @@ Attribute MajorToMinorLayouts(const std::vector<Type>& types) {
   return Attribute::Opaque(s + "]");
 }
 
-// A payload's types parse, and each kernel operand/result holds the call site's elements.
+// A payload's types parse, and each kernel operand/result holds the call site's elements; an
+// i1 operand may enter as i32 (jax passes a bool operand of a TPU kernel so; kernelize converts).
 Status CheckPayloadTypes(const TpuPayload& p, const std::string& where) {
-  auto check = [&](const std::vector<std::string>& site, const std::vector<std::string>& kernel) {
+  auto check = [&](const std::vector<std::string>& site, const std::vector<std::string>& kernel,
+                   bool operands) {
     for (size_t i = 0; i < site.size(); ++i) {
       auto a = ParseTypeText(site[i]);
       auto b = ParseTypeText(kernel[i]);
       if (!a.ok() || !b.ok() || !a->is_tensor() || !b->is_tensor())
         return InvalidArgument(where + ": payload " + p.file + ": '" + site[i] + "' / '" +
                                kernel[i] + "' are not tensor types");
-      if (a->tensor.element_type != b->tensor.element_type ||
+      const bool widened_bool = operands && a->tensor.element_type == ElementType::kPred &&
+                                b->tensor.element_type == ElementType::kS32;
+      if ((a->tensor.element_type != b->tensor.element_type && !widened_bool) ||
           a->tensor.num_elements() != b->tensor.num_elements())
         return InvalidArgument(where + ": payload " + p.file + ": its kernel takes " + kernel[i] +
                                " for the call site's " + site[i] +
-                               " (expected the same elements, reshaped at most)");
+                               " (expected the same elements, reshaped at most, or an i1 "
+                               "operand as i32)");
     }
     return OkStatus();
   };
-  TL_RETURN_IF_ERROR(check(p.operand_types, p.kernel_operand_types));
-  return check(p.result_types, p.kernel_result_types);
+  TL_RETURN_IF_ERROR(check(p.operand_types, p.kernel_operand_types, true));
+  return check(p.result_types, p.kernel_result_types, false);
 }
 
 }  // namespace
@@ -471,11 +476,22 @@ StatusOr<KernelizeResult> Kernelizer::Apply(std::shared_ptr<Module> module,
     if (payload) {
       const OpDef* reshape_def = reg.Find("stablehlo.reshape");
       if (!reshape_def) return Internal("stablehlo.reshape not registered");
+      const OpDef* convert_def = reg.Find("stablehlo.convert");
+      if (!convert_def) return Internal("stablehlo.convert not registered");
       for (size_t i = 0; i < inputs.size(); ++i) {
         if (payload->kernel_operand_types[i] == payload->operand_types[i]) continue;
         TL_ASSIGN_OR_RETURN(Type t, ParseTypeText(payload->kernel_operand_types[i]));
-        placed_ops.push_back(Operation::Create(*reshape_def, {inputs[i]}, {t}, AttrDict{}));
-        call_inputs[i] = placed_ops.back()->result(0);
+        Value v = inputs[i];
+        if (t.tensor.element_type != v.tensor_type().element_type) {
+          TensorType converted(t.tensor.element_type, v.tensor_type().dims);
+          placed_ops.push_back(Operation::Create(*convert_def, {v}, {converted}, AttrDict{}));
+          v = placed_ops.back()->result(0);
+        }
+        if (v.type() != t) {
+          placed_ops.push_back(Operation::Create(*reshape_def, {v}, {t}, AttrDict{}));
+          v = placed_ops.back()->result(0);
+        }
+        call_inputs[i] = v;
       }
       for (size_t i = 0; i < outputs.size(); ++i) {
         TL_ASSIGN_OR_RETURN(call_result_types[i], ParseTypeText(payload->kernel_result_types[i]));

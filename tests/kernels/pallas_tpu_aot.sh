@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Pallas-made Mosaic kernels through libtpu on a machine without a TPU (docs/BRINGUP.md): the tiny
-# Qwen3 decode step kernelized with them (11 tpu_custom_call: RMSNorm and SiluAndMul), and jax's
+# Qwen3 decode step kernelized with them (13 tpu_custom_call: RMSNorm, SiluAndMul and decode attention), and jax's
 # paged attention as Tlaloc prints it, compile with `tlaloc aot --plugin tpu --topology v6e:1x1`.
 # The programs come from tlaloc_kernels_tests' PallasTpuKernels.* (TLALOC_PALLAS_AOT_DIR).
 # Skips (exit 77) without jax or libtpu in the venv; fails under CI=true.
@@ -17,7 +17,7 @@ TLALOC_PALLAS_AOT_DIR=$work/programs "$tests" --gtest_filter='PallasTpuKernels.*
 [ "$(wc -l <"$work/programs/index.tsv")" = 2 ] ||
   fail "expected 2 programs, got: $(cat "$work/programs/index.tsv")"
 calls=$(grep -o '@tpu_custom_call' "$work/programs/tiny_decode_pallas.mlir" | wc -l)
-[ "$calls" = 11 ] || fail "the kernelized decode step holds $calls tpu_custom_call, expected 11"
+[ "$calls" = 13 ] || fail "the kernelized decode step holds $calls tpu_custom_call, expected 13"
 
 export VIRTUAL_ENV=$venv
 "$tlaloc" aot --plugin tpu --topology v6e:1x1 --out "$work/aot" "$work/programs" \

@@ -83,7 +83,7 @@ const Generated& Repo() {
 
 StatusOr<Kernelizer> TpuKernelizer(const fs::path& repo) {
   KernelMapping mapping;
-  for (const char* layer : {"RMSNorm", "SiluAndMul"})
+  for (const char* layer : {"RMSNorm", "SiluAndMul", "Attention"})
     mapping.Add(layer, Backend::kTpu, Mode::kInference,
                 {{repo.string(), std::nullopt, ""}, "", {}});
   KernelizeOptions options;
@@ -131,11 +131,15 @@ StatusOr<Kernelized> TinyStep(const Kernelizer& k, models::StepKind kind) {
   shape.kind = kind;
   shape.batch = 1;
   shape.prompt_len = 4;
-  shape.max_len = 16;
+  // The paged KV cache: pages of 16 positions, a 2-block table (32 positions gathered).
+  shape.page_size = 16;
+  shape.num_blocks = 4;
+  shape.table_blocks = 2;
   nn::LayerTrace trace;
   TL_ASSIGN_OR_RETURN(models::ModelProgram program, models::BuildStep(config, shape, &trace));
   Kernelized out;
-  out.traced = trace.Find("RMSNorm").size() + trace.Find("SiluAndMul").size();
+  out.traced = trace.Find("RMSNorm").size() + trace.Find("SiluAndMul").size() +
+               trace.Find("Attention").size();
   out.entry = program.entry;
   TL_ASSIGN_OR_RETURN(out.result, k.Apply(program.module, trace));
   out.module = out.result.module;
@@ -146,21 +150,24 @@ TEST(PallasTpuKernels, KernelizeClaimsTheTinyDecodeStep) {
   NEED_REPO();
   auto k = TpuKernelizer(variant.parent_path().parent_path());
   ASSERT_TRUE(k.ok()) << k.status().ToString();
-  ASSERT_EQ(k->resolved().size(), 2u);
+  ASSERT_EQ(k->resolved().size(), 3u);
   auto decode = TinyStep(*k, models::StepKind::kDecode);
   ASSERT_TRUE(decode.ok()) << decode.status().ToString();
-  // Two layers: input, q, k and post-attention norms and the MLP's SiluAndMul each, and the final
-  // norm (on the last position, [1, 64]): 11 call sites, each at a shape the generator lowered.
-  EXPECT_EQ(decode->traced, 11u);
-  EXPECT_EQ(decode->result.replaced.size(), 11u);
+  // Two layers: input, q, k and post-attention norms, the attention over the gathered pages and
+  // the MLP's SiluAndMul each, and the final norm (on the last position, [1, 64]): 13 call
+  // sites, each at a shape the generator lowered.
+  EXPECT_EQ(decode->traced, 13u);
+  EXPECT_EQ(decode->result.replaced.size(), 13u);
   for (const auto& kept : decode->result.kept) ADD_FAILURE() << "kept: " << kept;
   std::vector<std::string> payloads = Payloads(*decode->module);
-  ASSERT_EQ(payloads.size(), 11u);
+  ASSERT_EQ(payloads.size(), 13u);
   // The payloads sent are the files' bytes (the hidden-state norm's, the MLP's).
   const std::string hidden = Slurp(variant / "rms_norm_tiny_hidden.mosaic");
   const std::string mlp = Slurp(variant / "silu_and_mul_tiny.mosaic");
   EXPECT_EQ(std::count(payloads.begin(), payloads.end(), hidden), 4);
   EXPECT_EQ(std::count(payloads.begin(), payloads.end(), mlp), 2);
+  const std::string attention = Slurp(variant / "decode_attention_tiny.mosaic");
+  EXPECT_EQ(std::count(payloads.begin(), payloads.end(), attention), 2);
   // The weight [64] enters the kernel as [1, 64]: kernelize reshaped it, as jax does.
   std::string text = PrintModule(*decode->module);
   EXPECT_NE(text.find("(tensor<64xf32>) -> tensor<1x64xf32>"), std::string::npos);
@@ -172,13 +179,13 @@ TEST(PallasTpuKernels, KernelizeClaimsTheTinyDecodeStep) {
   EXPECT_EQ(Payloads(**reparsed), payloads);
 
   // Prefill (4 tokens) has no payload of its shapes but for the final norm (the last position
-  // only, as in decode): the other 10 call sites keep their decomposition, each with the reason.
+  // only, as in decode): the other 12 call sites keep their decomposition, each with the reason.
   auto prefill = TinyStep(*k, models::StepKind::kPrefill);
   ASSERT_TRUE(prefill.ok()) << prefill.status().ToString();
   ASSERT_EQ(prefill->result.replaced.size(), 1u);
   EXPECT_EQ(prefill->result.replaced[0].rfind("RMSNorm model.norm ->", 0), 0u)
       << prefill->result.replaced[0];
-  ASSERT_EQ(prefill->result.kept.size(), 10u);
+  ASSERT_EQ(prefill->result.kept.size(), 12u);
   EXPECT_NE(prefill->result.kept[0].find("no tpu payload for operands"), std::string::npos)
       << prefill->result.kept[0];
 
@@ -216,7 +223,7 @@ TEST(PallasTpuKernels, PayloadsRoundTripTheParserAndPrinterByteForByte) {
       AddAotProgram(dir, "paged_attention_qwen3_0_6b", printed);
     ++checked;
   }
-  EXPECT_EQ(checked, 11);  // 5 kernels x 2 presets, and paged attention
+  EXPECT_EQ(checked, 13);  // 6 kernels x 2 presets, and jax's paged attention
 }
 
 TEST(PallasTpuKernels, InterpreterMatchesPallasInterpretMode) {
@@ -228,20 +235,33 @@ TEST(PallasTpuKernels, InterpreterMatchesPallasInterpretMode) {
          std::getline(index, operands)) {
     SCOPED_TRACE(stem);
     const fs::path check = gen.dir / "check";
-    auto x = ReadNpyFile((check / (stem + ".in0.npy")).string());
-    auto y = ReadNpyFile((check / (stem + ".in1.npy")).string());
+    std::vector<Literal> ins;
+    for (int i = 0; i < std::stoi(operands); ++i) {
+      auto in = ReadNpyFile((check / (stem + ".in" + std::to_string(i) + ".npy")).string());
+      ASSERT_TRUE(in.ok()) << in.status().ToString();
+      ins.push_back(*in);
+    }
     auto want = ReadNpyFile((check / (stem + ".out.npy")).string());
-    ASSERT_TRUE(x.ok() && y.ok() && want.ok());
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
     // The layer the kernel replaces, built as Tlaloc builds it, on the interpreter.
     auto module = std::make_shared<Module>("reference");
     FunctionBuilder fb(module.get(), "main");
-    Tensor a = fb.AddArg(x->type());
-    Tensor b = fb.AddArg(y->type());
-    Tensor out = layer == "RMSNorm" ? nn::RmsNormLayer(a, b, 1e-6) : nn::SiluAndMul(a, b);
+    std::vector<Tensor> a;
+    for (const Literal& in : ins) a.push_back(fb.AddArg(in.type()));
+    Tensor out;
+    if (layer == "RMSNorm") {
+      out = nn::RmsNormLayer(a[0], a[1], 1e-6);
+    } else if (layer == "SiluAndMul") {
+      out = nn::SiluAndMul(a[0], a[1]);
+    } else {  // Attention: q, k, mask (as i32 0/1), v, the order kernelize passes them in
+      Tensor mask = Ne(a[2], Zeros(fb.ops(), a[2].dims(), ElementType::kS32));
+      out = nn::GroupedAttention(a[0], a[1], a[3], mask,
+                                 1.0 / std::sqrt(static_cast<double>(a[0].dim(3))));
+    }
     ASSERT_TRUE(fb.Return({out}).ok());
     auto exe = Executable::Prepare(module, "main");
     ASSERT_TRUE(exe.ok()) << exe.status().ToString();
-    auto got = (*exe)->Execute({*x, *y});
+    auto got = (*exe)->Execute(std::move(ins));
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     auto g = (*got)[0].span<float>();
     auto w = want->span<float>();
@@ -254,7 +274,7 @@ TEST(PallasTpuKernels, InterpreterMatchesPallasInterpretMode) {
                 g.size(), worst);
     ++checked;
   }
-  EXPECT_EQ(checked, 10);
+  EXPECT_EQ(checked, 12);
 }
 
 }  // namespace
