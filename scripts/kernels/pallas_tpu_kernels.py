@@ -7,22 +7,27 @@ module. This script lowers, at the decode shapes (batch 1, one token) of Tlaloc'
 
 - RMSNorm  (x, weight) -> y, eps 1e-6: the hidden state and the per-head q/k norms;
 - SiluAndMul (gate, up) -> y: the fused SwiGLU activation, silu(gate) * up;
-- PagedAttention: jax's own `pallas.ops.tpu.paged_attention` decode kernel over a paged KV cache
+- Attention (q, k, v, mask) -> out: decode attention (one token) over the keys and values the
+  paged decode step gathers from its KV pages by the block table (pages of 16 positions, a table
+  of 2 blocks for tiny, 4 for qwen3-0.6b), scale 1/sqrt(head size), grouped query heads;
+- PagedAttention: jax's own `pallas.ops.tpu.paged_attention` decode kernel reading the KV pages
   at qwen3-0.6b's heads (16 query, 8 KV heads of 128; pages of 16 tokens). Its custom call takes
   jax's layout (KV pages [Hkv, N, P, D], scalar-prefetch lengths and page indices) and returns
   three results, so it is not a layer kernelize can claim; the repository carries its payload
   and jax's lowered wrapper program (`programs/`), which Tlaloc parses, prints and compiles.
 
 and writes DIR/build/tlaloc-tpu/ in the kernel hub's layout: one `.mosaic` file per kernel and
-shape (the backend_config string exactly as jax lowered it) and a metadata.json whose layers list
-each payload with the call-site types it was lowered for, its custom call's own types and the attribute values baked into
-it, plus the hub's `python-depends` (empty: nothing is imported at run time), then seals it with
-`tlaloc kernels seal`. With --check, it also runs every RMSNorm / SiluAndMul kernel in Pallas'
-interpret mode on jax's CPU backend on seeded inputs and writes DIR/check/<kernel>.{in0,in1,out}.npy
-and check/index.tsv (kernel, layer, operand count) for Tlaloc's interpreter to be compared against;
-DIR/programs/ gets jax's lowered modules as jax printed them.
+shape (the backend_config string exactly as jax lowered it) and a metadata.json whose layers
+list each payload with the call-site types it was lowered for, its custom call's own types and
+the attribute values baked into it, plus the hub's `python-depends` (empty: nothing is imported
+at run time), then seals it with `tlaloc kernels seal`. With --check, it also runs every
+RMSNorm / SiluAndMul / Attention kernel in Pallas' interpret mode on jax's CPU backend on seeded
+inputs and writes DIR/check/<kernel>.{in0,in1,...,out}.npy and check/index.tsv (kernel, layer,
+operand count) for Tlaloc's interpreter to be compared against; DIR/programs/ gets jax's lowered
+modules as jax printed them.
 
-Usage: pallas_tpu_kernels.py --out DIR [--tlaloc build/apps/tlaloc] [--check] [--presets tiny,qwen3-0.6b]
+Usage: pallas_tpu_kernels.py --out DIR [--tlaloc build/apps/tlaloc] [--check]
+                             [--presets tiny,qwen3-0.6b]
 """
 import argparse
 import json

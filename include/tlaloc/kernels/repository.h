@@ -23,8 +23,8 @@ namespace tlaloc::kernels {
 // A tpu payload made for one call-site signature (`payloads` in metadata.json): the Mosaic kernel
 // was lowered at fixed shapes, so kernelize claims only call sites of exactly these types and
 // attribute values. Its custom call may take other shapes of the same elements (Mosaic wants
-// 2-D vectors: an RMSNorm weight [H] enters as [1, H]); kernelize reshapes around the call, as
-// jax does around a pallas_call.
+// 2-D vectors: an RMSNorm weight [H] enters as [1, H]; an i1 mask enters as i32, as jax passes
+// it); kernelize reshapes (and converts) around the call, as jax does around a pallas_call.
 struct TpuPayload {
   std::string file;
   std::vector<std::string> operand_types, result_types;                // the call site's
