@@ -9,6 +9,7 @@
 //                       layer gets, or why it keeps its decomposition
 // Exit status: 0 success, 1 an error, 2 a verification failure.
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,7 @@ struct KernelsOptions {
   bool offline = false;
   bool trust_remote_code = false;
   bool use_lockfile = false;
+  std::string format = "tlaloc";  // lock: "tlaloc" or "hub" (Hugging Face kernels' kernels.lock)
 };
 
 k::LoaderOptions Loader(const KernelsOptions& o) {
@@ -66,7 +68,7 @@ int RunLock(const KernelsOptions& o) {
       return Fail("lock", InvalidArgument(text + " is a plain folder; lock a git repository"));
     auto variants = k::ListVariants(c->root);
     if (!variants.ok()) return Fail("lock", variants.status());
-    k::LockEntry e{src->repo, c->commit, {}};
+    k::LockEntry e{src->repo, c->commit, {}, src->version, src->revision};
     for (const auto& v : *variants) {
       {
         auto dir = c->root / "build" / v;
@@ -82,7 +84,8 @@ int RunLock(const KernelsOptions& o) {
                 e.variant_hashes.size());
     lock.Upsert(e);
   }
-  if (Status s = k::WriteLockfile(lock, o.lockfile); !s.ok()) return Fail("lock", s);
+  const auto format = o.format == "hub" ? k::LockfileFormat::kHub : k::LockfileFormat::kTlaloc;
+  if (Status s = k::WriteLockfile(lock, o.lockfile, format); !s.ok()) return Fail("lock", s);
   return 0;
 }
 
@@ -94,12 +97,19 @@ int RunDownload(const KernelsOptions& o) {
     k::KernelSource src{e.repo, std::nullopt, e.commit};
     auto c = k::FetchRepository(src, Loader(o));
     if (!c.ok()) return Fail("download", c.status());
-    for (const auto& [v, want] : e.variant_hashes) {
+    // The hub's form pins the commit only: every variant is checked against its own digests.
+    std::map<std::string, std::string> hashes = e.variant_hashes;
+    if (hashes.empty()) {
+      auto variants = k::ListVariants(c->root);
+      if (!variants.ok()) return Fail("download", variants.status());
+      for (const auto& v : *variants) hashes[v] = "";
+    }
+    for (const auto& [v, want] : hashes) {
       auto dir = c->root / "build" / v;
       auto meta = k::ReadMetadata(dir);
       Status s = meta.ok() ? k::VerifyVariant(dir, *meta) : meta.status();
       auto hash = k::VariantHash(dir);
-      if (s.ok() && hash.ok() && *hash != want)
+      if (s.ok() && hash.ok() && !want.empty() && *hash != want)
         s = DataLoss("variant " + v + " hashes to " + *hash + ", the lockfile says " + want);
       if (!s.ok()) {
         std::fprintf(stderr, "%s %s: %s\n", e.repo.c_str(), v.c_str(), s.ToString().c_str());
@@ -225,6 +235,9 @@ void RegisterKernelsCommand(CLI::App& app) {
   auto* lock = cmd->add_subcommand("lock", "Resolve sources and write their commits and hashes");
   lock->add_option("SOURCE", o->sources, "URL[@vN|@REVISION] or git folder")->required();
   lock->add_option("--lockfile", o->lockfile, "Lockfile to write");
+  lock->add_option("--format", o->format,
+                   "tlaloc (commits and variant hashes) or hub (Hugging Face kernels' form)")
+      ->check(CLI::IsMember({"tlaloc", "hub"}));
   common(lock);
   lock->callback([o] { SetExitCode(RunLock(*o)); });
   auto* download = cmd->add_subcommand("download", "Fetch and verify the locked commits");

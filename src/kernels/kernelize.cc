@@ -2,6 +2,7 @@
 #include "tlaloc/kernels/kernelize.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
@@ -127,6 +128,50 @@ void ForEachOp(const Operation& op, const F& f) {
   for (const auto& r : op.regions())
     for (const auto& b : r->blocks())
       for (const auto& inner : b->operations()) ForEachOp(*inner, f);
+}
+
+// operand_layouts / result_layouts for a tpu_custom_call: each value major-to-minor, as jax
+// writes them. Without them XLA:TPU's layout assignment may pick another tiling for an operand
+// than the Mosaic kernel was lowered for (jax's paged attention is refused so: "block shape
+// (..., 1, 128) is not divisible by tiling"). Tlaloc has no `index` element type, so the
+// attribute is carried as text.
+Attribute MajorToMinorLayouts(const std::vector<Type>& types) {
+  std::string s = "[";
+  for (size_t i = 0; i < types.size(); ++i) {
+    const int64_t rank = types[i].is_tensor() ? types[i].tensor.rank() : 0;
+    std::string dims;
+    for (int64_t d = rank - 1; d >= 0; --d) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+    if (rank > 1) dims = "[" + dims + "]";
+    s += (i ? ", " : "") + std::string("dense<") + dims + "> : tensor<" + std::to_string(rank) +
+         "xindex>";
+  }
+  return Attribute::Opaque(s + "]");
+}
+
+// A payload's types parse, and each kernel operand/result holds the call site's elements; an
+// i1 operand may enter as i32 (jax passes a bool operand of a TPU kernel so; kernelize converts).
+Status CheckPayloadTypes(const TpuPayload& p, const std::string& where) {
+  auto check = [&](const std::vector<std::string>& site, const std::vector<std::string>& kernel,
+                   bool operands) {
+    for (size_t i = 0; i < site.size(); ++i) {
+      auto a = ParseTypeText(site[i]);
+      auto b = ParseTypeText(kernel[i]);
+      if (!a.ok() || !b.ok() || !a->is_tensor() || !b->is_tensor())
+        return InvalidArgument(where + ": payload " + p.file + ": '" + site[i] + "' / '" +
+                               kernel[i] + "' are not tensor types");
+      const bool widened_bool = operands && a->tensor.element_type == ElementType::kPred &&
+                                b->tensor.element_type == ElementType::kS32;
+      if ((a->tensor.element_type != b->tensor.element_type && !widened_bool) ||
+          a->tensor.num_elements() != b->tensor.num_elements())
+        return InvalidArgument(where + ": payload " + p.file + ": its kernel takes " + kernel[i] +
+                               " for the call site's " + site[i] +
+                               " (expected the same elements, reshaped at most, or an i1 "
+                               "operand as i32)");
+    }
+    return OkStatus();
+  };
+  TL_RETURN_IF_ERROR(check(p.operand_types, p.kernel_operand_types, true));
+  return check(p.result_types, p.kernel_result_types, false);
 }
 
 }  // namespace
@@ -264,7 +309,16 @@ StatusOr<Kernelizer> Kernelizer::Create(const KernelMapping& mapping,
           break;
         }
         case Backend::kTpu: {
-          TL_ASSIGN_OR_RETURN(r.payload, ReadFileBytes(v.dir / spec.payload));
+          if (spec.payload.empty() && spec.payloads.empty())
+            return InvalidArgument(where + ": tpu layer " + name + " names no payload");
+          if (!spec.payload.empty()) {
+            TL_ASSIGN_OR_RETURN(r.payload, ReadFileBytes(v.dir / spec.payload));
+          }
+          for (const TpuPayload& p : spec.payloads) {
+            TL_RETURN_IF_ERROR(CheckPayloadTypes(p, where + ": tpu layer " + name));
+            TL_ASSIGN_OR_RETURN(std::string text, ReadFileBytes(v.dir / p.file));
+            r.payload_texts.push_back(std::move(text));
+          }
           break;
         }
         case Backend::kCuda:
@@ -389,8 +443,61 @@ StatusOr<KernelizeResult> Kernelizer::Apply(std::shared_ptr<Module> module,
     AttrDict config;
     for (const auto& [n, v] : attrs) config[n] = Attribute::Float(v, ElementType::kF32);
 
-    std::unique_ptr<Operation> call;
     const Backend backend = k.variant.meta.backend;
+    // A tpu kernel lowered at fixed shapes takes only call sites of those types and attributes.
+    const TpuPayload* payload = nullptr;
+    const std::string* payload_text = &k.payload;
+    if (backend == Backend::kTpu && !spec.payloads.empty()) {
+      std::vector<std::string> site_in, site_out;
+      for (Value v : inputs) site_in.push_back(PrintType(v.type()));
+      for (Value v : outputs) site_out.push_back(PrintType(v.type()));
+      for (size_t i = 0; i < spec.payloads.size() && !payload; ++i) {
+        const TpuPayload& p = spec.payloads[i];
+        bool same_attrs = true;
+        for (const auto& [a, want] : p.attributes) {
+          auto it = attrs.find(a);
+          same_attrs = same_attrs && it != attrs.end() &&
+                       std::abs(it->second - want) <= 1e-12 * std::max(1.0, std::abs(want));
+        }
+        if (p.operand_types == site_in && p.result_types == site_out && same_attrs)
+          payload = &p, payload_text = &k.payload_texts[i];
+      }
+      if (!payload) {
+        std::string have;
+        for (const TpuPayload& p : spec.payloads) have += " " + Join(p.operand_types);
+        result.kept.push_back(label + ": no tpu payload for operands " + Join(site_in) +
+                              " and its attributes (payloads for" + have + ")");
+        continue;
+      }
+    }
+    std::vector<std::unique_ptr<Operation>> placed_ops;  // reshapes before and after the call
+    std::vector<Value> call_inputs = inputs;
+    std::vector<Type> call_result_types = result_types;
+    if (payload) {
+      const OpDef* reshape_def = reg.Find("stablehlo.reshape");
+      if (!reshape_def) return Internal("stablehlo.reshape not registered");
+      const OpDef* convert_def = reg.Find("stablehlo.convert");
+      if (!convert_def) return Internal("stablehlo.convert not registered");
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        if (payload->kernel_operand_types[i] == payload->operand_types[i]) continue;
+        TL_ASSIGN_OR_RETURN(Type t, ParseTypeText(payload->kernel_operand_types[i]));
+        Value v = inputs[i];
+        if (t.tensor.element_type != v.tensor_type().element_type) {
+          TensorType converted(t.tensor.element_type, v.tensor_type().dims);
+          placed_ops.push_back(Operation::Create(*convert_def, {v}, {converted}, AttrDict{}));
+          v = placed_ops.back()->result(0);
+        }
+        if (v.type() != t) {
+          placed_ops.push_back(Operation::Create(*reshape_def, {v}, {t}, AttrDict{}));
+          v = placed_ops.back()->result(0);
+        }
+        call_inputs[i] = v;
+      }
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        TL_ASSIGN_OR_RETURN(call_result_types[i], ParseTypeText(payload->kernel_result_types[i]));
+      }
+    }
+    std::unique_ptr<Operation> call;
     if (backend == Backend::kUniversal) {
       std::map<std::string, TensorType> types;
       std::string type_key;
@@ -436,14 +543,18 @@ StatusOr<KernelizeResult> Kernelizer::Apply(std::shared_ptr<Module> module,
       AttrDict a;
       if (backend == Backend::kTpu) {
         a["call_target_name"] = Attribute::String("tpu_custom_call");
-        a["backend_config"] = Attribute::String(k.payload);
+        a["backend_config"] = Attribute::String(*payload_text);
         a["kernel_name"] = Attribute::String(rec.kernel);
+        std::vector<Type> operand_types;
+        for (Value v : call_inputs) operand_types.push_back(v.type());
+        a["operand_layouts"] = MajorToMinorLayouts(operand_types);
+        a["result_layouts"] = MajorToMinorLayouts(call_result_types);
       } else {
         a["call_target_name"] = Attribute::String(spec.symbol);
         if (!config.empty()) a["backend_config"] = Attribute::Dict(config);
         if (backend == Backend::kCuda) a["api_version"] = Attribute::Int(4, ElementType::kS32);
       }
-      call = Operation::Create(*custom_def, inputs, result_types, a);
+      call = Operation::Create(*custom_def, call_inputs, call_result_types, a);
       if (backend == Backend::kCpu) {
         auto prev = handler_attrs.find(spec.symbol);
         if (prev != handler_attrs.end() && prev->second != attrs)
@@ -453,12 +564,26 @@ StatusOr<KernelizeResult> Kernelizer::Apply(std::shared_ptr<Module> module,
         result.custom_calls[spec.symbol] = MakeNativeHandler(k.library, k.fn, spec.symbol, attrs);
       }
     }
-    // Place the call where the range ends, redirect the outputs' uses, drop the range.
-    Operation* placed = block->Append(std::move(call));
-    std::rotate(ops.begin() + rec.end_op, ops.end() - 1, ops.end());
+    // Place the call (and its reshapes) where the range ends, redirect the outputs' uses, drop
+    // the range.
+    Operation* call_op = call.get();
+    placed_ops.push_back(std::move(call));
+    std::vector<Value> finals;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      Value r = call_op->result(static_cast<int>(i));
+      if (r.type() != outputs[i].type()) {
+        placed_ops.push_back(Operation::Create(*reg.Find("stablehlo.reshape"), {r},
+                                               {outputs[i].type()}, AttrDict{}));
+        r = placed_ops.back()->result(0);
+      }
+      finals.push_back(r);
+    }
+    const size_t n_placed = placed_ops.size();
+    for (auto& op : placed_ops) block->Append(std::move(op));
+    std::rotate(ops.begin() + rec.end_op, ops.end() - n_placed, ops.end());
     for (size_t i = 0; i < outputs.size(); ++i)
-      for (size_t j = rec.end_op + 1; j < ops.size(); ++j)
-        ReplaceUses(*ops[j], outputs[i].impl(), placed->result(static_cast<int>(i)));
+      for (size_t j = rec.end_op + n_placed; j < ops.size(); ++j)
+        ReplaceUses(*ops[j], outputs[i].impl(), finals[i]);
     ops.erase(ops.begin() + rec.begin_op, ops.begin() + rec.end_op);
     lowest_rewritten[block] = rec.begin_op;
     result.replaced.push_back(label + " -> " + k.variant.meta.variant + " of " +

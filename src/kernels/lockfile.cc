@@ -25,6 +25,42 @@ void Lockfile::Upsert(LockEntry entry) {
   entries.push_back(std::move(entry));
 }
 
+namespace {
+
+bool IsCommit(const std::string& s) {
+  return s.size() == 40 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+// {"dependency": {"repo-id": R, "version": N | "revision": REV}, "lock": {"commit": C}}
+StatusOr<LockEntry> ParseHubEntry(const json& e, std::string_view source) {
+  auto bad = [&](const std::string& why) {
+    return InvalidArgument("lockfile " + std::string(source) + " (the kernels hub's form): " + why);
+  };
+  const json& dep = e["dependency"];
+  const json& lock = e["lock"];
+  if (!dep.is_object() || !dep.contains("repo-id") || !dep["repo-id"].is_string())
+    return bad("each \"dependency\" needs a \"repo-id\" string");
+  LockEntry entry;
+  entry.repo = dep["repo-id"].get<std::string>();
+  if (dep.contains("version")) {
+    if (!dep["version"].is_number_integer())
+      return bad("\"version\" of " + entry.repo + " must be an integer");
+    entry.version = dep["version"].get<int>();
+  } else if (dep.contains("revision") && dep["revision"].is_string()) {
+    entry.revision = dep["revision"].get<std::string>();
+  } else {
+    return bad("the dependency " + entry.repo + " needs a \"version\" or a \"revision\"");
+  }
+  if (!lock.is_object() || !lock.contains("commit") || !lock["commit"].is_string())
+    return bad("the lock of " + entry.repo + " needs a \"commit\" string");
+  entry.commit = lock["commit"].get<std::string>();
+  if (!IsCommit(entry.commit))
+    return bad("commit of " + entry.repo + " is not a full 40-hex commit id");
+  return entry;
+}
+
+}  // namespace
+
 StatusOr<Lockfile> ParseLockfile(std::string_view text, std::string_view source) {
   json j = json::parse(text, nullptr, false);
   auto bad = [&](const std::string& why) {
@@ -33,6 +69,11 @@ StatusOr<Lockfile> ParseLockfile(std::string_view text, std::string_view source)
   if (j.is_discarded() || !j.is_array()) return bad("expected a JSON list of locked repositories");
   Lockfile lock;
   for (const auto& e : j) {
+    if (e.is_object() && e.contains("dependency") && e.contains("lock")) {
+      TL_ASSIGN_OR_RETURN(LockEntry entry, ParseHubEntry(e, source));
+      lock.entries.push_back(std::move(entry));
+      continue;
+    }
     if (!e.is_object() || !e.contains("repo") || !e["repo"].is_string() || !e.contains("commit") ||
         !e["commit"].is_string())
       return bad("each entry needs \"repo\" and \"commit\" strings");
@@ -71,8 +112,31 @@ std::string LockfileToJson(const Lockfile& lock) {
   return j.dump(2) + "\n";
 }
 
-Status WriteLockfile(const Lockfile& lock, const std::filesystem::path& path) {
-  return WriteStringAtomic(path, LockfileToJson(lock)).WithContext("lockfile");
+StatusOr<std::string> LockfileToHubJson(const Lockfile& lock) {
+  json j = json::array();
+  for (const auto& e : lock.entries) {
+    json dep = {{"repo-id", e.repo}};
+    if (e.version)
+      dep["version"] = *e.version;
+    else if (!e.revision.empty())
+      dep["revision"] = e.revision;
+    else
+      return InvalidArgument("lockfile entry " + e.repo +
+                             " has no version or revision, which the kernels hub's form needs");
+    j.push_back({{"dependency", dep}, {"lock", {{"commit", e.commit}}}});
+  }
+  return j.dump(2) + "\n";
+}
+
+Status WriteLockfile(const Lockfile& lock, const std::filesystem::path& path,
+                     LockfileFormat format) {
+  std::string text;
+  if (format == LockfileFormat::kHub) {
+    TL_ASSIGN_OR_RETURN(text, LockfileToHubJson(lock));
+  } else {
+    text = LockfileToJson(lock);
+  }
+  return WriteStringAtomic(path, text).WithContext("lockfile");
 }
 
 }  // namespace tlaloc::kernels

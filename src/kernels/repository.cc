@@ -159,6 +159,41 @@ StatusOr<VariantMetadata> ParseMetadata(std::string_view text, std::string_view 
       if (!l[key].is_string()) return bad("layer " + name + ": \"" + key + "\" must be a string");
       *field = l[key].get<std::string>();
     }
+    if (l.contains("payloads")) {
+      if (!l["payloads"].is_array()) return bad("layer " + name + ": \"payloads\" must be a list");
+      for (const auto& p : l["payloads"]) {
+        if (!p.is_object() || !p.contains("payload") || !p["payload"].is_string())
+          return bad("layer " + name + ": each of \"payloads\" needs a \"payload\" file");
+        TpuPayload t;
+        t.file = p["payload"].get<std::string>();
+        t.operand_types = StringList(p, "operand-types");
+        t.result_types = StringList(p, "result-types");
+        t.kernel_operand_types = StringList(p, "kernel-operand-types");
+        t.kernel_result_types = StringList(p, "kernel-result-types");
+        if (t.kernel_operand_types.empty()) t.kernel_operand_types = t.operand_types;
+        if (t.kernel_result_types.empty()) t.kernel_result_types = t.result_types;
+        if (t.operand_types.size() != s.operands.size() ||
+            t.result_types.size() != s.results.size() ||
+            t.kernel_operand_types.size() != t.operand_types.size() ||
+            t.kernel_result_types.size() != t.result_types.size())
+          return bad("layer " + name + ": payload " + t.file +
+                     " needs one operand type per operand and one result type per result "
+                     "(operand-types, result-types; kernel-* likewise when given)");
+        if (p.contains("attributes")) {
+          if (!p["attributes"].is_object())
+            return bad("layer " + name + ": payload " + t.file +
+                       ": \"attributes\" must map "
+                       "names to numbers");
+          for (const auto& [a, v] : p["attributes"].items()) {
+            if (!v.is_number())
+              return bad("layer " + name + ": payload " + t.file + ": attribute " + a +
+                         " must be a number");
+            t.attributes[a] = v.get<double>();
+          }
+        }
+        s.payloads.push_back(std::move(t));
+      }
+    }
     if (s.results.empty()) return bad("layer " + name + " declares no results");
     m.layers[name] = s;
   }

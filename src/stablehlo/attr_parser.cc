@@ -335,6 +335,17 @@ StatusOr<Attribute> Parser::ParseDense() {
   TL_RETURN_IF_ERROR(ParsePunct(">"));
   TL_RETURN_IF_ERROR(ParsePunct(":"));
   size_t type_pos = cur_.pos;
+  // A tensor of `index` (a custom call's operand_layouts / result_layouts, as jax writes for a
+  // tpu_custom_call): no element type of Tlaloc's, so the attribute is carried verbatim.
+  if (cur_.kind == Tok::kIdent && cur_.text == "tensor") {
+    const size_t close = text_.find('>', cur_.pos);
+    if (close != std::string_view::npos && close >= 5 && text_.substr(close - 5, 5) == "index") {
+      std::string verbatim(text_.substr(start, close + 1 - start));
+      next_ = close + 1;
+      Advance();
+      return Attribute::Opaque(std::move(verbatim));
+    }
+  }
   TL_ASSIGN_OR_RETURN(Type type, ParseType());
   if (!type.is_tensor()) return ErrorAt(type_pos, "expected a tensor type for dense elements");
   const TensorType& tt = type.tensor;

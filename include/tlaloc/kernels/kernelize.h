@@ -107,7 +107,8 @@ class Kernelizer {
     LoadedVariant variant;
     LayerSpec spec;
     std::string module_text;                  // universal
-    std::string payload;                      // tpu
+    std::string payload;                      // tpu, `payload`
+    std::vector<std::string> payload_texts;   // tpu, one per spec.payloads
     std::shared_ptr<NativeLibrary> library;   // cpu
     std::vector<LoadedVariant> dependencies;  // kernel-depends, verified like the kernel
     std::vector<std::shared_ptr<NativeLibrary>> dependency_libraries;  // cpu, kept loaded

@@ -20,6 +20,18 @@
 
 namespace tlaloc::kernels {
 
+// A tpu payload made for one call-site signature (`payloads` in metadata.json): the Mosaic kernel
+// was lowered at fixed shapes, so kernelize claims only call sites of exactly these types and
+// attribute values. Its custom call may take other shapes of the same elements (Mosaic wants
+// 2-D vectors: an RMSNorm weight [H] enters as [1, H]; an i1 mask enters as i32, as jax passes
+// it); kernelize reshapes (and converts) around the call, as jax does around a pallas_call.
+struct TpuPayload {
+  std::string file;
+  std::vector<std::string> operand_types, result_types;                // the call site's
+  std::vector<std::string> kernel_operand_types, kernel_result_types;  // the custom call's
+  std::map<std::string, double> attributes;                            // values baked in
+};
+
 struct LayerSpec {
   std::string name;
   std::vector<std::string> operands, results, attributes;
@@ -27,7 +39,8 @@ struct LayerSpec {
   bool has_backward = false;
   std::string symbol;    // cpu/cuda: exported function / FFI handler
   std::string function;  // universal: function in the module
-  std::string payload;   // tpu: file holding the serialized Mosaic kernel
+  std::string payload;   // tpu: file holding the serialized Mosaic kernel, any call site
+  std::vector<TpuPayload> payloads;  // tpu: one file per call-site signature
 };
 
 struct KernelDependency {
