@@ -3,11 +3,17 @@
 #include "tlaloc/serve/server.h"
 
 #include <httplib.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <iomanip>
 #include <sstream>
 #include <string_view>
@@ -20,11 +26,53 @@ namespace {
 
 using nlohmann::json;
 
-// How often a reply with nothing new writes a probe (an SSE comment, or JSON's leading
-// whitespace): cpp-httplib 0.11 reports a closed connection only when a write fails, and the
-// second write after the peer closed does, so a client that left frees its slot within two
-// probes.
+// How often a reply with nothing new writes a probe (an SSE comment) or, for a non-streamed
+// reply, looks whether its client left: cpp-httplib 0.11 reports a closed connection only when
+// a write fails, and the second write after the peer closed does, so a streaming client that
+// left frees its slot within two probes.
 constexpr int kProbeMs = 100;
+
+// The socket a request came on. cpp-httplib 0.11 hands a handler no socket (newer versions
+// have Request::is_connection_closed), but the request's two addresses name one connected
+// socket of this process: the one whose local and peer ends match. -1 when none matches.
+int ConnectionSocket(const httplib::Request& req) {
+  auto endpoint = [](const sockaddr_storage& a, socklen_t len, std::string* ip, int* port) {
+    char host[NI_MAXHOST];
+    if (getnameinfo(reinterpret_cast<const sockaddr*>(&a), len, host, sizeof(host), nullptr, 0,
+                    NI_NUMERICHOST) != 0)
+      return false;
+    *ip = host;
+    *port = a.ss_family == AF_INET6 ? ntohs(reinterpret_cast<const sockaddr_in6*>(&a)->sin6_port)
+                                    : ntohs(reinterpret_cast<const sockaddr_in*>(&a)->sin_port);
+    return true;
+  };
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    const int fd = std::atoi(entry.path().filename().c_str());
+    sockaddr_storage peer{}, local{};
+    socklen_t peer_len = sizeof(peer), local_len = sizeof(local);
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0)
+      continue;
+    std::string peer_ip, local_ip;
+    int peer_port = -1, local_port = -1;
+    if (endpoint(peer, peer_len, &peer_ip, &peer_port) &&
+        endpoint(local, local_len, &local_ip, &local_port) && peer_port == req.remote_port &&
+        local_port == req.local_port && peer_ip == req.remote_addr && local_ip == req.local_addr)
+      return fd;
+  }
+  return -1;
+}
+
+// Whether the peer closed (or reset) the connection: a read that would return end of file.
+// Bytes of a pipelined next request count as alive.
+bool PeerClosed(int fd) {
+  char byte;
+  const ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n > 0) return false;
+  if (n == 0) return true;
+  return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
 
 void SendError(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
@@ -131,29 +179,6 @@ bool StreamProvider(Reply& r, httplib::DataSink& sink) {
   }
   static constexpr char kDone[] = "data: [DONE]\n\n";
   sink.write(kDone, sizeof(kDone) - 1);
-  sink.done();
-  return true;
-}
-
-// One JSON answer at the end; whitespace probes before it (JSON allows leading whitespace).
-bool WholeProvider(Reply& r, httplib::DataSink& sink) {
-  while (r.stream->Wait(r.events, kProbeMs)) {
-    if (!sink.write(" ", 1)) {
-      r.stream->Cancel();
-      return false;
-    }
-  }
-  json body;
-  if (r.stream->finish_reason() == "error") {
-    ApiError e = ErrorFor(r.stream->error());
-    e.status = 500;
-    e.type = "server_error";
-    body = e.Body();
-  } else {
-    body = CompletionBody(r.request, r.id, r.created, r.model, *r.stream, r.events);
-  }
-  const std::string text = Dump(body) + "\n";
-  sink.write(text.data(), text.size());
   sink.done();
   return true;
 }
@@ -291,19 +316,35 @@ void Server::Routes() {
                   Hex(next_id_.fetch_add(1));
       reply->model = options_.model_name;
       reply->created = static_cast<int64_t>(std::time(nullptr));
-      // A reply that never started (the connection failed first) frees its slot too.
-      auto release = [reply](bool) { reply->stream->Cancel(); };
       if (api.stream) {
+        // A reply that never started (the connection failed first) frees its slot too.
+        auto release = [reply](bool) { reply->stream->Cancel(); };
         res.set_header("Cache-Control", "no-cache");
         res.set_chunked_content_provider(
             "text/event-stream",
             [reply](size_t, httplib::DataSink& sink) { return StreamProvider(*reply, sink); },
             release);
       } else {
-        res.set_chunked_content_provider(
-            "application/json",
-            [reply](size_t, httplib::DataSink& sink) { return WholeProvider(*reply, sink); },
-            release);
+        // The status goes out with the answer, so that a request failing after admission is
+        // an error to the client, not a 200 with an error body.
+        const int fd = ConnectionSocket(req);
+        while (reply->stream->Wait(reply->events, kProbeMs)) {
+          if (fd >= 0 && PeerClosed(fd)) {
+            reply->stream->Cancel();
+            res.status = 499;  // nginx's "client closed request": nobody reads it
+            return;
+          }
+        }
+        if (reply->stream->finish_reason() == "error") {
+          ApiError e = ErrorFor(reply->stream->error(), endpoint);
+          e.status = 500;
+          e.type = "server_error";
+          return SendError(res, e);
+        }
+        res.set_content(Dump(CompletionBody(api, reply->id, reply->created, reply->model,
+                                            *reply->stream, reply->events)) +
+                            "\n",
+                        "application/json");
       }
     };
   };

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# `tlaloc serve` where OpenAI-API users trip (issue 38), through curl and the official openai
+# Python client (serve_api_client.py, the venv's): a non-streamed request that fails after
+# admission gets an HTTP error with OpenAI's error object, not a 200 (the status goes out with
+# the answer); a client that leaves a non-streamed request frees its slot.
+# Every request is bounded (curl --max-time, the client's timeout).
+# Usage: serve_api_test.sh TLALOC SOURCE_DIR
+set -euo pipefail
+TLALOC=$1
+SOURCE_DIR=$2
+source "$SOURCE_DIR/tests/cli_test_lib.sh"
+make_tiny_model "$TLALOC" "$SOURCE_DIR" 5
+source "$SOURCE_DIR/tests/cli/serve_lib.sh"
+need_python "$SOURCE_DIR" openai
+fail() { echo "FAIL: $*"; exit 1; }
+client() { "$ORACLE_PYTHON" "$SOURCE_DIR/tests/cli/serve_api_client.py" "$URL/v1" "$@"; }
+metric() { curl -s --max-time 10 "$URL/metrics" | sed -n "s/^$1 //p"; }
+
+# --- A failure after admission ------------------------------------------------------------------
+TLALOC_TEST_FAIL_DECODE_STEP=3 start_server late --max-batch 1 --max-context 256 --name tiny
+client tiny late_error || fail "late_error"
+# curl sees the status too, and the body is OpenAI's error object.
+code=$(post /v1/completions '{"prompt":"after","max_tokens":4}' "$WORK/after.json")
+[ "$code" = 200 ] || { cat "$WORK/after.json"; fail "the request after the failed one: HTTP $code"; }
+stop_server "$SERVER_PID"
+
+# --- A client that leaves a non-streamed request ----------------------------------------------
+start_server cut --max-batch 1 --max-context 4096
+set +e
+curl -s --max-time 2 -H 'Content-Type: application/json' \
+  -d '{"prompt":"Tell a long story","max_tokens":3000,"temperature":0}' \
+  "$URL/v1/completions" >"$WORK/cut.json"
+set -e
+[ ! -s "$WORK/cut.json" ] || { cat "$WORK/cut.json"; fail "a cut non-streamed request got bytes before its answer"; }
+freed=""
+for _ in $(seq 1 50); do
+  [ "$(metric tlaloc_requests_running)" = 0 ] && { freed=1; break; }
+  sleep 0.1
+done
+[ -n "$freed" ] || fail "a disconnected non-streaming client still holds its slot after 5 s"
+[ "$(metric 'tlaloc_requests_total{outcome="cancelled"}')" = 1 ] || fail "the cut request is not counted cancelled"
+code=$(post /v1/completions '{"prompt":"after","max_tokens":4}' "$WORK/after.json")
+[ "$code" = 200 ] || fail "request after a disconnect: HTTP $code"
+echo "ok: a client that leaves a non-streamed request frees its slot"
+stop_server "$SERVER_PID"
+echo "PASS"
