@@ -286,14 +286,25 @@ void Server::Routes() {
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(MetricsText(), "text/plain; version=0.0.4");
   });
-  s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    json model = {{"id", options_.model_name},
-                  {"object", "model"},
-                  {"created", created_},
-                  {"owned_by", "tlaloc"},
-                  {"max_model_len", scheduler_.options().max_context}};
-    res.set_content(Dump({{"object", "list"}, {"data", json::array({model})}}), "application/json");
+  auto model_object = [this] {
+    return json{{"id", options_.model_name},
+                {"object", "model"},
+                {"created", created_},
+                {"owned_by", "tlaloc"},
+                {"max_model_len", scheduler_.options().max_context}};
+  };
+  s.Get("/v1/models", [model_object](const httplib::Request&, httplib::Response& res) {
+    res.set_content(Dump({{"object", "list"}, {"data", json::array({model_object()})}}),
+                    "application/json");
   });
+  // One model's object (the openai SDKs' models.retrieve); ids may hold slashes.
+  s.Get(R"(/v1/models/(.+))",
+        [this, model_object](const httplib::Request& req, httplib::Response& res) {
+          ApiRequest asked;
+          asked.model = req.matches[1];
+          if (auto e = CheckModel(asked, options_.model_name)) return SendError(res, *e);
+          res.set_content(Dump(model_object()), "application/json");
+        });
   auto complete = [this](Endpoint endpoint) {
     return [this, endpoint](const httplib::Request& req, httplib::Response& res) {
       if (draining_.load() || scheduler_.draining())
@@ -301,6 +312,7 @@ void Server::Routes() {
                          ErrorFor(Status(StatusCode::kUnavailable, "the server is shutting down")));
       auto reply = std::make_shared<Reply>();
       if (auto e = ParseApiRequest(endpoint, req.body, &reply->request)) return SendError(res, *e);
+      if (auto e = CheckModel(reply->request, options_.model_name)) return SendError(res, *e);
       const ApiRequest& api = reply->request;
       auto prepared = text_.Prepare(ToTextRequest(api, scheduler_.options().max_context));
       if (!prepared.ok()) return SendError(res, ErrorFor(prepared.status(), endpoint));

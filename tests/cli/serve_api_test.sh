@@ -2,7 +2,9 @@
 # `tlaloc serve` where OpenAI-API users trip (issue 38), through curl and the official openai
 # Python client (serve_api_client.py, the venv's): a non-streamed request that fails after
 # admission gets an HTTP error with OpenAI's error object, not a 200 (the status goes out with
-# the answer); a client that leaves a non-streamed request frees its slot.
+# the answer); a client that leaves a non-streamed request frees its slot; fields that would
+# change the answer but are not honoured are refused with a 400 naming them, an unknown model
+# with a 404 (model_not_found), an absent model is the served one.
 # Every request is bounded (curl --max-time, the client's timeout).
 # Usage: serve_api_test.sh TLALOC SOURCE_DIR
 set -euo pipefail
@@ -42,5 +44,15 @@ done
 code=$(post /v1/completions '{"prompt":"after","max_tokens":4}' "$WORK/after.json")
 [ "$code" = 200 ] || fail "request after a disconnect: HTTP $code"
 echo "ok: a client that leaves a non-streamed request frees its slot"
+stop_server "$SERVER_PID"
+
+# --- Fields and models --------------------------------------------------------------------------
+start_server fields --max-batch 2 --max-context 256 --name tiny
+client tiny refused model || fail "refused/model"
+# An absent model is the served one (llama-server's leniency; OpenAI requires the field).
+code=$(post /v1/chat/completions '{"messages":[{"role":"user","content":"hi"}],"max_tokens":2}' "$WORK/nomodel.json")
+[ "$code" = 200 ] || { cat "$WORK/nomodel.json"; fail "a request without a model: HTTP $code"; }
+[ "$(json_get "$WORK/nomodel.json" "j['model']")" = tiny ] || fail "a request without a model is not answered as tiny"
+echo "ok: a request without a model is answered by the served one"
 stop_server "$SERVER_PID"
 echo "PASS"
