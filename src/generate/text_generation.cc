@@ -180,6 +180,13 @@ StatusOr<PreparedRequest> TextGenerator::Prepare(const TextRequest& request) con
     TL_ASSIGN_OR_RETURN(std::string rendered,
                         generator_->engine().family().render_chat(request.messages, co));
     prep.prompt_ids = tokenizer_.Encode(rendered);
+  } else if (!request.prompt_ids.empty()) {
+    const int64_t vocab = generator_->config().vocab_size;
+    for (int32_t id : request.prompt_ids)
+      if (id < 0 || id >= vocab)
+        return InvalidArgument("prompt token id " + std::to_string(id) +
+                               " is outside the vocabulary (0.." + std::to_string(vocab - 1) + ")");
+    prep.prompt_ids = request.prompt_ids;
   } else {
     EncodeOptions eo;
     eo.allow_special = request.parse_special;

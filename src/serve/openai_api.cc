@@ -180,6 +180,39 @@ std::optional<ApiError> RefuseResultChangingFields(const json& j, Endpoint endpo
   return std::nullopt;
 }
 
+// A completion's prompt as OpenAI takes it: a string, token ids, or an array of either; an
+// array holds one prompt here (several would be a batch of choices, which is refused).
+std::optional<ApiError> ReadPrompt(const json& v, std::string* text, std::vector<int32_t>* ids) {
+  auto read_ids = [&](const json& list) -> std::optional<ApiError> {
+    for (const json& id : list) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+        return Bad("prompt", "'prompt' token ids must be integers >= 0, got " + id.dump());
+      ids->push_back(static_cast<int32_t>(id.get<int64_t>()));
+    }
+    return std::nullopt;
+  };
+  if (v.is_string()) {
+    *text = v.get<std::string>();
+    return std::nullopt;
+  }
+  if (v.is_array() && v.empty()) return Bad("prompt", "'prompt' must not be empty");
+  if (v.is_array() && v[0].is_number()) return read_ids(v);
+  if (v.is_array() && v.size() > 1)
+    return Bad("prompt",
+               "'prompt' holds " + std::to_string(v.size()) +
+                   " prompts: one prompt per request is supported (send them separately)",
+               "unsupported_parameter");
+  if (v.is_array() && v.size() == 1 && v[0].is_string()) {
+    *text = v[0].get<std::string>();
+    return std::nullopt;
+  }
+  if (v.is_array() && v.size() == 1 && v[0].is_array()) return read_ids(v[0]);
+  return Bad("prompt",
+             "'prompt' must be a string or an array of token ids (or an array of one "
+             "of those), got " +
+                 TypeName(v));
+}
+
 std::optional<ApiError> ReadStop(const json& body, std::vector<std::string>* out) {
   auto it = body.find("stop");
   if (it == body.end() || it->is_null()) return std::nullopt;
@@ -271,15 +304,11 @@ std::optional<ApiError> ParseApiRequest(Endpoint endpoint, std::string_view body
     if (auto e = ReadMessages(j, &r.messages)) return e;
   } else {
     auto it = j.find("prompt");
-    if (it == j.end() || it->is_null()) return Bad("prompt", "'prompt' is required: a string");
-    if (it->is_string()) {
-      r.prompt = it->get<std::string>();
-    } else if (it->is_array() && it->size() == 1 && (*it)[0].is_string()) {
-      r.prompt = (*it)[0].get<std::string>();
-    } else {
-      return Bad("prompt", "'prompt' must be a string (or an array of one string)");
-    }
-    if (r.prompt.empty()) return Bad("prompt", "'prompt' must not be empty");
+    if (it == j.end() || it->is_null())
+      return Bad("prompt", "'prompt' is required: a string or an array of token ids");
+    if (auto e = ReadPrompt(*it, &r.prompt, &r.prompt_ids)) return e;
+    if (r.prompt.empty() && r.prompt_ids.empty())
+      return Bad("prompt", "'prompt' must not be empty");
   }
   std::optional<int64_t> max_tokens, max_completion_tokens;
   constexpr int64_t kMaxTokens = int64_t{1} << 30;
@@ -354,6 +383,7 @@ generate::TextRequest ToTextRequest(const ApiRequest& r, int64_t context) {
   generate::TextRequest t;
   t.messages = r.messages;
   t.prompt = r.prompt;
+  t.prompt_ids = r.prompt_ids;
   t.enable_thinking = r.enable_thinking;
   t.max_new_tokens = r.max_tokens;
   t.temperature = r.temperature;

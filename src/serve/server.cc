@@ -93,6 +93,8 @@ ApiError ErrorFor(const Status& s, Endpoint endpoint = Endpoint::kChatCompletion
           e.message.find("no room for a reply") != std::string::npos) {
         e.code = "context_length_exceeded";
         e.param = endpoint == Endpoint::kChatCompletions ? "messages" : "prompt";
+      } else if (e.message.find("prompt token id") != std::string::npos) {
+        e.param = "prompt";
       }
       break;
     case StatusCode::kResourceExhausted:
@@ -228,6 +230,15 @@ void Server::Shutdown() {
   http_->stop();
 }
 
+std::string Server::AllowedOrigin(const std::string& origin) const {
+  if (origin.empty()) return "";
+  for (const std::string& o : options_.cors_origins) {
+    if (o == "*") return "*";
+    if (o == origin) return origin;
+  }
+  return "";
+}
+
 void Server::CountStatus(int status) {
   std::lock_guard<std::mutex> lock(status_mu_);
   ++responses_by_status_[status];
@@ -262,7 +273,23 @@ void Server::Routes() {
         SendError(res, e);
       });
   // The key guards /v1/ only: the page, /health and /metrics stay open to the local operator.
+  // CORS comes first: a browser's preflight carries no key, and an error a page cannot read
+  // (no Access-Control-Allow-Origin) is no error to it.
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    const std::string origin = AllowedOrigin(req.get_header_value("Origin"));
+    if (!origin.empty()) {
+      res.set_header("Access-Control-Allow-Origin", origin);
+      if (origin != "*") res.set_header("Vary", "Origin");
+      if (req.method == "OPTIONS") {
+        res.status = 204;
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        const std::string asked = req.get_header_value("Access-Control-Request-Headers");
+        res.set_header("Access-Control-Allow-Headers",
+                       asked.empty() ? "Authorization, Content-Type" : asked);
+        res.set_header("Access-Control-Max-Age", "600");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
     if (options_.api_key.empty() || req.path.rfind("/v1/", 0) != 0)
       return httplib::Server::HandlerResponse::Unhandled;
     if (BearerToken(req.get_header_value("Authorization")) == options_.api_key)

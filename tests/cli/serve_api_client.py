@@ -10,6 +10,8 @@ OpenAI SDK users trip over. Each CHECK names one behaviour:
                harmless fields (user, store, metadata, stream_options...) are accepted.
   model        an unknown model is a NotFoundError (404, code model_not_found) on both
                endpoints and models.retrieve; the served id is found.
+  token_ids    a completion prompt given as token ids ([ids] or [[ids]]) is answered as the
+               same prompt given as text (greedy); several prompts are a 400 naming "prompt".
 
 Usage: python serve_api_client.py BASE_URL MODEL_ID CHECK...   (BASE_URL ends in /v1)
 """
@@ -107,6 +109,26 @@ def model(client, served):
     listed = [m.id for m in client.models.list()]
     assert listed == [served], listed
     print("ok: an unknown model is 404 model_not_found; the served one is found")
+
+
+def token_ids(client, model):
+    # The tiny model's tokenizer is Qwen3's, where "The rain" is [785, 11174] (as the tokenizers
+    # package encodes it); the server, tokenizing the text itself, must count 2 prompt tokens.
+    text = client.completions.create(model=model, prompt="The rain", max_tokens=6, temperature=0)
+    ids = text.usage.prompt_tokens
+    assert ids == 2, text.usage
+    for prompt in ([785, 11174], [[785, 11174]]):
+        got = client.completions.create(model=model, prompt=prompt, max_tokens=6, temperature=0)
+        assert got.usage.prompt_tokens == 2, got.usage
+        assert got.choices[0].text == text.choices[0].text, (prompt, got, text)
+    expect_error(openai.BadRequestError,
+                 lambda: client.completions.create(model=model, prompt=[[785], [11174]],
+                                                   max_tokens=2),
+                 400, param="prompt")
+    expect_error(openai.BadRequestError,
+                 lambda: client.completions.create(model=model, prompt=[10**8], max_tokens=2),
+                 400, param="prompt")
+    print("ok: a prompt of token ids is answered as its text; several prompts are refused")
 
 
 def main():

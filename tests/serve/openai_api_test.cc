@@ -98,6 +98,24 @@ TEST(OpenAiApi, RefusesFieldsThatWouldChangeTheAnswer) {
   EXPECT_FALSE(ParseApiRequest(Endpoint::kCompletions, R"({"prompt": "x", "best_of": 1})", &r));
 }
 
+// A completion's prompt may be token ids, alone or as the one prompt of a list; several prompts
+// are refused by name rather than answered as one.
+TEST(OpenAiApi, PromptAsTokenIds) {
+  ApiRequest r;
+  ASSERT_FALSE(ParseApiRequest(Endpoint::kCompletions, R"({"prompt": [1, 2, 3]})", &r));
+  EXPECT_EQ(r.prompt_ids, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(ToTextRequest(r, 0).prompt_ids, r.prompt_ids);
+  ApiRequest nested;
+  ASSERT_FALSE(ParseApiRequest(Endpoint::kCompletions, R"({"prompt": [[4, 5]]})", &nested));
+  EXPECT_EQ(nested.prompt_ids, (std::vector<int32_t>{4, 5}));
+  ExpectRefused(R"({"prompt": [[1], [2]]})", "prompt", Endpoint::kCompletions);
+  ExpectRefused(R"({"prompt": ["a", "b"]})", "prompt", Endpoint::kCompletions);
+  ExpectRefused(R"({"prompt": [1, -2]})", "prompt", Endpoint::kCompletions);
+  ExpectRefused(R"({"prompt": [1, 2.5]})", "prompt", Endpoint::kCompletions);
+  ExpectRefused(R"({"prompt": []})", "prompt", Endpoint::kCompletions);
+  ExpectRefused(R"({"prompt": [[]]})", "prompt", Endpoint::kCompletions);
+}
+
 TEST(OpenAiApi, UnknownModelIsNotFound) {
   ApiRequest r;
   EXPECT_FALSE(CheckModel(r, "tiny"));  // absent: the served one

@@ -26,6 +26,9 @@ struct TextRequest {
   // A conversation (rendered with the chat template) or, when empty, `prompt` as it is.
   std::vector<ChatMessage> messages;
   std::string prompt;
+  // A prompt already tokenized (the OpenAI API's "prompt": [ids]); when non-empty it is used
+  // instead of `prompt`. Every id must be in the model's vocabulary.
+  std::vector<int32_t> prompt_ids;
   // Prompt text only: control tokens written in it (<|im_start|>...) become their ids; otherwise
   // they stay literal text.
   bool parse_special = false;

@@ -34,6 +34,7 @@ struct ApiRequest {
   std::string model;
   std::vector<ChatMessage> messages;  // chat
   std::string prompt;                 // completions
+  std::vector<int32_t> prompt_ids;    // completions: a prompt given as token ids
   std::optional<int64_t> max_tokens;
   std::optional<double> temperature, top_p;
   std::optional<int64_t> top_k;
