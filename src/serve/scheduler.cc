@@ -273,10 +273,9 @@ Status Scheduler::PrefillChunk(Active& a) {
     a.on_text = [&a](generate::TextPart part, std::string_view text) {
       (part == generate::TextPart::kReasoning ? a.pending.reasoning : a.pending.content) += text;
     };
-    const bool split = a.req.split_reasoning;
     a.splitter = std::make_unique<generate::ReplySplitter>(
-        text_.tokenizer(), split ? text_.think_open() : std::nullopt,
-        split ? text_.think_close() : std::nullopt, a.req.stop, a.on_text, a.result);
+        text_.tokenizer(), text_.think_open(), text_.think_close(), a.req.stop, a.on_text, a.result,
+        a.req.split_reasoning);
   }
   // The next chunk continues the sequence where the last one ended.
   const auto& prompt = a.req.prepared.prompt_ids;
