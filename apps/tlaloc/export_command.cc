@@ -1,12 +1,14 @@
 // `tlaloc export gguf DIR OUT.gguf [--dtype f32|f16|bf16] [--name NAME]`: writes a Qwen3
 // checkpoint folder as a GGUF file for llama.cpp and Ollama. Exit status 0 on success, 1 when
-// the folder cannot be exported (the message names the problem), 2 for a bad --dtype.
+// the folder cannot be exported (the message names the problem), 2 for a bad --dtype or one that
+// conflicts with the folder (an int8 checkpoint is exported as it is).
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "cli_options.h"
 #include "commands.h"
+#include "tlaloc/io/model_config.h"
 #include "tlaloc/models/gguf_export.h"
 
 namespace tlaloc::cli {
@@ -26,6 +28,16 @@ int RunExportGguf(const ExportGgufArgs& a) {
     return kExitUsage;
   }
   if (*dtype) options.dtype = **dtype;
+  // Conflicting options are a usage error (exit 2, as README says), found before any work.
+  if (auto config = io::LoadModelConfig(a.dir);
+      options.dtype && config.ok() && config->quantization) {
+    std::fprintf(stderr,
+                 "tlaloc export gguf: --dtype %s with an int8 checkpoint (%s): its matrices are "
+                 "exported as Q8_0 as they are; leave --dtype out, or export the float "
+                 "checkpoint it was made from\n",
+                 a.dtype.c_str(), a.dir.c_str());
+    return kExitUsage;
+  }
   auto summary = models::ExportGguf(a.dir, a.out, options);
   if (!summary.ok()) {
     std::fprintf(stderr, "tlaloc export gguf: %s\n", summary.status().message().c_str());

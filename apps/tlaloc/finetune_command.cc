@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "cli_options.h"
 #include "commands.h"
@@ -239,11 +240,10 @@ int RunFinetuneCommand(const FinetuneArgs &a) {
       const std::string out = a.options.out_dir.string();
       std::fprintf(stderr,
                    "tlaloc finetune: stopped by %s after step %lld of %lld; saved %s (and %s)\n"
-                   "resume with: tlaloc finetune --resume %s --data %s --out %s --steps %lld\n",
+                   "resume with: tlaloc finetune --resume %s\n",
                    name, static_cast<long long>(result->saved_step),
                    static_cast<long long>(result->total_steps), result->saved_dir.c_str(),
-                   out.c_str(), out.c_str(), a.options.data_path.c_str(), out.c_str(),
-                   static_cast<long long>(result->total_steps));
+                   out.c_str(), out.c_str());
     }
     return 128 + sig;
   }
@@ -295,6 +295,81 @@ Status CheckOutFolder(const train::FinetuneOptions &o, bool overwrite) {
                          "would be replaced): choose another folder, continue that run with "
                          "--resume " +
                          o.out_dir.string() + ", or give --overwrite");
+}
+
+std::string Shown(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+std::string Shown(int64_t v) { return std::to_string(v); }
+std::string Shown(uint64_t v) { return std::to_string(v); }
+std::string Shown(bool v) { return v ? "on" : "off"; }
+std::string Shown(const std::string &v) { return v.empty() ? "none" : v; }
+
+// `--resume DIR` continues the run its newest save records: every recorded setting (data, out,
+// steps, batch, seq-len, lr, warmup, weight decay, clipping, seed, --save-every, --keep-last,
+// --remat, mesh and plan) unless given here; each given one that differs is named in a notice,
+// and other data than the run's is warned about. Nothing saved there is one clear error.
+Status MergeResumeSettings(FinetuneArgs &a, const std::function<bool(const char *)> &given) {
+  train::FinetuneOptions &o = a.options;
+  auto save = train::FindNewestSave(o.resume_dir);
+  if (!save.ok())
+    return NotFound("--resume " + o.resume_dir.string() + ": nothing saved there to resume (no " +
+                    std::string(train::kTrainerStateFile) +
+                    " in it or in a checkpoint-N folder of it); start a run with --model DIR");
+  TL_ASSIGN_OR_RETURN(train::TrainerState saved, train::ReadTrainerState(save->dir));
+  const bool recorded = saved.run_steps > 0;  // saves before the run's flags were recorded
+  std::vector<std::string> overrides;
+  auto take = [&](const char *flag, auto &value, const auto &stored, bool known) {
+    if (!known) return;
+    if (!given(flag)) {
+      value = stored;
+    } else if (value != stored) {
+      overrides.push_back(std::string(flag) + " " + Shown(value) + " (the run's: " + Shown(stored) +
+                          ")");
+    }
+  };
+  take("--seed", o.seed, saved.seed, true);
+  take("--batch", o.batch, saved.batch, true);
+  take("--seq-len", o.seq_len, saved.seq_len, true);
+  take("--lr", o.lr, saved.lr, true);
+  take("--warmup", o.warmup_steps, saved.warmup_steps, true);
+  take("--weight-decay", o.weight_decay, saved.weight_decay, true);
+  take("--grad-clip", o.grad_clip_norm, saved.grad_clip_norm, true);
+  take("--save-every", o.save_every, saved.save_every, saved.save_every >= 0);
+  take("--keep-last", o.keep_last, saved.keep_last, saved.keep_last >= 0);
+  take("--remat", o.remat, saved.remat, recorded);
+  take("--mesh", o.mesh, saved.mesh, recorded);
+  take("--plan", o.plan, saved.plan, recorded);
+  if (!given("--epochs")) take("--steps", o.steps, saved.run_steps, recorded);
+  if (!given("--data")) {
+    if (saved.data.empty())
+      return InvalidArgument("--resume " + o.resume_dir.string() +
+                             ": the save does not record its data file: give --data");
+    o.data_path = saved.data;
+  } else if (!saved.data.empty() && !SameFolder(o.data_path, saved.data)) {
+    std::fprintf(stderr,
+                 "tlaloc finetune: warning: --data %s is not the data this run trained on (%s); "
+                 "the resumed steps read other documents than an unbroken run would\n",
+                 o.data_path.c_str(), saved.data.c_str());
+  }
+  if (!given("--out")) {
+    if (!saved.out.empty()) {
+      o.out_dir = saved.out;
+    } else {
+      // An older save: the run's folder is DIR, or the folder holding DIR's checkpoint-N.
+      const fs::path dir = fs::weakly_canonical(o.resume_dir);
+      o.out_dir = dir.filename().string().rfind("checkpoint-", 0) == 0 ? dir.parent_path() : dir;
+    }
+  }
+  o.resume_settings_merged = true;
+  std::string list;
+  for (const std::string &item : overrides) list += (list.empty() ? "" : ", ") + item;
+  if (!list.empty())
+    std::fprintf(stderr, "tlaloc finetune: resuming with settings other than the run's: %s\n",
+                 list.c_str());
+  return OkStatus();
 }
 
 // Usage errors found before anything loads: each flag's range, then --seq-len against the
@@ -522,32 +597,24 @@ void RegisterFinetuneCommand(CLI::App &app) {
   auto *cmd = app.add_subcommand("finetune", "Fine-tune a Qwen3 checkpoint on a JSONL file");
   auto &o = a->options;
   cmd->add_option("-m,--model", o.model_dir, "Hugging Face checkpoint folder to start from");
-  cmd->add_option("--data", o.data_path, "JSONL rows of {\"text\"} or chat {\"messages\"}")
-      ->required();
-  cmd->add_option("--out", o.out_dir, "output folder (checkpoint, loss log, optimizer state)")
-      ->required();
+  cmd->add_option("--data", o.data_path,
+                  "JSONL rows of {\"text\"} or chat {\"messages\"} (resume: the run's)");
+  cmd->add_option("--out", o.out_dir,
+                  "output folder (checkpoint, loss log, optimizer state; resume: the run's)");
   cmd->add_option("--steps", o.steps, "total optimizer steps (default: --epochs passes)");
   cmd->add_option("--epochs", o.epochs, "passes over the data when --steps is not given");
-  // Settings a resumed run takes from its saved state; giving one with --resume is an error.
-  std::vector<CLI::Option *> saved_settings;
-  saved_settings.push_back(
-      cmd->add_option("--batch", o.batch, "sequences per step")->capture_default_str());
-  saved_settings.push_back(
-      cmd->add_option("--seq-len", o.seq_len, "tokens per sequence")->capture_default_str());
-  saved_settings.push_back(
-      cmd->add_option("--lr", o.lr, "peak learning rate")->capture_default_str());
-  saved_settings.push_back(
-      cmd->add_option("--warmup", o.warmup_steps, "linear warmup steps")->capture_default_str());
+  // A resumed run takes these from its save unless given (MergeResumeSettings).
+  cmd->add_option("--batch", o.batch, "sequences per step")->capture_default_str();
+  cmd->add_option("--seq-len", o.seq_len, "tokens per sequence")->capture_default_str();
+  cmd->add_option("--lr", o.lr, "peak learning rate")->capture_default_str();
+  cmd->add_option("--warmup", o.warmup_steps, "linear warmup steps")->capture_default_str();
   cmd->add_option("--schedule-steps", o.schedule_steps,
                   "steps the cosine schedule spans (default: --steps)");
-  saved_settings.push_back(
-      cmd->add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay")
-          ->capture_default_str());
-  saved_settings.push_back(cmd->add_option("--grad-clip", o.grad_clip_norm,
-                                           "clip gradients to this global norm (0: off)")
-                               ->capture_default_str());
-  saved_settings.push_back(
-      cmd->add_option("--seed", o.seed, "data shuffling seed")->capture_default_str());
+  cmd->add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay")
+      ->capture_default_str();
+  cmd->add_option("--grad-clip", o.grad_clip_norm, "clip gradients to this global norm (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--seed", o.seed, "data shuffling seed")->capture_default_str();
   AddTargetOption(cmd, &a->target);
   cmd->add_option("--resume", o.resume_dir,
                   "continue from the newest save in a previous --out folder (or a checkpoint-N)");
@@ -568,21 +635,19 @@ void RegisterFinetuneCommand(CLI::App &app) {
   cmd->add_option("--programs", o.programs_dir,
                   "write the train step here: train_step.mlir (per device) and, with --plan, "
                   "train_step.sdy.mlir (global, Shardy-annotated)");
-  cmd->callback([a, saved_settings, cmd] {
-    if (!a->options.resume_dir.empty()) {
-      std::string given;
-      for (const CLI::Option *opt : saved_settings)
-        if (opt->count() > 0) given += (given.empty() ? "" : ", ") + opt->get_name();
-      if (!given.empty()) {
-        std::fprintf(stderr,
-                     "tlaloc finetune: --resume continues with the saved %s; to train with other "
-                     "settings start a new run from the checkpoint (--model %s)\n",
-                     given.c_str(), a->options.resume_dir.string().c_str());
-        SetExitCode(kExitUsage);
-        return;
-      }
-    }
+  cmd->callback([a, cmd] {
     auto given = [cmd](const char *flag) { return cmd->get_option(flag)->count() > 0; };
+    Status merged = OkStatus();
+    if (!a->options.resume_dir.empty()) {
+      merged = MergeResumeSettings(*a, given);
+    } else if (!given("--data") || !given("--out")) {
+      merged = InvalidArgument(std::string(given("--data") ? "--out" : "--data") +
+                               " is required (or --resume DIR, which continues a run)");
+    }
+    if (!merged.ok()) {
+      SetExitCode(Fail("finetune", merged.message(), kExitUsage));
+      return;
+    }
     if (Status s = CheckFinetuneFlags(*a, given); !s.ok()) {
       SetExitCode(Fail("finetune", s.message(), kExitUsage));
       return;

@@ -212,6 +212,11 @@ int RunGenerate(const GenerateArgs& a) {
   } else {
     request.prompt = a.prompt;
     if (request.prompt.empty()) {
+      // On a terminal the wait would look like a hang: say what it waits for.
+      if (isatty(STDIN_FILENO))
+        std::fprintf(stderr,
+                     "tlaloc generate: reading the prompt from stdin (end it with Ctrl-D; or "
+                     "give --prompt TEXT or --chat TEXT)\n");
       request.prompt.assign(std::istreambuf_iterator<char>(std::cin),
                             std::istreambuf_iterator<char>());
       if (request.prompt.empty())

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cli_options.h"
 #include "commands.h"
@@ -25,7 +26,8 @@ std::atomic<int> g_signal{0};
 
 struct ServeArgs {
   std::string model, host = "127.0.0.1", target, dtype, api_key, name;
-  std::string mesh;  // model=N: tensor parallel (generate/engine.h)
+  std::string mesh;               // model=N: tensor parallel (generate/engine.h)
+  std::vector<std::string> cors;  // origins browsers may call the API from
   int port = 8080;
   int64_t max_batch = 4, max_context = 0, max_queue = 64, prefill_chunk = 256, kv_blocks = 0;
   std::optional<int> threads;
@@ -98,6 +100,7 @@ int RunServe(const ServeArgs& a) {
   opts.host = a.host;
   opts.port = a.port;
   opts.api_key = a.api_key;
+  opts.cors_origins = a.cors;
   opts.model_name = a.name.empty() ? dir->filename().string() : a.name;
   if (opts.model_name.empty()) opts.model_name = "tlaloc";
   serve::Server server(**text, **scheduler, opts);
@@ -170,6 +173,10 @@ void RegisterServeCommand(CLI::App& app) {
                   "require \"Authorization: Bearer KEY\" on /v1/ (default: $TLALOC_API_KEY)")
       ->envname("TLALOC_API_KEY");
   cmd->add_option("--name", args->name, "model id in answers and /v1/models (default: folder)");
+  cmd->add_option("--cors", args->cors,
+                  "ORIGIN (repeatable or comma-separated; * for any): let web pages from it "
+                  "call the API (CORS; default: none)")
+      ->delimiter(',');
   cmd->callback([args] { SetExitCode(RunServe(*args)); });
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string_view>
+#include <utility>
 
 namespace tlaloc::generate {
 
@@ -32,13 +34,14 @@ size_t StopPrefixHeldBack(std::string_view text, const std::vector<std::string>&
 ReplySplitter::ReplySplitter(const Tokenizer& tok, std::optional<int32_t> think_open,
                              std::optional<int32_t> think_close,
                              const std::vector<std::string>& stops, const TextCallback& on_text,
-                             TextResult& result)
+                             TextResult& result, bool split_reasoning)
     : decoder_(tok, DecoderOptions()),
-      think_open_(think_open),
-      think_close_(think_close),
+      think_open_(split_reasoning ? think_open : std::nullopt),
+      think_close_(split_reasoning ? think_close : std::nullopt),
       stops_(stops),
       on_text_(on_text),
-      result_(result) {}
+      result_(result),
+      text_markers_(split_reasoning && (!think_open || !think_close)) {}
 
 DecodeOptions ReplySplitter::DecoderOptions() {
   DecodeOptions o;
@@ -69,16 +72,61 @@ bool ReplySplitter::Push(int32_t id) {
 
 void ReplySplitter::Finish() {
   Route(decoder_.Finish());
+  if (text_markers_ && !markers_done_ && !stopped_)
+    RouteContent(RouteTextMarkers("", /*at_end=*/true));
   if (!stopped_ && !pending_.empty()) Emit(TextPart::kContent, pending_);
   pending_.clear();
 }
 
 void ReplySplitter::Route(std::string piece) {
   if (piece.empty() || stopped_) return;
+  if (text_markers_ && !markers_done_) {
+    piece = RouteTextMarkers(std::move(piece), /*at_end=*/false);
+    if (piece.empty()) return;
+  }
   if (in_think_) {
     Emit(TextPart::kReasoning, piece);
     return;
   }
+  RouteContent(std::move(piece));
+}
+
+std::string ReplySplitter::RouteTextMarkers(std::string piece, bool at_end) {
+  static constexpr std::string_view kOpen = "<think>", kClose = "</think>";
+  marker_text_ += piece;
+  if (!in_think_) {
+    // Before the reply's first visible text: it opens a think block only with "<think>".
+    const size_t start = marker_text_.find_first_not_of(" \t\r\n");
+    const std::string_view rest = start == std::string::npos
+                                      ? std::string_view()
+                                      : std::string_view(marker_text_).substr(start);
+    const bool maybe = rest.size() < kOpen.size() && kOpen.substr(0, rest.size()) == rest;
+    if (maybe && !at_end) return "";
+    if (rest.substr(0, kOpen.size()) != kOpen) {
+      markers_done_ = true;
+      return std::exchange(marker_text_, "");
+    }
+    in_think_ = true;
+    marker_text_ = std::string(rest.substr(kOpen.size()));
+  }
+  const size_t close = marker_text_.find(kClose);
+  if (close == std::string::npos) {
+    const size_t hold = at_end ? 0 : StopPrefixHeldBack(marker_text_, {std::string(kClose)});
+    Emit(TextPart::kReasoning, marker_text_.substr(0, marker_text_.size() - hold));
+    marker_text_.erase(0, marker_text_.size() - hold);
+    return "";
+  }
+  Emit(TextPart::kReasoning, marker_text_.substr(0, close));
+  std::string after = marker_text_.substr(close + kClose.size());
+  marker_text_.clear();
+  in_think_ = false;
+  markers_done_ = true;
+  strip_newlines_ = true;  // the template puts "\n\n" between the think block and reply
+  return after;
+}
+
+void ReplySplitter::RouteContent(std::string piece) {
+  if (piece.empty() || stopped_) return;
   if (strip_newlines_) {
     size_t n = piece.find_first_not_of('\n');
     piece.erase(0, n == std::string::npos ? piece.size() : n);
@@ -180,6 +228,13 @@ StatusOr<PreparedRequest> TextGenerator::Prepare(const TextRequest& request) con
     TL_ASSIGN_OR_RETURN(std::string rendered,
                         generator_->engine().family().render_chat(request.messages, co));
     prep.prompt_ids = tokenizer_.Encode(rendered);
+  } else if (!request.prompt_ids.empty()) {
+    const int64_t vocab = generator_->config().vocab_size;
+    for (int32_t id : request.prompt_ids)
+      if (id < 0 || id >= vocab)
+        return InvalidArgument("prompt token id " + std::to_string(id) +
+                               " is outside the vocabulary (0.." + std::to_string(vocab - 1) + ")");
+    prep.prompt_ids = request.prompt_ids;
   } else {
     EncodeOptions eo;
     eo.allow_special = request.parse_special;

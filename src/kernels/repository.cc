@@ -85,7 +85,11 @@ StatusOr<std::vector<std::string>> ListVariants(const fs::path& repo_root) {
   fs::path build = repo_root / "build";
   std::error_code ec;
   if (!fs::is_directory(build, ec))
-    return NotFound("kernel repository " + repo_root.string() + " has no build/ folder");
+    return NotFound("kernel repository " + repo_root.string() +
+                    " has no build/ folder (a repository holds build/<variant>/ folders; the "
+                    "checkout's examples/kernels/ are sources, assembled into "
+                    "BUILD_DIR/examples/kernels/ by `cmake --build BUILD_DIR --target "
+                    "kernel_examples`)");
   std::vector<std::string> out;
   for (const auto& e : fs::directory_iterator(build, ec))
     if (e.is_directory()) out.push_back(e.path().filename().string());

@@ -35,6 +35,8 @@ std::string_view ChatPageHtml() {
   button { font: inherit; padding: 0 18px; border-radius: 8px; border: 0; background: #1d3557;
            color: #fff; cursor: pointer; }
   button:disabled { opacity: .5; cursor: default; }
+  #stop { background: #9b2226; }
+  [hidden] { display: none !important; }
 </style>
 </head>
 <body>
@@ -50,6 +52,7 @@ std::string_view ChatPageHtml() {
 <form id="form">
   <textarea id="input" placeholder="Type a message; Enter sends, Shift+Enter is a new line"></textarea>
   <button id="send" type="submit">Send</button>
+  <button id="stop" type="button" hidden>Stop</button>
 </form>
 <script>
 "use strict";
@@ -57,6 +60,10 @@ const log = document.getElementById("log");
 const input = document.getElementById("input");
 const send = document.getElementById("send");
 const keyBox = document.getElementById("key");
+const stop = document.getElementById("stop");
+// The running reply's fetch: Stop aborts it (the server frees the request's slot).
+let controller = null;
+stop.onclick = () => { if (controller) controller.abort(); };
 keyBox.value = localStorage.getItem("tlaloc-key") || "";
 let history = [];
 
@@ -97,11 +104,13 @@ document.getElementById("form").addEventListener("submit", async e => {
   meta.className = "meta";
   div.append(think, body, meta);
   send.disabled = true;
+  controller = new AbortController();
+  stop.hidden = false;
   const started = performance.now();
   let reply = "", pieces = 0;
   try {
     const res = await fetch("/v1/chat/completions", {
-      method: "POST", headers: headers(),
+      method: "POST", headers: headers(), signal: controller.signal,
       // An empty budget is left out: the server's default runs to the end token or the context.
       body: JSON.stringify({messages: history, stream: true,
                             max_tokens: Number(document.getElementById("max").value) || undefined,
@@ -145,10 +154,21 @@ document.getElementById("form").addEventListener("submit", async e => {
     div.dataset.done = "1";
     div.dataset.pieces = String(pieces);
   } catch (err) {
-    div.classList.add("error");
-    body.textContent = reply + (reply ? "\n" : "") + "Error: " + err.message;
-    div.dataset.done = "error";
+    if (err.name === "AbortError") {
+      // Stopped: what came so far is the assistant's turn, as shown.
+      meta.textContent = "stopped";
+      history.push({role: "assistant", content: reply});
+      div.dataset.done = "stopped";
+    } else {
+      // A failed turn leaves the conversation: the next request must not send it again.
+      history.pop();
+      div.classList.add("error");
+      body.textContent = reply + (reply ? "\n" : "") + "Error: " + err.message;
+      div.dataset.done = "error";
+    }
   } finally {
+    controller = null;
+    stop.hidden = true;
     send.disabled = false;
     input.focus();
   }

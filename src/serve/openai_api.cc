@@ -146,6 +146,73 @@ std::optional<ApiError> ReadMessages(const json& body, std::vector<ChatMessage>*
   return std::nullopt;
 }
 
+// Fields that would change the answer if honoured, and are not: a 400 naming the field, rather
+// than a 200 whose answer silently ignores them. Absent, null and neutral values (an empty
+// logit_bias or tools list, tool_choice "none", best_of 1, response_format {"type": "text"})
+// pass; fields that change nothing (user, store, metadata, service_tier...) are not looked at.
+std::optional<ApiError> RefuseResultChangingFields(const json& j, Endpoint endpoint) {
+  auto present = [&](const char* name) -> const json* {
+    auto it = j.find(name);
+    return it == j.end() || it->is_null() ? nullptr : &*it;
+  };
+  auto refuse = [](const char* name, const std::string& why) {
+    return Bad(name, std::string("'") + name + "' is not supported: " + why,
+               "unsupported_parameter");
+  };
+  if (const json* v = present("logit_bias"); v && !(v->is_object() && v->empty()))
+    return refuse("logit_bias", "token biases are not applied");
+  if (endpoint == Endpoint::kCompletions)
+    if (const json* v = present("best_of"); v && !(v->is_number() && v->get<double>() == 1))
+      return refuse("best_of", "one candidate is generated per request (best_of 1 only)");
+  for (const char* name : {"tools", "functions"})
+    if (const json* v = present(name); v && !(v->is_array() && v->empty()))
+      return refuse(name, "no tool calling; the model answers in text only");
+  for (const char* name : {"tool_choice", "function_call"})
+    if (const json* v = present(name); v && !(v->is_string() && *v == "none"))
+      return refuse(name, "no tool calling (\"none\" only)");
+  if (const json* v = present("response_format")) {
+    const bool text = v->is_object() && v->contains("type") && (*v)["type"] == "text";
+    if (!text)
+      return refuse("response_format",
+                    "the output is not constrained ({\"type\": \"text\"} only; no JSON mode "
+                    "or schema)");
+  }
+  return std::nullopt;
+}
+
+// A completion's prompt as OpenAI takes it: a string, token ids, or an array of either; an
+// array holds one prompt here (several would be a batch of choices, which is refused).
+std::optional<ApiError> ReadPrompt(const json& v, std::string* text, std::vector<int32_t>* ids) {
+  auto read_ids = [&](const json& list) -> std::optional<ApiError> {
+    for (const json& id : list) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
+        return Bad("prompt", "'prompt' token ids must be integers >= 0, got " + id.dump());
+      ids->push_back(static_cast<int32_t>(id.get<int64_t>()));
+    }
+    return std::nullopt;
+  };
+  if (v.is_string()) {
+    *text = v.get<std::string>();
+    return std::nullopt;
+  }
+  if (v.is_array() && v.empty()) return Bad("prompt", "'prompt' must not be empty");
+  if (v.is_array() && v[0].is_number()) return read_ids(v);
+  if (v.is_array() && v.size() > 1)
+    return Bad("prompt",
+               "'prompt' holds " + std::to_string(v.size()) +
+                   " prompts: one prompt per request is supported (send them separately)",
+               "unsupported_parameter");
+  if (v.is_array() && v.size() == 1 && v[0].is_string()) {
+    *text = v[0].get<std::string>();
+    return std::nullopt;
+  }
+  if (v.is_array() && v.size() == 1 && v[0].is_array()) return read_ids(v[0]);
+  return Bad("prompt",
+             "'prompt' must be a string or an array of token ids (or an array of one "
+             "of those), got " +
+                 TypeName(v));
+}
+
 std::optional<ApiError> ReadStop(const json& body, std::vector<std::string>* out) {
   auto it = body.find("stop");
   if (it == body.end() || it->is_null()) return std::nullopt;
@@ -215,6 +282,17 @@ json ApiError::Body() const {
   return {{"error", e}};
 }
 
+std::optional<ApiError> CheckModel(const ApiRequest& request, const std::string& served) {
+  if (request.model.empty() || request.model == served) return std::nullopt;
+  ApiError e;
+  e.status = 404;
+  e.param = "model";
+  e.code = "model_not_found";
+  e.message = "The model '" + request.model + "' does not exist: this server serves '" + served +
+              "' (GET /v1/models)";
+  return e;
+}
+
 std::optional<ApiError> ParseApiRequest(Endpoint endpoint, std::string_view body, ApiRequest* out) {
   ApiRequest r;
   r.endpoint = endpoint;
@@ -226,15 +304,11 @@ std::optional<ApiError> ParseApiRequest(Endpoint endpoint, std::string_view body
     if (auto e = ReadMessages(j, &r.messages)) return e;
   } else {
     auto it = j.find("prompt");
-    if (it == j.end() || it->is_null()) return Bad("prompt", "'prompt' is required: a string");
-    if (it->is_string()) {
-      r.prompt = it->get<std::string>();
-    } else if (it->is_array() && it->size() == 1 && (*it)[0].is_string()) {
-      r.prompt = (*it)[0].get<std::string>();
-    } else {
-      return Bad("prompt", "'prompt' must be a string (or an array of one string)");
-    }
-    if (r.prompt.empty()) return Bad("prompt", "'prompt' must not be empty");
+    if (it == j.end() || it->is_null())
+      return Bad("prompt", "'prompt' is required: a string or an array of token ids");
+    if (auto e = ReadPrompt(*it, &r.prompt, &r.prompt_ids)) return e;
+    if (r.prompt.empty() && r.prompt_ids.empty())
+      return Bad("prompt", "'prompt' must not be empty");
   }
   std::optional<int64_t> max_tokens, max_completion_tokens;
   constexpr int64_t kMaxTokens = int64_t{1} << 30;
@@ -263,7 +337,9 @@ std::optional<ApiError> ParseApiRequest(Endpoint endpoint, std::string_view body
   }
   std::optional<int64_t> n;
   if (auto e = ReadInt(j, "n", 1, 128, &n)) return e;
-  if (n && *n != 1) return Bad("n", "'n' must be 1: one choice per request");
+  if (n && *n != 1)
+    return Bad("n", "'n' must be 1: one choice per request", "unsupported_parameter");
+  if (auto e = RefuseResultChangingFields(j, endpoint)) return e;
   for (const char* penalty : {"frequency_penalty", "presence_penalty"}) {
     std::optional<double> v;
     if (auto e = ReadNumber(j, penalty, -2, 2, false, &v)) return e;
@@ -307,6 +383,7 @@ generate::TextRequest ToTextRequest(const ApiRequest& r, int64_t context) {
   generate::TextRequest t;
   t.messages = r.messages;
   t.prompt = r.prompt;
+  t.prompt_ids = r.prompt_ids;
   t.enable_thinking = r.enable_thinking;
   t.max_new_tokens = r.max_tokens;
   t.temperature = r.temperature;

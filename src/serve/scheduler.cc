@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <queue>
 
 namespace tlaloc::serve {
@@ -19,6 +20,16 @@ const std::vector<double>& LatencyBounds() {
   static const std::vector<double> bounds{0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                                           1,    2.5,   5,    10,  30,   120};
   return bounds;
+}
+
+// TLALOC_TEST_FAIL_DECODE_STEP=N: the process's N-th decode step fails, as a device error would,
+// so that tests reach the path of a request that fails after admission. 0 (unset): never.
+int64_t FailingDecodeStep() {
+  static const int64_t step = [] {
+    const char* env = std::getenv("TLALOC_TEST_FAIL_DECODE_STEP");
+    return env ? std::atoll(env) : 0;
+  }();
+  return step;
 }
 
 void Observe(std::vector<int64_t>& counts, double& sum, int64_t& total, double seconds) {
@@ -262,10 +273,9 @@ Status Scheduler::PrefillChunk(Active& a) {
     a.on_text = [&a](generate::TextPart part, std::string_view text) {
       (part == generate::TextPart::kReasoning ? a.pending.reasoning : a.pending.content) += text;
     };
-    const bool split = a.req.split_reasoning;
     a.splitter = std::make_unique<generate::ReplySplitter>(
-        text_.tokenizer(), split ? text_.think_open() : std::nullopt,
-        split ? text_.think_close() : std::nullopt, a.req.stop, a.on_text, a.result);
+        text_.tokenizer(), text_.think_open(), text_.think_close(), a.req.stop, a.on_text, a.result,
+        a.req.split_reasoning);
   }
   // The next chunk continues the sequence where the last one ended.
   const auto& prompt = a.req.prepared.prompt_ids;
@@ -304,6 +314,9 @@ Status Scheduler::DecodeStep() {
     owners.push_back(&a);
   }
   if (rows.empty()) return OkStatus();
+  if (FailingDecodeStep() > 0 && ++test_decode_steps_ == FailingDecodeStep())
+    return Internal("decode step " + std::to_string(test_decode_steps_) +
+                    " failed (injected by TLALOC_TEST_FAIL_DECODE_STEP)");
   TL_ASSIGN_OR_RETURN(generate::EngineStep step, engine_.Decode(rows));
   {
     std::lock_guard<std::mutex> lock(mu_);

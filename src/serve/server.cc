@@ -3,10 +3,12 @@
 #include "tlaloc/serve/server.h"
 
 #include <httplib.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -24,11 +26,53 @@ namespace {
 
 using nlohmann::json;
 
-// How often a reply with nothing new writes a probe (an SSE comment, or JSON's leading
-// whitespace): cpp-httplib 0.11 reports a closed connection only when a write fails, and the
-// second write after the peer closed does, so a client that left frees its slot within two
-// probes.
+// How often a reply with nothing new writes a probe (an SSE comment) or, for a non-streamed
+// reply, looks whether its client left: cpp-httplib 0.11 reports a closed connection only when
+// a write fails, and the second write after the peer closed does, so a streaming client that
+// left frees its slot within two probes.
 constexpr int kProbeMs = 100;
+
+// The socket a request came on. cpp-httplib 0.11 hands a handler no socket (newer versions
+// have Request::is_connection_closed), but the request's two addresses name one connected
+// socket of this process: the one whose local and peer ends match. -1 when none matches.
+int ConnectionSocket(const httplib::Request& req) {
+  auto endpoint = [](const sockaddr_storage& a, socklen_t len, std::string* ip, int* port) {
+    char host[NI_MAXHOST];
+    if (getnameinfo(reinterpret_cast<const sockaddr*>(&a), len, host, sizeof(host), nullptr, 0,
+                    NI_NUMERICHOST) != 0)
+      return false;
+    *ip = host;
+    *port = a.ss_family == AF_INET6 ? ntohs(reinterpret_cast<const sockaddr_in6*>(&a)->sin6_port)
+                                    : ntohs(reinterpret_cast<const sockaddr_in*>(&a)->sin_port);
+    return true;
+  };
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    const int fd = std::atoi(entry.path().filename().c_str());
+    sockaddr_storage peer{}, local{};
+    socklen_t peer_len = sizeof(peer), local_len = sizeof(local);
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0)
+      continue;
+    std::string peer_ip, local_ip;
+    int peer_port = -1, local_port = -1;
+    if (endpoint(peer, peer_len, &peer_ip, &peer_port) &&
+        endpoint(local, local_len, &local_ip, &local_port) && peer_port == req.remote_port &&
+        local_port == req.local_port && peer_ip == req.remote_addr && local_ip == req.local_addr)
+      return fd;
+  }
+  return -1;
+}
+
+// Whether the peer closed (or reset) the connection: a read that would return end of file.
+// Bytes of a pipelined next request count as alive.
+bool PeerClosed(int fd) {
+  char byte;
+  const ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n > 0) return false;
+  if (n == 0) return true;
+  return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+}
 
 void SendError(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
@@ -49,6 +93,8 @@ ApiError ErrorFor(const Status& s, Endpoint endpoint = Endpoint::kChatCompletion
           e.message.find("no room for a reply") != std::string::npos) {
         e.code = "context_length_exceeded";
         e.param = endpoint == Endpoint::kChatCompletions ? "messages" : "prompt";
+      } else if (e.message.find("prompt token id") != std::string::npos) {
+        e.param = "prompt";
       }
       break;
     case StatusCode::kResourceExhausted:
@@ -139,29 +185,6 @@ bool StreamProvider(Reply& r, httplib::DataSink& sink) {
   return true;
 }
 
-// One JSON answer at the end; whitespace probes before it (JSON allows leading whitespace).
-bool WholeProvider(Reply& r, httplib::DataSink& sink) {
-  while (r.stream->Wait(r.events, kProbeMs)) {
-    if (!sink.write(" ", 1)) {
-      r.stream->Cancel();
-      return false;
-    }
-  }
-  json body;
-  if (r.stream->finish_reason() == "error") {
-    ApiError e = ErrorFor(r.stream->error());
-    e.status = 500;
-    e.type = "server_error";
-    body = e.Body();
-  } else {
-    body = CompletionBody(r.request, r.id, r.created, r.model, *r.stream, r.events);
-  }
-  const std::string text = Dump(body) + "\n";
-  sink.write(text.data(), text.size());
-  sink.done();
-  return true;
-}
-
 // Debian's cpp-httplib is a compiled library whose listen() backlog is 5: a burst of clients
 // (tests/cli/serve_load.py connects 16 at once) overflows the accept queue, and the kernel then
 // drops handshakes or answers with SYN cookies that can end in "Connection reset by peer".
@@ -233,6 +256,15 @@ void Server::Shutdown() {
   http_->stop();
 }
 
+std::string Server::AllowedOrigin(const std::string& origin) const {
+  if (origin.empty()) return "";
+  for (const std::string& o : options_.cors_origins) {
+    if (o == "*") return "*";
+    if (o == origin) return origin;
+  }
+  return "";
+}
+
 void Server::CountStatus(int status) {
   std::lock_guard<std::mutex> lock(status_mu_);
   ++responses_by_status_[status];
@@ -267,7 +299,23 @@ void Server::Routes() {
         SendError(res, e);
       });
   // The key guards /v1/ only: the page, /health and /metrics stay open to the local operator.
+  // CORS comes first: a browser's preflight carries no key, and an error a page cannot read
+  // (no Access-Control-Allow-Origin) is no error to it.
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    const std::string origin = AllowedOrigin(req.get_header_value("Origin"));
+    if (!origin.empty()) {
+      res.set_header("Access-Control-Allow-Origin", origin);
+      if (origin != "*") res.set_header("Vary", "Origin");
+      if (req.method == "OPTIONS") {
+        res.status = 204;
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        const std::string asked = req.get_header_value("Access-Control-Request-Headers");
+        res.set_header("Access-Control-Allow-Headers",
+                       asked.empty() ? "Authorization, Content-Type" : asked);
+        res.set_header("Access-Control-Max-Age", "600");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
     if (options_.api_key.empty() || req.path.rfind("/v1/", 0) != 0)
       return httplib::Server::HandlerResponse::Unhandled;
     if (BearerToken(req.get_header_value("Authorization")) == options_.api_key)
@@ -291,14 +339,25 @@ void Server::Routes() {
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(MetricsText(), "text/plain; version=0.0.4");
   });
-  s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    json model = {{"id", options_.model_name},
-                  {"object", "model"},
-                  {"created", created_},
-                  {"owned_by", "tlaloc"},
-                  {"max_model_len", scheduler_.options().max_context}};
-    res.set_content(Dump({{"object", "list"}, {"data", json::array({model})}}), "application/json");
+  auto model_object = [this] {
+    return json{{"id", options_.model_name},
+                {"object", "model"},
+                {"created", created_},
+                {"owned_by", "tlaloc"},
+                {"max_model_len", scheduler_.options().max_context}};
+  };
+  s.Get("/v1/models", [model_object](const httplib::Request&, httplib::Response& res) {
+    res.set_content(Dump({{"object", "list"}, {"data", json::array({model_object()})}}),
+                    "application/json");
   });
+  // One model's object (the openai SDKs' models.retrieve); ids may hold slashes.
+  s.Get(R"(/v1/models/(.+))",
+        [this, model_object](const httplib::Request& req, httplib::Response& res) {
+          ApiRequest asked;
+          asked.model = req.matches[1];
+          if (auto e = CheckModel(asked, options_.model_name)) return SendError(res, *e);
+          res.set_content(Dump(model_object()), "application/json");
+        });
   auto complete = [this](Endpoint endpoint) {
     return [this, endpoint](const httplib::Request& req, httplib::Response& res) {
       if (draining_.load() || scheduler_.draining())
@@ -306,6 +365,7 @@ void Server::Routes() {
                          ErrorFor(Status(StatusCode::kUnavailable, "the server is shutting down")));
       auto reply = std::make_shared<Reply>();
       if (auto e = ParseApiRequest(endpoint, req.body, &reply->request)) return SendError(res, *e);
+      if (auto e = CheckModel(reply->request, options_.model_name)) return SendError(res, *e);
       const ApiRequest& api = reply->request;
       auto prepared = text_.Prepare(ToTextRequest(api, scheduler_.options().max_context));
       if (!prepared.ok()) return SendError(res, ErrorFor(prepared.status(), endpoint));
@@ -321,19 +381,35 @@ void Server::Routes() {
                   Hex(next_id_.fetch_add(1));
       reply->model = options_.model_name;
       reply->created = static_cast<int64_t>(std::time(nullptr));
-      // A reply that never started (the connection failed first) frees its slot too.
-      auto release = [reply](bool) { reply->stream->Cancel(); };
       if (api.stream) {
+        // A reply that never started (the connection failed first) frees its slot too.
+        auto release = [reply](bool) { reply->stream->Cancel(); };
         res.set_header("Cache-Control", "no-cache");
         res.set_chunked_content_provider(
             "text/event-stream",
             [reply](size_t, httplib::DataSink& sink) { return StreamProvider(*reply, sink); },
             release);
       } else {
-        res.set_chunked_content_provider(
-            "application/json",
-            [reply](size_t, httplib::DataSink& sink) { return WholeProvider(*reply, sink); },
-            release);
+        // The status goes out with the answer, so that a request failing after admission is
+        // an error to the client, not a 200 with an error body.
+        const int fd = ConnectionSocket(req);
+        while (reply->stream->Wait(reply->events, kProbeMs)) {
+          if (fd >= 0 && PeerClosed(fd)) {
+            reply->stream->Cancel();
+            res.status = 499;  // nginx's "client closed request": nobody reads it
+            return;
+          }
+        }
+        if (reply->stream->finish_reason() == "error") {
+          ApiError e = ErrorFor(reply->stream->error(), endpoint);
+          e.status = 500;
+          e.type = "server_error";
+          return SendError(res, e);
+        }
+        res.set_content(Dump(CompletionBody(api, reply->id, reply->created, reply->model,
+                                            *reply->stream, reply->events)) +
+                            "\n",
+                        "application/json");
       }
     };
   };

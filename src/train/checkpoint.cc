@@ -86,6 +86,13 @@ Status SaveTrainingState(const fs::path& dir, const io::ModelConfig& config,
             {"grad_clip_norm", state.grad_clip_norm},
             {"source_model", state.source_model},
             {"data", state.data},
+            {"out", state.out},
+            {"run_steps", state.run_steps},
+            {"save_every", state.save_every},
+            {"keep_last", state.keep_last},
+            {"remat", state.remat},
+            {"mesh", state.mesh},
+            {"plan", state.plan},
             {"optimizer_order", json::array()}};
   for (const auto& entry : optimizer_state) j["optimizer_order"].push_back(entry.first);
   // Written last: it marks the folder's save complete.
@@ -247,8 +254,7 @@ Status ClearStaleSaves(const fs::path& out_dir, const fs::path& keep, bool fresh
   return SyncDirectory(out_dir);
 }
 
-StatusOr<LoadedTrainingState> LoadTrainingState(const fs::path& dir,
-                                                const io::ModelConfig& config) {
+StatusOr<TrainerState> ReadTrainerState(const fs::path& dir) {
   const fs::path state_path = dir / kTrainerStateFile;
   std::ifstream in(state_path);
   if (!in)
@@ -259,8 +265,7 @@ StatusOr<LoadedTrainingState> LoadTrainingState(const fs::path& dir,
   json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object())
     return InvalidArgument(state_path.string() + ": not a JSON object");
-  LoadedTrainingState out;
-  TrainerState& s = out.state;
+  TrainerState s;
   try {
     s.step = j.at("step").get<int64_t>();
     s.seed = j.at("seed").get<uint64_t>();
@@ -273,10 +278,29 @@ StatusOr<LoadedTrainingState> LoadTrainingState(const fs::path& dir,
     s.grad_clip_norm = j.value("grad_clip_norm", 0.0);
     s.source_model = j.value("source_model", std::string());
     s.data = j.value("data", std::string());
+    s.out = j.value("out", std::string());
+    s.run_steps = j.value("run_steps", int64_t{0});
+    s.save_every = j.value("save_every", int64_t{-1});
+    s.keep_last = j.value("keep_last", int64_t{-1});
+    s.remat = j.value("remat", false);
+    s.mesh = j.value("mesh", std::string());
+    s.plan = j.value("plan", std::string());
+    if (j.contains("optimizer_order") && j["optimizer_order"].is_array()) {
+      s.optimizer_order.emplace();
+      for (const json& name : j["optimizer_order"])
+        s.optimizer_order->push_back(name.is_string() ? name.get<std::string>() : "");
+    }
   } catch (const json::exception& e) {
     return InvalidArgument(state_path.string() + ": " + e.what() +
                            " (expected integer step, seed, batch and seq_len)");
   }
+  return s;
+}
+
+StatusOr<LoadedTrainingState> LoadTrainingState(const fs::path& dir,
+                                                const io::ModelConfig& config) {
+  LoadedTrainingState out;
+  TL_ASSIGN_OR_RETURN(out.state, ReadTrainerState(dir));
   TL_ASSIGN_OR_RETURN(auto file, io::SafetensorsFile::Open(dir / kOptimizerFile));
   for (const auto& info : file->tensors()) {
     if (info.name.rfind(kMasterPrefix, 0) == 0) continue;
@@ -295,16 +319,16 @@ StatusOr<LoadedTrainingState> LoadTrainingState(const fs::path& dir,
     out.master_weights.push_back(file->Load(*info).Clone());
   }
   // The file keeps tensors sorted by name; the trainer gets them back in the order it gave.
-  if (!j.contains("optimizer_order") || !j["optimizer_order"].is_array())
-    return InvalidArgument(state_path.string() + ": lacks the \"optimizer_order\" name list");
+  if (!out.state.optimizer_order)
+    return InvalidArgument((dir / kTrainerStateFile).string() +
+                           ": lacks the \"optimizer_order\" name list");
   NamedLiterals ordered;
-  for (const json& name_json : j["optimizer_order"]) {
-    const std::string name = name_json.is_string() ? name_json.get<std::string>() : "";
+  for (const std::string& name : *out.state.optimizer_order) {
     auto it = std::find_if(out.optimizer_state.begin(), out.optimizer_state.end(),
                            [&](const auto& entry) { return entry.first == name; });
     if (it == out.optimizer_state.end())
       return NotFound((dir / kOptimizerFile).string() + " lacks optimizer tensor \"" + name +
-                      "\" listed in " + state_path.string());
+                      "\" listed in " + (dir / kTrainerStateFile).string());
     ordered.push_back(*it);
   }
   out.optimizer_state = std::move(ordered);

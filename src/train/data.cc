@@ -121,14 +121,28 @@ StatusOr<std::vector<Document>> LoadJsonlDocuments(const std::filesystem::path& 
   std::ifstream in(path);
   if (!in) return NotFound("cannot open data file " + path.string());
   std::vector<Document> docs;
+  // Every bad row is reported (up to kShownErrors), so that one run finds them all rather than
+  // one per run.
+  constexpr int64_t kShownErrors = 20;
+  std::string errors;
+  int64_t bad_rows = 0;
   std::string line;
   for (int64_t line_no = 1; std::getline(in, line); ++line_no) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    TL_ASSIGN_OR_RETURN(Document doc,
-                        DocumentFromJsonLine(line, path.string() + ":" + std::to_string(line_no),
-                                             tokenizer, options));
-    docs.push_back(std::move(doc));
+    auto doc = DocumentFromJsonLine(line, path.string() + ":" + std::to_string(line_no), tokenizer,
+                                    options);
+    if (!doc.ok()) {
+      if (++bad_rows <= kShownErrors) errors += "\n  " + doc.status().message();
+      continue;
+    }
+    docs.push_back(std::move(*doc));
+  }
+  if (bad_rows > 0) {
+    if (bad_rows > kShownErrors)
+      errors += "\n  ... and " + std::to_string(bad_rows - kShownErrors) + " more bad rows";
+    return InvalidArgument(path.string() + ": " + std::to_string(bad_rows) +
+                           (bad_rows == 1 ? " bad row" : " bad rows") + errors);
   }
   if (docs.empty()) return InvalidArgument(path.string() + ": no rows (expected JSONL)");
   return docs;

@@ -242,13 +242,15 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
     TL_ASSIGN_OR_RETURN(resumed, LoadTrainingState(save_point.dir, config));
     // The data stream and the optimizer settings continue exactly where they stopped.
     const TrainerState& saved = resumed->state;
-    options.seed = saved.seed;
-    options.batch = saved.batch;
-    options.seq_len = saved.seq_len;
-    options.lr = saved.lr;
-    options.warmup_steps = saved.warmup_steps;
-    options.weight_decay = saved.weight_decay;
-    options.grad_clip_norm = saved.grad_clip_norm;
+    if (!options.resume_settings_merged) {
+      options.seed = saved.seed;
+      options.batch = saved.batch;
+      options.seq_len = saved.seq_len;
+      options.lr = saved.lr;
+      options.warmup_steps = saved.warmup_steps;
+      options.weight_decay = saved.weight_decay;
+      options.grad_clip_norm = saved.grad_clip_norm;
+    }
     // The saved schedule still holds unless the run now goes past its end.
     if (options.schedule_steps == 0 && saved.total_steps >= options.steps)
       options.schedule_steps = saved.total_steps;
@@ -379,6 +381,13 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
   state.grad_clip_norm = options.grad_clip_norm;
   state.source_model = resumed ? resumed->state.source_model : fs::absolute(model_dir, ec).string();
   state.data = fs::absolute(options.data_path, ec).string();
+  state.out = fs::absolute(options.out_dir, ec).string();
+  state.run_steps = total_steps;
+  state.save_every = options.save_every;
+  state.keep_last = options.keep_last;
+  state.remat = options.remat;
+  state.mesh = options.mesh;
+  state.plan = options.plan;
   // Where a save copies the tokenizer and generation config from: the model folder, then this
   // run's newest save, since pruning (--keep-last) may remove the checkpoint-N it resumed from.
   fs::path copy_source = model_dir;

@@ -14,3 +14,7 @@ add_test(NAME cli.memory_budget
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/memory_budget_test.sh $<TARGET_FILE:tlaloc_cli>
           $<TARGET_FILE:tlaloc_pjrt_cpu>)
 set_tests_properties(cli.memory_budget PROPERTIES LABELS cli TIMEOUT 300)
+add_test(NAME cli.generate_stdin
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/generate_stdin_test.sh
+          $<TARGET_FILE:tlaloc_cli> ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.generate_stdin PROPERTIES LABELS cli TIMEOUT 300)

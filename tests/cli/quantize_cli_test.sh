@@ -50,7 +50,8 @@ fi
 "$TLALOC" inspect "$WORK/q8.gguf" >"$WORK/gguf.txt" 2>&1 || fail "inspect of the GGUF"
 grep -q 'Q8_0' "$WORK/gguf.txt" || { cat "$WORK/gguf.txt"; fail "the GGUF has no Q8_0 tensors"; }
 "$TLALOC" export gguf "$INT8" "$WORK/b.gguf" --dtype bf16 2>"$WORK/e.log"
-[ $? -eq 1 ] && grep -q 'int8 checkpoint' "$WORK/e.log" || fail "export --dtype of an int8 folder"
+# Conflicting options: a usage error, exit 2 (README).
+[ $? -eq 2 ] && grep -q 'int8 checkpoint' "$WORK/e.log" || fail "export --dtype of an int8 folder: exit 2 expected"
 # Qwen3-MoE: the experts are quantized too (the router stays float), generate agrees between
 # the interpreter and the plugin, and the export writes qwen3moe's experts as Q8_0.
 MOE=$WORK/moe

@@ -2,10 +2,14 @@
 chat page, sends a message and waits for the streamed reply: the assistant's bubble must grow
 while the reply streams (more than one content piece), finish without an error and show a usage
 line; the page must log no JavaScript error. Saves a screenshot of the finished chat.
+A turn that fails (a budget the server refuses) shows an error and is left out of the history
+the next request sends; the Stop button, shown while a reply streams, aborts it and keeps what
+came so far as the assistant's turn (issue 38).
 
 Usage: python serve_chat_page.py URL CHROMIUM CHROMEDRIVER SCREENSHOT.png
 """
 
+import json
 import os
 import sys
 import tempfile
@@ -17,6 +21,8 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
 MESSAGE = "Hello! What is rain?"
+BAD_TURN = "This turn fails"
+LONG_TURN = "Tell a long story"
 
 # The server is on loopback: a proxy configured for the machine must not see these requests.
 os.environ["NO_PROXY"] = ",".join(filter(None, [os.environ.get("NO_PROXY"), "127.0.0.1"]))
@@ -41,20 +47,53 @@ def main():
             WebDriverWait(driver, 10).until(
                 lambda d: d.find_element(By.ID, "model").text.strip() != "",
                 "the page never showed the model's name")
-            driver.execute_script("document.getElementById('temp').value = '0';"
-                                  "document.getElementById('max').value = '40';")
+            # Every request body the page sends, to check the history it carries.
+            driver.execute_script(
+                "window.sentBodies = []; const f = window.fetch;"
+                "window.fetch = (u, o) => { if (o && o.body) window.sentBodies.push(o.body);"
+                " return f(u, o); };")
             box = driver.find_element(By.ID, "input")
+            # A failed turn: a budget of -5 is refused by the server (400).
+            driver.execute_script("document.getElementById('temp').value = '0';"
+                                  "document.getElementById('max').value = '-5';")
+            box.send_keys(BAD_TURN)
+            box.send_keys(Keys.ENTER)
+            WebDriverWait(driver, 30).until(
+                lambda d: d.find_elements(By.CSS_SELECTOR, ".msg.assistant[data-done='error']"),
+                "the refused turn did not show an error")
+            driver.execute_script("document.getElementById('max').value = '40';")
             box.send_keys(MESSAGE)
             box.send_keys(Keys.ENTER)
             WebDriverWait(driver, 60).until(
-                lambda d: d.find_elements(By.CSS_SELECTOR, ".msg.assistant[data-done]"),
+                lambda d: len(d.find_elements(By.CSS_SELECTOR, ".msg.assistant[data-done]")) >= 2,
                 "no finished assistant reply within 60 s")
-            reply = driver.find_element(By.CSS_SELECTOR, ".msg.assistant")
+            reply = driver.find_elements(By.CSS_SELECTOR, ".msg.assistant")[-1]
             done = reply.get_attribute("data-done")
             pieces = int(reply.get_attribute("data-pieces") or 0)
             text = reply.find_element(By.TAG_NAME, "span").text
             meta = reply.find_element(By.CSS_SELECTOR, ".meta").text
-            user = driver.find_element(By.CSS_SELECTOR, ".msg.user").text
+            user = driver.find_elements(By.CSS_SELECTOR, ".msg.user")[-1].text
+            sent = [json.loads(b) for b in driver.execute_script("return window.sentBodies;")]
+            # Stop: a long reply, aborted once its first piece shows.
+            stop_button = driver.find_element(By.ID, "stop")
+            stop_hidden_before = not stop_button.is_displayed()
+            driver.execute_script("document.getElementById('max').value = '450';")
+            box.send_keys(LONG_TURN)
+            box.send_keys(Keys.ENTER)
+            WebDriverWait(driver, 30).until(
+                lambda d: d.find_elements(By.CSS_SELECTOR, ".msg.assistant")[-1]
+                .find_element(By.TAG_NAME, "span").text != "",
+                "the long reply never started")
+            stop_button.click()
+            WebDriverWait(driver, 30).until(
+                lambda d: d.find_elements(By.CSS_SELECTOR, ".msg.assistant")[-1]
+                .get_attribute("data-done"),
+                "the stopped reply never ended")
+            stopped = driver.find_elements(By.CSS_SELECTOR, ".msg.assistant")[-1]
+            stopped_done = stopped.get_attribute("data-done")
+            stopped_meta = stopped.find_element(By.CSS_SELECTOR, ".meta").text
+            stop_hidden_after = not stop_button.is_displayed()
+            send_enabled = driver.find_element(By.ID, "send").is_enabled()
             driver.save_screenshot(screenshot)
             # Uncaught exceptions and console errors; not network ones (e.g. no favicon.ico).
             errors = [e["message"] for e in driver.get_log("browser")
@@ -68,6 +107,18 @@ def main():
     assert text, "the reply is empty"
     assert "tokens" in meta, "no usage line: " + repr(meta)
     print(f"ok: chat page streamed a reply in {pieces} pieces ({meta}); screenshot {screenshot}")
+    # The failed turn was sent once, and left out of the next request's history.
+    assert len(sent) >= 2, sent
+    assert sent[0]["messages"] == [{"role": "user", "content": BAD_TURN}], sent[0]
+    assert sent[1]["messages"] == [{"role": "user", "content": MESSAGE}], (
+        "the failed turn stayed in the history: " + json.dumps(sent[1]["messages"]))
+    print("ok: a failed turn is dropped from the history the page sends")
+    assert stop_hidden_before, "the Stop button shows while nothing streams"
+    assert stopped_done == "stopped", (
+        f"Stop did not stop the reply (data-done {stopped_done!r}, {stopped_meta!r}); a reply "
+        "that finished first would say '1'")
+    assert stop_hidden_after and send_enabled, "after Stop, Send is not back or Stop still shows"
+    print("ok: Stop aborts a streaming reply")
 
 
 if __name__ == "__main__":

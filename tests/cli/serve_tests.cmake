@@ -9,3 +9,7 @@ add_test(NAME cli.serve_chat_page
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/serve_chat_page_test.sh
           $<TARGET_FILE:tlaloc_cli> ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
 set_tests_properties(cli.serve_chat_page PROPERTIES LABELS "cli;serve" SKIP_RETURN_CODE 77 TIMEOUT 300)
+add_test(NAME cli.serve_api
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/serve_api_test.sh
+          $<TARGET_FILE:tlaloc_cli> ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.serve_api PROPERTIES LABELS "cli;serve" SKIP_RETURN_CODE 77 TIMEOUT 300)

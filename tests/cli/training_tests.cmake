@@ -6,6 +6,11 @@ add_test(NAME cli.training_flags
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/training_flags_test.sh $<TARGET_FILE:tlaloc_cli>)
 set_tests_properties(cli.training_flags PROPERTIES LABELS cli TIMEOUT 120)
 
+# `finetune --resume DIR` alone continues the recorded run; overrides are named (issue 38).
+add_test(NAME cli.finetune_resume
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/finetune_resume_test.sh $<TARGET_FILE:tlaloc_cli>)
+set_tests_properties(cli.finetune_resume PROPERTIES LABELS cli TIMEOUT 300)
+
 # loss.svg: one point per step, valid after SIGINT, drawn by headless Chromium (the screenshot is
 # kept in the build folder's test_artefacts/). Skips (77) without chromium unless CI=true.
 add_test(NAME cli.training_loss_svg

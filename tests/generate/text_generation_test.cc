@@ -16,16 +16,19 @@ struct Split {
   bool stopped = false;
 };
 
+// `with_ids`: the tokenizer's <think> ids mark the block; false: the markers are spelled as text
+// pieces and the splitter has no ids for them, as with a byte-level tokenizer.
 Split RunSplitter(const Tokenizer& tok, const std::string& reply,
-                  const std::vector<std::string>& stops) {
+                  const std::vector<std::string>& stops, bool with_ids = true) {
   EncodeOptions eo;
-  eo.allow_special = true;
+  eo.allow_special = with_ids;
   const std::vector<int32_t> ids = tok.Encode(reply, eo);
   Split s;
   generate::TextCallback on_text = [&](generate::TextPart part, std::string_view piece) {
     (part == generate::TextPart::kReasoning ? s.streamed_reasoning : s.streamed_content) += piece;
   };
-  generate::ReplySplitter splitter(tok, tok.TokenToId("<think>"), tok.TokenToId("</think>"), stops,
+  generate::ReplySplitter splitter(tok, with_ids ? tok.TokenToId("<think>") : std::nullopt,
+                                   with_ids ? tok.TokenToId("</think>") : std::nullopt, stops,
                                    on_text, s.result);
   for (int32_t id : ids) {
     EXPECT_TRUE(splitter.Push(id));
@@ -73,6 +76,58 @@ TEST(ReplySplitter, StopStringEndsTheContentWhereverTokensSplitIt) {
   Split multi = RunSplitter(*tok, "one two three four", {" three f"});
   EXPECT_TRUE(multi.stopped);
   EXPECT_EQ(multi.result.content, "one two");
+}
+
+// Byte-level tokenizers (finetune-demo's) have no <think> ids: the markers are text, and the
+// block is split out by them all the same, however the pieces fall (issue 38).
+TEST(ReplySplitter, ThinkBlockSplitByTextMarkersWithoutIds) {
+  TL_REQUIRE_QWEN_TOKENIZER(tok);
+  Split empty = RunSplitter(*tok, "<think>\n\n</think>\n\nder", {}, /*with_ids=*/false);
+  EXPECT_EQ(empty.result.content, "der");
+  EXPECT_EQ(empty.result.reasoning, "\n\n");
+  Split full = RunSplitter(*tok, "<think>\nThe user greets me.\n</think>\n\nHello!", {"zzz"},
+                           /*with_ids=*/false);
+  EXPECT_EQ(full.result.reasoning, "\nThe user greets me.\n");
+  EXPECT_EQ(full.result.content, "Hello!");
+  EXPECT_EQ(full.streamed_reasoning, full.result.reasoning);
+  EXPECT_EQ(full.streamed_content, full.result.content);
+  // No block, a "<think>" later in the reply, a reply that is only a prefix of the marker, and
+  // an unfinished block: content stays content, reasoning stays reasoning.
+  EXPECT_EQ(RunSplitter(*tok, "Plain <think> text", {}, false).result.content,
+            "Plain <think> text");
+  EXPECT_EQ(RunSplitter(*tok, "\n<thi", {}, false).result.content, "\n<thi");
+  Split open = RunSplitter(*tok, "<think>still thinking </thi", {}, false);
+  EXPECT_EQ(open.result.reasoning, "still thinking </thi");
+  EXPECT_EQ(open.result.content, "");
+  // Byte by byte: one token per byte, as a byte-level tokenizer generates.
+  generate::TextResult bytes;
+  const std::vector<std::string> stops;
+  const generate::TextCallback none;
+  generate::ReplySplitter splitter(*tok, std::nullopt, std::nullopt, stops, none, bytes);
+  for (char c : std::string("<think>\nhm\n</think>\n\nyes")) {
+    auto id = tok->Encode(std::string(1, c));
+    ASSERT_EQ(id.size(), 1u);
+    EXPECT_TRUE(splitter.Push(id[0]));
+  }
+  splitter.Finish();
+  EXPECT_EQ(bytes.reasoning, "\nhm\n");
+  EXPECT_EQ(bytes.content, "yes");
+}
+
+// A raw completion is not split: the markers stay in the content.
+TEST(ReplySplitter, NoSplitKeepsTheMarkersInTheContent) {
+  TL_REQUIRE_QWEN_TOKENIZER(tok);
+  generate::TextResult result;
+  const std::vector<std::string> stops;
+  const generate::TextCallback none;
+  generate::ReplySplitter splitter(*tok, tok->TokenToId("<think>"), tok->TokenToId("</think>"),
+                                   stops, none, result, /*split_reasoning=*/false);
+  EncodeOptions eo;
+  eo.allow_special = true;
+  for (int32_t id : tok->Encode("<think>x</think>y", eo)) EXPECT_TRUE(splitter.Push(id));
+  splitter.Finish();
+  EXPECT_EQ(result.content, "<think>x</think>y");
+  EXPECT_EQ(result.reasoning, "");
 }
 
 TEST(ReplySplitter, IdsPastTheVocabularyDecodeAsNothing) {

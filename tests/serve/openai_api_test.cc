@@ -67,6 +67,68 @@ TEST(OpenAiApi, RefusesMalformedAndWrongTypedBodies) {
   ExpectRefused(R"({"prompt": "x", "echo": true})", "echo", Endpoint::kCompletions);
 }
 
+// Fields that would change the answer are refused by name, not silently ignored (issue 38);
+// their neutral values pass.
+TEST(OpenAiApi, RefusesFieldsThatWouldChangeTheAnswer) {
+  const std::string msg = R"("messages": [{"role": "user", "content": "hi"}])";
+  for (const auto& [field, value] : std::vector<std::pair<std::string, std::string>>{
+           {"logit_bias", R"({"1": 5})"},
+           {"tools", R"([{"type": "function", "function": {"name": "f"}}])"},
+           {"functions", R"([{"name": "f"}])"},
+           {"tool_choice", R"("auto")"},
+           {"tool_choice", R"({"type": "function", "function": {"name": "f"}})"},
+           {"function_call", R"("auto")"},
+           {"response_format", R"({"type": "json_object"})"},
+           {"response_format", R"("text")"}}) {
+    ExpectRefused("{" + msg + ", \"" + field + "\": " + value + "}", field);
+    ApiRequest r;
+    auto e = ParseApiRequest(Endpoint::kChatCompletions,
+                             "{" + msg + ", \"" + field + "\": " + value + "}", &r);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->code, "unsupported_parameter");
+  }
+  ExpectRefused(R"({"prompt": "x", "best_of": 3})", "best_of", Endpoint::kCompletions);
+  ExpectRefused(R"({"prompt": "x", "logit_bias": {"7": -100}})", "logit_bias",
+                Endpoint::kCompletions);
+  EXPECT_FALSE(Chat("{" + msg +
+                    R"(, "logit_bias": {}, "tools": [], "tool_choice": "none", "n": 1,
+                    "response_format": {"type": "text"}, "user": "u", "store": false,
+                    "metadata": {"k": "v"}, "parallel_tool_calls": false})"));
+  ApiRequest r;
+  EXPECT_FALSE(ParseApiRequest(Endpoint::kCompletions, R"({"prompt": "x", "best_of": 1})", &r));
+}
+
+// A completion's prompt may be token ids, alone or as the one prompt of a list; several prompts
+// are refused by name rather than answered as one.
+TEST(OpenAiApi, PromptAsTokenIds) {
+  ApiRequest r;
+  ASSERT_FALSE(ParseApiRequest(Endpoint::kCompletions, R"({"prompt": [1, 2, 3]})", &r));
+  EXPECT_EQ(r.prompt_ids, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(ToTextRequest(r, 0).prompt_ids, r.prompt_ids);
+  ApiRequest nested;
+  ASSERT_FALSE(ParseApiRequest(Endpoint::kCompletions, R"({"prompt": [[4, 5]]})", &nested));
+  EXPECT_EQ(nested.prompt_ids, (std::vector<int32_t>{4, 5}));
+  ExpectRefused(R"({"prompt": [[1], [2]]})", "prompt", Endpoint::kCompletions);
+  ExpectRefused(R"({"prompt": ["a", "b"]})", "prompt", Endpoint::kCompletions);
+  ExpectRefused(R"({"prompt": [1, -2]})", "prompt", Endpoint::kCompletions);
+  ExpectRefused(R"({"prompt": [1, 2.5]})", "prompt", Endpoint::kCompletions);
+  ExpectRefused(R"({"prompt": []})", "prompt", Endpoint::kCompletions);
+  ExpectRefused(R"({"prompt": [[]]})", "prompt", Endpoint::kCompletions);
+}
+
+TEST(OpenAiApi, UnknownModelIsNotFound) {
+  ApiRequest r;
+  EXPECT_FALSE(CheckModel(r, "tiny"));  // absent: the served one
+  r.model = "tiny";
+  EXPECT_FALSE(CheckModel(r, "tiny"));
+  r.model = "gpt-4o";
+  auto e = CheckModel(r, "tiny");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->status, 404);
+  EXPECT_EQ(e->code, "model_not_found");
+  EXPECT_EQ(e->param, "model");
+}
+
 // A range is written as people write it ("[0, 2]"), not with std::to_string's six decimals.
 TEST(OpenAiApi, RangesInMessagesAreShort) {
   const std::string msg = R"("messages": [{"role": "user", "content": "hi"}])";

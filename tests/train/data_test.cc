@@ -105,6 +105,34 @@ TEST(Data, BadRowsAreNamedByFileAndLine) {
   EXPECT_FALSE(LoadJsonlDocuments(path, Bytes(), DocumentOptions{kEot}).ok());
 }
 
+// Every bad row is named, not only the first: the first 20, then how many more.
+TEST(Data, JsonlReportsEveryBadRowUpToALimit) {
+  const fs::path path =
+      fs::temp_directory_path() / ("tlaloc_data_rows_" + std::to_string(::getpid()) + ".jsonl");
+  {
+    std::ofstream f(path);
+    f << "{\"text\": \"fine\"}\n{\"text\": 1}\n{\"text\": \"ok\"}\n[2]\n";
+  }
+  auto two = LoadJsonlDocuments(path, Bytes(), DocumentOptions{kEot});
+  ASSERT_FALSE(two.ok());
+  const std::string m = two.status().message();
+  EXPECT_NE(m.find("2 bad rows"), std::string::npos) << m;
+  EXPECT_NE(m.find(path.string() + ":2"), std::string::npos) << m;
+  EXPECT_NE(m.find(path.string() + ":4"), std::string::npos) << m;
+  {
+    std::ofstream f(path);
+    for (int i = 0; i < 25; ++i) f << "{\"text\": " << i << "}\n";
+  }
+  auto many = LoadJsonlDocuments(path, Bytes(), DocumentOptions{kEot});
+  ASSERT_FALSE(many.ok());
+  const std::string mm = many.status().message();
+  EXPECT_NE(mm.find("25 bad rows"), std::string::npos) << mm;
+  EXPECT_NE(mm.find(path.string() + ":20:"), std::string::npos) << mm;
+  EXPECT_EQ(mm.find(path.string() + ":21:"), std::string::npos) << mm;
+  EXPECT_NE(mm.find("and 5 more bad rows"), std::string::npos) << mm;
+  fs::remove(path);
+}
+
 Document Doc(std::vector<int32_t> ids, std::vector<uint8_t> trained) {
   ids.push_back(kEot);
   trained.push_back(1);

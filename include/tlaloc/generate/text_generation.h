@@ -26,6 +26,9 @@ struct TextRequest {
   // A conversation (rendered with the chat template) or, when empty, `prompt` as it is.
   std::vector<ChatMessage> messages;
   std::string prompt;
+  // A prompt already tokenized (the OpenAI API's "prompt": [ids]); when non-empty it is used
+  // instead of `prompt`. Every id must be in the model's vocabulary.
+  std::vector<int32_t> prompt_ids;
   // Prompt text only: control tokens written in it (<|im_start|>...) become their ids; otherwise
   // they stay literal text.
   bool parse_special = false;
@@ -76,14 +79,17 @@ struct PreparedRequest {
 using TextCallback = std::function<void(TextPart part, std::string_view text)>;
 
 // Routes a reply's decoded tokens: text inside <think>...</think> to reasoning, the rest to
-// content (the newlines after </think> dropped); holds back text that may start a stop string and
-// ends the content before the first stop string. Each piece goes to `on_text` once final and is
-// appended to `result`'s reasoning or content.
+// content (the newlines after </think> dropped); the markers are the tokenizer's <think> and
+// </think> ids when it has them, else the text "<think>" opening the reply and the first
+// "</think>" after it (byte-level tokenizers spell them in bytes); holds back text that may start a
+// stop string and ends the content before the first stop string. Each piece goes to `on_text` once
+// final and is appended to `result`'s reasoning or content.
 class ReplySplitter {
  public:
+  // split_reasoning false: everything is content, markers included (a raw completion).
   ReplySplitter(const Tokenizer& tok, std::optional<int32_t> think_open,
                 std::optional<int32_t> think_close, const std::vector<std::string>& stops,
-                const TextCallback& on_text, TextResult& result);
+                const TextCallback& on_text, TextResult& result, bool split_reasoning = true);
   // False when the token could not be decoded (the error is kept in result.error).
   bool Push(int32_t id);
   // The rest at the end: bytes of an unfinished character, text held back for a stop string.
@@ -94,6 +100,10 @@ class ReplySplitter {
  private:
   static DecodeOptions DecoderOptions();
   void Route(std::string piece);
+  // The markers as text: returns the part of `piece` past the think block (or all of it when the
+  // reply has none), holding back what may still turn out to be a marker.
+  std::string RouteTextMarkers(std::string piece, bool at_end);
+  void RouteContent(std::string piece);
   void Emit(TextPart part, const std::string& text);
 
   StreamDecoder decoder_;
@@ -103,6 +113,10 @@ class ReplySplitter {
   TextResult& result_;
   bool in_think_ = false, strip_newlines_ = false, stopped_ = false;
   std::string pending_;
+  // Text markers (no think ids): whether the reply's start has been decided, and the text held
+  // while it may be "<think>" or the end of the block.
+  bool text_markers_ = false, markers_done_ = false;
+  std::string marker_text_;
 };
 
 class TextGenerator {

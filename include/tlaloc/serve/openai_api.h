@@ -34,6 +34,7 @@ struct ApiRequest {
   std::string model;
   std::vector<ChatMessage> messages;  // chat
   std::string prompt;                 // completions
+  std::vector<int32_t> prompt_ids;    // completions: a prompt given as token ids
   std::optional<int64_t> max_tokens;
   std::optional<double> temperature, top_p;
   std::optional<int64_t> top_k;
@@ -46,8 +47,14 @@ struct ApiRequest {
 };
 
 // Parses a request body. Unknown fields are ignored (clients send many); known ones must have
-// their documented types and ranges.
+// their documented types and ranges, and fields that would change the answer but are not
+// honoured (logit_bias, best_of, n > 1, tools, tool_choice, response_format other than text)
+// are refused with a 400 naming them.
 std::optional<ApiError> ParseApiRequest(Endpoint endpoint, std::string_view body, ApiRequest* out);
+
+// An unknown model is a 404 "model_not_found", as OpenAI and vLLM answer; an absent model is
+// the served one (OpenAI requires the field, llama-server does not: clients that omit it work).
+std::optional<ApiError> CheckModel(const ApiRequest& request, const std::string& served);
 
 // The request in TextGenerator's terms (context: positions a slot holds).
 generate::TextRequest ToTextRequest(const ApiRequest& request, int64_t context);

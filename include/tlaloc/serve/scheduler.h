@@ -153,6 +153,7 @@ class Scheduler {
   std::deque<std::unique_ptr<Active>> queue_;   // guarded by mu_
   std::vector<std::unique_ptr<Active>> slots_;  // loop thread only; null: free
   int64_t reserved_blocks_ = 0;                 // loop thread only: running requests' budgets
+  int64_t test_decode_steps_ = 0;               // loop thread only: TLALOC_TEST_FAIL_DECODE_STEP
   std::atomic<bool> draining_{false}, stop_{false};
   SchedulerStats stats_;  // guarded by mu_
   std::thread thread_;

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tlaloc/generate/text_generation.h"
 #include "tlaloc/serve/scheduler.h"
@@ -28,6 +29,9 @@ struct ServerOptions {
   int port = 8080;                    // 0: an ephemeral port (Bind returns it)
   std::string api_key;                // non-empty: /v1/ requests need "Authorization: Bearer KEY"
   std::string model_name = "tlaloc";  // the id /v1/models lists and answers carry
+  // Origins whose web pages may call the server (CORS: preflights answered, and
+  // Access-Control-Allow-Origin on answers); "*" for any. Empty: no CORS headers at all.
+  std::vector<std::string> cors_origins;
   size_t max_body_bytes = 8 << 20;
   int threads = 64;  // connections served at once (each streaming reply holds one)
 };
@@ -53,6 +57,9 @@ class Server {
  private:
   void Routes();
   void CountStatus(int status);
+  // The Access-Control-Allow-Origin value for a request from `origin`: "*", the origin itself,
+  // or "" when it may not (or CORS is off).
+  std::string AllowedOrigin(const std::string& origin) const;
 
   generate::TextGenerator& text_;
   Scheduler& scheduler_;

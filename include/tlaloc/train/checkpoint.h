@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -55,6 +56,16 @@ struct TrainerState {
   double grad_clip_norm = 0;
   std::string source_model;  // the folder fine-tuning started from
   std::string data;          // the JSONL file
+  // The rest of the run's command line, so that `--resume DIR` alone continues it (saves of
+  // older versions lack them: 0, -1 or empty, "not recorded").
+  std::string out;          // the --out folder
+  int64_t run_steps = 0;    // the steps the run was to reach
+  int64_t save_every = -1;  // --save-every
+  int64_t keep_last = -1;   // --keep-last
+  bool remat = false;
+  std::string mesh, plan;
+  // Read back only: the optimizer tensors' names in the trainer's order (absent: unset).
+  std::optional<std::vector<std::string>> optimizer_order;
 };
 
 using NamedLiterals = std::vector<std::pair<std::string, Literal>>;
@@ -97,6 +108,9 @@ StatusOr<SavePoint> FindNewestSave(const std::filesystem::path& dir);
 // the run starts from), and temporary files and staging folders left by killed processes.
 Status ClearStaleSaves(const std::filesystem::path& out_dir, const std::filesystem::path& keep,
                        bool fresh_run);
+
+// dir/trainer_state.json alone (the run's settings, no tensors).
+StatusOr<TrainerState> ReadTrainerState(const std::filesystem::path& dir);
 
 // Reads what SaveTrainingState wrote; errors name the missing file or tensor.
 StatusOr<LoadedTrainingState> LoadTrainingState(const std::filesystem::path& dir,

@@ -49,7 +49,8 @@ StatusOr<int32_t> EndOfTextId(const Tokenizer& tokenizer);
 StatusOr<Document> DocumentFromJsonLine(std::string_view line, const std::string& where,
                                         const Tokenizer& tokenizer, const DocumentOptions& options);
 
-// Every non-blank line of a JSONL file. An error names file:line and what was wrong.
+// Every non-blank line of a JSONL file. An error names every bad row's file:line and what was
+// wrong (the first 20, then how many more).
 StatusOr<std::vector<Document>> LoadJsonlDocuments(const std::filesystem::path& path,
                                                    const Tokenizer& tokenizer,
                                                    const DocumentOptions& options);

@@ -27,6 +27,9 @@ struct FinetuneOptions {
   // checkpoint-N folders; empty = start fresh. A resumed run keeps the saved seed, batch,
   // seq_len, lr, warmup, weight decay, clipping and schedule; only `steps` is taken from here.
   std::filesystem::path resume_dir;
+  // Resume only: true when the options already hold the save's settings with the caller's
+  // overrides (the CLI merges them, naming each override); false takes them from the save.
+  bool resume_settings_merged = false;
   // Total steps (a resumed run continues up to it); 0 = `epochs` passes over the data.
   int64_t steps = 0;
   int64_t epochs = 1;
