@@ -328,6 +328,19 @@ StatusOr<std::unique_ptr<CompiledProgram>> RefInterpBackend::CompileForDevices(
   text = std::regex_replace(text, std::regex("@main([^A-Za-z0-9_$.])"),
                             std::string("@") + kEntry + "$1");
   TL_ASSIGN_OR_RETURN(std::string body, ModuleBody(text));
+  if (options_.unique_channels) {
+    static const std::regex handle(R"(channel_handle<handle = \d+,)");
+    std::string out;
+    int next = 1;
+    size_t last = 0;
+    for (auto it = std::sregex_iterator(body.begin(), body.end(), handle);
+         it != std::sregex_iterator(); ++it) {
+      out += body.substr(last, it->position(0) - last);
+      out += "channel_handle<handle = " + std::to_string(next++) + ",";
+      last = it->position(0) + it->length(0);
+    }
+    body = out + body.substr(last);
+  }
   if (options_.expand_top_k) {
     TL_ASSIGN_OR_RETURN(auto expanded, ExpandTopKText(body));
     body += expanded.first;

@@ -31,6 +31,10 @@ struct RefInterpOptions {
   // Replace every chlo.top_k by a call of a stable descending sort and slices (what CHLO's own
   // legalization does), for the same reason.
   bool expand_top_k = false;
+  // Give every collective its own channel handle (1, 2, ... in program order). Tlaloc's
+  // per-device step reuses handle 1 for two all_reduces; the reference interpreter keys its
+  // rendezvous by (process group, channel id) and then mixes their values up.
+  bool unique_channels = false;
   // Where the generated modules go (kept for a look after a failure); "" = a fresh temp folder.
   std::string work_dir;
 };
