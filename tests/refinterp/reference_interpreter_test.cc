@@ -263,6 +263,35 @@ TEST_F(ReferenceInterpreter, Qwen3PrefillAndDecodeStep) {
   PrintTimes(static_cast<RefInterpBackend&>(*ref));
 }
 
+// Generation end to end on the reference: a greedy row and a seeded sampled row (temperature,
+// top-k 8, top-p 0.9: the expanded chlo.top_k, threefry draws) give the interpreter's ids.
+TEST_F(ReferenceInterpreter, Qwen3GreedyAndSampledGeneration) {
+  const io::ModelConfig c = testing::TinyQwen3Config({.vocab_size = 96, .initializer_range = 0.2});
+  auto weights = testing::RandomWeightsAsStored(c, 11);
+  std::shared_ptr<Backend> ref = Reference(1, /*expand_top_k=*/true);
+  auto a = generate::Generator::Create(c, weights, ElementType::kF32, MakeInterpreterBackend({}));
+  auto b = generate::Generator::Create(c, weights, ElementType::kF32, ref);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  const std::vector<std::vector<int32_t>> prompts = {{5, 17, 42, 8, 63}, {1, 2, 3, 4, 5, 6, 7}};
+  generate::GenerateOptions o;
+  o.max_new_tokens = 4;
+  o.row_sampling = {nn::SamplingParams{}, nn::SamplingParams{1.3, 8, 0.9}};
+  o.row_seeds = {0, 99};
+  auto want = (*a)->Generate(prompts, o);
+  auto got = (*b)->Generate(prompts, o);
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  for (size_t r = 0; r < prompts.size(); ++r) {
+    std::string ids;
+    for (int32_t t : (*got)[r].generated_ids) ids += std::to_string(t) + " ";
+    Measured(r ? "qwen3_sampled_ids" : "qwen3_greedy_ids", ids + "(reference)");
+    EXPECT_EQ((*got)[r].generated_ids, (*want)[r].generated_ids) << "row " << r;
+    EXPECT_EQ((*want)[r].generated_ids.size(), 4u);
+  }
+  PrintTimes(static_cast<RefInterpBackend&>(*ref));
+}
+
 // The MoE preset's prefill (chlo.top_k expanded): its experts are chlo.ragged_dot, which the
 // reference interpreter cannot parse (no chlo dialect); with the dense expansion XLA:CPU also
 // gets (ExpandRaggedDot) it runs.
