@@ -292,6 +292,40 @@ TEST_F(ReferenceInterpreter, Qwen3GreedyAndSampledGeneration) {
   PrintTimes(static_cast<RefInterpBackend&>(*ref));
 }
 
+// Tensor-parallel generation (what `generate --mesh model=2` runs): per-device prefill and
+// decode programs with collectives under interpreter.run_parallel, against one interpreter
+// device.
+TEST_F(ReferenceInterpreter, Qwen3TensorParallelGeneration) {
+  const io::ModelConfig c = testing::TinyQwen3Config({.vocab_size = 96, .initializer_range = 0.2});
+  auto weights = testing::RandomWeightsAsStored(c, 11);
+  auto mesh = Mesh::Parse("model=2");
+  ASSERT_TRUE(mesh.ok());
+  std::shared_ptr<Backend> ref = Reference(2, /*expand_top_k=*/true, false,
+                                           /*unique_channels=*/true);
+  auto a = generate::Generator::Create(c, weights, ElementType::kF32, MakeInterpreterBackend({}));
+  auto b = generate::Generator::Create(c, weights, ElementType::kF32, ref, *mesh);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  const std::vector<int32_t> prompt = {5, 17, 42, 8, 63};
+  auto pa = (*a)->Prefill({prompt}, 64, {}, 0);
+  auto pb = (*b)->Prefill({prompt}, 64, {}, 0);
+  ASSERT_TRUE(pa.ok()) << pa.status().ToString();
+  ASSERT_TRUE(pb.ok()) << pb.status().ToString();
+  EXPECT_EQ(pb->tokens, pa->tokens);
+  const double prefill = MaxAbsDiff(pb->logits, pa->logits);
+  Measured("qwen3_model2_prefill_largest_logit_difference", Fmt(prefill));
+  EXPECT_LE(prefill, 1e-4);
+  auto da = (*a)->DecodeStep(pa->tokens, {5}, {}, 0, 1);
+  auto db = (*b)->DecodeStep(pa->tokens, {5}, {}, 0, 1);
+  ASSERT_TRUE(da.ok()) << da.status().ToString();
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  EXPECT_EQ(db->tokens, da->tokens);
+  const double decode = MaxAbsDiff(db->logits, da->logits);
+  Measured("qwen3_model2_decode_largest_logit_difference", Fmt(decode));
+  EXPECT_LE(decode, 1e-4);
+  PrintTimes(static_cast<RefInterpBackend&>(*ref));
+}
+
 // The MoE preset's prefill (chlo.top_k expanded): its experts are chlo.ragged_dot, which the
 // reference interpreter cannot parse (no chlo dialect); with the dense expansion XLA:CPU also
 // gets (ExpandRaggedDot) it runs.
