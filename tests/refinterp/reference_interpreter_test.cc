@@ -1,14 +1,17 @@
 // Tlaloc's programs on StableHLO's reference interpreter (`stablehlo-translate --interpret`, the
 // specification's executable form, built beside the project: docs/PJRT.md, "StableHLO's
 // reference interpreter"), against Tlaloc's interpreter on the same inputs:
-//  (a) single-device programs: threefry bits and uniform draws, a tiny-vocabulary Qwen3 prefill
-//      and decode step (ids and logits), the train step's loss and gradients;
-//  (b) the sharding plans' per-device programs (dp, fsdp, tp, dp_tp on 2 and 4 devices) under
-//      `interpreter.run_parallel`, against the unsharded step's losses.
+//  (a) single-device programs: threefry bits, uniform and Gumbel draws, a tiny-vocabulary Qwen3
+//      prefill and decode step (ids and logits), greedy and sampled generation, the MoE prefill,
+//      the train step's loss and gradients;
+//  (b) per-device programs under `interpreter.run_parallel`: each sharding plan's train step
+//      (dp, fsdp, tp, dp_tp on 2 and 4 devices) against Tlaloc's sharded and unsharded steps,
+//      and tensor-parallel generation.
 // What the reference interpreter cannot run is a measured gap: the test checks that the refusal
-// names the op expected (so a release that runs it shows up), and prints it as `GAP:`.
-// Run through reference_interpreter_test.sh, which skips (77) when no stablehlo-translate is
-// found (TLALOC_STABLEHLO_TRANSLATE or PATH).
+// (or the wrong answer) is the one expected, so a release that closes it shows up, and prints
+// it as `GAP:`. v1.4.1 needs the three patches docs/PJRT.md lists (its sort, rendezvous timeout
+// and run_parallel thread pool). Run through reference_interpreter_test.sh, which skips (77)
+// when no stablehlo-translate is found (TLALOC_STABLEHLO_TRANSLATE or PATH).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,7 +19,6 @@
 #include <cstdio>
 #include <cstring>
 
-#include "../train/sharded_test_util.h"
 #include "refinterp/refinterp_backend.h"
 #include "testing/tiny_qwen3.h"
 #include "testing/tiny_qwen3_variants.h"
@@ -26,6 +28,7 @@
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/stablehlo/parser.h"
 #include "tlaloc/train/trainer.h"
+#include "train/sharded_test_util.h"
 
 namespace tlaloc::refinterp {
 namespace {
