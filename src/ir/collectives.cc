@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tlaloc/ir/ir.h"
+
 namespace tlaloc {
 
 namespace {
@@ -185,5 +187,29 @@ ScopedCollectiveContext::ScopedCollectiveContext(CollectiveContext* ctx) : saved
 }
 
 ScopedCollectiveContext::~ScopedCollectiveContext() { tls_context = saved_; }
+
+namespace {
+
+void NumberChannelsIn(Region& region, int64_t& next) {
+  for (auto& block : region.blocks()) {
+    for (auto& op : block->mutable_operations()) {
+      auto it = op->attrs().find("channel_handle");
+      if (it != op->attrs().end() && ChannelId(op->attrs()) > 0) {
+        AttrDict fields = it->second.as_dict();
+        fields["handle"] = Attribute::Int(next++);
+        it->second = Attribute::Struct(it->second.struct_kind(), std::move(fields));
+      }
+      for (int r = 0; r < op->num_regions(); ++r) NumberChannelsIn(op->region(r), next);
+    }
+  }
+}
+
+}  // namespace
+
+int64_t NumberChannels(Function& fn) {
+  int64_t next = 1;
+  NumberChannelsIn(fn.body(), next);
+  return next - 1;
+}
 
 }  // namespace tlaloc

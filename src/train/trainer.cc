@@ -6,6 +6,7 @@
 #include <map>
 
 #include "tlaloc/autodiff/autodiff.h"
+#include "tlaloc/ir/collectives.h"
 #include "tlaloc/models/family.h"
 #include "tlaloc/train/adamw.h"
 #include "tlaloc/train/loss.h"
@@ -139,6 +140,7 @@ StatusOr<std::shared_ptr<Module>> BuildStepProgram(const io::ModelConfig& config
     results.insert(results.end(), grads.begin(), grads.end());
     TL_RETURN_IF_ERROR(fb.Return(results));
     autodiff::RemoveDeadOps(*fb.function());
+    NumberChannels(*fb.function());  // the gradients' collectives copied their forward handles
     TL_RETURN_IF_ERROR(Verify(*module));
     return module;
   }
@@ -154,6 +156,7 @@ StatusOr<std::shared_ptr<Module>> BuildStepProgram(const io::ModelConfig& config
   TL_RETURN_IF_ERROR(fb.Return(results));
   Function* fn = fb.function();
   autodiff::RemoveDeadOps(*fn);
+  NumberChannels(*fn);  // the gradients' collectives copied their forward handles
   // Parameters and moments alias their updated results, so backends update them in place.
   for (int i = 0; i < 3 * n; ++i)
     fn->arg_attrs(i)["tf.aliasing_output"] = Attribute::Int(i, ElementType::kS32);

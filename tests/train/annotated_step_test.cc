@@ -41,6 +41,7 @@ shard::ShardingPlan PlanOf(const Case& k) {
 struct Census {
   std::map<std::string, int> ops;
   std::map<std::string, int> constraints;  // sharding text -> count
+  std::map<int64_t, int> channels;         // channel handle -> collectives carrying it
 };
 
 Census Count(const Function& fn) {
@@ -49,6 +50,8 @@ Census Count(const Function& fn) {
     ++c.ops[op->name()];
     if (op->name() == "sdy.sharding_constraint")
       ++c.constraints[FindAttr(op->attrs(), "sharding")->as_string()];
+    if (const Attribute* h = FindAttr(op->attrs(), "channel_handle"))
+      ++c.channels[GetIntAttr(h->as_dict(), "handle", 0)];
   }
   return c;
 }
@@ -127,6 +130,14 @@ TEST_P(AnnotatedStepTest, PerDeviceProgramRoundTripsWithItsCollectives) {
     auto it = census.ops.find(op);
     return it == census.ops.end() ? 0 : it->second;
   };
+  // Every collective has its own positive channel handle, gradients' collectives included
+  // (autodiff copies the forward's attributes): XLA and StableHLO's reference interpreter pair
+  // collectives by handle, and the reference interpreter mixed up two that shared one.
+  for (const auto& [handle, uses] : census.channels) {
+    EXPECT_GT(handle, 0);
+    EXPECT_EQ(uses, 1) << "channel handle " << handle << " is carried by " << uses
+                       << " collectives";
+  }
   switch (plan.kind()) {
     case shard::PlanKind::kDp:
       // Loss terms, every gradient, and the loss's transpose; no gathers.

@@ -18,6 +18,8 @@
 
 namespace tlaloc {
 
+class Function;
+
 // The StableHLO process grid. A process (replica r, partition p) runs on device
 // r * num_partitions + p, which is the specification's flattened id.
 struct ProcessGrid {
@@ -55,6 +57,13 @@ StatusOr<std::vector<std::vector<int64_t>>> GroupRows(const AttrDict& attrs,
 StatusOr<std::vector<std::vector<int64_t>>> ProcessGroups(
     GroupMode mode, const std::vector<std::vector<int64_t>>& groups, const ProcessGrid& grid,
     bool must_cover = true);
+
+// Gives every collective of `fn` (nested regions too) that carries a positive channel handle its
+// own handle, 1, 2, ... in program order. Autodiff copies a collective's attributes to the
+// gradient's collective, so a differentiated program repeats handles; XLA and StableHLO's
+// reference interpreter pair collectives by handle, and the reference interpreter mixed up two
+// all_reduces that shared one. Returns how many handles it set.
+int64_t NumberChannels(Function& fn);
 
 // The group holding `device`, or an empty vector when it is in none.
 std::vector<int64_t> GroupOf(const std::vector<std::vector<int64_t>>& groups, int64_t device);
