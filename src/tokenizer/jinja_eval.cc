@@ -270,50 +270,52 @@ class Evaluator {
 
   Value MakeMacro(const Node& n, const FramePtr& defined_in, const std::string& name) {
     const Node* node = &n;
-    return Value::MakeCallable(
-        name, [this, node, defined_in](Renderer&, CallArgs& a) -> StatusOr<Value> {
-          auto scope = std::make_shared<Frame>(Frame{defined_in, {}});
-          const auto& params = node->params;
-          List varargs;
-          for (size_t i = 0; i < a.pos.size(); ++i) {
-            if (i < params.size()) {
-              scope->Set(params[i].first, a.pos[i]);
-            } else {
-              varargs.push_back(a.pos[i]);
-            }
-          }
-          Dict kwargs;
-          for (auto& [k, v] : a.kw) {
-            bool is_param = k == "caller";
-            for (const auto& p : params) is_param = is_param || p.first == k;
-            if (is_param) {
-              scope->Set(k, v);
-            } else {
-              kwargs.emplace_back(k, v);
-            }
-          }
-          for (size_t i = 0; i < params.size(); ++i) {
-            bool given = i < a.pos.size();
-            for (const auto& kv : a.kw) given = given || kv.first == params[i].first;
-            if (given) continue;
-            if (params[i].second) {
-              TL_ASSIGN_OR_RETURN(Value d, Eval(*params[i].second, scope));
-              scope->Set(params[i].first, std::move(d));
-            } else {
-              scope->Set(params[i].first,
-                         Value::Undefined("'" + params[i].first + "' is undefined"));
-            }
-          }
-          scope->Set("varargs", Value::MakeList(std::move(varargs)));
-          scope->Set("kwargs", Value::MakeDict(std::move(kwargs)));
-          std::string text;
-          Flow saved = flow_;
-          flow_ = Flow::kNormal;
-          Status s = Exec(node->body, scope, &text);
-          flow_ = saved;
-          TL_RETURN_IF_ERROR(s);
-          return Value::String(std::move(text));
-        });
+    // The evaluator keeps the defining frame alive; the macro, which that frame may hold, only
+    // points at it (a shared pointer back would be a cycle that is never freed).
+    macro_frames_.push_back(defined_in);
+    std::weak_ptr<Frame> weak = defined_in;
+    return Value::MakeCallable(name, [this, node, weak](Renderer&, CallArgs& a) -> StatusOr<Value> {
+      auto scope = std::make_shared<Frame>(Frame{weak.lock(), {}});
+      const auto& params = node->params;
+      List varargs;
+      for (size_t i = 0; i < a.pos.size(); ++i) {
+        if (i < params.size()) {
+          scope->Set(params[i].first, a.pos[i]);
+        } else {
+          varargs.push_back(a.pos[i]);
+        }
+      }
+      Dict kwargs;
+      for (auto& [k, v] : a.kw) {
+        bool is_param = k == "caller";
+        for (const auto& p : params) is_param = is_param || p.first == k;
+        if (is_param) {
+          scope->Set(k, v);
+        } else {
+          kwargs.emplace_back(k, v);
+        }
+      }
+      for (size_t i = 0; i < params.size(); ++i) {
+        bool given = i < a.pos.size();
+        for (const auto& kv : a.kw) given = given || kv.first == params[i].first;
+        if (given) continue;
+        if (params[i].second) {
+          TL_ASSIGN_OR_RETURN(Value d, Eval(*params[i].second, scope));
+          scope->Set(params[i].first, std::move(d));
+        } else {
+          scope->Set(params[i].first, Value::Undefined("'" + params[i].first + "' is undefined"));
+        }
+      }
+      scope->Set("varargs", Value::MakeList(std::move(varargs)));
+      scope->Set("kwargs", Value::MakeDict(std::move(kwargs)));
+      std::string text;
+      Flow saved = flow_;
+      flow_ = Flow::kNormal;
+      Status s = Exec(node->body, scope, &text);
+      flow_ = saved;
+      TL_RETURN_IF_ERROR(s);
+      return Value::String(std::move(text));
+    });
   }
 
   Status EvalArgs(const Expr& e, size_t first, const FramePtr& f, CallArgs* args) {
@@ -338,6 +340,7 @@ class Evaluator {
 
   Renderer& r_;
   Flow flow_ = Flow::kNormal;
+  std::vector<FramePtr> macro_frames_;
 };
 
 namespace {
@@ -721,7 +724,7 @@ StatusOr<Value> Evaluator::Global(const std::string& name, Pos) {
   }
   if (name == "namespace" || name == "dict") {
     const bool ns = name == "namespace";
-    return Value::MakeCallable(name, [ns](Renderer&, CallArgs& a) -> StatusOr<Value> {
+    return Value::MakeCallable(name, [ns](Renderer& r, CallArgs& a) -> StatusOr<Value> {
       Dict d;
       for (const Value& p : a.pos) {
         if (!p.is_dict()) return InvalidArgument("namespace()/dict() takes a mapping or keywords");
@@ -732,7 +735,11 @@ StatusOr<Value> Evaluator::Global(const std::string& name, Pos) {
           return InvalidArgument("a namespace attribute cannot start with '_': " + kv.first);
         d.push_back(kv);
       }
-      return Value::MakeDict(std::move(d), ns);
+      Value v = Value::MakeDict(std::move(d), ns);
+      // Namespaces are the one mutable object, so every reference cycle runs through one;
+      // RenderProgram empties them all at the end.
+      if (ns) r.namespaces_.push_back(v);
+      return v;
     });
   }
   if (name == "raise_exception") {
@@ -765,9 +772,15 @@ StatusOr<std::string> RenderProgram(const Program& p, const nlohmann::ordered_js
     for (const auto& [k, v] : context.items()) root->Set(k, Value::FromJson(v));
   }
   Renderer r(limits);
-  Evaluator ev(r);
   std::string out;
-  TL_RETURN_IF_ERROR(ev.Exec(p.body, root, &out));
+  Status s;
+  {
+    Evaluator ev(r);
+    s = ev.Exec(p.body, root, &out);
+  }
+  for (const Value& ns : r.namespaces_) ns.mutable_dict().clear();
+  root->vars.clear();
+  TL_RETURN_IF_ERROR(s);
   return out;
 }
 

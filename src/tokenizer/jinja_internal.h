@@ -296,7 +296,8 @@ class Renderer {
   Status CheckSize(size_t bytes) const;
   // Calls a callable value with args (macros, globals, bound methods).
   StatusOr<Value> Call(const Value& fn, CallArgs& args, Pos pos);
-  Pos pos;  // the node being evaluated, for errors raised deep inside
+  Pos pos;                         // the node being evaluated, for errors raised deep inside
+  std::vector<Value> namespaces_;  // every namespace() made, emptied after rendering
 
  private:
   friend class Evaluator;

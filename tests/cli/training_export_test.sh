@@ -6,7 +6,7 @@
 #  - a finetune of a checkpoint keeping its template in chat_template.jinja (copied to the output);
 #  - init-model's tiny Qwen3 (tokenizer_config.json with the Qwen3 chat template), whose template
 #    renders, through transformers' apply_chat_template and plain jinja2, what chat_test.cc
-#    expects of Tlaloc's RenderQwen3Chat and what `tlaloc tokenize --chat` renders and encodes
+#    expects of Tlaloc's chat rendering and what `tlaloc tokenize --chat` renders and encodes
 #    (tests/cli/chat_template_cases.py).
 # The oracle parts need the checkout's venv (third_party_py/: llama_cpp, jinja2, transformers);
 # without it the script skips (exit 77) after the other checks; under CI=true it fails.
