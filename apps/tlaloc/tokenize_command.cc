@@ -81,10 +81,11 @@ int RunTokenize(const TokenizeArgs& args) {
     messages.push_back({"user", text, {}});
     ChatOptions options;
     if (args.no_think) options.enable_thinking = false;
-    // The chat template of the folder holding tokenizer.json (its tokenizer_config.json or
-    // chat_template.jinja).
-    auto chat_template =
-        ChatTemplate::FromCheckpoint(std::filesystem::absolute(args.tokenizer).parent_path());
+    // The chat template of the checkpoint folder: --tokenizer itself when it is a folder, else
+    // the folder holding the tokenizer.json (its tokenizer_config.json or chat_template.jinja).
+    const std::filesystem::path tok_path = std::filesystem::absolute(args.tokenizer);
+    auto chat_template = ChatTemplate::FromCheckpoint(
+        std::filesystem::is_directory(tok_path) ? tok_path : tok_path.parent_path());
     if (!chat_template.ok()) return Fail(chat_template.status().ToString());
     auto rendered = chat_template->Render(messages, options);
     if (!rendered.ok()) return Fail(rendered.status().ToString());

@@ -121,9 +121,8 @@ StatusOr<std::unique_ptr<TextGenerator>> TextGenerator::Load(const std::filesyst
   TL_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::FromFile(tok_path.string()));
   TL_ASSIGN_OR_RETURN(io::GenerationConfig gcfg,
                       io::LoadGenerationConfigOrDefault(dir, gen->config()));
-  // A missing template is kept as the error conversations get; a broken one fails the load.
+  // A missing or unparsable template is kept as the error conversations get: prompts still work.
   StatusOr<ChatTemplate> chat = ChatTemplate::FromCheckpoint(dir);
-  if (!chat.ok() && chat.status().code() != StatusCode::kNotFound) return chat.status();
   return std::make_unique<TextGenerator>(std::move(gen), std::move(tok), std::move(gcfg),
                                          std::move(chat));
 }

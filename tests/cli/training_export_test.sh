@@ -47,7 +47,8 @@ c = json.load(open(p))
 c.pop("chat_template")
 json.dump(c, open(p, "w"))
 EOF
-printf '%s' '{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}' \
+# The finetune renders its chat rows with this template, so its newlines are real ones.
+printf '%s' '{% for m in messages %}<|im_start|>{{ m.role }}{{ "\n" }}{{ m.content }}<|im_end|>{{ "\n" }}{% endfor %}' \
   >"$work/jbase/chat_template.jinja"
 echo "some special tokens" >"$work/jbase/special_tokens_map.json"
 "$tlaloc" finetune --model "$work/jbase" --data "$work/demo/train.jsonl" --out "$work/jtuned" \
