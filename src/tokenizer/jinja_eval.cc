@@ -2,7 +2,6 @@
 // operators and truthiness, scoping where a for loop's or macro's assignments stay inside it,
 // namespaces as the one mutable object), under the limits of JinjaLimits.
 #include <cmath>
-#include <ctime>
 
 #include "jinja_internal.h"
 
@@ -330,7 +329,6 @@ class Evaluator {
     return OkStatus();
   }
 
-  StatusOr<Value> Global(const std::string& name, Pos pos);
   StatusOr<Value> GetAttr(const Value& obj, const std::string& name, Pos pos);
   StatusOr<Value> GetItem(const Value& obj, const Value& key, Pos pos);
   StatusOr<Value> GetSlice(const Value& obj, const Value& start, const Value& stop,
@@ -454,7 +452,7 @@ StatusOr<Value> Evaluator::Eval(const Expr& e, const FramePtr& f) {
       return IsHole(e) ? hole_ : e.literal;
     case ExprKind::kName: {
       if (const Value* v = f->Lookup(e.name)) return *v;
-      return Global(e.name, e.pos);
+      return GlobalValue(e.name);
     }
     case ExprKind::kList:
     case ExprKind::kTuple: {
@@ -700,67 +698,6 @@ StatusOr<bool> Evaluator::Compare(const std::string& op, const Value& a, const V
   if (op == ">") return Less(b, a);
   TL_ASSIGN_OR_RETURN(bool lt, Less(op == "<=" ? b : a, op == "<=" ? a : b));
   return !lt;
-}
-
-StatusOr<Value> Evaluator::Global(const std::string& name, Pos) {
-  if (name == "range") {
-    return Value::MakeCallable("range", [](Renderer& r, CallArgs& a) -> StatusOr<Value> {
-      int64_t v[3] = {0, 0, 1};
-      if (a.pos.empty() || a.pos.size() > 3)
-        return InvalidArgument("range expects 1 to 3 integers");
-      for (size_t i = 0; i < a.pos.size(); ++i) {
-        if (!ToIndex(a.pos[i], &v[a.pos.size() == 1 ? 1 : i]))
-          return InvalidArgument("range expects integers, found " + a.pos[i].TypeName());
-      }
-      if (v[2] == 0) return InvalidArgument("range() arg 3 must not be zero");
-      const double count = std::max(0.0, std::ceil((static_cast<double>(v[1]) - v[0]) / v[2]));
-      if (count > static_cast<double>(r.limits().max_loop_iterations)) return r.CountIterations(-1);
-      TL_RETURN_IF_ERROR(r.CountIterations(static_cast<int64_t>(count)));
-      List out;
-      for (int64_t i = v[0]; v[2] > 0 ? i < v[1] : i > v[1]; i += v[2])
-        out.push_back(Value::Int(i));
-      return Value::MakeList(std::move(out));
-    });
-  }
-  if (name == "namespace" || name == "dict") {
-    const bool ns = name == "namespace";
-    return Value::MakeCallable(name, [ns](Renderer& r, CallArgs& a) -> StatusOr<Value> {
-      Dict d;
-      for (const Value& p : a.pos) {
-        if (!p.is_dict()) return InvalidArgument("namespace()/dict() takes a mapping or keywords");
-        for (const auto& kv : p.dict()) d.push_back(kv);
-      }
-      for (const auto& kv : a.kw) {
-        if (ns && !kv.first.empty() && kv.first[0] == '_')
-          return InvalidArgument("a namespace attribute cannot start with '_': " + kv.first);
-        d.push_back(kv);
-      }
-      Value v = Value::MakeDict(std::move(d), ns);
-      // Namespaces are the one mutable object, so every reference cycle runs through one;
-      // RenderProgram empties them all at the end.
-      if (ns) r.namespaces_.push_back(v);
-      return v;
-    });
-  }
-  if (name == "raise_exception") {
-    return Value::MakeCallable(name, [](Renderer&, CallArgs& a) -> StatusOr<Value> {
-      std::string msg = a.pos.empty() ? "" : a.pos[0].ToString();
-      return InvalidArgument("raise_exception: " + msg);
-    });
-  }
-  if (name == "strftime_now") {
-    return Value::MakeCallable(name, [](Renderer&, CallArgs& a) -> StatusOr<Value> {
-      if (a.pos.empty() || !a.pos[0].is_string())
-        return InvalidArgument("strftime_now expects a format string");
-      std::time_t now = std::time(nullptr);
-      std::tm tm{};
-      localtime_r(&now, &tm);
-      char buf[512];
-      size_t n = std::strftime(buf, sizeof(buf), a.pos[0].str().c_str(), &tm);
-      return Value::String(std::string(buf, n));
-    });
-  }
-  return Value::Undefined("'" + name + "' is undefined");
 }
 
 StatusOr<std::string> RenderProgram(const Program& p, const nlohmann::ordered_json& context,

@@ -285,6 +285,9 @@ std::string PyTitle(const std::string& s);
 std::string JinjaTitle(const std::string& s);
 bool IsAlpha(std::string_view c);
 
+// The global `name` (range, namespace, dict, raise_exception, strftime_now), else undefined.
+StatusOr<Value> GlobalValue(const std::string& name);
+
 // ---- The evaluator (jinja_eval.cc), as far as filters need it.
 
 class Renderer {
