@@ -106,21 +106,31 @@ StatusOr<bool> ApplyTest(Renderer& r, const std::string& name, const Value& v, C
   if (name == "boolean") return v.kind() == Value::kBool;
   if (name == "true") return v.kind() == Value::kBool && v.as_bool();
   if (name == "false") return v.kind() == Value::kBool && !v.as_bool();
-  if (name == "callable") return v.kind() == Value::kCallable;
+  // jinja2's Undefined has __call__ (which raises), so it counts as callable.
+  if (name == "callable") return v.kind() == Value::kCallable || v.is_undefined();
   if (name == "escaped") return false;
   if (name == "lower") return v.is_string() && ToLower(v.str()) == v.str();
   if (name == "upper") return v.is_string() && ToUpper(v.str()) == v.str();
   if (name == "filter") return x && x->is_string() && IsKnownFilter(x->str());
   if (name == "test") return x && x->is_string() && IsKnownTest(x->str());
   if (name == "odd" || name == "even" || name == "divisibleby") {
-    if (v.kind() != Value::kInt && v.kind() != Value::kBool)
-      return InvalidArgument("test '" + name + "' expects an integer, found " + v.TypeName());
-    if (name == "odd") return (v.as_int() % 2) != 0;
-    if (name == "even") return (v.as_int() % 2) == 0;
-    TL_RETURN_IF_ERROR(need());
-    TL_ASSIGN_OR_RETURN(int64_t d, IntArg(x, 1, "divisibleby"));
-    if (d == 0) return InvalidArgument("divisibleby 0");
-    return (v.as_int() % d) == 0;
+    if (!v.is_number())
+      return InvalidArgument("test '" + name + "' expects a number, found " + v.TypeName());
+    double d = 2;
+    if (name == "divisibleby") {
+      TL_RETURN_IF_ERROR(need());
+      if (!x->is_number()) return InvalidArgument("divisibleby expects a number");
+      d = x->as_double();
+      if (d == 0) return InvalidArgument("integer division or modulo by zero");
+    }
+    if (v.kind() != Value::kFloat && (name != "divisibleby" || x->kind() != Value::kFloat)) {
+      const auto di = static_cast<int64_t>(d);
+      const int64_t m = di == -1 ? 0 : ((v.as_int() % di) + di) % di;  // Python's %
+      return name == "odd" ? m == 1 : m == 0;
+    }
+    double m = std::fmod(v.as_double(), d);
+    if (m != 0 && ((m < 0) != (d < 0))) m += d;
+    return name == "odd" ? m == 1 : m == 0;
   }
   TL_RETURN_IF_ERROR(need());
   if (name == "equalto" || name == "eq") return Equal(v, *x);
@@ -364,7 +374,8 @@ StatusOr<Value> ApplyFilter(Renderer& r, const std::string& name, const Value& v
     std::string m = method && method->is_string() ? method->str() : "common";
     double scale = std::pow(10.0, static_cast<double>(std::clamp<int64_t>(prec, -300, 300)));
     double x = v.as_double() * scale;
-    x = m == "ceil" ? std::ceil(x) : m == "floor" ? std::floor(x) : std::round(x);
+    // Python's round() takes ties to even.
+    x = m == "ceil" ? std::ceil(x) : m == "floor" ? std::floor(x) : std::nearbyint(x);
     return Value::Float(x / scale);
   }
   if (name == "sum") {
@@ -393,11 +404,22 @@ StatusOr<Value> ApplyFilter(Renderer& r, const std::string& name, const Value& v
   }
   if (name == "unique") {
     TL_ASSIGN_OR_RETURN(List items, AsList(v, name));
-    List out;
+    const Value* cs = Arg(a, 0, "case_sensitive");
+    const Value* attr = Arg(a, 1, "attribute");
+    // jinja2 compares strings case-insensitively unless case_sensitive=True.
+    auto key = [&](const Value& x) {
+      Value k = attr && attr->is_string() ? Attribute(x, attr->str()) : x;
+      if (!(cs && cs->Truthy()) && k.is_string()) return Value::String(ToLower(k.str()));
+      return k;
+    };
+    List out, keys;
     for (const Value& x : items) {
+      Value k = key(x);
       bool seen = false;
-      for (const Value& y : out) seen = seen || Equal(x, y);
-      if (!seen) out.push_back(x);
+      for (const Value& y : keys) seen = seen || Equal(k, y);
+      if (seen) continue;
+      keys.push_back(k);
+      out.push_back(x);
     }
     return Value::MakeList(std::move(out));
   }

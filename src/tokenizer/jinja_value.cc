@@ -439,6 +439,10 @@ std::string MapCase(std::string_view s, bool upper) {
       continue;
     }
     char32_t cp = utf8::Next(s, &i);
+    if (upper && cp == 0xDF) {  // Python upper-cases ß to SS (a special casing utf8proc lacks)
+      out += "SS";
+      continue;
+    }
     utf8proc_int32_t m = upper ? utf8proc_toupper(static_cast<utf8proc_int32_t>(cp))
                                : utf8proc_tolower(static_cast<utf8proc_int32_t>(cp));
     out += utf8::Encode(static_cast<char32_t>(m));

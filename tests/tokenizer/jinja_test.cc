@@ -287,6 +287,97 @@ TEST(JinjaTest, OracleAgreesWithUnitCases) {
   }
 }
 
+// More of the language, checked only against jinja2 (no text written out here).
+TEST(JinjaTest, MoreFiltersTestsAndMethodsMatchJinja2) {
+  TL_REQUIRE_JINJA2();
+  const Json ctx = Json::parse(R"({"xs": [3, -1, 2.5, 10], "ws": ["b", "A", "c"],
+      "people": [{"name": "Zoe", "age": 31}, {"name": "al", "age": 25}, {"name": "Bo"}],
+      "d": {"b": 2, "A": 1, "c": null}, "s": "a,b,,c", "text": "line one\nline two\n",
+      "n": 7, "f": -2.75, "u": "ÉCOLE é", "empty": [], "nested": {"k": {"v": [1, {"w": "deep"}]}}})");
+  const char* templates[] = {
+      "{{ d | dictsort }}|{{ ws | sort }}|{{ ws | sort(reverse=true) }}|{{ ws | "
+      "sort(case_sensitive=true) }}",
+      "{{ people | sort(attribute='name') | map(attribute='name') | join(',') }}",
+      "{{ xs | min }} {{ xs | max }} {{ xs | sum }} {{ [1, 2] | sum(start=10) }} {{ f | abs }} {{ "
+      "n | abs }}",
+      "{{ f | round }} {{ 2.5 | round }} {{ 3.14159 | round(2) }} {{ 2.1 | round(0, 'ceil') }} {{ "
+      "2.9 | round(method='floor') }}",
+      "[{{ text | indent }}][{{ text | indent(2, true) }}][{{ 'a\n\nb' | indent(width=3, "
+      "blank=true) }}]",
+      "{{ 'one two  three' | wordcount }} {{ '<a href=\"x\">&</a>' | e }} {{ \"it's\" | escape }}",
+      "{{ xs | select('odd') | list }} {{ [1, 2, 3, 4] | reject('even') | list }} {{ ws | "
+      "map('upper') | join }}",
+      "{{ people | selectattr('age') | map(attribute='name') | list }} {{ people | "
+      "rejectattr('age', 'defined') | list | length }}",
+      "{{ people | map(attribute='age', default=0) | list }} {{ people | selectattr('age', 'gt', "
+      "26) | list | length }}",
+      "{{ s.split(',') }} {{ s.split(',', 1) }} {{ s.rsplit(',', 1) }} {{ text.splitlines() }} {{ "
+      "s.find('b') }} {{ s.count(',') }}",
+      "{{ '42'.isdigit() }} {{ 'ab'.isalpha() }} {{ ' '.isspace() }} {{ 'Ab'.islower() }} {{ "
+      "'AB'.isupper() }} {{ '-'.join(ws) }}",
+      "{{ u | lower }} {{ u | upper }} {{ u.title() }} {{ u | length }} {{ u[::-1] }} {{ u[1:4] }} "
+      "{{ 'ß' | upper }}",
+      "{{ '3.7' | int }} {{ 'x' | int(5) }} {{ '2' | float }} {{ 3 | float }} {{ true | int }} {{ "
+      "'  8 ' | int }}",
+      "{{ 'ab' * 3 }} {{ [1] * 2 }} {{ [1, 2] + [3] }} {{ 2 * 'x' }} {{ 10 / 4 }} {{ 10 // 4 }} {{ "
+      "-10 % 3 }} {{ 2 ** -1 }}",
+      "{% for x in xs %}{{ loop.previtem | default('^') }}>{{ x }}>{{ loop.nextitem | default('$') "
+      "}} {{ loop.cycle('a', 'b') }};{% endfor %}",
+      "{{ none is none }} {{ 1 is sameas 1 }} {{ 'a' is in 'abc' }} {{ 'abc' is lower }} {{ 'ABC' "
+      "is upper }} {{ 5 is integer }} {{ 5.0 is float }} {{ true is boolean }}",
+      "{{ xs is sequence }} {{ d is iterable }} {{ n is number }} {{ n is divisibleby 7 }} {{ x is "
+      "callable }} {{ range is callable }} {{ 3 is ge 3 }} {{ 2 is lt 1 }}",
+      "{{ nested.k.v[1].w }} {{ nested['k']['v'][0] }} {{ nested.k.v.1.w }} {{ nested.k.missing | "
+      "default('none') }} {{ (nested.k.v | last).w | upper }}",
+      "{{ range(3) | list }} {{ range(1, 10, 3) | list }} {{ range(5, 0, -2) | list }} {{ range(0) "
+      "| list }}",
+      "{% set a = [1, 2, 3] %}{{ a[-1] }}{{ a[1:] }}{{ a[:1] }}{{ a[::-2] }}{{ a[5:] }}{{ a[-5:2] "
+      "}}{{ 'abcdef'[1::2] }}",
+      "{{ (1, 2) }} {{ (1,) }} {{ () }} {{ d.items() | list }} {{ d | items | list | first }} {{ "
+      "[('a', 1)] | first }}",
+      "{{ d | tojson(sort_keys=true) }} {{ d | tojson(indent=1, separators=(',', ':')) }} {{ 1.0 | "
+      "tojson }} {{ 1e100 | tojson }} {{ 'tab\there' | tojson }}",
+      "{{ 0.1 }} {{ 1e16 }} {{ 1e15 }} {{ 123456789.123 }} {{ 0.0001 }} {{ 0.00001 }} {{ -0.0 }} "
+      "{{ 2.5e-10 }} {{ 1/3 }}",
+      "{{ 'x' if empty else 'y' }} {{ empty or 'fallback' }} {{ 'a' and 'b' }} {{ 0 or none }} {{ "
+      "not empty }} {{ 1 < 2 and 2 < 1 }}",
+      "{%- macro list_items(items, sep=', ', last='') -%}{% for i in items %}{{ i }}{{ sep if not "
+      "loop.last else last }}{% endfor %}{%- endmacro -%}"
+      "{{ list_items(ws) }}|{{ list_items(ws, sep='; ', last='.') }}|{{ list_items([]) }}|{{ "
+      "list_items(ws, '/') }}",
+      "{% set ns = namespace(total=0, names=[]) %}{% for p in people if p.age is defined %}{% set "
+      "ns.total = ns.total + p.age %}"
+      "{% set ns.names = ns.names + [p.name] %}{% endfor %}{{ ns.total }} {{ ns.names }}",
+      "{% for k, v in d.items() %}{% if v is none %}{% continue %}{% endif %}{{ k }}{{ v }}{% "
+      "endfor %}|{% for a, b in [[1, 2], [3, 4]] %}{{ a + b }}{% endfor %}",
+      "{{ '{0}-{1}-{0}'.format('a', 'b') }} {{ 'Hi {name}!'.format(name='Bo') }} {{ "
+      "'a{{b}}'.format() }} {{ 'x'.replace('x', '') }}",
+      "{{ 'abc'.startswith(('z', 'a')) }} {{ 'abc'.endswith('bc') }} {{ '  xy  '.strip() }}|{{ "
+      "'xxhixx'.strip('x') }}|{{ '\t a'.lstrip() }}",
+      "{{ n ~ f ~ none ~ true }} {{ 'v=' ~ [1, 'a'] }} {{ d.get('c') is none }} {{ d.get('zz', 5) "
+      "}} {{ d.keys() | list | length }}",
+      "{{ xs | first }} {{ 'héllo' | first }} {{ 'héllo' | last }} {{ empty | first is undefined "
+      "}} {{ xs | length }} {{ d | count }}",
+      "{{ people | unique(attribute='name') | list | length if false else 'skip' }} {{ [1, 1, 2] | "
+      "unique | list }} {{ 'aAb' | list | unique | list }}",
+      "{{ 'hello world' | capitalize }} {{ 'hello-world foo(bar)' | title }} {{ 'x' | center(5) "
+      "}}| {{ 'ab' | center(7) }}|",
+      "{{ missing }}{{ missing | length }}{{ missing is undefined }}{% for x in missing %}never{% "
+      "endfor %}{{ missing | default('dflt') }}",
+      "{{ raise_exception('stop ' ~ n) if n > 5 }}",
+      "{{ 'a' + 1 }}",
+      "{{ xs.nope.deeper }}",
+      "{{ [1, 2][0:1:0] }}",
+  };
+  std::vector<OracleCase> cases;
+  for (const char* t : templates) cases.push_back({t, t, ctx});
+  size_t rendered = 0;
+  const size_t agreed = CompareWithOracle(cases, &rendered);
+  EXPECT_EQ(agreed, cases.size());
+  std::printf("language cases: %zu/%zu agree with jinja2 (%zu rendered)\n", agreed, cases.size(),
+              rendered);
+}
+
 // Conversations covering what chat templates branch on.
 std::vector<std::pair<std::string, Json>> Conversations() {
   const Json tools = Json::parse(R"([
