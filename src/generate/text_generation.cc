@@ -183,6 +183,8 @@ StatusOr<PreparedRequest> TextGenerator::Prepare(const TextRequest& request) con
     if (!chat_template_.ok()) return chat_template_.status();
     ChatOptions co;
     co.enable_thinking = request.enable_thinking;
+    co.tools = request.tools;
+    co.extra = request.chat_template_kwargs;
     TL_ASSIGN_OR_RETURN(std::string rendered, chat_template_->Render(request.messages, co));
     prep.prompt_ids = tokenizer_.Encode(rendered);
   } else {

@@ -31,6 +31,10 @@ struct TextRequest {
   bool parse_special = false;
   // Conversations only: false renders an empty think block so the model answers directly.
   std::optional<bool> enable_thinking;
+  // Conversations only: the tool (function) definitions the chat template lists (a JSON array,
+  // or null for none), and more template variables (OpenAI's chat_template_kwargs).
+  nlohmann::ordered_json tools = nullptr;
+  nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
   // Unset fields come from generation_config.json (then transformers' defaults). An unset
   // max_new_tokens with none there runs to the end token or the context (OpenAI's rule).
   std::optional<int64_t> max_new_tokens;
