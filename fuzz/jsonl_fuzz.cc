@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tlaloc/models/init.h"
+#include "tlaloc/tokenizer/chat.h"
 #include "tlaloc/tokenizer/tokenizer.h"
 #include "tlaloc/train/data.h"
 
@@ -54,8 +56,11 @@ const tlaloc::Tokenizer& SmallTokenizer() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const tlaloc::Tokenizer& tok = SmallTokenizer();
+  static const tlaloc::ChatTemplate chat = *tlaloc::ChatTemplate::FromSource(
+      tlaloc::models::Qwen3ChatTemplate(), {{"eos_token", "<|im_end|>"}});
   tlaloc::train::DocumentOptions options;
   options.end_of_text_id = kEndOfText;
+  options.chat_template = &chat;
   std::string_view input(reinterpret_cast<const char*>(data), size);
   std::vector<tlaloc::train::Document> docs;
   size_t start = 0;

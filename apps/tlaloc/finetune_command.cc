@@ -462,12 +462,13 @@ StatusOr<Score> Evaluate(const fs::path &model, std::shared_ptr<Backend> backend
   TL_ASSIGN_OR_RETURN(auto generator,
                       generate::Generator::Load(model, ElementType::kF32, std::move(backend)));
   TL_ASSIGN_OR_RETURN(Tokenizer tokenizer, Tokenizer::FromFile((model / "tokenizer.json")));
+  TL_ASSIGN_OR_RETURN(ChatTemplate chat_template, ChatTemplate::FromCheckpoint(model));
   std::vector<std::vector<int32_t>> prompts;
   for (const auto &q : questions) {
     std::vector<ChatMessage> messages{{"user", q.question, std::nullopt}};
     ChatOptions chat;
     chat.enable_thinking = false;  // the prompt ends with the empty think block training saw
-    TL_ASSIGN_OR_RETURN(std::string text, RenderQwen3Chat(messages, chat));
+    TL_ASSIGN_OR_RETURN(std::string text, chat_template.Render(messages, chat));
     prompts.push_back(tokenizer.Encode(text));
   }
   generate::GenerateOptions options;

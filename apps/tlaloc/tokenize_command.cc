@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -80,7 +81,13 @@ int RunTokenize(const TokenizeArgs& args) {
     messages.push_back({"user", text, {}});
     ChatOptions options;
     if (args.no_think) options.enable_thinking = false;
-    auto rendered = RenderQwen3Chat(messages, options);
+    // The chat template of the checkpoint folder: --tokenizer itself when it is a folder, else
+    // the folder holding the tokenizer.json (its tokenizer_config.json or chat_template.jinja).
+    const std::filesystem::path tok_path = std::filesystem::absolute(args.tokenizer);
+    auto chat_template = ChatTemplate::FromCheckpoint(
+        std::filesystem::is_directory(tok_path) ? tok_path : tok_path.parent_path());
+    if (!chat_template.ok()) return Fail(chat_template.status().ToString());
+    auto rendered = chat_template->Render(messages, options);
     if (!rendered.ok()) return Fail(rendered.status().ToString());
     text = *rendered;
   }
@@ -120,8 +127,9 @@ void RegisterTokenizeCommand(CLI::App& app) {
   auto* decode =
       cmd->add_flag("--decode", args->decode, "TEXT is space-separated ids; print their text");
   ids->excludes(decode);
-  auto* chat = cmd->add_flag("--chat", args->chat,
-                             "Render TEXT as a user turn of the Qwen3 chat format first");
+  auto* chat = cmd->add_flag(
+      "--chat", args->chat,
+      "Render TEXT as a user turn with the chat template of the tokenizer's folder first");
   chat->excludes(decode);
   cmd->add_option("--system", args->system, "With --chat: a system message")->needs(chat);
   cmd->add_flag("--no-think", args->no_think,

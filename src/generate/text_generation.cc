@@ -169,14 +169,19 @@ StatusOr<std::unique_ptr<TextGenerator>> TextGenerator::Load(const std::filesyst
   TL_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::FromFile(tok_path.string()));
   TL_ASSIGN_OR_RETURN(io::GenerationConfig gcfg,
                       io::LoadGenerationConfigOrDefault(dir, gen->config()));
-  return std::make_unique<TextGenerator>(std::move(gen), std::move(tok), std::move(gcfg));
+  // A missing or unparsable template is kept as the error conversations get: prompts still work.
+  StatusOr<ChatTemplate> chat = ChatTemplate::FromCheckpoint(dir);
+  return std::make_unique<TextGenerator>(std::move(gen), std::move(tok), std::move(gcfg),
+                                         std::move(chat));
 }
 
 TextGenerator::TextGenerator(std::unique_ptr<Generator> generator, Tokenizer tokenizer,
-                             io::GenerationConfig generation_config)
+                             io::GenerationConfig generation_config,
+                             StatusOr<ChatTemplate> chat_template)
     : generator_(std::move(generator)),
       tokenizer_(std::move(tokenizer)),
-      generation_config_(std::move(generation_config)) {
+      generation_config_(std::move(generation_config)),
+      chat_template_(std::move(chat_template)) {
   if (tokenizer_.vocab_size() < generator_->config().vocab_size)
     generator_->set_sample_vocab(tokenizer_.vocab_size());
   think_open_ = tokenizer_.TokenToId("<think>");
@@ -223,10 +228,12 @@ StatusOr<PreparedRequest> TextGenerator::Prepare(const TextRequest& request) con
     if (s.empty()) return InvalidArgument("stop: an empty stop string would end every reply");
 
   if (!request.messages.empty()) {
+    if (!chat_template_.ok()) return chat_template_.status();
     ChatOptions co;
     co.enable_thinking = request.enable_thinking;
-    TL_ASSIGN_OR_RETURN(std::string rendered,
-                        generator_->engine().family().render_chat(request.messages, co));
+    co.tools = request.tools;
+    co.extra = request.chat_template_kwargs;
+    TL_ASSIGN_OR_RETURN(std::string rendered, chat_template_->Render(request.messages, co));
     prep.prompt_ids = tokenizer_.Encode(rendered);
   } else if (!request.prompt_ids.empty()) {
     const int64_t vocab = generator_->config().vocab_size;

@@ -1,6 +1,6 @@
 // tokenizer_config.json for init-model's checkpoints (see init.h): the Qwen3 chat template as
-// Jinja, so tools that read the template (transformers, llama.cpp through a GGUF export) format
-// conversations the way Tlaloc's RenderQwen3Chat does.
+// Jinja, which Tlaloc (tokenizer/chat.h), transformers and llama.cpp (through a GGUF export) all
+// render from the checkpoint.
 #include <nlohmann/json.hpp>
 
 #include "tlaloc/models/init.h"
@@ -9,12 +9,12 @@ namespace tlaloc::models {
 
 namespace {
 
-// The same rules as src/tokenizer/chat.cc, step for step: the first system message is the
+// The rules of Qwen3's own template for plain-text turns: the first system message is the
 // system turn; the last user message that is not a wrapped <tool_response> is the last query;
 // an assistant reply's <think> part (reasoning_content, or the text before </think>) is shown
 // only after the last query, and the final reply always keeps a (maybe empty) think block;
 // consecutive tool results share one user turn; enable_thinking=false closes an empty think
-// block in the generation prompt. Tool definitions and tool calls are left out, as in chat.cc.
+// block in the generation prompt. Tool definitions and tool calls are left out.
 // No trailing newline: it would be emitted after the generation prompt.
 constexpr const char* kQwen3ChatTemplate =
     R"JINJA({%- set n = messages | length %}

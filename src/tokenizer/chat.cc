@@ -1,103 +1,129 @@
-// Qwen3 chat template, rendered directly (see chat.h). Each step names the template line it
-// follows so the two can be compared.
+// Chat templates from checkpoints, rendered with the Jinja engine (see chat.h).
 #include "tlaloc/tokenizer/chat.h"
 
-#include <string_view>
+#include <fstream>
+#include <sstream>
 
 namespace tlaloc {
 
 namespace {
 
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool EndsWith(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+using Json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+StatusOr<std::string> ReadText(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("cannot read " + path.string());
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
-// Python's str.lstrip('\n') / rstrip('\n') / strip('\n').
-std::string_view LStripNewlines(std::string_view s) {
-  size_t i = s.find_first_not_of('\n');
-  return i == std::string_view::npos ? std::string_view() : s.substr(i);
-}
-std::string_view RStripNewlines(std::string_view s) {
-  size_t i = s.find_last_not_of('\n');
-  return i == std::string_view::npos ? std::string_view() : s.substr(0, i + 1);
-}
-
-// Python's s.split(sep)[0] and s.split(sep)[-1].
-std::string_view BeforeFirst(std::string_view s, std::string_view sep) {
-  size_t i = s.find(sep);
-  return i == std::string_view::npos ? s : s.substr(0, i);
-}
-std::string_view AfterLast(std::string_view s, std::string_view sep) {
-  size_t i = s.rfind(sep);
-  return i == std::string_view::npos ? s : s.substr(i + sep.size());
-}
-
-bool IsToolResponse(const ChatMessage& m) {
-  return StartsWith(m.content, "<tool_response>") && EndsWith(m.content, "</tool_response>");
+// A special token as tokenizer_config.json writes it: a string, or an AddedToken object
+// {"content": ...}; null when unset.
+std::optional<std::string> TokenText(const Json& j) {
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_object() && j.contains("content") && j["content"].is_string())
+    return j["content"].get<std::string>();
+  return std::nullopt;
 }
 
 }  // namespace
 
-StatusOr<std::string> RenderQwen3Chat(std::span<const ChatMessage> messages,
-                                      const ChatOptions& options) {
-  for (size_t i = 0; i < messages.size(); ++i) {
-    const std::string& role = messages[i].role;
-    if (role != "system" && role != "user" && role != "assistant" && role != "tool")
-      return InvalidArgument("chat message " + std::to_string(i) + ": role '" + role +
-                             "' is not one of system, user, assistant, tool");
+Json ChatMessageJson(const ChatMessage& m) {
+  Json j = Json::object();
+  // transformers also passes the reasoning as `thinking` (first) for templates that read that.
+  if (m.reasoning_content) j["thinking"] = *m.reasoning_content;
+  j["role"] = m.role;
+  j["content"] = m.content;
+  if (!m.tool_calls.empty()) {
+    Json calls = Json::array();
+    for (const ToolCall& c : m.tool_calls) {
+      Json call = Json::object();
+      if (!c.id.empty()) call["id"] = c.id;
+      call["type"] = "function";
+      call["function"] = {{"name", c.name}, {"arguments", c.arguments}};
+      calls.push_back(std::move(call));
+    }
+    j["tool_calls"] = std::move(calls);
   }
-  std::string out;
-  const size_t n = messages.size();
-  // {%- if messages[0].role == 'system' %} ... system turn first.
-  if (n > 0 && messages[0].role == "system")
-    out += "<|im_start|>system\n" + messages[0].content + "<|im_end|>\n";
-  // ns.last_query_index: the last user message that is not a wrapped tool response.
-  size_t last_query = n == 0 ? 0 : n - 1;
-  for (size_t k = n; k-- > 0;) {
-    if (messages[k].role == "user" && !IsToolResponse(messages[k])) {
-      last_query = k;
-      break;
+  if (m.tool_call_id) j["tool_call_id"] = *m.tool_call_id;
+  if (m.reasoning_content) j["reasoning_content"] = *m.reasoning_content;
+  return j;
+}
+
+StatusOr<ChatTemplate> ChatTemplate::FromSource(const std::string& source, Json special_tokens,
+                                                std::string origin) {
+  auto parsed = jinja::Template::Parse(source);
+  if (!parsed.ok()) return parsed.status().WithContext(origin);
+  ChatTemplate t;
+  t.template_ = std::move(*parsed);
+  t.source_ = source;
+  t.special_tokens_ = special_tokens.is_object() ? std::move(special_tokens) : Json::object();
+  t.origin_ = std::move(origin);
+  return t;
+}
+
+StatusOr<ChatTemplate> ChatTemplate::FromCheckpoint(const fs::path& dir) {
+  const fs::path config_path = dir / "tokenizer_config.json";
+  Json config = Json::object();
+  if (fs::exists(config_path)) {
+    TL_ASSIGN_OR_RETURN(std::string text, ReadText(config_path));
+    config = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (config.is_discarded() || !config.is_object())
+      return InvalidArgument(config_path.string() + ": not a JSON object");
+  }
+  std::optional<std::string> source;
+  std::string origin;
+  if (auto it = config.find("chat_template"); it != config.end() && !it->is_null()) {
+    origin = config_path.string() + " chat_template";
+    if (it->is_string()) {
+      source = it->get<std::string>();
+    } else if (it->is_array()) {
+      // Several named templates: the one named "default" renders conversations.
+      for (const Json& named : *it) {
+        if (named.is_object() && named.value("name", "") == "default" &&
+            named.contains("template") && named["template"].is_string())
+          source = named["template"].get<std::string>();
+      }
+      if (!source)
+        return InvalidArgument(origin + ": a list of named templates without one named 'default'");
+    } else {
+      return InvalidArgument(origin + ": expected a string or a list of {name, template}");
+    }
+  } else if (fs::exists(dir / "chat_template.jinja")) {
+    origin = (dir / "chat_template.jinja").string();
+    TL_ASSIGN_OR_RETURN(source, ReadText(dir / "chat_template.jinja"));
+  }
+  if (!source)
+    return NotFound(dir.string() +
+                    " has no chat template (neither a chat_template in tokenizer_config.json nor "
+                    "chat_template.jinja), so conversations cannot be rendered for this model");
+  Json special = Json::object();
+  for (const char* key : {"bos_token", "eos_token", "unk_token", "pad_token"}) {
+    if (auto it = config.find(key); it != config.end()) {
+      if (auto text = TokenText(*it)) special[key] = *text;
     }
   }
-  for (size_t i = 0; i < n; ++i) {
-    const ChatMessage& m = messages[i];
-    if (m.role == "user" || (m.role == "system" && i != 0)) {
-      out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
-    } else if (m.role == "assistant") {
-      std::string_view content = m.content;
-      std::string_view reasoning;
-      if (m.reasoning_content.has_value()) {
-        reasoning = *m.reasoning_content;
-      } else if (content.find("</think>") != std::string_view::npos) {
-        std::string_view full = m.content;
-        content = LStripNewlines(AfterLast(full, "</think>"));
-        reasoning =
-            LStripNewlines(AfterLast(RStripNewlines(BeforeFirst(full, "</think>")), "<think>"));
-      }
-      const bool last = i + 1 == n;
-      if (n > 0 && i > last_query && (last || !reasoning.empty())) {
-        out += "<|im_start|>assistant\n<think>\n";
-        out += RStripNewlines(LStripNewlines(reasoning));
-        out += "\n</think>\n\n";
-        out += LStripNewlines(content);
-      } else {
-        out += "<|im_start|>assistant\n";
-        out += content;
-      }
-      out += "<|im_end|>\n";
-    } else if (m.role == "tool") {
-      if (i == 0 || messages[i - 1].role != "tool") out += "<|im_start|>user";
-      out += "\n<tool_response>\n" + m.content + "\n</tool_response>";
-      if (i + 1 == n || messages[i + 1].role != "tool") out += "<|im_end|>\n";
-    }
+  return FromSource(*source, std::move(special), std::move(origin));
+}
+
+StatusOr<std::string> ChatTemplate::Render(std::span<const ChatMessage> messages,
+                                           const ChatOptions& options) const {
+  Json ctx = special_tokens_;
+  Json list = Json::array();
+  for (const ChatMessage& m : messages) list.push_back(ChatMessageJson(m));
+  ctx["messages"] = std::move(list);
+  ctx["tools"] = options.tools;
+  ctx["documents"] = nullptr;
+  ctx["add_generation_prompt"] = options.add_generation_prompt;
+  if (options.enable_thinking) ctx["enable_thinking"] = *options.enable_thinking;
+  if (options.extra.is_object()) {
+    for (const auto& [k, v] : options.extra.items()) ctx[k] = v;
   }
-  if (options.add_generation_prompt) {
-    out += "<|im_start|>assistant\n";
-    if (options.enable_thinking.has_value() && !*options.enable_thinking)
-      out += "<think>\n\n</think>\n\n";
-  }
-  return out;
+  auto text = template_.Render(ctx);
+  if (!text.ok()) return text.status().WithContext(origin_);
+  return text;
 }
 
 }  // namespace tlaloc

@@ -35,6 +35,9 @@ StatusOr<std::vector<ChatMessage>> ParseMessages(const json& j, const std::strin
         return InvalidArgument(at + " lacks a string \"" + key + "\"");
     }
     ChatMessage msg{m["role"].get<std::string>(), m["content"].get<std::string>(), {}};
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool")
+      return InvalidArgument(at + ": role '" + msg.role +
+                             "' is not one of system, user, assistant, tool");
     // Control tokens inside a message would make the turn boundaries ambiguous.
     if (msg.content.find("<|im_start|>") != std::string::npos ||
         msg.content.find("<|im_end|>") != std::string::npos)
@@ -48,14 +51,18 @@ StatusOr<std::vector<ChatMessage>> ParseMessages(const json& j, const std::strin
 
 // Renders the conversation and tokenizes it piecewise, marking assistant turns as trained.
 StatusOr<Document> ChatDocument(const std::vector<ChatMessage>& messages, const std::string& where,
-                                const Tokenizer& tokenizer) {
+                                const Tokenizer& tokenizer, const ChatTemplate* chat_template) {
   const bool any_assistant = std::any_of(
       messages.begin(), messages.end(), [](const ChatMessage& m) { return m.role == "assistant"; });
   if (!any_assistant)
     return InvalidArgument(where + ": \"messages\" has no assistant turn, so nothing to train on");
+  if (chat_template == nullptr)
+    return InvalidArgument(where +
+                           ": a \"messages\" row needs the model's chat template, and none "
+                           "was given (the model folder has none)");
   ChatOptions options;
   options.add_generation_prompt = false;
-  StatusOr<std::string> rendered = RenderQwen3Chat(messages, options);
+  StatusOr<std::string> rendered = chat_template->Render(messages, options);
   if (!rendered.ok()) return rendered.status().WithContext(where);
   const std::string_view text = *rendered;
   Document doc;
@@ -104,7 +111,7 @@ StatusOr<Document> DocumentFromJsonLine(std::string_view line, const std::string
     Append(doc, tokenizer.Encode(text, encode), true);
   } else if (row.contains("messages")) {
     TL_ASSIGN_OR_RETURN(auto messages, ParseMessages(row["messages"], where));
-    TL_ASSIGN_OR_RETURN(doc, ChatDocument(messages, where, tokenizer));
+    TL_ASSIGN_OR_RETURN(doc, ChatDocument(messages, where, tokenizer, options.chat_template));
   } else {
     return InvalidArgument(where + ": expected a \"text\" or a \"messages\" field");
   }

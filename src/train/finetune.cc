@@ -263,8 +263,14 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
     return InvalidArgument("the tokenizer's <|endoftext|> id " + std::to_string(eot) +
                            " is outside the model's vocabulary of " +
                            std::to_string(config.vocab_size));
+  // The model's chat template renders "messages" rows; a folder without one can still train on
+  // "text" rows (a messages row then names the missing template).
+  StatusOr<ChatTemplate> chat = ChatTemplate::FromCheckpoint(model_dir);
+  if (!chat.ok() && chat.status().code() != StatusCode::kNotFound) return chat.status();
+  DocumentOptions doc_options{eot};
+  if (chat.ok()) doc_options.chat_template = &*chat;
   TL_ASSIGN_OR_RETURN(auto documents,
-                      LoadJsonlDocuments(options.data_path, tokenizer, DocumentOptions{eot}));
+                      LoadJsonlDocuments(options.data_path, tokenizer, doc_options));
   for (const Document& d : documents)
     for (int32_t id : d.ids)
       if (id >= config.vocab_size)

@@ -7,9 +7,9 @@ The template is rendered two ways, both of which must give the expected text of 
     lstrip_blocks and loopcontrols, the raise_exception global and transformers' tojson filter),
     so a template that only works through some transformers extra is caught too.
 The cases and expected texts are those of tests/tokenizer/chat_test.cc, which checks Tlaloc's
-RenderQwen3Chat against the same strings.
+rendering of Qwen3's template (ChatTemplate, tokenizer/chat.h) against the same strings.
 
-With --tlaloc, Tlaloc's renderer itself is compared too, through `tlaloc tokenize --chat` (a
+With --tlaloc, Tlaloc's rendering of the checkpoint's template is compared too, through `tlaloc tokenize --chat` (a
 system message or none, one user turn, thinking on or off): the ids it prints must be
 transformers' ids of the template's text, and decoded back (`tlaloc tokenize --decode`) they
 must be that text byte for byte.

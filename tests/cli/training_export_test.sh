@@ -6,7 +6,7 @@
 #  - a finetune of a checkpoint keeping its template in chat_template.jinja (copied to the output);
 #  - init-model's tiny Qwen3 (tokenizer_config.json with the Qwen3 chat template), whose template
 #    renders, through transformers' apply_chat_template and plain jinja2, what chat_test.cc
-#    expects of Tlaloc's RenderQwen3Chat and what `tlaloc tokenize --chat` renders and encodes
+#    expects of Tlaloc's chat rendering and what `tlaloc tokenize --chat` renders and encodes
 #    (tests/cli/chat_template_cases.py).
 # The oracle parts need the checkout's venv (third_party_py/: llama_cpp, jinja2, transformers);
 # without it the script skips (exit 77) after the other checks; under CI=true it fails.
@@ -47,7 +47,8 @@ c = json.load(open(p))
 c.pop("chat_template")
 json.dump(c, open(p, "w"))
 EOF
-printf '%s' '{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}' \
+# The finetune renders its chat rows with this template, so its newlines are real ones.
+printf '%s' '{% for m in messages %}<|im_start|>{{ m.role }}{{ "\n" }}{{ m.content }}<|im_end|>{{ "\n" }}{% endfor %}' \
   >"$work/jbase/chat_template.jinja"
 echo "some special tokens" >"$work/jbase/special_tokens_map.json"
 "$tlaloc" finetune --model "$work/jbase" --data "$work/demo/train.jsonl" --out "$work/jtuned" \

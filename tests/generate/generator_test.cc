@@ -338,6 +338,41 @@ TEST(TextGeneration, OpenEndedRequestsGetTheDefaultContext) {
   EXPECT_EQ(budgeted->max_new_tokens, 8);
 }
 
+TEST(TextGeneration, ConversationsRenderWithTheChatTemplate) {
+  io::ModelConfig config = TinyConfig(false, 4, 2, 8);
+  config.vocab_size = 256;  // the byte tokenizer's ids
+  RefModel m = RandomModel(config, 5);
+  auto make = [&](StatusOr<ChatTemplate> chat) {
+    auto gen = generate::Generator::Create(m.config, m.literals, ElementType::kF32);
+    EXPECT_TRUE(gen.ok()) << gen.status().ToString();
+    auto tok = Tokenizer::FromJson(testing::SmallTokenizerJson({}).dump());
+    EXPECT_TRUE(tok.ok()) << tok.status().ToString();
+    return std::make_unique<generate::TextGenerator>(std::move(*gen), std::move(*tok),
+                                                     io::GenerationConfig{}, std::move(chat));
+  };
+  generate::TextRequest r;
+  r.messages = {{"user", "hi", {}}};
+  r.enable_thinking = false;
+  r.tools = nlohmann::ordered_json::parse(R"([{"name": "f"}, {"name": "g"}])");
+  r.chat_template_kwargs = {{"mood", "calm"}};
+  auto text = make(ChatTemplate::FromSource(
+      "{{ bos_token }}{% for m in messages %}{{ m.role }}:{{ m.content }}{% endfor %}|"
+      "{{ tools | map(attribute='name') | join(',') }}|{{ mood }}|{{ enable_thinking }}|"
+      "{{ add_generation_prompt }}",
+      {{"bos_token", "<s>"}}));
+  auto prep = text->Prepare(r);
+  ASSERT_TRUE(prep.ok()) << prep.status().ToString();
+  EXPECT_EQ(*text->tokenizer().Decode(prep->prompt_ids), "<s>user:hi|f,g|calm|False|True");
+  // Without a template, a conversation is refused with the reason; a prompt still works.
+  auto bare = make(Status(StatusCode::kNotFound, "/m has no chat template"));
+  auto refused = bare->Prepare(r);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("/m has no chat template"), std::string::npos);
+  generate::TextRequest p;
+  p.prompt = "abc";
+  EXPECT_TRUE(bare->Prepare(p).ok());
+}
+
 TEST(TextGeneration, StopPrefixHeldBack) {
   using generate::StopPrefixHeldBack;
   EXPECT_EQ(StopPrefixHeldBack("hello wor", {"world"}), 3u);

@@ -3,8 +3,8 @@
 //    every id sequence must be identical; each side decodes the ids to the same bytes, and
 //    decode(encode(s)) == s for the well-formed NFC strings;
 //  - conversations rendered by transformers' apply_chat_template (the Jinja chat template of
-//    data/qwen3/tokenizer_config.json) must equal Tlaloc's RenderQwen3Chat byte for byte, and
-//    encode to the same ids.
+//    data/qwen3/tokenizer_config.json) must equal what Tlaloc's Jinja engine renders from the same
+//    template byte for byte, and encode to the same ids.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -129,7 +129,7 @@ TEST(ParityTest, IdsMatchHuggingFaceTokenizers) {
               corpus.size(), mismatches, decode_mismatches, round_trips);
 }
 
-// Conversations in every form RenderQwen3Chat supports (no tool definitions or tool calls).
+// Conversations of plain text turns (jinja_test.cc adds tools and tool calls).
 std::vector<std::vector<ChatMessage>> Conversations() {
   const ChatMessage system{"system", "You are a helpful assistant. Be brief.", {}};
   return {
@@ -191,6 +191,8 @@ TEST(ParityTest, ChatRenderingMatchesTransformers) {
     TL_ORACLE_MISSING(tokenizer_dir / "tokenizer_config.json"
                       << " (the chat template) is missing");
 
+  auto chat_template = ChatTemplate::FromCheckpoint(tokenizer_dir);
+  ASSERT_TRUE(chat_template.ok()) << chat_template.status().ToString();
   // Every conversation with add_generation_prompt on and off, enable_thinking absent, true, false.
   struct Case {
     size_t conversation;
@@ -229,7 +231,7 @@ TEST(ParityTest, ChatRenderingMatchesTransformers) {
         "conversation " + std::to_string(c) + ", add_generation_prompt " +
         (options.add_generation_prompt ? "true" : "false") + ", enable_thinking " +
         (options.enable_thinking ? (*options.enable_thinking ? "true" : "false") : "absent");
-    auto got = RenderQwen3Chat(conversations[c], options);
+    auto got = chat_template->Render(conversations[c], options);
     ASSERT_TRUE(got.ok()) << where << ": " << got.status().ToString();
     if (*got != want) {
       ++text_mismatches;

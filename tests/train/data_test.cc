@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 
+#include "tlaloc/models/init.h"
 #include "tlaloc/train/finetune.h"
 
 namespace tlaloc::train {
@@ -28,8 +29,20 @@ const Tokenizer& Bytes() {
   return *tok;
 }
 
+// The chat template Tlaloc writes into the checkpoints it creates (Qwen3's format).
+const ChatTemplate* Qwen3Template() {
+  static const ChatTemplate* t = [] {
+    auto r = ChatTemplate::FromSource(models::Qwen3ChatTemplate(), {{"eos_token", "<|im_end|>"}});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return new ChatTemplate(std::move(*r));
+  }();
+  return t;
+}
+
+DocumentOptions Options() { return DocumentOptions{kEot, Qwen3Template()}; }
+
 StatusOr<Document> Row(const std::string& line) {
-  return DocumentFromJsonLine(line, "rows.jsonl:1", Bytes(), DocumentOptions{kEot});
+  return DocumentFromJsonLine(line, "rows.jsonl:1", Bytes(), Options());
 }
 
 // The text of the ids at positions where `trained` equals `which`.
@@ -72,6 +85,17 @@ TEST(Data, ChatRowTrainsOnlyOnAssistantTurns) {
   EXPECT_EQ(d->ids.back(), kEot);
 }
 
+TEST(Data, ChatRowWithoutAChatTemplateIsRefusedClearly) {
+  auto doc = DocumentFromJsonLine(
+      R"({"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]})",
+      "rows.jsonl:1", Bytes(), DocumentOptions{kEot});
+  ASSERT_FALSE(doc.ok());
+  EXPECT_NE(doc.status().message().find("rows.jsonl:1: a \"messages\" row needs the model's chat "
+                                        "template"),
+            std::string::npos)
+      << doc.status().message();
+}
+
 TEST(Data, BadRowsAreNamedByFileAndLine) {
   const std::map<std::string, std::string> bad = {
       {"{\"text\": 5}", "\"text\" must be a string"},
@@ -95,14 +119,14 @@ TEST(Data, BadRowsAreNamedByFileAndLine) {
       std::ofstream f(path);
       f << "{\"text\": \"fine\"}\n\n" << row << "\n";
     }
-    auto docs = LoadJsonlDocuments(path, Bytes(), DocumentOptions{kEot});
+    auto docs = LoadJsonlDocuments(path, Bytes(), Options());
     ASSERT_FALSE(docs.ok()) << row;
     EXPECT_NE(docs.status().message().find(path.string() + ":3"), std::string::npos)
         << docs.status().message();
     EXPECT_NE(docs.status().message().find(why), std::string::npos) << docs.status().message();
   }
   fs::remove(path);
-  EXPECT_FALSE(LoadJsonlDocuments(path, Bytes(), DocumentOptions{kEot}).ok());
+  EXPECT_FALSE(LoadJsonlDocuments(path, Bytes(), Options()).ok());
 }
 
 // Every bad row is named, not only the first: the first 20, then how many more.

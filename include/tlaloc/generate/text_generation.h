@@ -1,9 +1,9 @@
 // Text in, text out: the request policy every front end shares (`tlaloc generate`, `tlaloc
 // chat`, later the server). A request is a chat conversation or a prompt; this layer renders it
-// with the Qwen3 chat template, merges the checkpoint's generation_config.json with the
-// request's sampling settings, never samples ids the tokenizer has no text for, stops at end
-// tokens and stop strings, splits the model's <think>...</think> reasoning from its reply while
-// streaming, and keeps whatever was produced when a step fails.
+// with the checkpoint's own chat template (tokenizer/chat.h), merges the checkpoint's
+// generation_config.json with the request's sampling settings, never samples ids the tokenizer has
+// no text for, stops at end tokens and stop strings, splits the model's <think>...</think>
+// reasoning from its reply while streaming, and keeps whatever was produced when a step fails.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +34,10 @@ struct TextRequest {
   bool parse_special = false;
   // Conversations only: false renders an empty think block so the model answers directly.
   std::optional<bool> enable_thinking;
+  // Conversations only: the tool (function) definitions the chat template lists (a JSON array,
+  // or null for none), and more template variables (OpenAI's chat_template_kwargs).
+  nlohmann::ordered_json tools = nullptr;
+  nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
   // Unset fields come from generation_config.json (then transformers' defaults). An unset
   // max_new_tokens with none there runs to the end token or the context (OpenAI's rule).
   std::optional<int64_t> max_new_tokens;
@@ -121,14 +125,19 @@ class ReplySplitter {
 
 class TextGenerator {
  public:
-  // Loads weights, tokenizer.json and generation_config.json from a checkpoint folder;
-  // `tensor_parallel` splits the weights over a `model` mesh (Engine::Create).
+  // Loads weights, tokenizer.json, generation_config.json and the chat template from a
+  // checkpoint folder; `tensor_parallel` splits the weights over a `model` mesh (Engine::Create).
+  // A folder without a chat template still loads: only conversations are then refused.
   static StatusOr<std::unique_ptr<TextGenerator>> Load(const std::filesystem::path& dir,
                                                        std::optional<ElementType> dtype = {},
                                                        std::shared_ptr<Backend> backend = nullptr,
                                                        std::optional<Mesh> tensor_parallel = {});
+  // `chat_template`: what renders conversations, or why there is none (the error a
+  // conversation then gets).
   TextGenerator(std::unique_ptr<Generator> generator, Tokenizer tokenizer,
-                io::GenerationConfig generation_config);
+                io::GenerationConfig generation_config,
+                StatusOr<ChatTemplate> chat_template = Status(StatusCode::kNotFound,
+                                                              "no chat template was given"));
 
   Generator& generator() { return *generator_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
@@ -155,6 +164,7 @@ class TextGenerator {
   std::unique_ptr<Generator> generator_;
   Tokenizer tokenizer_;
   io::GenerationConfig generation_config_;
+  StatusOr<ChatTemplate> chat_template_;
   std::optional<int32_t> think_open_, think_close_;
 };
 

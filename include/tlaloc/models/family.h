@@ -158,9 +158,6 @@ struct ModelFamily {
                                           const Tensor& input_ids, const Tensor* positions,
                                           autodiff::Marks* remat,
                                           const ParallelHooks* parallel) = nullptr;
-  // Renders a conversation as the model's chat template does.
-  StatusOr<std::string> (*render_chat)(std::span<const ChatMessage> messages,
-                                       const ChatOptions& options) = nullptr;
   // The chat template as Jinja, for tokenizer_config.json of folders Tlaloc writes.
   std::string (*chat_template_jinja)() = nullptr;
   // Writes a checkpoint folder as GGUF for llama.cpp (models/gguf_export.h); null when the

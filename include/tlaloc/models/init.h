@@ -33,7 +33,7 @@ struct InitOptions {
   bool write_tokenizer_config = true;
 };
 
-// Qwen3's chat template in Jinja, rendering what RenderQwen3Chat (tlaloc/tokenizer/chat.h) does.
+// Qwen3's chat template in Jinja (plain-text turns, as Qwen3's own template renders them).
 std::string Qwen3ChatTemplate();
 
 // tokenizer_config.json for a Qwen3-style tokenizer.json: eos <|im_end|>, pad <|endoftext|>, no

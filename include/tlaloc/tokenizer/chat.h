@@ -1,43 +1,81 @@
-// The Qwen3 chat format: what the model's Jinja chat template (tokenizer_config.json of Qwen3)
-// renders for plain-text conversations, written out in C++ so no template engine is needed.
-//
-//   <|im_start|>system\n{system}<|im_end|>\n
-//   <|im_start|>user\n{user}<|im_end|>\n
-//   <|im_start|>assistant\n{reply}<|im_end|>\n
-//   <|im_start|>assistant\n                        (the generation prompt)
-//
-// Details kept from the template: a system message is only special as the first message (a
-// later one renders like a user turn); an assistant reply's "<think>...</think>" part is moved
-// to reasoning and dropped from turns before the last user query, while turns after it keep a
-// (possibly empty) <think> block; tool results render as <tool_response> inside a user turn; and
-// with enable_thinking = false the generation prompt ends with an empty think block.
-// Tool definitions and tool calls are not supported.
+// Chat rendering: a conversation becomes the prompt text a model was trained on, by the model's
+// own Jinja chat template (tokenizer_config.json's `chat_template`, or chat_template.jinja, in
+// its checkpoint folder), rendered with Tlaloc's Jinja engine (tokenizer/jinja.h) as
+// transformers' apply_chat_template renders it: the messages, `tools`, `add_generation_prompt`,
+// `enable_thinking` and any extra keyword arguments, with the special tokens of
+// tokenizer_config.json (bos_token, eos_token, ...) as template variables.
 #pragma once
 
+#include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "tlaloc/support/status.h"
+#include "tlaloc/tokenizer/jinja.h"
 
 namespace tlaloc {
 
+// An assistant's call of a tool (OpenAI's `tool_calls[i]`).
+struct ToolCall {
+  std::string id;
+  std::string name;
+  // The arguments: a JSON object, or a string when given as text (templates accept both).
+  nlohmann::ordered_json arguments = nlohmann::ordered_json::object();
+};
+
 struct ChatMessage {
-  std::string role;  // "system", "user", "assistant" or "tool"
+  std::string role;  // "system", "user", "assistant", "tool" (the template decides what it takes)
   std::string content;
-  // The template's `reasoning_content`; when absent it is taken from <think>...</think> in content.
+  // The template's `reasoning_content`; when absent, templates that know <think> take it from
+  // the content.
   std::optional<std::string> reasoning_content;
+  std::vector<ToolCall> tool_calls = {};         // assistant turns that call tools
+  std::optional<std::string> tool_call_id = {};  // tool turns: the call answered
 };
 
 struct ChatOptions {
   bool add_generation_prompt = true;
-  // false appends "<think>\n\n</think>\n\n" to the generation prompt (the template's
-  // enable_thinking=false); true or unset leave the model free to think.
+  // The template's enable_thinking (Qwen3: false closes an empty think block in the generation
+  // prompt); unset leaves it undefined, as transformers does.
   std::optional<bool> enable_thinking;
+  // The tool (function) definitions, a JSON list; null for none.
+  nlohmann::ordered_json tools = nullptr;
+  // More template variables (transformers' **kwargs, OpenAI's chat_template_kwargs).
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();
 };
 
-// Renders the conversation; an unknown role is an error naming the message.
-StatusOr<std::string> RenderQwen3Chat(std::span<const ChatMessage> messages,
-                                      const ChatOptions& options = {});
+class ChatTemplate {
+ public:
+  // The template of a checkpoint folder: tokenizer_config.json's `chat_template` (a string, or a
+  // list of {name, template} of which "default" is taken), else chat_template.jinja; the special
+  // tokens come from tokenizer_config.json. A folder with no template is an error naming it.
+  static StatusOr<ChatTemplate> FromCheckpoint(const std::filesystem::path& dir);
+  // A template given as text; `special_tokens` (e.g. {"eos_token": "<|im_end|>"}) become
+  // variables. `origin` names it in errors.
+  static StatusOr<ChatTemplate> FromSource(const std::string& source,
+                                           nlohmann::ordered_json special_tokens = {},
+                                           std::string origin = "chat template");
+
+  // The prompt text of the conversation; an error (the template's raise_exception, or a
+  // construct it cannot render) names the template's origin and line.
+  StatusOr<std::string> Render(std::span<const ChatMessage> messages,
+                               const ChatOptions& options = {}) const;
+
+  const std::string& source() const { return source_; }
+
+ private:
+  jinja::Template template_;
+  std::string source_;
+  nlohmann::ordered_json special_tokens_;
+  std::string origin_;
+};
+
+// The message as a chat template sees it (transformers' form: role, content, tool_calls with
+// {id, type, function: {name, arguments}}, tool_call_id, and reasoning_content also under
+// `thinking`).
+nlohmann::ordered_json ChatMessageJson(const ChatMessage& message);
 
 }  // namespace tlaloc

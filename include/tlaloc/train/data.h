@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "tlaloc/support/status.h"
+#include "tlaloc/tokenizer/chat.h"
 #include "tlaloc/tokenizer/tokenizer.h"
 #include "tlaloc/train/trainer.h"  // kIgnoreLabel
 
@@ -40,6 +41,8 @@ struct Document {
 struct DocumentOptions {
   // Appended to every document; also the padding token of packed rows.
   int32_t end_of_text_id = 0;
+  // Renders "messages" rows (the model's own template, tokenizer/chat.h); null refuses them.
+  const ChatTemplate* chat_template = nullptr;
 };
 
 // The end-of-text id of a tokenizer: <|endoftext|> when it has one, else an error.
