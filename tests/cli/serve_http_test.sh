@@ -225,8 +225,8 @@ code=$(post /v1/completions '{"prompt":"after","max_tokens":4}' "$WORK/after.jso
 [ "$code" = 200 ] || fail "request after a disconnect: HTTP $code"
 echo "ok: a disconnected streaming client frees its slot"
 
-# Non-streamed too: the whitespace probes notice the closed connection. The client disconnects
-# once its request holds the slot.
+# Non-streamed too: the handler peeks at its socket and notices the closed connection. The
+# client disconnects once its request holds the slot.
 curl -s --max-time 120 -H 'Content-Type: application/json' \
   -d '{"prompt":"Tell a long story","max_tokens":3000,"temperature":0}' "$URL/v1/completions" \
   >/dev/null &
