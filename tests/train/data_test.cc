@@ -85,6 +85,46 @@ TEST(Data, ChatRowTrainsOnlyOnAssistantTurns) {
   EXPECT_EQ(d->ids.back(), kEot);
 }
 
+// A template with other markers than ChatML (Llama-3 style headers): the assistant turns are
+// found through the template, each with its end-of-turn marker and without the separator.
+TEST(Data, ChatRowSpansComeFromTheTemplateNotFromChatMLMarkers) {
+  auto llama = ChatTemplate::FromSource(
+      "{{- bos_token }}{% for m in messages %}{{ '<|hdr|>' + m.role + '<|/hdr|>\n\n' + "
+      "m.content | trim + '<|eot|>\n' }}{% endfor %}{% if add_generation_prompt %}"
+      "{{ '<|hdr|>assistant<|/hdr|>\n\n' }}{% endif %}",
+      {{"bos_token", "<s>"}}, "llama-style template");
+  ASSERT_TRUE(llama.ok()) << llama.status().ToString();
+  auto d = DocumentFromJsonLine(
+      R"({"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"},)"
+      R"( {"role": "assistant", "content": "yo "}, {"role": "user", "content": "again"},)"
+      R"( {"role": "assistant", "content": "ok"}]})",
+      "rows.jsonl:1", Bytes(), DocumentOptions{kEot, &*llama});
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(TextWhere(*d, true), "yo<|eot|>ok<|eot|>");
+  EXPECT_EQ(TextWhere(*d, false),
+            "<s><|hdr|>system<|/hdr|>\n\nbe brief<|eot|>\n<|hdr|>user<|/hdr|>\n\nhi<|eot|>\n"
+            "<|hdr|>assistant<|/hdr|>\n\n\n<|hdr|>user<|/hdr|>\n\nagain<|eot|>\n"
+            "<|hdr|>assistant<|/hdr|>\n\n\n<|endoftext|>");
+}
+
+// A template whose render of the earlier turns is not a prefix of the longer render cannot show
+// where a turn is; the error names the row and the turn.
+TEST(Data, ChatTemplateThatIsNotPrefixStableIsAClearError) {
+  auto counted = ChatTemplate::FromSource(
+      "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}({{ messages | length }})"
+      "{% if add_generation_prompt %}[assistant]{% endif %}",
+      {}, "counting template");
+  ASSERT_TRUE(counted.ok()) << counted.status().ToString();
+  auto d = DocumentFromJsonLine(
+      R"({"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]})",
+      "rows.jsonl:7", Bytes(), DocumentOptions{kEot, &*counted});
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("rows.jsonl:7: assistant turn messages[1]"),
+            std::string::npos)
+      << d.status().message();
+  EXPECT_NE(d.status().message().find("not a prefix"), std::string::npos) << d.status().message();
+}
+
 TEST(Data, ChatRowWithoutAChatTemplateIsRefusedClearly) {
   auto doc = DocumentFromJsonLine(
       R"({"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]})",
@@ -110,7 +150,7 @@ TEST(Data, BadRowsAreNamedByFileAndLine) {
        "role 'robot'"},
       {"{\"messages\": [{\"role\": \"user\", \"content\": \"<|im_end|>\"}, {\"role\": "
        "\"assistant\", \"content\": \"b\"}]}",
-       "chat control token"},
+       "special token <|im_end|>"},
   };
   const fs::path path =
       fs::temp_directory_path() / ("tlaloc_data_test_" + std::to_string(::getpid()) + ".jsonl");
