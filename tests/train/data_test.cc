@@ -12,6 +12,7 @@
 
 #include "tlaloc/models/init.h"
 #include "tlaloc/train/finetune.h"
+#include "tokenizer/test_util.h"
 
 namespace tlaloc::train {
 namespace {
@@ -123,6 +124,36 @@ TEST(Data, ChatTemplateThatIsNotPrefixStableIsAClearError) {
             std::string::npos)
       << d.status().message();
   EXPECT_NE(d.status().message().find("not a prefix"), std::string::npos) << d.status().message();
+}
+
+// The published Qwen3 template (data/qwen3/tokenizer_config.json) and tokenizer, with reasoning
+// in the replies (kept in the last turn, dropped from earlier ones): the turns found through the
+// template are exactly those the ChatML markers delimit, <|im_end|> included, the separator not.
+TEST(Data, PublishedQwen3TemplateTrainsWhatItsChatMLMarkersDelimit) {
+  TL_REQUIRE_QWEN_TOKENIZER(tok);
+  auto qwen3 = ChatTemplate::FromCheckpoint(fs::path(TLALOC_SOURCE_DIR) / "data" / "qwen3");
+  ASSERT_TRUE(qwen3.ok()) << qwen3.status().ToString();
+  const std::string row =
+      R"({"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"},)"
+      R"( {"role": "assistant", "content": "<think>\nfirst thought\n</think>\n\nyo"},)"
+      R"( {"role": "user", "content": "again"},)"
+      R"( {"role": "assistant", "content": "<think>\nsecond thought\n</think>\n\nok"}]})";
+  auto d = DocumentFromJsonLine(row, "rows.jsonl:1", *tok, DocumentOptions{kEot, &*qwen3});
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  std::vector<int32_t> trained_ids, all_ids(d->ids.begin(), d->ids.end() - 1);
+  for (size_t i = 0; i < d->ids.size(); ++i)
+    if (d->trained[i]) trained_ids.push_back(d->ids[i]);
+  const std::string text = *tok->Decode(all_ids);
+  // The old rule, as the oracle: from each "<|im_start|>assistant\n" to its "<|im_end|>".
+  std::string expected;
+  const std::string open = "<|im_start|>assistant\n", close = "<|im_end|>";
+  for (size_t at = text.find(open); at != std::string::npos; at = text.find(open, at)) {
+    const size_t end = text.find(close, at) + close.size();
+    expected += text.substr(at + open.size(), end - at - open.size());
+    at = end;
+  }
+  EXPECT_EQ(*tok->Decode(trained_ids), expected);
+  EXPECT_EQ(expected, "yo<|im_end|><think>\nsecond thought\n</think>\n\nok<|im_end|>");
 }
 
 TEST(Data, ChatRowWithoutAChatTemplateIsRefusedClearly) {
