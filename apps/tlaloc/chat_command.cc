@@ -1,6 +1,7 @@
 // `tlaloc chat`: an interactive conversation in the terminal. Each line typed is a user turn;
 // the reply streams as it is decoded, the history is kept for the next turn, `/reset` starts
-// over, `/exit` or Ctrl-D quits. Ctrl-C stops the reply being written, not the program.
+// over, `/exit` or Ctrl-D quits. Ctrl-C stops the reply being written, not the program. When the
+// context fills, the oldest turns are dropped (generate/fit_context.h) with a notice on stderr.
 #include <signal.h>
 #include <unistd.h>
 
@@ -116,6 +117,9 @@ int RunChat(const ChatArgs& a) {
     generate::TextRequest request;
     request.messages = history;
     ApplyRequestFlags(a.request, &request);
+    // A full context drops the oldest turns (kept out of the history from then on) rather than
+    // ending the conversation, as llama.cpp shifts its context.
+    request.drop_old_turns = true;
     request.seed = base_seed + turn++;
     ReplyPrinter printer(a.request.show_thinking);
     auto on_text = [&](generate::TextPart part, std::string_view piece) { printer(part, piece); };
@@ -127,6 +131,13 @@ int RunChat(const ChatArgs& a) {
       std::printf("\n(%s%s)\n", r.status().message().c_str(),
                   r.status().code() == StatusCode::kInvalidArgument ? "; /reset starts over" : "");
       continue;
+    }
+    if (r->dropped_turns > 0) {
+      const auto first = history.begin() + (system.empty() ? 0 : 1);
+      history.erase(first, first + r->dropped_messages);
+      std::fprintf(stderr, "(dropped %lld oldest turn%s to fit the context of %lld tokens)\n",
+                   static_cast<long long>(r->dropped_turns), r->dropped_turns == 1 ? "" : "s",
+                   static_cast<long long>(r->context));
     }
     if (r->finish_reason == "cancelled") {
       std::fputs(" [stopped]", stdout);

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <utility>
 
+#include "tlaloc/generate/fit_context.h"
+
 namespace tlaloc::generate {
 
 namespace {
@@ -227,14 +229,35 @@ StatusOr<PreparedRequest> TextGenerator::Prepare(const TextRequest& request) con
   for (const std::string& s : request.stop)
     if (s.empty()) return InvalidArgument("stop: an empty stop string would end every reply");
 
+  const int64_t trained = generator_->config().max_position_embeddings;
+  GenerateOptions opts;
+  opts.max_context = request.max_context;
+  // With neither a budget nor a context given, the reply may run to the end of the context, whose
+  // KV cache is reserved up front: a model's whole trained length (Qwen3: 40,960 positions, GBs)
+  // would be reserved for every short answer. Such requests get at most kOpenEndedContext
+  // positions, as `serve --max-context` and llama.cpp's n_ctx default to.
+  if (opts.max_context == 0 && !budget) opts.max_context = std::min(trained, kOpenEndedContext);
+  prep.context = generator_->ContextLimit(opts);
+
   if (!request.messages.empty()) {
     if (!chat_template_.ok()) return chat_template_.status();
     ChatOptions co;
     co.enable_thinking = request.enable_thinking;
     co.tools = request.tools;
     co.extra = request.chat_template_kwargs;
-    TL_ASSIGN_OR_RETURN(std::string rendered, chat_template_->Render(request.messages, co));
-    prep.prompt_ids = tokenizer_.Encode(rendered);
+    if (request.drop_old_turns) {
+      int64_t reserve = request.reply_reserve;
+      if (reserve <= 0) reserve = budget ? std::min(*budget, prep.context / 2) : prep.context / 4;
+      TL_ASSIGN_OR_RETURN(FittedConversation fit,
+                          FitConversation(request.messages, *chat_template_, co, tokenizer_,
+                                          prep.context, std::max<int64_t>(reserve, 1)));
+      prep.prompt_ids = std::move(fit.prompt_ids);
+      prep.dropped_turns = fit.dropped_turns;
+      prep.dropped_messages = fit.dropped_messages;
+    } else {
+      TL_ASSIGN_OR_RETURN(std::string rendered, chat_template_->Render(request.messages, co));
+      prep.prompt_ids = tokenizer_.Encode(rendered);
+    }
   } else if (!request.prompt_ids.empty()) {
     const int64_t vocab = generator_->config().vocab_size;
     for (int32_t id : request.prompt_ids)
@@ -249,15 +272,6 @@ StatusOr<PreparedRequest> TextGenerator::Prepare(const TextRequest& request) con
   }
   if (prep.prompt_ids.empty()) return InvalidArgument("the prompt encodes to no tokens");
 
-  const int64_t trained = generator_->config().max_position_embeddings;
-  GenerateOptions opts;
-  opts.max_context = request.max_context;
-  // With neither a budget nor a context given, the reply may run to the end of the context, whose
-  // KV cache is reserved up front: a model's whole trained length (Qwen3: 40,960 positions, GBs)
-  // would be reserved for every short answer. Such requests get at most kOpenEndedContext
-  // positions, as `serve --max-context` and llama.cpp's n_ctx default to.
-  if (opts.max_context == 0 && !budget) opts.max_context = std::min(trained, kOpenEndedContext);
-  prep.context = generator_->ContextLimit(opts);
   if (prep.context > trained)
     prep.notes.push_back("context " + std::to_string(prep.context) +
                          " is past the model's trained length of " + std::to_string(trained) +
@@ -265,9 +279,13 @@ StatusOr<PreparedRequest> TextGenerator::Prepare(const TextRequest& request) con
                          std::to_string(trained) + " tokens");
   const int64_t prompt_len = static_cast<int64_t>(prep.prompt_ids.size());
   if (prompt_len >= prep.context)
-    return InvalidArgument("the prompt has " + std::to_string(prompt_len) +
-                           " tokens and the context holds " + std::to_string(prep.context) +
-                           ": no room for a reply (shorten the prompt or raise the context)");
+    return InvalidArgument(
+        "the prompt has " + std::to_string(prompt_len) + " tokens and the context holds " +
+        std::to_string(prep.context) +
+        ": no room for a reply (shorten the prompt or raise the context)" +
+        (prep.dropped_turns > 0
+             ? ", even with the " + std::to_string(prep.dropped_turns) + " oldest turns dropped"
+             : ""));
   if (!budget) {
     max_new = prep.context - prompt_len;
   } else if (prompt_len + max_new > prep.context) {
@@ -290,6 +308,9 @@ StatusOr<TextResult> TextGenerator::Run(const TextRequest& request, const TextCa
   TextResult result;
   result.prompt_ids = std::move(prep.prompt_ids);
   result.notes = std::move(prep.notes);
+  result.dropped_turns = prep.dropped_turns;
+  result.dropped_messages = prep.dropped_messages;
+  result.context = prep.context;
   result.seed = prep.seed;
   const int64_t context = prep.context;
   const int64_t prompt_len = static_cast<int64_t>(result.prompt_ids.size());

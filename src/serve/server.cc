@@ -367,8 +367,15 @@ void Server::Routes() {
       if (auto e = ParseApiRequest(endpoint, req.body, &reply->request)) return SendError(res, *e);
       if (auto e = CheckModel(reply->request, options_.model_name)) return SendError(res, *e);
       const ApiRequest& api = reply->request;
-      auto prepared = text_.Prepare(ToTextRequest(api, scheduler_.options().max_context));
+      generate::TextRequest text_request = ToTextRequest(api, scheduler_.options().max_context);
+      // A conversation that does not fit the context at all loses its oldest turns rather than
+      // getting a 400 (docs/SERVING.md): reserve 1 drops nothing from one that fits.
+      text_request.drop_old_turns = true;
+      text_request.reply_reserve = 1;
+      auto prepared = text_.Prepare(text_request);
       if (!prepared.ok()) return SendError(res, ErrorFor(prepared.status(), endpoint));
+      if (prepared->dropped_turns > 0)
+        res.set_header("X-Tlaloc-Dropped-Turns", std::to_string(prepared->dropped_turns));
       ScheduledRequest sr;
       sr.prepared = std::move(*prepared);
       sr.stop = api.stop;

@@ -14,15 +14,13 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr std::string_view kAssistantOpen = "<|im_start|>assistant\n";
-constexpr std::string_view kTurnClose = "<|im_end|>";
-
 void Append(Document& doc, const std::vector<int32_t>& ids, bool trained) {
   doc.ids.insert(doc.ids.end(), ids.begin(), ids.end());
   doc.trained.insert(doc.trained.end(), ids.size(), trained ? 1 : 0);
 }
 
-StatusOr<std::vector<ChatMessage>> ParseMessages(const json& j, const std::string& where) {
+StatusOr<std::vector<ChatMessage>> ParseMessages(const json& j, const std::string& where,
+                                                 const Tokenizer& tokenizer) {
   if (!j.is_array() || j.empty())
     return InvalidArgument(where + ": \"messages\" must be a non-empty array");
   std::vector<ChatMessage> out;
@@ -38,15 +36,75 @@ StatusOr<std::vector<ChatMessage>> ParseMessages(const json& j, const std::strin
     if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool")
       return InvalidArgument(at + ": role '" + msg.role +
                              "' is not one of system, user, assistant, tool");
-    // Control tokens inside a message would make the turn boundaries ambiguous.
-    if (msg.content.find("<|im_start|>") != std::string::npos ||
-        msg.content.find("<|im_end|>") != std::string::npos)
-      return InvalidArgument(at +
-                             ": content contains a chat control token (<|im_start|> or "
-                             "<|im_end|>)");
+    // The tokenizer's special tokens inside a message would make the turn boundaries ambiguous.
+    for (const AddedToken& t : tokenizer.added_tokens()) {
+      if (t.special && !t.content.empty() && msg.content.find(t.content) != std::string::npos)
+        return InvalidArgument(at + ": content contains the special token " + t.content +
+                               " (a chat control token)");
+    }
     out.push_back(std::move(msg));
   }
   return out;
+}
+
+bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+// The byte ranges [begin, end) of the assistant turns in `text`, the whole conversation rendered
+// without a generation prompt. They are found through the template itself, not by any model's
+// markers: assistant turn i starts where the render of messages[:i] with the generation prompt
+// ends (that render must be a prefix of `text`), and its text is what the render of
+// messages[:i+1] adds to that prefix. A template may render a turn in the history more briefly
+// than as the last turn (Qwen3 drops the reasoning of earlier turns), so in `text` the turn is
+// the longest ending of that text found at its start. Whitespace after the turn's last byte
+// separates turns and is not the model's output (generation stops at the end token), so it is
+// not trained.
+StatusOr<std::vector<std::pair<size_t, size_t>>> AssistantSpans(
+    const std::vector<ChatMessage>& messages, std::string_view text, const std::string& where,
+    const ChatTemplate& chat_template) {
+  std::vector<std::pair<size_t, size_t>> spans;
+  ChatOptions open, closed;
+  open.add_generation_prompt = true;
+  closed.add_generation_prompt = false;
+  const std::span<const ChatMessage> all(messages);
+  for (size_t i = 0; i < messages.size(); ++i) {
+    if (messages[i].role != "assistant") continue;
+    const std::string turn = where + ": assistant turn messages[" + std::to_string(i) + "]";
+    StatusOr<std::string> before = chat_template.Render(all.first(i), open);
+    if (!before.ok()) return before.status().WithContext(turn + ": rendering the turns before it");
+    StatusOr<std::string> with = chat_template.Render(all.first(i + 1), closed);
+    if (!with.ok()) return with.status().WithContext(turn + ": rendering the turns up to it");
+    if (!with->starts_with(*before))
+      return InvalidArgument(turn +
+                             ": the chat template's render of the turns before it with the "
+                             "generation prompt is not a prefix of its render with the turn, so "
+                             "the turn's text cannot be told apart");
+    if (!text.starts_with(*before))
+      return InvalidArgument(turn +
+                             ": the chat template renders the turns before it differently when "
+                             "later turns follow, so the turn cannot be found in the conversation");
+    const std::string_view reply = std::string_view(*with).substr(before->size());
+    const size_t begin = before->size();
+    size_t length = 0;
+    for (size_t n = std::min(reply.size(), text.size() - begin); n > 0; --n) {
+      if (text.substr(begin, n) == reply.substr(reply.size() - n)) {
+        length = n;
+        break;
+      }
+    }
+    size_t end = begin + length;
+    while (end > begin && IsSpace(text[end - 1])) --end;
+    size_t reply_end = reply.size();
+    while (reply_end > 0 && IsSpace(reply[reply_end - 1])) --reply_end;
+    if (end == begin && reply_end > 0)
+      return InvalidArgument(
+          turn + ": the chat template renders the turn as \"" +
+          std::string(reply.substr(0, reply_end)) +
+          "\" when it is the last, and nothing of that where later turns follow");
+    if (!spans.empty() && begin < spans.back().second)
+      return InvalidArgument(turn + ": overlaps the assistant turn before it in the rendering");
+    spans.emplace_back(begin, end);
+  }
+  return spans;
 }
 
 // Renders the conversation and tokenizes it piecewise, marking assistant turns as trained.
@@ -65,21 +123,15 @@ StatusOr<Document> ChatDocument(const std::vector<ChatMessage>& messages, const 
   StatusOr<std::string> rendered = chat_template->Render(messages, options);
   if (!rendered.ok()) return rendered.status().WithContext(where);
   const std::string_view text = *rendered;
+  TL_ASSIGN_OR_RETURN(auto spans, AssistantSpans(messages, text, where, *chat_template));
   Document doc;
   size_t pos = 0;
-  while (pos < text.size()) {
-    size_t open = text.find(kAssistantOpen, pos);
-    if (open == std::string_view::npos) {
-      Append(doc, tokenizer.Encode(text.substr(pos)), false);
-      break;
-    }
-    const size_t body = open + kAssistantOpen.size();
-    Append(doc, tokenizer.Encode(text.substr(pos, body - pos)), false);
-    size_t close = text.find(kTurnClose, body);
-    const size_t end = close == std::string_view::npos ? text.size() : close + kTurnClose.size();
-    Append(doc, tokenizer.Encode(text.substr(body, end - body)), true);
+  for (const auto& [begin, end] : spans) {
+    if (begin > pos) Append(doc, tokenizer.Encode(text.substr(pos, begin - pos)), false);
+    if (end > begin) Append(doc, tokenizer.Encode(text.substr(begin, end - begin)), true);
     pos = end;
   }
+  if (pos < text.size()) Append(doc, tokenizer.Encode(text.substr(pos)), false);
   return doc;
 }
 
@@ -110,12 +162,12 @@ StatusOr<Document> DocumentFromJsonLine(std::string_view line, const std::string
     encode.allow_special = false;  // a document's text is data, never control tokens
     Append(doc, tokenizer.Encode(text, encode), true);
   } else if (row.contains("messages")) {
-    TL_ASSIGN_OR_RETURN(auto messages, ParseMessages(row["messages"], where));
+    TL_ASSIGN_OR_RETURN(auto messages, ParseMessages(row["messages"], where, tokenizer));
     TL_ASSIGN_OR_RETURN(doc, ChatDocument(messages, where, tokenizer, options.chat_template));
   } else {
     return InvalidArgument(where + ": expected a \"text\" or a \"messages\" field");
   }
-  // Text documents learn to end; chat documents end after their last <|im_end|> anyway.
+  // Text documents learn to end; chat documents end with their last turn's end token anyway.
   const bool train_end = row.contains("text");
   doc.ids.push_back(options.end_of_text_id);
   doc.trained.push_back(train_end ? 1 : 0);

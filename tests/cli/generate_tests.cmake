@@ -18,3 +18,7 @@ add_test(NAME cli.generate_stdin
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/generate_stdin_test.sh
           $<TARGET_FILE:tlaloc_cli> ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli.generate_stdin PROPERTIES LABELS cli TIMEOUT 300)
+add_test(NAME cli.chat_context
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/chat_context_test.sh
+          $<TARGET_FILE:tlaloc_cli> ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.chat_context PROPERTIES LABELS "cli;serve" SKIP_RETURN_CODE 77 TIMEOUT 600)

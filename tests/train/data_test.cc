@@ -12,6 +12,7 @@
 
 #include "tlaloc/models/init.h"
 #include "tlaloc/train/finetune.h"
+#include "tokenizer/test_util.h"
 
 namespace tlaloc::train {
 namespace {
@@ -85,6 +86,76 @@ TEST(Data, ChatRowTrainsOnlyOnAssistantTurns) {
   EXPECT_EQ(d->ids.back(), kEot);
 }
 
+// A template with other markers than ChatML (Llama-3 style headers): the assistant turns are
+// found through the template, each with its end-of-turn marker and without the separator.
+TEST(Data, ChatRowSpansComeFromTheTemplateNotFromChatMLMarkers) {
+  auto llama = ChatTemplate::FromSource(
+      "{{- bos_token }}{% for m in messages %}{{ '<|hdr|>' + m.role + '<|/hdr|>\n\n' + "
+      "m.content | trim + '<|eot|>\n' }}{% endfor %}{% if add_generation_prompt %}"
+      "{{ '<|hdr|>assistant<|/hdr|>\n\n' }}{% endif %}",
+      {{"bos_token", "<s>"}}, "llama-style template");
+  ASSERT_TRUE(llama.ok()) << llama.status().ToString();
+  auto d = DocumentFromJsonLine(
+      R"({"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"},)"
+      R"( {"role": "assistant", "content": "yo "}, {"role": "user", "content": "again"},)"
+      R"( {"role": "assistant", "content": "ok"}]})",
+      "rows.jsonl:1", Bytes(), DocumentOptions{kEot, &*llama});
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(TextWhere(*d, true), "yo<|eot|>ok<|eot|>");
+  EXPECT_EQ(TextWhere(*d, false),
+            "<s><|hdr|>system<|/hdr|>\n\nbe brief<|eot|>\n<|hdr|>user<|/hdr|>\n\nhi<|eot|>\n"
+            "<|hdr|>assistant<|/hdr|>\n\n\n<|hdr|>user<|/hdr|>\n\nagain<|eot|>\n"
+            "<|hdr|>assistant<|/hdr|>\n\n\n<|endoftext|>");
+}
+
+// A template whose render of the earlier turns is not a prefix of the longer render cannot show
+// where a turn is; the error names the row and the turn.
+TEST(Data, ChatTemplateThatIsNotPrefixStableIsAClearError) {
+  auto counted = ChatTemplate::FromSource(
+      "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}({{ messages | length }})"
+      "{% if add_generation_prompt %}[assistant]{% endif %}",
+      {}, "counting template");
+  ASSERT_TRUE(counted.ok()) << counted.status().ToString();
+  auto d = DocumentFromJsonLine(
+      R"({"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]})",
+      "rows.jsonl:7", Bytes(), DocumentOptions{kEot, &*counted});
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("rows.jsonl:7: assistant turn messages[1]"),
+            std::string::npos)
+      << d.status().message();
+  EXPECT_NE(d.status().message().find("not a prefix"), std::string::npos) << d.status().message();
+}
+
+// The published Qwen3 template (data/qwen3/tokenizer_config.json) and tokenizer, with reasoning
+// in the replies (kept in the last turn, dropped from earlier ones): the turns found through the
+// template are exactly those the ChatML markers delimit, <|im_end|> included, the separator not.
+TEST(Data, PublishedQwen3TemplateTrainsWhatItsChatMLMarkersDelimit) {
+  TL_REQUIRE_QWEN_TOKENIZER(tok);
+  auto qwen3 = ChatTemplate::FromCheckpoint(fs::path(TLALOC_SOURCE_DIR) / "data" / "qwen3");
+  ASSERT_TRUE(qwen3.ok()) << qwen3.status().ToString();
+  const std::string row =
+      R"({"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"},)"
+      R"( {"role": "assistant", "content": "<think>\nfirst thought\n</think>\n\nyo"},)"
+      R"( {"role": "user", "content": "again"},)"
+      R"( {"role": "assistant", "content": "<think>\nsecond thought\n</think>\n\nok"}]})";
+  auto d = DocumentFromJsonLine(row, "rows.jsonl:1", *tok, DocumentOptions{kEot, &*qwen3});
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  std::vector<int32_t> trained_ids, all_ids(d->ids.begin(), d->ids.end() - 1);
+  for (size_t i = 0; i < d->ids.size(); ++i)
+    if (d->trained[i]) trained_ids.push_back(d->ids[i]);
+  const std::string text = *tok->Decode(all_ids);
+  // The old rule, as the oracle: from each "<|im_start|>assistant\n" to its "<|im_end|>".
+  std::string expected;
+  const std::string open = "<|im_start|>assistant\n", close = "<|im_end|>";
+  for (size_t at = text.find(open); at != std::string::npos; at = text.find(open, at)) {
+    const size_t end = text.find(close, at) + close.size();
+    expected += text.substr(at + open.size(), end - at - open.size());
+    at = end;
+  }
+  EXPECT_EQ(*tok->Decode(trained_ids), expected);
+  EXPECT_EQ(expected, "yo<|im_end|><think>\nsecond thought\n</think>\n\nok<|im_end|>");
+}
+
 TEST(Data, ChatRowWithoutAChatTemplateIsRefusedClearly) {
   auto doc = DocumentFromJsonLine(
       R"({"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]})",
@@ -110,7 +181,7 @@ TEST(Data, BadRowsAreNamedByFileAndLine) {
        "role 'robot'"},
       {"{\"messages\": [{\"role\": \"user\", \"content\": \"<|im_end|>\"}, {\"role\": "
        "\"assistant\", \"content\": \"b\"}]}",
-       "chat control token"},
+       "special token <|im_end|>"},
   };
   const fs::path path =
       fs::temp_directory_path() / ("tlaloc_data_test_" + std::to_string(::getpid()) + ".jsonl");

@@ -48,6 +48,12 @@ struct TextRequest {
   // Positions the request may use; 0: the model's trained length, or kOpenEndedContext at most
   // when no budget is given either (its KV cache is reserved up front).
   int64_t max_context = 0;
+  // Conversations only: when the prompt plus `reply_reserve` tokens does not fit the context, the
+  // oldest turns are dropped (FitConversation, generate/fit_context.h) rather than the request
+  // refused; PreparedRequest and TextResult say how many. reply_reserve 0: the budget
+  // (max_new_tokens) when there is one, at most half the context, else a quarter of it.
+  bool drop_old_turns = false;
+  int64_t reply_reserve = 0;
 };
 
 // The context of a request with neither a budget nor a context size.
@@ -64,7 +70,11 @@ struct TextResult {
   uint64_t seed = 0;
   GenerateTimings timings;
   std::vector<std::string> notes;  // things the user should know (budget capped, context full)
-  Status error;                    // a failure part-way: the fields above hold what came before
+  // TextRequest::drop_old_turns: the oldest turns dropped to fit the context, and how many
+  // messages they held (those right after the leading system messages).
+  int64_t dropped_turns = 0, dropped_messages = 0;
+  int64_t context = 0;  // positions the request could use, prompt included
+  Status error;         // a failure part-way: the fields above hold what came before
 };
 
 // A request checked and rendered, ready for the engine: what TextGenerator::Run and the server's
@@ -77,6 +87,7 @@ struct PreparedRequest {
   int64_t context = 0;         // positions the request may use
   std::vector<int64_t> eos_token_ids;
   std::vector<std::string> notes;
+  int64_t dropped_turns = 0, dropped_messages = 0;  // as in TextResult
 };
 
 // Called with each piece of decoded text as it becomes final.

@@ -3,8 +3,12 @@
 // and next-token labels.
 //
 // A document is its tokens followed by the end-of-text token. Text rows train on every token;
-// chat rows are rendered with the Qwen3 chat template and train only on assistant turns (their
-// content and closing <|im_end|>), so labels elsewhere are kIgnoreLabel.
+// chat rows are rendered with the model's own chat template and train only on assistant turns,
+// so labels elsewhere are kIgnoreLabel. A turn is found through the template, with no model's
+// markers built in: it is what rendering messages[:i+1] adds to rendering messages[:i] with the
+// generation prompt (as the turn appears in the whole conversation, which for Qwen3 drops the
+// reasoning of earlier turns), less the whitespace that separates it from the next turn. For
+// Qwen3 that is the reply and its closing <|im_end|>.
 //
 // Packing: each epoch visits the documents in a seeded random order. Whole documents are placed
 // one after another in a row while they fit; the rest of the row is padding (ignored labels).
