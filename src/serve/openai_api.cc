@@ -157,7 +157,8 @@ std::optional<ApiError> ReadToolCalls(const OrderedJson& v, const std::string& p
 
 // `tools`: [{type: "function", function: {name, description?, parameters?}}].
 std::optional<ApiError> ReadTools(const OrderedJson& v, OrderedJson* out) {
-  if (!v.is_array()) return Bad("tools", std::string("'tools' must be an array, got ") + v.type_name());
+  if (!v.is_array())
+    return Bad("tools", std::string("'tools' must be an array, got ") + v.type_name());
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string p = "tools[" + std::to_string(i) + "]";
     const OrderedJson& t = v[i];
@@ -523,8 +524,9 @@ json CompletionBody(const ApiRequest& r, const std::string& id, int64_t created,
                            {"type", "function"},
                            {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
         message["tool_calls"] = calls;
-        choice["finish_reason"] = FinishReason(done.finish_reason(), true);
       }
+      choice["finish_reason"] =
+          FinishReason(TestReply() ? "stop" : done.finish_reason(), !parse.calls.empty());
     }
     if (!done.reasoning().empty()) message["reasoning_content"] = done.reasoning();
     choice["message"] = message;

