@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 namespace tlaloc::serve {
@@ -115,7 +116,73 @@ std::optional<ApiError> ReadContent(const json& v, const std::string& param, std
   return std::nullopt;
 }
 
-std::optional<ApiError> ReadMessages(const json& body, std::vector<ChatMessage>* out) {
+using OrderedJson = nlohmann::ordered_json;
+
+// An assistant message's `tool_calls`: [{id, type: "function", function: {name, arguments}}],
+// arguments a JSON string in OpenAI's form (kept a string: the template prints a string as it is,
+// as transformers' apply_chat_template does with OpenAI-form messages) or an object.
+std::optional<ApiError> ReadToolCalls(const OrderedJson& v, const std::string& p,
+                                      std::vector<ToolCall>* out) {
+  if (v.is_null()) return std::nullopt;
+  if (!v.is_array()) return Bad(p, "'" + p + "' must be an array, got " + v.type_name());
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string q = p + "[" + std::to_string(i) + "]";
+    const OrderedJson& c = v[i];
+    if (!c.is_object()) return Bad(q, "'" + q + "' must be an object, got " + c.type_name());
+    if (c.contains("type") && c["type"] != "function")
+      return Bad(q + ".type", "'" + q + ".type' must be \"function\"");
+    if (!c.contains("function") || !c["function"].is_object())
+      return Bad(q + ".function", "'" + q + ".function' must be an object {name, arguments}");
+    const OrderedJson& f = c["function"];
+    if (!f.contains("name") || !f["name"].is_string() || f["name"].get<std::string>().empty())
+      return Bad(q + ".function.name", "'" + q + ".function.name' must be a non-empty string");
+    ToolCall call;
+    call.name = f["name"].get<std::string>();
+    if (c.contains("id") && !c["id"].is_null()) {
+      if (!c["id"].is_string()) return Bad(q + ".id", "'" + q + ".id' must be a string");
+      call.id = c["id"].get<std::string>();
+    }
+    if (f.contains("arguments") && !f["arguments"].is_null()) {
+      const OrderedJson& a = f["arguments"];
+      if (!a.is_string() && !a.is_object())
+        return Bad(q + ".function.arguments",
+                   "'" + q + ".function.arguments' must be a JSON string or an object, got " +
+                       a.type_name());
+      call.arguments = a;
+    }
+    out->push_back(std::move(call));
+  }
+  return std::nullopt;
+}
+
+// `tools`: [{type: "function", function: {name, description?, parameters?}}].
+std::optional<ApiError> ReadTools(const OrderedJson& v, OrderedJson* out) {
+  if (!v.is_array())
+    return Bad("tools", std::string("'tools' must be an array, got ") + v.type_name());
+  for (size_t i = 0; i < v.size(); ++i) {
+    const std::string p = "tools[" + std::to_string(i) + "]";
+    const OrderedJson& t = v[i];
+    if (!t.is_object()) return Bad(p, "'" + p + "' must be an object, got " + t.type_name());
+    if (!t.contains("type") || t["type"] != "function")
+      return Bad(p + ".type", "'" + p + ".type' must be \"function\" (the only tool type)");
+    if (!t.contains("function") || !t["function"].is_object())
+      return Bad(p + ".function",
+                 "'" + p + ".function' must be an object {name, description, parameters}");
+    const OrderedJson& f = t["function"];
+    if (!f.contains("name") || !f["name"].is_string() || f["name"].get<std::string>().empty())
+      return Bad(p + ".function.name", "'" + p + ".function.name' must be a non-empty string");
+    if (f.contains("description") && !f["description"].is_null() && !f["description"].is_string())
+      return Bad(p + ".function.description", "'" + p + ".function.description' must be a string");
+    if (f.contains("parameters") && !f["parameters"].is_null() && !f["parameters"].is_object())
+      return Bad(p + ".function.parameters",
+                 "'" + p + ".function.parameters' must be a JSON Schema object");
+  }
+  *out = v;
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadMessages(const json& body, const OrderedJson& ordered,
+                                     std::vector<ChatMessage>* out) {
   auto it = body.find("messages");
   if (it == body.end() || it->is_null())
     return Bad("messages", "'messages' is required: an array of {role, content} objects");
@@ -141,6 +208,18 @@ std::optional<ApiError> ReadMessages(const json& body, std::vector<ChatMessage>*
         return Bad(p + ".reasoning_content", "'" + p + ".reasoning_content' must be a string");
       msg.reasoning_content = r->get<std::string>();
     }
+    if (m.contains("tool_calls")) {
+      if (msg.role != "assistant")
+        return Bad(p + ".tool_calls", "'" + p + ".tool_calls' belongs to assistant messages");
+      if (auto e = ReadToolCalls(ordered["messages"][i]["tool_calls"], p + ".tool_calls",
+                                 &msg.tool_calls))
+        return e;
+    }
+    if (auto id = m.find("tool_call_id"); id != m.end() && !id->is_null()) {
+      if (!id->is_string())
+        return Bad(p + ".tool_call_id", "'" + p + ".tool_call_id' must be a string");
+      msg.tool_call_id = id->get<std::string>();
+    }
     out->push_back(std::move(msg));
   }
   return std::nullopt;
@@ -148,7 +227,7 @@ std::optional<ApiError> ReadMessages(const json& body, std::vector<ChatMessage>*
 
 // Fields that would change the answer if honoured, and are not: a 400 naming the field, rather
 // than a 200 whose answer silently ignores them. Absent, null and neutral values (an empty
-// logit_bias or tools list, tool_choice "none", best_of 1, response_format {"type": "text"})
+// logit_bias or functions list, function_call "none", best_of 1, response_format {"type": "text"})
 // pass; fields that change nothing (user, store, metadata, service_tier...) are not looked at.
 std::optional<ApiError> RefuseResultChangingFields(const json& j, Endpoint endpoint) {
   auto present = [&](const char* name) -> const json* {
@@ -164,12 +243,24 @@ std::optional<ApiError> RefuseResultChangingFields(const json& j, Endpoint endpo
   if (endpoint == Endpoint::kCompletions)
     if (const json* v = present("best_of"); v && !(v->is_number() && v->get<double>() == 1))
       return refuse("best_of", "one candidate is generated per request (best_of 1 only)");
-  for (const char* name : {"tools", "functions"})
-    if (const json* v = present(name); v && !(v->is_array() && v->empty()))
-      return refuse(name, "no tool calling; the model answers in text only");
-  for (const char* name : {"tool_choice", "function_call"})
-    if (const json* v = present(name); v && !(v->is_string() && *v == "none"))
-      return refuse(name, "no tool calling (\"none\" only)");
+  if (const json* v = present("functions"); v && !(v->is_array() && v->empty()))
+    return refuse("functions", "the deprecated 'functions' form is not read; send 'tools'");
+  if (const json* v = present("function_call"); v && !(v->is_string() && *v == "none"))
+    return refuse("function_call",
+                  "the deprecated 'function_call' is not read; send 'tool_choice' (\"none\" only "
+                  "here)");
+  if (const json* v = present("tool_choice");
+      v && !(v->is_string() && (*v == "none" || *v == "auto"))) {
+    if (v->is_string() && *v != "required")
+      return Bad("tool_choice",
+                 "'tool_choice' must be \"auto\", \"none\", \"required\" or "
+                 "{\"type\": \"function\", ...}, got \"" +
+                     v->get<std::string>() + "\"");
+    if (!v->is_string() && !v->is_object())
+      return Bad("tool_choice", "'tool_choice' must be a string or an object, got " + TypeName(*v));
+    return refuse("tool_choice",
+                  "only \"auto\" and \"none\": calls are not forced (no constrained decoding)");
+  }
   if (const json* v = present("response_format")) {
     const bool text = v->is_object() && v->contains("type") && (*v)["type"] == "text";
     if (!text)
@@ -301,7 +392,11 @@ std::optional<ApiError> ParseApiRequest(Endpoint endpoint, std::string_view body
   if (!j.is_object()) return Bad("", "the request body must be a JSON object, got " + TypeName(j));
   if (auto e = ReadString(j, "model", &r.model)) return e;
   if (endpoint == Endpoint::kChatCompletions) {
-    if (auto e = ReadMessages(j, &r.messages)) return e;
+    // Tools and call arguments keep their key order (the template prints them as JSON).
+    const OrderedJson ordered = OrderedJson::parse(body.begin(), body.end(), nullptr, false);
+    if (auto e = ReadMessages(j, ordered, &r.messages)) return e;
+    if (auto it = ordered.find("tools"); it != ordered.end() && !it->is_null())
+      if (auto e = ReadTools(*it, &r.tools)) return e;
   } else {
     auto it = j.find("prompt");
     if (it == j.end() || it->is_null())
@@ -340,6 +435,12 @@ std::optional<ApiError> ParseApiRequest(Endpoint endpoint, std::string_view body
   if (n && *n != 1)
     return Bad("n", "'n' must be 1: one choice per request", "unsupported_parameter");
   if (auto e = RefuseResultChangingFields(j, endpoint)) return e;
+  if (endpoint == Endpoint::kCompletions && j.contains("tools") &&
+      !(j["tools"].is_null() || (j["tools"].is_array() && j["tools"].empty())))
+    return Bad("tools", "'tools' is a chat field: use /v1/chat/completions",
+               "unsupported_parameter");
+  r.parse_tool_calls = r.tools.is_array() && !r.tools.empty() &&
+                       !(j.contains("tool_choice") && j["tool_choice"] == "none");
   for (const char* penalty : {"frequency_penalty", "presence_penalty"}) {
     std::optional<double> v;
     if (auto e = ReadNumber(j, penalty, -2, 2, false, &v)) return e;
@@ -385,6 +486,7 @@ generate::TextRequest ToTextRequest(const ApiRequest& r, int64_t context) {
   t.prompt = r.prompt;
   t.prompt_ids = r.prompt_ids;
   t.enable_thinking = r.enable_thinking;
+  t.tools = r.tools;
   t.max_new_tokens = r.max_tokens;
   t.temperature = r.temperature;
   t.top_p = r.top_p;
@@ -410,6 +512,22 @@ json CompletionBody(const ApiRequest& r, const std::string& id, int64_t created,
   choice["logprobs"] = LogprobsOf(r, ptrs);
   if (r.endpoint == Endpoint::kChatCompletions) {
     json message = {{"role", "assistant"}, {"content", done.content()}};
+    if (r.parse_tool_calls) {
+      const ToolCallParse parse = ParseToolCalls(TestReply().value_or(done.content()));
+      message["content"] = parse.content;
+      if (!parse.calls.empty()) {
+        // OpenAI's form: content null when the reply is only calls.
+        if (parse.content.empty()) message["content"] = nullptr;
+        json calls = json::array();
+        for (const ParsedToolCall& c : parse.calls)
+          calls.push_back({{"id", c.id},
+                           {"type", "function"},
+                           {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+        message["tool_calls"] = calls;
+      }
+      choice["finish_reason"] =
+          FinishReason(TestReply() ? "stop" : done.finish_reason(), !parse.calls.empty());
+    }
     if (!done.reasoning().empty()) message["reasoning_content"] = done.reasoning();
     choice["message"] = message;
   } else {
@@ -455,6 +573,35 @@ json FinishChunk(const ApiRequest& r, const std::string& id, int64_t created,
           {"created", created},
           {"model", model},
           {"choices", json::array({choice})}};
+}
+
+json ToolCallChunk(const ApiRequest& r, const std::string& id, int64_t created,
+                   const std::string& model, size_t index, const ParsedToolCall& call) {
+  json delta = {
+      {"tool_calls",
+       json::array({{{"index", index},
+                     {"id", call.id},
+                     {"type", "function"},
+                     {"function", {{"name", call.name}, {"arguments", call.arguments}}}}})}};
+  json choice = {{"index", 0}, {"delta", delta}, {"finish_reason", nullptr}, {"logprobs", nullptr}};
+  return {{"id", id},
+          {"object", ObjectName(r, true)},
+          {"created", created},
+          {"model", model},
+          {"choices", json::array({choice})}};
+}
+
+std::string FinishReason(const std::string& generated, bool called_tools) {
+  return called_tools && generated == "stop" ? "tool_calls" : generated;
+}
+
+const std::optional<std::string>& TestReply() {
+  static const std::optional<std::string> reply = []() -> std::optional<std::string> {
+    const char* env = std::getenv("TLALOC_TEST_REPLY");
+    if (env == nullptr) return std::nullopt;
+    return std::string(env);
+  }();
+  return reply;
 }
 
 json UsageChunk(const ApiRequest& r, const std::string& id, int64_t created,

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -140,6 +141,7 @@ struct Reply {
   int64_t created = 0;
   std::vector<StreamEvent> events;  // non-streamed: everything, for the logprobs
   bool first = true;
+  ToolCallStreamer tool_calls;  // streamed chat with tools: splits calls out of the content
 };
 
 bool WriteEvent(httplib::DataSink& sink, const json& j) {
@@ -147,20 +149,55 @@ bool WriteEvent(httplib::DataSink& sink, const json& j) {
   return sink.write(text.data(), text.size());
 }
 
-// Server-sent events: one chunk per event, the finish chunk, usage if asked, [DONE].
+// Server-sent events: one chunk per event, the finish chunk, usage if asked, [DONE]. With tools,
+// the content goes through the tool-call streamer first: text as content deltas, each call as
+// one tool_calls delta when its block closes.
 bool StreamProvider(Reply& r, httplib::DataSink& sink) {
+  bool ok = true;
+  auto send_event = [&](const StreamEvent& e) {
+    auto chunk = StreamChunk(r.request, r.id, r.created, r.model, e, r.first);
+    if (!chunk || !ok) return;
+    r.first = false;
+    ok = WriteEvent(sink, *chunk);
+  };
+  // Sends `items` (text and calls); `base` carries the event's reasoning and logprobs.
+  auto send_items = [&](const std::vector<ToolCallStreamer::Item>& items, StreamEvent base) {
+    const size_t called =
+        r.tool_calls.calls_sent() -
+        std::count_if(items.begin(), items.end(), [](auto& i) { return i.is_call; });
+    size_t index = called;
+    for (const auto& item : items) {
+      if (item.is_call) {
+        send_event(base);  // the role chunk, and what the event carried besides content
+        base = {};
+        if (ok)
+          ok = WriteEvent(sink,
+                          ToolCallChunk(r.request, r.id, r.created, r.model, index++, item.call));
+      } else {
+        base.content = item.text;
+        send_event(base);
+        base = {};
+      }
+    }
+    send_event(base);
+  };
   std::vector<StreamEvent> events;
   for (;;) {
     events.clear();
     const bool more = r.stream->Wait(events, kProbeMs);
     for (const StreamEvent& e : events) {
-      auto chunk = StreamChunk(r.request, r.id, r.created, r.model, e, r.first);
-      if (!chunk) continue;
-      r.first = false;
-      if (!WriteEvent(sink, *chunk)) {
-        r.stream->Cancel();
-        return false;
+      if (r.request.parse_tool_calls) {
+        StreamEvent base = e;
+        base.content.clear();
+        send_items(r.tool_calls.Feed(TestReply() ? std::string() : e.content), std::move(base));
+      } else {
+        send_event(e);
       }
+      if (!ok) break;
+    }
+    if (!ok) {
+      r.stream->Cancel();
+      return false;
     }
     if (!more) break;
     if (events.empty() && !sink.write(": \n\n", 4)) {
@@ -174,8 +211,18 @@ bool StreamProvider(Reply& r, httplib::DataSink& sink) {
     e.type = "server_error";
     WriteEvent(sink, e.Body());
   } else {
-    if (r.first) WriteEvent(sink, *StreamChunk(r.request, r.id, r.created, r.model, {}, true));
-    WriteEvent(sink, FinishChunk(r.request, r.id, r.created, r.model, r.stream->finish_reason()));
+    if (r.request.parse_tool_calls) {
+      // Tests: the replacing reply, in small deltas that cut its markers.
+      if (const auto& reply = TestReply())
+        for (size_t i = 0; i < reply->size(); i += 4)
+          send_items(r.tool_calls.Feed(std::string_view(*reply).substr(i, 4)), {});
+      send_items(r.tool_calls.Finish(), {});
+    }
+    if (r.first) send_event({});
+    const std::string finish =
+        FinishReason(r.request.parse_tool_calls && TestReply() ? "stop" : r.stream->finish_reason(),
+                     r.tool_calls.calls_sent() > 0);
+    WriteEvent(sink, FinishChunk(r.request, r.id, r.created, r.model, finish));
     if (r.request.include_usage)
       WriteEvent(sink, UsageChunk(r.request, r.id, r.created, r.model, *r.stream));
   }

@@ -5,8 +5,8 @@ OpenAI SDK users trip over. Each CHECK names one behaviour:
                non-streamed request that was admitted must still surface as the client's typed
                error (InternalServerError, HTTP 500, OpenAI's error object), not as a success.
   refused      fields that would change the answer but are not honoured (logit_bias, best_of,
-               n > 1, tools, functions, tool_choice, function_call, response_format other than
-               text) are a BadRequestError (400) naming the field; neutral values of them and
+               n > 1, functions, tool_choice "required", function_call, response_format other
+               than text; tools themselves: serve_tools_client.py) are a BadRequestError (400) naming the field; neutral values of them and
                harmless fields (user, store, metadata, stream_options...) are accepted.
   model        an unknown model is a NotFoundError (404, code model_not_found) on both
                endpoints and models.retrieve; the served id is found.
@@ -66,8 +66,7 @@ def refused(client, model):
         ("best_of", comp, dict(best_of=2)),
         ("n", chat, dict(n=2)),
         ("n", comp, dict(n=3)),
-        ("tools", chat, dict(tools=[tool])),
-        ("tool_choice", chat, dict(tool_choice="auto")),
+        ("tool_choice", chat, dict(tools=[tool], tool_choice="required")),
         ("functions", chat, dict(extra_body={"functions": [tool["function"]]})),
         ("function_call", chat, dict(extra_body={"function_call": "auto"})),
         ("response_format", chat, dict(response_format={"type": "json_object"})),

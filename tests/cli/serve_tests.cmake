@@ -13,3 +13,7 @@ add_test(NAME cli.serve_api
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/serve_api_test.sh
           $<TARGET_FILE:tlaloc_cli> ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli.serve_api PROPERTIES LABELS "cli;serve" SKIP_RETURN_CODE 77 TIMEOUT 300)
+add_test(NAME cli.serve_tools
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/serve_tools_test.sh
+          $<TARGET_FILE:tlaloc_cli> ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.serve_tools PROPERTIES LABELS "cli;serve" SKIP_RETURN_CODE 77 TIMEOUT 300)

@@ -73,9 +73,8 @@ TEST(OpenAiApi, RefusesFieldsThatWouldChangeTheAnswer) {
   const std::string msg = R"("messages": [{"role": "user", "content": "hi"}])";
   for (const auto& [field, value] : std::vector<std::pair<std::string, std::string>>{
            {"logit_bias", R"({"1": 5})"},
-           {"tools", R"([{"type": "function", "function": {"name": "f"}}])"},
            {"functions", R"([{"name": "f"}])"},
-           {"tool_choice", R"("auto")"},
+           {"tool_choice", R"("required")"},
            {"tool_choice", R"({"type": "function", "function": {"name": "f"}})"},
            {"function_call", R"("auto")"},
            {"response_format", R"({"type": "json_object"})"},
@@ -96,6 +95,65 @@ TEST(OpenAiApi, RefusesFieldsThatWouldChangeTheAnswer) {
                     "metadata": {"k": "v"}, "parallel_tool_calls": false})"));
   ApiRequest r;
   EXPECT_FALSE(ParseApiRequest(Endpoint::kCompletions, R"({"prompt": "x", "best_of": 1})", &r));
+}
+
+// Tools (issue 39): definitions are checked field by field and kept in their key order for the
+// template; assistant tool_calls (arguments a JSON string, kept a string) and tool_call_id reach
+// the chat messages; tool_choice "none" keeps the reply text.
+TEST(OpenAiApi, ToolsAndToolMessages) {
+  const std::string msg = R"("messages": [{"role": "user", "content": "hi"}])";
+  for (const auto& [tools, param] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"type": "function"})", "tools"},
+           {R"([5])", "tools[0]"},
+           {R"([{"type": "retrieval", "function": {"name": "f"}}])", "tools[0].type"},
+           {R"([{"type": "function"}])", "tools[0].function"},
+           {R"([{"type": "function", "function": {"name": ""}}])", "tools[0].function.name"},
+           {R"([{"type": "function", "function": {"name": "f", "description": 3}}])",
+            "tools[0].function.description"},
+           {R"([{"type": "function", "function": {"name": "f", "parameters": "x"}}])",
+            "tools[0].function.parameters"}})
+    ExpectRefused("{" + msg + R"(, "tools": )" + tools + "}", param);
+  ExpectRefused("{" + msg + R"(, "tool_choice": "sometimes"})", "tool_choice");
+  ExpectRefused(R"({"prompt": "x", "tools": [{"type": "function", "function": {"name": "f"}}]})",
+                "tools", Endpoint::kCompletions);
+  ExpectRefused(R"({"messages": [{"role": "user", "content": "x", "tool_calls": []}]})",
+                "messages[0].tool_calls");
+  ExpectRefused(R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {}}]}]})",
+                "messages[0].tool_calls[0].function.name");
+  ExpectRefused(R"({"messages": [{"role": "assistant", "tool_calls": [{"function":
+                 {"name": "f", "arguments": 5}}]}]})",
+                "messages[0].tool_calls[0].function.arguments");
+  ExpectRefused(R"({"messages": [{"role": "tool", "content": "1", "tool_call_id": 3}]})",
+                "messages[0].tool_call_id");
+
+  const std::string body = R"({"messages": [
+      {"role": "user", "content": "Weather in Paris?"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+       "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+      {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}],
+    "tools": [{"type": "function", "function": {"name": "get_weather", "description": "d",
+               "parameters": {"type": "object", "properties": {"zeta": {}, "alpha": {}}}}}],
+    "tool_choice": "auto"})";
+  ApiRequest r;
+  ASSERT_FALSE(Chat(body, &r));
+  EXPECT_TRUE(r.parse_tool_calls);
+  ASSERT_EQ(r.messages.size(), 3u);
+  ASSERT_EQ(r.messages[1].tool_calls.size(), 1u);
+  EXPECT_EQ(r.messages[1].tool_calls[0].id, "call_1");
+  EXPECT_EQ(r.messages[1].tool_calls[0].name, "get_weather");
+  EXPECT_EQ(r.messages[1].tool_calls[0].arguments, "{\"city\": \"Paris\"}");
+  EXPECT_EQ(r.messages[2].tool_call_id, "call_1");
+  // Key order as sent (a sorted map would put "alpha" first).
+  EXPECT_EQ(r.tools[0]["function"]["parameters"]["properties"].dump(), R"({"zeta":{},"alpha":{}})");
+  EXPECT_EQ(ToTextRequest(r, 0).tools, r.tools);
+  std::string none = body;
+  none.replace(none.find(R"("auto")"), 6, R"("none")");
+  ASSERT_FALSE(Chat(none, &r));
+  EXPECT_FALSE(r.parse_tool_calls);
+  EXPECT_TRUE(r.tools.is_array());
+  EXPECT_EQ(FinishReason("stop", true), "tool_calls");
+  EXPECT_EQ(FinishReason("length", true), "length");
+  EXPECT_EQ(FinishReason("stop", false), "stop");
 }
 
 // A completion's prompt may be token ids, alone or as the one prompt of a list; several prompts

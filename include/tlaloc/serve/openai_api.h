@@ -13,6 +13,7 @@
 
 #include "tlaloc/generate/text_generation.h"
 #include "tlaloc/serve/scheduler.h"
+#include "tlaloc/serve/tool_calls.h"
 #include "tlaloc/tokenizer/chat.h"
 
 namespace tlaloc::serve {
@@ -44,12 +45,17 @@ struct ApiRequest {
   int top_logprobs = -1;                // -1: no logprobs
   std::optional<bool> enable_thinking;  // chat_template_kwargs.enable_thinking
   bool echo = false;                    // completions: not supported, refused
+  // Chat: the function definitions (OpenAI's `tools`, key order kept), given to the template;
+  // null when none. Replies are parsed for tool calls when tools are given and tool_choice is
+  // "auto" (the default); "none" passes the tools to the template but leaves the reply text.
+  nlohmann::ordered_json tools = nullptr;
+  bool parse_tool_calls = false;
 };
 
 // Parses a request body. Unknown fields are ignored (clients send many); known ones must have
 // their documented types and ranges, and fields that would change the answer but are not
-// honoured (logit_bias, best_of, n > 1, tools, tool_choice, response_format other than text)
-// are refused with a 400 naming them.
+// honoured (logit_bias, best_of, n > 1, functions, function_call, tool_choice other than "auto"
+// or "none", response_format other than text) are refused with a 400 naming them.
 std::optional<ApiError> ParseApiRequest(Endpoint endpoint, std::string_view body, ApiRequest* out);
 
 // An unknown model is a 404 "model_not_found", as OpenAI and vLLM answer; an absent model is
@@ -70,6 +76,15 @@ std::optional<nlohmann::json> StreamChunk(const ApiRequest& request, const std::
                                           const StreamEvent& event, bool first);
 nlohmann::json FinishChunk(const ApiRequest& request, const std::string& id, int64_t created,
                            const std::string& model, const std::string& finish_reason);
+// A streamed tool call (the `index`-th of the reply), whole: id, type, name and all arguments.
+nlohmann::json ToolCallChunk(const ApiRequest& request, const std::string& id, int64_t created,
+                             const std::string& model, size_t index, const ParsedToolCall& call);
+// The finish reason sent: "tool_calls" when the reply called tools and stopped by itself.
+std::string FinishReason(const std::string& generated, bool called_tools);
+// TLALOC_TEST_REPLY (tests only): the text that replaces the generated content of chat replies
+// parsed for tool calls, so that tests drive the tool-call path with a model that never calls;
+// such a reply ended by itself (finish "stop", whatever the random model's generation did).
+const std::optional<std::string>& TestReply();
 nlohmann::json UsageChunk(const ApiRequest& request, const std::string& id, int64_t created,
                           const std::string& model, const RequestStream& done);
 nlohmann::json Usage(const RequestStream& done);
