@@ -95,6 +95,8 @@ ApiError ErrorFor(const Status& s, Endpoint endpoint = Endpoint::kChatCompletion
         e.param = endpoint == Endpoint::kChatCompletions ? "messages" : "prompt";
       } else if (e.message.find("prompt token id") != std::string::npos) {
         e.param = "prompt";
+      } else if (e.message.rfind("logit_bias", 0) == 0) {
+        e.param = "logit_bias";  // a token id outside the tokenizer's vocabulary
       }
       break;
     case StatusCode::kResourceExhausted:
@@ -367,7 +369,14 @@ void Server::Routes() {
       if (auto e = ParseApiRequest(endpoint, req.body, &reply->request)) return SendError(res, *e);
       if (auto e = CheckModel(reply->request, options_.model_name)) return SendError(res, *e);
       const ApiRequest& api = reply->request;
-      auto prepared = text_.Prepare(ToTextRequest(api, scheduler_.options().max_context));
+      generate::TextRequest text_request = ToTextRequest(api, scheduler_.options().max_context);
+      const SamplingDefaults& d = options_.sampling_defaults;
+      if (!text_request.repetition_penalty) text_request.repetition_penalty = d.repetition_penalty;
+      if (!text_request.presence_penalty) text_request.presence_penalty = d.presence_penalty;
+      if (!text_request.frequency_penalty) text_request.frequency_penalty = d.frequency_penalty;
+      if (!text_request.min_p) text_request.min_p = d.min_p;
+      if (text_request.logit_bias.empty()) text_request.logit_bias = d.logit_bias;
+      auto prepared = text_.Prepare(text_request);
       if (!prepared.ok()) return SendError(res, ErrorFor(prepared.status(), endpoint));
       ScheduledRequest sr;
       sr.prepared = std::move(*prepared);
