@@ -207,8 +207,10 @@ StatusOr<nn::SamplingParams> TextGenerator::Sampling(const TextRequest& request)
     return InvalidArgument("top_p " + std::to_string(p.top_p) + ": expected a number in (0, 1]");
   if (p.top_k < 0)
     return InvalidArgument("top_k " + std::to_string(p.top_k) + ": expected >= 0 (0 keeps all)");
-  p.min_p = request.min_p.value_or(0.0);
-  p.repetition_penalty = request.repetition_penalty.value_or(1.0);
+  // As transformers' generate: generation_config.json's repetition_penalty always applies, its
+  // min_p only when it samples (a warper).
+  p.min_p = request.min_p.value_or(g.do_sample ? g.min_p.value_or(0.0) : 0.0);
+  p.repetition_penalty = request.repetition_penalty.value_or(g.repetition_penalty);
   p.presence_penalty = request.presence_penalty.value_or(0.0);
   p.frequency_penalty = request.frequency_penalty.value_or(0.0);
   p.logit_bias = request.logit_bias;

@@ -44,8 +44,9 @@ struct TextRequest {
   std::optional<int64_t> max_new_tokens;
   std::optional<double> temperature, top_p;
   std::optional<int64_t> top_k;
-  // Unset: none (generation_config.json's are not read). See nn::SamplingParams for what each
-  // does and the order they apply in.
+  // Unset: generation_config.json's repetition_penalty, and its min_p when it samples (as
+  // transformers' generate); else none. See nn::SamplingParams for what each does and the order
+  // they apply in.
   std::optional<double> min_p, repetition_penalty, presence_penalty, frequency_penalty;
   std::map<int32_t, float> logit_bias;  // token id -> bias added to its logit
   std::optional<uint64_t> seed;         // unset: drawn at random (TextResult::seed says which)
