@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 namespace tlaloc::cli {
@@ -18,6 +20,53 @@ std::string FlagNumber(double v) {
 }
 
 }  // namespace
+
+void AddPenaltyOptions(CLI::App* cmd, PenaltyFlags* f) {
+  cmd->add_option("--repeat-penalty", f->repeat_penalty,
+                  "divide positive logits of tokens in the prompt or reply by it, multiply "
+                  "negative ones (transformers' repetition_penalty; 1: none)");
+  cmd->add_option(
+      "--presence-penalty", f->presence_penalty,
+      "subtract it from the logits of tokens the reply already holds (OpenAI; 0: none)");
+  cmd->add_option("--frequency-penalty", f->frequency_penalty,
+                  "subtract it times the count of each token in the reply (OpenAI; 0: none)");
+  cmd->add_option("--min-p", f->min_p,
+                  "keep tokens at least this fraction as likely as the likeliest, after the "
+                  "temperature (0: all)");
+  cmd->add_option("--logit-bias", f->logit_bias,
+                  "ID+BIAS, ID-BIAS or ID=BIAS: add BIAS to token ID's logit (repeatable)");
+}
+
+Status CheckPenaltyFlags(const PenaltyFlags& f, std::map<int32_t, float>* bias) {
+  if (f.repeat_penalty && (!std::isfinite(*f.repeat_penalty) || *f.repeat_penalty <= 0))
+    return InvalidArgument("--repeat-penalty " + FlagNumber(*f.repeat_penalty) +
+                           ": expected a number > 0 (1: none)");
+  if (f.presence_penalty && !std::isfinite(*f.presence_penalty))
+    return InvalidArgument("--presence-penalty: expected a finite number");
+  if (f.frequency_penalty && !std::isfinite(*f.frequency_penalty))
+    return InvalidArgument("--frequency-penalty: expected a finite number");
+  if (f.min_p && (!std::isfinite(*f.min_p) || *f.min_p < 0 || *f.min_p > 1))
+    return InvalidArgument("--min-p " + FlagNumber(*f.min_p) + ": expected a number in [0, 1]");
+  bias->clear();
+  for (const std::string& item : f.logit_bias) {
+    const std::string bad = "--logit-bias " + item + ": expected ID+BIAS, ID-BIAS or ID=BIAS";
+    const size_t split = item.find_first_of("+-=", 1);
+    if (split == std::string::npos || split == 0 || split + 1 >= item.size())
+      return InvalidArgument(bad);
+    const std::string id_text = item.substr(0, split);
+    // "ID=BIAS" takes the sign from BIAS; "ID+BIAS" and "ID-BIAS" from the separator.
+    const std::string value_text = item[split] == '=' ? item.substr(split + 1) : item.substr(split);
+    char* end = nullptr;
+    errno = 0;
+    const long long id = std::strtoll(id_text.c_str(), &end, 10);
+    if (*end != '\0' || errno != 0 || id < 0 || id > INT32_MAX) return InvalidArgument(bad);
+    end = nullptr;
+    const double value = std::strtod(value_text.c_str(), &end);
+    if (*end != '\0' || !std::isfinite(value)) return InvalidArgument(bad);
+    (*bias)[static_cast<int32_t>(id)] = static_cast<float>(value);
+  }
+  return OkStatus();
+}
 
 void AddRequestOptions(CLI::App* cmd, RequestFlags* f, const std::string& budget_help,
                        const std::string& seed_help) {
@@ -37,6 +86,7 @@ void AddRequestOptions(CLI::App* cmd, RequestFlags* f, const std::string& budget
   cmd->add_option("-c,--ctx-size", f->ctx_size,
                   "context size in tokens, prompt included (default: max_position_embeddings; a "
                   "larger one is honoured with a warning that quality may drop past it)");
+  AddPenaltyOptions(cmd, &f->penalties);
 }
 
 Status CheckRequestFlags(const RequestFlags& f) {
@@ -52,7 +102,8 @@ Status CheckRequestFlags(const RequestFlags& f) {
                            ": expected >= 1");
   if (f.ctx_size && *f.ctx_size < 2)
     return InvalidArgument("--ctx-size " + std::to_string(*f.ctx_size) + ": expected >= 2");
-  return OkStatus();
+  std::map<int32_t, float> bias;
+  return CheckPenaltyFlags(f.penalties, &bias);
 }
 
 void ApplyRequestFlags(const RequestFlags& f, generate::TextRequest* r) {
@@ -62,6 +113,12 @@ void ApplyRequestFlags(const RequestFlags& f, generate::TextRequest* r) {
   r->top_k = f.top_k;
   r->top_p = f.top_p;
   r->seed = f.seed;
+  r->repetition_penalty = f.penalties.repeat_penalty;
+  r->presence_penalty = f.penalties.presence_penalty;
+  r->frequency_penalty = f.penalties.frequency_penalty;
+  r->min_p = f.penalties.min_p;
+  // Checked by CheckRequestFlags first.
+  if (!CheckPenaltyFlags(f.penalties, &r->logit_bias).ok()) r->logit_bias.clear();
   r->max_context = f.ctx_size.value_or(0);
 }
 

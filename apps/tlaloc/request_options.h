@@ -4,13 +4,28 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tlaloc/generate/text_generation.h"
 #include "tlaloc/support/status.h"
 
 namespace tlaloc::cli {
+
+// The sampling controls past temperature/top-k/top-p, named as llama.cpp's flags.
+struct PenaltyFlags {
+  std::optional<double> repeat_penalty, presence_penalty, frequency_penalty, min_p;
+  std::vector<std::string> logit_bias;  // "ID+BIAS", "ID-BIAS" or "ID=BIAS", repeatable
+};
+
+// Adds --repeat-penalty, --presence-penalty, --frequency-penalty, --min-p and --logit-bias.
+void AddPenaltyOptions(CLI::App* cmd, PenaltyFlags* flags);
+
+// Each value in range and every --logit-bias well formed (InvalidArgument naming the flag);
+// fills `bias` with the parsed biases.
+Status CheckPenaltyFlags(const PenaltyFlags& flags, std::map<int32_t, float>* bias);
 
 struct RequestFlags {
   std::string system;
@@ -18,9 +33,11 @@ struct RequestFlags {
   std::optional<int64_t> max_new_tokens, top_k, ctx_size;
   std::optional<double> temperature, top_p;
   std::optional<uint64_t> seed;
+  PenaltyFlags penalties;
 };
 
-// Adds --system, --no-think, --show-thinking, -n, --temp, --top-k, --top-p, -s and -c;
+// Adds --system, --no-think, --show-thinking, -n, --temp, --top-k, --top-p, -s, -c and the
+// penalty options;
 // `budget_help` and `seed_help` say what the command does without them.
 void AddRequestOptions(CLI::App* cmd, RequestFlags* flags, const std::string& budget_help,
                        const std::string& seed_help);

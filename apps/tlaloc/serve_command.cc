@@ -13,6 +13,7 @@
 
 #include "cli_options.h"
 #include "commands.h"
+#include "request_options.h"
 #include "tlaloc/generate/text_generation.h"
 #include "tlaloc/pjrt/pjrt_backend.h"
 #include "tlaloc/serve/scheduler.h"
@@ -31,6 +32,7 @@ struct ServeArgs {
   int port = 8080;
   int64_t max_batch = 4, max_context = 0, max_queue = 64, prefill_chunk = 256, kv_blocks = 0;
   std::optional<int> threads;
+  PenaltyFlags penalties;  // defaults for requests that do not set these fields
 };
 
 // The host as a URL writes it: an IPv6 address in brackets (http://[::1]:8080, RFC 3986).
@@ -48,6 +50,13 @@ int RunServe(const ServeArgs& a) {
                 kExitUsage);
   if (a.max_batch < 1 || a.max_batch > 256)
     return fail("--max-batch " + std::to_string(a.max_batch) + ": expected 1..256", kExitUsage);
+  serve::SamplingDefaults defaults;
+  if (Status s = CheckPenaltyFlags(a.penalties, &defaults.logit_bias); !s.ok())
+    return fail(s.message(), kExitUsage);
+  defaults.repetition_penalty = a.penalties.repeat_penalty;
+  defaults.presence_penalty = a.penalties.presence_penalty;
+  defaults.frequency_penalty = a.penalties.frequency_penalty;
+  defaults.min_p = a.penalties.min_p;
   if (a.max_context < 0)
     return fail("--max-context " + std::to_string(a.max_context) +
                     ": expected > 0 (default: the model's, at most 4096)",
@@ -101,6 +110,7 @@ int RunServe(const ServeArgs& a) {
   opts.port = a.port;
   opts.api_key = a.api_key;
   opts.cors_origins = a.cors;
+  opts.sampling_defaults = defaults;
   opts.model_name = a.name.empty() ? dir->filename().string() : a.name;
   if (opts.model_name.empty()) opts.model_name = "tlaloc";
   serve::Server server(**text, **scheduler, opts);
@@ -177,6 +187,7 @@ void RegisterServeCommand(CLI::App& app) {
                   "ORIGIN (repeatable or comma-separated; * for any): let web pages from it "
                   "call the API (CORS; default: none)")
       ->delimiter(',');
+  AddPenaltyOptions(cmd, &args->penalties);
   cmd->callback([args] { SetExitCode(RunServe(*args)); });
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "generate/tensor_parallel.h"
 #include "tlaloc/generate/memory_check.h"
@@ -19,13 +20,14 @@ double Now() {
 
 // The sampling inputs of a batch, one entry per program row (idle rows greedy).
 struct SamplingColumns {
-  std::vector<float> temperature, top_p;
+  std::vector<float> temperature, top_p, min_p;
   std::vector<int32_t> top_k;
   std::vector<uint32_t> keys, steps;
 
   explicit SamplingColumns(int64_t rows)
       : temperature(rows, 0.f),
         top_p(rows, 1.f),
+        min_p(rows, 0.f),
         top_k(rows, 0),
         keys(2 * rows, 0),
         steps(rows, 0) {}
@@ -33,6 +35,7 @@ struct SamplingColumns {
     temperature[row] = static_cast<float>(s.params.temperature);
     top_k[row] = static_cast<int32_t>(std::clamp<int64_t>(s.params.top_k, 0, INT32_MAX));
     top_p[row] = static_cast<float>(s.params.top_p);
+    min_p[row] = static_cast<float>(std::max(0.0, s.params.min_p));
     // jax.random.PRNGKey(seed) layout: [high word, low word].
     keys[2 * row] = static_cast<uint32_t>(s.seed >> 32);
     keys[2 * row + 1] = static_cast<uint32_t>(s.seed & 0xffffffffu);
@@ -43,14 +46,27 @@ struct SamplingColumns {
     in[models::Port::kTemperature] = Literal::FromVector<float>({n}, temperature);
     in[models::Port::kTopK] = Literal::FromVector<int32_t>({n}, top_k);
     in[models::Port::kTopP] = Literal::FromVector<float>({n}, top_p);
+    in[models::Port::kMinP] = Literal::FromVector<float>({n}, min_p);
     in[models::Port::kKeys] = Literal::FromVector<uint32_t>({n, 2}, keys);
     in[models::Port::kSteps] = Literal::FromVector<uint32_t>({n}, steps);
   }
 };
 
-Status CheckSampling(const nn::SamplingParams& p, const std::string& what) {
+Status CheckSampling(const nn::SamplingParams& p, int64_t vocab, const std::string& what) {
   if (!(p.temperature == p.temperature) || !(p.top_p > 0 && p.top_p <= 1))
     return InvalidArgument(what + ": temperature must be a number and top_p in (0, 1]");
+  if (!(p.min_p >= 0 && p.min_p <= 1))
+    return InvalidArgument(what + ": min_p " + std::to_string(p.min_p) + " is outside [0, 1]");
+  if (!(p.repetition_penalty > 0 && std::isfinite(p.repetition_penalty)))
+    return InvalidArgument(what + ": repetition_penalty " + std::to_string(p.repetition_penalty) +
+                           " is not a positive number");
+  if (!std::isfinite(p.presence_penalty) || !std::isfinite(p.frequency_penalty))
+    return InvalidArgument(what + ": presence_penalty and frequency_penalty must be numbers");
+  for (const auto& [id, bias] : p.logit_bias)
+    if (id < 0 || id >= vocab || !std::isfinite(bias))
+      return InvalidArgument(what + ": logit_bias of token id " + std::to_string(id) +
+                             ": expected an id in [0, " + std::to_string(vocab) +
+                             ") and a finite bias");
   return OkStatus();
 }
 
@@ -181,6 +197,8 @@ Status Engine::Reserve(int64_t num_slots, int64_t max_len, int64_t num_blocks) {
   num_blocks_ = num_blocks;
   lengths_.assign(num_slots, 0);
   tables_.assign(num_slots, {});
+  history_.assign(num_slots, {});
+  prompt_ends_.assign(num_slots, 0);
   // Handed out lowest first.
   free_.resize(num_blocks);
   for (int64_t i = 0; i < num_blocks; ++i) free_[i] = static_cast<int32_t>(num_blocks - 1 - i);
@@ -192,6 +210,8 @@ void Engine::DropCache() {
   num_slots_ = max_len_ = num_blocks_ = 0;
   lengths_.clear();
   tables_.clear();
+  history_.clear();
+  prompt_ends_.clear();
   free_.clear();
 }
 
@@ -202,6 +222,35 @@ void Engine::Release(int64_t slot) {
   for (auto it = table.rbegin(); it != table.rend(); ++it) free_.push_back(*it);
   table.clear();
   lengths_[slot] = 0;
+  history_[slot].clear();
+  prompt_ends_[slot] = 0;
+}
+
+bool Engine::AddPenalties(const std::vector<int64_t>& slots,
+                          const std::vector<const nn::SamplingParams*>& params,
+                          std::map<models::Port, Literal>& in) const {
+  bool any = false;
+  for (const nn::SamplingParams* p : params) any = any || (p && p->penalized());
+  if (!any) return false;
+  // Dense [rows, vocab] inputs filled here from each slot's history: one upload per step, and
+  // only in steps with a penalised row (the others run the program without these inputs).
+  const int64_t n = static_cast<int64_t>(slots.size()), v = config_.vocab_size;
+  std::vector<float> bias(n * v, 0.f), scale(n * v, 1.f), offset(n * v, 0.f);
+  for (int64_t r = 0; r < n; ++r) {
+    const nn::SamplingParams* p = params[r];
+    if (slots[r] < 0 || !p || !p->penalized()) continue;
+    const std::vector<int32_t>& history = history_[slots[r]];
+    const size_t prompt_end = std::min<size_t>(prompt_ends_[slots[r]], history.size());
+    const std::span<const int32_t> ids(history);
+    nn::FillPenaltyRow(*p, ids.first(prompt_end), ids.subspan(prompt_end),
+                       std::span<float>(bias).subspan(r * v, v),
+                       std::span<float>(scale).subspan(r * v, v),
+                       std::span<float>(offset).subspan(r * v, v));
+  }
+  in[models::Port::kLogitBias] = Literal::FromVector<float>({n, v}, bias);
+  in[models::Port::kPenaltyScale] = Literal::FromVector<float>({n, v}, scale);
+  in[models::Port::kPenaltyOffset] = Literal::FromVector<float>({n, v}, offset);
+  return true;
 }
 
 int64_t Engine::block_bytes() const {
@@ -270,7 +319,8 @@ int64_t Engine::RowBucket(int64_t rows) const {
 }
 
 StatusOr<Engine::Program*> Engine::GetProgram(const models::StepShape& shape) {
-  ProgramKey key{shape.kind, shape.batch, shape.prompt_len, shape.table_blocks, shape.num_blocks};
+  ProgramKey key{shape.kind,         shape.batch,      shape.prompt_len,
+                 shape.table_blocks, shape.num_blocks, shape.penalties};
   auto it = programs_.find(key);
   if (it != programs_.end()) return &it->second;
   const bool prefill = shape.kind == models::StepKind::kPrefill;
@@ -304,7 +354,7 @@ StatusOr<Engine::Program*> Engine::GetProgram(const models::StepShape& shape) {
 }
 
 models::StepShape Engine::StepShapeFor(models::StepKind kind, int64_t batch, int64_t prompt_len,
-                                       int64_t table_blocks) const {
+                                       int64_t table_blocks, bool penalties) const {
   models::StepShape shape;
   shape.kind = kind;
   shape.batch = batch;
@@ -317,6 +367,7 @@ models::StepShape Engine::StepShapeFor(models::StepKind kind, int64_t batch, int
   shape.dtype = dtype_;
   shape.sample_vocab = sample_vocab_;
   shape.max_candidates = max_candidates_;
+  shape.penalties = penalties;
   return shape;
 }
 
@@ -442,7 +493,7 @@ StatusOr<EngineStep> Engine::Prefill(std::span<const PrefillRow> rows) {
         return InvalidArgument(what + " has token id " + std::to_string(id) +
                                " outside the vocabulary [0, " + std::to_string(config_.vocab_size) +
                                ")");
-    TL_RETURN_IF_ERROR(CheckSampling(rows[r].sampling.params, what));
+    TL_RETURN_IF_ERROR(CheckSampling(rows[r].sampling.params, config_.vocab_size, what));
     const int64_t start = rows[r].start, end = start + static_cast<int64_t>(prompt.size());
     if (start != 0 && start != lengths_[rows[r].slot])
       return InvalidArgument(what + " continues slot " + std::to_string(rows[r].slot) +
@@ -474,8 +525,20 @@ StatusOr<EngineStep> Engine::Prefill(std::span<const PrefillRow> rows) {
     needs.push_back({row.slot, row.start + static_cast<int64_t>(row.prompt.size())});
   }
   TL_RETURN_IF_ERROR(Grow(needs));
-  const models::StepShape shape =
-      StepShapeFor(models::StepKind::kPrefill, bsz, PromptBucket(longest), TableBucket(reach));
+  std::vector<int64_t> row_slots;
+  std::vector<const nn::SamplingParams*> row_params;
+  for (const PrefillRow& row : rows) {
+    auto& history = history_[row.slot];
+    history.resize(row.start);
+    history.insert(history.end(), row.prompt.begin(), row.prompt.end());
+    prompt_ends_[row.slot] = static_cast<int64_t>(history.size());
+    row_slots.push_back(row.slot);
+    row_params.push_back(&row.sampling.params);
+  }
+  std::map<models::Port, Literal> in;
+  const bool penalties = AddPenalties(row_slots, row_params, in);
+  const models::StepShape shape = StepShapeFor(
+      models::StepKind::kPrefill, bsz, PromptBucket(longest), TableBucket(reach), penalties);
   TL_ASSIGN_OR_RETURN(Program * program, GetProgram(shape));
   const int64_t t = shape.prompt_len, m = shape.table_blocks, w = shape.write_blocks();
   std::vector<int32_t> tokens(bsz * t, 0), positions(bsz * t), lengths(bsz), table, write;
@@ -489,7 +552,6 @@ StatusOr<EngineStep> Engine::Prefill(std::span<const PrefillRow> rows) {
     sampling.Set(r, rows[r].sampling, 0);
     out_rows[r] = r;
   }
-  std::map<models::Port, Literal> in;
   in[models::Port::kTokens] = Literal::FromVector<int32_t>({bsz, t}, tokens);
   in[models::Port::kPositions] = Literal::FromVector<int32_t>({bsz, t}, positions);
   in[models::Port::kLengths] = Literal::FromVector<int32_t>({bsz}, lengths);
@@ -519,14 +581,28 @@ StatusOr<EngineStep> Engine::Decode(std::span<const DecodeRow> rows) {
     if (rows[r].token < 0 || rows[r].token >= config_.vocab_size)
       return InvalidArgument("DecodeStep: token id " + std::to_string(rows[r].token) +
                              " outside the vocabulary");
-    TL_RETURN_IF_ERROR(CheckSampling(rows[r].sampling.params, "row " + std::to_string(r)));
+    TL_RETURN_IF_ERROR(
+        CheckSampling(rows[r].sampling.params, config_.vocab_size, "row " + std::to_string(r)));
     needs.push_back({rows[r].slot, rows[r].position + 1});
     reach = std::max<int64_t>(reach, rows[r].position + 1);
   }
   TL_RETURN_IF_ERROR(Grow(needs));
   // Rows in the order given, padded to the bucket with rows that write and keep nothing.
   const int64_t n = RowBucket(static_cast<int64_t>(rows.size()));
-  const models::StepShape shape = StepShapeFor(models::StepKind::kDecode, n, 0, TableBucket(reach));
+  // The token a row feeds is its latest generated one: it joins the slot's history.
+  std::vector<int64_t> row_slots(n, -1);
+  std::vector<const nn::SamplingParams*> row_params(n, nullptr);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    auto& history = history_[rows[r].slot];
+    history.resize(rows[r].position);
+    history.push_back(rows[r].token);
+    row_slots[r] = rows[r].slot;
+    row_params[r] = &rows[r].sampling.params;
+  }
+  std::map<models::Port, Literal> in;
+  const bool penalties = AddPenalties(row_slots, row_params, in);
+  const models::StepShape shape =
+      StepShapeFor(models::StepKind::kDecode, n, 0, TableBucket(reach), penalties);
   TL_ASSIGN_OR_RETURN(Program * program, GetProgram(shape));
   const int64_t m = shape.table_blocks, w = shape.write_blocks();
   std::vector<int32_t> tokens(n, 0), positions(n, 0), lengths(n, 0), table, write;
@@ -543,7 +619,6 @@ StatusOr<EngineStep> Engine::Decode(std::span<const DecodeRow> rows) {
   }
   table.resize(n * m, 0);
   write.resize(n * w, 0);
-  std::map<models::Port, Literal> in;
   in[models::Port::kTokens] = Literal::FromVector<int32_t>({n}, tokens);
   in[models::Port::kPositions] = Literal::FromVector<int32_t>({n}, positions);
   in[models::Port::kLengths] = Literal::FromVector<int32_t>({n}, lengths);

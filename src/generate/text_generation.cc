@@ -209,6 +209,28 @@ StatusOr<nn::SamplingParams> TextGenerator::Sampling(const TextRequest& request)
     return InvalidArgument("top_p " + std::to_string(p.top_p) + ": expected a number in (0, 1]");
   if (p.top_k < 0)
     return InvalidArgument("top_k " + std::to_string(p.top_k) + ": expected >= 0 (0 keeps all)");
+  // As transformers' generate: generation_config.json's repetition_penalty always applies, its
+  // min_p only when it samples (a warper).
+  p.min_p = request.min_p.value_or(g.do_sample ? g.min_p.value_or(0.0) : 0.0);
+  p.repetition_penalty = request.repetition_penalty.value_or(g.repetition_penalty);
+  p.presence_penalty = request.presence_penalty.value_or(0.0);
+  p.frequency_penalty = request.frequency_penalty.value_or(0.0);
+  p.logit_bias = request.logit_bias;
+  if (!std::isfinite(p.min_p) || p.min_p < 0 || p.min_p > 1)
+    return InvalidArgument("min_p " + std::to_string(p.min_p) + ": expected a number in [0, 1]");
+  if (!std::isfinite(p.repetition_penalty) || p.repetition_penalty <= 0)
+    return InvalidArgument("repetition_penalty " + std::to_string(p.repetition_penalty) +
+                           ": expected a number > 0 (1 is none)");
+  if (!std::isfinite(p.presence_penalty))
+    return InvalidArgument("presence_penalty: expected a finite number");
+  if (!std::isfinite(p.frequency_penalty))
+    return InvalidArgument("frequency_penalty: expected a finite number");
+  const int64_t vocab = tokenizer_.vocab_size();
+  for (const auto& [id, bias] : p.logit_bias)
+    if (id < 0 || id >= vocab || !std::isfinite(bias))
+      return InvalidArgument("logit_bias: token id " + std::to_string(id) + " with bias " +
+                             std::to_string(bias) + ": expected an id in [0, " +
+                             std::to_string(vocab) + ") and a finite bias");
   return p;
 }
 

@@ -43,6 +43,14 @@ std::string_view PortName(Port port) {
       return "keys";
     case Port::kSteps:
       return "steps";
+    case Port::kMinP:
+      return "min_p";
+    case Port::kLogitBias:
+      return "logit_bias";
+    case Port::kPenaltyScale:
+      return "penalty_scale";
+    case Port::kPenaltyOffset:
+      return "penalty_offset";
     case Port::kKCache:
       return "k_cache";
     case Port::kVCache:

@@ -4,7 +4,11 @@
 // selection on the sampled rows only (gathered), since it costs far more than a greedy argmax.
 #include "tlaloc/nn/sampling.h"
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
+#include <limits>
+#include <map>
 #include <tuple>
 
 #include "tlaloc/builder/random.h"
@@ -75,6 +79,7 @@ Tensor DrawRows(const Tensor& logits, const RowSamplingInputs& in, int64_t k,
   Tensor top_k = ExpandDims(in.top_k, 1);
   Tensor within_k = Le(top_k, FullLike(top_k, 0)) | Lt(rank, top_k);
   vals = Where(within_k, vals, FullLike(vals, -1e30));
+  if (in.min_p.valid()) vals = ApplyMinP(vals, in.min_p);
   // Keep a candidate while the mass before it is below top_p (the first is always kept).
   Tensor probs = Softmax(vals, -1);
   Tensor before = PrefixSumLastAxis(probs) - probs;
@@ -88,11 +93,61 @@ Tensor DrawRows(const Tensor& logits, const RowSamplingInputs& in, int64_t k,
 }
 
 RowSamplingInputs TakeRows(const RowSamplingInputs& in, const Tensor& rows) {
-  return {Take(in.temperature, rows), Take(in.top_k, rows), Take(in.top_p, rows),
-          Take(in.keys, rows), Take(in.steps, rows)};
+  RowSamplingInputs out;
+  out.temperature = Take(in.temperature, rows);
+  out.top_k = Take(in.top_k, rows);
+  out.top_p = Take(in.top_p, rows);
+  out.keys = Take(in.keys, rows);
+  out.steps = Take(in.steps, rows);
+  if (in.min_p.valid()) out.min_p = Take(in.min_p, rows);
+  return out;
 }
 
 }  // namespace
+
+Tensor ApplyMinP(const Tensor& scaled, const Tensor& min_p) {
+  if (!scaled.valid()) return Tensor();
+  // p_i >= min_p * p_max  <=>  x_i >= x_max + log(min_p): the softmax's normaliser cancels, so
+  // the cut needs no softmax (and, on candidates, no pass over the whole vocabulary). min_p 0
+  // gives log 0 = -inf: everything is kept.
+  Tensor floor = ReduceMax(scaled, {1}, true) + ExpandDims(Log(min_p), 1);
+  return Where(Ge(scaled, floor), scaled, FullLike(scaled, -1e30));
+}
+
+void FillPenaltyRow(const SamplingParams& p, std::span<const int32_t> prompt,
+                    std::span<const int32_t> generated, std::span<float> bias,
+                    std::span<float> scale, std::span<float> offset) {
+  std::fill(bias.begin(), bias.end(), 0.f);
+  std::fill(scale.begin(), scale.end(), 1.f);
+  std::fill(offset.begin(), offset.end(), 0.f);
+  const int64_t v = static_cast<int64_t>(bias.size());
+  auto in_vocab = [v](int32_t id) { return id >= 0 && id < v; };
+  for (const auto& [id, x] : p.logit_bias)
+    if (in_vocab(id)) bias[id] += x;
+  if (p.repetition_penalty != 1.0) {
+    const float r = static_cast<float>(p.repetition_penalty);
+    for (int32_t id : prompt)
+      if (in_vocab(id)) scale[id] = r;
+    for (int32_t id : generated)
+      if (in_vocab(id)) scale[id] = r;
+  }
+  if (p.presence_penalty != 0.0 || p.frequency_penalty != 0.0) {
+    std::map<int32_t, int64_t> counts;
+    for (int32_t id : generated)
+      if (in_vocab(id)) ++counts[id];
+    for (const auto& [id, count] : counts)
+      offset[id] =
+          static_cast<float>(p.presence_penalty + p.frequency_penalty * static_cast<double>(count));
+  }
+}
+
+Tensor PenalizeLogits(const Tensor& logits, const RowPenaltyInputs& in) {
+  if (!logits.valid()) return Tensor();
+  Tensor x = logits + in.bias;
+  Tensor positive = Gt(x, FullLike(x, 0.0));
+  x = Where(positive, x / in.scale, x * in.scale);
+  return x - in.offset;
+}
 
 Tensor SampleRows(const Tensor& logits, const RowSamplingInputs& in, int64_t max_candidates,
                   CandidateSelection selection) {

@@ -1,6 +1,7 @@
 // Request parsing and answer building for the OpenAI HTTP API.
 #include "tlaloc/serve/openai_api.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -225,9 +226,30 @@ std::optional<ApiError> ReadMessages(const json& body, const OrderedJson& ordere
   return std::nullopt;
 }
 
+// logit_bias: an object of token ids (decimal strings) to biases in [-100, 100].
+std::optional<ApiError> ReadLogitBias(const json& body, std::map<int32_t, float>* out) {
+  auto it = body.find("logit_bias");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_object())
+    return Bad("logit_bias",
+               "'logit_bias' must be an object of token ids to biases, got " + TypeName(*it));
+  for (const auto& [key, value] : it->items()) {
+    char* end = nullptr;
+    errno = 0;
+    const long long id = std::strtoll(key.c_str(), &end, 10);
+    if (key.empty() || *end != '\0' || errno != 0 || id < 0 || id > INT32_MAX)
+      return Bad("logit_bias", "'logit_bias' key \"" + key + "\" is not a token id");
+    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < -100 ||
+        value.get<double>() > 100)
+      return Bad("logit_bias", "'logit_bias' of token " + key + " must be a number in [-100, 100]");
+    (*out)[static_cast<int32_t>(id)] = value.get<float>();
+  }
+  return std::nullopt;
+}
+
 // Fields that would change the answer if honoured, and are not: a 400 naming the field, rather
 // than a 200 whose answer silently ignores them. Absent, null and neutral values (an empty
-// logit_bias or functions list, function_call "none", best_of 1, response_format {"type": "text"})
+// functions list, function_call "none", best_of 1, response_format {"type": "text"})
 // pass; fields that change nothing (user, store, metadata, service_tier...) are not looked at.
 std::optional<ApiError> RefuseResultChangingFields(const json& j, Endpoint endpoint) {
   auto present = [&](const char* name) -> const json* {
@@ -238,8 +260,6 @@ std::optional<ApiError> RefuseResultChangingFields(const json& j, Endpoint endpo
     return Bad(name, std::string("'") + name + "' is not supported: " + why,
                "unsupported_parameter");
   };
-  if (const json* v = present("logit_bias"); v && !(v->is_object() && v->empty()))
-    return refuse("logit_bias", "token biases are not applied");
   if (endpoint == Endpoint::kCompletions)
     if (const json* v = present("best_of"); v && !(v->is_number() && v->get<double>() == 1))
       return refuse("best_of", "one candidate is generated per request (best_of 1 only)");
@@ -441,12 +461,13 @@ std::optional<ApiError> ParseApiRequest(Endpoint endpoint, std::string_view body
                "unsupported_parameter");
   r.parse_tool_calls = r.tools.is_array() && !r.tools.empty() &&
                        !(j.contains("tool_choice") && j["tool_choice"] == "none");
-  for (const char* penalty : {"frequency_penalty", "presence_penalty"}) {
-    std::optional<double> v;
-    if (auto e = ReadNumber(j, penalty, -2, 2, false, &v)) return e;
-    if (v && *v != 0)
-      return Bad(penalty, std::string("'") + penalty + "' is not supported (0 only)");
-  }
+  if (auto e = ReadNumber(j, "presence_penalty", -2, 2, false, &r.presence_penalty)) return e;
+  if (auto e = ReadNumber(j, "frequency_penalty", -2, 2, false, &r.frequency_penalty)) return e;
+  if (auto e = ReadNumber(j, "repetition_penalty", 0, std::numeric_limits<double>::infinity(), true,
+                          &r.repetition_penalty))
+    return e;
+  if (auto e = ReadNumber(j, "min_p", 0, 1, false, &r.min_p)) return e;
+  if (auto e = ReadLogitBias(j, &r.logit_bias)) return e;
   if (endpoint == Endpoint::kChatCompletions) {
     bool logprobs = false;
     if (auto e = ReadBool(j, "logprobs", &logprobs)) return e;
@@ -491,6 +512,11 @@ generate::TextRequest ToTextRequest(const ApiRequest& r, int64_t context) {
   t.temperature = r.temperature;
   t.top_p = r.top_p;
   t.top_k = r.top_k;
+  t.presence_penalty = r.presence_penalty;
+  t.frequency_penalty = r.frequency_penalty;
+  t.repetition_penalty = r.repetition_penalty;
+  t.min_p = r.min_p;
+  t.logit_bias = r.logit_bias;
   t.seed = r.seed;
   t.stop = r.stop;
   t.max_context = context;

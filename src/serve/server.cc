@@ -96,6 +96,8 @@ ApiError ErrorFor(const Status& s, Endpoint endpoint = Endpoint::kChatCompletion
         e.param = endpoint == Endpoint::kChatCompletions ? "messages" : "prompt";
       } else if (e.message.find("prompt token id") != std::string::npos) {
         e.param = "prompt";
+      } else if (e.message.rfind("logit_bias", 0) == 0) {
+        e.param = "logit_bias";  // a token id outside the tokenizer's vocabulary
       }
       break;
     case StatusCode::kResourceExhausted:
@@ -419,6 +421,12 @@ void Server::Routes() {
       // getting a 400 (docs/SERVING.md): reserve 1 drops nothing from one that fits.
       text_request.drop_old_turns = true;
       text_request.reply_reserve = 1;
+      const SamplingDefaults& d = options_.sampling_defaults;
+      if (!text_request.repetition_penalty) text_request.repetition_penalty = d.repetition_penalty;
+      if (!text_request.presence_penalty) text_request.presence_penalty = d.presence_penalty;
+      if (!text_request.frequency_penalty) text_request.frequency_penalty = d.frequency_penalty;
+      if (!text_request.min_p) text_request.min_p = d.min_p;
+      if (text_request.logit_bias.empty()) text_request.logit_bias = d.logit_bias;
       auto prepared = text_.Prepare(text_request);
       if (!prepared.ok()) return SendError(res, ErrorFor(prepared.status(), endpoint));
       if (prepared->dropped_turns > 0)

@@ -47,7 +47,30 @@ check_refused --top-p --chat Hi --top-p 0
 check_refused --top-k --chat Hi --top-k -3
 check_refused --max-new-tokens --chat Hi -n 0
 check_refused --no-think --prompt Hi --no-think
+check_refused --repeat-penalty --chat Hi --repeat-penalty 0
+check_refused --min-p --chat Hi --min-p 1.5
+check_refused --presence-penalty --chat Hi --presence-penalty nan
+check_refused --logit-bias --chat Hi --logit-bias rain
+check_refused --logit-bias --chat Hi --logit-bias 5+x
+check_refused logit_bias --chat Hi --logit-bias 999999999+1
 echo "ok: bad values refused with exit 2"
+
+# 3b. The sampling controls: a +100 bias on " rain" (11174) makes the greedy reply that token,
+# in each of the flag's spellings; the penalties and min-p run.
+for bias in 11174+100 11174=100; do
+  "$tlaloc" generate -m "$MODEL" -p "The rain" --raw -n 3 --temp 0 --logit-bias "$bias" --json \
+    >"$WORK/b.json" 2>"$WORK/b.err" || { cat "$WORK/b.err"; fail "--logit-bias $bias exited non-zero"; }
+  [ "$(json_field "$WORK/b.json" "j['generated_ids']")" = "[11174, 11174, 11174]" ] ||
+    fail "--logit-bias $bias: $(cat "$WORK/b.json")"
+done
+"$tlaloc" generate -m "$MODEL" -p "The rain" --raw -n 3 --temp 0 --logit-bias 11174-100 --logit-bias 5=100 \
+  --json >"$WORK/b.json" 2>"$WORK/b.err" || { cat "$WORK/b.err"; fail "two --logit-bias exited non-zero"; }
+[ "$(json_field "$WORK/b.json" "j['generated_ids']")" = "[5, 5, 5]" ] || fail "two --logit-bias: $(cat "$WORK/b.json")"
+"$tlaloc" generate -m "$MODEL" --chat Hello -n 12 --temp 0.8 --seed 3 --repeat-penalty 1.3 \
+  --presence-penalty 0.5 --frequency-penalty 0.5 --min-p 0.05 --json >"$WORK/p.json" 2>"$WORK/p.err" ||
+  { cat "$WORK/p.err"; fail "the penalties exited non-zero"; }
+[ "$(json_field "$WORK/p.json" "len(j['generated_ids'])")" -ge 1 ] || fail "no tokens with the penalties"
+echo "ok: --logit-bias forces a token; the penalties and --min-p run"
 
 # 4. --stop: the reply ends before the stop text, finish_reason stop. The stop text is taken
 # from a free run's reply, so it is known to occur.

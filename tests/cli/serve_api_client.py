@@ -4,12 +4,18 @@ OpenAI SDK users trip over. Each CHECK names one behaviour:
   late_error   the server fails the 3rd decode step (TLALOC_TEST_FAIL_DECODE_STEP=3): a
                non-streamed request that was admitted must still surface as the client's typed
                error (InternalServerError, HTTP 500, OpenAI's error object), not as a success.
-  refused      fields that would change the answer but are not honoured (logit_bias, best_of,
-               n > 1, functions, tool_choice "required", function_call, response_format other
-               than text; tools themselves: serve_tools_client.py) are a BadRequestError (400) naming the field; neutral values of them and
+  refused      fields that would change the answer but are not honoured (best_of, n > 1,
+               functions, tool_choice "required", function_call, response_format other than
+               text; tools themselves: serve_tools_client.py) are a BadRequestError (400) naming
+               the field; neutral values of them and
                harmless fields (user, store, metadata, stream_options...) are accepted.
   model        an unknown model is a NotFoundError (404, code model_not_found) on both
                endpoints and models.retrieve; the served id is found.
+  sampling     the sampling controls (issue 39) through the client's own arguments
+               (presence_penalty, frequency_penalty, logit_bias, seed) and extra_body
+               (repetition_penalty, min_p): a +100 bias makes a greedy reply that token on both
+               endpoints; a seeded sampled request with every control repeats itself; values
+               out of range are a BadRequestError (400) naming the field.
   token_ids    a completion prompt given as token ids ([ids] or [[ids]]) is answered as the
                same prompt given as text (greedy); several prompts are a 400 naming "prompt".
 
@@ -61,8 +67,6 @@ def refused(client, model):
     comp = client.completions.create
     tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
     cases = [
-        ("logit_bias", chat, dict(logit_bias={"1": 100})),
-        ("logit_bias", comp, dict(logit_bias={"1": -100})),
         ("best_of", comp, dict(best_of=2)),
         ("n", chat, dict(n=2)),
         ("n", comp, dict(n=3)),
@@ -92,6 +96,46 @@ def refused(client, model):
     ok = comp(model=model, prompt="The rain", max_tokens=2, best_of=1, user="u", n=1)
     assert ok.choices[0].text is not None, ok
     print("ok: harmless fields and neutral values accepted")
+
+
+def sampling(client, model):
+    # " rain" is 11174 in Qwen3's tokenizer (the tiny model's): "The rain" is [785, 11174].
+    got = client.completions.create(model=model, prompt="The rain", max_tokens=4, temperature=0,
+                                    logit_bias={"11174": 100})
+    assert got.choices[0].text == " rain" * 4, got
+    got = client.chat.completions.create(model=model, messages=MESSAGES, max_tokens=4,
+                                         temperature=0, logit_bias={"11174": 100},
+                                         extra_body={"chat_template_kwargs":
+                                                     {"enable_thinking": False}})
+    assert got.choices[0].message.content.count("rain") == 4, got
+    print("ok: logit_bias +100 makes the greedy reply that token (completions and chat)")
+    controls = dict(presence_penalty=1.5, frequency_penalty=-0.5, seed=11, temperature=0.9,
+                    logit_bias={"785": -100, "11": 2.5},
+                    extra_body={"repetition_penalty": 1.3, "min_p": 0.05})
+    first = client.completions.create(model=model, prompt="The rain", max_tokens=8, **controls)
+    again = client.completions.create(model=model, prompt="The rain", max_tokens=8, **controls)
+    assert first.choices[0].text == again.choices[0].text, (first, again)
+    assert first.usage.completion_tokens >= 1, first
+    chat = client.chat.completions.create(model=model, messages=MESSAGES, max_tokens=8, **controls)
+    assert chat.choices[0].message is not None, chat
+    print("ok: every control accepted on both endpoints; a seeded request repeats itself")
+    bad = [
+        ("presence_penalty", dict(presence_penalty=2.5)),
+        ("frequency_penalty", dict(frequency_penalty=-3)),
+        ("logit_bias", dict(logit_bias={"11174": 101})),
+        ("logit_bias", dict(logit_bias={"rain": 1})),
+        ("logit_bias", dict(logit_bias={"999999999": 1})),  # past the vocabulary
+        ("repetition_penalty", dict(extra_body={"repetition_penalty": 0})),
+        ("min_p", dict(extra_body={"min_p": 1.5})),
+    ]
+    for param, kwargs in bad:
+        for create, args in ((client.chat.completions.create, dict(messages=MESSAGES)),
+                             (client.completions.create, dict(prompt="The rain"))):
+            err = expect_error(openai.BadRequestError,
+                               lambda: create(model=model, max_tokens=2, **args, **kwargs), 400,
+                               param=param)
+            assert param in err["message"], err
+    print(f"ok: {len(bad)} out-of-range sampling controls refused with a 400 naming the field")
 
 
 def model(client, served):

@@ -5,7 +5,8 @@
 # the answer); a client that leaves a non-streamed request frees its slot; fields that would
 # change the answer but are not honoured are refused with a 400 naming them, an unknown model
 # with a 404 (model_not_found), an absent model is the served one; a completion prompt of token
-# ids is answered; with --cors, preflights get 204 before the key is checked and answers carry
+# ids is answered; the sampling controls work through the client and are range-checked; with
+# --cors, preflights get 204 before the key is checked and answers carry
 # Access-Control-Allow-Origin for allowed origins only; without it, no CORS headers.
 # Every request is bounded (curl --max-time, the client's timeout).
 # Usage: serve_api_test.sh TLALOC SOURCE_DIR
@@ -50,7 +51,7 @@ stop_server "$SERVER_PID"
 
 # --- Fields and models --------------------------------------------------------------------------
 start_server fields --max-batch 2 --max-context 256 --name tiny
-client tiny refused model token_ids || fail "refused/model/token_ids"
+client tiny refused model token_ids sampling || fail "refused/model/token_ids/sampling"
 # No --cors: no CORS headers, and a preflight is no special route.
 curl -s --max-time 10 -D "$WORK/nocors.h" -o /dev/null -H 'Origin: http://a.test' "$URL/v1/models"
 ! grep -qi '^access-control' "$WORK/nocors.h" || fail "CORS headers without --cors"

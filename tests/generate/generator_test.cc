@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 
 #include "models/qwen3_reference.h"
@@ -336,6 +337,62 @@ TEST(TextGeneration, OpenEndedRequestsGetTheDefaultContext) {
   ASSERT_TRUE(budgeted.ok()) << budgeted.status().ToString();
   EXPECT_EQ(budgeted->context, config.max_position_embeddings);
   EXPECT_EQ(budgeted->max_new_tokens, 8);
+}
+
+// The sampling controls: a request's values win; unset ones take generation_config.json's
+// repetition_penalty always and its min_p when it samples (as transformers' generate); values out
+// of range are refused naming the field.
+TEST(TextGeneration, SamplingControlsMergeWithTheGenerationConfig) {
+  io::ModelConfig config = TinyConfig(false, 4, 2, 8);
+  config.vocab_size = 256;  // the byte tokenizer's ids
+  RefModel m = RandomModel(config, 5);
+  auto gen = generate::Generator::Create(m.config, m.literals, ElementType::kF32);
+  ASSERT_TRUE(gen.ok()) << gen.status().ToString();
+  auto tok = Tokenizer::FromJson(testing::SmallTokenizerJson({}).dump());
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  io::GenerationConfig g;
+  g.do_sample = true;
+  g.temperature = 0.7;
+  g.repetition_penalty = 1.1;
+  g.min_p = 0.02;
+  generate::TextGenerator text(std::move(*gen), std::move(*tok), g);
+  generate::TextRequest r;
+  auto p = text.Sampling(r);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->repetition_penalty, 1.1);
+  EXPECT_EQ(p->min_p, 0.02);
+  EXPECT_EQ(p->presence_penalty, 0.0);
+  EXPECT_TRUE(p->logit_bias.empty());
+  r.repetition_penalty = 1.0;
+  r.min_p = 0.0;
+  r.presence_penalty = -1.5;
+  r.frequency_penalty = 0.25;
+  r.logit_bias = {{65, -100.f}};
+  p = text.Sampling(r);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->repetition_penalty, 1.0);
+  EXPECT_EQ(p->min_p, 0.0);
+  EXPECT_EQ(p->presence_penalty, -1.5);
+  EXPECT_EQ(p->frequency_penalty, 0.25);
+  EXPECT_EQ(p->logit_bias, r.logit_bias);
+  EXPECT_TRUE(p->penalized());
+  auto refused = [&](generate::TextRequest bad, const std::string& field) {
+    auto s = text.Sampling(bad);
+    ASSERT_FALSE(s.ok()) << field;
+    EXPECT_EQ(s.status().message().rfind(field, 0), 0u) << s.status().message();
+  };
+  generate::TextRequest bad;
+  bad.min_p = 1.5;
+  refused(bad, "min_p");
+  bad = {};
+  bad.repetition_penalty = 0;
+  refused(bad, "repetition_penalty");
+  bad = {};
+  bad.frequency_penalty = std::nan("");
+  refused(bad, "frequency_penalty");
+  bad = {};
+  bad.logit_bias = {{256, 1.f}};  // past the byte tokenizer's 256 ids
+  refused(bad, "logit_bias");
 }
 
 TEST(TextGeneration, ConversationsRenderWithTheChatTemplate) {

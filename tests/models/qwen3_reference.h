@@ -41,6 +41,8 @@ inline std::vector<Literal> StepArgs(const models::ModelProgram& program,
                      {b}, std::vector<int32_t>(b, static_cast<int32_t>(sampling.top_k))));
   inputs.emplace(Port::kTopP,
                  Literal::FromVector<float>({b}, std::vector<float>(b, sampling.top_p)));
+  inputs.emplace(Port::kMinP,
+                 Literal::FromVector<float>({b}, std::vector<float>(b, sampling.min_p)));
   std::vector<uint32_t> keys;
   for (int64_t r = 0; r < b; ++r) {
     keys.push_back(static_cast<uint32_t>(seed >> 32));

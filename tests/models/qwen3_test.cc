@@ -266,11 +266,13 @@ TEST(Qwen3Program, WeightsAreParametersAndLayersAreTraced) {
   ASSERT_TRUE(program.ok()) << program.status().ToString();
   const Function* fn = program->module->functions().front().get();
   const size_t nweights = models::WeightSpecs(c).size();
-  // Weights, tokens, positions, the five sampling inputs, and a K and a V cache per layer.
+  // Weights, tokens, positions, the six sampling inputs (min_p included; no penalty inputs
+  // unless shape.penalties), and a K and a V cache per layer.
   const auto& sig = program->signature;
   EXPECT_EQ(fn->entry().num_arguments(), static_cast<int>(sig.inputs.size()));
   EXPECT_EQ(sig.Inputs(models::Port::kWeight).size(), nweights);
-  EXPECT_EQ(sig.inputs.size(), nweights + 7 + 2 * c.num_hidden_layers);
+  EXPECT_EQ(sig.inputs.size(), nweights + 8 + 2 * c.num_hidden_layers);
+  EXPECT_EQ(sig.Input(models::Port::kLogitBias), -1);
   EXPECT_EQ(sig.Outputs(models::Port::kKCache).size(), static_cast<size_t>(c.num_hidden_layers));
   // No weight-sized constant: the weights enter only as parameters.
   for (const auto& op : fn->entry().operations()) {

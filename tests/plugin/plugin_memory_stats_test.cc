@@ -88,9 +88,9 @@ TEST(PluginMemoryStats, DecodeStepAliasesEveryCache) {
   for (const auto& spec : models::WeightSpecs(config)) weight_bytes += 4 * NumElements(spec.shape);
   EXPECT_EQ(s->alias_bytes, cache_bytes);
   // Weights, caches, and the small per-step inputs (per row: token, position, temperature,
-  // top-k, top-p, two key words, step: 32 bytes).
+  // top-k, top-p, two key words, step, min-p: 36 bytes; no penalty inputs in a plain step).
   EXPECT_GT(s->argument_bytes, weight_bytes + cache_bytes);
-  EXPECT_LE(s->argument_bytes, weight_bytes + cache_bytes + 2 * 32);
+  EXPECT_LE(s->argument_bytes, weight_bytes + cache_bytes + 2 * 36);
   // Sampled tokens, f32 logits, and the updated caches.
   EXPECT_EQ(s->output_bytes, 2 * 4 + 2 * config.vocab_size * 4 + cache_bytes);
   EXPECT_GT(s->temp_bytes, 0);

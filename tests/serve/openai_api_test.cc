@@ -58,7 +58,7 @@ TEST(OpenAiApi, RefusesMalformedAndWrongTypedBodies) {
   ExpectRefused("{" + msg + R"(, "logprobs": 3})", "logprobs");
   ExpectRefused("{" + msg + R"(, "top_logprobs": 3})", "top_logprobs");
   ExpectRefused("{" + msg + R"(, "logprobs": true, "top_logprobs": 50})", "top_logprobs");
-  ExpectRefused("{" + msg + R"(, "presence_penalty": 0.5})", "presence_penalty");
+  ExpectRefused("{" + msg + R"(, "presence_penalty": 2.5})", "presence_penalty");
   ExpectRefused("{" + msg + R"(, "model": 7})", "model");
   ExpectRefused(R"({"prompt": 5})", "prompt", Endpoint::kCompletions);
   ExpectRefused(R"({"prompt": ""})", "prompt", Endpoint::kCompletions);
@@ -72,7 +72,6 @@ TEST(OpenAiApi, RefusesMalformedAndWrongTypedBodies) {
 TEST(OpenAiApi, RefusesFieldsThatWouldChangeTheAnswer) {
   const std::string msg = R"("messages": [{"role": "user", "content": "hi"}])";
   for (const auto& [field, value] : std::vector<std::pair<std::string, std::string>>{
-           {"logit_bias", R"({"1": 5})"},
            {"functions", R"([{"name": "f"}])"},
            {"tool_choice", R"("required")"},
            {"tool_choice", R"({"type": "function", "function": {"name": "f"}})"},
@@ -87,8 +86,6 @@ TEST(OpenAiApi, RefusesFieldsThatWouldChangeTheAnswer) {
     EXPECT_EQ(e->code, "unsupported_parameter");
   }
   ExpectRefused(R"({"prompt": "x", "best_of": 3})", "best_of", Endpoint::kCompletions);
-  ExpectRefused(R"({"prompt": "x", "logit_bias": {"7": -100}})", "logit_bias",
-                Endpoint::kCompletions);
   EXPECT_FALSE(Chat("{" + msg +
                     R"(, "logit_bias": {}, "tools": [], "tool_choice": "none", "n": 1,
                     "response_format": {"type": "text"}, "user": "u", "store": false,
@@ -267,6 +264,56 @@ TEST(OpenAiApi, InvalidUtf8IsReplacedNotThrown) {
   EXPECT_EQ(Dump(j),
             "{\"text\":\"a\xEF\xBF\xBD"
             "b\"}");
+}
+
+}  // namespace
+}  // namespace tlaloc::serve
+
+namespace tlaloc::serve {
+namespace {
+
+// The sampling controls (issue 39): OpenAI's and vLLM's names and ranges, a 400 naming the
+// field outside them, and the values carried into the TextRequest.
+TEST(OpenAiApi, SamplingControlsParsedAndRangeChecked) {
+  const std::string msg = R"("messages": [{"role": "user", "content": "hi"}])";
+  for (const auto& [field, value] :
+       std::vector<std::pair<std::string, std::string>>{{"presence_penalty", "-2.01"},
+                                                        {"presence_penalty", "\"x\""},
+                                                        {"frequency_penalty", "2.5"},
+                                                        {"repetition_penalty", "0"},
+                                                        {"repetition_penalty", "-1"},
+                                                        {"min_p", "1.5"},
+                                                        {"min_p", "-0.1"},
+                                                        {"logit_bias", "[1]"},
+                                                        {"logit_bias", R"({"x": 1})"},
+                                                        {"logit_bias", R"({"-3": 1})"},
+                                                        {"logit_bias", R"({"5": 101})"},
+                                                        {"logit_bias", R"({"5": "up"})"}}) {
+    ExpectRefused("{" + msg + ", \"" + field + "\": " + value + "}", field);
+    ExpectRefused(R"({"prompt": "x", ")" + field + "\": " + value + "}", field,
+                  Endpoint::kCompletions);
+  }
+  for (Endpoint endpoint : {Endpoint::kChatCompletions, Endpoint::kCompletions}) {
+    const std::string head =
+        endpoint == Endpoint::kChatCompletions ? "{" + msg : std::string(R"({"prompt": "x")");
+    ApiRequest r;
+    ASSERT_FALSE(ParseApiRequest(endpoint, head + R"(, "presence_penalty": -2,
+        "frequency_penalty": 1.5, "repetition_penalty": 1.2, "min_p": 0.1,
+        "logit_bias": {"7": -100, "151": 2.5}, "seed": 3})",
+                                 &r));
+    EXPECT_EQ(r.presence_penalty, -2.0);
+    EXPECT_EQ(r.frequency_penalty, 1.5);
+    EXPECT_EQ(r.repetition_penalty, 1.2);
+    EXPECT_EQ(r.min_p, 0.1);
+    EXPECT_EQ(r.logit_bias, (std::map<int32_t, float>{{7, -100.f}, {151, 2.5f}}));
+    generate::TextRequest t = ToTextRequest(r, 64);
+    EXPECT_EQ(t.presence_penalty, -2.0);
+    EXPECT_EQ(t.frequency_penalty, 1.5);
+    EXPECT_EQ(t.repetition_penalty, 1.2);
+    EXPECT_EQ(t.min_p, 0.1);
+    EXPECT_EQ(t.logit_bias, r.logit_bias);
+    EXPECT_EQ(t.seed, 3u);
+  }
 }
 
 }  // namespace

@@ -174,7 +174,7 @@ class Engine {
   Status CheckSlot(int64_t slot, std::vector<bool>& seen) const;
   // The step program shape for the current cache and sampling limits.
   models::StepShape StepShapeFor(models::StepKind kind, int64_t batch, int64_t prompt_len,
-                                 int64_t table_blocks) const;
+                                 int64_t table_blocks, bool penalties = false) const;
   // Takes blocks from the pool so that each (slot, positions) pair's sequence can hold that many
   // positions; takes none and fails when the pool is short.
   Status Grow(const std::vector<std::pair<int64_t, int64_t>>& needs);
@@ -203,7 +203,16 @@ class Engine {
   std::vector<int64_t> lengths_;
   std::vector<std::vector<int32_t>> tables_;  // each slot's blocks, in sequence order
   std::vector<int32_t> free_;                 // blocks no sequence holds
-  using ProgramKey = std::tuple<models::StepKind, int64_t, int64_t, int64_t, int64_t>;
+  // Each slot's token history (prompt, then generated), position-indexed, and where its prompt
+  // ends: the penalties of its rows are computed from it.
+  std::vector<std::vector<int32_t>> history_;
+  std::vector<int64_t> prompt_ends_;
+  // Fills the penalty inputs of a step whose rows `slots` (one per program row, -1: padding) have
+  // `params`, when any row is penalised (returns whether it did).
+  bool AddPenalties(const std::vector<int64_t>& slots,
+                    const std::vector<const nn::SamplingParams*>& params,
+                    std::map<models::Port, Literal>& in) const;
+  using ProgramKey = std::tuple<models::StepKind, int64_t, int64_t, int64_t, int64_t, bool>;
   std::map<ProgramKey, Program> programs_;
   double compile_seconds_ = 0;
   ProgramTransform program_transform_;

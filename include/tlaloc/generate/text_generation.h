@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,8 +44,13 @@ struct TextRequest {
   std::optional<int64_t> max_new_tokens;
   std::optional<double> temperature, top_p;
   std::optional<int64_t> top_k;
-  std::optional<uint64_t> seed;   // unset: drawn at random (TextResult::seed says which)
-  std::vector<std::string> stop;  // generation ends before the first of these in the reply
+  // Unset: generation_config.json's repetition_penalty, and its min_p when it samples (as
+  // transformers' generate); else none. See nn::SamplingParams for what each does and the order
+  // they apply in.
+  std::optional<double> min_p, repetition_penalty, presence_penalty, frequency_penalty;
+  std::map<int32_t, float> logit_bias;  // token id -> bias added to its logit
+  std::optional<uint64_t> seed;         // unset: drawn at random (TextResult::seed says which)
+  std::vector<std::string> stop;        // generation ends before the first of these in the reply
   // Positions the request may use; 0: the model's trained length, or kOpenEndedContext at most
   // when no budget is given either (its KV cache is reserved up front).
   int64_t max_context = 0;
@@ -168,7 +174,9 @@ class TextGenerator {
   std::optional<int32_t> think_close() const { return think_close_; }
 
   // The request's sampling settings after generation_config.json is merged in; errors name the
-  // field (temperature must be a finite number >= 0, top_p in (0, 1], top_k >= 0).
+  // field (temperature must be a finite number >= 0, top_p in (0, 1], top_k >= 0, min_p in
+  // [0, 1], repetition_penalty > 0, presence/frequency penalties finite, logit_bias ids in the
+  // tokenizer's vocabulary with finite biases).
   StatusOr<nn::SamplingParams> Sampling(const TextRequest& request) const;
 
  private:

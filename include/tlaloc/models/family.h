@@ -77,6 +77,10 @@ struct StepShape {
   int64_t sample_vocab = 0;
   // A sampled row draws among at most this many of its most likely ids.
   int64_t max_candidates = nn::kDefaultMaxCandidates;
+  // Whether the program takes the dense [B, V] penalty inputs (logit_bias, repetition, presence
+  // and frequency penalties). Only steps with a penalised row use it, so the others move no
+  // [B, V] tensors.
+  bool penalties = false;
   // Paged KV cache (page_size > 0): each cache is a pool of `num_blocks` blocks of `page_size`
   // positions, and every row names its sequence's blocks in a block table of `table_blocks`
   // entries. Rows (prefill chunks and decode rows alike) continue their sequences from any

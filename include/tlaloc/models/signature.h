@@ -15,23 +15,27 @@
 namespace tlaloc::models {
 
 enum class Port {
-  kWeight,       // one checkpoint tensor (name: its checkpoint name)
-  kTokens,       // s32 [B, T] (prefill) or [B] (decode)
-  kPositions,    // s32, same shape as the tokens: each token's position in its sequence
-  kLengths,      // s32 [B]: real tokens per prefill (or paged) row (the rest is padding)
-  kSlots,        // s32 [B]: the KV-cache row each prefill row writes
-  kBlockTable,   // s32 [B, M] (paged): the blocks holding each row's sequence, in order
-  kWriteBlocks,  // s32 [B, W] (paged): the blocks a row's new tokens go to, from its first's
-  kTemperature,  // f32 [B]
-  kTopK,         // s32 [B]
-  kTopP,         // f32 [B]
-  kKeys,         // u32 [B, 2]: each row's threefry key
-  kSteps,        // u32 [B]: each row's draw counter
-  kKCache,       // one layer's keys [slots, kv_heads, max_len, head_dim] or, paged,
-                 // [blocks, kv_heads, page_size, head_dim] (donated)
-  kVCache,       // one layer's values, same type
-  kNextTokens,   // s32 [B]: the sampled next token of each row
-  kLogits,       // f32 [B, V]: the logits it was drawn from
+  kWeight,         // one checkpoint tensor (name: its checkpoint name)
+  kTokens,         // s32 [B, T] (prefill) or [B] (decode)
+  kPositions,      // s32, same shape as the tokens: each token's position in its sequence
+  kLengths,        // s32 [B]: real tokens per prefill (or paged) row (the rest is padding)
+  kSlots,          // s32 [B]: the KV-cache row each prefill row writes
+  kBlockTable,     // s32 [B, M] (paged): the blocks holding each row's sequence, in order
+  kWriteBlocks,    // s32 [B, W] (paged): the blocks a row's new tokens go to, from its first's
+  kTemperature,    // f32 [B]
+  kTopK,           // s32 [B]
+  kTopP,           // f32 [B]
+  kKeys,           // u32 [B, 2]: each row's threefry key
+  kSteps,          // u32 [B]: each row's draw counter
+  kMinP,           // f32 [B]
+  kLogitBias,      // f32 [B, V] (penalised programs): each row's logit_bias
+  kPenaltyScale,   // f32 [B, V] (penalised programs): repetition penalty of seen ids, else 1
+  kPenaltyOffset,  // f32 [B, V] (penalised programs): presence and frequency penalties
+  kKCache,         // one layer's keys [slots, kv_heads, max_len, head_dim] or, paged,
+                   // [blocks, kv_heads, page_size, head_dim] (donated)
+  kVCache,         // one layer's values, same type
+  kNextTokens,     // s32 [B]: the sampled next token of each row
+  kLogits,         // f32 [B, V]: the logits it was drawn from
 };
 
 std::string_view PortName(Port port);

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <span>
 #include <string_view>
 #include <tuple>
 
@@ -19,10 +21,32 @@ struct SamplingParams {
   int64_t top_k = 0;
   // Keep the smallest prefix of the sorted distribution whose mass reaches top_p (1: all).
   double top_p = 1.0;
+  // The controls below are applied by SampleRows' callers (the step programs), in vLLM's order:
+  // logit_bias, repetition_penalty, frequency and presence penalties, temperature, min_p, top_k,
+  // top_p. Keep tokens whose probability (after temperature) is >= min_p times the largest
+  // (transformers' MinPLogitsWarper; 0: all).
+  double min_p = 0.0;
+  // Over the prompt's and the generated ids: a positive logit is divided by it, a negative one
+  // multiplied (transformers' RepetitionPenaltyLogitsProcessor; 1: none).
+  double repetition_penalty = 1.0;
+  // Over the generated ids only (OpenAI, as vLLM applies them): logit -= presence * (count > 0)
+  // + frequency * count.
+  double presence_penalty = 0.0;
+  double frequency_penalty = 0.0;
+  // Added to the logits of these ids before everything else.
+  std::map<int32_t, float> logit_bias = {};
 
   bool greedy() const { return temperature <= 0.0; }
+  // Whether the step needs the penalty inputs (dense [rows, vocab] tensors) for this row.
+  bool penalized() const {
+    return repetition_penalty != 1.0 || presence_penalty != 0.0 || frequency_penalty != 0.0 ||
+           !logit_bias.empty();
+  }
   bool operator<(const SamplingParams& o) const {
-    return std::tie(temperature, top_k, top_p) < std::tie(o.temperature, o.top_k, o.top_p);
+    return std::tie(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
+                    frequency_penalty, logit_bias) <
+           std::tie(o.temperature, o.top_k, o.top_p, o.min_p, o.repetition_penalty,
+                    o.presence_penalty, o.frequency_penalty, o.logit_bias);
   }
 };
 
@@ -42,7 +66,31 @@ struct RowSamplingInputs {
   Tensor top_p;        // f32 [B]; >= 1: no nucleus cut
   Tensor keys;         // u32 [B, 2]: each row's threefry key (from its request's seed)
   Tensor steps;        // u32 [B]: each row's draw counter, folded into its key
+  Tensor min_p;        // f32 [B], optional (absent: 0); <= 0: no cut
 };
+
+// The penalties of each row as dense [B, V] f32 inputs, filled by the host from the row's
+// settings and token history (see PenalizeLogits).
+struct RowPenaltyInputs {
+  Tensor bias;    // logit_bias, 0 elsewhere
+  Tensor scale;   // repetition_penalty at ids in the prompt or generated, 1 elsewhere
+  Tensor offset;  // presence * (count > 0) + frequency * count of the generated ids
+};
+
+// logits f32 [B, V] -> the logits after logit_bias, the repetition penalty and the
+// frequency/presence penalties, in that order (vLLM's): x = logits + bias; x = x > 0 ? x / scale
+// : x * scale; x - offset.
+Tensor PenalizeLogits(const Tensor& logits, const RowPenaltyInputs& in);
+
+// Fills one row of the RowPenaltyInputs (each span `vocab` long; bias zeroed, scale ones, offset
+// zeroed first) from a row's settings, its prompt ids and the ids generated so far.
+void FillPenaltyRow(const SamplingParams& params, std::span<const int32_t> prompt,
+                    std::span<const int32_t> generated, std::span<float> bias,
+                    std::span<float> scale, std::span<float> offset);
+
+// scaled f32 [B, V] (logits after temperature), min_p f32 [B] -> the logits with those below
+// max + log(min_p) (probability below min_p times the largest) at -1e30.
+Tensor ApplyMinP(const Tensor& scaled, const Tensor& min_p);
 
 // The candidate cap of SampleRows when none is given: a sampled row draws among at most this
 // many of its most likely ids (before top-k and top-p), so no step sorts the whole vocabulary.
@@ -56,10 +104,11 @@ enum class CandidateSelection { kTopK, kFullSort };
 // logits f32 [B, V] -> s32 [B], each row by its own settings. A row's token depends only on its
 // own logits and inputs, so a batch gives every row the token it gives alone. Greedy rows take
 // the argmax; sampled rows draw (Gumbel-max) among the max_candidates most likely ids after
-// temperature, top-k and top-p. Only the sampled rows go through the candidate selection: they
-// are gathered into the smallest power-of-two bucket of rows that holds them (one branch per
-// bucket, chosen at run time, so shapes stay static), drawn and taken back; when no row samples,
-// the selection is skipped.
+// temperature, min-p, top-k and top-p (min_p before top-k/top-p, as vLLM applies it; min-p and
+// top-k both keep a prefix of the sorted ids, so only top-p's place matters). Only the sampled rows
+// go through the candidate selection: they are gathered into the smallest power-of-two bucket of
+// rows that holds them (one branch per bucket, chosen at run time, so shapes stay static), drawn
+// and taken back; when no row samples, the selection is skipped.
 Tensor SampleRows(const Tensor& logits, const RowSamplingInputs& in,
                   int64_t max_candidates = kDefaultMaxCandidates,
                   CandidateSelection selection = CandidateSelection::kTopK);

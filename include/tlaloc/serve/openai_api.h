@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -39,6 +40,10 @@ struct ApiRequest {
   std::optional<int64_t> max_tokens;
   std::optional<double> temperature, top_p;
   std::optional<int64_t> top_k;
+  // presence/frequency in [-2, 2] (OpenAI), repetition_penalty > 0 and min_p in [0, 1] (vLLM),
+  // logit_bias: token id -> bias in [-100, 100].
+  std::optional<double> presence_penalty, frequency_penalty, repetition_penalty, min_p;
+  std::map<int32_t, float> logit_bias;
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
   bool stream = false, include_usage = false;

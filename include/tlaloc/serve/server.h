@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,14 @@ class Server;
 
 namespace tlaloc::serve {
 
+// Sampling controls for requests that leave them unset (tlaloc serve's --repeat-penalty,
+// --presence-penalty, --frequency-penalty, --min-p and --logit-bias; a request's logit_bias
+// replaces the default map whole).
+struct SamplingDefaults {
+  std::optional<double> repetition_penalty, presence_penalty, frequency_penalty, min_p;
+  std::map<int32_t, float> logit_bias;
+};
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                    // 0: an ephemeral port (Bind returns it)
@@ -34,6 +43,7 @@ struct ServerOptions {
   std::vector<std::string> cors_origins;
   size_t max_body_bytes = 8 << 20;
   int threads = 64;  // connections served at once (each streaming reply holds one)
+  SamplingDefaults sampling_defaults;
 };
 
 // The page served at / (self-contained HTML and JavaScript).

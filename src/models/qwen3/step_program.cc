@@ -2,6 +2,7 @@
 //
 //   prefill(weights..., tokens s32[B,T], positions s32[B,T], lengths s32[B], slots s32[B],
 //           temperature f32[B], top_k s32[B], top_p f32[B], keys u32[B,2], steps u32[B],
+//           min_p f32[B], [logit_bias, penalty_scale, penalty_offset f32[B,V] (penalised)]
 //           k_cache.0, v_cache.0, ...) -> (next_tokens s32[B], logits f32[B,V], caches'...)
 //   decode(weights..., tokens s32[S], positions s32[S], <sampling as above>, caches...)
 //           -> (next_tokens, logits, caches'...)
@@ -123,6 +124,14 @@ StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
   sampling.top_p = in.Add(Port::kTopP, TensorType(ElementType::kF32, {bsz}));
   sampling.keys = in.Add(Port::kKeys, TensorType(ElementType::kU32, {bsz, 2}));
   sampling.steps = in.Add(Port::kSteps, TensorType(ElementType::kU32, {bsz}));
+  sampling.min_p = in.Add(Port::kMinP, TensorType(ElementType::kF32, {bsz}));
+  nn::RowPenaltyInputs penalties;
+  if (shape.penalties) {
+    const TensorType dense(ElementType::kF32, {bsz, c.vocab_size});
+    penalties.bias = in.Add(Port::kLogitBias, dense);
+    penalties.scale = in.Add(Port::kPenaltyScale, dense);
+    penalties.offset = in.Add(Port::kPenaltyOffset, dense);
+  }
   std::vector<LayerCache> caches(c.num_hidden_layers);
   const TensorType cache_type = KvCacheType(c, shape);
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
@@ -174,11 +183,13 @@ StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
   Tensor next;
   {
     nn::LayerScope scope(trace, &b, nn::kSamplerLayer, "sampler");
-    Tensor candidates = logits;
+    // The logits output stays the model's own; the penalties shape only the draw.
+    Tensor candidates = shape.penalties ? nn::PenalizeLogits(logits, penalties) : logits;
     if (shape.sample_vocab > 0 && shape.sample_vocab < c.vocab_size) {
       Tensor ids = Iota(b, {bsz, c.vocab_size}, 1);
-      candidates = Where(Lt(ids, FullLike(ids, static_cast<double>(shape.sample_vocab))), logits,
-                         FullLike(logits, -std::numeric_limits<double>::infinity()));
+      candidates =
+          Where(Lt(ids, FullLike(ids, static_cast<double>(shape.sample_vocab))), candidates,
+                FullLike(candidates, -std::numeric_limits<double>::infinity()));
     }
     next = nn::SampleRows(candidates, sampling, shape.max_candidates);
   }
