@@ -36,7 +36,9 @@ grep -q '^glibc_required: GLIBC_' "$bundle/MANIFEST" || fail "MANIFEST has no gl
 [ -f "$bundle/lib/compat/libstdc++.so.6" ] || fail "the tarball has no lib/compat/libstdc++.so.6"
 while read -r name arrow path _; do
   [ "$arrow" = "=>" ] || continue
-  case "$name" in libc.so.* | libm.so.* | libdl.so.* | libpthread.so.* | librt.so.* | \
+  # glibc's objects, the same list as prepare.sh's is_glibc (libresolv comes with libcurl).
+  case "$name" in linux-vdso.so.* | ld-linux*.so.* | libc.so.* | libm.so.* | libdl.so.* | \
+    libpthread.so.* | librt.so.* | libresolv.so.* | libutil.so.* | libanl.so.* | libmvec.so.* | \
     libstdc++.so.* | libgcc_s.so.*) continue ;; esac
   case "$path" in "$bundle"/lib/*) ;; *) fail "bin/tlaloc loads $name from $path, not the bundle" ;; esac
 done < <(LD_LIBRARY_PATH=$bundle/lib ldd "$bundle/bin/tlaloc")
