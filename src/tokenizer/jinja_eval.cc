@@ -203,25 +203,9 @@ class Evaluator {
 
   // What `for` iterates: a list's items, a dict's keys, a string's characters.
   StatusOr<List> Iterate(const Value& v, Pos pos) {
-    switch (v.kind()) {
-      case Value::kUndefined:
-        return List{};
-      case Value::kList:
-        return v.list();
-      case Value::kDict: {
-        List keys;
-        for (const auto& kv : v.dict()) keys.push_back(Value::String(kv.first));
-        return keys;
-      }
-      case Value::kString: {
-        List chars;
-        for (std::string_view c : CodePoints(v.str()))
-          chars.push_back(Value::String(std::string(c)));
-        return chars;
-      }
-      default:
-        return ErrorAt(pos, "'" + v.TypeName() + "' object is not iterable");
-    }
+    auto items = AsList(v, "for");  // the same items as list(v)
+    if (!items.ok()) return ErrorAt(pos, "'" + v.TypeName() + "' object is not iterable");
+    return items;
   }
 
   Status ExecFor(const Node& n, const FramePtr& f, std::string* out) {
