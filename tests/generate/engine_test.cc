@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "generate/engine_fixture.h"
 #include "models/qwen3_reference.h"
 
 namespace tlaloc {
@@ -21,18 +22,10 @@ using testing::TinyConfig;
 constexpr int64_t kMaxLen = 64;
 
 std::unique_ptr<Engine> MakeEngine(const RefModel& m, int64_t slots) {
-  auto e = Engine::Create(m.config, m.literals, ElementType::kF32);
-  EXPECT_TRUE(e.ok()) << e.status().ToString();
-  if (!e.ok()) return nullptr;
-  Status s = (*e)->Reserve(slots, kMaxLen);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return std::move(*e);
+  return testing::MakeTestEngine(m, slots, kMaxLen);
 }
 
-struct Request {
-  std::vector<int32_t> prompt;
-  RowSampling sampling;
-};
+using Request = testing::EngineRequest;
 
 // Runs `requests` in slots 0.. of one engine, all prefilled in one step and decoded together
 // for `n` tokens each.

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <set>
 
+#include "generate/engine_fixture.h"
 #include "models/qwen3_reference.h"
 #include "tlaloc/generate/engine.h"
 
@@ -25,18 +26,10 @@ using testing::TinyConfig;
 constexpr int64_t kMaxLen = 64;
 
 std::unique_ptr<Engine> MakeEngine(const RefModel& m, int64_t slots) {
-  auto e = Engine::Create(m.config, m.literals, ElementType::kF32);
-  EXPECT_TRUE(e.ok()) << e.status().ToString();
-  if (!e.ok()) return nullptr;
-  Status s = (*e)->Reserve(slots, kMaxLen);
-  EXPECT_TRUE(s.ok()) << s.ToString();
-  return std::move(*e);
+  return testing::MakeTestEngine(m, slots, kMaxLen);
 }
 
-struct Request {
-  std::vector<int32_t> prompt;
-  RowSampling sampling;
-};
+using Request = testing::EngineRequest;
 
 struct Trace {
   std::vector<std::vector<int32_t>> tokens;
