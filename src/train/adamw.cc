@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "tlaloc/train/step_ports.h"
+
 namespace tlaloc::train {
 
 double LearningRateAt(const AdamWConfig& c, int64_t step) {
@@ -87,28 +89,35 @@ StatusOr<std::shared_ptr<Module>> BuildAdamWProgram(const AdamWConfig& config,
                                                     const std::vector<TensorType>& param_types) {
   auto module = std::make_shared<Module>("adamw");
   FunctionBuilder fb(module.get(), "adamw_step");
-  std::vector<Tensor> p, g, m, v;
-  for (auto* group : {&p, &g, &m, &v})
-    for (const TensorType& t : param_types) {
-      if (t.element_type != ElementType::kF32)
-        return InvalidArgument("AdamW parameter " + Type(t).ToString() + ": expected f32");
-      group->push_back(fb.AddArg(t));
+  const StepPorts ports = StepPorts::AdamW(param_types.size());
+  std::vector<Tensor> args;
+  for (auto [port, i] : ports.args.Each()) {
+    if (port == Port::kStep) {
+      args.push_back(fb.AddArg(TensorType(ElementType::kS32, {})));
+      continue;
     }
-  Tensor step = fb.AddArg(TensorType(ElementType::kS32, {}));
-  AdamWTensors out = EmitAdamW(config, p, g, m, v, step);
-  std::vector<Tensor> results = out.params;
-  results.insert(results.end(), out.m.begin(), out.m.end());
-  results.insert(results.end(), out.v.begin(), out.v.end());
-  results.push_back(out.grad_norm);
-  results.push_back(out.lr);
-  TL_RETURN_IF_ERROR(fb.Return(results));
-  const int n = static_cast<int>(param_types.size());
-  Function* fn = fb.function();
-  for (int i = 0; i < n; ++i) {
-    fn->arg_attrs(i)["tf.aliasing_output"] = Attribute::Int(i, ElementType::kS32);
-    fn->arg_attrs(2 * n + i)["tf.aliasing_output"] = Attribute::Int(n + i, ElementType::kS32);
-    fn->arg_attrs(3 * n + i)["tf.aliasing_output"] = Attribute::Int(2 * n + i, ElementType::kS32);
+    const TensorType& t = param_types[i];
+    if (t.element_type != ElementType::kF32)
+      return InvalidArgument("AdamW parameter " + Type(t).ToString() + ": expected f32");
+    args.push_back(fb.AddArg(t));
   }
+  auto group = [&](Port port) {
+    std::vector<Tensor> g;
+    for (size_t i = 0; i < param_types.size(); ++i) g.push_back(args[ports.args(port, i)]);
+    return g;
+  };
+  AdamWTensors out = EmitAdamW(config, group(Port::kParams), group(Port::kGrads), group(Port::kM),
+                               group(Port::kV), args[ports.args(Port::kStep)]);
+  std::vector<Tensor> results(ports.results.size());
+  for (size_t i = 0; i < param_types.size(); ++i) {
+    results[ports.results(Port::kParams, i)] = out.params[i];
+    results[ports.results(Port::kM, i)] = out.m[i];
+    results[ports.results(Port::kV, i)] = out.v[i];
+  }
+  results[ports.results(Port::kGradNorm)] = out.grad_norm;
+  results[ports.results(Port::kLr)] = out.lr;
+  TL_RETURN_IF_ERROR(fb.Return(results));
+  ports.SetAliases(*fb.function());
   return module;
 }
 

@@ -24,6 +24,7 @@
 #include "tlaloc/interp/process_world.h"
 #include "tlaloc/shard/lowering.h"
 #include "tlaloc/train/memory_check.h"
+#include "tlaloc/train/step_ports.h"
 #include "train/train_step.h"
 
 namespace tlaloc::train {
@@ -124,18 +125,18 @@ StatusOr<std::shared_ptr<Module>> BuildAnnotatedStepProgram(const io::ModelConfi
   AddMesh(*module, shard::kMeshName, plan.mesh());
   Function* fn = module->Find("train_step");
   if (!fn) return Internal("annotated train step has no train_step function");
-  const int n = static_cast<int>(specs.size());
-  for (int g = 0; g < 3; ++g) {
-    for (int i = 0; i < n; ++i) {
-      SetArgSharding(*fn, g * n + i, plan.weight(i));
-      SetResultSharding(*fn, g * n + i, plan.weight(i));
-    }
-  }
-  SetArgSharding(*fn, 3 * n, Sharding::Replicated(0, shard::kMeshName));
-  SetArgSharding(*fn, 3 * n + 1, plan.tokens());
-  SetArgSharding(*fn, 3 * n + 2, plan.tokens());
-  for (int r = 0; r < 4; ++r)
-    SetResultSharding(*fn, 3 * n + r, Sharding::Replicated(0, shard::kMeshName));
+  // Parameters and moments take their weight's sharding; the batch is split as the plan says;
+  // the scalars are replicated.
+  const StepPorts ports = StepPorts::TrainStep(specs.size());
+  auto sharding = [&](Port port, size_t i) {
+    if (IsPerWeight(port)) return plan.weight(i);
+    if (port == Port::kInputIds || port == Port::kLabels) return plan.tokens();
+    return Sharding::Replicated(0, shard::kMeshName);
+  };
+  for (auto [port, i] : ports.args.Each())
+    SetArgSharding(*fn, ports.args(port, i), sharding(port, i));
+  for (auto [port, i] : ports.results.Each())
+    SetResultSharding(*fn, ports.results(port, i), sharding(port, i));
   TL_RETURN_IF_ERROR(CheckShardings(*module, *fn));
   TL_RETURN_IF_ERROR(Verify(*module));
   return module;
@@ -306,6 +307,8 @@ StatusOr<StepStats> ShardedTrainer::Step(const Batch& batch) {
   Impl& s = *impl_;
   TL_ASSIGN_OR_RETURN(auto inputs, s.UploadBatch(batch));
   const int n = s.devices();
+  const size_t w = s.plan->weights().size();
+  const StepPorts ports = StepPorts::TrainStep(w);
   std::vector<std::unique_ptr<DeviceBuffer>> steps;
   std::vector<std::vector<ExecuteArg>> args(n);
   for (int d = 0; d < n; ++d) {
@@ -313,35 +316,45 @@ StatusOr<StepStats> ShardedTrainer::Step(const Batch& batch) {
     TL_ASSIGN_OR_RETURN(
         auto step,
         s.backend->ToDevice(Literal::Scalar<int32_t>(static_cast<int32_t>(s.step + 1)), d));
-    for (auto* group : {&s.params, &s.m, &s.v})
-      for (auto& b : (*group)[d]) args[d].push_back({b.get(), true});
-    args[d].push_back({step.get(), false});
-    args[d].push_back({inputs[d].first.get(), false});
-    args[d].push_back({inputs[d].second.get(), false});
+    std::vector<ExecuteArg>& a = args[d];
+    a.resize(ports.args.size());
+    for (size_t i = 0; i < w; ++i) {
+      a[ports.args(Port::kParams, i)] = {s.params[d][i].get(), true};
+      a[ports.args(Port::kM, i)] = {s.m[d][i].get(), true};
+      a[ports.args(Port::kV, i)] = {s.v[d][i].get(), true};
+    }
+    a[ports.args(Port::kStep)] = {step.get(), false};
+    a[ports.args(Port::kInputIds)] = {inputs[d].first.get(), false};
+    a[ports.args(Port::kLabels)] = {inputs[d].second.get(), false};
     steps.push_back(std::move(step));
   }
   TL_ASSIGN_OR_RETURN(auto out, s.backend->ExecuteOnDevices(*s.step_program, args));
-  const size_t w = s.plan->weights().size();
   for (int d = 0; d < n; ++d) {
     if (!s.local(d)) continue;
-    if (out[d].size() != 3 * w + 4)
-      return Internal("train_step returned an unexpected result count");
+    if (static_cast<int>(out[d].size()) != ports.results.size())
+      return Internal("train_step on device " + std::to_string(d) + " returned " +
+                      std::to_string(out[d].size()) + " results; expected " +
+                      std::to_string(ports.results.size()));
     for (size_t i = 0; i < w; ++i) {
-      s.params[d][i] = std::move(out[d][i]);
-      s.m[d][i] = std::move(out[d][w + i]);
-      s.v[d][i] = std::move(out[d][2 * w + i]);
+      s.params[d][i] = std::move(out[d][ports.results(Port::kParams, i)]);
+      s.m[d][i] = std::move(out[d][ports.results(Port::kM, i)]);
+      s.v[d][i] = std::move(out[d][ports.results(Port::kV, i)]);
     }
   }
   // Every device computed the same scalars; the first one here has the step's.
-  std::vector<double> scalars;
   const int first = s.first_local();
-  for (size_t i = 3 * w; i < out[first].size(); ++i) {
-    TL_ASSIGN_OR_RETURN(Literal l, s.backend->ToHost(*out[first][i]));
-    scalars.push_back(l.GetAsDouble(0));
-  }
+  auto scalar = [&](Port port) -> StatusOr<double> {
+    TL_ASSIGN_OR_RETURN(Literal l, s.backend->ToHost(*out[first][ports.results(port)]));
+    return l.GetAsDouble(0);
+  };
+  StepStats stats;
+  TL_ASSIGN_OR_RETURN(stats.loss, scalar(Port::kLoss));
+  TL_ASSIGN_OR_RETURN(double tokens, scalar(Port::kTokens));
+  stats.tokens = static_cast<int64_t>(std::llround(tokens));
+  TL_ASSIGN_OR_RETURN(stats.grad_norm, scalar(Port::kGradNorm));
+  TL_ASSIGN_OR_RETURN(stats.lr, scalar(Port::kLr));
   ++s.step;
-  return StepStats{scalars[0], static_cast<int64_t>(std::llround(scalars[1])), scalars[2],
-                   scalars[3]};
+  return stats;
 }
 
 StatusOr<LossAndGrads> ShardedTrainer::LossAndGrad(const Batch& batch) {
@@ -354,25 +367,28 @@ StatusOr<LossAndGrads> ShardedTrainer::LossAndGrad(const Batch& batch) {
   }
   TL_ASSIGN_OR_RETURN(auto inputs, s.UploadBatch(batch));
   const int n = s.devices();
+  const size_t w = s.plan->weights().size();
+  const StepPorts ports = StepPorts::Grads(w);
   std::vector<std::vector<ExecuteArg>> args(n);
   for (int d = 0; d < n; ++d) {
     if (!s.local(d)) continue;
-    for (auto& b : s.params[d]) args[d].push_back({b.get(), false});
-    args[d].push_back({inputs[d].first.get(), false});
-    args[d].push_back({inputs[d].second.get(), false});
+    std::vector<ExecuteArg>& a = args[d];
+    a.resize(ports.args.size());
+    for (size_t i = 0; i < w; ++i) a[ports.args(Port::kParams, i)] = {s.params[d][i].get(), false};
+    a[ports.args(Port::kInputIds)] = {inputs[d].first.get(), false};
+    a[ports.args(Port::kLabels)] = {inputs[d].second.get(), false};
   }
   TL_ASSIGN_OR_RETURN(auto out, s.backend->ExecuteOnDevices(*s.grad_program, args));
   LossAndGrads r;
   const int first = s.first_local();
-  TL_ASSIGN_OR_RETURN(Literal loss, s.backend->ToHost(*out[first][0]));
-  TL_ASSIGN_OR_RETURN(Literal tokens, s.backend->ToHost(*out[first][1]));
+  TL_ASSIGN_OR_RETURN(Literal loss, s.backend->ToHost(*out[first][ports.results(Port::kLoss)]));
+  TL_ASSIGN_OR_RETURN(Literal tokens, s.backend->ToHost(*out[first][ports.results(Port::kTokens)]));
   r.loss = loss.GetAsDouble(0);
   r.tokens = tokens.GetAsDouble(0);
-  const size_t w = s.plan->weights().size();
   std::vector<std::vector<std::unique_ptr<DeviceBuffer>>> grads(n);
   for (int d = 0; d < n; ++d)
     for (size_t i = 0; i < w; ++i)
-      grads[d].push_back(s.local(d) ? std::move(out[d][2 + i]) : nullptr);
+      grads[d].push_back(s.local(d) ? std::move(out[d][ports.results(Port::kGrads, i)]) : nullptr);
   for (size_t i = 0; i < w; ++i) {
     TL_ASSIGN_OR_RETURN(Literal g, s.Download(grads, i));
     r.grads.push_back(std::move(g));

@@ -32,6 +32,7 @@ struct StepLowering {
   GlobalSumOfSquares global_sum_of_squares;
 };
 
+// The ports (tlaloc/train/step_ports.h): StepPorts::TrainStep, or with grads_only StepPorts::Grads.
 // train_step(params..., m..., v..., step s32, input_ids, labels)
 //   -> (params'..., m'..., v'..., loss f32, tokens f32, grad_norm f32, lr f32)
 // or, with grads_only, grads(params..., input_ids, labels) -> (loss, tokens, grads...).

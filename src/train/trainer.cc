@@ -13,6 +13,7 @@
 #include "tlaloc/train/memory_check.h"
 #include "tlaloc/train/packed_positions.h"
 #include "tlaloc/train/sharded_trainer.h"
+#include "tlaloc/train/step_ports.h"
 #include "train/train_step.h"
 
 namespace tlaloc::train {
@@ -112,20 +113,30 @@ StatusOr<std::shared_ptr<Module>> BuildStepProgram(const io::ModelConfig& config
   const char* name = grads_only ? "grads" : "train_step";
   auto module = std::make_shared<Module>(name);
   FunctionBuilder fb(module.get(), name);
-  const int n = static_cast<int>(specs.size());
-  std::vector<Tensor> p, m, v;
-  for (auto* group : {&p, &m, &v}) {
-    if (grads_only && group != &p) continue;
-    for (const auto& t : types.weight_types) group->push_back(fb.AddArg(t));
+  const size_t n = specs.size();
+  const StepPorts ports = grads_only ? StepPorts::Grads(n) : StepPorts::TrainStep(n);
+  std::vector<Tensor> in;
+  for (auto [port, i] : ports.args.Each()) {
+    if (IsPerWeight(port)) {
+      in.push_back(fb.AddArg(types.weight_types[i]));
+    } else {
+      in.push_back(
+          fb.AddArg(port == Port::kStep ? TensorType(ElementType::kS32, {}) : types.tokens));
+    }
   }
-  Tensor step = grads_only ? Tensor() : fb.AddArg(TensorType(ElementType::kS32, {}));
-  Tensor step_ids = fb.AddArg(types.tokens), step_labels = fb.AddArg(types.tokens);
+  auto group = [&](Port port) {
+    std::vector<Tensor> g;
+    if (ports.args.has(port))
+      for (size_t i = 0; i < n; ++i) g.push_back(in[ports.args(port, i)]);
+    return g;
+  };
+  const std::vector<Tensor> p = group(Port::kParams), m = group(Port::kM), v = group(Port::kV);
   std::vector<Value> args;
   for (const Tensor& t : p) args.push_back(t.value());
-  args.push_back(step_ids.value());
-  args.push_back(step_labels.value());
+  args.push_back(in[ports.args(Port::kInputIds)].value());
+  args.push_back(in[ports.args(Port::kLabels)].value());
   autodiff::GradOptions grad_options;
-  for (int i = 0; i < n; ++i) grad_options.wrt.push_back(i);
+  for (size_t i = 0; i < n; ++i) grad_options.wrt.push_back(static_cast<int>(i));
   grad_options.marks = &marks;
   Value seed = Full(fb.ops(), {}, lowering ? lowering->seed : 1.0).value();
   TL_ASSIGN_OR_RETURN(auto gv, autodiff::EmitGradient(fb.ops(), *lf.function(), args,
@@ -134,32 +145,28 @@ StatusOr<std::shared_ptr<Module>> BuildStepProgram(const io::ModelConfig& config
   for (Value g : gv.gradients) grads.emplace_back(g, &fb.ops());
   if (lowering && lowering->finish_grad)
     for (size_t i = 0; i < grads.size(); ++i) grads[i] = lowering->finish_grad(i, grads[i]);
+  std::vector<Tensor> results(ports.results.size());
+  results[ports.results(Port::kLoss)] = Tensor(gv.results[0], &fb.ops());
+  results[ports.results(Port::kTokens)] = Tensor(gv.results[1], &fb.ops());
   if (grads_only) {
-    std::vector<Tensor> results = {Tensor(gv.results[0], &fb.ops()),
-                                   Tensor(gv.results[1], &fb.ops())};
-    results.insert(results.end(), grads.begin(), grads.end());
-    TL_RETURN_IF_ERROR(fb.Return(results));
-    autodiff::RemoveDeadOps(*fb.function());
-    NumberChannels(*fb.function());  // the gradients' collectives copied their forward handles
-    TL_RETURN_IF_ERROR(Verify(*module));
-    return module;
+    for (size_t i = 0; i < n; ++i) results[ports.results(Port::kGrads, i)] = grads[i];
+  } else {
+    AdamWTensors upd = EmitAdamW(options.adamw, p, grads, m, v, in[ports.args(Port::kStep)],
+                                 lowering ? lowering->global_sum_of_squares : nullptr);
+    for (size_t i = 0; i < n; ++i) {
+      results[ports.results(Port::kParams, i)] = upd.params[i];
+      results[ports.results(Port::kM, i)] = upd.m[i];
+      results[ports.results(Port::kV, i)] = upd.v[i];
+    }
+    results[ports.results(Port::kGradNorm)] = upd.grad_norm;
+    results[ports.results(Port::kLr)] = upd.lr;
   }
-  AdamWTensors upd = EmitAdamW(options.adamw, p, grads, m, v, step,
-                               lowering ? lowering->global_sum_of_squares : nullptr);
-  std::vector<Tensor> results = upd.params;
-  results.insert(results.end(), upd.m.begin(), upd.m.end());
-  results.insert(results.end(), upd.v.begin(), upd.v.end());
-  results.push_back(Tensor(gv.results[0], &fb.ops()));
-  results.push_back(Tensor(gv.results[1], &fb.ops()));
-  results.push_back(upd.grad_norm);
-  results.push_back(upd.lr);
   TL_RETURN_IF_ERROR(fb.Return(results));
   Function* fn = fb.function();
   autodiff::RemoveDeadOps(*fn);
   NumberChannels(*fn);  // the gradients' collectives copied their forward handles
   // Parameters and moments alias their updated results, so backends update them in place.
-  for (int i = 0; i < 3 * n; ++i)
-    fn->arg_attrs(i)["tf.aliasing_output"] = Attribute::Int(i, ElementType::kS32);
+  ports.SetAliases(*fn);
   TL_RETURN_IF_ERROR(Verify(*module));
   return module;
 }
@@ -174,11 +181,19 @@ StatusOr<std::shared_ptr<Module>> BuildEvalProgram(const io::ModelConfig& config
   const ProgramArgs types = ArgTypes(specs, batch, seq_len);
   auto module = std::make_shared<Module>("eval_loss");
   FunctionBuilder fb(module.get(), "eval_loss");
+  const StepPorts ports = StepPorts::Eval(specs.size());
+  std::vector<Tensor> in;
+  for (auto [port, i] : ports.args.Each())
+    in.push_back(fb.AddArg(IsPerWeight(port) ? types.weight_types[i] : types.tokens));
   std::vector<Tensor> w;
-  for (const auto& t : types.weight_types) w.push_back(fb.AddArg(t));
-  Tensor ids = fb.AddArg(types.tokens), labels = fb.AddArg(types.tokens);
-  TL_ASSIGN_OR_RETURN(auto loss, EmitLoss(config, options, specs, w, ids, labels, nullptr));
-  TL_RETURN_IF_ERROR(fb.Return({loss.first, loss.second}));
+  for (size_t i = 0; i < specs.size(); ++i) w.push_back(in[ports.args(Port::kParams, i)]);
+  TL_ASSIGN_OR_RETURN(auto loss,
+                      EmitLoss(config, options, specs, w, in[ports.args(Port::kInputIds)],
+                               in[ports.args(Port::kLabels)], nullptr));
+  std::vector<Tensor> results(ports.results.size());
+  results[ports.results(Port::kLoss)] = loss.first;
+  results[ports.results(Port::kTokens)] = loss.second;
+  TL_RETURN_IF_ERROR(fb.Return(results));
   return module;
 }
 
@@ -308,28 +323,38 @@ StatusOr<StepStats> Trainer::Step(const Batch& batch) {
       auto step, s.backend->ToDevice(Literal::Scalar<int32_t>(static_cast<int32_t>(s.step + 1))));
   TL_ASSIGN_OR_RETURN(auto ids, s.backend->ToDevice(batch.input_ids));
   TL_ASSIGN_OR_RETURN(auto labels, s.backend->ToDevice(batch.labels));
-  std::vector<ExecuteArg> args;
-  for (auto* group : {&s.params, &s.m, &s.v})
-    for (auto& b : *group) args.push_back({b.get(), true});
-  args.push_back({step.get(), false});
-  args.push_back({ids.get(), false});
-  args.push_back({labels.get(), false});
-  TL_ASSIGN_OR_RETURN(auto out, s.backend->Execute(*s.step_program, args));
   const size_t n = s.params.size();
-  if (out.size() != 3 * n + 4) return Internal("train_step returned an unexpected result count");
+  const StepPorts ports = StepPorts::TrainStep(n);
+  std::vector<ExecuteArg> args(ports.args.size());
   for (size_t i = 0; i < n; ++i) {
-    s.params[i] = std::move(out[i]);
-    s.m[i] = std::move(out[n + i]);
-    s.v[i] = std::move(out[2 * n + i]);
+    args[ports.args(Port::kParams, i)] = {s.params[i].get(), true};
+    args[ports.args(Port::kM, i)] = {s.m[i].get(), true};
+    args[ports.args(Port::kV, i)] = {s.v[i].get(), true};
   }
-  std::vector<double> scalars;
-  for (size_t i = 3 * n; i < out.size(); ++i) {
-    TL_ASSIGN_OR_RETURN(Literal l, s.backend->ToHost(*out[i]));
-    scalars.push_back(l.GetAsDouble(0));
+  args[ports.args(Port::kStep)] = {step.get(), false};
+  args[ports.args(Port::kInputIds)] = {ids.get(), false};
+  args[ports.args(Port::kLabels)] = {labels.get(), false};
+  TL_ASSIGN_OR_RETURN(auto out, s.backend->Execute(*s.step_program, args));
+  if (static_cast<int>(out.size()) != ports.results.size())
+    return Internal("train_step returned " + std::to_string(out.size()) + " results; expected " +
+                    std::to_string(ports.results.size()));
+  for (size_t i = 0; i < n; ++i) {
+    s.params[i] = std::move(out[ports.results(Port::kParams, i)]);
+    s.m[i] = std::move(out[ports.results(Port::kM, i)]);
+    s.v[i] = std::move(out[ports.results(Port::kV, i)]);
   }
+  auto scalar = [&](Port port) -> StatusOr<double> {
+    TL_ASSIGN_OR_RETURN(Literal l, s.backend->ToHost(*out[ports.results(port)]));
+    return l.GetAsDouble(0);
+  };
+  StepStats stats;
+  TL_ASSIGN_OR_RETURN(stats.loss, scalar(Port::kLoss));
+  TL_ASSIGN_OR_RETURN(double tokens, scalar(Port::kTokens));
+  stats.tokens = static_cast<int64_t>(std::llround(tokens));
+  TL_ASSIGN_OR_RETURN(stats.grad_norm, scalar(Port::kGradNorm));
+  TL_ASSIGN_OR_RETURN(stats.lr, scalar(Port::kLr));
   ++s.step;
-  return StepStats{scalars[0], static_cast<int64_t>(std::llround(scalars[1])), scalars[2],
-                   scalars[3]};
+  return stats;
 }
 
 StatusOr<double> Trainer::EvalLoss(const Batch& batch) {
@@ -341,12 +366,14 @@ StatusOr<double> Trainer::EvalLoss(const Batch& batch) {
   TL_RETURN_IF_ERROR(CheckBatch(batch, s.batch, s.seq_len));
   TL_ASSIGN_OR_RETURN(auto ids, s.backend->ToDevice(batch.input_ids));
   TL_ASSIGN_OR_RETURN(auto labels, s.backend->ToDevice(batch.labels));
-  std::vector<ExecuteArg> args;
-  for (auto& b : s.params) args.push_back({b.get(), false});
-  args.push_back({ids.get(), false});
-  args.push_back({labels.get(), false});
+  const StepPorts ports = StepPorts::Eval(s.params.size());
+  std::vector<ExecuteArg> args(ports.args.size());
+  for (size_t i = 0; i < s.params.size(); ++i)
+    args[ports.args(Port::kParams, i)] = {s.params[i].get(), false};
+  args[ports.args(Port::kInputIds)] = {ids.get(), false};
+  args[ports.args(Port::kLabels)] = {labels.get(), false};
   TL_ASSIGN_OR_RETURN(auto out, s.backend->Execute(*s.eval_program, args));
-  TL_ASSIGN_OR_RETURN(Literal loss, s.backend->ToHost(*out[0]));
+  TL_ASSIGN_OR_RETURN(Literal loss, s.backend->ToHost(*out[ports.results(Port::kLoss)]));
   return loss.GetAsDouble(0);
 }
 
