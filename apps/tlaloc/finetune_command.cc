@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,7 @@
 #include "tlaloc/ir/sharding.h"
 #include "tlaloc/models/family.h"
 #include "tlaloc/models/init.h"
-#include "tlaloc/pjrt/pjrt_backend.h"
+#include "tlaloc/runtime/open_backend.h"
 #include "tlaloc/runtime/target.h"
 #include "tlaloc/support/atomic_file.h"
 #include "tlaloc/tokenizer/chat.h"
@@ -83,51 +84,31 @@ class ProgressBar {
 
 StatusOr<std::shared_ptr<Backend>> BackendFor(const std::string &target) {
   TL_ASSIGN_OR_RETURN(BackendChoice choice, BackendChoiceFromFlag(target));
-  StatusOr<std::unique_ptr<Backend>> backend = MakeBackend(choice);
-  if (!backend.ok()) return backend.status().WithContext("target " + choice.ToString());
-  return std::shared_ptr<Backend>(std::move(*backend));
+  TL_ASSIGN_OR_RETURN(auto backend,
+                      runtime::OpenBackend(choice, std::nullopt, SingleProcessWorld()));
+  return std::shared_ptr<Backend>(std::move(backend));
 }
 
 // The processes of this run: a world of one, or mpirun's ranks.
 ProcessWorld *g_world = &SingleProcessWorld();
 
-// Under mpirun: the interpreter over every rank, each holding the mesh's devices / ranks
-// (TLALOC_CPU_DEVICES: the devices of each rank).
-StatusOr<std::shared_ptr<Backend>> MultiProcessBackend(const BackendChoice &choice,
-                                                       const std::string &mesh_text,
-                                                       ProcessWorld &world) {
-  const std::string ranks =
-      std::to_string(world.size()) + " processes (mpirun -np " + std::to_string(world.size()) + ")";
-  if (!choice.interpreter)
-    return InvalidArgument("--target " + choice.ToString() + " across " + ranks +
-                           ": multi-process runs use the interpreter (--target interp)");
-  if (mesh_text.empty())
-    return InvalidArgument("a run across " + ranks + " needs --mesh and --plan (e.g. --mesh data=" +
-                           std::to_string(world.size()) + " --plan dp)");
-  TL_ASSIGN_OR_RETURN(Mesh mesh, Mesh::Parse(mesh_text));
-  TL_ASSIGN_OR_RETURN(int local, CpuDevicesFromEnvironment());
-  const char *env = std::getenv("TLALOC_CPU_DEVICES");
-  if (env == nullptr || *env == '\0') {
-    if (mesh.num_devices() % world.size() != 0)
-      return InvalidArgument("--mesh " + mesh_text + " has " + std::to_string(mesh.num_devices()) +
-                             " devices, which do not split evenly over " + ranks);
-    local = static_cast<int>(mesh.num_devices() / world.size());
-  }
-  return std::shared_ptr<Backend>(MakeInterpreterBackend({}, local, world));
-}
-
-// The interpreter, or a CPU-family plugin, gets the mesh's device count unless
-// TLALOC_CPU_DEVICES says otherwise.
+// The mesh's devices (runtime/open_backend.h): the interpreter, or a CPU-family plugin, gets
+// them unless TLALOC_CPU_DEVICES says otherwise; under mpirun each rank its share of the
+// interpreter's.
 StatusOr<std::shared_ptr<Backend>> FinetuneBackend(const std::string &target,
                                                    const std::string &mesh_text) {
   TL_ASSIGN_OR_RETURN(BackendChoice choice, BackendChoiceFromFlag(target));
-  if (g_world->size() > 1) return MultiProcessBackend(choice, mesh_text, *g_world);
-  if (mesh_text.empty()) return BackendFor(target);
-  TL_ASSIGN_OR_RETURN(Mesh mesh, Mesh::Parse(mesh_text));
-  StatusOr<std::unique_ptr<Backend>> backend =
-      MakeBackend(choice, static_cast<int>(mesh.num_devices()));
-  if (!backend.ok()) return backend.status().WithContext("target " + choice.ToString());
-  return std::shared_ptr<Backend>(std::move(*backend));
+  const int ranks = g_world->size();
+  if (ranks > 1 && choice.interpreter && mesh_text.empty())
+    return InvalidArgument("a run across " + std::to_string(ranks) + " processes (mpirun -np " +
+                           std::to_string(ranks) + ") needs --mesh and --plan (e.g. --mesh data=" +
+                           std::to_string(ranks) + " --plan dp)");
+  std::optional<Mesh> mesh;
+  if (!mesh_text.empty()) {
+    TL_ASSIGN_OR_RETURN(mesh, Mesh::Parse(mesh_text));
+  }
+  TL_ASSIGN_OR_RETURN(auto backend, runtime::OpenBackend(choice, mesh, *g_world));
+  return std::shared_ptr<Backend>(std::move(backend));
 }
 
 // Every rank reports its own failure, named; then the whole job ends (MPI_Abort), so no rank

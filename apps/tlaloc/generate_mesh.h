@@ -20,11 +20,11 @@ struct MeshSetup {
   std::unique_ptr<Backend> backend;
 };
 
-// Parses `mesh_text` and makes `choice`'s backend with the mesh's devices (the interpreter, or
-// a CPU-family plugin, gets them unless TLALOC_CPU_DEVICES says otherwise). Under mpirun
-// (`world` of several ranks) each rank gets its share of interpreter devices, and every rank
-// must have the same `agreed` (name, value) pairs. InvalidArgument: a usage error (bad mesh, a
-// plugin across processes, a mesh that does not split over the ranks).
+// Parses `mesh_text` and opens `choice`'s backend with the mesh's devices
+// (runtime::OpenBackend: the interpreter, or a CPU-family plugin, gets them unless
+// TLALOC_CPU_DEVICES says otherwise; under mpirun each rank its share of the interpreter's).
+// Under mpirun every rank must have the same `agreed` (name, value) pairs. InvalidArgument: a
+// usage error (bad mesh, a plugin across processes, a mesh that does not split over the ranks).
 StatusOr<MeshSetup> PrepareMeshGenerate(
     ProcessWorld& world, const std::string& mesh_text, const BackendChoice& choice,
     const std::vector<std::pair<std::string, std::string>>& agreed);

@@ -15,7 +15,7 @@
 #include "commands.h"
 #include "request_options.h"
 #include "tlaloc/generate/text_generation.h"
-#include "tlaloc/pjrt/pjrt_backend.h"
+#include "tlaloc/runtime/open_backend.h"
 #include "tlaloc/serve/scheduler.h"
 #include "tlaloc/serve/server.h"
 
@@ -84,11 +84,9 @@ int RunServe(const ServeArgs& a) {
     mesh = std::move(*parsed);
   }
   // A mesh's devices: the interpreter, or a CPU-family plugin, gets them unless
-  // TLALOC_CPU_DEVICES says otherwise.
-  auto backend =
-      mesh ? MakeBackend(*choice, static_cast<int>(mesh->num_devices())) : MakeBackend(*choice);
-  if (!backend.ok())
-    return fail("target " + choice->ToString() + ": " + backend.status().message());
+  // TLALOC_CPU_DEVICES says otherwise (runtime/open_backend.h).
+  auto backend = runtime::OpenBackend(*choice, mesh, SingleProcessWorld());
+  if (!backend.ok()) return fail(backend.status().message());
   auto text = generate::TextGenerator::Load(*dir, *dtype, std::move(*backend), mesh);
   if (!text.ok()) {
     // A mesh the model does not split over (heads, KV heads, devices) is a usage error.

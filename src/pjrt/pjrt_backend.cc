@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "tlaloc/pjrt/program_text.h"
+#include "tlaloc/runtime/open_backend.h"
 
 namespace tlaloc::pjrt {
 namespace {
@@ -252,22 +253,27 @@ std::unique_ptr<Backend> MakePjrtBackend(std::unique_ptr<PjrtSession> session,
 
 namespace tlaloc {
 
-StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice) {
-  if (choice.interpreter) return MakeInterpreterBackend();
+namespace {
+
+// runtime::OpenBackend's way to a plugin (runtime sits below pjrt; open_backend.h).
+StatusOr<std::unique_ptr<Backend>> OpenPjrt(const PjrtTarget& target, int cpu_devices) {
   pjrt::SessionOptions options;
-  options.target = choice.target;
+  options.target = target;
+  if (cpu_devices > 0 && pjrt::OptionFamilyOf(target) == pjrt::OptionFamily::kCpu)
+    options.cpu_device_count = cpu_devices;
   return pjrt::MakePjrtBackend(options);
 }
 
+[[maybe_unused]] const bool kPjrtOpenerRegistered = runtime::RegisterPjrtOpener(&OpenPjrt);
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice) {
+  return runtime::OpenLocalBackend(choice);
+}
+
 StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice, int devices) {
-  const char* env = std::getenv("TLALOC_CPU_DEVICES");
-  if (devices < 1 || (env != nullptr && *env != '\0')) return MakeBackend(choice);
-  if (choice.interpreter) return MakeInterpreterBackend({}, devices);
-  pjrt::SessionOptions options;
-  options.target = choice.target;
-  if (pjrt::OptionFamilyOf(choice.target) == pjrt::OptionFamily::kCpu)
-    options.cpu_device_count = devices;
-  return pjrt::MakePjrtBackend(options);
+  return runtime::OpenLocalBackend(choice, devices);
 }
 
 }  // namespace tlaloc

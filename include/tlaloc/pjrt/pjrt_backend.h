@@ -19,7 +19,8 @@ std::unique_ptr<Backend> MakePjrtBackend(std::unique_ptr<PjrtSession> session,
 }  // namespace tlaloc::pjrt
 
 namespace tlaloc {
-// The backend a BackendChoice names: the interpreter or a PJRT session on the target.
+// The backend a BackendChoice names: the interpreter or a PJRT session on the target
+// (runtime::OpenLocalBackend; runtime/open_backend.h opens a run's backend over a mesh and world).
 StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice);
 // The same for a run over `devices` devices (a --mesh): the interpreter gets that many, and so
 // does a CPU-family plugin (its cpu_device_count create option, which Tlaloc's plugin and
