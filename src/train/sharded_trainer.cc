@@ -96,6 +96,19 @@ StatusOr<std::shared_ptr<Module>> BuildDeviceStepProgram(const io::ModelConfig& 
                           grads_only);
 }
 
+namespace {
+
+StatusOr<std::shared_ptr<Module>> BuildDeviceEvalProgram(const io::ModelConfig& config,
+                                                         const TrainOptions& options,
+                                                         const ShardingPlan& plan,
+                                                         int64_t seq_len) {
+  shard::CollectiveEmitter emit;
+  StepLowering lowering = DeviceLowering(plan, seq_len, emit);
+  return BuildEvalProgram(config, options, plan.weights(), plan.local_batch(), seq_len, &lowering);
+}
+
+}  // namespace
+
 StatusOr<std::shared_ptr<Module>> BuildAnnotatedStepProgram(const io::ModelConfig& config,
                                                             const TrainOptions& options,
                                                             const ShardingPlan& plan,
@@ -149,7 +162,7 @@ struct ShardedTrainer::Impl {
   std::optional<ShardingPlan> plan;
   int64_t seq_len = 0;
   std::shared_ptr<Module> step_module;
-  std::unique_ptr<CompiledProgram> step_program, grad_program;
+  std::unique_ptr<CompiledProgram> step_program, grad_program, eval_program;
   // [device][weight]
   std::vector<std::vector<std::unique_ptr<DeviceBuffer>>> params, m, v;
   int64_t step = 0;
@@ -291,7 +304,14 @@ StatusOr<std::unique_ptr<ShardedTrainer>> ShardedTrainer::Create(
   const ProcessGrid grid{1, impl->plan->num_devices()};
   TL_ASSIGN_OR_RETURN(impl->step_program, backend.CompileForDevices(impl->step_module, grid));
   // Every device runs its own copy of the step: each must fit beside its part of the state.
-  for (int d = 0; d < n; ++d) {
+  // One device (the Trainer's case) is refused with the single-device advice.
+  if (n == 1 && impl->local(0)) {
+    const int64_t resident =
+        ResidentBytes(impl->params[0]) + ResidentBytes(impl->m[0]) + ResidentBytes(impl->v[0]);
+    TL_RETURN_IF_ERROR(CheckTrainStepFits(backend, *impl->step_program, options,
+                                          impl->plan->batch(), seq_len, resident));
+  }
+  for (int d = 0; d < n && n > 1; ++d) {
     if (!impl->local(d)) continue;
     const int64_t resident =
         ResidentBytes(impl->params[d]) + ResidentBytes(impl->m[d]) + ResidentBytes(impl->v[d]);
@@ -355,6 +375,34 @@ StatusOr<StepStats> ShardedTrainer::Step(const Batch& batch) {
   TL_ASSIGN_OR_RETURN(stats.lr, scalar(Port::kLr));
   ++s.step;
   return stats;
+}
+
+StatusOr<double> ShardedTrainer::EvalLoss(const Batch& batch) {
+  Impl& s = *impl_;
+  if (!s.eval_program) {
+    TL_ASSIGN_OR_RETURN(auto module,
+                        BuildDeviceEvalProgram(s.config, s.options, *s.plan, s.seq_len));
+    TL_ASSIGN_OR_RETURN(s.eval_program, s.backend->CompileForDevices(
+                                            module, ProcessGrid{1, s.plan->num_devices()}));
+  }
+  TL_ASSIGN_OR_RETURN(auto inputs, s.UploadBatch(batch));
+  const int n = s.devices();
+  const size_t w = s.plan->weights().size();
+  const StepPorts ports = StepPorts::Eval(w);
+  std::vector<std::vector<ExecuteArg>> args(n);
+  for (int d = 0; d < n; ++d) {
+    if (!s.local(d)) continue;
+    std::vector<ExecuteArg>& a = args[d];
+    a.resize(ports.args.size());
+    for (size_t i = 0; i < w; ++i) a[ports.args(Port::kParams, i)] = {s.params[d][i].get(), false};
+    a[ports.args(Port::kInputIds)] = {inputs[d].first.get(), false};
+    a[ports.args(Port::kLabels)] = {inputs[d].second.get(), false};
+  }
+  TL_ASSIGN_OR_RETURN(auto out, s.backend->ExecuteOnDevices(*s.eval_program, args));
+  // Every device computed the same loss.
+  TL_ASSIGN_OR_RETURN(Literal loss,
+                      s.backend->ToHost(*out[s.first_local()][ports.results(Port::kLoss)]));
+  return loss.GetAsDouble(0);
 }
 
 StatusOr<LossAndGrads> ShardedTrainer::LossAndGrad(const Batch& batch) {

@@ -1,4 +1,5 @@
-// The train-step program builder the Trainer and the ShardedTrainer share (internal to train/).
+// The train-step program builder of the ShardedTrainer, whose 1-device case is the Trainer
+// (internal to train/).
 // A StepLowering says how one device's copy of the step differs from the single-device step;
 // without one the builder emits the single-device step.
 #pragma once
@@ -42,5 +43,12 @@ StatusOr<std::shared_ptr<Module>> BuildStepProgram(const io::ModelConfig& config
                                                    int64_t batch, int64_t seq_len,
                                                    const StepLowering* lowering = nullptr,
                                                    bool grads_only = false);
+// eval_loss(params..., input_ids, labels) -> (loss, tokens) (StepPorts::Eval): the step's loss
+// without its backward pass, for the same lowering.
+StatusOr<std::shared_ptr<Module>> BuildEvalProgram(const io::ModelConfig& config,
+                                                   const TrainOptions& options,
+                                                   const std::vector<models::WeightSpec>& specs,
+                                                   int64_t batch, int64_t seq_len,
+                                                   const StepLowering* lowering = nullptr);
 
 }  // namespace tlaloc::train

@@ -18,16 +18,11 @@
 
 namespace tlaloc::train {
 
+// The Trainer is the sharded trainer's 1-device case (or its planned case, sharded()).
 struct Trainer::Impl {
-  io::ModelConfig config;
-  TrainOptions options;
-  Backend* backend = nullptr;
+  std::unique_ptr<ShardedTrainer> core;
+  bool planned = false;  // options.mesh and options.plan given
   int64_t batch = 0, seq_len = 0;
-  std::vector<models::WeightSpec> specs;
-  std::unique_ptr<CompiledProgram> step_program, eval_program;
-  std::vector<std::unique_ptr<DeviceBuffer>> params, m, v;
-  int64_t step = 0;
-  std::unique_ptr<ShardedTrainer> sharded;  // options.plan set: every call goes there
 };
 
 namespace {
@@ -171,14 +166,13 @@ StatusOr<std::shared_ptr<Module>> BuildStepProgram(const io::ModelConfig& config
   return module;
 }
 
-namespace {
-
-// eval_loss(params..., input_ids, labels) -> (loss f32, tokens f32)
 StatusOr<std::shared_ptr<Module>> BuildEvalProgram(const io::ModelConfig& config,
                                                    const TrainOptions& options,
                                                    const std::vector<models::WeightSpec>& specs,
-                                                   int64_t batch, int64_t seq_len) {
-  const ProgramArgs types = ArgTypes(specs, batch, seq_len);
+                                                   int64_t batch, int64_t seq_len,
+                                                   const StepLowering* lowering) {
+  ProgramArgs types = ArgTypes(specs, batch, seq_len);
+  if (lowering) types = ProgramArgs{lowering->weight_types, lowering->tokens};
   auto module = std::make_shared<Module>("eval_loss");
   FunctionBuilder fb(module.get(), "eval_loss");
   const StepPorts ports = StepPorts::Eval(specs.size());
@@ -189,15 +183,15 @@ StatusOr<std::shared_ptr<Module>> BuildEvalProgram(const io::ModelConfig& config
   for (size_t i = 0; i < specs.size(); ++i) w.push_back(in[ports.args(Port::kParams, i)]);
   TL_ASSIGN_OR_RETURN(auto loss,
                       EmitLoss(config, options, specs, w, in[ports.args(Port::kInputIds)],
-                               in[ports.args(Port::kLabels)], nullptr));
+                               in[ports.args(Port::kLabels)], nullptr, lowering));
   std::vector<Tensor> results(ports.results.size());
   results[ports.results(Port::kLoss)] = loss.first;
   results[ports.results(Port::kTokens)] = loss.second;
   TL_RETURN_IF_ERROR(fb.Return(results));
+  NumberChannels(*fb.function());
+  TL_RETURN_IF_ERROR(Verify(*module));
   return module;
 }
-
-}  // namespace
 
 StatusOr<std::shared_ptr<Module>> BuildLossAndGradProgram(const io::ModelConfig& config,
                                                           const TrainOptions& options,
@@ -236,16 +230,6 @@ Status CheckBatch(const Batch& batch, int64_t b, int64_t t) {
   return OkStatus();
 }
 
-StatusOr<Literal> ToF32(const Literal& l) {
-  if (!IsFloat(l.element_type()))
-    return InvalidArgument("weight of type " + Type(l.type()).ToString() +
-                           ": expected a floating-point tensor");
-  if (l.element_type() == ElementType::kF32) return l;  // ToDevice copies it
-  Literal out(TensorType(ElementType::kF32, l.dims()));
-  for (int64_t i = 0; i < l.num_elements(); ++i) out.SetFromDouble(i, l.GetAsDouble(i));
-  return out;
-}
-
 }  // namespace
 
 Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -266,173 +250,45 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(io::ModelConfig config,
     return InvalidArgument("trainer loss_chunk " + std::to_string(options.loss_chunk) +
                            ": expected >= 0");
   auto impl = std::make_unique<Impl>();
-  if (!options.plan.empty() || !options.mesh.empty()) {
-    if (options.plan.empty() || options.mesh.empty())
-      return InvalidArgument("a sharded trainer needs both a mesh and a plan (got mesh '" +
-                             options.mesh + "', plan '" + options.plan + "')");
-    TL_ASSIGN_OR_RETURN(Mesh mesh, Mesh::Parse(options.mesh));
-    TL_ASSIGN_OR_RETURN(auto plan, shard::ShardingPlan::Make(options.plan, mesh, config, batch));
-    TL_ASSIGN_OR_RETURN(impl->sharded,
-                        ShardedTrainer::Create(std::move(config), std::move(weights), options,
-                                               backend, std::move(plan), seq_len));
-    return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
-  }
-  impl->specs = models::WeightSpecs(config);
-  if (weights.size() != impl->specs.size())
-    return InvalidArgument("trainer got " + std::to_string(weights.size()) +
-                           " weights; the config needs " + std::to_string(impl->specs.size()));
-  for (size_t i = 0; i < weights.size(); ++i) {
-    if (weights[i].dims() != impl->specs[i].shape)
-      return InvalidArgument("weight " + impl->specs[i].name + " " +
-                             Type(weights[i].type()).ToString() + ": expected shape " +
-                             DimsToString(impl->specs[i].shape));
-    auto f32 = ToF32(weights[i]);
-    if (!f32.ok()) return InvalidArgument(impl->specs[i].name + ": " + f32.status().message());
-    TL_ASSIGN_OR_RETURN(auto p, backend.ToDevice(*f32));
-    Literal zeros(f32->type());
-    TL_ASSIGN_OR_RETURN(auto m, backend.ToDevice(zeros));
-    TL_ASSIGN_OR_RETURN(auto v, backend.ToDevice(zeros));
-    impl->params.push_back(std::move(p));
-    impl->m.push_back(std::move(m));
-    impl->v.push_back(std::move(v));
-    weights[i] = Literal();  // the backend holds the master copy now
-  }
-  TL_ASSIGN_OR_RETURN(auto step_module,
-                      BuildStepProgram(config, options, impl->specs, batch, seq_len));
-  TL_ASSIGN_OR_RETURN(impl->step_program, backend.Compile(step_module));
-  TL_RETURN_IF_ERROR(CheckTrainStepFits(backend, *impl->step_program, options, batch, seq_len,
-                                        3 * ResidentBytes(impl->params)));
-  TL_ASSIGN_OR_RETURN(auto eval_module,
-                      BuildEvalProgram(config, options, impl->specs, batch, seq_len));
-  TL_ASSIGN_OR_RETURN(impl->eval_program, backend.Compile(eval_module));
-  impl->config = std::move(config);
-  impl->options = options;
-  impl->backend = &backend;
   impl->batch = batch;
   impl->seq_len = seq_len;
+  impl->planned = !options.plan.empty() || !options.mesh.empty();
+  if (impl->planned && (options.plan.empty() || options.mesh.empty()))
+    return InvalidArgument("a sharded trainer needs both a mesh and a plan (got mesh '" +
+                           options.mesh + "', plan '" + options.plan + "')");
+  // One device is the 1-device mesh: the dp plan over data=1 holds every weight whole and emits
+  // no collective, so its step program is the single-device step.
+  TL_ASSIGN_OR_RETURN(Mesh mesh, Mesh::Parse(impl->planned ? options.mesh : "data=1"));
+  TL_ASSIGN_OR_RETURN(auto plan, shard::ShardingPlan::Make(impl->planned ? options.plan : "dp",
+                                                           mesh, config, batch));
+  TL_ASSIGN_OR_RETURN(
+      impl->core, ShardedTrainer::Create(std::move(config), std::move(weights), options, backend,
+                                         std::move(plan), seq_len));
   return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
 }
 
-ShardedTrainer* Trainer::sharded() const { return impl_->sharded.get(); }
+ShardedTrainer* Trainer::sharded() const { return impl_->planned ? impl_->core.get() : nullptr; }
 
 StatusOr<StepStats> Trainer::Step(const Batch& batch) {
-  Impl& s = *impl_;
-  if (s.sharded) return s.sharded->Step(batch);
-  TL_RETURN_IF_ERROR(CheckBatch(batch, s.batch, s.seq_len));
-  TL_ASSIGN_OR_RETURN(
-      auto step, s.backend->ToDevice(Literal::Scalar<int32_t>(static_cast<int32_t>(s.step + 1))));
-  TL_ASSIGN_OR_RETURN(auto ids, s.backend->ToDevice(batch.input_ids));
-  TL_ASSIGN_OR_RETURN(auto labels, s.backend->ToDevice(batch.labels));
-  const size_t n = s.params.size();
-  const StepPorts ports = StepPorts::TrainStep(n);
-  std::vector<ExecuteArg> args(ports.args.size());
-  for (size_t i = 0; i < n; ++i) {
-    args[ports.args(Port::kParams, i)] = {s.params[i].get(), true};
-    args[ports.args(Port::kM, i)] = {s.m[i].get(), true};
-    args[ports.args(Port::kV, i)] = {s.v[i].get(), true};
-  }
-  args[ports.args(Port::kStep)] = {step.get(), false};
-  args[ports.args(Port::kInputIds)] = {ids.get(), false};
-  args[ports.args(Port::kLabels)] = {labels.get(), false};
-  TL_ASSIGN_OR_RETURN(auto out, s.backend->Execute(*s.step_program, args));
-  if (static_cast<int>(out.size()) != ports.results.size())
-    return Internal("train_step returned " + std::to_string(out.size()) + " results; expected " +
-                    std::to_string(ports.results.size()));
-  for (size_t i = 0; i < n; ++i) {
-    s.params[i] = std::move(out[ports.results(Port::kParams, i)]);
-    s.m[i] = std::move(out[ports.results(Port::kM, i)]);
-    s.v[i] = std::move(out[ports.results(Port::kV, i)]);
-  }
-  auto scalar = [&](Port port) -> StatusOr<double> {
-    TL_ASSIGN_OR_RETURN(Literal l, s.backend->ToHost(*out[ports.results(port)]));
-    return l.GetAsDouble(0);
-  };
-  StepStats stats;
-  TL_ASSIGN_OR_RETURN(stats.loss, scalar(Port::kLoss));
-  TL_ASSIGN_OR_RETURN(double tokens, scalar(Port::kTokens));
-  stats.tokens = static_cast<int64_t>(std::llround(tokens));
-  TL_ASSIGN_OR_RETURN(stats.grad_norm, scalar(Port::kGradNorm));
-  TL_ASSIGN_OR_RETURN(stats.lr, scalar(Port::kLr));
-  ++s.step;
-  return stats;
+  if (!impl_->planned) TL_RETURN_IF_ERROR(CheckBatch(batch, impl_->batch, impl_->seq_len));
+  return impl_->core->Step(batch);
 }
 
 StatusOr<double> Trainer::EvalLoss(const Batch& batch) {
-  Impl& s = *impl_;
-  if (s.sharded) {
-    TL_ASSIGN_OR_RETURN(LossAndGrads r, s.sharded->LossAndGrad(batch));
-    return r.loss;
-  }
-  TL_RETURN_IF_ERROR(CheckBatch(batch, s.batch, s.seq_len));
-  TL_ASSIGN_OR_RETURN(auto ids, s.backend->ToDevice(batch.input_ids));
-  TL_ASSIGN_OR_RETURN(auto labels, s.backend->ToDevice(batch.labels));
-  const StepPorts ports = StepPorts::Eval(s.params.size());
-  std::vector<ExecuteArg> args(ports.args.size());
-  for (size_t i = 0; i < s.params.size(); ++i)
-    args[ports.args(Port::kParams, i)] = {s.params[i].get(), false};
-  args[ports.args(Port::kInputIds)] = {ids.get(), false};
-  args[ports.args(Port::kLabels)] = {labels.get(), false};
-  TL_ASSIGN_OR_RETURN(auto out, s.backend->Execute(*s.eval_program, args));
-  TL_ASSIGN_OR_RETURN(Literal loss, s.backend->ToHost(*out[ports.results(Port::kLoss)]));
-  return loss.GetAsDouble(0);
+  if (!impl_->planned) TL_RETURN_IF_ERROR(CheckBatch(batch, impl_->batch, impl_->seq_len));
+  return impl_->core->EvalLoss(batch);
 }
 
-StatusOr<std::vector<Literal>> Trainer::Weights() {
-  if (impl_->sharded) return impl_->sharded->Weights();
-  std::vector<Literal> out;
-  for (auto& b : impl_->params) {
-    TL_ASSIGN_OR_RETURN(Literal l, impl_->backend->ToHost(*b));
-    out.push_back(std::move(l));
-  }
-  return out;
-}
+StatusOr<std::vector<Literal>> Trainer::Weights() { return impl_->core->Weights(); }
 
-int64_t Trainer::step() const { return impl_->sharded ? impl_->sharded->step() : impl_->step; }
+int64_t Trainer::step() const { return impl_->core->step(); }
 
 StatusOr<std::vector<std::pair<std::string, Literal>>> Trainer::OptimizerState() {
-  if (impl_->sharded) return impl_->sharded->OptimizerState();
-  std::vector<std::pair<std::string, Literal>> out;
-  out.emplace_back("step", Literal::Scalar<int64_t>(impl_->step));
-  for (const char* which : {"m", "v"}) {
-    auto& group = which[0] == 'm' ? impl_->m : impl_->v;
-    for (size_t i = 0; i < group.size(); ++i) {
-      TL_ASSIGN_OR_RETURN(Literal l, impl_->backend->ToHost(*group[i]));
-      out.emplace_back(std::string(which) + "." + impl_->specs[i].name, std::move(l));
-    }
-  }
-  return out;
+  return impl_->core->OptimizerState();
 }
 
 Status Trainer::LoadOptimizerState(const std::vector<std::pair<std::string, Literal>>& state) {
-  Impl& s = *impl_;
-  if (s.sharded) return s.sharded->LoadOptimizerState(state);
-  std::map<std::string, const Literal*> by_name;
-  for (const auto& [name, l] : state) by_name[name] = &l;
-  auto step = by_name.find("step");
-  if (step == by_name.end() || step->second->num_elements() != 1 ||
-      !IsInteger(step->second->element_type()))
-    return InvalidArgument("optimizer state: expected an integer scalar \"step\"");
-  std::vector<std::unique_ptr<DeviceBuffer>> m, v;
-  for (const char* which : {"m", "v"}) {
-    for (const auto& spec : s.specs) {
-      const std::string name = std::string(which) + "." + spec.name;
-      auto it = by_name.find(name);
-      if (it == by_name.end())
-        return InvalidArgument("optimizer state: missing tensor \"" + name + "\"");
-      if (it->second->dims() != spec.shape)
-        return InvalidArgument("optimizer state \"" + name + "\" " +
-                               Type(it->second->type()).ToString() + ": expected shape " +
-                               DimsToString(spec.shape));
-      auto f32 = ToF32(*it->second);
-      if (!f32.ok()) return InvalidArgument("optimizer state \"" + name + "\": expected float");
-      TL_ASSIGN_OR_RETURN(auto buf, s.backend->ToDevice(*f32));
-      (which[0] == 'm' ? m : v).push_back(std::move(buf));
-    }
-  }
-  s.m = std::move(m);
-  s.v = std::move(v);
-  s.step = step->second->GetAsInt64(0);
-  return OkStatus();
+  return impl_->core->LoadOptimizerState(state);
 }
 
 }  // namespace tlaloc::train

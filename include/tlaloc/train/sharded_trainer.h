@@ -3,7 +3,8 @@
 // plan's weights, batch part and collectives, compiled for a 1 x N grid and run on every device
 // at once. Parameters and AdamW moments live on their devices between steps; only the scalars
 // (loss, tokens, grad norm, lr) come back to the host. Weights() and OptimizerState() assemble
-// host copies when asked (checkpoints). See docs/SHARDING.md.
+// host copies when asked (checkpoints). The Trainer is its 1-device case (the dp plan over
+// data=1, whose program has no collective). See docs/SHARDING.md.
 #pragma once
 
 #include <memory>
@@ -33,6 +34,8 @@ class ShardedTrainer {
   ~ShardedTrainer();
 
   StatusOr<StepStats> Step(const Batch& batch);
+  // Mean loss over the counted labels of `batch`, without an update (a forward-only program).
+  StatusOr<double> EvalLoss(const Batch& batch);
   // The gradients the step would apply (assembled from the devices), without an update.
   StatusOr<LossAndGrads> LossAndGrad(const Batch& batch);
   StatusOr<std::vector<Literal>> Weights();

@@ -80,6 +80,8 @@ StatusOr<std::shared_ptr<Module>> BuildLossAndGradProgram(const io::ModelConfig&
 
 class ShardedTrainer;
 
+// One trainer for one device and many: the ShardedTrainer (sharded_trainer.h) runs the step,
+// and one device is its 1-device mesh (the dp plan over data=1, a step with no collective).
 class Trainer {
  public:
   // `weights` in models::WeightSpecs(config) order, any float dtype (converted to f32 masters).
