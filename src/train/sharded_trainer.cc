@@ -305,18 +305,14 @@ StatusOr<std::unique_ptr<ShardedTrainer>> ShardedTrainer::Create(
   TL_ASSIGN_OR_RETURN(impl->step_program, backend.CompileForDevices(impl->step_module, grid));
   // Every device runs its own copy of the step: each must fit beside its part of the state.
   // One device (the Trainer's case) is refused with the single-device advice.
-  if (n == 1 && impl->local(0)) {
-    const int64_t resident =
-        ResidentBytes(impl->params[0]) + ResidentBytes(impl->m[0]) + ResidentBytes(impl->v[0]);
-    TL_RETURN_IF_ERROR(CheckTrainStepFits(backend, *impl->step_program, options,
-                                          impl->plan->batch(), seq_len, resident));
-  }
-  for (int d = 0; d < n && n > 1; ++d) {
+  for (int d = 0; d < n; ++d) {
     if (!impl->local(d)) continue;
     const int64_t resident =
         ResidentBytes(impl->params[d]) + ResidentBytes(impl->m[d]) + ResidentBytes(impl->v[d]);
-    TL_RETURN_IF_ERROR(CheckDeviceStepFits(backend, *impl->step_program, options, *impl->plan,
-                                           seq_len, d, resident));
+    TL_RETURN_IF_ERROR(n == 1 ? CheckTrainStepFits(backend, *impl->step_program, options,
+                                                   impl->plan->batch(), seq_len, resident)
+                              : CheckDeviceStepFits(backend, *impl->step_program, options,
+                                                    *impl->plan, seq_len, d, resident));
   }
   impl->config = std::move(config);
   impl->options = options;
