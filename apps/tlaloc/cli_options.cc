@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "tlaloc/io/hub_download.h"
+#include "tlaloc/models/gguf_import.h"
 #include "tlaloc/support/thread_pool.h"
 
 namespace tlaloc::cli {
@@ -98,12 +99,12 @@ Status CheckModelFolder(const std::string& flag, const fs::path& path) {
     return NotFound(what + " does not exist (expected a Hugging Face checkpoint folder)");
   if (IsGgufFile(path))
     return InvalidArgument(what +
-                           " is a GGUF file; Tlaloc runs Hugging Face checkpoint folders "
-                           "(config.json, *.safetensors, tokenizer.json); GGUF is an export "
-                           "format (tlaloc export gguf)");
+                           " is a GGUF file; this command takes a Hugging Face checkpoint folder "
+                           "(config.json, *.safetensors, tokenizer.json); generate, chat, serve "
+                           "and bench run GGUF files with -m");
   return InvalidArgument(what +
-                         " is not a folder: expected a Hugging Face checkpoint folder "
-                         "(config.json, *.safetensors, tokenizer.json)");
+                         " is not a folder or a GGUF file: expected a Hugging Face checkpoint "
+                         "folder (config.json, *.safetensors, tokenizer.json) or a .gguf file");
 }
 
 StatusOr<fs::path> ResolveModelFlag(const std::string& value) {
@@ -111,6 +112,12 @@ StatusOr<fs::path> ResolveModelFlag(const std::string& value) {
   options.offline = g_offline;
   auto path = io::ResolveOrDownloadModel(value, options);
   if (!path.ok()) return path.status().WithContext("--model");
+  if (IsGgufFile(*path)) {
+    // Imported into a checkpoint folder in a cache on first use (models/gguf_import.h).
+    auto folder = models::GgufModelFolder(*path);
+    if (!folder.ok()) return folder.status().WithContext("--model");
+    return folder;
+  }
   TL_RETURN_IF_ERROR(CheckModelFolder("--model", *path));
   return path;
 }
