@@ -58,8 +58,10 @@ CLI::Option* AddModelOption(CLI::App* cmd, std::string* model) {
   return cmd
       ->add_option("-m,--model", *model,
                    "the model: a Hugging Face checkpoint folder (config.json, *.safetensors, "
-                   "tokenizer.json), or ORG/NAME[@REVISION] from the Hugging Face cache, "
-                   "downloaded from the Hub ($HF_ENDPOINT, token $HF_TOKEN) when missing")
+                   "tokenizer.json), a qwen3 / qwen3moe GGUF file (imported into a cached "
+                   "folder on first use: $TLALOC_GGUF_CACHE, else ~/.cache/tlaloc/gguf), or "
+                   "ORG/NAME[@REVISION] from the Hugging Face cache, downloaded from the Hub "
+                   "($HF_ENDPOINT, token $HF_TOKEN) when missing")
       ->required();
 }
 
@@ -103,8 +105,8 @@ Status CheckModelFolder(const std::string& flag, const fs::path& path) {
                            "(config.json, *.safetensors, tokenizer.json); generate, chat, serve "
                            "and bench run GGUF files with -m");
   return InvalidArgument(what +
-                         " is not a folder or a GGUF file: expected a Hugging Face checkpoint "
-                         "folder (config.json, *.safetensors, tokenizer.json) or a .gguf file");
+                         " is not a folder: expected a Hugging Face checkpoint folder "
+                         "(config.json, *.safetensors, tokenizer.json) or a GGUF file");
 }
 
 StatusOr<fs::path> ResolveModelFlag(const std::string& value) {

@@ -253,11 +253,24 @@ uint64_t Fnv1a(const std::string& s) {
 StatusOr<GgufImportSummary> ImportGguf(const fs::path& gguf, const fs::path& out) {
   const std::string src = gguf.string();
   TL_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(gguf));
-  TL_ASSIGN_OR_RETURN(GgufContents c, io::ParseGguf(file.bytes(), src));
+  auto parsed = io::ParseGguf(file.bytes(), src);
+  if (!parsed.ok()) return Status(parsed.status().code(), "GGUF file " + parsed.status().message());
+  GgufContents c = std::move(*parsed);
   TL_ASSIGN_OR_RETURN(std::string arch, qwen3::GgufString(c, "general.architecture", src));
   if (arch != "qwen3" && arch != "qwen3moe")
     return Unimplemented(src + ": architecture \"" + arch +
                          "\" (Tlaloc runs GGUF files of llama.cpp's qwen3 and qwen3moe)");
+  // The hyperparameters first: a file without them is no model, whatever its tokenizer.
+  std::vector<std::string> required = {"block_count", "embedding_length", "attention.head_count",
+                                       "context_length"};
+  if (arch == "qwen3moe") {
+    for (const char* k : {"expert_count", "expert_used_count", "expert_feed_forward_length"})
+      required.push_back(k);
+  } else {
+    required.push_back("feed_forward_length");
+  }
+  for (const std::string& key : required)
+    TL_RETURN_IF_ERROR(GgufInt(c, arch + "." + key, src).status());
   GgufImportSummary summary;
   summary.architecture = arch;
   const GgufTensorInfo* embedding = c.FindTensor("token_embd.weight");
