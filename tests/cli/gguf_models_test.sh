@@ -60,6 +60,7 @@ code=$(post /v1/chat/completions '{"messages":[{"role":"user","content":"hi"}],"
   "$WORK/serve.json")
 [ "$code" = 200 ] && grep -q '"choices"' "$WORK/serve.json" ||
   fail "serve -m q4_k_m.gguf: HTTP $code $(cat "$WORK/serve.json")"
+grep -q 'q4_k_m' "$WORK/serve.json" || fail "serve names the model after its cache folder, not the file"
 stop_server "$SERVER_PID"
 
 # Bad files, made with gguf-py: each refused naming what is wrong.
