@@ -1,5 +1,6 @@
 #include "cli_options.h"
 
+#include <cstdio>
 #include <fstream>
 #include <system_error>
 
@@ -116,7 +117,10 @@ StatusOr<fs::path> ResolveModelFlag(const std::string& value) {
   if (!path.ok()) return path.status().WithContext("--model");
   if (IsGgufFile(*path)) {
     // Imported into a checkpoint folder in a cache on first use (models/gguf_import.h).
-    auto folder = models::GgufModelFolder(*path);
+    auto folder = models::GgufModelFolder(*path, [&](const fs::path& dir) {
+      std::fprintf(stderr, "tlaloc: importing %s into %s (first use; later runs reuse it)\n",
+                   path->string().c_str(), dir.string().c_str());
+    });
     if (!folder.ok()) return folder.status().WithContext("--model");
     return folder;
   }

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -39,6 +40,10 @@ StatusOr<GgufImportSummary> ImportGguf(const std::filesystem::path& gguf,
 // reused while the file's path, size and modification time are unchanged. The cache is
 // $TLALOC_GGUF_CACHE, else $XDG_CACHE_HOME/tlaloc/gguf, else ~/.cache/tlaloc/gguf; each file
 // gets a folder named after it and a hash of its absolute path.
-StatusOr<std::filesystem::path> GgufModelFolder(const std::filesystem::path& gguf);
+// `on_import`, when set, is called with the folder before an import starts (a large file takes
+// a while: the CLI says so on stderr).
+StatusOr<std::filesystem::path> GgufModelFolder(
+    const std::filesystem::path& gguf,
+    const std::function<void(const std::filesystem::path&)>& on_import = {});
 
 }  // namespace tlaloc::models

@@ -378,7 +378,8 @@ StatusOr<GgufImportSummary> ImportGguf(const fs::path& gguf, const fs::path& out
   return summary;
 }
 
-StatusOr<fs::path> GgufModelFolder(const fs::path& gguf) {
+StatusOr<fs::path> GgufModelFolder(const fs::path& gguf,
+                                   const std::function<void(const fs::path&)>& on_import) {
   std::error_code ec;
   const fs::path abs = fs::absolute(gguf, ec).lexically_normal();
   const auto size = fs::file_size(abs, ec);
@@ -405,6 +406,7 @@ StatusOr<fs::path> GgufModelFolder(const fs::path& gguf) {
   const fs::path tmp = cache / (abs.stem().string() + "-" + hex + ".tmp-" +
                                 std::to_string(static_cast<long>(::getpid())));
   fs::remove_all(tmp, ec);
+  if (on_import) on_import(dir);
   auto imported = ImportGguf(abs, tmp);
   if (!imported.ok()) {
     fs::remove_all(tmp, ec);
