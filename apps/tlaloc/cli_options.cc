@@ -1,10 +1,12 @@
 #include "cli_options.h"
 
+#include <cstdio>
 #include <fstream>
 #include <system_error>
 
 #include "commands.h"
 #include "tlaloc/io/hub_download.h"
+#include "tlaloc/models/gguf_import.h"
 #include "tlaloc/support/thread_pool.h"
 
 namespace tlaloc::cli {
@@ -57,8 +59,10 @@ CLI::Option* AddModelOption(CLI::App* cmd, std::string* model) {
   return cmd
       ->add_option("-m,--model", *model,
                    "the model: a Hugging Face checkpoint folder (config.json, *.safetensors, "
-                   "tokenizer.json), or ORG/NAME[@REVISION] from the Hugging Face cache, "
-                   "downloaded from the Hub ($HF_ENDPOINT, token $HF_TOKEN) when missing")
+                   "tokenizer.json), a qwen3 / qwen3moe GGUF file (imported into a cached "
+                   "folder on first use: $TLALOC_GGUF_CACHE, else ~/.cache/tlaloc/gguf), or "
+                   "ORG/NAME[@REVISION] from the Hugging Face cache, downloaded from the Hub "
+                   "($HF_ENDPOINT, token $HF_TOKEN) when missing")
       ->required();
 }
 
@@ -98,12 +102,12 @@ Status CheckModelFolder(const std::string& flag, const fs::path& path) {
     return NotFound(what + " does not exist (expected a Hugging Face checkpoint folder)");
   if (IsGgufFile(path))
     return InvalidArgument(what +
-                           " is a GGUF file; Tlaloc runs Hugging Face checkpoint folders "
-                           "(config.json, *.safetensors, tokenizer.json); GGUF is an export "
-                           "format (tlaloc export gguf)");
+                           " is a GGUF file; this command takes a Hugging Face checkpoint folder "
+                           "(config.json, *.safetensors, tokenizer.json); generate, chat, serve "
+                           "and bench run GGUF files with -m");
   return InvalidArgument(what +
                          " is not a folder: expected a Hugging Face checkpoint folder "
-                         "(config.json, *.safetensors, tokenizer.json)");
+                         "(config.json, *.safetensors, tokenizer.json) or a GGUF file");
 }
 
 StatusOr<fs::path> ResolveModelFlag(const std::string& value) {
@@ -111,6 +115,15 @@ StatusOr<fs::path> ResolveModelFlag(const std::string& value) {
   options.offline = g_offline;
   auto path = io::ResolveOrDownloadModel(value, options);
   if (!path.ok()) return path.status().WithContext("--model");
+  if (IsGgufFile(*path)) {
+    // Imported into a checkpoint folder in a cache on first use (models/gguf_import.h).
+    auto folder = models::GgufModelFolder(*path, [&](const fs::path& dir) {
+      std::fprintf(stderr, "tlaloc: importing %s into %s (first use; later runs reuse it)\n",
+                   path->string().c_str(), dir.string().c_str());
+    });
+    if (!folder.ok()) return folder.status().WithContext("--model");
+    return folder;
+  }
   TL_RETURN_IF_ERROR(CheckModelFolder("--model", *path));
   return path;
 }

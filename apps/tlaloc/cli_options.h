@@ -39,8 +39,8 @@ CLI::Option* AddThreadsOption(CLI::App* cmd, std::optional<int>* threads);
 // (InvalidArgument) for a negative count, and (FailedPrecondition) when the pool already runs.
 Status ApplyThreads(std::optional<int> threads);
 
-// OK for a folder. A GGUF file (the "GGUF" magic, or a .gguf name) is refused with what Tlaloc
-// runs instead and that GGUF is an export format; another file or a missing path says that a
+// OK for a folder. A GGUF file (the "GGUF" magic, or a .gguf name) is refused, saying which
+// commands run one (ResolveModelFlag imports it); another file or a missing path says that a
 // checkpoint folder was expected. `flag` ("--model") starts the message. InvalidArgument for a
 // path of the wrong kind, NotFound for a missing one.
 Status CheckModelFolder(const std::string& flag, const std::filesystem::path& path);
@@ -50,7 +50,8 @@ bool IsGgufFile(const std::filesystem::path& path);
 
 // A --model value made a checkpoint folder: a local folder as is, ORG/NAME[@REVISION] through
 // the Hugging Face cache, downloaded from the Hub when missing unless --offline or
-// HF_HUB_OFFLINE (io::ResolveOrDownloadModel), then CheckModelFolder. Errors start with
+// HF_HUB_OFFLINE (io::ResolveOrDownloadModel), then CheckModelFolder; a GGUF file becomes the
+// checkpoint folder imported from it (models::GgufModelFolder, cached). Errors start with
 // "--model".
 StatusOr<std::filesystem::path> ResolveModelFlag(const std::string& value);
 

@@ -120,8 +120,8 @@ nlohmann::json ValueJson(const io::GgufValue& v) {
 
 int InspectGguf(const InspectOptions& options) {
   const std::string note =
-      "Tlaloc runs Hugging Face checkpoint folders (config.json, *.safetensors, "
-      "tokenizer.json); GGUF is an export format (tlaloc export gguf)";
+      "generate, chat, serve and bench run qwen3 / qwen3moe GGUF files with -m (imported into "
+      "a checkpoint folder on first use)";
   auto file = MappedFile::Open(options.path);
   if (!file.ok()) return Fail(file.status().message());
   auto contents = io::ParseGguf((*file)->bytes(), options.path);

@@ -109,7 +109,10 @@ int RunServe(const ServeArgs& a) {
   opts.api_key = a.api_key;
   opts.cors_origins = a.cors;
   opts.sampling_defaults = defaults;
-  opts.model_name = a.name.empty() ? dir->filename().string() : a.name;
+  // A GGUF file runs from its cached import, whose folder name carries a hash: name the file.
+  opts.model_name = !a.name.empty()       ? a.name
+                    : IsGgufFile(a.model) ? std::filesystem::path(a.model).stem().string()
+                                          : dir->filename().string();
   if (opts.model_name.empty()) opts.model_name = "tlaloc";
   serve::Server server(**text, **scheduler, opts);
   auto port = server.Bind();

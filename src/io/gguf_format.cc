@@ -44,16 +44,102 @@ std::string_view GgmlTypeName(GgmlType t) {
       return "F16";
     case GgmlType::kBF16:
       return "BF16";
+    case GgmlType::kQ4_0:
+      return "Q4_0";
+    case GgmlType::kQ4_1:
+      return "Q4_1";
+    case GgmlType::kQ5_0:
+      return "Q5_0";
+    case GgmlType::kQ5_1:
+      return "Q5_1";
     case GgmlType::kQ8_0:
       return "Q8_0";
+    case GgmlType::kQ4_K:
+      return "Q4_K";
+    case GgmlType::kQ5_K:
+      return "Q5_K";
+    case GgmlType::kQ6_K:
+      return "Q6_K";
   }
   return "unknown";
 }
 
+bool IsKnownGgmlType(uint32_t t) {
+  switch (static_cast<GgmlType>(t)) {
+    case GgmlType::kF32:
+    case GgmlType::kF16:
+    case GgmlType::kBF16:
+    case GgmlType::kQ4_0:
+    case GgmlType::kQ4_1:
+    case GgmlType::kQ5_0:
+    case GgmlType::kQ5_1:
+    case GgmlType::kQ8_0:
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ5_K:
+    case GgmlType::kQ6_K:
+      return true;
+  }
+  return false;
+}
+
+std::string GgmlTypeNumberName(uint32_t t) {
+  if (IsKnownGgmlType(t)) return std::string(GgmlTypeName(static_cast<GgmlType>(t)));
+  // ggml.h's enum ggml_type for the types Tlaloc does not read.
+  static constexpr std::pair<uint32_t, const char*> kOthers[] = {
+      {9, "Q8_1"},    {10, "Q2_K"},    {11, "Q3_K"},  {15, "Q8_K"},   {16, "IQ2_XXS"},
+      {17, "IQ2_XS"}, {18, "IQ3_XXS"}, {19, "IQ1_S"}, {20, "IQ4_NL"}, {21, "IQ3_S"},
+      {22, "IQ2_S"},  {23, "IQ4_XS"},  {24, "I8"},    {25, "I16"},    {26, "I32"},
+      {27, "I64"},    {28, "F64"},     {29, "IQ1_M"}, {34, "TQ1_0"},  {35, "TQ2_0"},
+      {39, "MXFP4"}};
+  for (const auto& [number, name] : kOthers)
+    if (number == t) return name;
+  return "type " + std::to_string(t);
+}
+
+int64_t GgmlBlockElements(GgmlType t) {
+  switch (t) {
+    case GgmlType::kF32:
+    case GgmlType::kF16:
+    case GgmlType::kBF16:
+      return 1;
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ5_K:
+    case GgmlType::kQ6_K:
+      return 256;
+    default:
+      return 32;
+  }
+}
+
+int64_t GgmlBlockBytes(GgmlType t) {
+  switch (t) {
+    case GgmlType::kF32:
+      return 4;
+    case GgmlType::kF16:
+    case GgmlType::kBF16:
+      return 2;
+    case GgmlType::kQ4_0:
+      return 18;  // f16 d, 16 bytes of nibbles
+    case GgmlType::kQ4_1:
+      return 20;  // f16 d, f16 m, 16 bytes of nibbles
+    case GgmlType::kQ5_0:
+      return 22;  // f16 d, 4 bytes of fifth bits, 16 bytes of nibbles
+    case GgmlType::kQ5_1:
+      return 24;  // f16 d, f16 m, 4 + 16 bytes
+    case GgmlType::kQ8_0:
+      return kQ8_0BlockBytes;
+    case GgmlType::kQ4_K:
+      return 144;  // f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles
+    case GgmlType::kQ5_K:
+      return 176;  // as Q4_K plus 32 bytes of fifth bits
+    case GgmlType::kQ6_K:
+      return 210;  // 128 bytes low nibbles, 64 bytes high 2 bits, 16 int8 scales, f16 d
+  }
+  return 1;
+}
+
 uint64_t GgmlBytes(GgmlType t, int64_t elements) {
-  if (t == GgmlType::kQ8_0)
-    return static_cast<uint64_t>(elements / kQ8_0BlockElements * kQ8_0BlockBytes);
-  return static_cast<uint64_t>(elements) * (t == GgmlType::kF32 ? 4 : 2);
+  return static_cast<uint64_t>(elements / GgmlBlockElements(t) * GgmlBlockBytes(t));
 }
 
 StatusOr<GgmlType> GgmlTypeFor(ElementType t) {
@@ -76,8 +162,7 @@ ElementType ElementTypeOf(GgmlType t) {
       return ElementType::kF16;
     case GgmlType::kBF16:
       return ElementType::kBF16;
-    case GgmlType::kQ8_0:  // read back dequantised
-    case GgmlType::kF32:
+    default:  // F32, and the quantized types, read back dequantised
       break;
   }
   return ElementType::kF32;

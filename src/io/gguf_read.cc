@@ -226,16 +226,17 @@ StatusOr<GgufContents> ParseGguf(std::span<const std::byte> bytes, std::string_v
       t.ne.push_back(ne);
     }
     TL_RETURN_IF_ERROR(c.Get(&type, what));
-    if (type != static_cast<uint32_t>(GgmlType::kF32) &&
-        type != static_cast<uint32_t>(GgmlType::kF16) &&
-        type != static_cast<uint32_t>(GgmlType::kBF16) &&
-        type != static_cast<uint32_t>(GgmlType::kQ8_0))
-      return c.Error(what + " has ggml type " + std::to_string(type) +
-                     " (Tlaloc reads F32, F16, BF16 and Q8_0 only)");
+    if (!IsKnownGgmlType(type))
+      return c.Error(what + " has ggml type " + GgmlTypeNumberName(type) + " (" +
+                     std::to_string(type) +
+                     "); Tlaloc reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K "
+                     "and Q6_K");
     t.type = static_cast<GgmlType>(type);
-    if (t.type == GgmlType::kQ8_0 && t.ne[0] % kQ8_0BlockElements != 0)
-      return c.Error(what + " is Q8_0 with rows of " + std::to_string(t.ne[0]) +
-                     " elements (expected a multiple of 32)");
+    if (const int64_t block = GgmlBlockElements(t.type);
+        t.ne[0] % static_cast<uint64_t>(block) != 0)
+      return c.Error(what + " is " + std::string(GgmlTypeName(t.type)) + " with rows of " +
+                     std::to_string(t.ne[0]) + " elements (expected a multiple of " +
+                     std::to_string(block) + ")");
     // The running product above is 0 after a zero dim, which hides an overflowing product of
     // the others; the int64 shape code downstream multiplies them in other orders (found by
     // gguf_fuzz).
@@ -271,22 +272,13 @@ StatusOr<Literal> ReadGgufTensor(std::span<const std::byte> bytes, const GgufCon
   if (Status s = CheckShape(info.dims(), ElementTypeOf(info.type)); !s.ok())
     return InvalidArgument("GGUF tensor \"" + info.name + "\": " + s.message());
   Literal out(TensorType(ElementTypeOf(info.type), info.dims()));
-  if (info.type == GgmlType::kQ8_0) {  // dequantised: q * d per block, exact in f32
-    const int64_t blocks = out.num_elements() / kQ8_0BlockElements;
+  if (IsQuantized(info.type)) {
     if (GgmlBytes(info.type, out.num_elements()) != info.byte_size)
       return Internal("GGUF tensor \"" + info.name + "\": size mismatch");
-    const std::byte* src = bytes.data() + contents.data_offset + info.offset;
-    auto dst = out.span<float>();
-    for (int64_t b = 0; b < blocks; ++b) {
-      uint16_t d = 0;
-      std::memcpy(&d, src + b * kQ8_0BlockBytes, 2);
-      const float scale = HalfBitsToFloat(d);
-      for (int64_t j = 0; j < kQ8_0BlockElements; ++j) {
-        int8_t q = 0;
-        std::memcpy(&q, src + b * kQ8_0BlockBytes + 2 + j, 1);
-        dst[b * kQ8_0BlockElements + j] = static_cast<float>(q) * scale;
-      }
-    }
+    Status s =
+        DequantizeGgml(info.type, bytes.subspan(contents.data_offset + info.offset, info.byte_size),
+                       out.span<float>());
+    if (!s.ok()) return s.WithContext("GGUF tensor \"" + info.name + "\"");
     return out;
   }
   if (static_cast<uint64_t>(out.byte_size()) != info.byte_size)

@@ -170,6 +170,10 @@ Status WriteGguf(const std::filesystem::path& path, std::span<const GgufKeyValue
       return InvalidArgument("GGUF writer: tensor \"" + t.name + "\" given twice");
     if (!t.value.valid())
       return InvalidArgument("GGUF writer: tensor \"" + t.name + "\" has no data");
+    if (IsQuantized(t.type) && t.type != GgmlType::kQ8_0)
+      return Unimplemented("GGUF writer: tensor \"" + t.name + "\" asks for " +
+                           std::string(GgmlTypeName(t.type)) +
+                           " (Tlaloc writes F32, F16, BF16 and Q8_0)");
     if (t.type == GgmlType::kQ8_0) {
       const auto& dims = t.value.dims();
       std::vector<int64_t> scale_dims = dims;

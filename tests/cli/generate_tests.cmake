@@ -22,3 +22,10 @@ add_test(NAME cli.chat_context
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/chat_context_test.sh
           $<TARGET_FILE:tlaloc_cli> ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli.chat_context PROPERTIES LABELS "cli;serve" SKIP_RETURN_CODE 77 TIMEOUT 600)
+
+# GGUF files as models (-m FILE.gguf): generate, chat, bench, serve and inspect on F32 and
+# llama.cpp's Q4_K_M files, the cached import, bad files refused by name.
+add_test(NAME cli.gguf_models
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/gguf_models_test.sh $<TARGET_FILE:tlaloc_cli>
+          ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.gguf_models PROPERTIES LABELS cli TIMEOUT 600 SKIP_RETURN_CODE 77)

@@ -47,15 +47,48 @@ enum class GgufType : uint32_t {
 };
 std::string_view GgufTypeName(GgufType t);
 
-// The ggml tensor types Tlaloc reads and writes (other quantized types are refused by number).
-// Q8_0: blocks of 32 consecutive elements of a row, each an f16 scale d then 32 int8 values q
-// (34 bytes), value = q * d; the layout of an int8 checkpoint's matrices (io::WeightQuantization).
-enum class GgmlType : uint32_t { kF32 = 0, kF16 = 1, kQ8_0 = 8, kBF16 = 30 };
+// The ggml tensor types Tlaloc reads (other types are refused by number); it writes F32, F16,
+// BF16 and Q8_0. Quantized types store each row as blocks of consecutive elements (ggml's
+// block_* structs, little-endian):
+//   Q8_0: 32 elements, an f16 scale d then 32 int8 values q (34 bytes), value = q * d; the layout
+//         of an int8 checkpoint's matrices (io::WeightQuantization).
+//   Q4_0 / Q4_1 / Q5_0 / Q5_1: 32 elements, 4 or 5 bits each, an f16 scale (and f16 minimum).
+//   Q4_K / Q5_K / Q6_K ("K-quants"): 256-element super-blocks of 16 or 32 sub-blocks with
+//         6- or 8-bit sub-block scales (and minimums) under f16 super-block scales.
+enum class GgmlType : uint32_t {
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
+  kQ8_0 = 8,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
+  kBF16 = 30,
+};
 inline constexpr int64_t kQ8_0BlockElements = 32;
 inline constexpr int64_t kQ8_0BlockBytes = 34;
-// Bytes of `elements` values stored as `t` (Q8_0: whole blocks).
+// Whether Tlaloc reads ggml type number `t`.
+bool IsKnownGgmlType(uint32_t t);
+// Elements per block (1 for the float types) and bytes per block.
+int64_t GgmlBlockElements(GgmlType t);
+int64_t GgmlBlockBytes(GgmlType t);
+// Whether `t` is a block-quantized type (not F32, F16 or BF16).
+inline bool IsQuantized(GgmlType t) {
+  return t != GgmlType::kF32 && t != GgmlType::kF16 && t != GgmlType::kBF16;
+}
+// Bytes of `elements` values stored as `t` (quantized: whole blocks).
 uint64_t GgmlBytes(GgmlType t, int64_t elements);
 std::string_view GgmlTypeName(GgmlType t);
+// ggml's name of any type number ("Q2_K", "IQ4_XS", ...), "type N" for one it does not know:
+// error messages name the type a file uses even when Tlaloc does not read it.
+std::string GgmlTypeNumberName(uint32_t t);
+// Dequantises `blocks` (whole blocks of a quantized type, `elements` values) to f32 exactly as
+// ggml's dequantize_row_* does (the same float operations in the same order), so the values
+// equal llama.cpp's and gguf-py's gguf.quants.dequantize bit for bit.
+Status DequantizeGgml(GgmlType t, std::span<const std::byte> blocks, std::span<float> out);
 StatusOr<GgmlType> GgmlTypeFor(ElementType t);
 ElementType ElementTypeOf(GgmlType t);
 
@@ -133,8 +166,8 @@ struct GgufContents {
 // the image and aligned. `source` (a file name) starts every error message.
 StatusOr<GgufContents> ParseGguf(std::span<const std::byte> bytes,
                                  std::string_view source = "<buffer>");
-// A copy of one tensor's data from the image ParseGguf read; a Q8_0 tensor comes back
-// dequantised to f32 (q * d, exact).
+// A copy of one tensor's data from the image ParseGguf read; a quantized tensor comes back
+// dequantised to f32 (DequantizeGgml).
 StatusOr<Literal> ReadGgufTensor(std::span<const std::byte> bytes, const GgufContents& contents,
                                  const GgufTensorInfo& info);
 

@@ -1,0 +1,49 @@
+// A GGUF file (llama.cpp's qwen3 / qwen3moe architectures) as a Tlaloc checkpoint folder, the
+// inverse of gguf_export.h: config.json from the `qwen3.*` / `qwen3moe.*` hyperparameters,
+// tokenizer.json from `tokenizer.ggml.*` (the gpt2 byte-level BPE with the "qwen2"
+// pre-tokenizer), tokenizer_config.json with `tokenizer.chat_template` and the special tokens,
+// and model.safetensors with the weights under transformers' names.
+//
+// Weights: F32, F16 and BF16 tensors are copied as they are. When every matrix is Q8_0 the
+// folder is an int8 checkpoint (io::WeightQuantization: Q8_0's blocks are its layout), copied
+// without dequantising. Otherwise quantized tensors (Q8_0 among others, Q4_0, Q4_1, Q5_0, Q5_1,
+// Q4_K, Q5_K, Q6_K) are dequantised to f32 at import, exactly as ggml does: the first step;
+// keeping 4-bit weights packed in the programs is still to come.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "tlaloc/support/status.h"
+
+namespace tlaloc::models {
+
+struct GgufImportSummary {
+  std::string architecture;              // "qwen3" / "qwen3moe"
+  int64_t tensors = 0;                   // GGUF tensors read
+  bool int8 = false;                     // written as an int8 checkpoint (every matrix Q8_0)
+  int64_t dequantised = 0;               // GGUF tensors dequantised to f32
+  std::map<std::string, int64_t> types;  // ggml type name -> tensors of that type
+};
+
+// Writes the folder `out` (created; files already there are replaced) from the GGUF file
+// `gguf`. Unknown architectures, tensor types Tlaloc does not read (named), missing metadata
+// keys, unknown tensor names and tokenizers other than gpt2 / qwen2 are refused with the file
+// name and what was expected.
+StatusOr<GgufImportSummary> ImportGguf(const std::filesystem::path& gguf,
+                                       const std::filesystem::path& out);
+
+// The folder `-m model.gguf` runs: ImportGguf's output in a cache, made on first use and
+// reused while the file's path, size and modification time are unchanged. The cache is
+// $TLALOC_GGUF_CACHE, else $XDG_CACHE_HOME/tlaloc/gguf, else ~/.cache/tlaloc/gguf; each file
+// gets a folder named after it and a hash of its absolute path.
+// `on_import`, when set, is called with the folder before an import starts (a large file takes
+// a while: the CLI says so on stderr).
+StatusOr<std::filesystem::path> GgufModelFolder(
+    const std::filesystem::path& gguf,
+    const std::function<void(const std::filesystem::path&)>& on_import = {});
+
+}  // namespace tlaloc::models

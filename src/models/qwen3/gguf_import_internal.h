@@ -1,0 +1,40 @@
+// Shared by gguf_import.cc and gguf_import_tokenizer.cc: metadata getters naming the file and
+// key, and the tokenizer files made from a GGUF's tokenizer.ggml.* keys.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tlaloc/io/gguf.h"
+#include "tlaloc/support/status.h"
+
+namespace tlaloc::models::qwen3 {
+
+// A string metadata value; NotFound naming `key` when absent.
+inline StatusOr<std::string> GgufString(const io::GgufContents& c, const std::string& key,
+                                        const std::string& src) {
+  const io::GgufValue* v = c.Find(key);
+  if (!v) return NotFound(src + ": missing metadata key \"" + key + "\"");
+  if (v->type != io::GgufType::kString)
+    return InvalidArgument(src + ": metadata key \"" + key + "\" is " +
+                           std::string(io::GgufTypeName(v->type)) + ", expected a string");
+  return v->text;
+}
+
+struct GgufTokenizer {
+  std::string tokenizer_json;
+  std::string tokenizer_config_json;
+  int64_t num_tokens = 0;
+  std::optional<int64_t> bos, eos, pad;
+  // eos, then the other ids llama.cpp ends generation at (eot, eom, control tokens such as
+  // <|im_end|> and <|endoftext|>).
+  std::vector<int64_t> end_ids;
+  bool chat_template = false;
+};
+
+StatusOr<GgufTokenizer> ImportGgufTokenizer(const io::GgufContents& c, const std::string& src);
+
+}  // namespace tlaloc::models::qwen3
