@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 
 namespace tlaloc::cli {
@@ -87,6 +88,30 @@ void AddRequestOptions(CLI::App* cmd, RequestFlags* f, const std::string& budget
                   "context size in tokens, prompt included (default: max_position_embeddings; a "
                   "larger one is honoured with a warning that quality may drop past it)");
   AddPenaltyOptions(cmd, &f->penalties);
+  cmd->add_flag("--json-object", f->json_object,
+                "constrain the reply to a JSON object (OpenAI's response_format json_object)");
+  cmd->add_option("--json-schema", f->json_schema,
+                  "constrain the reply to a value of the JSON schema in FILE (the subset of "
+                  "docs/SERVING.md, Structured output)");
+}
+
+StatusOr<std::shared_ptr<const generate::JsonGrammar>> JsonGrammarOfFlags(const RequestFlags& f) {
+  if (f.json_object && !f.json_schema.empty())
+    return InvalidArgument("--json-object and --json-schema: give one of them");
+  if (f.json_object) return generate::JsonGrammar::AnyObject();
+  if (f.json_schema.empty()) return std::shared_ptr<const generate::JsonGrammar>();
+  std::ifstream in(f.json_schema, std::ios::binary);
+  if (!in) return InvalidArgument("--json-schema " + f.json_schema + ": cannot read the file");
+  std::stringstream text;
+  text << in.rdbuf();
+  const nlohmann::json schema = nlohmann::json::parse(text.str(), nullptr, false);
+  if (schema.is_discarded())
+    return InvalidArgument("--json-schema " + f.json_schema + ": the file is not valid JSON");
+  auto grammar = generate::JsonGrammar::FromSchema(schema);
+  if (!grammar.ok())
+    return Status(grammar.status().code(),
+                  "--json-schema " + f.json_schema + ": " + grammar.status().message());
+  return grammar;
 }
 
 Status CheckRequestFlags(const RequestFlags& f) {
@@ -103,7 +128,8 @@ Status CheckRequestFlags(const RequestFlags& f) {
   if (f.ctx_size && *f.ctx_size < 2)
     return InvalidArgument("--ctx-size " + std::to_string(*f.ctx_size) + ": expected >= 2");
   std::map<int32_t, float> bias;
-  return CheckPenaltyFlags(f.penalties, &bias);
+  TL_RETURN_IF_ERROR(CheckPenaltyFlags(f.penalties, &bias));
+  return JsonGrammarOfFlags(f).status();
 }
 
 void ApplyRequestFlags(const RequestFlags& f, generate::TextRequest* r) {
@@ -120,6 +146,8 @@ void ApplyRequestFlags(const RequestFlags& f, generate::TextRequest* r) {
   // Checked by CheckRequestFlags first.
   if (!CheckPenaltyFlags(f.penalties, &r->logit_bias).ok()) r->logit_bias.clear();
   r->max_context = f.ctx_size.value_or(0);
+  // Checked by CheckRequestFlags first.
+  if (auto grammar = JsonGrammarOfFlags(f); grammar.ok()) r->json_grammar = *grammar;
 }
 
 ReplyPrinter::ReplyPrinter(bool show_thinking)

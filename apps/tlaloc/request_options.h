@@ -34,10 +34,14 @@ struct RequestFlags {
   std::optional<double> temperature, top_p;
   std::optional<uint64_t> seed;
   PenaltyFlags penalties;
+  // Structured output: --json-object (any JSON object) or --json-schema FILE (a JSON schema).
+  // (`generate --json` is its output format, so the constraint's flag names the object.)
+  bool json_object = false;
+  std::string json_schema;
 };
 
-// Adds --system, --no-think, --show-thinking, -n, --temp, --top-k, --top-p, -s, -c and the
-// penalty options;
+// Adds --system, --no-think, --show-thinking, -n, --temp, --top-k, --top-p, -s, -c,
+// --json-object, --json-schema and the penalty options;
 // `budget_help` and `seed_help` say what the command does without them.
 void AddRequestOptions(CLI::App* cmd, RequestFlags* flags, const std::string& budget_help,
                        const std::string& seed_help);
@@ -45,7 +49,11 @@ void AddRequestOptions(CLI::App* cmd, RequestFlags* flags, const std::string& bu
 // Each value in range, or InvalidArgument naming the flag and what was expected.
 Status CheckRequestFlags(const RequestFlags& flags);
 
-// Copies the flags into a request (sampling, budget, seed, context, thinking).
+// The grammar --json-object or --json-schema asks for (null: neither); errors name the flag.
+StatusOr<std::shared_ptr<const generate::JsonGrammar>> JsonGrammarOfFlags(
+    const RequestFlags& flags);
+
+// Copies the flags into a request (sampling, budget, seed, context, thinking, JSON output).
 void ApplyRequestFlags(const RequestFlags& flags, generate::TextRequest* request);
 
 // Prints a streamed reply on stdout: the content as it comes, the reasoning only when

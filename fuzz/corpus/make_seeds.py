@@ -248,3 +248,18 @@ write("jsonl_fuzz", "chat.jsonl", "\n".join(json.dumps(r) for r in [
 write("jsonl_fuzz", "mixed_errors.jsonl",
       '{"text": "ok"}\n\n{"messages": []}\n{"text": 3}\nnot json\n'
       '{"messages": [{"role": "user", "content": "no reply"}]}\n')
+
+
+# --- response_format schemas (json_schema_fuzz): schema text, NUL, choice bytes.
+for name, schema in [
+        ("person", {"type": "object", "properties": {"name": {"type": "string"},
+                    "age": {"type": "integer"}, "tags": {"type": "array",
+                    "items": {"enum": ["a", "b"]}}}, "required": ["name"],
+                    "additionalProperties": False}),
+        ("refs", {"$defs": {"n": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/n"},
+                  {"type": "object", "properties": {"next": {"$ref": "#/$defs/n"}}}]}},
+                  "$ref": "#/$defs/n"}),
+        ("any", {}),
+        ("types", {"type": ["number", "boolean", "string"], "const": 1.5}),
+        ("refused", {"type": "string", "pattern": "x"})]:
+    write("json_schema_fuzz", name, json.dumps(schema).encode() + b"\0" + bytes(range(7, 200, 3)))

@@ -226,9 +226,9 @@ void Engine::Release(int64_t slot) {
   prompt_ends_[slot] = 0;
 }
 
-bool Engine::AddPenalties(const std::vector<int64_t>& slots,
-                          const std::vector<const nn::SamplingParams*>& params,
-                          std::map<models::Port, Literal>& in) const {
+StatusOr<bool> Engine::AddPenalties(const std::vector<int64_t>& slots,
+                                    const std::vector<const nn::SamplingParams*>& params,
+                                    std::map<models::Port, Literal>& in) const {
   bool any = false;
   for (const nn::SamplingParams* p : params) any = any || (p && p->penalized());
   if (!any) return false;
@@ -236,6 +236,7 @@ bool Engine::AddPenalties(const std::vector<int64_t>& slots,
   // only in steps with a penalised row (the others run the program without these inputs).
   const int64_t n = static_cast<int64_t>(slots.size()), v = config_.vocab_size;
   std::vector<float> bias(n * v, 0.f), scale(n * v, 1.f), offset(n * v, 0.f);
+  std::vector<uint8_t> mask;
   for (int64_t r = 0; r < n; ++r) {
     const nn::SamplingParams* p = params[r];
     if (slots[r] < 0 || !p || !p->penalized()) continue;
@@ -246,6 +247,23 @@ bool Engine::AddPenalties(const std::vector<int64_t>& slots,
                        std::span<float>(bias).subspan(r * v, v),
                        std::span<float>(scale).subspan(r * v, v),
                        std::span<float>(offset).subspan(r * v, v));
+    if (p->constraint) {
+      // The constraint sees the tokens drawn since it was last asked (the history holds them,
+      // whichever front end fed them), then says what may come next.
+      nn::TokenConstraint& c = *p->constraint;
+      const std::span<const int32_t> generated = ids.subspan(prompt_end);
+      if (c.accepted() > static_cast<int64_t>(generated.size()))
+        return Internal("slot " + std::to_string(slots[r]) + "'s token constraint has seen " +
+                        std::to_string(c.accepted()) + " tokens; the sequence generated " +
+                        std::to_string(generated.size()));
+      for (size_t i = static_cast<size_t>(c.accepted()); i < generated.size(); ++i)
+        TL_RETURN_IF_ERROR(c.Accept(generated[i]));
+      mask.resize(v);
+      c.AllowedMask(mask);
+      float* row_bias = bias.data() + r * v;
+      for (int64_t id = 0; id < v; ++id)
+        if (!mask[id]) row_bias[id] += nn::kRefusedTokenBias;
+    }
   }
   in[models::Port::kLogitBias] = Literal::FromVector<float>({n, v}, bias);
   in[models::Port::kPenaltyScale] = Literal::FromVector<float>({n, v}, scale);
@@ -536,7 +554,7 @@ StatusOr<EngineStep> Engine::Prefill(std::span<const PrefillRow> rows) {
     row_params.push_back(&row.sampling.params);
   }
   std::map<models::Port, Literal> in;
-  const bool penalties = AddPenalties(row_slots, row_params, in);
+  TL_ASSIGN_OR_RETURN(const bool penalties, AddPenalties(row_slots, row_params, in));
   const models::StepShape shape = StepShapeFor(
       models::StepKind::kPrefill, bsz, PromptBucket(longest), TableBucket(reach), penalties);
   TL_ASSIGN_OR_RETURN(Program * program, GetProgram(shape));
@@ -600,7 +618,7 @@ StatusOr<EngineStep> Engine::Decode(std::span<const DecodeRow> rows) {
     row_params[r] = &rows[r].sampling.params;
   }
   std::map<models::Port, Literal> in;
-  const bool penalties = AddPenalties(row_slots, row_params, in);
+  TL_ASSIGN_OR_RETURN(const bool penalties, AddPenalties(row_slots, row_params, in));
   const models::StepShape shape =
       StepShapeFor(models::StepKind::kDecode, n, 0, TableBucket(reach), penalties);
   TL_ASSIGN_OR_RETURN(Program * program, GetProgram(shape));

@@ -321,6 +321,22 @@ StatusOr<PreparedRequest> TextGenerator::Prepare(const TextRequest& request) con
   prep.seed = request.seed ? *request.seed : RandomSeed();
   prep.eos_token_ids = generation_config_.eos_token_ids;
   for (int64_t id : generator_->config().eos_token_ids) prep.eos_token_ids.push_back(id);
+  if (request.json_grammar) {
+    if (prep.eos_token_ids.empty())
+      return InvalidArgument(
+          "response_format: the model has no end token (generation_config.json's "
+          "eos_token_id), so a JSON reply could not end");
+    std::shared_ptr<const TokenTrie> trie;
+    {
+      std::lock_guard<std::mutex> lock(trie_->mu);
+      if (!trie_->trie)
+        trie_->trie = TokenTrie::FromTokenizer(
+            tokenizer_, std::vector<int32_t>(prep.eos_token_ids.begin(), prep.eos_token_ids.end()));
+      trie = trie_->trie;
+    }
+    prep.sampling.constraint =
+        std::make_shared<JsonConstraint>(request.json_grammar, std::move(trie), max_new);
+  }
   return prep;
 }
 

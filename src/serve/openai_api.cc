@@ -249,7 +249,7 @@ std::optional<ApiError> ReadLogitBias(const json& body, std::map<int32_t, float>
 
 // Fields that would change the answer if honoured, and are not: a 400 naming the field, rather
 // than a 200 whose answer silently ignores them. Absent, null and neutral values (an empty
-// functions list, function_call "none", best_of 1, response_format {"type": "text"})
+// functions list, function_call "none", best_of 1)
 // pass; fields that change nothing (user, store, metadata, service_tier...) are not looked at.
 std::optional<ApiError> RefuseResultChangingFields(const json& j, Endpoint endpoint) {
   auto present = [&](const char* name) -> const json* {
@@ -280,13 +280,6 @@ std::optional<ApiError> RefuseResultChangingFields(const json& j, Endpoint endpo
       return Bad("tool_choice", "'tool_choice' must be a string or an object, got " + TypeName(*v));
     return refuse("tool_choice",
                   "only \"auto\" and \"none\": calls are not forced (no constrained decoding)");
-  }
-  if (const json* v = present("response_format")) {
-    const bool text = v->is_object() && v->contains("type") && (*v)["type"] == "text";
-    if (!text)
-      return refuse("response_format",
-                    "the output is not constrained ({\"type\": \"text\"} only; no JSON mode "
-                    "or schema)");
   }
   return std::nullopt;
 }
@@ -468,6 +461,14 @@ std::optional<ApiError> ParseApiRequest(Endpoint endpoint, std::string_view body
     return e;
   if (auto e = ReadNumber(j, "min_p", 0, 1, false, &r.min_p)) return e;
   if (auto e = ReadLogitBias(j, &r.logit_bias)) return e;
+  if (auto it = j.find("response_format"); it != j.end() && !it->is_null()) {
+    auto grammar = generate::GrammarOfResponseFormat(*it);
+    if (!grammar.ok())
+      return Bad(
+          "response_format", grammar.status().message(),
+          grammar.status().code() == StatusCode::kUnimplemented ? "unsupported_parameter" : "");
+    r.json_grammar = *grammar;
+  }
   if (endpoint == Endpoint::kChatCompletions) {
     bool logprobs = false;
     if (auto e = ReadBool(j, "logprobs", &logprobs)) return e;
@@ -517,6 +518,7 @@ generate::TextRequest ToTextRequest(const ApiRequest& r, int64_t context) {
   t.repetition_penalty = r.repetition_penalty;
   t.min_p = r.min_p;
   t.logit_bias = r.logit_bias;
+  t.json_grammar = r.json_grammar;
   t.seed = r.seed;
   t.stop = r.stop;
   t.max_context = context;

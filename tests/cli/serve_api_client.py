@@ -5,10 +5,10 @@ OpenAI SDK users trip over. Each CHECK names one behaviour:
                non-streamed request that was admitted must still surface as the client's typed
                error (InternalServerError, HTTP 500, OpenAI's error object), not as a success.
   refused      fields that would change the answer but are not honoured (best_of, n > 1,
-               functions, tool_choice "required", function_call, response_format other than
-               text; tools themselves: serve_tools_client.py) are a BadRequestError (400) naming
-               the field; neutral values of them and
-               harmless fields (user, store, metadata, stream_options...) are accepted.
+               functions, tool_choice "required", function_call, a response_format schema keyword
+               outside the supported subset; tools themselves: serve_tools_client.py) are a
+               BadRequestError (400) naming the field; neutral values of them and harmless
+               fields (user, store, metadata, stream_options...) are accepted.
   model        an unknown model is a NotFoundError (404, code model_not_found) on both
                endpoints and models.retrieve; the served id is found.
   sampling     the sampling controls (issue 39) through the client's own arguments
@@ -73,10 +73,10 @@ def refused(client, model):
         ("tool_choice", chat, dict(tools=[tool], tool_choice="required")),
         ("functions", chat, dict(extra_body={"functions": [tool["function"]]})),
         ("function_call", chat, dict(extra_body={"function_call": "auto"})),
-        ("response_format", chat, dict(response_format={"type": "json_object"})),
         ("response_format", chat,
          dict(response_format={"type": "json_schema",
-                                "json_schema": {"name": "x", "schema": {"type": "object"}}})),
+                                "json_schema": {"name": "x",
+                                                "schema": {"type": "string", "pattern": "a+"}}})),
     ]
     for param, create, kwargs in cases:
         args = dict(model=model, max_tokens=2, **kwargs)

@@ -17,3 +17,7 @@ add_test(NAME cli.serve_tools
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/serve_tools_test.sh
           $<TARGET_FILE:tlaloc_cli> ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli.serve_tools PROPERTIES LABELS "cli;serve" SKIP_RETURN_CODE 77 TIMEOUT 300)
+add_test(NAME cli.serve_json
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/serve_json_test.sh
+          $<TARGET_FILE:tlaloc_cli> ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.serve_json PROPERTIES LABELS "cli;serve" SKIP_RETURN_CODE 77 TIMEOUT 600)

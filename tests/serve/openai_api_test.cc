@@ -76,8 +76,9 @@ TEST(OpenAiApi, RefusesFieldsThatWouldChangeTheAnswer) {
            {"tool_choice", R"("required")"},
            {"tool_choice", R"({"type": "function", "function": {"name": "f"}})"},
            {"function_call", R"("auto")"},
-           {"response_format", R"({"type": "json_object"})"},
-           {"response_format", R"("text")"}}) {
+           {"response_format",
+            R"({"type": "json_schema", "json_schema": {"schema": {"type": "string",
+                "pattern": "a+"}}})"}}) {
     ExpectRefused("{" + msg + ", \"" + field + "\": " + value + "}", field);
     ApiRequest r;
     auto e = ParseApiRequest(Endpoint::kChatCompletions,
@@ -85,6 +86,8 @@ TEST(OpenAiApi, RefusesFieldsThatWouldChangeTheAnswer) {
     ASSERT_TRUE(e);
     EXPECT_EQ(e->code, "unsupported_parameter");
   }
+  ExpectRefused("{" + msg + R"(, "response_format": "text"})", "response_format");
+  ExpectRefused("{" + msg + R"(, "response_format": {"type": "xml"}})", "response_format");
   ExpectRefused(R"({"prompt": "x", "best_of": 3})", "best_of", Endpoint::kCompletions);
   EXPECT_FALSE(Chat("{" + msg +
                     R"(, "logit_bias": {}, "tools": [], "tool_choice": "none", "n": 1,

@@ -208,10 +208,11 @@ class Engine {
   std::vector<std::vector<int32_t>> history_;
   std::vector<int64_t> prompt_ends_;
   // Fills the penalty inputs of a step whose rows `slots` (one per program row, -1: padding) have
-  // `params`, when any row is penalised (returns whether it did).
-  bool AddPenalties(const std::vector<int64_t>& slots,
-                    const std::vector<const nn::SamplingParams*>& params,
-                    std::map<models::Port, Literal>& in) const;
+  // `params`, when any row is penalised (returns whether it did); a row's token constraint is
+  // caught up with its slot's generated tokens and its refused ids biased down.
+  StatusOr<bool> AddPenalties(const std::vector<int64_t>& slots,
+                              const std::vector<const nn::SamplingParams*>& params,
+                              std::map<models::Port, Literal>& in) const;
   using ProgramKey = std::tuple<models::StepKind, int64_t, int64_t, int64_t, int64_t, bool>;
   std::map<ProgramKey, Program> programs_;
   double compile_seconds_ = 0;

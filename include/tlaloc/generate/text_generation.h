@@ -11,12 +11,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "tlaloc/generate/generator.h"
+#include "tlaloc/generate/json_constraint.h"
 #include "tlaloc/io/model_config.h"
 #include "tlaloc/tokenizer/chat.h"
 #include "tlaloc/tokenizer/tokenizer.h"
@@ -51,6 +53,9 @@ struct TextRequest {
   std::map<int32_t, float> logit_bias;  // token id -> bias added to its logit
   std::optional<uint64_t> seed;         // unset: drawn at random (TextResult::seed says which)
   std::vector<std::string> stop;        // generation ends before the first of these in the reply
+  // Structured output (response_format): the reply is a value of this grammar, then an end token
+  // (null: free text). The reply's budget closes the value in time (JsonConstraint).
+  std::shared_ptr<const JsonGrammar> json_grammar;
   // Positions the request may use; 0: the model's trained length, or kOpenEndedContext at most
   // when no budget is given either (its KV cache is reserved up front).
   int64_t max_context = 0;
@@ -185,6 +190,12 @@ class TextGenerator {
   io::GenerationConfig generation_config_;
   StatusOr<ChatTemplate> chat_template_;
   std::optional<int32_t> think_open_, think_close_;
+  // The vocabulary trie of structured output, built by the first request that needs it.
+  struct LazyTrie {
+    std::mutex mu;
+    std::shared_ptr<const TokenTrie> trie;
+  };
+  std::shared_ptr<LazyTrie> trie_ = std::make_shared<LazyTrie>();
 };
 
 // The longest suffix of `text` that is a proper prefix of one of `stops` (held back while

@@ -4,11 +4,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <span>
 #include <string_view>
 #include <tuple>
 
 #include "tlaloc/builder/tensor.h"
+#include "tlaloc/nn/token_constraint.h"
 
 namespace tlaloc::nn {
 
@@ -35,18 +37,22 @@ struct SamplingParams {
   double frequency_penalty = 0.0;
   // Added to the logits of these ids before everything else.
   std::map<int32_t, float> logit_bias = {};
+  // Structured output: the ids it refuses get kRefusedTokenBias in this row's logit_bias input
+  // (the engine asks it before each draw and catches it up with the row's tokens). Shared by the
+  // copies of these settings: one object per request.
+  std::shared_ptr<TokenConstraint> constraint = nullptr;
 
   bool greedy() const { return temperature <= 0.0; }
   // Whether the step needs the penalty inputs (dense [rows, vocab] tensors) for this row.
   bool penalized() const {
     return repetition_penalty != 1.0 || presence_penalty != 0.0 || frequency_penalty != 0.0 ||
-           !logit_bias.empty();
+           !logit_bias.empty() || constraint != nullptr;
   }
   bool operator<(const SamplingParams& o) const {
     return std::tie(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
-                    frequency_penalty, logit_bias) <
+                    frequency_penalty, logit_bias, constraint) <
            std::tie(o.temperature, o.top_k, o.top_p, o.min_p, o.repetition_penalty,
-                    o.presence_penalty, o.frequency_penalty, o.logit_bias);
+                    o.presence_penalty, o.frequency_penalty, o.logit_bias, o.constraint);
   }
 };
 

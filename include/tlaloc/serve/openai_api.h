@@ -44,6 +44,8 @@ struct ApiRequest {
   // logit_bias: token id -> bias in [-100, 100].
   std::optional<double> presence_penalty, frequency_penalty, repetition_penalty, min_p;
   std::map<int32_t, float> logit_bias;
+  // response_format json_object / json_schema: the grammar every reply follows (null: text).
+  std::shared_ptr<const generate::JsonGrammar> json_grammar;
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
   bool stream = false, include_usage = false;
@@ -59,8 +61,9 @@ struct ApiRequest {
 
 // Parses a request body. Unknown fields are ignored (clients send many); known ones must have
 // their documented types and ranges, and fields that would change the answer but are not
-// honoured (logit_bias, best_of, n > 1, functions, function_call, tool_choice other than "auto"
-// or "none", response_format other than text) are refused with a 400 naming them.
+// honoured (best_of, n > 1, functions, function_call, tool_choice other than "auto" or "none")
+// are refused with a 400 naming them; a response_format schema outside the supported subset is
+// refused naming the keyword (generate/json_constraint.h).
 std::optional<ApiError> ParseApiRequest(Endpoint endpoint, std::string_view body, ApiRequest* out);
 
 // An unknown model is a 404 "model_not_found", as OpenAI and vLLM answer; an absent model is
