@@ -534,7 +534,7 @@ json CompletionBody(const ApiRequest& r, const std::string& id, int64_t created,
                     const std::vector<StreamEvent>& events) {
   std::vector<const StreamEvent*> ptrs;
   for (const auto& e : events) ptrs.push_back(&e);
-  json choice = {{"index", 0}, {"finish_reason", done.finish_reason()}};
+  json choice = {{"index", 0}, {"finish_reason", generate::FinishReasonName(done.finish_reason())}};
   choice["logprobs"] = LogprobsOf(r, ptrs);
   if (r.endpoint == Endpoint::kChatCompletions) {
     json message = {{"role", "assistant"}, {"content", done.content()}};
@@ -551,8 +551,9 @@ json CompletionBody(const ApiRequest& r, const std::string& id, int64_t created,
                            {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
         message["tool_calls"] = calls;
       }
-      choice["finish_reason"] =
-          FinishReason(TestReply() ? "stop" : done.finish_reason(), !parse.calls.empty());
+      choice["finish_reason"] = FinishReason(
+          TestReply() ? "stop" : std::string(generate::FinishReasonName(done.finish_reason())),
+          !parse.calls.empty());
     }
     if (!done.reasoning().empty()) message["reasoning_content"] = done.reasoning();
     choice["message"] = message;

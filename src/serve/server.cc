@@ -207,7 +207,7 @@ bool StreamProvider(Reply& r, httplib::DataSink& sink) {
       return false;
     }
   }
-  if (r.stream->finish_reason() == "error") {
+  if (r.stream->finish_reason() == generate::FinishReason::kError) {
     ApiError e = ErrorFor(r.stream->error());
     e.status = 500;
     e.type = "server_error";
@@ -222,7 +222,9 @@ bool StreamProvider(Reply& r, httplib::DataSink& sink) {
     }
     if (r.first) send_event({});
     const std::string finish =
-        FinishReason(r.request.parse_tool_calls && TestReply() ? "stop" : r.stream->finish_reason(),
+        FinishReason(r.request.parse_tool_calls && TestReply()
+                         ? "stop"
+                         : std::string(generate::FinishReasonName(r.stream->finish_reason())),
                      r.tool_calls.calls_sent() > 0);
     WriteEvent(sink, FinishChunk(r.request, r.id, r.created, r.model, finish));
     if (r.request.include_usage)
@@ -462,7 +464,7 @@ void Server::Routes() {
             return;
           }
         }
-        if (reply->stream->finish_reason() == "error") {
+        if (reply->stream->finish_reason() == generate::FinishReason::kError) {
           ApiError e = ErrorFor(reply->stream->error(), endpoint);
           e.status = 500;
           e.type = "server_error";

@@ -65,7 +65,7 @@ Done Collect(RequestStream& s) {
   for (const auto& e : events)
     if (e.token >= 0) d.tokens.push_back(e.token);
   d.content = s.content();
-  d.finish_reason = s.finish_reason();
+  d.finish_reason = std::string(generate::FinishReasonName(s.finish_reason()));
   d.error = s.error().ToString();
   d.prompt_tokens = s.prompt_tokens();
   d.completion_tokens = s.completion_tokens();
