@@ -139,7 +139,7 @@ int RunChat(const ChatArgs& a) {
                    static_cast<long long>(r->dropped_turns), r->dropped_turns == 1 ? "" : "s",
                    static_cast<long long>(r->context));
     }
-    if (r->finish_reason == "cancelled") {
+    if (r->finish_reason == generate::FinishReason::kCancelled) {
       std::fputs(" [stopped]", stdout);
       g_interrupted.store(false);
     }

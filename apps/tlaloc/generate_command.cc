@@ -245,7 +245,7 @@ int RunGenerate(const GenerateArgs& a) {
     j["generated_ids"] = r.generated_ids;
     j["text"] = r.content;
     j["reasoning_content"] = r.reasoning;
-    j["finish_reason"] = r.finish_reason;
+    j["finish_reason"] = generate::FinishReasonName(r.finish_reason);
     j["seed"] = r.seed;
     j["target"] = backend_name;
     if (mesh) j["mesh"] = mesh->ToString();
@@ -276,7 +276,8 @@ int RunGenerate(const GenerateArgs& a) {
                load_s, tm.compile_seconds, static_cast<long long>(tm.prefill_tokens),
                rate(tm.prefill_tokens, tm.prefill_seconds),
                static_cast<long long>(tm.decode_tokens), rate(tm.decode_tokens, tm.decode_seconds),
-               r.finish_reason.c_str(), static_cast<unsigned long long>(r.seed),
+               std::string(generate::FinishReasonName(r.finish_reason)).c_str(),
+               static_cast<unsigned long long>(r.seed),
                mesh ? (", tensor parallel over mesh " + mesh->ToString()).c_str() : "");
   if (kernel_setup.kernelizer)
     std::fprintf(stderr, "tlaloc generate: %zu layer calls ran as kernels\n", kernel_calls);

@@ -202,6 +202,7 @@ Status Engine::Reserve(int64_t num_slots, int64_t max_len, int64_t num_blocks) {
   // Handed out lowest first.
   free_.resize(num_blocks);
   for (int64_t i = 0; i < num_blocks; ++i) free_[i] = static_cast<int32_t>(num_blocks - 1 - i);
+  refs_.assign(num_blocks, 0);
   return OkStatus();
 }
 
@@ -213,17 +214,39 @@ void Engine::DropCache() {
   history_.clear();
   prompt_ends_.clear();
   free_.clear();
+  refs_.clear();
 }
 
 void Engine::Release(int64_t slot) {
   if (slot < 0 || slot >= num_slots_) return;
   auto& table = tables_[slot];
   // Back in reverse, so the next sequence takes the same blocks in the same order.
-  for (auto it = table.rbegin(); it != table.rend(); ++it) free_.push_back(*it);
+  for (auto it = table.rbegin(); it != table.rend(); ++it)
+    if (--refs_[*it] == 0) free_.push_back(*it);
   table.clear();
   lengths_[slot] = 0;
   history_[slot].clear();
   prompt_ends_[slot] = 0;
+}
+
+Status Engine::Share(int64_t src, int64_t dst, int64_t positions) {
+  if (src < 0 || src >= num_slots_ || dst < 0 || dst >= num_slots_ || src == dst)
+    return InvalidArgument("Share: slots " + std::to_string(src) + " and " + std::to_string(dst) +
+                           ": expected two distinct slots of " + std::to_string(num_slots_));
+  if (positions < 0 || positions % kKvBlockSize != 0 || positions > lengths_[src])
+    return InvalidArgument("Share: " + std::to_string(positions) + " positions of slot " +
+                           std::to_string(src) + ": expected whole blocks of " +
+                           std::to_string(kKvBlockSize) + " within its " +
+                           std::to_string(lengths_[src]) + " positions");
+  Release(dst);
+  const auto& from = tables_[src];
+  auto& table = tables_[dst];
+  table.assign(from.begin(), from.begin() + positions / kKvBlockSize);
+  for (int32_t b : table) ++refs_[b];
+  lengths_[dst] = positions;
+  history_[dst].assign(history_[src].begin(), history_[src].begin() + positions);
+  prompt_ends_[dst] = std::min(prompt_ends_[src], positions);
+  return OkStatus();
 }
 
 StatusOr<bool> Engine::AddPenalties(const std::vector<int64_t>& slots,
@@ -289,6 +312,7 @@ Status Engine::Grow(const std::vector<std::pair<int64_t, int64_t>>& needs) {
     auto& table = tables_[need.first];
     while (static_cast<int64_t>(table.size()) < BlocksFor(need.second)) {
       table.push_back(free_.back());
+      refs_[free_.back()] = 1;
       free_.pop_back();
     }
   }
@@ -527,7 +551,8 @@ StatusOr<EngineStep> Engine::Prefill(std::span<const PrefillRow> rows) {
   std::vector<std::pair<int64_t, int64_t>> needs;
   int64_t dropped = 0;
   for (const PrefillRow& row : rows)
-    if (row.start == 0) dropped += static_cast<int64_t>(tables_[row.slot].size());
+    if (row.start == 0)
+      for (int32_t b : tables_[row.slot]) dropped += refs_[b] == 1;  // shared ones stay held
   int64_t more = -dropped;
   for (const PrefillRow& row : rows) {
     const int64_t held = row.start == 0 ? 0 : static_cast<int64_t>(tables_[row.slot].size());

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "tlaloc/generate/batch_loop.h"
 #include "tlaloc/models/load_weights.h"
 
 namespace tlaloc::generate {
@@ -12,6 +13,37 @@ namespace {
 double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+
+// One row of Generate: its tokens go to its result and the caller's callbacks.
+class RowSequence : public Sequence {
+ public:
+  RowSequence(SequenceSpec spec, size_t row, GenerateResult& result, const TokenCallback& on_token,
+              const GenerateOptions& options)
+      : Sequence(std::move(spec)),
+        row_(row),
+        result_(result),
+        on_token_(on_token),
+        options_(options) {}
+
+ protected:
+  FinishReason OnToken(int32_t token, const float*, int64_t) override {
+    result_.generated_ids.push_back(token);
+    if (on_token_) on_token_(row_, token);
+    // An end token finishes it anyway; otherwise the caller may stop it.
+    const auto& eos = spec().eos_token_ids;
+    if (std::find(eos.begin(), eos.end(), token) != eos.end()) return FinishReason::kNone;
+    return options_.stop_requested && options_.stop_requested(row_) ? FinishReason::kStop
+                                                                    : FinishReason::kNone;
+  }
+  void OnFinish(const Status&) override { result_.finish_reason = finish_reason(); }
+
+ private:
+  size_t row_;
+  GenerateResult& result_;
+  const TokenCallback& on_token_;
+  const GenerateOptions& options_;
+};
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Generator>> Generator::Create(io::ModelConfig config,
@@ -151,69 +183,42 @@ StatusOr<std::vector<GenerateResult>> Generator::Generate(
     sampling[r] = {options.row_sampling.empty() ? options.sampling : options.row_sampling[r],
                    options.row_seeds.empty() ? options.seed : options.row_seeds[r]};
   if (options.max_new_tokens == 0) {
-    for (auto& r : results) r.finish_reason = "length";
+    for (auto& r : results) r.finish_reason = FinishReason::kLength;
     return results;
   }
   const int64_t max_len = CacheBucket(std::min(longest + options.max_new_tokens, context));
-  auto is_eos = [&](int32_t id) {
-    return std::find(options.eos_token_ids.begin(), options.eos_token_ids.end(), id) !=
-           options.eos_token_ids.end();
-  };
-  std::vector<bool> done(bsz, false);
-  std::vector<int32_t> pos(bsz);
-  size_t active = bsz;
-  // Appends a row's new token, and finishes the row on an end token, the budget or the context.
-  auto accept = [&](size_t r, int32_t id) {
-    results[r].generated_ids.push_back(id);
-    if (on_token) on_token(r, id);
-    if (is_eos(id) || (options.stop_requested && options.stop_requested(r))) {
-      results[r].finish_reason = "stop";
-    } else if (static_cast<int64_t>(results[r].generated_ids.size()) >= options.max_new_tokens ||
-               pos[r] + 1 >= std::min<int64_t>(max_len, context)) {
-      // The row holds `context` tokens, prompt included (the last one is never fed back).
-      results[r].finish_reason = "length";
-    } else {
-      return;
-    }
-    done[r] = true;
-    --active;
-  };
 
+  // The batch loop run to completion: every prompt in one prefill step, then decode steps over
+  // the rows not yet finished (finished ones leave their slots idle).
   Engine& engine = *engine_;
   const double c0 = engine.compile_seconds();
   double t0 = Now();
-  TL_RETURN_IF_ERROR(engine.Reserve(static_cast<int64_t>(bsz), max_len));
-  std::vector<PrefillRow> prefill(bsz);
-  for (size_t r = 0; r < bsz; ++r)
-    prefill[r] = PrefillRow{static_cast<int64_t>(r), prompts[r], sampling[r]};
-  TL_ASSIGN_OR_RETURN(EngineStep first, engine.Prefill(prefill));
+  BatchLoopOptions loop_options;
+  loop_options.max_batch = static_cast<int64_t>(bsz);
+  loop_options.max_context = max_len;
+  loop_options.prefill_prompts = 0;
+  TL_ASSIGN_OR_RETURN(std::unique_ptr<BatchLoop> loop, BatchLoop::Create(engine, loop_options));
+  for (size_t r = 0; r < bsz; ++r) {
+    SequenceSpec spec;
+    spec.prompt = prompts[r];
+    spec.sampling = sampling[r];
+    spec.max_new_tokens = options.max_new_tokens;
+    spec.context = std::min(max_len, context);
+    spec.eos_token_ids = options.eos_token_ids;
+    SequenceGroup group;
+    group.push_back(
+        std::make_unique<RowSequence>(std::move(spec), r, results[r], on_token, options));
+    if (!loop->TryAdmit(group))
+      return Internal("Generate: row " + std::to_string(r) + " does not fit its KV slot");
+  }
+  while (loop->has_prefill()) TL_RETURN_IF_ERROR(loop->PrefillStep());
   const double c1 = engine.compile_seconds();
   // Compilation happens inside the timed spans; it is reported separately.
   tm.prefill_seconds = Now() - t0 - (c1 - c0);
   tm.prefill_tokens = total_prompt;
-  for (size_t r = 0; r < bsz; ++r) {
-    pos[r] = static_cast<int32_t>(prompts[r].size());  // where the new token goes
-    accept(r, first.tokens[r]);
-  }
   double d0 = Now();
-  uint32_t step = 1;
-  std::vector<DecodeRow> rows;
-  while (active > 0) {
-    // Only unfinished rows decode; finished ones leave their slots idle.
-    rows.clear();
-    for (size_t r = 0; r < bsz; ++r)
-      if (!done[r])
-        rows.push_back(DecodeRow{static_cast<int64_t>(r), results[r].generated_ids.back(), pos[r],
-                                 sampling[r], step});
-    ++step;
-    TL_ASSIGN_OR_RETURN(EngineStep out, engine.Decode(rows));
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const size_t r = static_cast<size_t>(rows[i].slot);
-      ++pos[r];
-      ++tm.decode_tokens;
-      accept(r, out.tokens[i]);
-    }
-  }
+  while (loop->has_decode()) TL_RETURN_IF_ERROR(loop->DecodeStep());
+  tm.decode_tokens = loop->counters().decode_rows;
   tm.decode_seconds = Now() - d0 - (engine.compile_seconds() - c1);
   tm.compile_seconds = engine.compile_seconds() - c0;
   return results;

@@ -69,7 +69,7 @@ std::shared_ptr<const TokenTrie> TokenTrie::FromTokenizer(const Tokenizer& token
 
 JsonConstraint::JsonConstraint(std::shared_ptr<const JsonGrammar> grammar,
                                std::shared_ptr<const TokenTrie> trie, int64_t max_tokens)
-    : matcher_(std::move(grammar)), trie_(std::move(trie)), max_tokens_(max_tokens) {
+    : grammar_(grammar), matcher_(std::move(grammar)), trie_(std::move(trie)), max_tokens_(max_tokens) {
   state_ = matcher_.Start();
 }
 

@@ -373,15 +373,15 @@ StatusOr<TextResult> TextGenerator::Run(const TextRequest& request, const TextCa
   stream.Finish();
   if (!generated.ok()) {
     result.error = generated.status();
-    result.finish_reason = "error";
+    result.finish_reason = FinishReason::kError;
   } else if (decode_failed) {
-    result.finish_reason = "error";
+    result.finish_reason = FinishReason::kError;
   } else if (was_cancelled) {
-    result.finish_reason = "cancelled";
+    result.finish_reason = FinishReason::kCancelled;
   } else {
     result.finish_reason = (*generated)[0].finish_reason;
   }
-  if (result.finish_reason == "length" &&
+  if (result.finish_reason == FinishReason::kLength &&
       prompt_len + static_cast<int64_t>(result.generated_ids.size()) >= context)
     result.notes.push_back("the context of " + std::to_string(context) + " tokens is full");
   return result;

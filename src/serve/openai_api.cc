@@ -445,8 +445,7 @@ std::optional<ApiError> ParseApiRequest(Endpoint endpoint, std::string_view body
   }
   std::optional<int64_t> n;
   if (auto e = ReadInt(j, "n", 1, 128, &n)) return e;
-  if (n && *n != 1)
-    return Bad("n", "'n' must be 1: one choice per request", "unsupported_parameter");
+  if (n) r.n = *n;
   if (auto e = RefuseResultChangingFields(j, endpoint)) return e;
   if (endpoint == Endpoint::kCompletions && j.contains("tools") &&
       !(j["tools"].is_null() || (j["tools"].is_array() && j["tools"].empty())))
@@ -454,6 +453,9 @@ std::optional<ApiError> ParseApiRequest(Endpoint endpoint, std::string_view body
                "unsupported_parameter");
   r.parse_tool_calls = r.tools.is_array() && !r.tools.empty() &&
                        !(j.contains("tool_choice") && j["tool_choice"] == "none");
+  if (r.parse_tool_calls && r.n > 1)
+    return Bad("n", "'n' must be 1 when the reply is parsed for tool calls (tools given)",
+               "unsupported_parameter");
   if (auto e = ReadNumber(j, "presence_penalty", -2, 2, false, &r.presence_penalty)) return e;
   if (auto e = ReadNumber(j, "frequency_penalty", -2, 2, false, &r.frequency_penalty)) return e;
   if (auto e = ReadNumber(j, "repetition_penalty", 0, std::numeric_limits<double>::infinity(), true,
@@ -531,17 +533,21 @@ json Usage(const RequestStream& done) {
           {"total_tokens", done.prompt_tokens() + done.completion_tokens()}};
 }
 
-json CompletionBody(const ApiRequest& r, const std::string& id, int64_t created,
-                    const std::string& model, const RequestStream& done,
-                    const std::vector<StreamEvent>& events) {
+namespace {
+
+// One choice of a finished request, its logprobs from its own events.
+json CompletionChoice(const ApiRequest& r, const RequestStream& done,
+                      const std::vector<StreamEvent>& events, int64_t index) {
   std::vector<const StreamEvent*> ptrs;
-  for (const auto& e : events) ptrs.push_back(&e);
-  json choice = {{"index", 0}, {"finish_reason", done.finish_reason()}};
+  for (const auto& e : events)
+    if (e.choice == index) ptrs.push_back(&e);
+  json choice = {{"index", index},
+                 {"finish_reason", generate::FinishReasonName(done.finish_reason(index))}};
   choice["logprobs"] = LogprobsOf(r, ptrs);
   if (r.endpoint == Endpoint::kChatCompletions) {
-    json message = {{"role", "assistant"}, {"content", done.content()}};
+    json message = {{"role", "assistant"}, {"content", done.content(index)}};
     if (r.parse_tool_calls) {
-      const ToolCallParse parse = ParseToolCalls(TestReply().value_or(done.content()));
+      const ToolCallParse parse = ParseToolCalls(TestReply().value_or(done.content(index)));
       message["content"] = parse.content;
       if (!parse.calls.empty()) {
         // OpenAI's form: content null when the reply is only calls.
@@ -553,17 +559,30 @@ json CompletionBody(const ApiRequest& r, const std::string& id, int64_t created,
                            {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
         message["tool_calls"] = calls;
       }
-      choice["finish_reason"] =
-          FinishReason(TestReply() ? "stop" : done.finish_reason(), !parse.calls.empty());
+      choice["finish_reason"] = FinishReason(
+          TestReply() ? "stop" : std::string(generate::FinishReasonName(done.finish_reason(index))),
+          !parse.calls.empty());
     }
-    if (!done.reasoning().empty()) message["reasoning_content"] = done.reasoning();
+    if (!done.reasoning(index).empty()) message["reasoning_content"] = done.reasoning(index);
     choice["message"] = message;
   } else {
     // A completion is the text as generated: reasoning is not split out of it.
-    choice["text"] = done.content();
+    choice["text"] = done.content(index);
   }
-  return {{"id", id},       {"object", ObjectName(r, false)},   {"created", created},
-          {"model", model}, {"choices", json::array({choice})}, {"usage", Usage(done)}};
+  return choice;
+}
+
+}  // namespace
+
+json CompletionBody(const ApiRequest& r, const std::string& id, int64_t created,
+                    const std::string& model, const RequestStream& done,
+                    const std::vector<StreamEvent>& events) {
+  json choices = json::array();
+  for (int64_t index = 0; index < done.choices(); ++index)
+    choices.push_back(CompletionChoice(r, done, events, index));
+  return {{"id", id},           {"object", ObjectName(r, false)},
+          {"created", created}, {"model", model},
+          {"choices", choices}, {"usage", Usage(done)}};
 }
 
 std::optional<json> StreamChunk(const ApiRequest& r, const std::string& id, int64_t created,
@@ -571,7 +590,7 @@ std::optional<json> StreamChunk(const ApiRequest& r, const std::string& id, int6
   const bool has_logprobs = r.top_logprobs >= 0 && event.chosen;
   if (!first && event.content.empty() && event.reasoning.empty() && !has_logprobs)
     return std::nullopt;
-  json choice = {{"index", 0}, {"finish_reason", nullptr}};
+  json choice = {{"index", event.choice}, {"finish_reason", nullptr}};
   choice["logprobs"] = has_logprobs ? LogprobsOf(r, {&event}) : json(nullptr);
   if (r.endpoint == Endpoint::kChatCompletions) {
     json delta = json::object();
@@ -590,8 +609,8 @@ std::optional<json> StreamChunk(const ApiRequest& r, const std::string& id, int6
 }
 
 json FinishChunk(const ApiRequest& r, const std::string& id, int64_t created,
-                 const std::string& model, const std::string& finish_reason) {
-  json choice = {{"index", 0}, {"finish_reason", finish_reason}, {"logprobs", nullptr}};
+                 const std::string& model, const std::string& finish_reason, int64_t index) {
+  json choice = {{"index", index}, {"finish_reason", finish_reason}, {"logprobs", nullptr}};
   if (r.endpoint == Endpoint::kChatCompletions)
     choice["delta"] = json::object();
   else

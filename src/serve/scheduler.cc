@@ -1,11 +1,10 @@
-// The continuous-batching loop: admission at step boundaries, one prefill chunk per loop, one
-// decode step over every running request, retirement the step a request finishes.
+// The serving side of the batch loop: the queue, the thread, the streams and the stats; admission,
+// the steps and the KV block ledger are generate::BatchLoop's.
 #include "tlaloc/serve/scheduler.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <queue>
 
 namespace tlaloc::serve {
@@ -22,16 +21,6 @@ const std::vector<double>& LatencyBounds() {
   return bounds;
 }
 
-// TLALOC_TEST_FAIL_DECODE_STEP=N: the process's N-th decode step fails, as a device error would,
-// so that tests reach the path of a request that fails after admission. 0 (unset): never.
-int64_t FailingDecodeStep() {
-  static const int64_t step = [] {
-    const char* env = std::getenv("TLALOC_TEST_FAIL_DECODE_STEP");
-    return env ? std::atoll(env) : 0;
-  }();
-  return step;
-}
-
 void Observe(std::vector<int64_t>& counts, double& sum, int64_t& total, double seconds) {
   ++total;
   const auto& bounds = LatencyBounds();
@@ -39,298 +28,6 @@ void Observe(std::vector<int64_t>& counts, double& sum, int64_t& total, double s
     if (seconds <= bounds[i]) ++counts[i];
   sum += seconds;
 }
-
-}  // namespace
-
-bool RequestStream::Wait(std::vector<StreamEvent>& out, int timeout_ms) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-               [&] { return finished_ || !events_.empty(); });
-  const bool got = !events_.empty();
-  while (!events_.empty()) {
-    out.push_back(std::move(events_.front()));
-    events_.pop_front();
-  }
-  return got || !finished_;
-}
-
-void RequestStream::Push(StreamEvent event) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    events_.push_back(std::move(event));
-  }
-  cv_.notify_all();
-}
-
-void RequestStream::Finish(std::string reason, Status error) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    finish_reason_ = std::move(reason);
-    error_ = std::move(error);
-    finished_ = true;
-  }
-  cv_.notify_all();
-}
-
-struct Scheduler::Active {
-  ScheduledRequest req;
-  std::shared_ptr<RequestStream> stream;
-  generate::TextResult result;  // the splitter's content and reasoning
-  generate::TextCallback on_text;
-  std::unique_ptr<generate::ReplySplitter> splitter;
-  StreamEvent pending;  // text the current token made final
-  int64_t slot = -1;
-  int64_t fed = 0;     // prompt tokens in the cache
-  int64_t blocks = 0;  // KV blocks its prompt and budget can take
-
-  std::vector<int32_t> generated;
-  double submitted_at = 0;
-  bool decode_failed = false;
-
-  int64_t prompt_len() const { return static_cast<int64_t>(req.prepared.prompt_ids.size()); }
-  generate::RowSampling sampling() const { return {req.prepared.sampling, req.prepared.seed}; }
-};
-
-Scheduler::Scheduler(generate::TextGenerator& text, SchedulerOptions options)
-    : text_(text), engine_(text.generator().engine()), options_(options) {}
-
-StatusOr<std::unique_ptr<Scheduler>> Scheduler::Start(generate::TextGenerator& text,
-                                                      SchedulerOptions options) {
-  const int64_t model_context = text.generator().config().max_position_embeddings;
-  if (options.max_context == 0) options.max_context = std::min<int64_t>(model_context, 4096);
-  if (options.max_batch < 1 || options.max_batch > 256)
-    return InvalidArgument("max batch " + std::to_string(options.max_batch) +
-                           ": expected 1..256 requests");
-  if (options.max_context < 2 || options.max_context > model_context)
-    return InvalidArgument("max context " + std::to_string(options.max_context) + ": expected 2.." +
-                           std::to_string(model_context) +
-                           " (the model's max_position_embeddings)");
-  if (options.max_queue < 0)
-    return InvalidArgument("max queue " + std::to_string(options.max_queue) + ": expected >= 0");
-  if (options.prefill_chunk < 1)
-    return InvalidArgument("prefill chunk " + std::to_string(options.prefill_chunk) +
-                           ": expected >= 1 token");
-  if (options.kv_blocks < 0)
-    return InvalidArgument("KV blocks " + std::to_string(options.kv_blocks) +
-                           ": expected a positive number (0: max batch x max context)");
-  if (options.kv_blocks == 0)
-    options.kv_blocks = options.max_batch * generate::Engine::BlocksFor(options.max_context);
-  std::unique_ptr<Scheduler> s(new Scheduler(text, options));
-  TL_RETURN_IF_ERROR(s->engine_.Reserve(options.max_batch, options.max_context, options.kv_blocks));
-  s->slots_.resize(options.max_batch);
-  s->stats_.max_batch = options.max_batch;
-  s->stats_.max_context = options.max_context;
-  s->stats_.kv_blocks_total = options.kv_blocks;
-  s->stats_.kv_block_size = generate::kKvBlockSize;
-  s->stats_.kv_block_bytes = s->engine_.block_bytes();
-  s->stats_.latency_bounds = LatencyBounds();
-  s->stats_.ttft_counts.assign(LatencyBounds().size(), 0);
-  s->stats_.duration_counts.assign(LatencyBounds().size(), 0);
-  s->thread_ = std::thread([p = s.get()] { p->Loop(); });
-  return s;
-}
-
-Scheduler::~Scheduler() {
-  Drain();
-  stop_.store(true);
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
-
-StatusOr<std::shared_ptr<RequestStream>> Scheduler::Submit(ScheduledRequest request) {
-  const int64_t prompt_len = static_cast<int64_t>(request.prepared.prompt_ids.size());
-  if (prompt_len < 1 || prompt_len >= options_.max_context)
-    return InvalidArgument("the prompt has " + std::to_string(prompt_len) +
-                           " tokens and a slot holds " + std::to_string(options_.max_context) +
-                           ": no room for a reply");
-  if (request.prepared.max_new_tokens < 1) return InvalidArgument("max_tokens must be at least 1");
-  // The whole pool holds this many positions; a request that cannot fit it alone never could.
-  const int64_t pool = options_.kv_blocks * generate::kKvBlockSize;
-  if (prompt_len >= pool)
-    return InvalidArgument("the prompt has " + std::to_string(prompt_len) +
-                           " tokens and the KV cache holds " + std::to_string(pool) +
-                           " positions (" + std::to_string(options_.kv_blocks) + " blocks of " +
-                           std::to_string(generate::kKvBlockSize) + "): no room for a reply");
-  auto a = std::make_unique<Active>();
-  a->req = std::move(request);
-  a->req.prepared.max_new_tokens = std::min(
-      {a->req.prepared.max_new_tokens, options_.max_context - prompt_len, pool - prompt_len});
-  // The last token drawn is never written to the cache.
-  a->blocks = generate::Engine::BlocksFor(prompt_len + a->req.prepared.max_new_tokens - 1);
-  a->stream = std::make_shared<RequestStream>();
-  a->stream->prompt_tokens_ = prompt_len;
-  a->submitted_at = Now();
-  std::shared_ptr<RequestStream> stream = a->stream;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (draining_.load()) {
-      ++stats_.requests_rejected;
-      return Status(StatusCode::kUnavailable,
-                    "the server is shutting down and takes no new requests");
-    }
-    if (static_cast<int64_t>(queue_.size()) >= options_.max_queue) {
-      ++stats_.requests_rejected;
-      return ResourceExhausted("too many requests: " + std::to_string(queue_.size()) +
-                               " are waiting for one of " + std::to_string(options_.max_batch) +
-                               " slots (the queue holds " + std::to_string(options_.max_queue) +
-                               ")");
-    }
-    queue_.push_back(std::move(a));
-    stats_.waiting = static_cast<int64_t>(queue_.size());
-  }
-  cv_.notify_all();
-  return stream;
-}
-
-void Scheduler::Drain() {
-  draining_.store(true);
-  for (;;) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (queue_.empty() && stats_.running == 0) return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-}
-
-SchedulerStats Scheduler::Stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
-}
-
-void Scheduler::Loop() {
-  for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_.load() || !queue_.empty() || stats_.running > 0; });
-      if (stop_.load() && queue_.empty() && stats_.running == 0) return;
-    }
-    Step();
-  }
-}
-
-bool Scheduler::Step() {
-  // Requests whose client went away leave now, before any compute is spent on them.
-  for (auto& a : slots_)
-    if (a && a->stream->cancelled()) Retire(*a, "cancelled");
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto it = queue_.begin(); it != queue_.end();) {
-      if ((*it)->stream->cancelled()) {
-        (*it)->stream->Finish("cancelled", OkStatus());
-        ++stats_.requests_cancelled;
-        ++stats_.requests_finished;
-        it = queue_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    // Admission at the step boundary: queued requests take free slots in arrival order, each
-    // once the pool's unpromised blocks cover its budget (the first in line waits for blocks
-    // rather than being overtaken, so no request starves).
-    for (size_t s = 0; s < slots_.size() && !queue_.empty(); ++s) {
-      if (slots_[s]) continue;
-      if (reserved_blocks_ + queue_.front()->blocks > options_.kv_blocks) break;
-      reserved_blocks_ += queue_.front()->blocks;
-      slots_[s] = std::move(queue_.front());
-      queue_.pop_front();
-      slots_[s]->slot = static_cast<int64_t>(s);
-      ++stats_.running;
-    }
-    stats_.waiting = static_cast<int64_t>(queue_.size());
-  }
-  // One prefill chunk: the request that arrived first among those whose prompt is not all in.
-  Active* next = nullptr;
-  for (auto& a : slots_)
-    if (a && a->fed < a->prompt_len() && (!next || a->submitted_at < next->submitted_at))
-      next = a.get();
-  if (next) {
-    Status s = PrefillChunk(*next);
-    if (!s.ok()) {
-      FailAll(s);
-      return true;
-    }
-  }
-  bool any_decoding = false;
-  for (auto& a : slots_) any_decoding |= a && a->fed == a->prompt_len();
-  if (any_decoding) {
-    Status s = DecodeStep();
-    if (!s.ok()) FailAll(s);
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  int64_t tokens = 0;
-  for (auto& a : slots_)
-    if (a) tokens += a->fed + static_cast<int64_t>(a->generated.size());
-  stats_.kv_slots_in_use = stats_.running;
-  stats_.kv_tokens_in_use = tokens;
-  stats_.kv_blocks_in_use = engine_.blocks_in_use();
-  stats_.kv_blocks_reserved = reserved_blocks_;
-  return next || any_decoding;
-}
-
-Status Scheduler::PrefillChunk(Active& a) {
-  if (a.fed == 0) {
-    a.on_text = [&a](generate::TextPart part, std::string_view text) {
-      (part == generate::TextPart::kReasoning ? a.pending.reasoning : a.pending.content) += text;
-    };
-    a.splitter = std::make_unique<generate::ReplySplitter>(
-        text_.tokenizer(), text_.think_open(), text_.think_close(), a.req.stop, a.on_text, a.result,
-        a.req.split_reasoning);
-  }
-  // The next chunk continues the sequence where the last one ended.
-  const auto& prompt = a.req.prepared.prompt_ids;
-  const int64_t chunk = std::min(a.prompt_len() - a.fed, options_.prefill_chunk);
-  generate::PrefillRow row;
-  row.slot = a.slot;
-  row.start = a.fed;
-  row.prompt.assign(prompt.begin() + a.fed, prompt.begin() + a.fed + chunk);
-  row.sampling = a.sampling();
-  TL_ASSIGN_OR_RETURN(generate::EngineStep step,
-                      engine_.Prefill(std::span<const generate::PrefillRow>(&row, 1)));
-  a.fed += chunk;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.prefill_chunks;
-  }
-  // Only the last chunk's draw is the reply's first token.
-  if (a.fed == a.prompt_len())
-    Accept(a, step.tokens[0], step.logits.span<float>().data(), step.logits.dims()[1]);
-  return OkStatus();
-}
-
-Status Scheduler::DecodeStep() {
-  std::vector<generate::DecodeRow> rows;
-  std::vector<Active*> owners;
-  for (auto& p : slots_) {
-    if (!p || p->fed < p->prompt_len() || p->generated.empty()) continue;
-    Active& a = *p;
-    generate::DecodeRow row;
-    row.slot = a.slot;
-    row.token = a.generated.back();
-    row.position = static_cast<int32_t>(a.prompt_len() + a.generated.size() - 1);
-    row.sampling = a.sampling();
-    row.step = static_cast<uint32_t>(a.generated.size());
-    rows.push_back(row);
-    owners.push_back(&a);
-  }
-  if (rows.empty()) return OkStatus();
-  if (FailingDecodeStep() > 0 && ++test_decode_steps_ == FailingDecodeStep())
-    return Internal("decode step " + std::to_string(test_decode_steps_) +
-                    " failed (injected by TLALOC_TEST_FAIL_DECODE_STEP)");
-  TL_ASSIGN_OR_RETURN(generate::EngineStep step, engine_.Decode(rows));
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.decode_steps;
-    stats_.decode_rows += static_cast<int64_t>(rows.size());
-  }
-  const int64_t vocab = step.logits.dims()[1];
-  const float* logits = step.logits.span<float>().data();
-  for (size_t i = 0; i < owners.size(); ++i)
-    Accept(*owners[i], step.tokens[i], logits + i * vocab, vocab);
-  return OkStatus();
-}
-
-namespace {
 
 // The chosen token's log-probability and the `top` most likely ids' among the first `vocab`.
 void Logprobs(const Tokenizer& tok, const float* logits, int64_t vocab, int32_t chosen, int top,
@@ -367,81 +64,371 @@ void Logprobs(const Tokenizer& tok, const float* logits, int64_t vocab, int32_t 
 
 }  // namespace
 
-bool Scheduler::Accept(Active& a, int32_t token, const float* logits, int64_t vocab) {
-  const double now = Now();
-  if (a.generated.empty()) {
-    a.stream->first_token_s_ = now - a.submitted_at;
-    std::lock_guard<std::mutex> lock(mu_);
-    Observe(stats_.ttft_counts, stats_.ttft_sum, stats_.ttft_total, a.stream->first_token_s_);
+bool RequestStream::Wait(std::vector<StreamEvent>& out, int timeout_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+               [&] { return finished_ || !events_.empty(); });
+  const bool got = !events_.empty();
+  while (!events_.empty()) {
+    out.push_back(std::move(events_.front()));
+    events_.pop_front();
   }
-  a.generated.push_back(token);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.generated_tokens;
-  }
-  a.pending = StreamEvent();
-  a.pending.token = token;
-  if (a.req.top_logprobs >= 0) {
-    const int64_t sample_vocab = engine_.sample_vocab();
-    Logprobs(text_.tokenizer(), logits, sample_vocab > 0 ? std::min(sample_vocab, vocab) : vocab,
-             token, a.req.top_logprobs, a.pending);
-  }
-  if (!a.decode_failed && !a.splitter->Push(token)) a.decode_failed = true;
-  const auto& eos = a.req.prepared.eos_token_ids;
-  std::string reason;
-  if (a.decode_failed)
-    reason = "error";
-  else if (std::find(eos.begin(), eos.end(), token) != eos.end() || a.splitter->stopped())
-    reason = "stop";
-  else if (static_cast<int64_t>(a.generated.size()) >= a.req.prepared.max_new_tokens ||
-           a.prompt_len() + static_cast<int64_t>(a.generated.size()) >= options_.max_context)
-    reason = "length";
-  if (reason.empty()) {
-    a.stream->Push(std::move(a.pending));
-    a.pending = StreamEvent();
-    return false;
-  }
-  Retire(a, reason, a.decode_failed ? a.result.error : OkStatus());
-  return true;
+  return got || !finished_;
 }
 
-void Scheduler::Retire(Active& a, const std::string& reason, Status error) {
+void RequestStream::Push(StreamEvent event) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(std::move(event));
+  }
+  cv_.notify_all();
+}
+
+generate::FinishReason RequestStream::finish_reason(int64_t choice) const {
+  return error_.ok() ? choices_.at(choice).finish_reason : generate::FinishReason::kError;
+}
+
+void RequestStream::FinishChoice(int64_t choice, generate::FinishReason reason, Status error,
+                                 int64_t completion_tokens, std::string content,
+                                 std::string reasoning) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Choice& c = choices_.at(choice);
+    c.finish_reason = reason;
+    c.content = std::move(content);
+    c.reasoning = std::move(reasoning);
+    completion_tokens_ += completion_tokens;
+    if (reason == generate::FinishReason::kError && error_.ok())
+      error_ = error.ok() ? Internal("generation failed") : std::move(error);
+    finished_ = ++choices_done_ == static_cast<int64_t>(choices_.size());
+  }
+  cv_.notify_all();
+}
+
+// A request's state shared by its choices.
+struct Scheduler::Request {
+  ScheduledRequest req;
+  std::shared_ptr<RequestStream> stream;
+  double submitted_at = 0;
+  bool first_token = true;                                       // no choice drew yet
+  int64_t left = 1;                                              // choices not finished
+  generate::FinishReason worst = generate::FinishReason::kNone;  // what /metrics counts
+};
+
+// One choice of a request: the batch loop's sequence, its text splitter and its stream.
+class Scheduler::Active : public generate::Sequence {
+ public:
+  Active(Scheduler& sched, std::shared_ptr<Request> request, int64_t choice,
+         generate::SequenceSpec spec)
+      : Sequence(std::move(spec)), sched_(sched), request_(std::move(request)), index_(choice) {
+    on_text_ = [this](generate::TextPart part, std::string_view text) {
+      (part == generate::TextPart::kReasoning ? pending_.reasoning : pending_.content) += text;
+    };
+    splitter_ = std::make_unique<generate::ReplySplitter>(
+        sched_.text_.tokenizer(), sched_.text_.think_open(), sched_.text_.think_close(),
+        request_->req.stop, on_text_, result_, request_->req.split_reasoning);
+  }
+  Request& request() { return *request_; }
+  int64_t index() const { return index_; }
+  generate::TextResult& result() { return result_; }
+  StreamEvent& pending() { return pending_; }
+  generate::ReplySplitter& splitter() { return *splitter_; }
+  bool decode_failed() const { return decode_failed_; }
+
+ protected:
+  generate::FinishReason OnToken(int32_t token, const float* logits, int64_t vocab) override {
+    Request& r = *request_;
+    {
+      std::lock_guard<std::mutex> lock(sched_.mu_);
+      if (r.first_token) {
+        r.first_token = false;
+        r.stream->first_token_s_ = Now() - r.submitted_at;
+        Observe(sched_.stats_.ttft_counts, sched_.stats_.ttft_sum, sched_.stats_.ttft_total,
+                r.stream->first_token_s_);
+      }
+      ++sched_.stats_.generated_tokens;
+    }
+    pending_ = StreamEvent();
+    pending_.choice = index_;
+    pending_.token = token;
+    if (r.req.top_logprobs >= 0) {
+      const int64_t sample_vocab = sched_.engine_.sample_vocab();
+      Logprobs(sched_.text_.tokenizer(), logits,
+               sample_vocab > 0 ? std::min(sample_vocab, vocab) : vocab, token, r.req.top_logprobs,
+               pending_);
+    }
+    if (!decode_failed_ && !splitter_->Push(token)) decode_failed_ = true;
+    if (decode_failed_) return generate::FinishReason::kError;
+    return splitter_->stopped() ? generate::FinishReason::kStop : generate::FinishReason::kNone;
+  }
+  void OnContinue() override {
+    request_->stream->Push(std::move(pending_));
+    pending_ = StreamEvent();
+  }
+  void OnFinish(const Status& error) override {
+    sched_.ChoiceFinished(*this, finish_reason(),
+                          decode_failed_ && error.ok() ? result_.error : error);
+  }
+  bool Cancelled() const override { return request_->stream->cancelled(); }
+
+ private:
+  Scheduler& sched_;
+  std::shared_ptr<Request> request_;
+  int64_t index_;
+  generate::TextResult result_;  // the splitter's content and reasoning
+  generate::TextCallback on_text_;
+  std::unique_ptr<generate::ReplySplitter> splitter_;
+  StreamEvent pending_;  // text the current token made final
+  bool decode_failed_ = false;
+};
+
+Scheduler::Scheduler(generate::TextGenerator& text, SchedulerOptions options)
+    : text_(text), engine_(text.generator().engine()), options_(options) {}
+
+StatusOr<std::unique_ptr<Scheduler>> Scheduler::Start(generate::TextGenerator& text,
+                                                      SchedulerOptions options) {
+  const int64_t model_context = text.generator().config().max_position_embeddings;
+  if (options.max_context == 0) options.max_context = std::min<int64_t>(model_context, 4096);
+  if (options.max_batch < 1 || options.max_batch > 256)
+    return InvalidArgument("max batch " + std::to_string(options.max_batch) +
+                           ": expected 1..256 requests");
+  if (options.max_context < 2 || options.max_context > model_context)
+    return InvalidArgument("max context " + std::to_string(options.max_context) + ": expected 2.." +
+                           std::to_string(model_context) +
+                           " (the model's max_position_embeddings)");
+  if (options.max_queue < 0)
+    return InvalidArgument("max queue " + std::to_string(options.max_queue) + ": expected >= 0");
+  if (options.prefill_chunk < 1)
+    return InvalidArgument("prefill chunk " + std::to_string(options.prefill_chunk) +
+                           ": expected >= 1 token");
+  if (options.kv_blocks < 0)
+    return InvalidArgument("KV blocks " + std::to_string(options.kv_blocks) +
+                           ": expected a positive number (0: max batch x max context)");
+  if (options.kv_blocks == 0)
+    options.kv_blocks = options.max_batch * generate::Engine::BlocksFor(options.max_context);
+  std::unique_ptr<Scheduler> s(new Scheduler(text, options));
+  generate::BatchLoopOptions loop;
+  loop.max_batch = options.max_batch;
+  loop.max_context = options.max_context;
+  loop.kv_blocks = options.kv_blocks;
+  loop.prefill_chunk = options.prefill_chunk;
+  loop.prefill_prompts = 1;
+  TL_ASSIGN_OR_RETURN(s->loop_, generate::BatchLoop::Create(s->engine_, loop));
+  s->stats_.max_batch = options.max_batch;
+  s->stats_.max_context = options.max_context;
+  s->stats_.kv_blocks_total = options.kv_blocks;
+  s->stats_.kv_block_size = generate::kKvBlockSize;
+  s->stats_.kv_block_bytes = s->engine_.block_bytes();
+  s->stats_.latency_bounds = LatencyBounds();
+  s->stats_.ttft_counts.assign(LatencyBounds().size(), 0);
+  s->stats_.duration_counts.assign(LatencyBounds().size(), 0);
+  s->thread_ = std::thread([p = s.get()] { p->Loop(); });
+  return s;
+}
+
+Scheduler::~Scheduler() {
+  Drain();
+  stop_.store(true);
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+StatusOr<std::shared_ptr<RequestStream>> Scheduler::Submit(ScheduledRequest request) {
+  const int64_t prompt_len = static_cast<int64_t>(request.prepared.prompt_ids.size());
+  if (prompt_len < 1 || prompt_len >= options_.max_context)
+    return InvalidArgument("the prompt has " + std::to_string(prompt_len) +
+                           " tokens and a slot holds " + std::to_string(options_.max_context) +
+                           ": no room for a reply");
+  if (request.prepared.max_new_tokens < 1) return InvalidArgument("max_tokens must be at least 1");
+  const int64_t n = request.n;
+  if (n < 1 || n > options_.max_batch)
+    return InvalidArgument("n is " + std::to_string(n) + ": expected 1.." +
+                           std::to_string(options_.max_batch) +
+                           " (each choice takes one of the server's --max-batch slots)");
+  // The positions one choice can hold when the pool is split between the n choices (sharing the
+  // prompt's whole blocks); a request that cannot fit the pool alone never could.
+  const int64_t shared =
+      generate::BatchLoop::SharedPositions(prompt_len, n) / generate::kKvBlockSize;
+  const int64_t pool = (shared + (options_.kv_blocks - shared) / n) * generate::kKvBlockSize;
+  if (prompt_len >= pool)
+    return InvalidArgument("the prompt has " + std::to_string(prompt_len) +
+                           " tokens and the KV cache holds " + std::to_string(pool) + " positions" +
+                           (n > 1 ? " per choice for " + std::to_string(n) : "") + " (" +
+                           std::to_string(options_.kv_blocks) + " blocks of " +
+                           std::to_string(generate::kKvBlockSize) + "): no room for a reply");
+  auto r = std::make_shared<Request>();
+  r->req = std::move(request);
+  r->req.prepared.max_new_tokens = std::min(
+      {r->req.prepared.max_new_tokens, options_.max_context - prompt_len, pool - prompt_len});
+  r->stream = std::make_shared<RequestStream>();
+  r->stream->prompt_tokens_ = prompt_len;
+  r->stream->choices_.resize(n);
+  r->submitted_at = Now();
+  r->left = n;
+  generate::SequenceGroup group;
+  for (int64_t i = 0; i < n; ++i) {
+    const generate::PreparedRequest& p = r->req.prepared;
+    generate::SequenceSpec spec;
+    spec.prompt = p.prompt_ids;
+    spec.sampling = {p.sampling, p.seed + static_cast<uint64_t>(i)};
+    if (i > 0 && spec.sampling.params.constraint)  // each choice follows its own reply
+      spec.sampling.params.constraint = spec.sampling.params.constraint->Restarted();
+    spec.max_new_tokens = p.max_new_tokens;
+    spec.context = options_.max_context;
+    spec.eos_token_ids = p.eos_token_ids;
+    group.push_back(std::make_unique<Active>(*this, r, i, std::move(spec)));
+  }
+  std::shared_ptr<RequestStream> stream = r->stream;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (draining_.load()) {
+      ++stats_.requests_rejected;
+      return Status(StatusCode::kUnavailable,
+                    "the server is shutting down and takes no new requests");
+    }
+    if (static_cast<int64_t>(queue_.size()) >= options_.max_queue) {
+      ++stats_.requests_rejected;
+      return ResourceExhausted("too many requests: " + std::to_string(queue_.size()) +
+                               " are waiting for one of " + std::to_string(options_.max_batch) +
+                               " slots (the queue holds " + std::to_string(options_.max_queue) +
+                               ")");
+    }
+    queue_.push_back(std::move(group));
+    stats_.waiting = static_cast<int64_t>(queue_.size());
+  }
+  cv_.notify_all();
+  return stream;
+}
+
+void Scheduler::Drain() {
+  draining_.store(true);
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (queue_.empty() && stats_.running == 0) return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+SchedulerStats Scheduler::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void Scheduler::Loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_.load() || !queue_.empty() || stats_.running > 0; });
+      if (stop_.load() && queue_.empty() && stats_.running == 0) return;
+    }
+    Step();
+  }
+}
+
+bool Scheduler::Step() {
+  // Requests whose client went away leave now, before any compute is spent on them.
+  loop_->RetireCancelled();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = queue_.begin(); it != queue_.end();) {
+      Active& first = static_cast<Active&>(*it->front());
+      if (first.request().stream->cancelled()) {
+        FinishQueued(first.request(), generate::FinishReason::kCancelled);
+        it = queue_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    // Admission at the step boundary: queued requests take free slots in arrival order, each
+    // once the pool's unpromised blocks cover its budget (the first in line waits for blocks
+    // rather than being overtaken, so no request starves).
+    while (!queue_.empty() && loop_->TryAdmit(queue_.front())) {
+      queue_.pop_front();
+      ++stats_.running;
+    }
+    stats_.waiting = static_cast<int64_t>(queue_.size());
+  }
+  // One prefill chunk: the request that arrived first among those whose prompt is not all in.
+  const bool prefill = loop_->has_prefill();
+  if (prefill) {
+    Status s = loop_->PrefillStep();
+    if (!s.ok()) {
+      loop_->FailAll(s);
+      return true;
+    }
+  }
+  const bool decode = loop_->has_decode();
+  if (decode) {
+    Status s = loop_->DecodeStep();
+    if (!s.ok()) loop_->FailAll(s);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  CopyCounters();
+  stats_.kv_slots_in_use = loop_->running();
+  stats_.kv_tokens_in_use = loop_->tokens_in_use();
+  stats_.kv_blocks_in_use = engine_.blocks_in_use();
+  stats_.kv_blocks_reserved = loop_->reserved_blocks();
+  return prefill || decode;
+}
+
+void Scheduler::CopyCounters() {
+  const generate::BatchLoopCounters& c = loop_->counters();
+  stats_.prefill_chunks = c.prefill_steps;
+  stats_.decode_steps = c.decode_steps;
+  stats_.decode_rows = c.decode_rows;
+}
+
+void Scheduler::CountFinished(Request& r, generate::FinishReason reason) {
+  ++stats_.requests_finished;
+  if (reason == generate::FinishReason::kStop) ++stats_.requests_stop;
+  if (reason == generate::FinishReason::kLength) ++stats_.requests_length;
+  if (reason == generate::FinishReason::kCancelled) ++stats_.requests_cancelled;
+  if (reason == generate::FinishReason::kError) ++stats_.requests_error;
+  (void)r;
+}
+
+void Scheduler::FinishQueued(Request& r, generate::FinishReason reason) {
+  CountFinished(r, reason);
+  for (int64_t i = 0; i < r.stream->choices(); ++i)
+    r.stream->FinishChoice(i, reason, OkStatus(), 0, "", "");
+}
+
+void Scheduler::ChoiceFinished(Active& a, generate::FinishReason reason, Status error) {
+  using generate::FinishReason;
+  Request& r = a.request();
   // The rest of the text (held back for a stop string, an unfinished character) goes out with
   // the last token's event.
-  if (a.splitter && reason != "cancelled") a.splitter->Finish();
-  if (a.pending.token >= 0 || !a.pending.content.empty() || !a.pending.reasoning.empty())
-    a.stream->Push(std::move(a.pending));
-  RequestStream& s = *a.stream;
-  s.completion_tokens_ = static_cast<int64_t>(a.generated.size());
-  s.content_ = a.result.content;
-  s.reasoning_ = a.result.reasoning;
-  const double duration = Now() - a.submitted_at;
-  // The blocks go back before the client hears of the end, so the stats it reads then agree.
-  engine_.Release(a.slot);
-  reserved_blocks_ -= a.blocks;
+  if (reason != FinishReason::kCancelled) a.splitter().Finish();
+  StreamEvent& pending = a.pending();
+  if (pending.token >= 0 || !pending.content.empty() || !pending.reasoning.empty()) {
+    pending.choice = a.index();
+    r.stream->Push(std::move(pending));
+  }
+  // What /metrics counts for a request of several choices: an error or a cancellation if any
+  // choice had one, else the first choice's reason.
+  if (r.worst == FinishReason::kNone || reason == FinishReason::kError ||
+      (reason == FinishReason::kCancelled && r.worst != FinishReason::kError))
+    r.worst = reason;
+  const bool last = --r.left == 0;
   {
+    // The blocks are already back (BatchLoop), so the stats the client reads next agree.
     std::lock_guard<std::mutex> lock(mu_);
     stats_.kv_blocks_in_use = engine_.blocks_in_use();
-    stats_.kv_blocks_reserved = reserved_blocks_;
-    ++stats_.requests_finished;
-    if (reason == "stop") ++stats_.requests_stop;
-    if (reason == "length") ++stats_.requests_length;
-    if (reason == "cancelled") ++stats_.requests_cancelled;
-    if (reason == "error") ++stats_.requests_error;
-    stats_.prompt_tokens += a.prompt_len();
-    Observe(stats_.duration_counts, stats_.duration_sum, stats_.duration_total, duration);
-    --stats_.running;
+    stats_.kv_blocks_reserved = loop_->reserved_blocks();
+    CopyCounters();
+    if (last) {
+      CountFinished(r, r.worst);
+      stats_.prompt_tokens += static_cast<int64_t>(r.req.prepared.prompt_ids.size());
+      Observe(stats_.duration_counts, stats_.duration_sum, stats_.duration_total,
+              Now() - r.submitted_at);
+      --stats_.running;
+    }
   }
-  s.Finish(reason, std::move(error));
-  slots_[a.slot].reset();  // destroys `a`
-}
-
-void Scheduler::FailAll(const Status& error) {
-  for (auto& a : slots_)
-    if (a) Retire(*a, "error", error);
-  // A failed step drops the engine's cache; later requests get a fresh one.
-  Status s = engine_.Reserve(options_.max_batch, options_.max_context, options_.kv_blocks);
-  (void)s;
+  r.stream->FinishChoice(a.index(), reason, std::move(error),
+                         static_cast<int64_t>(a.generated().size()), a.result().content,
+                         a.result().reasoning);
 }
 
 }  // namespace tlaloc::serve

@@ -142,8 +142,8 @@ struct Reply {
   std::string id, model;
   int64_t created = 0;
   std::vector<StreamEvent> events;  // non-streamed: everything, for the logprobs
-  bool first = true;
-  ToolCallStreamer tool_calls;  // streamed chat with tools: splits calls out of the content
+  std::vector<bool> first;          // per choice: its role chunk is still to come
+  ToolCallStreamer tool_calls;      // streamed chat with tools: splits calls out of the content
 };
 
 bool WriteEvent(httplib::DataSink& sink, const json& j) {
@@ -157,9 +157,9 @@ bool WriteEvent(httplib::DataSink& sink, const json& j) {
 bool StreamProvider(Reply& r, httplib::DataSink& sink) {
   bool ok = true;
   auto send_event = [&](const StreamEvent& e) {
-    auto chunk = StreamChunk(r.request, r.id, r.created, r.model, e, r.first);
+    auto chunk = StreamChunk(r.request, r.id, r.created, r.model, e, r.first[e.choice]);
     if (!chunk || !ok) return;
-    r.first = false;
+    r.first[e.choice] = false;
     ok = WriteEvent(sink, *chunk);
   };
   // Sends `items` (text and calls); `base` carries the event's reasoning and logprobs.
@@ -207,7 +207,7 @@ bool StreamProvider(Reply& r, httplib::DataSink& sink) {
       return false;
     }
   }
-  if (r.stream->finish_reason() == "error") {
+  if (r.stream->finish_reason() == generate::FinishReason::kError) {
     ApiError e = ErrorFor(r.stream->error());
     e.status = 500;
     e.type = "server_error";
@@ -220,11 +220,20 @@ bool StreamProvider(Reply& r, httplib::DataSink& sink) {
           send_items(r.tool_calls.Feed(std::string_view(*reply).substr(i, 4)), {});
       send_items(r.tool_calls.Finish(), {});
     }
-    if (r.first) send_event({});
-    const std::string finish =
-        FinishReason(r.request.parse_tool_calls && TestReply() ? "stop" : r.stream->finish_reason(),
-                     r.tool_calls.calls_sent() > 0);
-    WriteEvent(sink, FinishChunk(r.request, r.id, r.created, r.model, finish));
+    // Each choice closes with its own finish chunk, as OpenAI streams n > 1.
+    for (int64_t c = 0; c < r.stream->choices(); ++c) {
+      if (r.first[c]) {
+        StreamEvent empty;
+        empty.choice = c;
+        send_event(empty);
+      }
+      const std::string finish =
+          FinishReason(r.request.parse_tool_calls && TestReply()
+                           ? "stop"
+                           : std::string(generate::FinishReasonName(r.stream->finish_reason(c))),
+                       r.tool_calls.calls_sent() > 0);
+      WriteEvent(sink, FinishChunk(r.request, r.id, r.created, r.model, finish, c));
+    }
     if (r.request.include_usage)
       WriteEvent(sink, UsageChunk(r.request, r.id, r.created, r.model, *r.stream));
   }
@@ -416,6 +425,14 @@ void Server::Routes() {
       if (auto e = ParseApiRequest(endpoint, req.body, &reply->request)) return SendError(res, *e);
       if (auto e = CheckModel(reply->request, options_.model_name)) return SendError(res, *e);
       const ApiRequest& api = reply->request;
+      if (api.n > scheduler_.options().max_batch) {
+        ApiError e;
+        e.message = "'n' is " + std::to_string(api.n) + ": expected at most " +
+                    std::to_string(scheduler_.options().max_batch) +
+                    " (each choice takes one of the server's --max-batch slots)";
+        e.param = "n";
+        return SendError(res, e);
+      }
       generate::TextRequest text_request = ToTextRequest(api, scheduler_.options().max_context);
       // A conversation that does not fit the context at all loses its oldest turns rather than
       // getting a 400 (docs/SERVING.md): reserve 1 drops nothing from one that fits.
@@ -436,9 +453,11 @@ void Server::Routes() {
       sr.stop = api.stop;
       sr.split_reasoning = endpoint == Endpoint::kChatCompletions;
       sr.top_logprobs = api.top_logprobs;
+      sr.n = api.n;
       auto stream = scheduler_.Submit(std::move(sr));
       if (!stream.ok()) return SendError(res, ErrorFor(stream.status(), endpoint));
       reply->stream = std::move(*stream);
+      reply->first.assign(api.n, true);
       reply->id = std::string(endpoint == Endpoint::kChatCompletions ? "chatcmpl-" : "cmpl-") +
                   Hex(next_id_.fetch_add(1));
       reply->model = options_.model_name;
@@ -462,7 +481,7 @@ void Server::Routes() {
             return;
           }
         }
-        if (reply->stream->finish_reason() == "error") {
+        if (reply->stream->finish_reason() == generate::FinishReason::kError) {
           ApiError e = ErrorFor(reply->stream->error(), endpoint);
           e.status = 500;
           e.type = "server_error";

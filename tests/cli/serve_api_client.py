@@ -68,8 +68,7 @@ def refused(client, model):
     tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
     cases = [
         ("best_of", comp, dict(best_of=2)),
-        ("n", chat, dict(n=2)),
-        ("n", comp, dict(n=3)),
+        ("n", chat, dict(n=2, tools=[tool])),
         ("tool_choice", chat, dict(tools=[tool], tool_choice="required")),
         ("functions", chat, dict(extra_body={"functions": [tool["function"]]})),
         ("function_call", chat, dict(extra_body={"function_call": "auto"})),

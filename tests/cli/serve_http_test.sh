@@ -68,7 +68,7 @@ check_error 401 invalid_api_key /v1/chat/completions "{$msg}" -H "Authorization:
 check_error 400 invalid_request_error /v1/chat/completions '{"messages": [' "${AUTH[@]}"
 check_error 400 max_tokens /v1/chat/completions "{$msg, \"max_tokens\": \"many\"}" "${AUTH[@]}"
 check_error 400 messages /v1/chat/completions '{"messages": 3}' "${AUTH[@]}"
-check_error 400 n /v1/chat/completions "{$msg, \"n\": 3}" "${AUTH[@]}"
+check_error 400 n /v1/chat/completions "{$msg, \"n\": 9}" "${AUTH[@]}"  # past --max-batch 8
 check_error 400 prompt /v1/completions '{"prompt": 12}' "${AUTH[@]}"
 long=$(python3 -c "print(' '.join(['rain']*700))")
 check_error 400 context_length_exceeded /v1/completions "{\"prompt\": \"$long\"}" "${AUTH[@]}"

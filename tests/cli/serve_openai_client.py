@@ -3,6 +3,9 @@ not. Greedy answers must parse, `usage` must add up, the streamed text must equa
 answer's, and refused requests must surface as the client's typed errors (AuthenticationError
 for a wrong key, BadRequestError naming the parameter or code) with the server's error object.
 
+With n > 1 the choices come back by index, greedy ones equal to the one-choice answer, seeded
+ones repeatable and streamed by index.
+
 Without max_tokens (absent or null) a reply runs to the end token or the context, as OpenAI's,
 vLLM's and llama-server's do, not to a short fixed budget.
 
@@ -38,6 +41,43 @@ def check_unbounded(choice, usage, context, what):
     if choice.finish_reason == "length":
         assert total == context, (f"{what}: stopped for length at {usage.completion_tokens} "
                                   f"tokens, {total} of a {context}-token context", usage)
+
+
+def check_choices(client, messages, chat):
+    """n > 1: greedy choices all equal the one-choice answer; seeded ones repeat; streamed
+    chunks carry their choice's index and each choice closes with its own finish."""
+    three = client.chat.completions.create(model="tiny", messages=messages, max_tokens=20,
+                                           temperature=0, n=3)
+    assert [c.index for c in three.choices] == [0, 1, 2], three.choices
+    for c in three.choices:
+        assert c.message.content == chat.choices[0].message.content, (c, chat.choices[0])
+        assert c.finish_reason == chat.choices[0].finish_reason, c
+    assert three.usage.prompt_tokens == chat.usage.prompt_tokens, (three.usage, chat.usage)
+    assert three.usage.completion_tokens == 3 * chat.usage.completion_tokens, three.usage
+
+    def sampled(**kw):
+        return client.completions.create(model="tiny", prompt="The rain", max_tokens=12,
+                                         temperature=1, seed=5, **kw)
+    first, again = sampled(n=3), sampled(n=3)
+    texts = [c.text for c in first.choices]
+    assert texts == [c.text for c in again.choices], ("seeded n=3 repeats", texts)
+    assert len(set(texts)) > 1, ("seeded choices differ", texts)
+    assert texts[0] == sampled().choices[0].text, "choice 0 is the one-choice reply"
+
+    streamed, finishes, usage = ["", ""], {}, None
+    for chunk in client.completions.create(model="tiny", prompt="The rain", max_tokens=12,
+                                           temperature=1, seed=5, n=2, stream=True,
+                                           stream_options={"include_usage": True}):
+        if chunk.usage:
+            usage = chunk.usage
+        for c in chunk.choices:
+            streamed[c.index] += c.text
+            if c.finish_reason:
+                finishes[c.index] = c.finish_reason
+    assert streamed == texts[:2], ("streamed choices", streamed, texts[:2])
+    assert sorted(finishes) == [0, 1], finishes
+    assert usage.prompt_tokens == first.usage.prompt_tokens, (usage, first.usage)
+    print("ok: n choices (greedy equal, seeded repeat, streamed by index)")
 
 
 def main():
@@ -93,6 +133,8 @@ def main():
         text += chunk.choices[0].text if chunk.choices else ""
     assert text == comp.choices[0].text, ("streamed completion", text, comp.choices[0].text)
 
+    check_choices(client, messages, chat)
+
     # No max_tokens, then an explicit null: both run to the end token or the context.
     free = client.completions.create(model="tiny", prompt="The rain", temperature=0)
     check_unbounded(free.choices[0], free.usage, context, "completion without max_tokens")
@@ -108,7 +150,7 @@ def main():
     cases = [
         (wrong.chat.completions.create, dict(model="tiny", messages=messages),
          openai.AuthenticationError, 401, "code", "invalid_api_key"),
-        (client.chat.completions.create, dict(model="tiny", messages=messages, n=2),
+        (client.chat.completions.create, dict(model="tiny", messages=messages, n=9),
          openai.BadRequestError, 400, "param", "n"),
         (client.chat.completions.create, dict(model="tiny", messages=messages,
                                               temperature="hot"),

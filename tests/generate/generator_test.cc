@@ -65,7 +65,7 @@ TEST(Generator, GreedyBatchMatchesReferenceAndSinglePrompts) {
   for (size_t r = 0; r < prompts.size(); ++r) {
     const auto& got = (*res)[r];
     EXPECT_EQ(got.generated_ids, RefGreedy(m, prompts[r], 6)) << "row " << r;
-    EXPECT_EQ(got.finish_reason, "length");
+    EXPECT_EQ(got.finish_reason, generate::FinishReason::kLength);
     EXPECT_EQ(streamed[r], got.generated_ids);
     auto single = g->Generate({prompts[r]}, opts);
     ASSERT_TRUE(single.ok()) << single.status().ToString();
@@ -86,7 +86,7 @@ TEST(Generator, StopsAtEndTokenPerRow) {
   opts.eos_token_ids = {ref0[2]};  // row 0 ends at its third token
   auto res = g->Generate(prompts, opts);
   ASSERT_TRUE(res.ok()) << res.status().ToString();
-  EXPECT_EQ((*res)[0].finish_reason, "stop");
+  EXPECT_EQ((*res)[0].finish_reason, generate::FinishReason::kStop);
   EXPECT_EQ((*res)[0].generated_ids, std::vector<int32_t>(ref0.begin(), ref0.begin() + 3));
   // Row 1 continues unless it produces the same id.
   auto it = std::find(ref1.begin(), ref1.end(), ref0[2]);
@@ -288,13 +288,13 @@ TEST(Generator, StopRequestAndContextLimitEndRows) {
   auto stopped = g->Generate({{1, 2, 3}}, opts);
   ASSERT_TRUE(stopped.ok()) << stopped.status().ToString();
   EXPECT_EQ((*stopped)[0].generated_ids.size(), 3u);
-  EXPECT_EQ((*stopped)[0].finish_reason, "stop");
+  EXPECT_EQ((*stopped)[0].finish_reason, generate::FinishReason::kStop);
   opts.stop_requested = nullptr;
   opts.max_context = 8;  // 3 prompt tokens leave room for 5
   auto limited = g->Generate({{1, 2, 3}}, opts);
   ASSERT_TRUE(limited.ok()) << limited.status().ToString();
   EXPECT_EQ((*limited)[0].generated_ids.size(), 5u);
-  EXPECT_EQ((*limited)[0].finish_reason, "length");
+  EXPECT_EQ((*limited)[0].finish_reason, generate::FinishReason::kLength);
   EXPECT_EQ(g->ContextLimit(opts), 8);
   opts.max_context = 0;
   EXPECT_EQ(g->ContextLimit(opts), m.config.max_position_embeddings);
@@ -306,7 +306,7 @@ TEST(Generator, StopRequestAndContextLimitEndRows) {
   auto past = g->Generate({{1, 2, 3}}, opts);
   ASSERT_TRUE(past.ok()) << past.status().ToString();
   EXPECT_EQ(static_cast<int64_t>((*past)[0].generated_ids.size()), trained + 5);
-  EXPECT_EQ((*past)[0].finish_reason, "length");
+  EXPECT_EQ((*past)[0].finish_reason, generate::FinishReason::kLength);
 }
 
 // A request with neither a budget nor a context may run to the context's end, whose KV cache is

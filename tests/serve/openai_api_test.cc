@@ -54,7 +54,8 @@ TEST(OpenAiApi, RefusesMalformedAndWrongTypedBodies) {
   ExpectRefused("{" + msg + R"(, "stream": "yes"})", "stream");
   ExpectRefused("{" + msg + R"(, "stream_options": {"include_usage": 1}})",
                 "stream_options.include_usage");
-  ExpectRefused("{" + msg + R"(, "n": 2})", "n");
+  ExpectRefused("{" + msg + R"(, "n": 0})", "n");
+  ExpectRefused("{" + msg + R"(, "n": 129})", "n");
   ExpectRefused("{" + msg + R"(, "logprobs": 3})", "logprobs");
   ExpectRefused("{" + msg + R"(, "top_logprobs": 3})", "top_logprobs");
   ExpectRefused("{" + msg + R"(, "logprobs": true, "top_logprobs": 50})", "top_logprobs");
@@ -114,6 +115,9 @@ TEST(OpenAiApi, ToolsAndToolMessages) {
             "tools[0].function.parameters"}})
     ExpectRefused("{" + msg + R"(, "tools": )" + tools + "}", param);
   ExpectRefused("{" + msg + R"(, "tool_choice": "sometimes"})", "tool_choice");
+  // Choices are parsed for tool calls one reply at a time: n > 1 with tools is refused.
+  ExpectRefused(
+      "{" + msg + R"(, "n": 2, "tools": [{"type": "function", "function": {"name": "f"}}]})", "n");
   ExpectRefused(R"({"prompt": "x", "tools": [{"type": "function", "function": {"name": "f"}}]})",
                 "tools", Endpoint::kCompletions);
   ExpectRefused(R"({"messages": [{"role": "user", "content": "x", "tool_calls": []}]})",
@@ -205,7 +209,7 @@ TEST(OpenAiApi, ReadsEveryField) {
       {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}],
       "max_completion_tokens": 7, "max_tokens": 99, "temperature": 0.5, "top_p": 0.9,
       "top_k": -1, "seed": 42, "stop": ["x", "yy"], "stream": true,
-      "stream_options": {"include_usage": true}, "n": 1, "logprobs": true, "top_logprobs": 2,
+      "stream_options": {"include_usage": true}, "n": 3, "logprobs": true, "top_logprobs": 2,
       "chat_template_kwargs": {"enable_thinking": false}, "user": "ignored", "tools": null})",
                 &r);
   ASSERT_FALSE(e) << e->message;
@@ -217,6 +221,7 @@ TEST(OpenAiApi, ReadsEveryField) {
   EXPECT_EQ(r.top_p, 0.9);
   EXPECT_EQ(r.top_k, 0);  // -1: no limit
   EXPECT_EQ(r.seed, 42u);
+  EXPECT_EQ(r.n, 3);
   EXPECT_EQ(r.stop, (std::vector<std::string>{"x", "yy"}));
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);

@@ -2,7 +2,8 @@
 // requests of different lengths each give what they give alone and what TextGenerator::Run
 // (`tlaloc generate`) gives, a prompt longer than the prefill chunk is continued through decode
 // steps, a cancelled request frees its slot, a full queue is refused, stop strings and budgets
-// finish requests with the right reason and token counts.
+// finish requests with the right reason and token counts, and a request's n choices share its
+// prompt, each sampling with its own seed.
 #include "tlaloc/serve/scheduler.h"
 
 #include <gtest/gtest.h>
@@ -65,7 +66,7 @@ Done Collect(RequestStream& s) {
   for (const auto& e : events)
     if (e.token >= 0) d.tokens.push_back(e.token);
   d.content = s.content();
-  d.finish_reason = s.finish_reason();
+  d.finish_reason = std::string(generate::FinishReasonName(s.finish_reason()));
   d.error = s.error().ToString();
   d.prompt_tokens = s.prompt_tokens();
   d.completion_tokens = s.completion_tokens();
@@ -326,6 +327,84 @@ TEST(Scheduler, DrainRefusesNewRequests) {
   sr.prepared = std::move(*prep);
   auto late = (*sched)->Submit(std::move(sr));
   EXPECT_EQ(late.status().code(), StatusCode::kUnavailable);
+}
+
+// Each choice's tokens, by the index its events carry.
+std::vector<std::vector<int32_t>> CollectChoices(RequestStream& s) {
+  std::vector<StreamEvent> events;
+  while (s.Wait(events, 50)) {
+  }
+  std::vector<std::vector<int32_t>> tokens(s.choices());
+  for (const auto& e : events)
+    if (e.token >= 0) tokens.at(e.choice).push_back(e.token);
+  return tokens;
+}
+
+std::shared_ptr<RequestStream> SubmitChoices(generate::TextGenerator& text, Scheduler& sched,
+                                             const generate::TextRequest& r, int64_t n) {
+  auto prep = text.Prepare(r);
+  EXPECT_TRUE(prep.ok()) << prep.status().ToString();
+  ScheduledRequest sr;
+  sr.prepared = std::move(*prep);
+  sr.split_reasoning = false;
+  sr.n = n;
+  auto s = sched.Submit(std::move(sr));
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? *s : nullptr;
+}
+
+TEST(Scheduler, ChoicesShareThePromptAndSampleWithTheirOwnSeeds) {
+  auto text = MakeText();
+  auto sched = Scheduler::Start(*text, Options(4));
+  ASSERT_TRUE(sched.ok()) << sched.status().ToString();
+  const std::string prompt = "a prompt of more than sixteen bytes";  // 35 bytes: 2 shared blocks
+  // Greedy: three choices, each what one choice gives.
+  auto one = SubmitChoices(*text, **sched, Greedy(prompt, 8), 1);
+  ASSERT_TRUE(one);
+  const auto alone = CollectChoices(*one);
+  ASSERT_EQ(alone.size(), 1u);
+  auto three = SubmitChoices(*text, **sched, Greedy(prompt, 8), 3);
+  ASSERT_TRUE(three);
+  const auto greedy = CollectChoices(*three);
+  ASSERT_EQ(greedy.size(), 3u);
+  int64_t total = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(greedy[i], alone[0]) << "choice " << i;
+    EXPECT_NE(three->finish_reason(i), generate::FinishReason::kError);
+    total += static_cast<int64_t>(greedy[i].size());
+  }
+  // Usage: the prompt once, the completions of every choice.
+  EXPECT_EQ(three->prompt_tokens(), static_cast<int64_t>(prompt.size()));
+  EXPECT_EQ(three->completion_tokens(), total);
+  // Sampled with a seed: the choices differ, the same request repeats them, and choice 0 is the
+  // one-choice request with that seed (choice i samples with seed + i).
+  generate::TextRequest r = Greedy(prompt, 12);
+  r.temperature = 1.0;
+  r.seed = 42;
+  const auto first = CollectChoices(*SubmitChoices(*text, **sched, r, 3));
+  const auto again = CollectChoices(*SubmitChoices(*text, **sched, r, 3));
+  const auto seed42 = CollectChoices(*SubmitChoices(*text, **sched, r, 1));
+  r.seed = 43;
+  const auto seed43 = CollectChoices(*SubmitChoices(*text, **sched, r, 1));
+  ASSERT_EQ(first.size(), 3u);
+  EXPECT_EQ(first, again);
+  EXPECT_NE(first[0], first[1]);
+  EXPECT_NE(first[1], first[2]);
+  EXPECT_EQ(first[0], seed42[0]);
+  EXPECT_EQ(first[1], seed43[0]);
+  const auto st = (*sched)->Stats();
+  EXPECT_EQ(st.requests_finished, 6);
+  EXPECT_EQ(st.kv_blocks_in_use, 0);
+  EXPECT_EQ(st.kv_blocks_reserved, 0);
+  // More choices than slots can never run: refused at once.
+  auto prep = text->Prepare(Greedy(prompt, 4));
+  ASSERT_TRUE(prep.ok());
+  ScheduledRequest wide;
+  wide.prepared = std::move(*prep);
+  wide.n = 5;
+  auto refused = (*sched)->Submit(std::move(wide));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

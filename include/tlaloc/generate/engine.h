@@ -105,8 +105,14 @@ class Engine {
   int64_t max_len() const { return max_len_; }
   // Positions the slot's sequence holds (0 when unused).
   int64_t slot_length(int64_t slot) const { return lengths_.at(slot); }
-  // Ends the slot's sequence and returns its blocks to the pool.
+  // Ends the slot's sequence and returns its blocks to the pool (a block shared with another
+  // slot's sequence stays with that one).
   void Release(int64_t slot);
+  // Starts `dst`'s sequence (its old one dropped) as the first `positions` positions of `src`'s,
+  // sharing their blocks rather than copying them: `positions` is a whole number of blocks, so
+  // both go on writing only blocks of their own. A shared block counts once in the pool and goes
+  // back when the last sequence holding it is released.
+  Status Share(int64_t src, int64_t dst, int64_t positions);
 
   // The block pool: blocks for `positions` positions, the pool's size, blocks held by sequences,
   // and the bytes one block takes across every layer's keys and values (on each device: its KV
@@ -203,6 +209,7 @@ class Engine {
   std::vector<int64_t> lengths_;
   std::vector<std::vector<int32_t>> tables_;  // each slot's blocks, in sequence order
   std::vector<int32_t> free_;                 // blocks no sequence holds
+  std::vector<int32_t> refs_;                 // sequences holding each block (Share)
   // Each slot's token history (prompt, then generated), position-indexed, and where its prompt
   // ends: the penalties of its rows are computed from it.
   std::vector<std::vector<int32_t>> history_;

@@ -1,6 +1,7 @@
 // The decode loop for a batch of prompts decoded together, each row finishing independently at
-// an end token, the token budget or the context, over the Engine (engine.h): weights uploaded
-// once, the KV cache on the device and donated to every step, programs cached by shape.
+// an end token, the token budget or the context: the batch loop (batch_loop.h) run to completion
+// over the Engine (engine.h): weights uploaded once, the KV cache on the device and donated to
+// every step, programs cached by shape.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "tlaloc/generate/engine.h"
+#include "tlaloc/generate/sequence.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/model_config.h"
 #include "tlaloc/ir/literal.h"
@@ -32,7 +34,7 @@ struct GenerateOptions {
   std::vector<uint64_t> row_seeds;
   // Generation stops for a row when it produces one of these.
   std::vector<int64_t> eos_token_ids;
-  // Asked after each new token of a row (after on_token): true finishes the row with "stop"
+  // Asked after each new token of a row (after on_token): true finishes the row with kStop
   // (a stop string matched, the client went away, the user pressed Ctrl-C).
   std::function<bool(size_t row)> stop_requested;
   // Positions a row may use, prompt included (0: the model's max_position_embeddings; larger
@@ -41,8 +43,8 @@ struct GenerateOptions {
 };
 
 struct GenerateResult {
-  std::vector<int32_t> generated_ids;  // includes the end token when one stopped it
-  std::string finish_reason;           // "stop" (end token) or "length"
+  std::vector<int32_t> generated_ids;                // includes the end token when one stopped it
+  FinishReason finish_reason = FinishReason::kNone;  // kStop (end token) or kLength
 };
 
 struct GenerateTimings {

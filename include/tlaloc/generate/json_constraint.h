@@ -157,6 +157,9 @@ class JsonConstraint : public nn::TokenConstraint {
   Status Accept(int32_t token) override;
   int64_t accepted() const override { return accepted_; }
   bool Complete() const override { return matcher_.Complete(state_); }
+  std::shared_ptr<nn::TokenConstraint> Restarted() const override {
+    return std::make_shared<JsonConstraint>(grammar_, trie_, max_tokens_);
+  }
 
   // Masks computed and masks served from the cache (a reply inside a long string keeps one
   // state), for the benchmark and tests.
@@ -167,6 +170,7 @@ class JsonConstraint : public nn::TokenConstraint {
   void Walk(int32_t node, int depth, std::vector<uint8_t>& mask, int64_t limit, int64_t now_cost,
             int64_t& max_cost);
 
+  std::shared_ptr<const JsonGrammar> grammar_;
   JsonMatcher matcher_;
   std::shared_ptr<const TokenTrie> trie_;
   int64_t max_tokens_ = 0, accepted_ = 0, computed_ = 0, cached_ = 0;

@@ -75,9 +75,10 @@ enum class TextPart { kReasoning, kContent };
 
 struct TextResult {
   std::vector<int32_t> prompt_ids, generated_ids;
-  std::string content;        // the reply, without the think block and stop string
-  std::string reasoning;      // the text inside <think>...</think> (empty when none)
-  std::string finish_reason;  // "stop" (end token or stop string), "length", "cancelled"
+  std::string content;    // the reply, without the think block and stop string
+  std::string reasoning;  // the text inside <think>...</think> (empty when none)
+  // kStop (end token or stop string), kLength, kCancelled, kError (FinishReasonName spells it).
+  FinishReason finish_reason = FinishReason::kNone;
   uint64_t seed = 0;
   GenerateTimings timings;
   std::vector<std::string> notes;  // things the user should know (budget capped, context full)
@@ -168,7 +169,7 @@ class TextGenerator {
   // Checks the request's values (each error names the field and what was expected), renders it
   // and generates. Errors before generation starts come back as a status; a failure during
   // generation comes back in TextResult::error with the text produced until then.
-  // `cancelled` is polled after every token: true ends the request with "cancelled".
+  // `cancelled` is polled after every token: true ends the request with kCancelled.
   StatusOr<TextResult> Run(const TextRequest& request, const TextCallback& on_text = {},
                            const std::function<bool()>& cancelled = {});
 

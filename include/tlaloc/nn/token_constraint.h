@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "tlaloc/support/status.h"
@@ -22,6 +23,9 @@ class TokenConstraint {
   virtual int64_t accepted() const = 0;
   // True when the output so far is complete (an end token may come).
   virtual bool Complete() const = 0;
+  // The same rules from the start, for another sequence of the same request (n > 1): a
+  // constraint holds one sequence's progress, so choices must not share one.
+  virtual std::shared_ptr<TokenConstraint> Restarted() const = 0;
 };
 
 // The bias the engine gives ids a constraint refuses: far below any logit, yet finite so that

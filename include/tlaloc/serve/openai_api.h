@@ -57,13 +57,16 @@ struct ApiRequest {
   // "auto" (the default); "none" passes the tools to the template but leaves the reply text.
   nlohmann::ordered_json tools = nullptr;
   bool parse_tool_calls = false;
+  // Choices (OpenAI's `n`, 1..128; at most the server's --max-batch): choice i samples with
+  // seed + i; refused above 1 with tool-call parsing.
+  int64_t n = 1;
 };
 
 // Parses a request body. Unknown fields are ignored (clients send many); known ones must have
 // their documented types and ranges, and fields that would change the answer but are not
-// honoured (best_of, n > 1, functions, function_call, tool_choice other than "auto" or "none")
-// are refused with a 400 naming them; a response_format schema outside the supported subset is
-// refused naming the keyword (generate/json_constraint.h).
+// honoured (best_of, n > 1 with tools, functions, function_call, tool_choice other than "auto" or
+// "none") are refused with a 400 naming them; a response_format schema outside the supported
+// subset is refused naming the keyword (generate/json_constraint.h).
 std::optional<ApiError> ParseApiRequest(Endpoint endpoint, std::string_view body, ApiRequest* out);
 
 // An unknown model is a 404 "model_not_found", as OpenAI and vLLM answer; an absent model is
@@ -73,17 +76,19 @@ std::optional<ApiError> CheckModel(const ApiRequest& request, const std::string&
 // The request in TextGenerator's terms (context: positions a slot holds).
 generate::TextRequest ToTextRequest(const ApiRequest& request, int64_t context);
 
-// The whole answer of a finished request.
+// The whole answer of a finished request: one choice per RequestStream choice, in index order.
 nlohmann::json CompletionBody(const ApiRequest& request, const std::string& id, int64_t created,
                               const std::string& model, const RequestStream& done,
                               const std::vector<StreamEvent>& events);
-// One streamed chunk for `event` (null when it carries nothing to send), the closing chunk with
-// the finish reason, and the usage chunk (stream_options.include_usage).
+// One streamed chunk for `event` (null when it carries nothing to send; its choice index is the
+// event's), the closing chunk of choice `index` with its finish reason, and the usage chunk
+// (stream_options.include_usage: the prompt counted once, the completions of every choice).
 std::optional<nlohmann::json> StreamChunk(const ApiRequest& request, const std::string& id,
                                           int64_t created, const std::string& model,
                                           const StreamEvent& event, bool first);
 nlohmann::json FinishChunk(const ApiRequest& request, const std::string& id, int64_t created,
-                           const std::string& model, const std::string& finish_reason);
+                           const std::string& model, const std::string& finish_reason,
+                           int64_t index = 0);
 // A streamed tool call (the `index`-th of the reply), whole: id, type, name and all arguments.
 nlohmann::json ToolCallChunk(const ApiRequest& request, const std::string& id, int64_t created,
                              const std::string& model, size_t index, const ParsedToolCall& call);

@@ -1,12 +1,14 @@
-// Continuous batching over the engine's slots and KV blocks: requests wait in a bounded queue,
-// take a free slot at a decode-step boundary once the block pool can hold their whole budget
-// (prompt plus max_tokens, within the context), and leave the step they finish (end token, stop
+// Continuous batching over the engine's slots and KV blocks: requests wait in a bounded queue
+// and the batch loop (generate/batch_loop.h, the same loop `tlaloc generate` runs) admits them at
+// a decode-step boundary once a slot is free and the block pool can hold their whole budget
+// (prompt plus max_tokens, within the context); they leave the step they finish (end token, stop
 // string, budget, or the client going away), returning their blocks. One thread owns the engine;
 // every loop it runs at most one prefill chunk of one request and then one decode step over
 // every request whose prompt is in, so a prompt holds running requests up for one chunk at most,
 // and a long prompt is prefilled chunk by chunk between decode steps (each chunk continues the
-// sequence over its blocks). Sampling settings and seeds are per-row inputs of the step programs:
-// no request compiles anything its shape bucket has not already compiled.
+// sequence over its blocks). A request of n choices takes n slots; its prompt is prefilled once
+// and its KV blocks shared (BatchLoop). Sampling settings and seeds are per-row inputs of the
+// step programs: no request compiles anything its shape bucket has not already compiled.
 #pragma once
 
 #include <atomic>
@@ -20,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "tlaloc/generate/batch_loop.h"
 #include "tlaloc/generate/text_generation.h"
 #include "tlaloc/support/status.h"
 
@@ -42,8 +45,9 @@ struct TokenLogprob {
   double logprob = 0;
 };
 
-// What one decode step added to a request.
+// What one step added to one choice of a request.
 struct StreamEvent {
+  int64_t choice = 0;              // which of the request's n choices
   std::string content, reasoning;  // text that became final (either may be empty)
   int32_t token = -1;
   std::optional<TokenLogprob> chosen;  // with `top`, when logprobs were asked for
@@ -56,6 +60,9 @@ struct ScheduledRequest {
   std::vector<std::string> stop;
   bool split_reasoning = true;  // route <think>...</think> to reasoning (chat requests)
   int top_logprobs = -1;        // -1: no logprobs; 0..20: the chosen token and this many others
+  // Choices (OpenAI's `n`): each samples with seed prepared.seed + its index, so choice 0 is
+  // what a request of one choice with that seed gives.
+  int64_t n = 1;
 };
 
 // The scheduler's side of one request, shared with the thread that answers the client.
@@ -63,30 +70,39 @@ class RequestStream {
  public:
   // Waits up to `timeout_ms` for events; moves them to `out`. False once finished and drained.
   bool Wait(std::vector<StreamEvent>& out, int timeout_ms);
-  // Asks the scheduler to drop the request (its slot is freed at the next step boundary).
+  // Asks the scheduler to drop the request (its slots are freed at the next step boundary).
   void Cancel() { cancelled_.store(true); }
   bool cancelled() const { return cancelled_.load(); }
+  int64_t choices() const { return static_cast<int64_t>(choices_.size()); }
 
-  // Valid once Wait returned false.
-  const std::string& finish_reason() const { return finish_reason_; }  // stop, length, error
+  // Valid once Wait returned false. finish_reason and error: kError when a choice failed (the
+  // first error), else the choice's reason; content and reasoning per choice.
+  generate::FinishReason finish_reason(int64_t choice = 0) const;
   const Status& error() const { return error_; }
-  int64_t prompt_tokens() const { return prompt_tokens_; }
-  int64_t completion_tokens() const { return completion_tokens_; }
-  const std::string& content() const { return content_; }
-  const std::string& reasoning() const { return reasoning_; }
+  int64_t prompt_tokens() const { return prompt_tokens_; }          // once, however many choices
+  int64_t completion_tokens() const { return completion_tokens_; }  // all choices
+  const std::string& content(int64_t choice = 0) const { return choices_.at(choice).content; }
+  const std::string& reasoning(int64_t choice = 0) const { return choices_.at(choice).reasoning; }
   double seconds_to_first_token() const { return first_token_s_; }
 
  private:
   friend class Scheduler;
+  struct Choice {
+    generate::FinishReason finish_reason = generate::FinishReason::kNone;
+    std::string content, reasoning;
+  };
   void Push(StreamEvent event);
-  void Finish(std::string reason, Status error);
+  // Records a choice's end; the stream finishes with its last choice.
+  void FinishChoice(int64_t choice, generate::FinishReason reason, Status error,
+                    int64_t completion_tokens, std::string content, std::string reasoning);
 
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<StreamEvent> events_;
   bool finished_ = false;
   std::atomic<bool> cancelled_{false};
-  std::string finish_reason_, content_, reasoning_;
+  std::vector<Choice> choices_ = std::vector<Choice>(1);
+  int64_t choices_done_ = 0;
   Status error_;
   int64_t prompt_tokens_ = 0, completion_tokens_ = 0;
   double first_token_s_ = 0;
@@ -124,8 +140,8 @@ class Scheduler {
 
   const SchedulerOptions& options() const { return options_; }
   // Queues a request. ResourceExhausted when the queue is full, Unavailable while draining,
-  // InvalidArgument when the prompt does not fit a slot or the whole block pool. max_tokens is
-  // capped by what the context and the pool hold.
+  // InvalidArgument when the prompt does not fit a slot or the whole block pool, or its n choices
+  // need more slots than there are. max_tokens is capped by what the context and the pool hold.
   StatusOr<std::shared_ptr<RequestStream>> Submit(ScheduledRequest request);
   // Refuses new requests from now on and returns once every queued and running one finished.
   void Drain();
@@ -133,27 +149,28 @@ class Scheduler {
   SchedulerStats Stats() const;
 
  private:
-  struct Active;
+  struct Request;
+  class Active;
   Scheduler(generate::TextGenerator& text, SchedulerOptions options);
   void Loop();
   // One iteration: admit, one prefill chunk, one decode step. False when there is nothing to do.
   bool Step();
-  Status PrefillChunk(Active& a);
-  Status DecodeStep();
-  // Feeds a sampled token to its request (text, stop strings, budget); true when it finished.
-  bool Accept(Active& a, int32_t token, const float* logits, int64_t vocab);
-  void Retire(Active& a, const std::string& reason, Status error = OkStatus());
-  void FailAll(const Status& error);
+  // A choice ended (called by its Active, its blocks already back): the request's stream and the
+  // stats hear of it; the request ends with its last choice.
+  void ChoiceFinished(Active& a, generate::FinishReason reason, Status error);
+  // A queued request that never ran (cancelled while waiting).
+  void FinishQueued(Request& r, generate::FinishReason reason);
+  void CountFinished(Request& r, generate::FinishReason reason);  // mu_ held
+  // The loop's step counters into stats_ (mu_ held), before a client can hear of the step.
+  void CopyCounters();
 
   generate::TextGenerator& text_;
   generate::Engine& engine_;
   SchedulerOptions options_;
+  std::unique_ptr<generate::BatchLoop> loop_;  // loop thread only (after Start)
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::unique_ptr<Active>> queue_;   // guarded by mu_
-  std::vector<std::unique_ptr<Active>> slots_;  // loop thread only; null: free
-  int64_t reserved_blocks_ = 0;                 // loop thread only: running requests' budgets
-  int64_t test_decode_steps_ = 0;               // loop thread only: TLALOC_TEST_FAIL_DECODE_STEP
+  std::deque<generate::SequenceGroup> queue_;  // guarded by mu_: one group per request
   std::atomic<bool> draining_{false}, stop_{false};
   SchedulerStats stats_;  // guarded by mu_
   std::thread thread_;
