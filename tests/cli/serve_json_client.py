@@ -4,7 +4,7 @@ draws, every reply must parse and validate. Each CHECK names one behaviour:
 
   object     response_format {"type": "json_object"}: 8 sampled replies (temperature 1, seeds
              0..7) finish with "stop" and json.loads gives an object; one streamed reply's deltas
-             parse too.
+             parse too; an n=2 request's two choices each parse.
   schema     response_format json_schema with 3 schemas (required keys, enums, integers, arrays of
              objects, anyOf with null, $defs/$ref, additionalProperties false): 4 sampled replies
              each finish with "stop" and jsonschema validates every one (100%); /v1/completions
@@ -112,6 +112,13 @@ def check_object(client, model):
     text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
     assert isinstance(json.loads(text), dict), text
     print("ok: 8 json_object replies and a streamed one parse as objects (finish_reason stop)")
+    # n > 1: each choice follows its own reply through the grammar.
+    r = chat(client, model, 200, {"type": "json_object"}, n=2)
+    assert len(r.choices) == 2, r
+    for c in r.choices:
+        assert c.finish_reason == "stop", (c.index, c.finish_reason, c.message.content)
+        assert isinstance(json.loads(c.message.content), dict), c.message.content
+    print("ok: n=2 constrained choices both parse as objects")
 
 
 def check_schema(client, model):
