@@ -1,8 +1,12 @@
 // tlaloc aot: compiles the programs a session recorded (TLALOC_PROGRAMS_DIR) for a plugin's
 // topology, with no client and no device, and writes summary.tsv and errors/ (pjrt/aot.h).
 #include <cstdio>
+#include <fstream>
+#include <map>
 #include <memory>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "commands.h"
 #include "tlaloc/pjrt/aot.h"
@@ -19,6 +23,8 @@ struct AotArgs {
   std::string out;
   bool strict_precision = false;
   bool tpu_form = false;
+  std::vector<std::string> topology_options;  // KEY=VALUE
+  std::string target_config;                  // a file: the create option target_config
 };
 
 int RunAotCommand(const AotArgs& args) {
@@ -50,8 +56,30 @@ int RunAotCommand(const AotArgs& args) {
     }
     out = args.dir + "/aot-" + name;
   }
-  auto report =
-      pjrt::RunAot(*api, args.topology, args.dir, out, args.strict_precision, args.tpu_form);
+  std::map<std::string, std::string> options;
+  for (const std::string& kv : args.topology_options) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::fprintf(stderr, "tlaloc aot: --topology-option '%s': expected KEY=VALUE\n", kv.c_str());
+      return kExitUsage;
+    }
+    options[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  if (!args.target_config.empty()) {
+    std::ifstream in(args.target_config, std::ios::binary);
+    if (!in) {
+      std::fprintf(stderr,
+                   "tlaloc aot: --target-config %s: cannot read it (expected a "
+                   "GpuTargetConfigProto in text form)\n",
+                   args.target_config.c_str());
+      return kExitUsage;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    options["target_config"] = text.str();
+  }
+  auto report = pjrt::RunAot(*api, args.topology, args.dir, out, args.strict_precision,
+                             args.tpu_form, options);
   if (!report.ok()) {
     std::fprintf(stderr, "tlaloc aot: %s\n", report.status().ToString().c_str());
     return kExitFailure;
@@ -83,14 +111,20 @@ void RegisterAotCommand(CLI::App& app) {
       "aot", "Compile recorded programs (TLALOC_PROGRAMS_DIR) for a plugin's topology, no device");
   cmd->add_option("--plugin", args->plugin, "The plugin: cpu, xla-cpu, cuda, tpu or a plugin path")
       ->required();
-  cmd->add_option("--topology", args->topology,
-                  "The topology to compile for: cpu:N (Tlaloc's plugin), v6e:2x2 (libtpu), ...")
+  cmd->add_option(
+         "--topology", args->topology,
+         "The topology to compile for: cpu:N (Tlaloc's plugin), v6e:2x2 (libtpu), 1x1x1 (XLA:CUDA)")
       ->required();
   cmd->add_option("--out", args->out, "Where summary.tsv and errors/ go (default DIR/aot-NAME)");
   cmd->add_flag("--strict-precision", args->strict_precision,
                 "Compile every program with xla_allow_excess_precision = false");
   cmd->add_flag("--tpu-form", args->tpu_form,
                 "Print every program as a TPU session sends it (f32 dots at precision HIGHEST)");
+  cmd->add_option("--topology-option", args->topology_options,
+                  "KEY=VALUE, a create option of the topology (repeatable)");
+  cmd->add_option("--target-config", args->target_config,
+                  "XLA:CUDA: a GpuTargetConfigProto text file (the GPU compiled for, none needed; "
+                  "scripts/bringup/cuda_target_config.py extracts the plugin's own)");
   cmd->add_option("DIR", args->dir, "The recorded programs' folder")->required();
   cmd->callback([args] { SetExitCode(RunAotCommand(*args)); });
 }

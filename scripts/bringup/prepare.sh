@@ -10,7 +10,13 @@
 #             (session.sh puts lib/ on LD_LIBRARY_PATH; the cpu target finds the plugin in ../lib)
 #   session.sh, versions (pinned libtpu / jax-cuda13-pjrt), MANIFEST (commit, build flags,
 #   required glibc, plugin versions, sha256 of every file)
-# Env: BRINGUP_OUT (the tarball's path), BRINGUP_NO_STRIP=1 keeps debug info.
+#   kernels/pallas-tpu/  Mosaic kernels made from Pallas here (scripts/kernels/pallas_tpu_kernels.py
+#             --check: the sealed tlaloc-tpu variant, references, jax's programs) and aot/, the
+#             programs kernelized with them in TPU form (tpu_custom_call), for `tlaloc aot`; the
+#             kernels lane runs on them (session.sh). Needs jax in BRINGUP_PYTHON.
+# Env: BRINGUP_OUT (the tarball's path), BRINGUP_NO_STRIP=1 keeps debug info, BRINGUP_PYTHON (the
+# checkout's third_party_py/bin/python), BRINGUP_PALLAS (auto: ship kernels/pallas-tpu when jax
+# imports, else say so in the MANIFEST; 1: required; 0: never).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -53,6 +59,30 @@ for t in "${required_tests[@]}" "${optional_tests[@]}"; do
   f=$build/tests/tlaloc_${t}_tests
   [ -x "$f" ] && copy_elf "$f" "$stage/bin/tlaloc_${t}_tests"
 done
+# The Pallas-made TPU kernels and the programs kernelized with them.
+pallas_note="not included (BRINGUP_PALLAS=0)"
+python=${BRINGUP_PYTHON:-$root/third_party_py/bin/python}
+if [ "${BRINGUP_PALLAS:-auto}" != 0 ]; then
+  if [ -x "$python" ] && "$python" -c 'import jax' >/dev/null 2>&1; then
+    pallas=$stage/kernels/pallas-tpu
+    log=$stage_parent/pallas.log
+    if ! "$python" "$root/scripts/kernels/pallas_tpu_kernels.py" --check --out "$pallas" \
+      --tlaloc "$build/apps/tlaloc" >"$log" 2>&1 ||
+      ! TLALOC_PALLAS_REPO=$pallas TLALOC_PALLAS_AOT_DIR=$pallas/aot \
+        "$build/tests/tlaloc_kernels_tests" --gtest_filter='PallasTpuKernels.*' >>"$log" 2>&1; then
+      tail -30 "$log" >&2
+      echo "prepare.sh: making kernels/pallas-tpu failed (above)" >&2
+      exit 1
+    fi
+    pallas_note="kernels/pallas-tpu: $(find "$pallas/build/tlaloc-tpu" -name '*.mosaic' | wc -l) payloads, $(wc -l <"$pallas/aot/index.tsv") aot programs ($("$python" -c 'import jax; print("jax", jax.__version__)'))"
+  elif [ "${BRINGUP_PALLAS:-auto}" = 1 ]; then
+    echo "prepare.sh: BRINGUP_PALLAS=1 but $python cannot import jax (scripts/setup.sh installs it)" >&2
+    exit 2
+  else
+    pallas_note="not included: $python cannot import jax"
+    echo "prepare.sh: warning: kernels/pallas-tpu $pallas_note" >&2
+  fi
+fi
 cp "$here/session.sh" "$stage/session.sh"
 chmod +x "$stage/session.sh"
 cp "$here/versions" "$stage/versions"
@@ -122,6 +152,7 @@ fi
   echo "build: $build_type, $compiler ($("$compiler" --version 2>/dev/null | head -n 1))"
   echo "cxx_flags: $(cache_value CMAKE_CXX_FLAGS) $(cache_value "CMAKE_CXX_FLAGS_$build_type_upper") -Wall -Wextra -Werror"
   echo "stripped: $([ "${BRINGUP_NO_STRIP:-0}" = 1 ] && echo no || echo yes)"
+  echo "pallas_tpu: $pallas_note"
   echo "glibc_required: ${glibc_needed:-unknown} (glibc's objects are not bundled)"
   echo "glibc_required_compat: ${glibc_compat:-none} (lib/compat: libstdc++ and libgcc_s, used only where the machine's are older than GCC $(gcc -dumpversion 2>/dev/null)'s)"
   sed -n 's/^\([A-Z0-9_]*_VERSION\)=\(.*\)$/plugin_pin: \1=\2/p' "$here/versions"

@@ -21,6 +21,14 @@
 #    renamed suite) counts as a failure naming the pattern.
 # 4. summary.txt (printed) and bringup-results-<time>.tar.gz in RESULTS_DIR.
 # Exit: 0 every lane PASSED or SKIPPED by name, 1 otherwise, 2 preflight refused.
+# --dry-run prints each chosen lane's entries for TARGET (as they would run) and exits 0, with no
+# preflight, no results and nothing run.
+#
+# kernels/pallas-tpu/ (when prepare.sh shipped it): Mosaic kernels made from Pallas on the
+# development machine (scripts/kernels/pallas_tpu_kernels.py --check), with the references they
+# are checked against and aot/, the kernelized programs; the kernels lane runs PallasTpuKernels.*
+# on them (TLALOC_PALLAS_REPO) and, for TARGET=tpu, compiles aot/ with the machine's libtpu
+# (`tlaloc aot --plugin tpu --topology $PALLAS_AOT_TOPOLOGY`, default v6e:1x1).
 #
 # Environment: TARGET (tpu), MIN_FREE_GB (10), LANE_TIMEOUT (1800 s), DUMPS (0), RESULTS_DIR
 # ($HOME), INSTALL_PLUGIN (auto: pip-install the pinned plugin when none resolves; 0: never),
@@ -46,9 +54,11 @@ usage() {
   sed -n '2,/^set -u/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
 }
 lanes=()
+DRY_RUN=0
 for a in "$@"; do
   case "$a" in
   -h | --help) usage; exit 0 ;;
+  --dry-run) DRY_RUN=1 ;;
   g2b | kernels | training | multichip | serving | finetune | suite) lanes+=("$a") ;;
   *)
     echo "session.sh: unknown lane '$a' (lanes: ${ALL_LANES[*]})" >&2
@@ -64,6 +74,93 @@ esac
 case "$MIN_FREE_GB$LANE_TIMEOUT" in
 *[!0-9]*) echo "session.sh: MIN_FREE_GB and LANE_TIMEOUT must be whole numbers" >&2; exit 2 ;;
 esac
+
+PALLAS_REPO=$BUNDLE/kernels/pallas-tpu
+[ -d "$PALLAS_REPO" ] && export TLALOC_PALLAS_REPO=$PALLAS_REPO
+PALLAS_AOT_TOPOLOGY=${PALLAS_AOT_TOPOLOGY:-v6e:1x1}
+# ------------------------------------------------------------------------------------ lanes
+# Each lane is a list of entries: BINARY=GTEST_FILTER, or cmd:NAME=COMMAND (one test, passed
+# when it exits 0). The device tests choose their plugin through TLALOC_TEST_PJRT_TARGET.
+lane_entries() {
+  local override_var=BRINGUP_LANE_$1
+  if [ -n "${!override_var:-}" ]; then
+    tr ';' '\n' <<<"${!override_var}"
+    return
+  fi
+  case "$1" in
+  g2b) # the first questions to a new target: platform, numerics the runbook lists, the ABI
+    echo "tlaloc_plugin_tests=TpuFirstRun.*"
+    echo "tlaloc_pjrt_tests=PjrtSessionPlatform.*:SessionTest.*:CompileOptions.*:CreateOptions.*:PjrtCApi.*:PjrtApi.*"
+    # The same questions (threefry bits, the bf16 convert pair and dot, bytes on the device) on
+    # any target's plugin, against the interpreter (docs/PJRT.md, "XLA:CPU").
+    [ "$TARGET" = cpu ] || echo "tlaloc_plugin_tests=LaneNumerics.*"
+    ;;
+  kernels) # kernel variants for the target and mappings; KernelizeTest needs the checkout's
+    # examples/kernels (the suite lane runs it)
+    echo "tlaloc_kernels_tests=KernelVariants.*:KernelMappingJson.*:MetadataFuzzFindings.*"
+    if [ -d "$PALLAS_REPO" ]; then
+      # The Pallas-made Mosaic payloads: kernelize claims the tiny decode step and
+      # nn::PagedAttention with them, they round-trip the parser, the layers they replace match
+      # Pallas' interpret mode; on a TPU the kernelized programs compile with its libtpu.
+      echo "tlaloc_kernels_tests=PallasTpuKernels.*"
+      [ "$TARGET" = tpu ] &&
+        echo "cmd:pallas-aot=\"\$BIN/tlaloc\" aot --plugin tpu --topology $PALLAS_AOT_TOPOLOGY --out \"\$LANE_DIR/pallas-aot\" \"$PALLAS_REPO/aot\""
+    fi
+    ;;
+  training) # the train step through the target's plugin against the interpreter
+    echo "tlaloc_train_tests=TrainerPjrt.*:AdamW.*:LmHeadCrossEntropy.*"
+    echo "tlaloc_pjrt_tests=BackendParity.*"
+    # Gradients with remat, AdamW donation honoured in place, compiled memory against Tlaloc's
+    # prediction; the sharding plans are the multichip lane's.
+    [ "$TARGET" = cpu ] ||
+      echo "tlaloc_train_tests=LaneTrain.*:LaneMemory.*:-LaneTrain.ShardingPlans*:LaneTrain.ShardyGlobal*"
+    ;;
+  multichip) # collectives across devices (Tlaloc's plugin and interpreter, docs/SHARDING.md)
+    echo "tlaloc_plugin_tests=PluginDevices.*"
+    echo "tlaloc_runtime_tests=MultiDeviceBackend.*"
+    if [ "$TARGET" != cpu ]; then
+      # The sharding plans on the target's own devices (2 and 4): tensor-parallel generation,
+      # the per-device train steps of dp, fsdp, tp, dp_tp and the Shardy global program that
+      # XLA partitions itself (docs/PJRT.md, "XLA:CPU").
+      echo "tlaloc_plugin_tests=LaneQwen3.TensorParallel*"
+      echo "tlaloc_train_tests=LaneTrain.ShardingPlansGiveTheUnshardedLosses:LaneTrain.ShardyGlobalProgramGivesTheUnshardedStep"
+    fi
+    ;;
+  serving) # Qwen3 generation through the plugin: the interpreter's tokens and logits
+    echo "tlaloc_plugin_tests=PluginGenerate.*:PluginMemoryStats.*"
+    # Dense, MoE and int8 Qwen3, paged-KV decode and top-k 4,096 sampling against the interpreter.
+    [ "$TARGET" = cpu ] || echo "tlaloc_plugin_tests=LaneQwen3.*:-LaneQwen3.TensorParallel*"
+    ;;
+  finetune) # the whole fine-tuning cycle on the target
+    echo "cmd:finetune-demo=\"\$BIN/tlaloc\" finetune-demo --target $TARGET --out \"\$LANE_DIR/finetune-demo\" ${FINETUNE_ARGS:---steps 300}"
+    ;;
+  suite) # every test binary of the bundle, whole
+    local b
+    for b in "$BIN"/tlaloc_*_tests; do echo "$(basename "$b")=*"; done
+    ;;
+  esac
+}
+# Why a lane cannot run on this machine, or nothing.
+lane_skip_reason() {
+  case "$1" in
+  multichip)
+    # Both CPU plugins create the devices a client asks for (cpu_device_count): the lane's
+    # tests ask for 2 and 4.
+    if [ "$TARGET" != cpu ] && [ "$TARGET" != xla-cpu ] && [ "$CHIPS" -lt "$MULTICHIP_MIN_CHIPS" ]; then
+      echo "needs $MULTICHIP_MIN_CHIPS chips (MULTICHIP_MIN_CHIPS), this machine has $CHIPS"
+    fi
+    ;;
+  esac
+}
+
+if [ "$DRY_RUN" = 1 ]; then
+  for lane in "${lanes[@]}"; do
+    while IFS= read -r entry; do
+      [ -n "$entry" ] && printf '%s\t%s\n' "$lane" "$entry"
+    done < <(lane_entries "$lane")
+  done
+  exit 0
+fi
 
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$RESULTS_DIR" || { echo "session.sh: cannot create RESULTS_DIR=$RESULTS_DIR" >&2; exit 2; }
@@ -290,72 +387,6 @@ fi
 say "preflight passed for TARGET=$TARGET ($(grep -c '^ok:' "$WORK/preflight.txt") checks; preflight.txt)"
 
 # ------------------------------------------------------------------------------------ lanes
-# Each lane is a list of entries: BINARY=GTEST_FILTER, or cmd:NAME=COMMAND (one test, passed
-# when it exits 0). The device tests choose their plugin through TLALOC_TEST_PJRT_TARGET.
-lane_entries() {
-  local override_var=BRINGUP_LANE_$1
-  if [ -n "${!override_var:-}" ]; then
-    tr ';' '\n' <<<"${!override_var}"
-    return
-  fi
-  case "$1" in
-  g2b) # the first questions to a new target: platform, numerics the runbook lists, the ABI
-    echo "tlaloc_plugin_tests=TpuFirstRun.*"
-    echo "tlaloc_pjrt_tests=PjrtSessionPlatform.*:SessionTest.*:CompileOptions.*:CreateOptions.*:PjrtCApi.*:PjrtApi.*"
-    # The same questions (threefry bits, the bf16 convert pair and dot, bytes on the device) on
-    # any target's plugin, against the interpreter (docs/PJRT.md, "XLA:CPU").
-    [ "$TARGET" = cpu ] || echo "tlaloc_plugin_tests=LaneNumerics.*"
-    ;;
-  kernels) # kernel variants for the target and mappings; no device kernel test exists yet, and
-    # KernelizeTest needs the checkout's examples/kernels (the suite lane runs it)
-    echo "tlaloc_kernels_tests=KernelVariants.*:KernelMappingJson.*:MetadataFuzzFindings.*"
-    ;;
-  training) # the train step through the target's plugin against the interpreter
-    echo "tlaloc_train_tests=TrainerPjrt.*:AdamW.*:LmHeadCrossEntropy.*"
-    echo "tlaloc_pjrt_tests=BackendParity.*"
-    # Gradients with remat, AdamW donation honoured in place, compiled memory against Tlaloc's
-    # prediction; the sharding plans are the multichip lane's.
-    [ "$TARGET" = cpu ] ||
-      echo "tlaloc_train_tests=LaneTrain.*:LaneMemory.*:-LaneTrain.ShardingPlans*:LaneTrain.ShardyGlobal*"
-    ;;
-  multichip) # collectives across devices (Tlaloc's plugin and interpreter, docs/SHARDING.md)
-    echo "tlaloc_plugin_tests=PluginDevices.*"
-    echo "tlaloc_runtime_tests=MultiDeviceBackend.*"
-    if [ "$TARGET" != cpu ]; then
-      # The sharding plans on the target's own devices (2 and 4): tensor-parallel generation,
-      # the per-device train steps of dp, fsdp, tp, dp_tp and the Shardy global program that
-      # XLA partitions itself (docs/PJRT.md, "XLA:CPU").
-      echo "tlaloc_plugin_tests=LaneQwen3.TensorParallel*"
-      echo "tlaloc_train_tests=LaneTrain.ShardingPlansGiveTheUnshardedLosses:LaneTrain.ShardyGlobalProgramGivesTheUnshardedStep"
-    fi
-    ;;
-  serving) # Qwen3 generation through the plugin: the interpreter's tokens and logits
-    echo "tlaloc_plugin_tests=PluginGenerate.*:PluginMemoryStats.*"
-    # Dense, MoE and int8 Qwen3, paged-KV decode and top-k 4,096 sampling against the interpreter.
-    [ "$TARGET" = cpu ] || echo "tlaloc_plugin_tests=LaneQwen3.*:-LaneQwen3.TensorParallel*"
-    ;;
-  finetune) # the whole fine-tuning cycle on the target
-    echo "cmd:finetune-demo=\"\$BIN/tlaloc\" finetune-demo --target $TARGET --out \"\$LANE_DIR/finetune-demo\" ${FINETUNE_ARGS:---steps 300}"
-    ;;
-  suite) # every test binary of the bundle, whole
-    local b
-    for b in "$BIN"/tlaloc_*_tests; do echo "$(basename "$b")=*"; done
-    ;;
-  esac
-}
-# Why a lane cannot run on this machine, or nothing.
-lane_skip_reason() {
-  case "$1" in
-  multichip)
-    # Both CPU plugins create the devices a client asks for (cpu_device_count): the lane's
-    # tests ask for 2 and 4.
-    if [ "$TARGET" != cpu ] && [ "$TARGET" != xla-cpu ] && [ "$CHIPS" -lt "$MULTICHIP_MIN_CHIPS" ]; then
-      echo "needs $MULTICHIP_MIN_CHIPS chips (MULTICHIP_MIN_CHIPS), this machine has $CHIPS"
-    fi
-    ;;
-  esac
-}
-
 # count_xml FILE: "passed failed skipped" over the <testcase> elements gtest wrote.
 # empty_patterns BINARY FILTER: prints (space-separated) each positive pattern of the gtest
 # FILTER that, with FILTER's negative part, selects no test of BINARY.

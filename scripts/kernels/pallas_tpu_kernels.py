@@ -11,10 +11,11 @@ module. This script lowers, at the decode shapes (batch 1, one token) of Tlaloc'
   paged decode step gathers from its KV pages by the block table (pages of 16 positions, a table
   of 2 blocks for tiny, 4 for qwen3-0.6b), scale 1/sqrt(head size), grouped query heads;
 - PagedAttention: jax's own `pallas.ops.tpu.paged_attention` decode kernel reading the KV pages
-  at qwen3-0.6b's heads (16 query, 8 KV heads of 128; pages of 16 tokens). Its custom call takes
-  jax's layout (KV pages [Hkv, N, P, D], scalar-prefetch lengths and page indices) and returns
-  three results, so it is not a layer kernelize can claim; the repository carries its payload
-  and jax's lowered wrapper program (`programs/`), which Tlaloc parses, prints and compiles.
+  at qwen3-0.6b's heads (16 query, 8 KV heads of 128; a pool of 12 pages of 16 tokens, 4 per
+  sequence). Its custom call takes jax's layout (KV pages [Hkv, N, P, D], scalar-prefetch lengths
+  and page indices) and returns three results (o, m, l); the layer entry names kernelize's
+  `jax-paged-attention` adapter, which maps nn::PagedAttention's operands onto it and its results
+  back (out, lse). jax's lowered wrapper program (`programs/`) is kept as well.
 
 and writes DIR/build/tlaloc-tpu/ in the kernel hub's layout: one `.mosaic` file per kernel and
 shape (the backend_config string exactly as jax lowered it) and a metadata.json whose layers
@@ -24,7 +25,9 @@ at run time), then seals it with `tlaloc kernels seal`. With --check, it also ru
 RMSNorm / SiluAndMul / Attention kernel in Pallas' interpret mode on jax's CPU backend on seeded
 inputs and writes DIR/check/<kernel>.{in0,in1,...,out}.npy and check/index.tsv (kernel, layer,
 operand count) for Tlaloc's interpreter to be compared against; DIR/programs/ gets jax's lowered
-modules as jax printed them.
+modules as jax printed them. --check also writes check/paged_attention.{layer_in,kernel_in,
+kernel_out}N.npy: the layer's inputs, the kernel's (mapped as the adapter maps them) and what the
+kernel returns in Pallas' TPU interpret mode.
 
 Usage: pallas_tpu_kernels.py --out DIR [--tlaloc build/apps/tlaloc] [--check]
                              [--presets tiny,qwen3-0.6b]
@@ -177,19 +180,107 @@ def kernels_for(preset):
     return out
 
 
-def paged_attention_program():
-    """jax's paged attention at qwen3-0.6b's heads: (module text, payload, description)."""
+# jax's paged attention at qwen3-0.6b's heads: 16 query and 8 KV heads of 128, a pool of 12 pages
+# of 16 positions (not 8: the pool's [N, Hkv] and the kernel's [Hkv, N] must differ to be
+# told apart), a table of 4 pages per sequence.
+PAGED = dict(hq=16, hkv=8, d=128, page=16, pages=12, per_seq=4)
+
+
+def paged_attention_call(q, k, v, lengths, table):
     from jax.experimental.pallas.ops.tpu import paged_attention as pa
-    hq, hkv, d, page, pages, per_seq = 16, 8, 128, 16, 8, 4
-    f = lambda q, k, v, lengths, table: pa.paged_attention(  # noqa: E731
-        q, k, v, lengths, table, pages_per_compute_block=2)
-    args = [jax.ShapeDtypeStruct((1, hq, d), jnp.float32),
-            jax.ShapeDtypeStruct((hkv, pages, page, d), jnp.float32),
-            jax.ShapeDtypeStruct((hkv, pages, page, d), jnp.float32),
-            jax.ShapeDtypeStruct((1,), jnp.int32), jax.ShapeDtypeStruct((1, per_seq), jnp.int32)]
-    text = jax.jit(f).trace(*args).lower(lowering_platforms=("tpu",)).as_text()
-    m = re.search(r'@tpu_custom_call\([^)]*\) \{backend_config = "((?:[^"\\]|\\.)*)"', text)
-    return text, mlir_string_value(m.group(1))
+    return pa.paged_attention(q, k, v, lengths, table, pages_per_compute_block=2)
+
+
+def paged_attention_program():
+    """jax's paged attention lowered for tpu: (module text, payload, the custom call's operand
+    and result types)."""
+    p = PAGED
+    args = [jax.ShapeDtypeStruct((1, p["hq"], p["d"]), jnp.float32),
+            jax.ShapeDtypeStruct((p["hkv"], p["pages"], p["page"], p["d"]), jnp.float32),
+            jax.ShapeDtypeStruct((p["hkv"], p["pages"], p["page"], p["d"]), jnp.float32),
+            jax.ShapeDtypeStruct((1,), jnp.int32),
+            jax.ShapeDtypeStruct((1, p["per_seq"]), jnp.int32)]
+    text = jax.jit(paged_attention_call).trace(*args).lower(lowering_platforms=("tpu",)).as_text()
+    line = [ln for ln in text.splitlines() if "@tpu_custom_call" in ln][0]
+    config = re.search(r'backend_config = "((?:[^"\\]|\\.)*)"', line).group(1)
+    types = re.search(r'\} : \((.*)\) -> \((.*)\)$', line)
+    return text, mlir_string_value(config), types.group(1).split(", "), types.group(2).split(", ")
+
+
+def paged_attention_layer(kernel_in, kernel_out):
+    """The PagedAttention layer entry: jax's kernel claims nn::PagedAttention's decode call sites
+    through kernelize's `jax-paged-attention` adapter (docs/kernels.md). Operands in the order of
+    their first use in the layer's decomposition."""
+    p = PAGED
+    pages = type_text([p["pages"], p["hkv"], p["page"], p["d"]])
+    q = type_text([1, 1, p["hq"], p["d"]])
+    return {"operands": ["k_pages", "block_table", "v_pages", "q", "kv_start", "kv_lengths",
+                         "q_positions"],
+            "results": ["out", "lse"], "attributes": ["scale"], "dtypes": ["f32"],
+            "has-backward": False,
+            "payloads": [{"payload": "paged_attention_qwen3-0.6b.mosaic",
+                          "adapter": "jax-paged-attention",
+                          "operand-types": [pages, type_text([1, p["per_seq"]], "i32"), pages, q,
+                                            type_text([1], "i32"), type_text([1], "i32"),
+                                            type_text([1, 1], "i32")],
+                          "result-types": [q, type_text([1, 1, p["hq"]])],
+                          "kernel-operand-types": kernel_in, "kernel-result-types": kernel_out,
+                          "attributes": {}}]}
+
+
+def paged_attention_check(check, rng):
+    """Seeded inputs of the PagedAttention layer (one decode query at position 43 of a row whose
+    keys start at position 3, 50 written: it sees keys 0..40), the same mapped onto jax's operands
+    as kernelize's adapter maps them, and what jax's kernel returns for them in Pallas' TPU
+    interpret mode (o, m, l: its pallas_call's own three results). K and V are rounded to bf16
+    first: the kernel computes with bf16 keys and values (it casts its VMEM pages to bf16), so
+    f32 ones would differ from the f32 decomposition by bf16 rounding rather than by the mapping."""
+    from jax.experimental import pallas as pallas
+    from jax.experimental.pallas import tpu as pltpu
+    from jax.experimental.pallas.ops.tpu.paged_attention import paged_attention_kernel as pak
+    p = PAGED
+    bf16 = lambda x: np.asarray(jnp.asarray(x).astype(jnp.bfloat16).astype(jnp.float32))  # noqa
+    shape = (p["pages"], p["hkv"], p["page"], p["d"])
+    k_pages, v_pages = bf16(rng.standard_normal(shape)), bf16(rng.standard_normal(shape))
+    table = np.array([[7, 2, 11, 4]], np.int32)
+    q = rng.standard_normal((1, 1, p["hq"], p["d"])).astype(np.float32)
+    kv_start, kv_lengths = np.array([3], np.int32), np.array([50], np.int32)
+    q_positions = np.array([[43]], np.int32)
+    layer_in = [k_pages, table, v_pages, q, kv_start, kv_lengths, q_positions]
+    scale = np.float32(p["d"] ** -0.5)
+    seen = np.minimum(kv_lengths, q_positions[:, 0] - kv_start + 1)
+    lengths = np.clip(seen, 0, p["per_seq"] * p["page"]).astype(np.int32)
+    q_kernel = (q * scale).reshape(1, p["hq"], 1, p["d"])
+    kernel_in = [lengths, table.reshape(-1), np.zeros(1, np.int32), np.ones(1, np.int32),
+                 q_kernel, k_pages.transpose(1, 0, 2, 3).copy(),
+                 v_pages.transpose(1, 0, 2, 3).copy()]
+    # Run the kernel's own pallas_call in TPU interpret mode and keep its three results (the
+    # wrapper returns o only).
+    results = {}
+
+    class InterpretPallas:
+        def __getattr__(self, name):
+            return getattr(pallas, name)
+
+        def pallas_call(self, *args, **kwargs):
+            call = pallas.pallas_call(*args, interpret=pltpu.InterpretParams(), **kwargs)
+
+            def run(*operands):
+                results["out"] = call(*operands)
+                return results["out"]
+            return run
+    saved, pak.pl = pak.pl, InterpretPallas()
+    try:
+        pak.paged_attention.__wrapped__(q_kernel.reshape(1, p["hq"], p["d"]),
+                                        kernel_in[5], kernel_in[6], lengths, table,
+                                        pages_per_compute_block=2)
+    finally:
+        pak.pl = saved
+    kernel_out = [np.asarray(x) for x in results["out"]]
+    for name, arrays in (("layer_in", layer_in), ("kernel_in", kernel_in),
+                         ("kernel_out", kernel_out)):
+        for i, x in enumerate(arrays):
+            np.save(check / f"paged_attention.{name}{i}.npy", np.ascontiguousarray(x))
 
 
 def main():
@@ -242,10 +333,14 @@ def main():
                     np.save(check / f"{stem}.in{i}.npy", x)
                 np.save(check / f"{stem}.out.npy", out)
                 index.append(f"{stem}\t{k['layer']}\t{len(k['shapes'])}")
-    text, payload = paged_attention_program()
+    text, payload, kernel_in, kernel_out = paged_attention_program()
     (variant / "paged_attention_qwen3-0.6b.mosaic").write_bytes(payload)
     (programs / "paged_attention_qwen3-0.6b.mlir").write_text(text)
-    print(f"PagedAttention qwen3-0.6b (jax's kernel, not claimable)  {len(payload)} bytes")
+    layers["PagedAttention"] = paged_attention_layer(kernel_in, kernel_out)
+    print(f"PagedAttention qwen3-0.6b (jax's kernel, adapter jax-paged-attention) "
+          f"{len(payload)} bytes")
+    if a.check:
+        paged_attention_check(a.out / "check", rng)
     meta = {"name": "pallas-tpu", "id": "tlaloc-examples/pallas-tpu", "version": 1,
             "license": "Apache-2.0", "backend": {"type": "tpu"}, "python-depends": [],
             "layers": layers,

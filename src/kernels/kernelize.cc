@@ -8,6 +8,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "kernels/tpu_adapter.h"
 #include "tlaloc/ir/op_registry.h"
 #include "tlaloc/ir/rewrite.h"
 #include "tlaloc/stablehlo/parser.h"
@@ -21,6 +22,13 @@ const LayerSignature kSignatures[] = {
     {std::string(nn::kSiluAndMulLayer), {"gate", "up"}, {"y"}, {}},
     {std::string(nn::kRotaryEmbeddingLayer), {"x", "cos", "sin"}, {"y"}, {}},
     {std::string(nn::kAttentionLayer), {"q", "k", "v", "mask"}, {"out"}, {"scale"}},
+    // nn::PagedAttention, its operands in the order of their first use in the decomposition
+    // (the order kernelize passes them); a kernel returning out alone serves callers that drop
+    // lse.
+    {std::string(nn::kPagedAttentionLayer),
+     {"k_pages", "block_table", "v_pages", "q", "kv_start", "kv_lengths", "q_positions"},
+     {"out", "lse"},
+     {"scale"}},
     {std::string(nn::kLinearLayer), {"x", "weight"}, {"y"}, {}},
     {std::string(nn::kEmbeddingLayer), {"table", "ids"}, {"y"}, {}},
     // Not an nn layer of Qwen3; programs built by hand trace it (the TPU example).
@@ -128,24 +136,6 @@ void ForEachOp(const Operation& op, const F& f) {
   for (const auto& r : op.regions())
     for (const auto& b : r->blocks())
       for (const auto& inner : b->operations()) ForEachOp(*inner, f);
-}
-
-// operand_layouts / result_layouts for a tpu_custom_call: each value major-to-minor, as jax
-// writes them. Without them XLA:TPU's layout assignment may pick another tiling for an operand
-// than the Mosaic kernel was lowered for (jax's paged attention is refused so: "block shape
-// (..., 1, 128) is not divisible by tiling"). Tlaloc has no `index` element type, so the
-// attribute is carried as text.
-Attribute MajorToMinorLayouts(const std::vector<Type>& types) {
-  std::string s = "[";
-  for (size_t i = 0; i < types.size(); ++i) {
-    const int64_t rank = types[i].is_tensor() ? types[i].tensor.rank() : 0;
-    std::string dims;
-    for (int64_t d = rank - 1; d >= 0; --d) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
-    if (rank > 1) dims = "[" + dims + "]";
-    s += (i ? ", " : "") + std::string("dense<") + dims + "> : tensor<" + std::to_string(rank) +
-         "xindex>";
-  }
-  return Attribute::Opaque(s + "]");
 }
 
 // A payload's types parse, and each kernel operand/result holds the call site's elements; an
@@ -315,7 +305,9 @@ StatusOr<Kernelizer> Kernelizer::Create(const KernelMapping& mapping,
             TL_ASSIGN_OR_RETURN(r.payload, ReadFileBytes(v.dir / spec.payload));
           }
           for (const TpuPayload& p : spec.payloads) {
-            TL_RETURN_IF_ERROR(CheckPayloadTypes(p, where + ": tpu layer " + name));
+            TL_RETURN_IF_ERROR(p.adapter.empty()
+                                   ? CheckPayloadTypes(p, where + ": tpu layer " + name)
+                                   : CheckTpuAdapter(spec, p, where + ": tpu layer " + name));
             TL_ASSIGN_OR_RETURN(std::string text, ReadFileBytes(v.dir / p.file));
             r.payload_texts.push_back(std::move(text));
           }
@@ -416,7 +408,11 @@ StatusOr<KernelizeResult> Kernelizer::Apply(std::shared_ptr<Module> module,
         if (used) outputs.push_back(res);
       }
     const LayerSpec& spec = k.spec;
-    if (inputs.size() != spec.operands.size() || outputs.size() != spec.results.size()) {
+    // An adapted kernel also serves a call site that uses only its first result (out, not lse).
+    const bool adapted = std::any_of(spec.payloads.begin(), spec.payloads.end(),
+                                     [](const TpuPayload& p) { return !p.adapter.empty(); });
+    if (inputs.size() != spec.operands.size() ||
+        (outputs.size() != spec.results.size() && !(adapted && outputs.size() == 1))) {
       result.kept.push_back(label + ": its decomposition has " + std::to_string(inputs.size()) +
                             " inputs and " + std::to_string(outputs.size()) +
                             " outputs, the kernel " + std::to_string(spec.operands.size()) +
@@ -459,7 +455,10 @@ StatusOr<KernelizeResult> Kernelizer::Apply(std::shared_ptr<Module> module,
           same_attrs = same_attrs && it != attrs.end() &&
                        std::abs(it->second - want) <= 1e-12 * std::max(1.0, std::abs(want));
         }
-        if (p.operand_types == site_in && p.result_types == site_out && same_attrs)
+        const bool same_results =
+            p.result_types == site_out ||
+            (!p.adapter.empty() && site_out.size() == 1 && p.result_types[0] == site_out[0]);
+        if (p.operand_types == site_in && same_results && same_attrs)
           payload = &p, payload_text = &k.payload_texts[i];
       }
       if (!payload) {
@@ -473,7 +472,31 @@ StatusOr<KernelizeResult> Kernelizer::Apply(std::shared_ptr<Module> module,
     std::vector<std::unique_ptr<Operation>> placed_ops;  // reshapes before and after the call
     std::vector<Value> call_inputs = inputs;
     std::vector<Type> call_result_types = result_types;
-    if (payload) {
+    std::unique_ptr<Operation> call;
+    if (payload && !payload->adapter.empty()) {
+      // The adapter's mapping, the custom call and the mapping back: one private function per
+      // payload and call-site types, called where the layer was.
+      std::vector<Type> in_types;
+      std::string type_key = payload->file + ":";
+      for (Value v : inputs) in_types.push_back(v.type()), type_key += PrintType(v.type()) + ",";
+      for (const Type& t : result_types) type_key += PrintType(t) + ",";
+      for (const auto& [n, v] : attrs) type_key += n + "=" + std::to_string(v) + ",";
+      auto key = std::make_pair(rec.kernel, type_key);
+      std::string fn_name;
+      if (auto it = instances.find(key); it != instances.end()) {
+        fn_name = it->second;
+      } else {
+        fn_name = "kernel." + rec.kernel + "." + std::to_string(counter++);
+        while (module->Find(fn_name)) fn_name += "_";
+        TL_RETURN_IF_ERROR(AddTpuAdapterFunction(*module, fn_name, *payload, *payload_text,
+                                                 rec.kernel, in_types, result_types, attrs)
+                               .WithContext("kernelize: " + label));
+        instances[key] = fn_name;
+      }
+      AttrDict a;
+      a["callee"] = Attribute::Symbol(fn_name);
+      call = Operation::Create(*call_def, inputs, result_types, a);
+    } else if (payload) {
       const OpDef* reshape_def = reg.Find("stablehlo.reshape");
       if (!reshape_def) return Internal("stablehlo.reshape not registered");
       const OpDef* convert_def = reg.Find("stablehlo.convert");
@@ -497,8 +520,9 @@ StatusOr<KernelizeResult> Kernelizer::Apply(std::shared_ptr<Module> module,
         TL_ASSIGN_OR_RETURN(call_result_types[i], ParseTypeText(payload->kernel_result_types[i]));
       }
     }
-    std::unique_ptr<Operation> call;
-    if (backend == Backend::kUniversal) {
+    if (call) {
+      // Built above by the adapter.
+    } else if (backend == Backend::kUniversal) {
       std::map<std::string, TensorType> types;
       std::string type_key;
       for (size_t i = 0; i < inputs.size(); ++i) {
@@ -542,13 +566,9 @@ StatusOr<KernelizeResult> Kernelizer::Apply(std::shared_ptr<Module> module,
     } else {
       AttrDict a;
       if (backend == Backend::kTpu) {
-        a["call_target_name"] = Attribute::String("tpu_custom_call");
-        a["backend_config"] = Attribute::String(*payload_text);
-        a["kernel_name"] = Attribute::String(rec.kernel);
         std::vector<Type> operand_types;
         for (Value v : call_inputs) operand_types.push_back(v.type());
-        a["operand_layouts"] = MajorToMinorLayouts(operand_types);
-        a["result_layouts"] = MajorToMinorLayouts(call_result_types);
+        a = TpuCustomCallAttrs(*payload_text, rec.kernel, operand_types, call_result_types);
       } else {
         a["call_target_name"] = Attribute::String(spec.symbol);
         if (!config.empty()) a["backend_config"] = Attribute::Dict(config);

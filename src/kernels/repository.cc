@@ -176,10 +176,16 @@ StatusOr<VariantMetadata> ParseMetadata(std::string_view text, std::string_view 
         t.kernel_result_types = StringList(p, "kernel-result-types");
         if (t.kernel_operand_types.empty()) t.kernel_operand_types = t.operand_types;
         if (t.kernel_result_types.empty()) t.kernel_result_types = t.result_types;
+        if (p.contains("adapter")) {
+          if (!p["adapter"].is_string())
+            return bad("layer " + name + ": payload " + t.file + ": \"adapter\" must be a name");
+          t.adapter = p["adapter"].get<std::string>();
+        }
+        // An adapter maps the operands onto the kernel's own (kernelize checks them by name).
         if (t.operand_types.size() != s.operands.size() ||
             t.result_types.size() != s.results.size() ||
-            t.kernel_operand_types.size() != t.operand_types.size() ||
-            t.kernel_result_types.size() != t.result_types.size())
+            (t.adapter.empty() && (t.kernel_operand_types.size() != t.operand_types.size() ||
+                                   t.kernel_result_types.size() != t.result_types.size())))
           return bad("layer " + name + ": payload " + t.file +
                      " needs one operand type per operand and one result type per result "
                      "(operand-types, result-types; kernel-* likewise when given)");

@@ -19,7 +19,7 @@ AttentionPartial PagedAttention(const Tensor& q, const Tensor& q_positions, cons
                                 const Tensor& v_pages, const Tensor& block_table,
                                 const Tensor& kv_start, const Tensor& kv_lengths, double scale,
                                 LayerTrace* trace, const std::string& path) {
-  LayerScope scope(trace, q.builder(), kAttentionLayer, path, {{"scale", scale}});
+  LayerScope scope(trace, q.builder(), kPagedAttentionLayer, path, {{"scale", scale}});
   OpBuilder* b = q.builder();
   if (!b || !q.valid() || !k_pages.valid() || !v_pages.valid() || !block_table.valid() ||
       !q_positions.valid() || !kv_start.valid() || !kv_lengths.valid())
@@ -49,8 +49,12 @@ AttentionPartial PagedAttention(const Tensor& q, const Tensor& q_positions, cons
                   scale;  // [B, Hkv, G, T, S]
   Tensor j = Iota(*b, {bsz, t, s}, 2);
   Tensor position = j + BroadcastInDim(kv_start, {bsz, t, s}, {0});
-  Tensor seen = Lt(j, BroadcastInDim(kv_lengths, {bsz, t, s}, {0})) &
-                Le(position, BroadcastInDim(q_positions, {bsz, t, s}, {0, 1}));
+  // One statement each: the operands' first uses, the order kernelize passes them to a kernel
+  // (k_pages, block_table, v_pages, q, kv_start, kv_lengths, q_positions), must not depend on
+  // the compiler's order of evaluating an operator's operands.
+  Tensor written = Lt(j, BroadcastInDim(kv_lengths, {bsz, t, s}, {0}));
+  Tensor causal = Le(position, BroadcastInDim(q_positions, {bsz, t, s}, {0, 1}));
+  Tensor seen = written & causal;
   Tensor mask = BroadcastInDim(seen, {bsz, hkv, groups, t, s}, {0, 3, 4});
   Tensor masked = Where(mask, scores, FullLike(scores, -kInf));
   // A query that sees no key has max -inf; shifting by 0 instead keeps exp(-inf) = 0 (no NaN).

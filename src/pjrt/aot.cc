@@ -53,8 +53,9 @@ PjrtTopology::~PjrtTopology() {
   }
 }
 
-StatusOr<std::unique_ptr<PjrtTopology>> PjrtTopology::Create(std::shared_ptr<PjrtApi> api,
-                                                             const std::string& name) {
+StatusOr<std::unique_ptr<PjrtTopology>> PjrtTopology::Create(
+    std::shared_ptr<PjrtApi> api, const std::string& name,
+    const std::map<std::string, std::string>& options) {
   if (fs::path(api->origin()).filename().string().find("tpu") != std::string::npos) {
     // A compile needs no TPU; what the caller set is kept.
     for (const auto& [key, value] : CompileOnlyTpuEnvironment(name)) {
@@ -63,9 +64,31 @@ StatusOr<std::unique_ptr<PjrtTopology>> PjrtTopology::Create(std::shared_ptr<Pjr
   }
   TL_PJRT_ARGS(PJRT_Plugin_Initialize_Args, init);
   TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api, Plugin_Initialize, &init));
+  // XLA:CUDA reads the shape ("partitions x hosts x devices per host") from its create option
+  // `topology`, not from the name ("Cannot create topology without an explicit topology shape
+  // or without a client"): a name of that shape is passed as the option too.
+  std::map<std::string, std::string> all_options = options;
+  if (fs::path(api->origin()).filename().string().find("cuda") != std::string::npos &&
+      !all_options.count("topology") && std::count(name.begin(), name.end(), 'x') == 2 &&
+      name.find_first_not_of("0123456789x") == std::string::npos) {
+    all_options["topology"] = name;
+  }
   TL_PJRT_ARGS(PJRT_TopologyDescription_Create_Args, c);
   c.topology_name = name.data();
   c.topology_name_size = name.size();
+  std::vector<PJRT_NamedValue> named;
+  for (const auto& [key, value] : all_options) {
+    PJRT_NamedValue v{};
+    v.struct_size = PJRT_NamedValue_STRUCT_SIZE;
+    v.name = key.data();
+    v.name_size = key.size();
+    v.type = PJRT_NamedValue_kString;
+    v.string_value = value.data();
+    v.value_size = value.size();
+    named.push_back(v);
+  }
+  c.create_options = named.data();
+  c.num_options = named.size();
   TL_RETURN_IF_ERROR(TL_PJRT_CALL(*api, TopologyDescription_Create, &c)
                          .WithContext("topology '" + name + "' of " + api->origin()));
   std::unique_ptr<PjrtTopology> t(new PjrtTopology());
@@ -146,9 +169,10 @@ int AotReport::refused() const {
 
 StatusOr<AotReport> RunAot(std::shared_ptr<PjrtApi> api, const std::string& topology,
                            const std::string& programs_dir, const std::string& out_dir,
-                           bool strict_precision, bool tpu_form) {
+                           bool strict_precision, bool tpu_form,
+                           const std::map<std::string, std::string>& topology_options) {
   TL_ASSIGN_OR_RETURN(std::vector<RecordedProgram> programs, ReadProgramIndex(programs_dir));
-  TL_ASSIGN_OR_RETURN(auto topo, PjrtTopology::Create(std::move(api), topology));
+  TL_ASSIGN_OR_RETURN(auto topo, PjrtTopology::Create(std::move(api), topology, topology_options));
   AotReport report;
   report.platform = topo->platform_name();
   std::error_code ec;

@@ -43,6 +43,32 @@ while read -r name arrow path _; do
   case "$path" in "$bundle"/lib/*) ;; *) fail "bin/tlaloc loads $name from $path, not the bundle" ;; esac
 done < <(LD_LIBRARY_PATH=$bundle/lib ldd "$bundle/bin/tlaloc")
 
+# The Pallas-made TPU kernels and their kernelized programs travel in the tarball (the
+# checkout's venv has jax; without it prepare.sh says so in the MANIFEST and this fails under CI),
+# and a TPU session's kernels lane runs the PallasTpuKernels tests on them and compiles aot/.
+if grep -q '^pallas_tpu: kernels/pallas-tpu: ' "$bundle/MANIFEST"; then
+  pallas=$bundle/kernels/pallas-tpu
+  for f in build/tlaloc-tpu/metadata.json build/tlaloc-tpu/paged_attention_qwen3-0.6b.mosaic \
+    check/index.tsv check/paged_attention.kernel_out0.npy aot/index.tsv; do
+    [ -e "$pallas/$f" ] || fail "the tarball has no kernels/pallas-tpu/$f"
+  done
+  for program in tiny_decode_pallas paged_attention_qwen3_0_6b paged_attention_kernelized; do
+    grep -q "^$program.mlir" "$pallas/aot/index.tsv" || fail "kernels/pallas-tpu/aot has no $program"
+  done
+  grep -q '@tpu_custom_call' "$pallas/aot/paged_attention_kernelized.mlir" ||
+    fail "the kernelized paged attention holds no tpu_custom_call"
+  dry=$(TARGET=tpu bash "$bundle/session.sh" --dry-run kernels)
+  echo "$dry"
+  grep -q $'^kernels\ttlaloc_kernels_tests=PallasTpuKernels\.\*$' <<<"$dry" ||
+    fail "TARGET=tpu's kernels lane does not run PallasTpuKernels.*"
+  grep -qF "aot --plugin tpu --topology v6e:1x1 --out \"\$LANE_DIR/pallas-aot\" \"$pallas/aot\"" \
+    <<<"$dry" || fail "TARGET=tpu's kernels lane does not compile kernels/pallas-tpu/aot"
+elif [ "${CI:-}" = true ]; then
+  fail "the tarball carries no kernels/pallas-tpu: $(grep '^pallas_tpu:' "$bundle/MANIFEST")"
+else
+  echo "SKIP (part): $(grep '^pallas_tpu:' "$bundle/MANIFEST")"
+fi
+
 # Narrow lanes: each still runs real tests of its kind.
 export BRINGUP_LANE_training='tlaloc_train_tests=TrainerPjrt.*:AdamW.*;tlaloc_pjrt_tests=BackendParity.*'
 export BRINGUP_LANE_suite='tlaloc_runtime_tests=*;tlaloc_support_tests=AtomicFileNames.*:MemoryInfo.*'

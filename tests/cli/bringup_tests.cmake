@@ -15,3 +15,12 @@ add_test(NAME bringup.tpu_aot
           $<TARGET_FILE:tlaloc_pjrt_cpu> ${PROJECT_SOURCE_DIR})
 set_tests_properties(bringup.tpu_aot PROPERTIES LABELS tpu_aot SKIP_RETURN_CODE 77
   TIMEOUT 600 RUN_SERIAL TRUE)
+
+# `tlaloc aot --plugin cuda` with the venv's jax-cuda13-pjrt, no GPU: the plugin's H100 target
+# config makes its topology deviceless; recorded one- and two-device programs compile for 1x1x1
+# and 1x1x2 (label cuda_aot; docs/BRINGUP.md). Skips without the plugin, fails under CI=true.
+add_test(NAME bringup.cuda_aot
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/cuda_aot_test.sh $<TARGET_FILE:tlaloc_cli>
+          $<TARGET_FILE:tlaloc_pjrt_cpu> ${PROJECT_SOURCE_DIR})
+set_tests_properties(bringup.cuda_aot PROPERTIES LABELS cuda_aot SKIP_RETURN_CODE 77
+  TIMEOUT 600 RUN_SERIAL TRUE)

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -21,6 +22,7 @@
 #include "tlaloc/models/family.h"
 #include "tlaloc/models/init.h"
 #include "tlaloc/nn/layers.h"
+#include "tlaloc/nn/paged_attention.h"
 #include "tlaloc/stablehlo/npy.h"
 #include "tlaloc/stablehlo/parser.h"
 #include "tlaloc/stablehlo/printer.h"
@@ -56,9 +58,23 @@ struct RemoveAtExit {
   }
 };
 
+// TLALOC_PALLAS_REPO names a repository the generator wrote with --check (the bring-up tarball's
+// kernels/pallas-tpu): used as it is, with no Python (a TPU VM's session has none).
+const char* ShippedRepo() {
+  const char* dir = std::getenv("TLALOC_PALLAS_REPO");
+  return dir && *dir ? dir : nullptr;
+}
+
 const Generated& Repo() {
   static const Generated g = [] {
     Generated r;
+    if (const char* shipped = ShippedRepo()) {
+      r.dir = shipped;
+      if (!fs::exists(r.dir / "check" / "index.tsv"))
+        r.error = "TLALOC_PALLAS_REPO=" + r.dir.string() +
+                  " holds no check/index.tsv (expected pallas_tpu_kernels.py --check output)";
+      return r;
+    }
     r.missing = testing::PythonMissing("jax numpy");
     if (!r.missing.empty()) return r;
     r.dir = testing::KernelTempDir("pallas_tpu");
@@ -70,7 +86,7 @@ const Generated& Repo() {
     if (std::system(cmd.c_str()) != 0) r.error = cmd + " failed: " + Slurp(r.dir / "generate.log");
     return r;
   }();
-  static const RemoveAtExit cleanup{g.dir};
+  static const RemoveAtExit cleanup{ShippedRepo() ? fs::path() : g.dir};
   return g;
 }
 
@@ -83,7 +99,7 @@ const Generated& Repo() {
 
 StatusOr<Kernelizer> TpuKernelizer(const fs::path& repo) {
   KernelMapping mapping;
-  for (const char* layer : {"RMSNorm", "SiluAndMul", "Attention"})
+  for (const char* layer : {"RMSNorm", "SiluAndMul", "Attention", "PagedAttention"})
     mapping.Add(layer, Backend::kTpu, Mode::kInference,
                 {{repo.string(), std::nullopt, ""}, "", {}});
   KernelizeOptions options;
@@ -150,7 +166,7 @@ TEST(PallasTpuKernels, KernelizeClaimsTheTinyDecodeStep) {
   NEED_REPO();
   auto k = TpuKernelizer(variant.parent_path().parent_path());
   ASSERT_TRUE(k.ok()) << k.status().ToString();
-  ASSERT_EQ(k->resolved().size(), 3u);
+  ASSERT_EQ(k->resolved().size(), 4u);
   auto decode = TinyStep(*k, models::StepKind::kDecode);
   ASSERT_TRUE(decode.ok()) << decode.status().ToString();
   // Two layers: input, q, k and post-attention norms, the attention over the gathered pages and
@@ -275,6 +291,140 @@ TEST(PallasTpuKernels, InterpreterMatchesPallasInterpretMode) {
     ++checked;
   }
   EXPECT_EQ(checked, 12);
+}
+
+// One decode query's nn::PagedAttention over the pool `in` describes (the layer's operands in
+// the order of their first use, as the generator saved them): a program returning out and lse,
+// or out alone, traced for kernelize. `tokens` > 1 makes a prefill-like call site.
+struct PagedProgram {
+  std::shared_ptr<Module> module;
+  nn::LayerTrace trace;
+};
+
+PagedProgram PagedAttentionProgram(const std::vector<Literal>& in, bool with_lse,
+                                   int64_t tokens = 1) {
+  PagedProgram p;
+  p.module = std::make_shared<Module>("paged_attention");
+  FunctionBuilder fb(p.module.get(), "main");
+  std::vector<Tensor> a;
+  for (const Literal& l : in) {
+    TensorType t = l.type();
+    if (tokens > 1 && (&l == &in[3] || &l == &in[6])) t.dims[1] = tokens;  // q, q_positions
+    a.push_back(fb.AddArg(t));
+  }
+  // Operands: k_pages, block_table, v_pages, q, kv_start, kv_lengths, q_positions.
+  nn::AttentionPartial r = nn::PagedAttention(a[3], a[6], a[0], a[2], a[1], a[4], a[5],
+                                              1.0 / std::sqrt(static_cast<double>(a[3].dim(3))),
+                                              &p.trace, "model.layers.0.self_attn");
+  std::vector<Tensor> results = {r.out};
+  if (with_lse) results.push_back(r.lse);
+  EXPECT_TRUE(fb.Return(results).ok());
+  return p;
+}
+
+std::vector<Literal> ReadNpys(const fs::path& check, const std::string& name, int n) {
+  std::vector<Literal> out;
+  for (int i = 0; i < n; ++i) {
+    auto l =
+        ReadNpyFile((check / ("paged_attention." + name + std::to_string(i) + ".npy")).string());
+    EXPECT_TRUE(l.ok()) << l.status().ToString();
+    if (l.ok()) out.push_back(*l);
+  }
+  return out;
+}
+
+float WorstRelative(const Literal& got, const Literal& want) {
+  auto g = got.span<float>();
+  auto w = want.span<float>();
+  EXPECT_EQ(g.size(), w.size());
+  float worst = 0;
+  for (size_t i = 0; i < g.size() && i < w.size(); ++i)
+    worst = std::max(worst, std::abs(g[i] - w[i]) / std::max(1.0f, std::abs(w[i])));
+  return worst;
+}
+
+// jax's paged attention claims nn::PagedAttention's decode call site through kernelize's
+// jax-paged-attention adapter. On the interpreter the tpu_custom_call is answered by what jax's
+// kernel returned in Pallas' TPU interpret mode for the operands the generator mapped; the
+// handler first checks the adapter handed the kernel exactly those operands. The kernelized
+// program's out and lse then equal the layer's decomposition.
+TEST(PallasTpuKernels, JaxPagedAttentionClaimsThePagedAttentionLayer) {
+  NEED_REPO();
+  const fs::path check = gen.dir / "check";
+  std::vector<Literal> layer_in = ReadNpys(check, "layer_in", 7);
+  std::vector<Literal> kernel_in = ReadNpys(check, "kernel_in", 7);
+  std::vector<Literal> kernel_out = ReadNpys(check, "kernel_out", 3);
+  ASSERT_EQ(layer_in.size() + kernel_in.size() + kernel_out.size(), 17u);
+  auto k = TpuKernelizer(variant.parent_path().parent_path());
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+
+  PagedProgram reference = PagedAttentionProgram(layer_in, true);
+  auto ref_exe = Executable::Prepare(reference.module, "main");
+  ASSERT_TRUE(ref_exe.ok()) << ref_exe.status().ToString();
+  auto want = (*ref_exe)->Execute(layer_in);
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+
+  PagedProgram program = PagedAttentionProgram(layer_in, true);
+  ASSERT_EQ(program.trace.Find("PagedAttention").size(), 1u);
+  auto result = k->Apply(program.module, program.trace);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  for (const auto& kept : result->kept) ADD_FAILURE() << "kept: " << kept;
+  ASSERT_EQ(result->replaced.size(), 1u);
+  EXPECT_EQ(Payloads(*program.module),
+            std::vector<std::string>{Slurp(variant / "paged_attention_qwen3-0.6b.mosaic")});
+  const std::string text = PrintModule(*program.module);
+  auto reparsed = ParseModule(text, "kernelized");
+  ASSERT_TRUE(reparsed.ok()) << reparsed.status().ToString();
+  EXPECT_EQ(PrintModule(**reparsed), text);
+
+  int calls = 0;
+  InterpreterOptions options;
+  options.custom_calls["tpu_custom_call"] = [&](std::span<const Literal> operands,
+                                                std::vector<Literal>& results) -> Status {
+    ++calls;
+    if (operands.size() != kernel_in.size()) return InvalidArgument("operand count");
+    for (size_t i = 0; i < operands.size(); ++i) {
+      if (operands[i].type() != kernel_in[i].type())
+        return InvalidArgument("kernel operand " + std::to_string(i) + " is " +
+                               operands[i].type().ToString() + ", jax's is " +
+                               kernel_in[i].type().ToString());
+      // Integers and moved f32 exactly; q * scale is one f32 product on both sides.
+      if (std::memcmp(operands[i].data(), kernel_in[i].data(), operands[i].byte_size()) != 0)
+        return InvalidArgument("kernel operand " + std::to_string(i) +
+                               " differs from the operand jax's kernel was run on");
+    }
+    results.clear();
+    for (const Literal& l : kernel_out) results.push_back(l);
+    return OkStatus();
+  };
+  auto exe = Executable::Prepare(program.module, "main", options);
+  ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+  auto got = (*exe)->Execute(layer_in);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(calls, 1);
+  ASSERT_EQ(got->size(), 2u);
+  // The kernel's online softmax over blocks of 32 keys against the decomposition's one pass.
+  const float out_diff = WorstRelative((*got)[0], (*want)[0]);
+  const float lse_diff = WorstRelative((*got)[1], (*want)[1]);
+  EXPECT_LE(out_diff, 1e-5f);
+  EXPECT_LE(lse_diff, 1e-5f);
+  std::printf("PagedAttention via jax's kernel: out worst relative %.3g, lse %.3g\n", out_diff,
+              lse_diff);
+
+  // A caller that drops lse is claimed too; a 4-query (prefill) call site has no payload.
+  PagedProgram out_only = PagedAttentionProgram(layer_in, false);
+  auto r1 = k->Apply(out_only.module, out_only.trace);
+  ASSERT_TRUE(r1.ok()) << r1.status().ToString();
+  EXPECT_EQ(r1->replaced.size(), 1u);
+  PagedProgram prefill = PagedAttentionProgram(layer_in, true, 4);
+  auto r4 = k->Apply(prefill.module, prefill.trace);
+  ASSERT_TRUE(r4.ok()) << r4.status().ToString();
+  EXPECT_TRUE(r4->replaced.empty());
+  ASSERT_EQ(r4->kept.size(), 1u);
+  EXPECT_NE(r4->kept[0].find("no tpu payload"), std::string::npos) << r4->kept[0];
+
+  if (const char* dir = std::getenv("TLALOC_PALLAS_AOT_DIR"))
+    AddAotProgram(dir, "paged_attention_kernelized", text);
 }
 
 }  // namespace

@@ -30,6 +30,9 @@ struct TpuPayload {
   std::vector<std::string> operand_types, result_types;                // the call site's
   std::vector<std::string> kernel_operand_types, kernel_result_types;  // the custom call's
   std::map<std::string, double> attributes;                            // values baked in
+  // A named mapping from the call site's operands onto the kernel's other ones (and back), for a
+  // kernel whose signature is not the layer's (docs/kernels.md: "jax-paged-attention").
+  std::string adapter;
 };
 
 struct LayerSpec {

@@ -20,6 +20,8 @@ inline constexpr std::string_view kLinearLayer = "Linear";
 inline constexpr std::string_view kRmsNormLayer = "RMSNorm";
 inline constexpr std::string_view kRotaryEmbeddingLayer = "RotaryEmbedding";
 inline constexpr std::string_view kAttentionLayer = "Attention";
+// nn::PagedAttention: attention reading a paged KV cache through a block table.
+inline constexpr std::string_view kPagedAttentionLayer = "PagedAttention";
 inline constexpr std::string_view kSiluAndMulLayer = "SiluAndMul";
 inline constexpr std::string_view kMlpLayer = "MLP";
 inline constexpr std::string_view kMoeLayer = "SparseMoeBlock";

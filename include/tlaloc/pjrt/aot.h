@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -27,8 +28,11 @@ std::vector<std::pair<std::string, std::string>> CompileOnlyTpuEnvironment(
 class PjrtTopology {
  public:
   ~PjrtTopology();
-  static StatusOr<std::unique_ptr<PjrtTopology>> Create(std::shared_ptr<PjrtApi> api,
-                                                        const std::string& name);
+  // `options` become PJRT_TopologyDescription_Create's create_options, as strings (XLA:CUDA
+  // takes "target_config", a GpuTargetConfigProto in text form, and then needs no GPU).
+  static StatusOr<std::unique_ptr<PjrtTopology>> Create(
+      std::shared_ptr<PjrtApi> api, const std::string& name,
+      const std::map<std::string, std::string>& options = {});
   const std::string& name() const { return name_; }
   const std::string& platform_name() const { return platform_name_; }
   // PJRT_TopologyDescription_GetDeviceDescriptions' count; 0 when the plugin gives none.
@@ -78,8 +82,10 @@ struct AotReport {
 // out_dir/errors/<program>.txt for each refusal. `strict_precision` compiles every program in the
 // STRICT_PRECISION form whatever it was recorded with; `tpu_form` prints every program again as a
 // TPU session sends it (program_text.h: f32 dots at HIGHEST) before compiling.
+// `topology_options` are the topology's create options (PjrtTopology::Create).
 StatusOr<AotReport> RunAot(std::shared_ptr<PjrtApi> api, const std::string& topology,
                            const std::string& programs_dir, const std::string& out_dir,
-                           bool strict_precision = false, bool tpu_form = false);
+                           bool strict_precision = false, bool tpu_form = false,
+                           const std::map<std::string, std::string>& topology_options = {});
 
 }  // namespace tlaloc::pjrt
