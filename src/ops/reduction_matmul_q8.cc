@@ -132,7 +132,8 @@ QuantizedRows QuantizeRows(const float* x, int64_t m, int64_t k, EvalContext& ct
   return rows;
 }
 
-// The scalar loop: exact block sums, scaled and added in block order.
+// The scalar loop: exact block sums, scaled and added in block order (the decomposition's
+// bits: the product is rounded, then added; no FMA, as the baseline x86-64 target has none).
 void PortableRows(const QuantizedRows& xq, int64_t m, const int8_t* w, const uint16_t* scales,
                   int64_t n, int64_t k, float* c, EvalContext& ctx) {
   const int64_t blocks = k / kBlock;
@@ -144,7 +145,14 @@ void PortableRows(const QuantizedRows& xq, int64_t m, const int8_t* w, const uin
           int32_t sum = 0;
           for (int64_t e = b * kBlock; e < (b + 1) * kBlock; ++e)
             sum += int32_t{xq.Q(i)[e]} * int32_t{w[j * k + e]};
-          acc += static_cast<float>(sum) * (xq.Dx(i)[b] * HalfBitsToFloat(scales[j * blocks + b]));
+          float p =
+              static_cast<float>(sum) * (xq.Dx(i)[b] * HalfBitsToFloat(scales[j * blocks + b]));
+#if defined(__x86_64__)
+          __asm__("" : "+x"(p));  // no contraction into an FMA where the target has one
+#elif defined(__aarch64__)
+          __asm__("" : "+w"(p));
+#endif
+          acc += p;
         }
         c[i * n + j] = acc;
       }
@@ -362,8 +370,14 @@ TLALOC_AVX512_VNNI_TARGET void TileRows(const QuantizedRows& xq, int64_t i0, con
 #pragma GCC unroll 6
     for (int i = 0; i < M; ++i) {
       const __m512 dx = _mm512_set1_ps(xq.Dx(i0 + i)[b]);
-      acc[i][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[i][0]), _mm512_mul_ps(s0, dx), acc[i][0]);
-      acc[i][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[i][1]), _mm512_mul_ps(s1, dx), acc[i][1]);
+      __m512 p0 = _mm512_mul_ps(_mm512_cvtepi32_ps(sums[i][0]), _mm512_mul_ps(s0, dx));
+      __m512 p1 = _mm512_mul_ps(_mm512_cvtepi32_ps(sums[i][1]), _mm512_mul_ps(s1, dx));
+      // No FMA: each block's product is rounded before it is added, block after block, as the
+      // tlaloc.int8_linear decomposition's multiply and in-order reduce round it (the empty asm
+      // keeps the compiler from contracting the two).
+      __asm__("" : "+v"(p0), "+v"(p1));
+      acc[i][0] = _mm512_add_ps(acc[i][0], p0);
+      acc[i][1] = _mm512_add_ps(acc[i][1], p1);
     }
   }
   const int64_t live = std::min<int64_t>(kTileCols, n - j0);
@@ -500,6 +514,7 @@ void Int8MatmulQ8_0(const float* x, int64_t m, const int8_t* w, const uint16_t* 
   // tiles from four (the row stream takes three or four vectors one weight row at a time).
   if (kernel == Q8Kernel::kAuto)
     kernel = m <= kQ8RowStreamMaxRows ? Q8Kernel::kRowStream : Q8Kernel::kTiles;
+  if (kernel == Q8Kernel::kInOrder) kernel = Q8Kernel::kTiles;  // kPortable below without VNNI
 #if defined(__x86_64__)
   if (Q8UsesVnni() && kernel == Q8Kernel::kRowStream)
     return RowStream(xq, m, w, scales, n, k, c, ctx);
