@@ -382,7 +382,7 @@ void BM_Int8Kernel(benchmark::State& state) {
   PoolContext ctx;
   const tlaloc::ops::Q8Kernel kernels[] = {
       tlaloc::ops::Q8Kernel::kAuto, tlaloc::ops::Q8Kernel::kRowStream,
-      tlaloc::ops::Q8Kernel::kTiles, tlaloc::ops::Q8Kernel::kAuto};
+      tlaloc::ops::Q8Kernel::kInOrder, tlaloc::ops::Q8Kernel::kAuto};
   double total = 0;
   int64_t runs = 0;
   for (auto _ : state) {

@@ -40,8 +40,9 @@ enum class Q8Kernel {
   kRowStream,  // weight rows streamed in place against up to four activation rows at a time
   kTiles,      // 32-column tiles of w repacked for VNNI, times up to six activation rows
   kPortable,   // the scalar loop (what a CPU without AVX512-VNNI runs)
-  // kTiles where the CPU has AVX512-VNNI, else kPortable: both sum in the order of the
-  // tlaloc.int8_linear composite's decomposition (nn/int8_linear.h), so their bits are its bits.
+  // Where the CPU has AVX512-VNNI an in-order row kernel for up to kQ8RowStreamMaxRows rows and
+  // kTiles above, else kPortable: all sum in the order of the tlaloc.int8_linear composite's
+  // decomposition (nn/int8_linear.h), so their bits are its bits.
   kInOrder,
 };
 
