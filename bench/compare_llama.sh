@@ -26,7 +26,7 @@
 # in the same run (`tlaloc bench`'s probe).
 # The int8 row quantizes the bf16 preset with `tlaloc quantize --dtype int8` and exports it as
 # GGUF Q8_0 (the same blocks): Tlaloc int8 (bf16 activations and KV cache) against llama.cpp
-# Q8_0, in the default exact mode and again with TLALOC_INT8_ACTIVATIONS=q8_0 (activations
+# Q8_0, in the exact form (--int8-form exact) and again in the default q8_0 form (activations
 # rounded to 8 bits per block as llama.cpp does, VNNI products): the "q8_0 activations" lines.
 # Defaults: 3 runs, 512 prompt tokens, 128 new tokens, 2 threads, qwen3-0.6b; a quick look:
 #   bash bench/compare_llama.sh --runs 1 --prompt-tokens 64 --new-tokens 16
@@ -132,13 +132,16 @@ for dt in $DTYPES; do
     # $1: result name prefix ("" or "short-"), $2: prompt tokens.
     run_tlaloc() {
       echo "== run $r/$RUNS $tag ${2}-token prompt: tlaloc" >&2
+      # int8: the exact form here (dequantised weights), the q8_0 form (the default since the
+      # composite tlaloc.int8_linear: activations rounded as llama.cpp's Q8_0, VNNI) below.
+      local exact=()
+      [[ "$dt" == int8 ]] && exact=(--int8-form exact)
       measure "$RESULTS/tlaloc-$1$tag-$r.json" "$TLALOC" bench --model "$model" "${dtype_flag[@]}" \
-        --prompt-tokens "$2" --new-tokens "$NEW" --threads "$THREADS" --seed "$r" --json \
-        --no-bandwidth  # the probe's buffer would count in the peak RSS /usr/bin/time sees
-      # int8 also in the opt-in mode that rounds activations as llama.cpp's Q8_0 does (VNNI).
+        "${exact[@]}" --prompt-tokens "$2" --new-tokens "$NEW" --threads "$THREADS" --seed "$r" \
+        --json --no-bandwidth  # the probe's buffer would count in the peak RSS /usr/bin/time sees
       if [[ "$dt" == int8 ]]; then
-        echo "== run $r/$RUNS $tag ${2}-token prompt: tlaloc, TLALOC_INT8_ACTIVATIONS=q8_0" >&2
-        measure "$RESULTS/tlalocq8-$1$tag-$r.json" env TLALOC_INT8_ACTIVATIONS=q8_0 "$TLALOC" bench \
+        echo "== run $r/$RUNS $tag ${2}-token prompt: tlaloc, --int8-form q8_0" >&2
+        measure "$RESULTS/tlalocq8-$1$tag-$r.json" "$TLALOC" bench --int8-form q8_0 \
           --model "$model" --prompt-tokens "$2" --new-tokens "$NEW" --threads "$THREADS" \
           --seed "$r" --json --no-bandwidth
       fi

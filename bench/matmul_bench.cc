@@ -382,7 +382,7 @@ void BM_Int8Kernel(benchmark::State& state) {
   PoolContext ctx;
   const tlaloc::ops::Q8Kernel kernels[] = {
       tlaloc::ops::Q8Kernel::kAuto, tlaloc::ops::Q8Kernel::kRowStream,
-      tlaloc::ops::Q8Kernel::kTiles, tlaloc::ops::Q8Kernel::kAuto};
+      tlaloc::ops::Q8Kernel::kInOrder, tlaloc::ops::Q8Kernel::kAuto};
   double total = 0;
   int64_t runs = 0;
   for (auto _ : state) {
@@ -404,7 +404,7 @@ void BM_Int8Kernel(benchmark::State& state) {
 }
 BENCHMARK(BM_Int8Kernel)
     ->ArgNames({"M", "K", "N", "kernel"})
-    ->ArgsProduct({{1}, {1024}, {3072, 151936}, {0, 1}})
+    ->ArgsProduct({{1}, {1024}, {3072, 151936}, {0, 1, 2}})
     ->ArgsProduct({{1}, {3072}, {1024}, {0, 1}})
     ->ArgsProduct({{2, 4}, {1024}, {3072}, {1, 2}})
     ->ArgsProduct({{8, 64, 512}, {1024}, {3072}, {0, 1, 2}})

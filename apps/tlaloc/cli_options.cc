@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "tlaloc/io/hub_download.h"
 #include "tlaloc/models/gguf_import.h"
+#include "tlaloc/nn/int8_linear.h"
 #include "tlaloc/support/thread_pool.h"
 
 namespace tlaloc::cli {
@@ -22,6 +23,18 @@ void AddTargetOption(CLI::App* cmd, std::string* target) {
   cmd->add_option("--target", *target,
                   "where programs run: interp, cpu, xla-cpu, cuda, tpu or a PJRT plugin path "
                   "(default: $TLALOC_TARGET, else interp)");
+  // Every command that builds programs takes --target, so the int8 form rides along with it.
+  cmd->add_option_function<std::string>(
+         "--int8-form",
+         [](const std::string& value) {
+           auto form = nn::ParseInt8Form(value, "--int8-form");
+           if (!form.ok()) throw CLI::ValidationError("--int8-form", form.status().message());
+           nn::SetInt8Form(*form);
+         },
+         "program form of int8 weight products: q8_0 (activations rounded to int8 per 32-block "
+         "as llama.cpp's Q8_0, the composite tlaloc.int8_linear) or exact (dequantised weights, "
+         "f32 products) (default: $TLALOC_INT8_ACTIVATIONS, else q8_0)")
+      ->check(CLI::IsMember({"q8_0", "exact"}));
 }
 
 StatusOr<BackendChoice> BackendChoiceFromFlag(const std::string& target) {

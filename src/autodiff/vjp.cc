@@ -188,7 +188,7 @@ class Differentiator {
       return Unimplemented("autodiff: " + op.name() + " in @" + f_.name() +
                            " reads a differentiated value inside its regions; gradients through "
                            "values captured by regions are not supported");
-    if (!op.def().vjp)
+    if (!op.def().vjp && op.name() != "stablehlo.composite")
       return Unimplemented("autodiff: " + op.name() + " in @" + f_.name() +
                            " has no gradient rule, and its result depends on a differentiated "
                            "argument");
@@ -209,6 +209,7 @@ class Differentiator {
       cts.push_back(ct != cotangents_.end() ? ct->second : ZerosOf(b_, r.type()));
     }
     TL_RETURN_IF_ERROR(b_.status());
+    if (op.name() == "stablehlo.composite") return BackwardComposite(op, operands, cts);
     // The rule reads attributes and regions from the op as cloned into the gradient program.
     const Operation* like = results.empty() ? &op : results[0].producer();
     auto grads = op.def().vjp(b_, *like, operands, results, cts);
@@ -225,6 +226,32 @@ class Differentiator {
       TL_RETURN_IF_ERROR(Accumulate(v, (*grads)[i], "the gradient rule of " + op.name()));
     }
     // Cotangents of this op's results are no longer needed: drop them so they can die.
+    for (Value r : op.results()) cotangents_.erase(r.impl());
+    return OkStatus();
+  }
+
+  // A composite's gradient is its decomposition's: the decomposition is cloned again here (its
+  // forward recomputed) and differentiated with respect to the composite's varied operands.
+  Status BackwardComposite(const Operation& op, const std::vector<Value>& operands,
+                           const std::vector<Value>& cts) {
+    const std::string name = GetStringAttr(op.attrs(), "name");
+    const std::string symbol = GetStringAttr(op.attrs(), "decomposition");
+    if (b_.module() == nullptr)
+      return Unimplemented("autodiff: stablehlo.composite \"" + name + "\" in @" + f_.name() +
+                           " needs the module (its decomposition @" + symbol +
+                           "); the gradient's OpBuilder has none");
+    const Function* decomposition = b_.module()->Find(symbol);
+    if (decomposition == nullptr)
+      return InvalidArgument("autodiff: stablehlo.composite \"" + name + "\" in @" + f_.name() +
+                             " names the decomposition @" + symbol + ", which the module lacks");
+    GradOptions sub;
+    for (int i = 0; i < op.num_operands(); ++i)
+      if (varied_.count(op.operand(i).impl()) && IsFloatTensor(op.operand(i).type()))
+        sub.wrt.push_back(i);
+    TL_ASSIGN_OR_RETURN(GradientValues g, EmitGradient(b_, *decomposition, operands, cts, sub));
+    for (size_t j = 0; j < sub.wrt.size(); ++j)
+      TL_RETURN_IF_ERROR(Accumulate(op.operand(sub.wrt[j]), g.gradients[j],
+                                    "the decomposition of composite \"" + name + "\""));
     for (Value r : op.results()) cotangents_.erase(r.impl());
     return OkStatus();
   }

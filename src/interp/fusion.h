@@ -11,6 +11,9 @@
 // softmax reads it (attention's masked scores), the select and both broadcasts join the chain
 // (fused.masked_softmax): each row is masked into the result, then softmaxed in place.
 //
+// the composite tlaloc.int8_linear (nn/int8_linear.h) as one kernel (fusion_int8.cc), where
+// a composite maps to its kernel by name instead of a chain being recognised.
+//
 // int8 matrix products, as nn::Linear emits them for int8 weights (fusion_int8.cc):
 //   dot_general(x f32, reshape(convert(reshape(q s8)) * broadcast_in_dim(convert(scale f16))))
 // run as one kernel on (q, scale, x) that reads the int8 matrix in place; the same chain on
@@ -62,6 +65,10 @@ void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
 bool MatchInt8Dot(const Block& block, const BlockUses& uses, int a, std::vector<int>& chain,
                   std::vector<Value>& operands, const FusedKernel*& kernel);
 const FusedKernel& Int8DotKernel();
+// The composite tlaloc.int8_linear (q8_0) at op `a`, run as the in-order VNNI q8_0 kernel with
+// its decomposition's bits (fusion_int8.cc).
+bool MatchInt8Composite(const Block& block, int a, std::vector<int>& chain,
+                        std::vector<Value>& operands, const FusedKernel*& kernel);
 
 // The cross-entropy's row chains starting at op `a` (fusion_xent.cc): on success `chain`,
 // `operands` and `kernel` say what replaces them.

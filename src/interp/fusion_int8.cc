@@ -101,6 +101,56 @@ const FusedKernel& Int8DotKernel() {
   return *kernel;
 }
 
+// stablehlo.composite "tlaloc.int8_linear" {block = 32, mode = "q8_0"} on (x f32 [..., K],
+// q s8 [N, K], scale f16 [N, K / 32]): its decomposition's bits, from the VNNI kernel that sums
+// in the decomposition's order (ops::Q8Kernel::kInOrder).
+const FusedKernel& Int8LinearQ8Kernel() {
+  static const FusedKernel* kernel =
+      new FusedKernel{"fused.int8_linear_q8_0",
+                      [](std::span<const Literal> in, Literal& out, EvalContext& ctx) -> Status {
+                        const Literal& x = in[0];
+                        const Literal& q = in[1];
+                        const Literal& scale = in[2];
+                        const int64_t n = q.dims()[0], k = q.dims()[1];
+                        const int64_t m = k > 0 ? x.num_elements() / k : 0;
+                        if (m == 0 || n == 0) return OkStatus();
+                        ops::Int8MatmulQ8_0(x.span<float>().data(), m, q.span<int8_t>().data(),
+                                            scale.span<uint16_t>().data(), n, k,
+                                            out.span<float>().data(), ctx, ops::Q8Kernel::kInOrder);
+                        return OkStatus();
+                      }};
+  return *kernel;
+}
+
+bool MatchInt8Composite(const Block& block, int a, std::vector<int>& chain,
+                        std::vector<Value>& operands, const FusedKernel*& kernel) {
+  const Operation& op = *block.operations()[a];
+  if (op.name() != "stablehlo.composite" ||
+      GetStringAttr(op.attrs(), "name") != "tlaloc.int8_linear" || op.num_operands() != 3 ||
+      op.num_results() != 1)
+    return false;
+  const Attribute* attributes = FindAttr(op.attrs(), "composite_attributes");
+  if (!attributes || attributes->kind() != Attribute::Kind::kDict) return false;
+  const AttrDict& d = attributes->as_dict();
+  if (GetIntAttr(d, "block", 0) != kBlock || GetStringAttr(d, "mode") != "q8_0") return false;
+  Value x = op.operand(0), q = op.operand(1), scale = op.operand(2);
+  if (!HasType(x, ElementType::kF32) || !HasType(q, ElementType::kS8) ||
+      !HasType(scale, ElementType::kF16) || !HasType(op.result(0), ElementType::kF32))
+    return false;
+  const auto& qd = q.tensor_type().dims;
+  const auto& xd = x.tensor_type().dims;
+  if (qd.size() != 2 || qd[1] <= 0 || qd[1] % kBlock != 0 || xd.empty() || xd.back() != qd[1] ||
+      scale.tensor_type().dims != std::vector<int64_t>{qd[0], qd[1] / kBlock})
+    return false;
+  std::vector<int64_t> out = xd;
+  out.back() = qd[0];
+  if (op.result(0).tensor_type().dims != out) return false;
+  chain = {a};
+  operands = {x, q, scale};
+  kernel = &Int8LinearQ8Kernel();
+  return true;
+}
+
 bool MatchInt8Dot(const Block& block, const BlockUses& uses, int a, std::vector<int>& chain,
                   std::vector<Value>& operands, const FusedKernel*& kernel) {
   const auto& ops = block.operations();

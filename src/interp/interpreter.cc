@@ -257,6 +257,8 @@ class InterpreterRun : public EvalContext {
         // The chain's result may take over its first operand's buffer when that dies here.
         if (reusable_[0] && operands[0].type() == op.result(0).type().tensor)
           results.push_back(operands[0]);
+        else if (op.def().traits.replaces_results)  // a composite mapped to its kernel
+          results.push_back(Literal::Uninitialized(op.result(0).type().tensor));
         else
           results = AllocateResults(op);
         allocated = results;

@@ -43,8 +43,9 @@ class TemporaryPeak {
       for (const auto& region : op.regions()) {
         for (const auto& b : region->blocks()) inner = std::max(inner, Peak(*b, depth + 1));
       }
-      if (op.name() == "func.call") {
-        if (const Function* callee = module_.Find(GetStringAttr(op.attrs(), "callee"))) {
+      if (op.name() == "func.call" || op.name() == "stablehlo.composite") {
+        const char* symbol = op.name() == "func.call" ? "callee" : "decomposition";
+        if (const Function* callee = module_.Find(GetStringAttr(op.attrs(), symbol))) {
           inner = std::max(inner, Peak(callee->entry(), depth + 1));
         }
       }

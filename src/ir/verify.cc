@@ -23,7 +23,8 @@ class Verifier {
       const Operation& op = *op_ptr;
       std::string where = "in @" + fn_.name() + ", " + op.name();
       for (int i = 0; i < op.num_operands(); ++i) {
-        if (!op.operand(i)) return InvalidArgument(where + ": operand " + std::to_string(i) + " is null");
+        if (!op.operand(i))
+          return InvalidArgument(where + ": operand " + std::to_string(i) + " is null");
         if (!visible_.count(op.operand(i).impl()))
           return InvalidArgument(where + ": operand " + std::to_string(i) +
                                  " is used before it is defined (or outside its scope)");
@@ -50,7 +51,9 @@ class Verifier {
       if (!(*inferred == declared))
         return InvalidArgument(where + ": result types " + TypeList(declared) +
                                " do not match the inferred " + TypeList(*inferred));
-      if (op.name() == "func.call") TL_RETURN_IF_ERROR(VerifyCall(op, where));
+      if (op.name() == "func.call") TL_RETURN_IF_ERROR(VerifyCall(op, where, "callee"));
+      if (op.name() == "stablehlo.composite")
+        TL_RETURN_IF_ERROR(VerifyCall(op, where, "decomposition"));
       for (Value r : op.results()) visible_.insert(r.impl());
       if (op.def().traits.terminator && &op != block.terminator())
         return InvalidArgument(where + ": a return must be the last operation of its block");
@@ -58,9 +61,10 @@ class Verifier {
     return OkStatus();
   }
 
-  Status VerifyCall(const Operation& op, const std::string& where) {
+  // A func.call's callee, or a stablehlo.composite's decomposition (`symbol` names which).
+  Status VerifyCall(const Operation& op, const std::string& where, const std::string& symbol) {
     if (!module_) return OkStatus();
-    std::string callee = GetStringAttr(op.attrs(), "callee");
+    std::string callee = GetStringAttr(op.attrs(), symbol);
     const Function* f = module_->Find(callee);
     if (!f) return InvalidArgument(where + ": calls unknown function @" + callee);
     if (!(f->argument_types() == op.operand_types()))

@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "tlaloc/nn/int8_linear.h"
+
 namespace tlaloc::nn {
 
 std::vector<LayerRecord> LayerTrace::Find(std::string_view kernel) const {
@@ -78,6 +80,20 @@ Tensor Linear(const Tensor& x, const Tensor& weight, LayerTrace* trace, const st
   if (!x.valid() || !weight.valid()) return Tensor();
   const int64_t last = x.rank() - 1;
   if (int8_scale.valid()) {
+    auto form = CurrentInt8Form();
+    if (!form.ok()) {
+      x.builder()->Fail(form.status());
+      return Tensor();
+    }
+    // The q8_0 composite takes 32-blocks of f16 scales on a module's builder; other int8 weights
+    // keep the exact form.
+    const int64_t k = x.dim(-1);
+    if (*form == Int8Form::kQ8_0 && x.builder()->module() != nullptr && weight.rank() == 2 &&
+        int8_scale.rank() == 2 && int8_scale.element_type() == ElementType::kF16 && k % 32 == 0 &&
+        int8_scale.dim(1) * 32 == k) {
+      Tensor y = Int8LinearQ8_0(ToF32(x), weight, int8_scale);
+      return y.element_type() == x.element_type() ? y : Convert(y, x.element_type());
+    }
     // f32 activations times the dequantised matrix, the chain the interpreter fuses.
     Tensor y = DotGeneral(ToF32(x), DequantizeInt8(weight, int8_scale), {}, {}, {last}, {1});
     return y.element_type() == x.element_type() ? y : Convert(y, x.element_type());

@@ -1,4 +1,4 @@
-// Core ops: constant, the two returns, and func.call.
+// Core ops: constant, the two returns, func.call and (composite.cc) stablehlo.composite.
 #include "op_areas.h"
 #include "op_helpers.h"
 
@@ -129,6 +129,7 @@ void RegisterCoreOps(OpRegistry& r) {
   RegisterReturn(r, "func.return");
   RegisterReturn(r, "sdy.return");  // ends sdy.manual_computation's body (collective_manual.cc)
   RegisterCall(r);
+  RegisterComposite(r);
 }
 
 }  // namespace tlaloc::ops

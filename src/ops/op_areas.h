@@ -5,8 +5,10 @@
 
 namespace tlaloc::ops {
 
-void RegisterCoreOps(OpRegistry& r);          // core.cc: constant, return, call
-void RegisterElementwiseOps(OpRegistry& r);   // elementwise*.cc: math, bitwise, compare, convert, iota
+void RegisterCoreOps(OpRegistry& r);    // core.cc: constant, return, call
+void RegisterComposite(OpRegistry& r);  // composite.cc: stablehlo.composite (from core.cc)
+void RegisterElementwiseOps(
+    OpRegistry& r);  // elementwise*.cc: math, bitwise, compare, convert, iota
 void RegisterDataMovementOps(OpRegistry& r);  // data_movement*.cc: broadcast ... gather, scatter
 void RegisterReductionOps(OpRegistry& r);     // reduction*.cc: dot_general, reduce*, sort
 void RegisterControlFlowOps(OpRegistry& r);   // control_flow*.cc: while, case, custom_call, rng

@@ -132,7 +132,8 @@ QuantizedRows QuantizeRows(const float* x, int64_t m, int64_t k, EvalContext& ct
   return rows;
 }
 
-// The scalar loop: exact block sums, scaled and added in block order.
+// The scalar loop: exact block sums, scaled and added in block order (the decomposition's
+// bits: the product is rounded, then added; no FMA, as the baseline x86-64 target has none).
 void PortableRows(const QuantizedRows& xq, int64_t m, const int8_t* w, const uint16_t* scales,
                   int64_t n, int64_t k, float* c, EvalContext& ctx) {
   const int64_t blocks = k / kBlock;
@@ -144,7 +145,14 @@ void PortableRows(const QuantizedRows& xq, int64_t m, const int8_t* w, const uin
           int32_t sum = 0;
           for (int64_t e = b * kBlock; e < (b + 1) * kBlock; ++e)
             sum += int32_t{xq.Q(i)[e]} * int32_t{w[j * k + e]};
-          acc += static_cast<float>(sum) * (xq.Dx(i)[b] * HalfBitsToFloat(scales[j * blocks + b]));
+          float p =
+              static_cast<float>(sum) * (xq.Dx(i)[b] * HalfBitsToFloat(scales[j * blocks + b]));
+#if defined(__x86_64__)
+          __asm__("" : "+x"(p));  // no contraction into an FMA where the target has one
+#elif defined(__aarch64__)
+          __asm__("" : "+w"(p));
+#endif
+          acc += p;
         }
         c[i * n + j] = acc;
       }
@@ -264,6 +272,105 @@ void RowStream(const QuantizedRows& xq, int64_t m, const int8_t* w, const uint16
   });
 }
 
+// One weight row against S activation rows with the blocks in order (Q8Kernel::kInOrder for
+// decode's rows): per 16 blocks, eight vpdpbusd steps of 64 bytes leave four-byte partial sums
+// (lanes 0-7 of a step's first block, 8-15 of its second); three levels of integer unpacks and
+// adds reduce the eight vectors to the sixteen exact block sums (in the lane order
+// [0,2,4,6, 1,3,5,7, 8,10,12,14, 9,11,13,15], put back in order with one permute); each sum
+// is converted, multiplied by dx * dw and the products added to the output one block after
+// another, as the tlaloc.int8_linear decomposition adds them.
+// R weight rows against S activation rows; the R * S output sums are added to in step, block by
+// block, so their dependent adds overlap.
+template <int R, int S>
+TLALOC_AVX512_VNNI_TARGET void RowInOrderVnni(const QuantizedRows& xq, const int64_t* xs,
+                                              const int8_t* const* rows,
+                                              const uint16_t* const* scales, float* out,
+                                              int64_t out_s, bool prefetch) {
+  const int64_t k = xq.k, blocks = k / kBlock;
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i natural = _mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15);
+  float acc[R][S];
+  for (int r = 0; r < R; ++r)
+    for (int s = 0; s < S; ++s) acc[r][s] = 0.0f;
+  alignas(64) float prod[R][S][16];
+  for (int64_t blk = 0; blk < blocks; blk += 16) {
+    const int64_t left = std::min<int64_t>(16, blocks - blk);
+    const __mmask16 m = static_cast<__mmask16>((1u << left) - 1u);
+    for (int r = 0; r < R; ++r) {
+      const __m512 dw = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, scales[r] + blk));
+      __m512i v[S][8];
+      for (int step = 0; step < 8; ++step) {
+        const int64_t i = (blk + 2 * step) * kBlock;
+        if (blk + 2 * step >= blocks) {
+          for (int s = 0; s < S; ++s) v[s][step] = _mm512_setzero_si512();
+          continue;
+        }
+        const __mmask64 bytes = (i + 64 <= k) ? ~__mmask64{0} : __mmask64{0xffffffffu};
+        if (prefetch)
+          _mm_prefetch(reinterpret_cast<const char*>(rows[r] + i + kInt8PrefetchRowsAhead * k),
+                       _MM_HINT_T1);
+        const __m512i wu = _mm512_xor_si512(_mm512_maskz_loadu_epi8(bytes, rows[r] + i), flip);
+        for (int s = 0; s < S; ++s)
+          v[s][step] =
+              _mm512_dpbusd_epi32(_mm512_setzero_si512(), wu, _mm512_loadu_si512(xq.Q(xs[s]) + i));
+      }
+      for (int s = 0; s < S; ++s) {
+        __m512i w4[4], x2[2];
+        for (int j = 0; j < 4; ++j)
+          w4[j] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[s][2 * j], v[s][2 * j + 1]),
+                                   _mm512_unpackhi_epi32(v[s][2 * j], v[s][2 * j + 1]));
+        for (int j = 0; j < 2; ++j)
+          x2[j] = _mm512_add_epi32(_mm512_unpacklo_epi64(w4[2 * j], w4[2 * j + 1]),
+                                   _mm512_unpackhi_epi64(w4[2 * j], w4[2 * j + 1]));
+        const __m512i t = _mm512_add_epi32(_mm512_shuffle_i32x4(x2[0], x2[1], 0x88),
+                                           _mm512_shuffle_i32x4(x2[0], x2[1], 0xDD));
+        const __m512i sums = _mm512_add_epi32(_mm512_permutexvar_epi32(natural, t),
+                                              _mm512_loadu_si512(xq.Correction(xs[s]) + blk));
+        __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(sums),
+                                 _mm512_mul_ps(dw, _mm512_loadu_ps(xq.Dx(xs[s]) + blk)));
+        __asm__("" : "+v"(p));
+        _mm512_store_ps(prod[r][s], p);
+      }
+    }
+    for (int64_t b = 0; b < left; ++b)
+      for (int r = 0; r < R; ++r)
+        for (int s = 0; s < S; ++s) acc[r][s] += prod[r][s][b];
+  }
+  for (int r = 0; r < R; ++r)
+    for (int s = 0; s < S; ++s) out[r + s * out_s] = acc[r][s];
+}
+
+void RowInOrder(const QuantizedRows& xq, int64_t m, const int8_t* w, const uint16_t* scales,
+                int64_t n, int64_t k, float* c, EvalContext& ctx) {
+  const int64_t blocks = k / kBlock;
+  const int64_t block = std::max<int64_t>(4, (int64_t{1} << 16) / std::max<int64_t>(k, 1) / 4 * 4);
+  ParallelShares(ctx, n, block, [&](int64_t begin, int64_t end) {
+    for (int64_t v0 = 0; v0 < m; v0 += 2) {
+      const int s_count = static_cast<int>(std::min<int64_t>(2, m - v0));
+      const int64_t xs[2] = {v0, std::min(v0 + 1, m - 1)};
+      for (int64_t r = begin; r < end;) {
+        const bool four = r + 4 <= end;
+        const int count = four ? 4 : 1;
+        const int8_t* rows[4];
+        const uint16_t* sc[4];
+        for (int j = 0; j < count; ++j)
+          rows[j] = w + (r + j) * k, sc[j] = scales + (r + j) * blocks;
+        float* o = c + v0 * n + r;
+        const bool prefetch = r + 12 <= n;
+        if (four && s_count == 2)
+          RowInOrderVnni<4, 2>(xq, xs, rows, sc, o, n, prefetch);
+        else if (four)
+          RowInOrderVnni<4, 1>(xq, xs, rows, sc, o, n, prefetch);
+        else if (s_count == 2)
+          RowInOrderVnni<1, 2>(xq, xs, rows, sc, o, n, prefetch);
+        else
+          RowInOrderVnni<1, 1>(xq, xs, rows, sc, o, n, prefetch);
+        r += count;
+      }
+    }
+  });
+}
+
 constexpr int64_t kTileCols = 32;
 constexpr int kTileRows = 6;
 
@@ -362,8 +469,14 @@ TLALOC_AVX512_VNNI_TARGET void TileRows(const QuantizedRows& xq, int64_t i0, con
 #pragma GCC unroll 6
     for (int i = 0; i < M; ++i) {
       const __m512 dx = _mm512_set1_ps(xq.Dx(i0 + i)[b]);
-      acc[i][0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[i][0]), _mm512_mul_ps(s0, dx), acc[i][0]);
-      acc[i][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[i][1]), _mm512_mul_ps(s1, dx), acc[i][1]);
+      __m512 p0 = _mm512_mul_ps(_mm512_cvtepi32_ps(sums[i][0]), _mm512_mul_ps(s0, dx));
+      __m512 p1 = _mm512_mul_ps(_mm512_cvtepi32_ps(sums[i][1]), _mm512_mul_ps(s1, dx));
+      // No FMA: each block's product is rounded before it is added, block after block, as the
+      // tlaloc.int8_linear decomposition's multiply and in-order reduce round it (the empty asm
+      // keeps the compiler from contracting the two).
+      __asm__("" : "+v"(p0), "+v"(p1));
+      acc[i][0] = _mm512_add_ps(acc[i][0], p0);
+      acc[i][1] = _mm512_add_ps(acc[i][1], p1);
     }
   }
   const int64_t live = std::min<int64_t>(kTileCols, n - j0);
@@ -500,6 +613,12 @@ void Int8MatmulQ8_0(const float* x, int64_t m, const int8_t* w, const uint16_t* 
   // tiles from four (the row stream takes three or four vectors one weight row at a time).
   if (kernel == Q8Kernel::kAuto)
     kernel = m <= kQ8RowStreamMaxRows ? Q8Kernel::kRowStream : Q8Kernel::kTiles;
+#if defined(__x86_64__)
+  // In block order: decode's rows one weight row at a time, more rows by the tiles.
+  if (Q8UsesVnni() && kernel == Q8Kernel::kInOrder && m <= kQ8RowStreamMaxRows)
+    return RowInOrder(xq, m, w, scales, n, k, c, ctx);
+#endif
+  if (kernel == Q8Kernel::kInOrder) kernel = Q8Kernel::kTiles;  // kPortable below without VNNI
 #if defined(__x86_64__)
   if (Q8UsesVnni() && kernel == Q8Kernel::kRowStream)
     return RowStream(xq, m, w, scales, n, k, c, ctx);

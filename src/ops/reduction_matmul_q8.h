@@ -40,11 +40,16 @@ enum class Q8Kernel {
   kRowStream,  // weight rows streamed in place against up to four activation rows at a time
   kTiles,      // 32-column tiles of w repacked for VNNI, times up to six activation rows
   kPortable,   // the scalar loop (what a CPU without AVX512-VNNI runs)
+  // Where the CPU has AVX512-VNNI an in-order row kernel for up to kQ8RowStreamMaxRows rows and
+  // kTiles above, else kPortable: all sum in the order of the tlaloc.int8_linear composite's
+  // decomposition (nn/int8_linear.h), so their bits are its bits.
+  kInOrder,
 };
 
 // c [m, n] = q8_0(x) [m, k] times w [n, k] (s8, f16 `scales` [n, k / 32] per 32-block of a row)
 // transposed: c[i][j] = sum over blocks b of float(sum_b q_x * q_w) * (dx_b * dw_b), the
-// block sums exact, their scaled sum in f32 in an order of the kernel's choosing.
+// block sums exact, their scaled sum in f32 in an order of the kernel's choosing (kInOrder: each
+// scaled block sum rounded, then added to 0 + ... in block order).
 void Int8MatmulQ8_0(const float* x, int64_t m, const int8_t* w, const uint16_t* scales, int64_t n,
                     int64_t k, float* c, EvalContext& ctx, Q8Kernel kernel = Q8Kernel::kAuto);
 

@@ -12,14 +12,16 @@
 namespace tlaloc::pjrt {
 namespace {
 
-// Renames the callee of every func.call in `block` (and the regions below it).
+// Renames the callee of every func.call (and the decomposition of every stablehlo.composite) in
+// `block` and the regions below it.
 void RenameCalls(Block& block, const std::map<std::string, std::string>& renamed) {
   for (auto& op : block.mutable_operations()) {
-    if (op->name() == "func.call") {
-      const Attribute* callee = FindAttr(op->attrs(), "callee");
+    if (op->name() == "func.call" || op->name() == "stablehlo.composite") {
+      const char* symbol = op->name() == "func.call" ? "callee" : "decomposition";
+      const Attribute* callee = FindAttr(op->attrs(), symbol);
       if (callee != nullptr && callee->kind() == Attribute::Kind::kSymbol) {
         auto it = renamed.find(callee->as_string());
-        if (it != renamed.end()) op->attrs()["callee"] = Attribute::Symbol(it->second);
+        if (it != renamed.end()) op->attrs()[symbol] = Attribute::Symbol(it->second);
       }
     }
     for (int r = 0; r < op->num_regions(); ++r)

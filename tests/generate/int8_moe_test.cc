@@ -12,6 +12,7 @@
 #include <map>
 
 #include "generate/engine_run.h"
+#include "testing/int8_form.h"
 #include "testing/tiny_qwen3.h"
 #include "testing/tiny_qwen3_variants.h"
 #include "tlaloc/generate/engine.h"
@@ -88,6 +89,9 @@ double Compare(const EngineRun& got, const EngineRun& want, const std::string& w
 }
 
 TEST(Int8MoeEngine, EveryFormEqualsTheDequantisedFloatModelAndEachOther) {
+  // The attention projections (and the dense form's experts) go through nn::Linear: its exact
+  // int8 form is what equals the dequantised float model.
+  const testing::ScopedInt8Form exact(nn::Int8Form::kExact);
   const io::ModelConfig qc = Int8Moe(), fc = FloatMoe();
   const std::vector<Literal> stored = testing::RandomWeightsAsStored(qc, 11);
   ASSERT_FALSE(stored.empty());

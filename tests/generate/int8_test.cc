@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "ops/reduction_matmul_q8.h"
+#include "testing/int8_form.h"
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/models/family.h"
@@ -122,6 +122,8 @@ std::unique_ptr<generate::Generator> Load(const fs::path& dir, ElementType et, b
 }
 
 TEST(Int8Generate, F32ForwardEqualsTheDequantisedCheckpointBitForBit) {
+  // The exact form (dequantised weights, f32 products) is the one that equals them.
+  const tlaloc::testing::ScopedInt8Form exact(nn::Int8Form::kExact);
   for (bool tied : {false, true}) {
     const Dirs d = MakeFolders(tied);
     auto deq = Load(d.dequantised, ElementType::kF32, true);
@@ -156,26 +158,38 @@ TEST(Int8Generate, F32ForwardEqualsTheDequantisedCheckpointBitForBit) {
   }
 }
 
-// TLALOC_INT8_ACTIVATIONS=q8_0 (here through the override): the fused kernel rounds activations
-// to int8 per block, so the logits move off the exact ones by about what that rounding gives
-// (llama.cpp's Q8_0 products; tests/generate/llama_oracle_test.cc compares with it), and the
-// default mode afterwards is bit for bit the exact run again.
-TEST(Int8Generate, Q8_0ActivationModeIsCloseAndOptIn) {
+// The default int8 form, q8_0 (the composite tlaloc.int8_linear, nn/int8_linear.h), rounds
+// activations to int8 per block as llama.cpp's Q8_0 products do, so the logits move off the
+// exact form's by about what that rounding gives (tests/generate/llama_oracle_test.cc compares
+// with llama.cpp), the kernel and the decomposition op by op give the same bits, and the exact
+// form, selected, is bit for bit the exact run again.
+TEST(Int8Generate, Q8_0FormIsTheDefaultCloseAndExactIsSelectable) {
   const Dirs d = MakeFolders(false);
-  auto exact = Load(d.int8, ElementType::kF32, true);
-  ASSERT_TRUE(exact);
-  const auto want = RunSteps(*exact);
+  std::vector<std::vector<float>> want;
+  {
+    const tlaloc::testing::ScopedInt8Form exact(nn::Int8Form::kExact);
+    auto g = Load(d.int8, ElementType::kF32, true);
+    ASSERT_TRUE(g);
+    want = RunSteps(*g);
+  }
   ASSERT_EQ(want.size(), 6u);
-  ops::OverrideInt8Activations(ops::Int8Activations::kQ8_0);
   auto q8 = Load(d.int8, ElementType::kF32, true);
-  ASSERT_TRUE(q8);
+  auto q8_plain = Load(d.int8, ElementType::kF32, false);
+  ASSERT_TRUE(q8 && q8_plain);
   double scale = 0;
-  const double diff = MaxDiff(RunSteps(*q8), want, &scale);
-  ops::OverrideInt8Activations(std::nullopt);
+  const auto got = RunSteps(*q8);
+  const double diff = MaxDiff(got, want, &scale);
   EXPECT_GT(diff, 0.0) << "q8_0 activations should round";
   EXPECT_LT(diff, 0.05 * scale);
-  EXPECT_EQ(MaxDiff(RunSteps(*exact), want), 0.0) << "the default mode is exact again";
-  std::printf("[int8] q8_0 activations vs exact: %.3g (logits up to %.3g)\n", diff, scale);
+  EXPECT_EQ(MaxDiff(RunSteps(*q8_plain), got), 0.0)
+      << "the composite's kernel vs its decomposition op by op";
+  {
+    const tlaloc::testing::ScopedInt8Form exact(nn::Int8Form::kExact);
+    auto again = Load(d.int8, ElementType::kF32, true);
+    ASSERT_TRUE(again);
+    EXPECT_EQ(MaxDiff(RunSteps(*again), want), 0.0) << "the exact form, selected, is exact again";
+  }
+  std::printf("[int8] q8_0 form vs exact: %.3g (logits up to %.3g)\n", diff, scale);
   fs::remove_all(d.root);
 }
 

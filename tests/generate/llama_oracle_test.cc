@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "generate/oracle_logits.h"
-#include "ops/reduction_matmul_q8.h"
+#include "testing/int8_form.h"
 #include "testing/oracle.h"
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/io/checkpoint.h"
@@ -397,9 +397,10 @@ TEST(LlamaOracleHalf, F16AndBf16ExportsTrackF32AndTlaloc) {
 // gives: well under the 8% of the logit range bf16 weights are allowed above (measured: see
 // the printed figures), far above f32's 1e-4; greedy ids must still be equal.
 //
-// LlamaOracleInt8Q8Activations runs Tlaloc in the opt-in mode that rounds activations the same
-// way (TLALOC_INT8_ACTIVATIONS=q8_0, ops/reduction_matmul_q8.h): what is left is summation
-// order and the f32 ops around the products. Positions then agree to about 1e-7 until an
+// LlamaOracleInt8 selects the exact int8 form (--int8-form exact). LlamaOracleInt8Q8Activations
+// runs the default q8_0 form, which rounds activations the same way (the composite
+// tlaloc.int8_linear, nn/int8_linear.h): what is left is summation order and the f32 ops around
+// the products. Positions then agree to about 1e-7 until an
 // activation lands on the other side of a rounding half-step (the f32 ops differ from ggml's in
 // the last bits); one such step moves the logits by up to about 1.2% of their range. The
 // tolerance is 1.5% (3% without the mode); a greedy parting must again be a near-tie.
@@ -407,16 +408,9 @@ class LlamaOracleInt8 : public ::testing::TestWithParam<Shape> {};
 class LlamaOracleInt8Q8Activations : public ::testing::TestWithParam<Shape> {};
 constexpr double kInt8OracleInit = 0.1;
 
-// Sets the int8 activation mode for one test and puts the environment's back after it.
-class ScopedInt8Activations {
- public:
-  explicit ScopedInt8Activations(ops::Int8Activations mode) { ops::OverrideInt8Activations(mode); }
-  ~ScopedInt8Activations() { ops::OverrideInt8Activations(std::nullopt); }
-};
-
 void CheckInt8AgainstLlama(const Shape& shape, bool q8_activations) {
-  const ScopedInt8Activations mode(q8_activations ? ops::Int8Activations::kQ8_0
-                                                  : ops::Int8Activations::kExact);
+  const tlaloc::testing::ScopedInt8Form form(q8_activations ? nn::Int8Form::kQ8_0
+                                                            : nn::Int8Form::kExact);
   const double tolerance = q8_activations ? 0.015 : 0.03;
   io::ModelConfig config = ConfigOf(shape);
   // Smaller weights than the f32 test's: llama.cpp's activation rounding is amplified layer by

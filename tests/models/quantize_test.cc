@@ -12,6 +12,7 @@
 #include <random>
 
 #include "io/io_test_util.h"
+#include "testing/int8_form.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/gguf.h"
 #include "tlaloc/models/family.h"
@@ -226,8 +227,33 @@ TEST(Int8Checkpoint, MissingOrMisshapenScalesAreNamed) {
 }
 
 // The decode program takes s8 matrices and f16 scales and spells the product out as ordinary
-// StableHLO ops: reshape, convert, broadcast_in_dim, multiply, reshape, dot_general.
+// StableHLO ops: in the exact form reshape, convert, broadcast_in_dim, multiply, reshape,
+// dot_general; in the default q8_0 form a stablehlo.composite "tlaloc.int8_linear" per product,
+// whose decomposition is a private function of the module.
 TEST(Int8Checkpoint, StepProgramIsOrdinaryStablehlo) {
+  {
+    io::ModelConfig c = SmallConfig(true);
+    c.quantization = io::WeightQuantization{};
+    StepShape shape;
+    shape.kind = StepKind::kDecode;
+    shape.batch = 1;
+    shape.max_len = 16;
+    auto program = BuildStep(c, shape);
+    ASSERT_TRUE(program.ok()) << program.status().ToString();
+    const Function* fn = program->module->Find(program->entry);
+    ASSERT_NE(fn, nullptr);
+    int composites = 0;
+    for (const auto& op : fn->body().front().operations())
+      if (op->name() == "stablehlo.composite" &&
+          GetStringAttr(op->attrs(), "name") == "tlaloc.int8_linear") {
+        ++composites;
+        const Function* d = program->module->Find(GetStringAttr(op->attrs(), "decomposition"));
+        ASSERT_NE(d, nullptr);
+        EXPECT_FALSE(d->is_public());
+      }
+    EXPECT_EQ(composites, 1 + 2 * 7);  // head, 7 per layer
+  }
+  const tlaloc::testing::ScopedInt8Form exact(nn::Int8Form::kExact);
   io::ModelConfig c = SmallConfig(true);
   c.quantization = io::WeightQuantization{};
   StepShape shape;

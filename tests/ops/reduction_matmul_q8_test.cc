@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -174,12 +175,32 @@ void ExpectKernelMatchesReference(ops::Q8Kernel kernel, const char* name, int64_
     }
 }
 
+// kInOrder's kernels (decode's rows one weight row at a time, more rows by the tiles, or the
+// portable loop) all sum in block order, so they agree bit for bit (the composite
+// tlaloc.int8_linear's decomposition has the same bits: tests/nn/int8_linear_test.cc).
+TEST(Q8Activations, InOrderKernelsAgreeBitForBit) {
+  PoolContext pool;
+  for (int64_t m : {1, 2, 3, 7})
+    for (int64_t n : {1, 5, 33, 70})
+      for (int64_t k : {32, 64, 96, 544, 1024}) {
+        const Case c = MakeCase(m, n, k, static_cast<uint32_t>(m * 7 + n * 11 + k));
+        std::vector<float> in_order(m * n), portable(m * n);
+        ops::Int8MatmulQ8_0(c.x.data(), m, c.w.data(), c.ws.data(), n, k, in_order.data(), pool,
+                            ops::Q8Kernel::kInOrder);
+        ops::Int8MatmulQ8_0(c.x.data(), m, c.w.data(), c.ws.data(), n, k, portable.data(), pool,
+                            ops::Q8Kernel::kPortable);
+        EXPECT_EQ(std::memcmp(in_order.data(), portable.data(), in_order.size() * sizeof(float)), 0)
+            << "m=" << m << " n=" << n << " k=" << k;
+      }
+}
+
 TEST(Q8Activations, EveryKernelMatchesTheScalarReferenceOverEveryTail) {
   const std::pair<ops::Q8Kernel, const char*> kernels[] = {
       {ops::Q8Kernel::kAuto, "auto"},
       {ops::Q8Kernel::kRowStream, "row stream"},
       {ops::Q8Kernel::kTiles, "tiles"},
-      {ops::Q8Kernel::kPortable, "portable"}};
+      {ops::Q8Kernel::kPortable, "portable"},
+      {ops::Q8Kernel::kInOrder, "in order"}};
   for (const auto& [kernel, name] : kernels) {
     for (int64_t m = 1; m <= 17; ++m) ExpectKernelMatchesReference(kernel, name, m, 37, 96);
     for (int64_t n : {1, 3, 4, 5, 15, 16, 17, 31, 32, 33, 64, 70, 1024})

@@ -79,8 +79,10 @@ Tensor Embedding(const Tensor& table, const Tensor& ids, LayerTrace* trace = nul
                  const std::string& path = "", const Tensor& int8_scale = Tensor());
 // x [..., in] times weight [out, in] (the PyTorch layout) -> [..., out], no bias. bf16/f16
 // inputs accumulate in f32 and are rounded once. With `int8_scale` valid, weight is s8 and the
-// product is dot_general(f32 x, DequantizeInt8(weight, int8_scale)) in f32, rounded once to x's
-// type (the interpreter runs that chain as one fused int8 kernel: interp/fusion.h).
+// product is in f32, rounded once to x's type, in the form CurrentInt8Form() names
+// (int8_linear.h): q8_0 (the default; f16 scales per 32-block on a builder with a module) is
+// the composite tlaloc.int8_linear, exact is dot_general(f32 x, DequantizeInt8(weight,
+// int8_scale)) (the interpreter runs that chain as one fused int8 kernel: interp/fusion.h).
 Tensor Linear(const Tensor& x, const Tensor& weight, LayerTrace* trace = nullptr,
               const std::string& path = "", const Tensor& int8_scale = Tensor());
 // RMSNorm over the last axis, in f32, eps inside the square root, weight in x's type.

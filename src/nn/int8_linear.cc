@@ -1,0 +1,133 @@
+// The q8_0 program form of an int8 product (int8_linear.h): a stablehlo.composite and its
+// decomposition, written so that running the decomposition op by op gives the bits of the
+// interpreter's VNNI kernel (ops/reduction_matmul_q8.h), which takes the same steps: the f16
+// scale, round half to even, exact int32 block sums, the block's product rounded on its own and
+// added to the row's sum in block order starting from 0 (the reduce over the leading block axis
+// runs in that order in the interpreter).
+#include "tlaloc/nn/int8_linear.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
+#include "ops/reduction_matmul_q8.h"
+
+namespace tlaloc::nn {
+
+namespace {
+
+constexpr int64_t kBlock = 32;
+
+std::atomic<int> chosen_form{-1};
+
+std::string DimsName(const std::vector<int64_t>& dims) {
+  std::string s;
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "x" : "") + std::to_string(dims[i]);
+  return s.empty() ? "scalar" : s;
+}
+
+// The decomposition on x [M..., K], q [N, K], scale f16 [N, K / 32] -> [M..., N].
+Status BuildDecomposition(Module* module, const std::string& name, const TensorType& xt,
+                          const TensorType& qt, const TensorType& st) {
+  FunctionBuilder fb(module, name, {Type(xt), Type(qt), Type(st)});
+  fb.function()->set_public(false);
+  OpBuilder& b = fb.ops();
+  const int64_t k = xt.dims.back(), n = qt.dims[0], nb = k / kBlock;
+  int64_t m = 1;
+  for (size_t i = 0; i + 1 < xt.dims.size(); ++i) m *= xt.dims[i];
+  Tensor xb = Reshape(fb.arg(0), {m, nb, kBlock});
+  Tensor amax = ReduceMax(Abs(xb), {2});  // [M, NB]
+  Tensor dx = Convert(Convert(amax / 127.0, ElementType::kF16), ElementType::kF32);
+  Tensor inv = Where(Eq(amax, Zeros(b, {m, nb})), Zeros(b, {m, nb}), Full(b, {m, nb}, 127) / amax);
+  Tensor scaled = xb * BroadcastInDim(inv, {m, nb, kBlock}, {0, 1});
+  Tensor rounded = Tensor(b.CreateOne("stablehlo.round_nearest_even", {scaled.value()}), &b);
+  Tensor q8 = Convert(Clamp(Scalar(b, -127), rounded, Scalar(b, 127)), ElementType::kS8);
+  Tensor wb = Reshape(fb.arg(1), {n, nb, kBlock});
+  // [NB, M, N]: batch dimensions come first in dot_general's result.
+  Tensor sums = DotGeneral(q8, wb, {1}, {1}, {2}, {2}, ElementType::kS32, /*same_as_lhs=*/false);
+  Tensor dw = Convert(fb.arg(2), ElementType::kF32);  // [N, NB]
+  Tensor scales = BroadcastInDim(dx, {nb, m, n}, {1, 0}) * BroadcastInDim(dw, {nb, m, n}, {2, 0});
+  Tensor y = Sum(Convert(sums, ElementType::kF32) * scales, {0});  // [M, N]
+  std::vector<int64_t> out = xt.dims;
+  out.back() = n;
+  return fb.Return({Reshape(y, out)});
+}
+
+}  // namespace
+
+StatusOr<Int8Form> ParseInt8Form(std::string_view text, std::string_view what) {
+  if (text == "exact") return Int8Form::kExact;
+  if (text == "q8_0") return Int8Form::kQ8_0;
+  return InvalidArgument(std::string(what) + " is '" + std::string(text) +
+                         "'; expected 'q8_0' (the default: activations rounded to int8 per "
+                         "32-block, llama.cpp's Q8_0 arithmetic) or 'exact' (the dequantising "
+                         "form: exact products, f32 sums)");
+}
+
+std::string_view Int8FormName(Int8Form form) { return form == Int8Form::kExact ? "exact" : "q8_0"; }
+
+StatusOr<Int8Form> CurrentInt8Form() {
+  const int chosen = chosen_form.load(std::memory_order_relaxed);
+  if (chosen >= 0) return static_cast<Int8Form>(chosen);
+  const char* env = std::getenv("TLALOC_INT8_ACTIVATIONS");
+  if (env == nullptr || *env == '\0') return Int8Form::kQ8_0;
+  return ParseInt8Form(env, "TLALOC_INT8_ACTIVATIONS");
+}
+
+void SetInt8Form(std::optional<Int8Form> form) {
+  chosen_form.store(form ? static_cast<int>(*form) : -1, std::memory_order_relaxed);
+  // The interpreter's kernels for what has no composite yet (nn::SparseMoe's int8 experts, an
+  // exact-form chain) follow the same choice.
+  if (!form)
+    ops::OverrideInt8Activations(std::nullopt);
+  else
+    ops::OverrideInt8Activations(*form == Int8Form::kQ8_0 ? ops::Int8Activations::kQ8_0
+                                                          : ops::Int8Activations::kExact);
+}
+
+Tensor Int8LinearQ8_0(const Tensor& x, const Tensor& q, const Tensor& scale) {
+  OpBuilder* b = x.builder();
+  if (!b || !x.valid() || !q.valid() || !scale.valid()) return Tensor();
+  const int64_t k = x.rank() > 0 ? x.dim(-1) : 0;
+  if (x.element_type() != ElementType::kF32 || q.element_type() != ElementType::kS8 ||
+      scale.element_type() != ElementType::kF16 || q.rank() != 2 || scale.rank() != 2 || k <= 0 ||
+      k % kBlock != 0 || q.dim(1) != k || scale.dim(0) != q.dim(0) || scale.dim(1) != k / kBlock) {
+    b->Fail(InvalidArgument("Int8LinearQ8_0: x " + x.type().ToString() + ", weight " +
+                            q.type().ToString() + ", scales " + scale.type().ToString() +
+                            ": expected f32 [..., K], s8 [N, K] and f16 [N, K / 32], K a "
+                            "multiple of 32"));
+    return Tensor();
+  }
+  if (b->module() == nullptr) {
+    b->Fail(
+        InvalidArgument("Int8LinearQ8_0: the builder has no module to hold the composite's "
+                        "decomposition; build with OpBuilder(block, module), or choose the "
+                        "exact int8 form"));
+    return Tensor();
+  }
+  const std::string name =
+      "tlaloc_int8_linear_q8_0_" + DimsName(x.dims()) + "_" + DimsName(q.dims());
+  if (b->module()->Find(name) == nullptr) {
+    Status s = BuildDecomposition(b->module(), name, x.type(), q.type(), scale.type());
+    if (!s.ok()) {
+      b->Fail(s.WithContext("the decomposition of " + std::string(kInt8LinearComposite)));
+      return Tensor();
+    }
+  }
+  std::vector<int64_t> out = x.dims();
+  out.back() = q.dim(0);
+  AttrDict attributes;
+  attributes["block"] = Attribute::Int(kBlock, ElementType::kS64);
+  attributes["mode"] = Attribute::String("q8_0");
+  AttrDict attrs;
+  attrs["name"] = Attribute::String(kInt8LinearComposite);
+  attrs["composite_attributes"] = Attribute::Dict(std::move(attributes));
+  attrs["decomposition"] = Attribute::Symbol(name);
+  attrs["version"] = Attribute::Int(1, ElementType::kS32);
+  return Tensor(
+      b->CreateOne("stablehlo.composite", {x.value(), q.value(), scale.value()}, std::move(attrs),
+                   std::vector<Type>{Type(TensorType(ElementType::kF32, out))}),
+      b);
+}
+
+}  // namespace tlaloc::nn

@@ -1,0 +1,209 @@
+// The q8_0 program form of int8 products (nn/int8_linear.h): the composite tlaloc.int8_linear's
+// decomposition is llama.cpp's Q8_0 arithmetic, and the interpreter's kernel for the composite
+// (interp/fusion_int8.cc) returns the decomposition's bits, on decode rows and prefill tiles.
+#include "tlaloc/nn/int8_linear.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "tlaloc/interp/interpreter.h"
+#include "tlaloc/nn/layers.h"
+#include "tlaloc/support/half.h"
+
+namespace tlaloc::nn {
+namespace {
+
+struct Case {
+  std::vector<int64_t> x_dims;
+  int64_t n;
+};
+
+struct Inputs {
+  Literal x, q, scale;
+};
+
+Inputs RandomInputs(const std::vector<int64_t>& x_dims, int64_t n, uint32_t seed) {
+  const int64_t k = x_dims.back();
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_int_distribution<int> qd(-127, 127);
+  std::uniform_real_distribution<float> sd(0.001f, 0.02f);
+  Inputs in{Literal(TensorType(ElementType::kF32, x_dims)),
+            Literal(TensorType(ElementType::kS8, {n, k})),
+            Literal(TensorType(ElementType::kF16, {n, k / 32}))};
+  auto x = in.x.span<float>();
+  for (size_t i = 0; i < x.size(); ++i) x[i] = nd(rng) * (i % 97 == 0 ? 20.0f : 1.0f);
+  // A block of zeros (amax 0: scale 0, quants 0) and one with a value on a rounding tie.
+  if (x.size() >= 64) {
+    std::fill(x.begin() + 32, x.begin() + 64, 0.0f);
+    x[0] = 127.0f;
+    x[1] = 2.5f;
+  }
+  for (auto& v : in.q.span<int8_t>()) v = static_cast<int8_t>(qd(rng));
+  for (auto& v : in.scale.span<uint16_t>()) v = FloatToHalfBits(sd(rng));
+  return in;
+}
+
+// main(x, q, scale) = Linear(x, q, scale) in the current int8 form.
+std::unique_ptr<Module> LinearModule(const Inputs& in) {
+  auto module = std::make_unique<Module>("t");
+  FunctionBuilder fb(module.get(), "main",
+                     {Type(in.x.type()), Type(in.q.type()), Type(in.scale.type())});
+  Status s = fb.Return({Linear(fb.arg(0), fb.arg(1), nullptr, "", fb.arg(2))});
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return module;
+}
+
+Literal RunLinear(const Module& m, const Inputs& in, bool fuse, int64_t* ops = nullptr) {
+  InterpreterOptions options;
+  options.fuse = fuse;
+  ExecutionStats stats;
+  auto out = Interpret(m, "main", {in.x, in.q, in.scale}, &stats, options);
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  if (ops) *ops = stats.ops_executed;
+  return out.ok() ? (*out)[0] : Literal();
+}
+
+bool SameBits(const Literal& a, const Literal& b) {
+  return a.type() == b.type() && a.num_elements() > 0 &&
+         std::memcmp(a.span<float>().data(), b.span<float>().data(),
+                     a.num_elements() * sizeof(float)) == 0;
+}
+
+// llama.cpp's arithmetic written out: ggml's x86 quantize_row_q8_0 (d = f16(amax / 127),
+// q = round-half-even(x * (127 / amax))), exact block sums, each scaled block sum rounded and
+// added in block order.
+std::vector<float> Reference(const Inputs& in) {
+  const int64_t k = in.q.dims()[1], n = in.q.dims()[0], m = in.x.num_elements() / k;
+  const int64_t blocks = k / 32;
+  auto x = in.x.span<float>();
+  auto w = in.q.span<int8_t>();
+  auto sc = in.scale.span<uint16_t>();
+  std::vector<float> out(m * n);
+  for (int64_t i = 0; i < m; ++i) {
+    std::vector<int8_t> q(k);
+    std::vector<float> d(blocks);
+    for (int64_t b = 0; b < blocks; ++b) {
+      float amax = 0;
+      for (int e = 0; e < 32; ++e) amax = std::max(amax, std::fabs(x[i * k + b * 32 + e]));
+      d[b] = HalfBitsToFloat(FloatToHalfBits(amax / 127.0f));
+      const float id = amax != 0 ? 127.0f / amax : 0.0f;
+      for (int e = 0; e < 32; ++e) {
+        volatile float p = x[i * k + b * 32 + e] * id;
+        q[b * 32 + e] = static_cast<int8_t>(std::nearbyint(p));
+      }
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = 0;
+      for (int64_t b = 0; b < blocks; ++b) {
+        int32_t s = 0;
+        for (int e = 0; e < 32; ++e) s += int32_t{q[b * 32 + e]} * w[j * k + b * 32 + e];
+        volatile float p = static_cast<float>(s) * (d[b] * HalfBitsToFloat(sc[j * blocks + b]));
+        acc += p;
+      }
+      out[i * n + j] = acc;
+    }
+  }
+  return out;
+}
+
+class Int8LinearTest : public ::testing::Test {
+ protected:
+  void SetUp() override { SetInt8Form(std::nullopt); }
+  void TearDown() override { SetInt8Form(std::nullopt); }
+};
+
+TEST_F(Int8LinearTest, KernelHasTheDecompositionsBits) {
+  ASSERT_EQ(std::getenv("TLALOC_INT8_ACTIVATIONS"), nullptr) << "run without the alias set";
+  // Decode rows (1, 2), a prefill tile and its tail (13 rows, 70 columns: a partial 32-column
+  // tile), a rank-3 x, and a k of one block.
+  const std::vector<Case> cases = {{{1, 1024}, 96},   {{2, 64}, 33}, {{13, 256}, 70},
+                                   {{2, 7, 128}, 64}, {{6, 32}, 40}, {{1, 2048}, 160}};
+  uint32_t seed = 1;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message()
+                 << "x [" << c.x_dims.front() << ".." << c.x_dims.back() << "], n " << c.n);
+    const Inputs in = RandomInputs(c.x_dims, c.n, seed++);
+    auto m = LinearModule(in);
+    int64_t fused_ops = 0, plain_ops = 0;
+    const Literal fused = RunLinear(*m, in, true, &fused_ops);
+    const Literal plain = RunLinear(*m, in, false, &plain_ops);
+    EXPECT_LT(fused_ops, plain_ops) << "the composite ran its decomposition, not the kernel";
+    EXPECT_TRUE(SameBits(fused, plain));
+    const std::vector<float> want = Reference(in);
+    ASSERT_EQ(static_cast<size_t>(plain.num_elements()), want.size());
+    EXPECT_EQ(std::memcmp(plain.span<float>().data(), want.data(), want.size() * sizeof(float)), 0);
+  }
+}
+
+TEST_F(Int8LinearTest, ExactFormIsTheDequantisedProduct) {
+  const Inputs in = RandomInputs({3, 128}, 48, 7);
+  // The choice also sets the interpreter's mode for the exact chain (SetInt8Form), so each
+  // module runs under the form it was built in.
+  SetInt8Form(Int8Form::kExact);
+  auto exact = LinearModule(in);
+  const Literal y = RunLinear(*exact, in, true);
+  SetInt8Form(Int8Form::kQ8_0);
+  auto q8 = LinearModule(in);
+  const Literal z = RunLinear(*q8, in, true);
+  auto has_composite = [](const Module& m) {
+    for (const auto& op : m.Find("main")->entry().operations())
+      if (op->name() == "stablehlo.composite") return true;
+    return false;
+  };
+  EXPECT_FALSE(has_composite(*exact));
+  EXPECT_TRUE(has_composite(*q8));
+  EXPECT_EQ(exact->functions().size(), 1u);
+  EXPECT_EQ(q8->functions().size(), 2u);
+  // The exact form: f32 x times the dequantised matrix, compared within f32 sum reordering.
+  const int64_t k = 128, n = 48;
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double want = 0;
+      for (int64_t e = 0; e < k; ++e)
+        want += double{in.x.span<float>()[i * k + e]} * in.q.span<int8_t>()[j * k + e] *
+                HalfBitsToFloat(in.scale.span<uint16_t>()[j * (k / 32) + e / 32]);
+      EXPECT_NEAR(y.span<float>()[i * n + j], want, 1e-4 * (1 + std::fabs(want)));
+    }
+  // q8_0 differs from exact (activations lose bits), by at most what rounding each activation
+  // to its block's step moves: half a step (amax / 127, its f16 rounding aside) per element.
+  EXPECT_FALSE(SameBits(y, z));
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double bound = 1e-5;
+      for (int64_t b = 0; b < k / 32; ++b) {
+        double amax = 0, wsum = 0;
+        for (int64_t e = b * 32; e < b * 32 + 32; ++e) {
+          amax = std::max(amax, double{std::fabs(in.x.span<float>()[i * k + e])});
+          wsum += std::fabs(in.q.span<int8_t>()[j * k + e] *
+                            HalfBitsToFloat(in.scale.span<uint16_t>()[j * (k / 32) + b]));
+        }
+        bound += (0.5 + 0.1) * amax / 127 * wsum;
+      }
+      EXPECT_NEAR(z.span<float>()[i * n + j], y.span<float>()[i * n + j], bound);
+    }
+}
+
+TEST_F(Int8LinearTest, FormsParseAndTheAliasIsRead) {
+  EXPECT_EQ(*ParseInt8Form("exact", "--int8-form"), Int8Form::kExact);
+  EXPECT_EQ(*ParseInt8Form("q8_0", "--int8-form"), Int8Form::kQ8_0);
+  auto bad = ParseInt8Form("q4", "--int8-form");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().ToString().find("--int8-form"), std::string::npos);
+  EXPECT_EQ(*CurrentInt8Form(), Int8Form::kQ8_0);  // the default
+  ::setenv("TLALOC_INT8_ACTIVATIONS", "exact", 1);
+  EXPECT_EQ(*CurrentInt8Form(), Int8Form::kExact);
+  SetInt8Form(Int8Form::kQ8_0);  // a choice wins over the environment
+  EXPECT_EQ(*CurrentInt8Form(), Int8Form::kQ8_0);
+  SetInt8Form(std::nullopt);
+  ::setenv("TLALOC_INT8_ACTIVATIONS", "q4", 1);
+  EXPECT_FALSE(CurrentInt8Form().ok());
+  ::unsetenv("TLALOC_INT8_ACTIVATIONS");
+}
+
+}  // namespace
+}  // namespace tlaloc::nn
