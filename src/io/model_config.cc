@@ -1,4 +1,5 @@
-// config.json for Qwen3 / Qwen3-MoE: parsing with transformers' defaults, checks, writing.
+// config.json: the fields model families share, parsed with their config class's defaults;
+// checks; writing. The families' own fields are their ConfigFamily's.
 #include "tlaloc/io/model_config.h"
 
 #include <algorithm>
@@ -34,21 +35,22 @@ std::string_view TorchDtypeName(ElementType t) {
   return "";
 }
 
-StatusOr<ModelArchitecture> ResolveArchitecture(JsonFields& f) {
-  std::optional<ModelArchitecture> from_class, from_type;
-  const ModelArchitecture all[] = {ModelArchitecture::kQwen3, ModelArchitecture::kQwen3Moe};
+// The architecture from "architectures" and/or "model_type", claimed by a registered family.
+StatusOr<const ConfigFamily*> ResolveArchitecture(JsonFields& f) {
+  const ConfigFamily* from_class = nullptr;
+  const ConfigFamily* from_type = nullptr;
   if (f.Has("architectures") && !f.IsNull("architectures")) {
     std::vector<std::string> classes;
     TL_RETURN_IF_ERROR(f.StringList("architectures", &classes));
     for (const auto& c : classes) {
-      auto it = std::find_if(std::begin(all), std::end(all),
-                             [&](ModelArchitecture a) { return ArchitectureClassName(a) == c; });
-      if (it == std::end(all))
-        return f.Error("architecture \"" + c +
-                       "\" is not supported (supported: Qwen3ForCausalLM, Qwen3MoeForCausalLM)");
-      if (from_class && *from_class != *it)
-        return f.Error("architectures lists both Qwen3ForCausalLM and Qwen3MoeForCausalLM");
-      from_class = *it;
+      const ConfigFamily* family = FindConfigFamily("", c);
+      if (!family)
+        return f.Error("architecture \"" + c + "\" is not a model family Tlaloc runs (known: " +
+                       KnownConfigFamilies() + ")");
+      if (from_class && from_class != family)
+        return f.Error("architectures lists both " + from_class->architecture.class_name + " and " +
+                       family->architecture.class_name);
+      from_class = family;
     }
   } else {
     f.MarkUsed("architectures");
@@ -56,18 +58,16 @@ StatusOr<ModelArchitecture> ResolveArchitecture(JsonFields& f) {
   if (f.Has("model_type")) {
     std::string type;
     TL_RETURN_IF_ERROR(f.String("model_type", &type));
-    auto it = std::find_if(std::begin(all), std::end(all),
-                           [&](ModelArchitecture a) { return ArchitectureModelType(a) == type; });
-    if (it == std::end(all))
-      return f.Error("model_type \"" + type + "\" is not supported (supported: qwen3, qwen3_moe)");
-    from_type = *it;
+    from_type = FindConfigFamily(type, "");
+    if (!from_type)
+      return f.Error("model_type \"" + type +
+                     "\" is not a model family Tlaloc runs (known: " + KnownConfigFamilies() + ")");
   }
-  if (from_class && from_type && *from_class != *from_type)
-    return f.Error("model_type \"" + std::string(ArchitectureModelType(*from_type)) +
-                   "\" does not match architecture " +
-                   std::string(ArchitectureClassName(*from_class)));
-  if (from_class) return *from_class;
-  if (from_type) return *from_type;
+  if (from_class && from_type && from_class != from_type)
+    return f.Error("model_type \"" + from_type->architecture.model_type +
+                   "\" does not match architecture " + from_class->architecture.class_name);
+  if (from_class) return from_class;
+  if (from_type) return from_type;
   return f.Error("neither \"architectures\" nor \"model_type\" says which model this is");
 }
 
@@ -95,6 +95,13 @@ Status ParseRopeScaling(JsonFields& f, const json& j, const std::string& key,
       return f.Error(key + ".original_max_position_embeddings must be a positive integer, got " +
                      DescribeJson(o));
     r.original_max_position_embeddings = o.get<int64_t>();
+  }
+  for (auto [name, field] : {std::pair{"low_freq_factor", &r.low_freq_factor},
+                             std::pair{"high_freq_factor", &r.high_freq_factor}}) {
+    if (!j.contains(name)) continue;
+    if (!j[name].is_number() || j[name].get<double>() <= 0)
+      return f.Error(key + "." + name + " must be a positive number, got " + DescribeJson(j[name]));
+    *field = j[name].get<double>();
   }
   r.json = j.dump();
   *out = std::move(r);
@@ -203,13 +210,12 @@ Status Positive(const char* name, int64_t v) {
 
 }  // namespace
 
-std::string_view ArchitectureClassName(ModelArchitecture a) {
-  return a == ModelArchitecture::kQwen3Moe ? "Qwen3MoeForCausalLM" : "Qwen3ForCausalLM";
-}
+const ModelArchitecture ModelArchitecture::kQwen3{"qwen3", "Qwen3ForCausalLM"};
+const ModelArchitecture ModelArchitecture::kQwen3Moe{"qwen3_moe", "Qwen3MoeForCausalLM"};
 
-std::string_view ArchitectureModelType(ModelArchitecture a) {
-  return a == ModelArchitecture::kQwen3Moe ? "qwen3_moe" : "qwen3";
-}
+std::string_view ArchitectureClassName(const ModelArchitecture& a) { return a.class_name; }
+
+std::string_view ArchitectureModelType(const ModelArchitecture& a) { return a.model_type; }
 
 bool ModelConfig::IsMoeLayer(int64_t layer) const {
   if (!is_moe()) return false;
@@ -223,17 +229,16 @@ bool ModelConfig::IsSlidingLayer(int64_t layer) const {
          layer_types[layer] == kSlidingAttention;
 }
 
-ModelConfig DefaultModelConfig(ModelArchitecture architecture) {
+ModelConfig DefaultModelConfig(const ModelArchitecture& architecture) {
   ModelConfig c;
   c.architecture = architecture;
-  if (architecture == ModelArchitecture::kQwen3Moe) {
-    // Qwen3MoeConfig's own defaults; it has no head_dim field (hidden / heads is used).
-    c.hidden_size = 2048;
-    c.intermediate_size = 6144;
-    c.num_hidden_layers = 24;
-    c.num_attention_heads = 32;
-    c.num_key_value_heads = 4;
-    c.head_dim = c.hidden_size / c.num_attention_heads;
+  const ConfigFamily* family =
+      FindConfigFamily(architecture.model_type, architecture.model_type.empty()
+                                                    ? std::string_view(architecture.class_name)
+                                                    : std::string_view());
+  if (family) {
+    c.architecture = family->architecture;  // both names, when given one
+    if (family->defaults) family->defaults(c);
   }
   c.layer_types.assign(static_cast<size_t>(c.num_hidden_layers), std::string(kFullAttention));
   return c;
@@ -331,8 +336,8 @@ StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::string_v
   }
   if (!root.is_object()) return InvalidArgument(src + ": must be a JSON object");
   JsonFields f(root, src);
-  TL_ASSIGN_OR_RETURN(ModelArchitecture arch, ResolveArchitecture(f));
-  ModelConfig c = DefaultModelConfig(arch);
+  TL_ASSIGN_OR_RETURN(const ConfigFamily* family, ResolveArchitecture(f));
+  ModelConfig c = DefaultModelConfig(family->architecture);
   TL_RETURN_IF_ERROR(f.Int("vocab_size", &c.vocab_size));
   TL_RETURN_IF_ERROR(f.Int("hidden_size", &c.hidden_size));
   TL_RETURN_IF_ERROR(f.Int("intermediate_size", &c.intermediate_size));
@@ -341,13 +346,13 @@ StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::string_v
   std::optional<int64_t> kv = c.num_key_value_heads;
   TL_RETURN_IF_ERROR(f.OptionalInt("num_key_value_heads", &kv));
   c.num_key_value_heads = kv.value_or(c.num_attention_heads);  // null: as many as query heads
-  // Qwen3Config defaults head_dim to 128; Qwen3MoeConfig has no such field, and the model then
-  // uses hidden_size / num_attention_heads.
+  // Qwen3Config defaults head_dim to 128; Qwen3MoeConfig and LlamaConfig have none, and the
+  // model then uses hidden_size / num_attention_heads.
   std::optional<int64_t> head_dim;
   TL_RETURN_IF_ERROR(f.OptionalInt("head_dim", &head_dim));
   if (head_dim) {
     c.head_dim = *head_dim;
-  } else if (arch == ModelArchitecture::kQwen3Moe || f.IsNull("head_dim")) {
+  } else if (family->head_dim_from_heads || f.IsNull("head_dim")) {
     if (c.num_attention_heads <= 0 || c.hidden_size % c.num_attention_heads != 0)
       return f.Error("head_dim is absent and hidden_size (" + std::to_string(c.hidden_size) +
                      ") is not a multiple of num_attention_heads (" +
@@ -362,35 +367,14 @@ StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::string_v
   TL_RETURN_IF_ERROR(f.Bool("tie_word_embeddings", &c.tie_word_embeddings));
   TL_RETURN_IF_ERROR(ParseRope(f, c));
   TL_RETURN_IF_ERROR(f.Bool("attention_bias", &c.attention_bias));
-  TL_RETURN_IF_ERROR(f.Bool("use_sliding_window", &c.use_sliding_window));
-  std::optional<int64_t> window = 4096;
-  TL_RETURN_IF_ERROR(f.OptionalInt("sliding_window", &window));
-  c.sliding_window = c.use_sliding_window ? window : std::nullopt;
-  TL_RETURN_IF_ERROR(f.Int("max_window_layers", &c.max_window_layers));
+  // The family's own fields (Qwen3's sliding window, Qwen3-MoE's experts, Llama's mlp_bias).
+  if (family->parse) TL_RETURN_IF_ERROR(family->parse(f, c));
   // Before the layer types are derived (one per layer).
   if (Status counts = CheckCounts(c); !counts.ok()) return f.Error(counts.message());
   c.layer_types.clear();
   TL_RETURN_IF_ERROR(f.StringList("layer_types", &c.layer_types));
   if (!f.Has("layer_types") || f.IsNull("layer_types")) c.layer_types = DerivedLayerTypes(c);
   TL_RETURN_IF_ERROR(f.Double("attention_dropout", &c.attention_dropout));
-  if (c.is_moe()) {
-    TL_RETURN_IF_ERROR(f.Int("decoder_sparse_step", &c.decoder_sparse_step));
-    TL_RETURN_IF_ERROR(f.Int("moe_intermediate_size", &c.moe_intermediate_size));
-    TL_RETURN_IF_ERROR(f.Int("num_experts_per_tok", &c.num_experts_per_tok));
-    // Newer transformers stores num_experts under its attribute-map name num_local_experts.
-    int64_t local = c.num_experts;
-    TL_RETURN_IF_ERROR(f.Int("num_experts", &c.num_experts));
-    TL_RETURN_IF_ERROR(f.Int("num_local_experts", &local));
-    if (f.Has("num_local_experts")) {
-      if (f.Has("num_experts") && local != c.num_experts)
-        return f.Error("num_experts and num_local_experts disagree");
-      c.num_experts = local;
-    }
-    TL_RETURN_IF_ERROR(f.Bool("norm_topk_prob", &c.norm_topk_prob));
-    TL_RETURN_IF_ERROR(f.Bool("output_router_logits", &c.output_router_logits));
-    TL_RETURN_IF_ERROR(f.Double("router_aux_loss_coef", &c.router_aux_loss_coef));
-    TL_RETURN_IF_ERROR(f.IntList("mlp_only_layers", &c.mlp_only_layers));
-  }
   TL_RETURN_IF_ERROR(ParseDtype(f, c));
   TL_RETURN_IF_ERROR(ParseQuantization(f, c));
   TL_RETURN_IF_ERROR(f.OptionalInt("bos_token_id", &c.bos_token_id));
@@ -430,23 +414,12 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   j["rope_theta"] = c.rope_theta;
   j["rope_scaling"] = c.rope_scaling ? json::parse(c.rope_scaling->json, nullptr, false) : json();
   j["attention_bias"] = c.attention_bias;
-  j["use_sliding_window"] = c.use_sliding_window;
-  j["sliding_window"] = c.sliding_window ? json(*c.sliding_window) : json();
-  j["max_window_layers"] = c.max_window_layers;
   // Written only when they differ from what the other fields imply, so a hand edit of
   // num_hidden_layers keeps the file consistent.
   if (c.layer_types != DerivedLayerTypes(c)) j["layer_types"] = c.layer_types;
   j["attention_dropout"] = c.attention_dropout;
-  if (c.is_moe()) {
-    j["decoder_sparse_step"] = c.decoder_sparse_step;
-    j["moe_intermediate_size"] = c.moe_intermediate_size;
-    j["num_experts_per_tok"] = c.num_experts_per_tok;
-    j["num_experts"] = c.num_experts;
-    j["norm_topk_prob"] = c.norm_topk_prob;
-    j["output_router_logits"] = c.output_router_logits;
-    j["router_aux_loss_coef"] = c.router_aux_loss_coef;
-    j["mlp_only_layers"] = c.mlp_only_layers;
-  }
+  const ConfigFamily* family = FindConfigFamily(c.architecture.model_type, "");
+  if (family && family->write) family->write(c, j);
   if (c.dtype) j["torch_dtype"] = std::string(TorchDtypeName(*c.dtype));
   j["bos_token_id"] = c.bos_token_id ? json(*c.bos_token_id) : json();
   if (c.eos_token_ids.size() == 1)

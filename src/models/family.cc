@@ -7,7 +7,6 @@
 
 namespace tlaloc::models {
 
-namespace {
 const std::vector<ModelFamily>& Registry() {
   static const std::vector<ModelFamily> families = [] {
     std::vector<ModelFamily> all;
@@ -19,7 +18,6 @@ const std::vector<ModelFamily>& Registry() {
   }();
   return families;
 }
-}  // namespace
 
 std::vector<std::string_view> KnownModelTypes() {
   std::vector<std::string_view> out;
@@ -27,14 +25,35 @@ std::vector<std::string_view> KnownModelTypes() {
   return out;
 }
 
+}  // namespace tlaloc::models
+
+namespace tlaloc::io {
+
+// io's side of the seam (io/model_config.h): the families' config parts, from the registry.
+const ConfigFamily* FindConfigFamily(std::string_view model_type, std::string_view class_name) {
+  for (const models::ModelFamily& f : models::Registry())
+    if (model_type.empty() ? f.architecture == class_name : f.model_type == model_type)
+      return &f.config;
+  return nullptr;
+}
+
+std::string KnownConfigFamilies() {
+  std::string known;
+  for (std::string_view t : models::KnownModelTypes())
+    known += (known.empty() ? "" : ", ") + std::string(t);
+  return known;
+}
+
+}  // namespace tlaloc::io
+
+namespace tlaloc::models {
+
 StatusOr<const ModelFamily*> FindFamily(std::string_view model_type) {
   for (const ModelFamily& f : Registry())
     if (f.model_type == model_type) return &f;
-  std::string known;
-  for (std::string_view t : KnownModelTypes())
-    known += (known.empty() ? "" : ", ") + std::string(t);
-  return InvalidArgument("model_type \"" + std::string(model_type) +
-                         "\" is not a model family Tlaloc runs (known: " + known + ")");
+  return InvalidArgument(
+      "model_type \"" + std::string(model_type) +
+      "\" is not a model family Tlaloc runs (known: " + io::KnownConfigFamilies() + ")");
 }
 
 StatusOr<const ModelFamily*> FamilyOf(const io::ModelConfig& config) {

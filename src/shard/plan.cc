@@ -2,7 +2,6 @@
 #include "tlaloc/shard/plan.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace tlaloc::shard {
 
@@ -16,26 +15,6 @@ constexpr NamedPlan kPlans[] = {{PlanKind::kDp, "dp"},
                                 {PlanKind::kFsdp, "fsdp"},
                                 {PlanKind::kTp, "tp"},
                                 {PlanKind::kDpTp, "dp_tp"}};
-
-bool EndsWith(const std::string& s, std::string_view tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-// The dimension tensor parallelism splits in weight `name`: column-parallel projections split
-// their output rows (dim 0), row-parallel ones their input columns (dim 1), a MoE layer's
-// stacked experts [E, out, in] their experts (dim 0: expert parallelism); -1: replicated.
-// An int8 checkpoint's block scales [rows, cols / 32] follow their matrix: rows with its rows,
-// blocks with its columns.
-int64_t TensorParallelDim(std::string name) {
-  if (EndsWith(name, "_scale")) name.resize(name.size() - std::strlen("_scale"));
-  if (name.find(".mlp.experts.") != std::string::npos) return 0;
-  for (const char* col : {"self_attn.q_proj.weight", "self_attn.k_proj.weight",
-                          "self_attn.v_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight"})
-    if (EndsWith(name, col) && name.find(".experts.") == std::string::npos) return 0;
-  for (const char* row : {"self_attn.o_proj.weight", "mlp.down_proj.weight"})
-    if (EndsWith(name, row) && name.find(".experts.") == std::string::npos) return 1;
-  return -1;
-}
 
 Status Divides(std::string_view plan, const std::string& what, int64_t size, const char* axis,
                int64_t axis_size) {
@@ -120,7 +99,7 @@ StatusOr<ShardingPlan> ShardingPlan::Make(std::string_view name, const Mesh& mes
     // blocks, each with its own scale, or a block would be scaled on two devices.
     const int64_t block = config.quantization->group_size;
     for (const models::WeightSpec& spec : plan.specs_) {
-      if (spec.fixed_type != ElementType::kS8 || TensorParallelDim(spec.name) != 1) continue;
+      if (spec.fixed_type != ElementType::kS8 || spec.tensor_parallel_dim != 1) continue;
       const int64_t cols = spec.shape[1];
       if (cols % msize == 0 && (cols / msize) % block == 0) continue;
       return InvalidArgument("plan " + std::string(name) + ": int8 weight " + spec.name + " has " +
@@ -145,7 +124,8 @@ StatusOr<ShardingPlan> ShardingPlan::Make(std::string_view name, const Mesh& mes
         }
       }
     } else if (model) {
-      const int64_t d = TensorParallelDim(spec.name);
+      // The family says which dimension (WeightSpec::tensor_parallel_dim).
+      const int64_t d = spec.tensor_parallel_dim;
       if (d >= 0 && d < rank) s.dims[d] = {kModelAxis};
     }
     TL_RETURN_IF_ERROR(s.Check(mesh, TensorType(ElementType::kF32, spec.shape)));

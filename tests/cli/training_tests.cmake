@@ -31,3 +31,10 @@ set_tests_properties(cli.training_export PROPERTIES LABELS cli SKIP_RETURN_CODE 
 add_test(NAME cli.finetune_moe
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/finetune_moe_test.sh $<TARGET_FILE:tlaloc_cli>)
 set_tests_properties(cli.finetune_moe PROPERTIES LABELS cli TIMEOUT 300)
+
+# The Llama family through the CLI: a transformers-written tiny Llama exported as llama.cpp's
+# `llama` GGUF and served one chat request.
+add_test(NAME cli.llama_family
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/llama_family_test.sh $<TARGET_FILE:tlaloc_cli>
+          ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.llama_family PROPERTIES LABELS cli SKIP_RETURN_CODE 77 TIMEOUT 300)

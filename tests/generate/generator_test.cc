@@ -198,11 +198,12 @@ TEST(Generator, LoadErrorsNameTheProblem) {
 
   {
     std::ofstream f(dir / "config.json");
-    f << R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama"})";
+    f << R"({"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2"})";
   }
   auto g = generate::Generator::Load(dir);
   ASSERT_FALSE(g.ok());
-  EXPECT_NE(g.status().message().find("lama"), std::string::npos) << g.status().ToString();
+  EXPECT_NE(g.status().message().find("GPT2LMHeadModel"), std::string::npos)
+      << g.status().ToString();
   fs::remove_all(dir);
   auto none = generate::Generator::Load(dir);
   ASSERT_FALSE(none.ok());

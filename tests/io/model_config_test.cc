@@ -194,9 +194,14 @@ TEST(ModelConfig, InconsistentOrMistypedConfigsAreRefused) {
       {"{", {"my.json", "not valid JSON"}},
       {"[1]", {"must be a JSON object"}},
       {"{}", {"neither \"architectures\" nor \"model_type\""}},
-      {R"({"architectures": ["LlamaForCausalLM"]})",
-       {"architecture \"LlamaForCausalLM\"", "not supported"}},
-      {R"({"model_type": "llama"})", {"model_type \"llama\" is not supported"}},
+      {R"({"architectures": ["GPT2LMHeadModel"]})",
+       {"architecture \"GPT2LMHeadModel\"", "not a model family Tlaloc runs",
+        "known: llama, qwen3, qwen3_moe"}},
+      {R"({"model_type": "gpt2"})", {"model_type \"gpt2\" is not a model family"}},
+      {R"({"architectures": ["LlamaForCausalLM"], "model_type": "qwen3"})", {"does not match"}},
+      {R"({"model_type": "llama", "rope_parameters": {"rope_type": "llama3", "factor": 8,
+          "low_freq_factor": 0}})",
+       {"rope_parameters.low_freq_factor must be a positive number"}},
       {R"({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3_moe"})", {"does not match"}},
       {R"({"model_type": "qwen3", "num_attention_heads": 16, "num_key_value_heads": 3})",
        {"num_attention_heads (16)", "multiple of num_key_value_heads (3)"}},
@@ -349,6 +354,43 @@ TEST(GenerationConfig, FallsBackToTheModelsTokenIds) {
   ASSERT_TRUE(from_file.ok());
   EXPECT_EQ(from_file->eos_token_ids, std::vector<int64_t>{5});
   EXPECT_EQ(from_file->top_k, 3);
+}
+
+}  // namespace
+}  // namespace tlaloc::io
+
+namespace tlaloc::io {
+namespace {
+
+// Llama's share of config.json comes from its family (models/llama/): LlamaConfig's defaults
+// (head_dim hidden / heads, no sliding window fields), mlp_bias, and Llama 3's rope scaling as
+// transformers 5 writes it (rope_parameters), kept through a round trip.
+TEST(ModelConfig, LlamaConfigThroughItsFamily) {
+  auto c = ParseModelConfig(R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+      "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "mlp_bias": false,
+      "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+        "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192}})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->architecture.model_type, "llama");
+  EXPECT_EQ(c->architecture.class_name, "LlamaForCausalLM");
+  EXPECT_EQ(c->head_dim, 16);
+  EXPECT_EQ(c->vocab_size, 32000);  // LlamaConfig's, not Qwen3Config's 151936
+  EXPECT_EQ(c->intermediate_size, 11008);
+  EXPECT_EQ(c->rope_theta, 500000.0);
+  ASSERT_TRUE(c->rope_scaling.has_value());
+  EXPECT_EQ(c->rope_scaling->rope_type, "llama3");
+  EXPECT_EQ(c->rope_scaling->low_freq_factor, 1.0);
+  EXPECT_EQ(c->rope_scaling->high_freq_factor, 4.0);
+  EXPECT_EQ(c->rope_scaling->original_max_position_embeddings, 8192);
+  const auto j = nlohmann::json::parse(ModelConfigToJson(*c));
+  EXPECT_EQ(j["model_type"], "llama");
+  EXPECT_EQ(j["mlp_bias"], false);
+  EXPECT_FALSE(j.contains("use_sliding_window")) << "a Qwen3 field in a Llama config";
+  auto again = ParseModelConfig(j.dump());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->rope_scaling->high_freq_factor, 4.0);
+  EXPECT_EQ(again->head_dim, 16);
 }
 
 }  // namespace

@@ -14,9 +14,10 @@ namespace {
 
 TEST(ModelFamily, KnownTypesAndLookups) {
   auto types = models::KnownModelTypes();
-  ASSERT_EQ(types.size(), 2u);
-  EXPECT_EQ(types[0], "qwen3");
-  EXPECT_EQ(types[1], "qwen3_moe");
+  ASSERT_EQ(types.size(), 3u);
+  EXPECT_EQ(types[0], "llama");
+  EXPECT_EQ(types[1], "qwen3");
+  EXPECT_EQ(types[2], "qwen3_moe");
   auto dense = models::FindFamily("qwen3");
   ASSERT_TRUE(dense.ok());
   EXPECT_EQ((*dense)->architecture, "Qwen3ForCausalLM");
@@ -27,11 +28,37 @@ TEST(ModelFamily, KnownTypesAndLookups) {
 }
 
 TEST(ModelFamily, UnknownTypeNamesTheKnownOnes) {
-  auto llama = models::FindFamily("llama");
-  ASSERT_FALSE(llama.ok());
-  const std::string msg(llama.status().message());
-  EXPECT_NE(msg.find("\"llama\""), std::string::npos) << msg;
-  EXPECT_NE(msg.find("known: qwen3, qwen3_moe"), std::string::npos) << msg;
+  auto gpt2 = models::FindFamily("gpt2");
+  ASSERT_FALSE(gpt2.ok());
+  const std::string msg(gpt2.status().message());
+  EXPECT_NE(msg.find("\"gpt2\""), std::string::npos) << msg;
+  EXPECT_NE(msg.find("known: llama, qwen3, qwen3_moe"), std::string::npos) << msg;
+}
+
+// Every family's weight specs say how tensor parallelism splits them (shard/plan.cc reads it):
+// column-parallel q/k/v/gate/up on their rows, row-parallel o/down on their columns.
+TEST(ModelFamily, WeightSpecsCarryTheirTensorParallelDimension) {
+  for (std::string_view type : models::KnownModelTypes()) {
+    io::ModelConfig c = io::DefaultModelConfig({std::string(type), ""});
+    c.num_hidden_layers = 1;
+    c.layer_types.assign(1, "full_attention");
+    if (c.is_moe()) c.num_experts = 2, c.num_experts_per_tok = 1;
+    int split = 0;
+    for (const auto& spec : models::WeightSpecs(c)) {
+      const bool row = spec.name.find("o_proj") != std::string::npos ||
+                       spec.name.find("down_proj") != std::string::npos;
+      const bool col = spec.name.find("q_proj") != std::string::npos ||
+                       spec.name.find("k_proj") != std::string::npos ||
+                       spec.name.find("v_proj") != std::string::npos ||
+                       spec.name.find("gate_proj") != std::string::npos ||
+                       spec.name.find("up_proj") != std::string::npos;
+      const bool experts = spec.name.find(".experts.") != std::string::npos;
+      const int64_t want = experts || col ? 0 : row ? 1 : -1;
+      EXPECT_EQ(spec.tensor_parallel_dim, want) << type << " " << spec.name;
+      split += spec.tensor_parallel_dim >= 0;
+    }
+    EXPECT_GE(split, 7) << type;
+  }
 }
 
 TEST(ModelFamily, EntryPiecesAgree) {

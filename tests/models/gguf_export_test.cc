@@ -341,9 +341,8 @@ TEST(GgufExport, BadInputNamesTheProblem) {
   moe.mlp_only_layers = {0};
   ASSERT_TRUE(WriteModelConfig(dir / "config.json", moe).ok());
   EXPECT_ERROR_CONTAINS(ExportGguf(dir.path(), dir / "m.gguf"), "mlp_only_layers");
-  WriteText(dir / "config.json",
-            R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama"})");
-  EXPECT_ERROR_CONTAINS(ExportGguf(dir.path(), dir / "m.gguf"), "LlamaForCausalLM");
+  WriteText(dir / "config.json", R"({"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2"})");
+  EXPECT_ERROR_CONTAINS(ExportGguf(dir.path(), dir / "m.gguf"), "GPT2LMHeadModel");
   EXPECT_ERROR_CONTAINS(ExportGguf(dir / "nowhere", dir / "m.gguf"), "nowhere",
                         "no such checkpoint folder");
   EXPECT_FALSE(fs::exists(dir / "m.gguf")) << "no half-written file on failure";

@@ -153,7 +153,7 @@ TEST(Inspect, BadFoldersAndFilesAreErrors) {
       WriteCheckpoint(dir.path(), std::vector<NamedTensor>{{"w", Literal::Scalar<float>(1)}}).ok());
   io::testing::WriteText(dir / "config.json", R"({"architectures": ["GPT2LMHeadModel"]})");
   EXPECT_ERROR_CONTAINS(InspectCheckpoint(dir.path()), "config.json",
-                        "architecture \"GPT2LMHeadModel\" is not supported");
+                        "architecture \"GPT2LMHeadModel\" is not a model family Tlaloc runs");
   io::testing::WriteText(dir / "config.json", R"({"model_type": "qwen3"})");
   io::testing::WriteText(dir / "generation_config.json", R"({"top_p": 2})");
   EXPECT_ERROR_CONTAINS(InspectCheckpoint(dir.path()), "generation_config.json", "top_p");

@@ -1,12 +1,13 @@
-// Hugging Face config.json for the model families Tlaloc runs: Qwen3 (Qwen3ForCausalLM,
-// model_type qwen3) and Qwen3-MoE (Qwen3MoeForCausalLM, qwen3_moe). Absent fields take the
-// defaults transformers' Qwen3Config / Qwen3MoeConfig apply (they differ between the two), so a
-// config means the same model here as there. What Tlaloc runs of a config (its weights, its
-// programs) is the model family's business (models/family.h).
+// Hugging Face config.json for the model families Tlaloc runs. This file parses the fields the
+// families share; which model_types exist, their class defaults and their own fields are the
+// model family registry's (models/family.h, one ConfigFamily each), so a config means the same
+// model here as in transformers' config class. What Tlaloc runs of a config (its weights, its
+// programs) is the model family's business too.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,12 +18,18 @@
 
 namespace tlaloc::io {
 
-enum class ModelArchitecture { kQwen3, kQwen3Moe };
+// Which model a config is: its config.json "model_type" and "architectures" class. Any pair a
+// registered model family claims (no list of them here); kQwen3 and kQwen3Moe name the two
+// configs most code and tests build by hand.
+struct ModelArchitecture {
+  std::string model_type;  // "qwen3", "qwen3_moe", "llama", ...
+  std::string class_name;  // "Qwen3ForCausalLM", ...
+  static const ModelArchitecture kQwen3, kQwen3Moe;
+  bool operator==(const ModelArchitecture&) const = default;
+};
 
-// "Qwen3ForCausalLM" / "Qwen3MoeForCausalLM".
-std::string_view ArchitectureClassName(ModelArchitecture a);
-// "qwen3" / "qwen3_moe".
-std::string_view ArchitectureModelType(ModelArchitecture a);
+std::string_view ArchitectureClassName(const ModelArchitecture& a);
+std::string_view ArchitectureModelType(const ModelArchitecture& a);
 
 // rope_scaling (legacy name) / a non-default rope_parameters: kept as given; Tlaloc's model code
 // decides which rope types it implements.
@@ -30,6 +37,8 @@ struct RopeScaling {
   std::string rope_type;  // "yarn", "linear", "dynamic", ...
   std::optional<double> factor;
   std::optional<int64_t> original_max_position_embeddings;
+  // "llama3" rope: the wavelength band between which the frequencies are blended.
+  std::optional<double> low_freq_factor, high_freq_factor;
   std::string json;  // the whole object as JSON text, written back unchanged
 };
 
@@ -46,7 +55,7 @@ struct WeightQuantization {
 };
 
 struct ModelConfig {
-  ModelArchitecture architecture = ModelArchitecture::kQwen3;
+  ModelArchitecture architecture{"qwen3", "Qwen3ForCausalLM"};
 
   int64_t vocab_size = 151936;
   int64_t hidden_size = 4096;
@@ -64,6 +73,7 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   std::optional<RopeScaling> rope_scaling;
   bool attention_bias = false;
+  bool mlp_bias = false;  // Llama's MLP projection biases (its family parses the field)
   bool use_sliding_window = false;
   // transformers keeps the window only when use_sliding_window is set; so do we.
   std::optional<int64_t> sliding_window;
@@ -72,7 +82,7 @@ struct ModelConfig {
   std::vector<std::string> layer_types;
   double attention_dropout = 0.0;
 
-  // Qwen3-MoE only.
+  // Qwen3-MoE only (its family parses and writes them).
   int64_t decoder_sparse_step = 1;
   int64_t moe_intermediate_size = 768;
   int64_t num_experts_per_tok = 8;
@@ -94,7 +104,7 @@ struct ModelConfig {
   // written back so a round trip keeps them.
   std::string extra_json = "{}";
 
-  bool is_moe() const { return architecture == ModelArchitecture::kQwen3Moe; }
+  bool is_moe() const { return architecture.model_type == "qwen3_moe"; }
   int64_t num_key_value_groups() const { return num_attention_heads / num_key_value_heads; }
   // Whether decoder layer `layer` uses the sparse MoE block (else a dense MLP of
   // intermediate_size), by transformers' rule.
@@ -102,8 +112,31 @@ struct ModelConfig {
   bool IsSlidingLayer(int64_t layer) const;
 };
 
-// The class defaults of transformers' Qwen3Config / Qwen3MoeConfig.
-ModelConfig DefaultModelConfig(ModelArchitecture architecture);
+// The class defaults of the config class of `architecture`'s family (transformers'
+// Qwen3Config, LlamaConfig, ...); the shared defaults above when no family claims it.
+ModelConfig DefaultModelConfig(const ModelArchitecture& architecture);
+
+class JsonFields;  // io/json_fields.h: typed reads of a config's fields
+
+// A model family's share of config.json, provided by the model family registry
+// (models/family.h): ParseModelConfig asks it for the config's model_type or class.
+struct ConfigFamily {
+  ModelArchitecture architecture;
+  // head_dim absent: hidden_size / num_attention_heads (else the default stays, as
+  // Qwen3Config's 128).
+  bool head_dim_from_heads = false;
+  // The config class's own defaults over the shared ones.
+  void (*defaults)(ModelConfig& c) = nullptr;
+  // Reads the family's own fields (after the shared sizes, before the layer types are derived).
+  Status (*parse)(JsonFields& f, ModelConfig& c) = nullptr;
+  // Writes them into the config.json object.
+  void (*write)(const ModelConfig& c, nlohmann::json& j) = nullptr;
+};
+// The family that claims `model_type` (or, when empty, `class_name`); nullptr if none. Defined
+// by the model family registry (src/models/family.cc).
+const ConfigFamily* FindConfigFamily(std::string_view model_type, std::string_view class_name);
+// "llama, qwen3, qwen3_moe": for messages.
+std::string KnownConfigFamilies();
 
 // Limits of a config Tlaloc accepts beyond its consistency checks: layers and experts (their
 // tensors are listed one by one), and a parameter count whose bytes, at up to 8 per parameter,
@@ -113,9 +146,9 @@ inline constexpr int64_t kMaxExperts = 1 << 16;
 inline constexpr int64_t kMaxParameters = INT64_MAX / 8;
 
 // Parses config.json text. The architecture comes from "architectures" and/or "model_type"
-// (they must agree; others are refused by name). Wrongly typed fields, non-positive sizes,
-// heads not divisible by KV heads, top-k above the expert count and the like are refused with
-// a message naming the field. `source` starts every error message.
+// (they must agree, and a registered family must claim them; others are refused by name). Wrongly
+// typed fields, non-positive sizes, heads not divisible by KV heads, top-k above the expert count
+// and the like are refused with a message naming the field. `source` starts every error message.
 StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text,
                                        std::string_view source = "config.json");
 // Reads `path`, or `path`/config.json when `path` is a folder.

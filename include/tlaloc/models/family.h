@@ -38,6 +38,11 @@ struct WeightSpec {
   // Read a row per token id (an untied embedding table), not whole: loading does not prefault
   // it (io::Checkpoint::PrefaultViews), since most of its rows are never read.
   bool read_by_rows = false;
+  // The dimension tensor parallelism splits (shard/plan.cc): column-parallel projections their
+  // output rows (0), row-parallel ones their input columns (1), stacked experts [E, out, in]
+  // their experts (0: expert parallelism); -1: replicated. An int8 matrix's block scales
+  // [rows, cols / 32] follow it. Row-parallel products are what ParallelHooks::Reduce sums.
+  int64_t tensor_parallel_dim = -1;
 
   ElementType TypeFor(ElementType dtype) const { return fixed_type.value_or(dtype); }
 };
@@ -137,6 +142,9 @@ struct TrainForward {
 struct ModelFamily {
   std::string_view model_type;    // config.json "model_type", e.g. "qwen3"
   std::string_view architecture;  // config.json "architectures" entry, e.g. "Qwen3ForCausalLM"
+  // Its share of config.json: the config class's defaults and the family's own fields
+  // (io::ParseModelConfig asks the registry for it by model_type or class).
+  io::ConfigFamily config;
   // The token embedding table's checkpoint name.
   std::string_view embedding_weight;
   // Whether Tlaloc's code implements this config (activation, rope type, ...).

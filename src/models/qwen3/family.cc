@@ -39,12 +39,18 @@ Status CheckSupported(const ModelConfig& c) {
   return OkStatus();
 }
 
+const DecoderKind& Qwen3Decoder() {
+  static const DecoderKind kind{"Qwen3", "qwen3", CheckSupported, WeightSpecs, true, nullptr};
+  return kind;
+}
+
 void Register(std::vector<ModelFamily>& registry) {
-  for (io::ModelArchitecture arch :
-       {io::ModelArchitecture::kQwen3, io::ModelArchitecture::kQwen3Moe}) {
+  for (bool moe : {false, true}) {
     ModelFamily f;
-    f.model_type = io::ArchitectureModelType(arch);
-    f.architecture = io::ArchitectureClassName(arch);
+    f.model_type = moe ? "qwen3_moe" : "qwen3";
+    f.architecture = moe ? "Qwen3MoeForCausalLM" : "Qwen3ForCausalLM";
+    f.config =
+        ConfigFamilyOf(moe ? io::ModelArchitecture::kQwen3Moe : io::ModelArchitecture::kQwen3);
     f.embedding_weight = "model.embed_tokens.weight";
     f.check_supported = CheckSupported;
     f.checkpoint_tensors = ExpectedTensors;

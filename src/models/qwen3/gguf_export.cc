@@ -2,6 +2,9 @@
 // `qwen3moe`: its own parts in gguf_export_moe.cc). The metadata keys,
 // tensor names and tokenizer rules follow what llama.cpp's own converter writes for Qwen3, so
 // the file loads there (and in Ollama) like one converted by llama.cpp.
+#include "tlaloc/models/gguf_export.h"
+
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -9,7 +12,6 @@
 #include "models/qwen3/qwen3_family.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/gguf.h"
-#include "tlaloc/models/gguf_export.h"
 
 namespace tlaloc::models::qwen3 {
 
@@ -67,6 +69,20 @@ StatusOr<std::string> GgufTensorName(const std::string& hf) {
     }
   }
   return InvalidArgument("GGUF export: no llama.cpp name for tensor \"" + hf + "\"");
+}
+
+// Rows [heads * D, cols] reordered within each head from halves (j * D/2 + i) to interleaved
+// pairs (i * 2 + j), as llama.cpp's convert_hf_to_gguf.py permutes Llama's q and k.
+Literal InterleaveHeadRows(const Literal& w, int64_t heads) {
+  Literal out(w.type());
+  const int64_t rows = w.dims()[0], d = rows / heads, half = d / 2;
+  const int64_t row_bytes = w.byte_size() / rows;
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t j = 0; j < 2; ++j)
+      for (int64_t i = 0; i < half; ++i)
+        std::memcpy(out.data() + (h * d + i * 2 + j) * row_bytes,
+                    w.data() + (h * d + j * half + i) * row_bytes, static_cast<size_t>(row_bytes));
+  return out;
 }
 
 StatusOr<json> ReadJson(const fs::path& path) {
@@ -220,12 +236,22 @@ StatusOr<GgufExportSummary> ExportGguf(const fs::path& dir, const fs::path& out,
                          std::string(io::ArchitectureClassName(config.architecture)) +
                          " is not exported (only Qwen3ForCausalLM and Qwen3MoeForCausalLM)");
   if (moe) TL_RETURN_IF_ERROR(CheckQwen3MoeExportable(config, where));
-  const std::string arch = moe ? "qwen3moe" : "qwen3";
+  return ExportDecoderGguf(dir, out, options, config, moe ? "qwen3moe" : "qwen3");
+}
+
+StatusOr<GgufExportSummary> ExportDecoderGguf(const fs::path& dir, const fs::path& out,
+                                              const GgufExportOptions& options,
+                                              const ModelConfig& config, const std::string& arch) {
+  const std::string where = "GGUF export of " + dir.string();
+  if (options.dtype && !GgmlTypeFor(*options.dtype).ok())
+    return InvalidArgument(where + ": dtype " + std::string(ShortName(*options.dtype)) +
+                           " (expected f32, f16 or bf16)");
+  const bool moe = config.is_moe();
   if (config.rope_scaling)
     return Unimplemented(where + ": rope_scaling \"" + config.rope_scaling->rope_type +
                          "\" is not exported");
   if (config.attention_bias)
-    return Unimplemented(where + ": attention_bias is not part of llama.cpp's qwen3 model");
+    return Unimplemented(where + ": attention_bias is not part of llama.cpp's " + arch + " model");
   if (config.use_sliding_window)
     return Unimplemented(where + ": sliding-window attention is not exported");
   if (!fs::exists(dir / "tokenizer.json"))
@@ -241,7 +267,8 @@ StatusOr<GgufExportSummary> ExportGguf(const fs::path& dir, const fs::path& out,
     return InvalidArgument(where + ": --dtype " + std::string(ShortName(*options.dtype)) +
                            " with an int8 checkpoint (its matrices are exported as Q8_0 as they "
                            "are; export the float checkpoint it was made from instead)");
-  for (const auto& expected : ExpectedTensors(config)) {
+  // The family's tensors (Qwen3's, or Llama's through the registry).
+  for (const auto& expected : models::ExpectedTensors(config)) {
     if (expected.optional) continue;  // a tied head's stored copy is not exported
     // An MoE layer's router and experts (int8 or not), written where the router comes.
     if (moe && expected.name.find(".mlp.experts.") != std::string::npos) continue;
@@ -296,6 +323,12 @@ StatusOr<GgufExportSummary> ExportGguf(const fs::path& dir, const fs::path& out,
                              std::string(ShortName(value.element_type())) +
                              " (expected a float type)");
     TL_ASSIGN_OR_RETURN(std::string name, GgufTensorName(expected.name));
+    // llama.cpp's `llama` rotates interleaved pairs where transformers rotates halves: its
+    // converter reorders each head's q and k rows (h, j, i) -> (h, i, j), and so do we.
+    const bool q = name.ends_with("attn_q.weight"), k = name.ends_with("attn_k.weight");
+    if (arch == "llama" && (q || k))
+      value =
+          InterleaveHeadRows(value, q ? config.num_attention_heads : config.num_key_value_heads);
     GgmlType type = ChooseType(value, options.dtype);
     summary.tensor_bytes +=
         static_cast<uint64_t>(value.num_elements()) * (type == GgmlType::kF32 ? 4 : 2);
@@ -379,7 +412,7 @@ StatusOr<GgufExportSummary> ExportGguf(const fs::path& dir, const fs::path& out,
   if (eos) kv.push_back({"tokenizer.ggml.eos_token_id", u32(*eos)});
   if (pad) kv.push_back({"tokenizer.ggml.padding_token_id", u32(*pad)});
   if (bos) kv.push_back({"tokenizer.ggml.bos_token_id", u32(*bos)});
-  bool add_bos = false;  // Qwen never prepends a BOS token
+  bool add_bos = false;  // Qwen never prepends a BOS token; others say so in tokenizer_config
   if (auto it = tok_config.find("add_bos_token"); it != tok_config.end() && it->is_boolean())
     add_bos = it->get<bool>();
   kv.push_back({"tokenizer.ggml.add_bos_token", GgufValue::Bool(add_bos)});

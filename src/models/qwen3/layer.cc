@@ -1,6 +1,6 @@
-// Qwen3's decoder layer, written once for prefill, decode and training. The modes differ only
-// in where the attention's keys come from (the chunk's own, or the whole cache) and whether
-// they are written to a cache.
+// Qwen3's decoder layer (Llama's too, without the q/k norms), written once for prefill, decode and
+// training. The modes differ only in where the attention's keys come from (the chunk's own, or the
+// whole cache) and whether they are written to a cache.
 #include <cmath>
 
 #include "models/qwen3/qwen3_family.h"
@@ -159,8 +159,10 @@ Tensor DecoderLayer(const ModelConfig& c, const WeightTensors& w, int64_t layer,
   q = par.Annotate("heads", q);
   k = par.Annotate("heads", k);
   v = par.Annotate("heads", v);
-  q = nn::RmsNormLayer(q, W("self_attn.q_norm.weight"), eps, trace, a + "q_norm");
-  k = nn::RmsNormLayer(k, W("self_attn.k_norm.weight"), eps, trace, a + "k_norm");
+  if (ctx.qk_norm) {
+    q = nn::RmsNormLayer(q, W("self_attn.q_norm.weight"), eps, trace, a + "q_norm");
+    k = nn::RmsNormLayer(k, W("self_attn.k_norm.weight"), eps, trace, a + "k_norm");
+  }
   q = nn::ApplyRotary(q, ctx.cos, ctx.sin, trace, a + "rotary_emb");
   k = nn::ApplyRotary(k, ctx.cos, ctx.sin, trace, a + "rotary_emb");
   Tensor keys = Transpose(k, {0, 2, 1, 3});  // [B, Hkv, T, D]

@@ -30,7 +30,31 @@ struct LayerContext {
   Tensor starts, lengths, block_table, write_blocks;
   // Tensor parallelism (shard/): the block reductions and annotations; unset on one device.
   ParallelHooks parallel;
+  // Qwen3 RMS-normalises each head's queries and keys before the rotation; Llama does not.
+  bool qk_norm = true;
 };
+
+// What differs between the Llama-style decoders built here: Qwen3's (q/k norms) and Llama's
+// (models/llama/, plain attention and its own rotary frequencies). The layer, the step programs
+// and the training forward are shared.
+struct DecoderKind {
+  const char* name = "Qwen3";  // starts messages; the program module's name in lower case
+  const char* module = "qwen3";
+  Status (*check)(const ModelConfig& c) = nullptr;
+  std::vector<WeightSpec> (*weight_specs)(const ModelConfig& c) = nullptr;
+  bool qk_norm = true;
+  // cos/sin tables [..., head_dim] for s32 positions; null: nn::RotaryTables over rope_theta.
+  std::pair<Tensor, Tensor> (*rotary)(const ModelConfig& c, const Tensor& positions) = nullptr;
+};
+// Qwen3's.
+const DecoderKind& Qwen3Decoder();
+StatusOr<ModelProgram> BuildDecoderStep(const DecoderKind& kind, const ModelConfig& c,
+                                        const StepShape& shape, nn::LayerTrace* trace,
+                                        const ParallelHooks* parallel);
+StatusOr<TrainForward> BuildDecoderTrainForward(const DecoderKind& kind, const ModelConfig& c,
+                                                const WeightTensors& w, const Tensor& input_ids,
+                                                const Tensor* positions, autodiff::Marks* remat,
+                                                const ParallelHooks* parallel);
 
 // One layer's KV cache, replaced by its updated value as layers write it.
 struct LayerCache {
@@ -55,6 +79,8 @@ std::string HeadWeightName(const ModelConfig& c);
 Status CheckSupported(const ModelConfig& c);
 std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c);
 std::vector<WeightSpec> WeightSpecs(const ModelConfig& c);
+// The tensor-parallel split dimension of weight `name` (WeightSpec::tensor_parallel_dim).
+int64_t TensorParallelDim(std::string name);
 StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
                                  nn::LayerTrace* trace, const ParallelHooks* parallel);
 StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTensors& w,
@@ -65,6 +91,14 @@ StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTenso
 StatusOr<GgufExportSummary> ExportGguf(const std::filesystem::path& dir,
                                        const std::filesystem::path& out,
                                        const GgufExportOptions& options);
+
+// A Llama-style decoder folder as llama.cpp architecture `arch` ("qwen3", "qwen3moe",
+// "llama"): its family's tensors under llama.cpp's names, the shared hyperparameter keys and
+// the byte-level BPE tokenizer. No rope scaling.
+StatusOr<GgufExportSummary> ExportDecoderGguf(const std::filesystem::path& dir,
+                                              const std::filesystem::path& out,
+                                              const GgufExportOptions& options,
+                                              const ModelConfig& config, const std::string& arch);
 
 // Qwen3-MoE as llama.cpp's `qwen3moe` (gguf_export_moe.cc): the configs its graph can express
 // (refused by field name otherwise), the keys it adds, and layer `layer`'s router and stacked
@@ -77,6 +111,9 @@ StatusOr<std::vector<io::GgufTensorToWrite>> Qwen3MoeLayerTensors(const io::Chec
                                                                   const ModelConfig& c,
                                                                   int64_t layer,
                                                                   const std::string& where);
+
+// Qwen3's or Qwen3-MoE's share of config.json (config.cc).
+io::ConfigFamily ConfigFamilyOf(const io::ModelArchitecture& arch);
 
 // Adds the qwen3 and qwen3_moe entries.
 void Register(std::vector<ModelFamily>& registry);

@@ -1,4 +1,4 @@
-// Qwen3's generation step programs:
+// Qwen3's generation step programs (Llama's too: BuildDecoderStep with its DecoderKind):
 //
 //   prefill(weights..., tokens s32[B,T], positions s32[B,T], lengths s32[B], slots s32[B],
 //           temperature f32[B], top_k s32[B], top_p f32[B], keys u32[B,2], steps u32[B],
@@ -40,27 +40,28 @@ class Inputs {
   ProgramSignature& sig_;
 };
 
-Status CheckShape(const StepShape& shape) {
+Status CheckShape(const std::string& name, const StepShape& shape) {
   const bool prefill = shape.kind == StepKind::kPrefill;
   const int64_t t = prefill ? shape.prompt_len : 1;
   if (shape.paged()) {
     if (shape.batch <= 0 || t <= 0 || shape.num_blocks <= 0 || shape.table_blocks <= 0)
-      return InvalidArgument("Qwen3 paged step shape: batch " + std::to_string(shape.batch) +
+      return InvalidArgument(name + " paged step shape: batch " + std::to_string(shape.batch) +
                              ", prompt " + std::to_string(t) + ", " +
                              std::to_string(shape.num_blocks) + " blocks of " +
                              std::to_string(shape.page_size) + ", table of " +
                              std::to_string(shape.table_blocks) + " (expected positive sizes)");
   } else if (shape.batch <= 0 || t <= 0 || shape.max_len <= 0 || t > shape.max_len ||
              shape.slots() < shape.batch || (!prefill && shape.slots() != shape.batch)) {
-    return InvalidArgument("Qwen3 step shape: batch " + std::to_string(shape.batch) + ", prompt " +
-                           std::to_string(t) + ", slots " + std::to_string(shape.slots()) +
-                           ", max_len " + std::to_string(shape.max_len) +
+    return InvalidArgument(name + " step shape: batch " + std::to_string(shape.batch) +
+                           ", prompt " + std::to_string(t) + ", slots " +
+                           std::to_string(shape.slots()) + ", max_len " +
+                           std::to_string(shape.max_len) +
                            " (expected positive sizes, prompt <= max_len, a decode batch of one "
                            "row per slot and a prefill batch of at most the slots)");
   }
   if (shape.dtype != ElementType::kF32 && shape.dtype != ElementType::kBF16 &&
       shape.dtype != ElementType::kF16)
-    return InvalidArgument("Qwen3 program dtype " + std::string(MlirName(shape.dtype)) +
+    return InvalidArgument(name + " program dtype " + std::string(MlirName(shape.dtype)) +
                            ": expected f32, bf16 or f16");
   // No bound at max_position_embeddings: the rotary tables are computed from the positions, so a
   // context past the trained length runs (generate -c warns that quality may drop there).
@@ -71,25 +72,33 @@ Status CheckShape(const StepShape& shape) {
 
 StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
                                  nn::LayerTrace* trace, const ParallelHooks* parallel) {
-  TL_RETURN_IF_ERROR(CheckSupported(c));
-  TL_RETURN_IF_ERROR(CheckShape(shape));
+  return BuildDecoderStep(Qwen3Decoder(), c, shape, trace, parallel);
+}
+
+StatusOr<ModelProgram> BuildDecoderStep(const DecoderKind& kind, const ModelConfig& c,
+                                        const StepShape& shape, nn::LayerTrace* trace,
+                                        const ParallelHooks* parallel) {
+  const std::string name = kind.name;
+  TL_RETURN_IF_ERROR(kind.check(c));
+  TL_RETURN_IF_ERROR(CheckShape(name, shape));
   const bool prefill = shape.kind == StepKind::kPrefill;
   const int64_t bsz = shape.batch, s = shape.max_len;
   const int64_t t = prefill ? shape.prompt_len : 1;
   ModelProgram program;
   program.entry = prefill ? "prefill" : "decode_step";
-  program.module = std::make_shared<Module>("qwen3");
+  program.module = std::make_shared<Module>(kind.module);
   FunctionBuilder fb(program.module.get(), program.entry);
   OpBuilder& b = fb.ops();
   ProgramSignature& sig = program.signature;
   Inputs in(fb, sig);
 
   WeightTensors w;
-  const auto specs = WeightSpecs(c);
+  const auto specs = kind.weight_specs(c);
   const bool part_shapes = parallel && !parallel->weight_shapes.empty();
   if (part_shapes && parallel->weight_shapes.size() != specs.size())
-    return InvalidArgument("Qwen3 step program: " + std::to_string(specs.size()) + " weights and " +
-                           std::to_string(parallel->weight_shapes.size()) + " weight shapes");
+    return InvalidArgument(name + " step program: " + std::to_string(specs.size()) +
+                           " weights and " + std::to_string(parallel->weight_shapes.size()) +
+                           " weight shapes");
   for (size_t i = 0; i < specs.size(); ++i)
     w[specs[i].name] = in.Add(Port::kWeight,
                               TensorType(specs[i].TypeFor(shape.dtype),
@@ -101,6 +110,7 @@ StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
   Tensor positions = in.Add(Port::kPositions, TensorType(ElementType::kS32, tok_dims));
   LayerContext ctx;
   ctx.mode = prefill ? Mode::kPrefill : Mode::kDecode;
+  ctx.qk_norm = kind.qk_norm;
   // Tensor parallel: `c` holds this device's heads, so the weights and caches above and below
   // are its parts; the blocks all-reduce their row-parallel products.
   if (parallel) ctx.parallel = *parallel;
@@ -146,7 +156,8 @@ StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
                     trace, "model.embed_tokens", Int8Scale(w, "model.embed_tokens.weight"));
   // An int8 table dequantises to f32; the hidden states are in the program's type.
   if (x.element_type() != shape.dtype) x = Convert(x, shape.dtype);
-  std::tie(ctx.cos, ctx.sin) = nn::RotaryTables(pos2, c.head_dim, c.rope_theta);
+  std::tie(ctx.cos, ctx.sin) =
+      kind.rotary ? kind.rotary(c, pos2) : nn::RotaryTables(pos2, c.head_dim, c.rope_theta);
   if (shape.paged()) {
     // Key j of a row's gathered blocks holds sequence position j: the query at position p sees
     // it when j <= p (causal) and j < start + length (written).

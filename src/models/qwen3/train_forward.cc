@@ -8,10 +8,18 @@ namespace tlaloc::models::qwen3 {
 StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTensors& w,
                                          const Tensor& input_ids, const Tensor* positions,
                                          autodiff::Marks* remat, const ParallelHooks* parallel) {
-  TL_RETURN_IF_ERROR(CheckSupported(c));
+  return BuildDecoderTrainForward(Qwen3Decoder(), c, w, input_ids, positions, remat, parallel);
+}
+
+StatusOr<TrainForward> BuildDecoderTrainForward(const DecoderKind& kind, const ModelConfig& c,
+                                                const WeightTensors& w, const Tensor& input_ids,
+                                                const Tensor* positions, autodiff::Marks* remat,
+                                                const ParallelHooks* parallel) {
+  const std::string name = kind.name;
+  TL_RETURN_IF_ERROR(kind.check(c));
   if (c.quantization)
     return Unimplemented(
-        "Qwen3 training forward: the checkpoint is int8-quantized (quantization_config " +
+        name + " training forward: the checkpoint is int8-quantized (quantization_config " +
         c.quantization->quant_method + "); train the float checkpoint it was made from");
   // transformers' Qwen3MoeForCausalLM adds router_aux_loss_coef times its load-balancing loss
   // when output_router_logits is set; training without it would optimise another objective.
@@ -22,20 +30,22 @@ StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTenso
         std::to_string(c.router_aux_loss_coef) +
         "); tlaloc does not compute it: set output_router_logits to false to train without it");
   if (input_ids.rank() != 2 || input_ids.element_type() != ElementType::kS32)
-    return InvalidArgument("Qwen3 training forward: input_ids " + input_ids.type().ToString() +
+    return InvalidArgument(name + " training forward: input_ids " + input_ids.type().ToString() +
                            ": expected s32 [batch, seq_len]");
   OpBuilder& b = *input_ids.builder();
   const int64_t bsz = input_ids.dim(0), t = input_ids.dim(1);
   LayerContext ctx;
   ctx.mode = Mode::kTrain;
+  ctx.qk_norm = kind.qk_norm;
   if (parallel) ctx.parallel = *parallel;
   Tensor x = nn::Embedding(w.at("model.embed_tokens.weight"), input_ids);
   if (positions &&
       (positions->element_type() != ElementType::kS32 || positions->dims() != input_ids.dims()))
-    return InvalidArgument("Qwen3 training forward: positions " + positions->type().ToString() +
+    return InvalidArgument(name + " training forward: positions " + positions->type().ToString() +
                            ": expected s32 like input_ids " + input_ids.type().ToString());
   const Tensor pos = positions ? *positions : Iota(b, {bsz, t}, 1);
-  std::tie(ctx.cos, ctx.sin) = nn::RotaryTables(pos, c.head_dim, c.rope_theta);
+  std::tie(ctx.cos, ctx.sin) =
+      kind.rotary ? kind.rotary(c, pos) : nn::RotaryTables(pos, c.head_dim, c.rope_theta);
   const Tensor query = Iota(b, {bsz, t, t}, 1), key = Iota(b, {bsz, t, t}, 2);
   ctx.mask = Le(key, query);
   // A query at position p of its document sees the p keys before it and itself, no further back.

@@ -1,0 +1,221 @@
+// Llama as a model family: its config.json share (LlamaConfig's defaults, mlp_bias), what Tlaloc
+// runs of it, its tensors, and its registry entry. The decoder is Qwen3's without the q/k norms
+// (models/qwen3/: the same layer, step programs and training forward) over Llama's rotary
+// frequencies.
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <numbers>
+
+#include "io/json_fields.h"
+#include "models/llama/llama_family.h"
+#include "models/qwen3/qwen3_family.h"
+
+namespace tlaloc::models::llama {
+
+namespace {
+
+// transformers' LlamaConfig defaults, where they differ from the shared ones.
+void Defaults(ModelConfig& c) {
+  c.vocab_size = 32000;
+  c.hidden_size = 4096;
+  c.intermediate_size = 11008;
+  c.num_hidden_layers = 32;
+  c.num_attention_heads = 32;
+  c.num_key_value_heads = 32;
+  c.head_dim = c.hidden_size / c.num_attention_heads;
+  c.max_position_embeddings = 2048;
+  c.bos_token_id = 1;
+  c.eos_token_ids = {2};
+}
+
+Status ParseFields(io::JsonFields& f, ModelConfig& c) { return f.Bool("mlp_bias", &c.mlp_bias); }
+
+void WriteFields(const ModelConfig& c, nlohmann::json& j) { j["mlp_bias"] = c.mlp_bias; }
+
+bool EndsWith(const std::string& s, std::string_view tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// Column-parallel projections split their output rows, row-parallel ones (o, down) their input
+// columns.
+int64_t TensorParallelDim(const std::string& name) {
+  for (const char* col : {"self_attn.q_proj.weight", "self_attn.k_proj.weight",
+                          "self_attn.v_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight"})
+    if (EndsWith(name, col)) return 0;
+  for (const char* row : {"self_attn.o_proj.weight", "mlp.down_proj.weight"})
+    if (EndsWith(name, row)) return 1;
+  return -1;
+}
+
+std::pair<Tensor, Tensor> Rotary(const ModelConfig& c, const Tensor& positions) {
+  std::vector<float> inv = InverseFrequencies(c);
+  const int64_t half = static_cast<int64_t>(inv.size());
+  Tensor inv_freq = Constant(*positions.builder(), Literal::FromVector<float>({half}, inv));
+  Tensor angles = ExpandDims(Convert(positions, ElementType::kF32), -1) * inv_freq;
+  Tensor emb = Concat({angles, angles}, -1);
+  return {Cos(emb), Sin(emb)};
+}
+
+const qwen3::DecoderKind& LlamaDecoder() {
+  static const qwen3::DecoderKind kind{"Llama",     "llama", CheckSupported,
+                                       WeightSpecs, false,   Rotary};
+  return kind;
+}
+
+StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
+                                 nn::LayerTrace* trace, const ParallelHooks* parallel) {
+  return qwen3::BuildDecoderStep(LlamaDecoder(), c, shape, trace, parallel);
+}
+
+StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTensors& w,
+                                         const Tensor& input_ids, const Tensor* positions,
+                                         autodiff::Marks* remat, const ParallelHooks* parallel) {
+  return qwen3::BuildDecoderTrainForward(LlamaDecoder(), c, w, input_ids, positions, remat,
+                                         parallel);
+}
+
+// Llama 3's chat format, for the tokenizer_config.json of folders Tlaloc writes.
+std::string ChatTemplate() {
+  return "{{- bos_token }}{%- for message in messages %}"
+         "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + "
+         "message['content'] | trim + '<|eot_id|>' }}{%- endfor %}"
+         "{%- if add_generation_prompt %}"
+         "{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}";
+}
+
+}  // namespace
+
+std::vector<float> InverseFrequencies(const ModelConfig& c) {
+  const int64_t half = c.head_dim / 2;
+  std::vector<float> inv(half);
+  for (int64_t i = 0; i < half; ++i) {
+    // transformers: 1 / base ** (arange(0, d, 2).float() / d), a float32 power.
+    const float expo = static_cast<float>(2 * i) / static_cast<float>(c.head_dim);
+    inv[i] = 1.0f / std::pow(static_cast<float>(c.rope_theta), expo);
+  }
+  if (!c.rope_scaling || c.rope_scaling->rope_type != "llama3") return inv;
+  // transformers' _compute_llama3_parameters: long wavelengths slowed by `factor`, short ones
+  // kept, the band between blended.
+  const RopeScaling& r = *c.rope_scaling;
+  const float factor = static_cast<float>(*r.factor);
+  const float low = static_cast<float>(*r.low_freq_factor);
+  const float high = static_cast<float>(*r.high_freq_factor);
+  const float old_len = static_cast<float>(*r.original_max_position_embeddings);
+  const float low_wavelen = old_len / low, high_wavelen = old_len / high;
+  for (float& f : inv) {
+    const float wavelen = 2.0f * std::numbers::pi_v<float> / f;
+    const float scaled = wavelen > low_wavelen ? f / factor : f;
+    const float smooth = (old_len / wavelen - low) / (high - low);
+    const float blended = (1.0f - smooth) * scaled / factor + smooth * scaled;
+    const bool medium = !(wavelen < high_wavelen) && !(wavelen > low_wavelen);
+    f = medium ? blended : scaled;
+  }
+  return inv;
+}
+
+Status CheckSupported(const ModelConfig& c) {
+  TL_RETURN_IF_ERROR(io::ValidateModelConfig(c));
+  if (c.hidden_act != "silu" && c.hidden_act != "swish")
+    return InvalidArgument("config hidden_act \"" + c.hidden_act +
+                           "\": Tlaloc's Llama expects silu (or its alias swish)");
+  if (c.attention_bias)
+    return InvalidArgument(
+        "config attention_bias true: Tlaloc's Llama has no attention projection biases");
+  if (c.mlp_bias)
+    return InvalidArgument("config mlp_bias true: Tlaloc's Llama has no MLP projection biases");
+  if (c.quantization)
+    return Unimplemented("config quantization_config: int8 Llama checkpoints are not supported");
+  if (c.rope_scaling) {
+    const RopeScaling& r = *c.rope_scaling;
+    if (r.rope_type == "llama3") {
+      if (!r.factor || !r.low_freq_factor || !r.high_freq_factor ||
+          !r.original_max_position_embeddings)
+        return InvalidArgument(
+            "config rope_scaling type \"llama3\" needs factor, low_freq_factor, high_freq_factor "
+            "and original_max_position_embeddings");
+      if (!(*r.high_freq_factor > *r.low_freq_factor))
+        return InvalidArgument("config rope_scaling: high_freq_factor must exceed low_freq_factor");
+    } else if (r.rope_type != "default") {
+      return InvalidArgument("config rope_scaling type \"" + r.rope_type +
+                             "\": Tlaloc's Llama implements the default and \"llama3\" rotary "
+                             "embeddings");
+    }
+  }
+  return OkStatus();
+}
+
+std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c) {
+  std::vector<ExpectedTensor> out;
+  const int64_t h = c.hidden_size, q = c.num_attention_heads * c.head_dim,
+                kv = c.num_key_value_heads * c.head_dim, m = c.intermediate_size;
+  auto add = [&](std::string name, std::vector<int64_t> shape, bool optional = false) {
+    out.push_back({std::move(name), std::move(shape), optional});
+  };
+  add("model.embed_tokens.weight", {c.vocab_size, h});
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string l = "model.layers." + std::to_string(i) + ".";
+    add(l + "input_layernorm.weight", {h});
+    add(l + "post_attention_layernorm.weight", {h});
+    add(l + "self_attn.q_proj.weight", {q, h});
+    add(l + "self_attn.k_proj.weight", {kv, h});
+    add(l + "self_attn.v_proj.weight", {kv, h});
+    add(l + "self_attn.o_proj.weight", {h, q});
+    add(l + "mlp.gate_proj.weight", {m, h});
+    add(l + "mlp.up_proj.weight", {m, h});
+    add(l + "mlp.down_proj.weight", {h, m});
+  }
+  add("model.norm.weight", {h});
+  // A tied head shares the embedding; its file may still store a copy.
+  add("lm_head.weight", {c.vocab_size, h}, c.tie_word_embeddings);
+  return out;
+}
+
+std::vector<WeightSpec> WeightSpecs(const ModelConfig& c) {
+  std::vector<WeightSpec> out;
+  for (const auto& t : ExpectedTensors(c)) {
+    if (t.optional) continue;
+    WeightSpec s{t.name, t.shape, {}, t.fixed_type};
+    // Untied, the embedding is only gathered by token id; tied, the head reads it whole.
+    s.read_by_rows = t.name == "model.embed_tokens.weight" && !c.tie_word_embeddings;
+    s.tensor_parallel_dim = TensorParallelDim(t.name);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+StatusOr<GgufExportSummary> ExportGguf(const std::filesystem::path& dir,
+                                       const std::filesystem::path& out,
+                                       const GgufExportOptions& options) {
+  TL_ASSIGN_OR_RETURN(ModelConfig config, io::LoadModelConfig(dir));
+  TL_RETURN_IF_ERROR(CheckSupported(config));
+  // llama.cpp takes "llama3" scaling as a rope_freqs tensor of per-frequency divisors, which
+  // is not written yet.
+  if (config.rope_scaling && config.rope_scaling->rope_type != "default")
+    return Unimplemented("GGUF export of " + dir.string() + ": rope_scaling \"" +
+                         config.rope_scaling->rope_type +
+                         "\" is not exported yet (llama.cpp's rope_freqs tensor)");
+  config.rope_scaling.reset();  // "default": the plain rotary embedding
+  return qwen3::ExportDecoderGguf(dir, out, options, config, "llama");
+}
+
+void Register(std::vector<ModelFamily>& registry) {
+  ModelFamily f;
+  f.model_type = "llama";
+  f.architecture = "LlamaForCausalLM";
+  f.config.architecture = {"llama", "LlamaForCausalLM"};
+  f.config.head_dim_from_heads = true;
+  f.config.defaults = Defaults;
+  f.config.parse = ParseFields;
+  f.config.write = WriteFields;
+  f.embedding_weight = "model.embed_tokens.weight";
+  f.check_supported = CheckSupported;
+  f.checkpoint_tensors = ExpectedTensors;
+  f.weight_specs = WeightSpecs;
+  f.build_step = BuildStep;
+  f.train_forward = BuildTrainForward;
+  f.chat_template_jinja = ChatTemplate;
+  f.export_gguf = ExportGguf;
+  registry.push_back(f);
+}
+
+}  // namespace tlaloc::models::llama

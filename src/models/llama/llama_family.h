@@ -1,0 +1,28 @@
+// Llama (LlamaForCausalLM, model_type llama, Llama 3 style): the family's pieces.
+#pragma once
+
+#include <vector>
+
+#include "tlaloc/models/family.h"
+
+namespace tlaloc::models::llama {
+
+using io::ModelConfig;
+using io::RopeScaling;
+
+Status CheckSupported(const ModelConfig& c);
+std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c);
+std::vector<WeightSpec> WeightSpecs(const ModelConfig& c);
+// The rotary frequencies transformers' Llama uses for `c`: 1 / theta^(2i / d), rescaled by a
+// "llama3" rope_scaling (f32, as torch computes them).
+std::vector<float> InverseFrequencies(const ModelConfig& c);
+
+// Llama as llama.cpp's `llama` architecture (gguf_export.cc).
+StatusOr<GgufExportSummary> ExportGguf(const std::filesystem::path& dir,
+                                       const std::filesystem::path& out,
+                                       const GgufExportOptions& options);
+
+// Adds the llama entry.
+void Register(std::vector<ModelFamily>& registry);
+
+}  // namespace tlaloc::models::llama
