@@ -141,9 +141,9 @@ int64_t TokenBatch::trained_tokens() const {
   return std::count_if(labels.begin(), labels.end(), [](int32_t l) { return l != kIgnoreLabel; });
 }
 
-StatusOr<int32_t> EndOfTextId(const Tokenizer& tokenizer) {
-  if (auto id = tokenizer.TokenToId("<|endoftext|>")) return *id;
-  return NotFound("the tokenizer has no <|endoftext|> token to end documents with");
+StatusOr<int32_t> EndOfTextId(const Tokenizer& tokenizer, std::string_view token) {
+  if (auto id = tokenizer.TokenToId(token)) return *id;
+  return NotFound("the tokenizer has no " + std::string(token) + " token to end documents with");
 }
 
 StatusOr<Document> DocumentFromJsonLine(std::string_view line, const std::string& where,

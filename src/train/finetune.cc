@@ -10,6 +10,7 @@
 #include "tlaloc/interp/multi_device.h"
 #include "tlaloc/interp/process_world.h"
 #include "tlaloc/io/checkpoint.h"
+#include "tlaloc/models/family.h"
 #include "tlaloc/models/load_weights.h"
 #include "tlaloc/shard/plan.h"
 #include "tlaloc/stablehlo/printer.h"
@@ -258,10 +259,11 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
   TL_RETURN_IF_ERROR(CheckFinetuneOptions(options, &config));
 
   TL_ASSIGN_OR_RETURN(Tokenizer tokenizer, Tokenizer::FromFile((model_dir / "tokenizer.json")));
-  TL_ASSIGN_OR_RETURN(int32_t eot, EndOfTextId(tokenizer));
+  TL_ASSIGN_OR_RETURN(const models::ModelFamily* family, models::FamilyOf(config));
+  TL_ASSIGN_OR_RETURN(int32_t eot, EndOfTextId(tokenizer, family->document_end_token));
   if (eot >= config.vocab_size)
-    return InvalidArgument("the tokenizer's <|endoftext|> id " + std::to_string(eot) +
-                           " is outside the model's vocabulary of " +
+    return InvalidArgument("the tokenizer's " + std::string(family->document_end_token) + " id " +
+                           std::to_string(eot) + " is outside the model's vocabulary of " +
                            std::to_string(config.vocab_size));
   // The model's chat template renders "messages" rows; a folder without one can still train on
   // "text" rows (a messages row then names the missing template).

@@ -170,6 +170,8 @@ struct ShardedTrainer::Impl {
   int devices() const { return static_cast<int>(plan->num_devices()); }
   // Whether this process holds device d (all of them unless launched by mpirun).
   bool local(int d) const { return backend->is_addressable(d); }
+  StatusOr<std::vector<std::vector<std::unique_ptr<DeviceBuffer>>>> RunOnBatch(
+      CompiledProgram& program, const StepPorts& ports, const Batch& batch);
   int first_local() const {
     for (int d = 0; d < devices(); ++d)
       if (local(d)) return d;
@@ -373,6 +375,25 @@ StatusOr<StepStats> ShardedTrainer::Step(const Batch& batch) {
   return stats;
 }
 
+// Runs the eval or gradient program (parameters and the batch in, nothing donated) on each of
+// this process's devices.
+StatusOr<std::vector<std::vector<std::unique_ptr<DeviceBuffer>>>> ShardedTrainer::Impl::RunOnBatch(
+    CompiledProgram& program, const StepPorts& ports, const Batch& batch) {
+  Impl& s = *this;
+  TL_ASSIGN_OR_RETURN(auto inputs, s.UploadBatch(batch));
+  const size_t w = s.plan->weights().size();
+  std::vector<std::vector<ExecuteArg>> args(s.devices());
+  for (int d = 0; d < s.devices(); ++d) {
+    if (!s.local(d)) continue;
+    std::vector<ExecuteArg>& a = args[d];
+    a.resize(ports.args.size());
+    for (size_t i = 0; i < w; ++i) a[ports.args(Port::kParams, i)] = {s.params[d][i].get(), false};
+    a[ports.args(Port::kInputIds)] = {inputs[d].first.get(), false};
+    a[ports.args(Port::kLabels)] = {inputs[d].second.get(), false};
+  }
+  return s.backend->ExecuteOnDevices(program, args);
+}
+
 StatusOr<double> ShardedTrainer::EvalLoss(const Batch& batch) {
   Impl& s = *impl_;
   if (!s.eval_program) {
@@ -381,20 +402,8 @@ StatusOr<double> ShardedTrainer::EvalLoss(const Batch& batch) {
     TL_ASSIGN_OR_RETURN(s.eval_program, s.backend->CompileForDevices(
                                             module, ProcessGrid{1, s.plan->num_devices()}));
   }
-  TL_ASSIGN_OR_RETURN(auto inputs, s.UploadBatch(batch));
-  const int n = s.devices();
-  const size_t w = s.plan->weights().size();
-  const StepPorts ports = StepPorts::Eval(w);
-  std::vector<std::vector<ExecuteArg>> args(n);
-  for (int d = 0; d < n; ++d) {
-    if (!s.local(d)) continue;
-    std::vector<ExecuteArg>& a = args[d];
-    a.resize(ports.args.size());
-    for (size_t i = 0; i < w; ++i) a[ports.args(Port::kParams, i)] = {s.params[d][i].get(), false};
-    a[ports.args(Port::kInputIds)] = {inputs[d].first.get(), false};
-    a[ports.args(Port::kLabels)] = {inputs[d].second.get(), false};
-  }
-  TL_ASSIGN_OR_RETURN(auto out, s.backend->ExecuteOnDevices(*s.eval_program, args));
+  const StepPorts ports = StepPorts::Eval(s.plan->weights().size());
+  TL_ASSIGN_OR_RETURN(auto out, s.RunOnBatch(*s.eval_program, ports, batch));
   // Every device computed the same loss.
   TL_ASSIGN_OR_RETURN(Literal loss,
                       s.backend->ToHost(*out[s.first_local()][ports.results(Port::kLoss)]));
@@ -409,28 +418,17 @@ StatusOr<LossAndGrads> ShardedTrainer::LossAndGrad(const Batch& batch) {
     TL_ASSIGN_OR_RETURN(s.grad_program, s.backend->CompileForDevices(
                                             module, ProcessGrid{1, s.plan->num_devices()}));
   }
-  TL_ASSIGN_OR_RETURN(auto inputs, s.UploadBatch(batch));
-  const int n = s.devices();
   const size_t w = s.plan->weights().size();
   const StepPorts ports = StepPorts::Grads(w);
-  std::vector<std::vector<ExecuteArg>> args(n);
-  for (int d = 0; d < n; ++d) {
-    if (!s.local(d)) continue;
-    std::vector<ExecuteArg>& a = args[d];
-    a.resize(ports.args.size());
-    for (size_t i = 0; i < w; ++i) a[ports.args(Port::kParams, i)] = {s.params[d][i].get(), false};
-    a[ports.args(Port::kInputIds)] = {inputs[d].first.get(), false};
-    a[ports.args(Port::kLabels)] = {inputs[d].second.get(), false};
-  }
-  TL_ASSIGN_OR_RETURN(auto out, s.backend->ExecuteOnDevices(*s.grad_program, args));
+  TL_ASSIGN_OR_RETURN(auto out, s.RunOnBatch(*s.grad_program, ports, batch));
   LossAndGrads r;
   const int first = s.first_local();
   TL_ASSIGN_OR_RETURN(Literal loss, s.backend->ToHost(*out[first][ports.results(Port::kLoss)]));
   TL_ASSIGN_OR_RETURN(Literal tokens, s.backend->ToHost(*out[first][ports.results(Port::kTokens)]));
   r.loss = loss.GetAsDouble(0);
   r.tokens = tokens.GetAsDouble(0);
-  std::vector<std::vector<std::unique_ptr<DeviceBuffer>>> grads(n);
-  for (int d = 0; d < n; ++d)
+  std::vector<std::vector<std::unique_ptr<DeviceBuffer>>> grads(s.devices());
+  for (int d = 0; d < s.devices(); ++d)
     for (size_t i = 0; i < w; ++i)
       grads[d].push_back(s.local(d) ? std::move(out[d][ports.results(Port::kGrads, i)]) : nullptr);
   for (size_t i = 0; i < w; ++i) {

@@ -3,8 +3,8 @@
 # (tests/generate/llama_checkpoint.py: LlamaForCausalLM, a byte-level tokenizer and a Llama 3
 # chat template in tokenizer_config.json) is exported as llama.cpp's `llama` architecture (the
 # GGUF's general.architecture) and served: one chat request rendered by the checkpoint's Llama 3
-# template answers. (Not yet fine-tuned here: train/data.cc ends documents with Qwen's
-# <|endoftext|>, which a Llama tokenizer lacks.)
+# template answers; and fine-tuned: the loss of a repeated text falls, documents ending with the
+# family's <|end_of_text|> (models::ModelFamily::document_end_token).
 # Usage: llama_family_test.sh TLALOC SOURCE_DIR
 set -euo pipefail
 tlaloc=$1
@@ -33,6 +33,19 @@ r = gguf.GGUFReader(sys.argv[1])
 f = r.fields['general.architecture']
 print(bytes(f.parts[f.data[0]]).decode())" "$WORK/model.gguf")
 [ "$arch" = llama ] || fail "general.architecture is '$arch', expected llama"
+
+# Fine-tune: a few steps on one repeated sentence; the loss falls.
+for _ in $(seq 1 16); do echo '{"text": "the quick brown fox jumps over the lazy dog"}'; done \
+  >"$WORK/train.jsonl"
+"$tlaloc" finetune --model "$MODEL" --data "$WORK/train.jsonl" --out "$WORK/tuned" --steps 6 \
+  --batch 4 --seq-len 32 --lr 3e-3 --warmup 1 --print-every 1 >"$WORK/ft.log" 2>&1 ||
+  { cat "$WORK/ft.log"; exit 1; }
+python3 - "$WORK/tuned/loss_log.jsonl" <<'PY' || fail "fine-tune loss did not fall"
+import json, sys
+losses = [json.loads(line)["loss"] for line in open(sys.argv[1])]
+print("fine-tune losses:", " ".join(f"{l:.3f}" for l in losses))
+assert len(losses) == 6 and losses[-1] < 0.8 * losses[0], losses
+PY
 
 # Serve one chat request through the checkpoint's Llama 3 template.
 start_server llama --max-batch 1 --max-context 256

@@ -170,6 +170,8 @@ struct ModelFamily {
                                           const Tensor& input_ids, const Tensor* positions,
                                           autodiff::Marks* remat,
                                           const ParallelHooks* parallel) = nullptr;
+  // The token training puts after each packed document (the family's pretraining convention).
+  std::string_view document_end_token;
   // The chat template as Jinja, for tokenizer_config.json of folders Tlaloc writes.
   std::string (*chat_template_jinja)() = nullptr;
   // Writes a checkpoint folder as GGUF for llama.cpp (models/gguf_export.h); null when the

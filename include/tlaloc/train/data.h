@@ -49,8 +49,9 @@ struct DocumentOptions {
   const ChatTemplate* chat_template = nullptr;
 };
 
-// The end-of-text id of a tokenizer: <|endoftext|> when it has one, else an error.
-StatusOr<int32_t> EndOfTextId(const Tokenizer& tokenizer);
+// The id of `token` (a model family's document end, models::ModelFamily::document_end_token) in
+// `tokenizer`; an error naming the token when the tokenizer lacks it.
+StatusOr<int32_t> EndOfTextId(const Tokenizer& tokenizer, std::string_view token = "<|endoftext|>");
 
 // One JSONL row (`line` without its newline); `where` ("file:line") starts every error message.
 StatusOr<Document> DocumentFromJsonLine(std::string_view line, const std::string& where,

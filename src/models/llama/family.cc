@@ -213,6 +213,7 @@ void Register(std::vector<ModelFamily>& registry) {
   f.weight_specs = WeightSpecs;
   f.build_step = BuildStep;
   f.train_forward = BuildTrainForward;
+  f.document_end_token = "<|end_of_text|>";  // Llama 3's; <|eot_id|> ends chat turns
   f.chat_template_jinja = ChatTemplate;
   f.export_gguf = ExportGguf;
   registry.push_back(f);

@@ -57,6 +57,7 @@ void Register(std::vector<ModelFamily>& registry) {
     f.weight_specs = WeightSpecs;
     f.build_step = BuildStep;
     f.train_forward = BuildTrainForward;
+    f.document_end_token = "<|endoftext|>";
     f.chat_template_jinja = Qwen3ChatTemplate;
     f.export_gguf = ExportGguf;  // qwen3, or qwen3moe for Qwen3-MoE
     registry.push_back(f);
