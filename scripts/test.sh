@@ -64,6 +64,9 @@ if [ "${TLALOC_SKIP_SANITIZE:-0}" != "1" ]; then
     # llama.cpp parity over the real 151,936-id vocabulary: minutes each at -O0 with ASan, and
     # the Tlaloc side of it is the generation code the generate and models tests run here.
     'LlamaOracle'
+    # The same parity for imported GGUF files (Qwen3's vocabulary too); the import code itself
+    # runs under ASan in GgufImport* and GgufDequant* and the gguf fuzz target.
+    'GgufImportOracle'
   )
   exclude="$(IFS='|'; echo "${asan_excluded[*]}")"
   # -LE cli: whole runs of the binary (e.g. cli.serve_http and cli.serve_chat_page, labelled
