@@ -32,21 +32,6 @@ Status ParseFields(io::JsonFields& f, ModelConfig& c) { return f.Bool("mlp_bias"
 
 void WriteFields(const ModelConfig& c, nlohmann::json& j) { j["mlp_bias"] = c.mlp_bias; }
 
-bool EndsWith(const std::string& s, std::string_view tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-// Column-parallel projections split their output rows, row-parallel ones (o, down) their input
-// columns.
-int64_t TensorParallelDim(const std::string& name) {
-  for (const char* col : {"self_attn.q_proj.weight", "self_attn.k_proj.weight",
-                          "self_attn.v_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight"})
-    if (EndsWith(name, col)) return 0;
-  for (const char* row : {"self_attn.o_proj.weight", "mlp.down_proj.weight"})
-    if (EndsWith(name, row)) return 1;
-  return -1;
-}
-
 std::pair<Tensor, Tensor> Rotary(const ModelConfig& c, const Tensor& positions) {
   std::vector<float> inv = InverseFrequencies(c);
   const int64_t half = static_cast<int64_t>(inv.size());
@@ -177,7 +162,7 @@ std::vector<WeightSpec> WeightSpecs(const ModelConfig& c) {
     WeightSpec s{t.name, t.shape, {}, t.fixed_type};
     // Untied, the embedding is only gathered by token id; tied, the head reads it whole.
     s.read_by_rows = t.name == "model.embed_tokens.weight" && !c.tie_word_embeddings;
-    s.tensor_parallel_dim = TensorParallelDim(t.name);
+    s.tensor_parallel_dim = qwen3::TensorParallelDim(t.name);  // the same projection names
     out.push_back(std::move(s));
   }
   return out;
