@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <set>
 #include <unordered_map>
 
@@ -376,6 +377,19 @@ StatusOr<KernelizeResult> Kernelizer::Apply(std::shared_ptr<Module> module,
   for (const auto& rec : records) {
     const Resolved& k = resolved_.at(rec.kernel);
     std::string label = rec.kernel + " " + rec.path;
+    // The private function of this layer's kernel for the call-site types `type_key`: made once,
+    // by `add` under a fresh name, and called from every site with those types.
+    auto instance =
+        [&](const std::string& type_key,
+            const std::function<Status(const std::string&)>& add) -> StatusOr<std::string> {
+      auto key = std::make_pair(rec.kernel, type_key);
+      if (auto it = instances.find(key); it != instances.end()) return it->second;
+      std::string name = "kernel." + rec.kernel + "." + std::to_string(counter++);
+      while (module->Find(name)) name += "_";
+      TL_RETURN_IF_ERROR(add(name));
+      instances[key] = name;
+      return name;
+    };
     Block* block = const_cast<Block*>(rec.block);
     auto& ops = block->mutable_operations();
     if (rec.end_op > ops.size() || rec.begin_op >= rec.end_op) {
@@ -481,18 +495,11 @@ StatusOr<KernelizeResult> Kernelizer::Apply(std::shared_ptr<Module> module,
       for (Value v : inputs) in_types.push_back(v.type()), type_key += PrintType(v.type()) + ",";
       for (const Type& t : result_types) type_key += PrintType(t) + ",";
       for (const auto& [n, v] : attrs) type_key += n + "=" + std::to_string(v) + ",";
-      auto key = std::make_pair(rec.kernel, type_key);
-      std::string fn_name;
-      if (auto it = instances.find(key); it != instances.end()) {
-        fn_name = it->second;
-      } else {
-        fn_name = "kernel." + rec.kernel + "." + std::to_string(counter++);
-        while (module->Find(fn_name)) fn_name += "_";
-        TL_RETURN_IF_ERROR(AddTpuAdapterFunction(*module, fn_name, *payload, *payload_text,
-                                                 rec.kernel, in_types, result_types, attrs)
-                               .WithContext("kernelize: " + label));
-        instances[key] = fn_name;
-      }
+      TL_ASSIGN_OR_RETURN(std::string fn_name, instance(type_key, [&](const std::string& name) {
+                            return AddTpuAdapterFunction(*module, name, *payload, *payload_text,
+                                                         rec.kernel, in_types, result_types, attrs)
+                                .WithContext("kernelize: " + label);
+                          }));
       AttrDict a;
       a["callee"] = Attribute::Symbol(fn_name);
       call = Operation::Create(*call_def, inputs, result_types, a);
@@ -534,32 +541,29 @@ StatusOr<KernelizeResult> Kernelizer::Apply(std::shared_ptr<Module> module,
         type_key += PrintType(outputs[i].type()) + ",";
       }
       for (const auto& [n, v] : attrs) type_key += n + "=" + std::to_string(v) + ",";
-      auto key = std::make_pair(rec.kernel, type_key);
-      std::string fn_name;
-      if (auto it = instances.find(key); it != instances.end()) {
-        fn_name = it->second;
-      } else {
-        TL_ASSIGN_OR_RETURN(std::string text, Instantiate(k.module_text, types, attrs));
-        auto parsed = ParseModule(text, k.variant.meta.variant + "/" + k.variant.meta.module);
-        if (!parsed.ok())
-          return parsed.status().WithContext("universal kernel " + rec.kernel + " for " + label);
-        Function* src = (*parsed)->Find(spec.function);
-        if (!src) return NotFound("universal kernel module has no function @" + spec.function);
-        std::vector<Type> want_args;
-        for (Value v : inputs) want_args.push_back(v.type());
-        if (src->argument_types() != want_args || src->result_types() != result_types)
-          return FailedPrecondition("universal kernel @" + spec.function + " instantiated for " +
-                                    label + " does not take the layer's operand/result types");
-        fn_name = "kernel." + rec.kernel + "." + std::to_string(counter++);
-        while (module->Find(fn_name)) fn_name += "_";
-        Function* dst = module->AddFunction(fn_name, want_args, result_types);
-        dst->set_public(false);
-        std::unordered_map<ValueImpl*, Value> map;
-        for (int i = 0; i < src->num_arguments(); ++i)
-          map[src->entry().argument(i).impl()] = dst->entry().argument(i);
-        CloneBlock(src->entry(), dst->entry(), map);
-        instances[key] = fn_name;
-      }
+      TL_ASSIGN_OR_RETURN(
+          std::string fn_name, instance(type_key, [&](const std::string& name) -> Status {
+            TL_ASSIGN_OR_RETURN(std::string text, Instantiate(k.module_text, types, attrs));
+            auto parsed = ParseModule(text, k.variant.meta.variant + "/" + k.variant.meta.module);
+            if (!parsed.ok())
+              return parsed.status().WithContext("universal kernel " + rec.kernel + " for " +
+                                                 label);
+            Function* src = (*parsed)->Find(spec.function);
+            if (!src) return NotFound("universal kernel module has no function @" + spec.function);
+            std::vector<Type> want_args;
+            for (Value v : inputs) want_args.push_back(v.type());
+            if (src->argument_types() != want_args || src->result_types() != result_types)
+              return FailedPrecondition("universal kernel @" + spec.function +
+                                        " instantiated for " + label +
+                                        " does not take the layer's operand/result types");
+            Function* dst = module->AddFunction(name, want_args, result_types);
+            dst->set_public(false);
+            std::unordered_map<ValueImpl*, Value> map;
+            for (int i = 0; i < src->num_arguments(); ++i)
+              map[src->entry().argument(i).impl()] = dst->entry().argument(i);
+            CloneBlock(src->entry(), dst->entry(), map);
+            return OkStatus();
+          }));
       AttrDict a;
       a["callee"] = Attribute::Symbol(fn_name);
       call = Operation::Create(*call_def, inputs, result_types, a);
