@@ -38,7 +38,8 @@ struct GenerateArgs {
   std::optional<int> threads;
   std::vector<std::string> stop;
   bool json = false;
-  std::string mesh;  // tensor-parallel generation (generate_mesh.h)
+  int64_t choices = 1;  // replies to the one prompt (OpenAI's n)
+  std::string mesh;     // tensor-parallel generation (generate_mesh.h)
 };
 
 std::string ReadText(const fs::path& path) {
@@ -96,6 +97,9 @@ Status CheckFlags(const GenerateArgs& a) {
   TL_RETURN_IF_ERROR(CheckRequestFlags(a.request));
   for (const std::string& s : a.stop)
     if (s.empty()) return InvalidArgument("--stop \"\": an empty stop string ends every reply");
+  if (a.choices < 1 || a.choices > generate::kMaxChoices)
+    return InvalidArgument("--choices " + std::to_string(a.choices) + ": expected 1 to " +
+                           std::to_string(generate::kMaxChoices));
   if (!a.mesh.empty() && !a.kernels.empty())
     return InvalidArgument(
         "--kernels runs kernels on one interpreter device; drop --mesh or "
@@ -227,30 +231,52 @@ int RunGenerate(const GenerateArgs& a) {
   ApplyRequestFlags(a.request, &request);
   request.stop = a.stop;
 
+  // One choice streams as it is decoded; several are printed one after another once all are done
+  // (their tokens arrive interleaved).
+  const bool streaming = !a.json && printing && a.choices == 1;
   ReplyPrinter printer(a.request.show_thinking);
-  generate::TextCallback on_text;
-  if (!a.json && printing)
-    on_text = [&](generate::TextPart part, std::string_view piece) { printer(part, piece); };
-  auto ran = (*gen)->Run(request, on_text);
+  generate::TextGenerator::ChoiceTextCallback on_text;
+  if (streaming)
+    on_text = [&](size_t, generate::TextPart part, std::string_view piece) {
+      printer(part, piece);
+    };
+  auto ran = (*gen)->RunChoices(request, a.choices, on_text);
   if (!ran.ok())
     return fail(ran.status().message(),
                 ran.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure);
-  const generate::TextResult& r = *ran;
+  const std::vector<generate::TextResult>& results = *ran;
+  const generate::TextResult& r = results[0];
   const generate::GenerateTimings& tm = r.timings;
-  if (!printing) return r.error.ok() ? kExitOk : kExitFailure;
+  Status error;  // the first choice's failure, if any
+  for (const generate::TextResult& c : results)
+    if (error.ok() && !c.error.ok()) error = c.error;
+  if (!printing) return error.ok() ? kExitOk : kExitFailure;
   auto rate = [](int64_t n, double s) { return s > 0 ? n / s : 0.0; };
+  auto choice_json = [](const generate::TextResult& c, nlohmann::json& j) {
+    j["generated_ids"] = c.generated_ids;
+    j["text"] = c.content;
+    j["reasoning_content"] = c.reasoning;
+    j["finish_reason"] = generate::FinishReasonName(c.finish_reason);
+    j["seed"] = c.seed;
+    if (!c.error.ok()) j["error"] = c.error.message();
+  };
   if (a.json) {
     nlohmann::json j;
     j["prompt_ids"] = r.prompt_ids;
-    j["generated_ids"] = r.generated_ids;
-    j["text"] = r.content;
-    j["reasoning_content"] = r.reasoning;
-    j["finish_reason"] = generate::FinishReasonName(r.finish_reason);
-    j["seed"] = r.seed;
+    if (a.choices == 1) {
+      choice_json(r, j);
+    } else {
+      j["choices"] = nlohmann::json::array();
+      for (size_t i = 0; i < results.size(); ++i) {
+        nlohmann::json c;
+        c["index"] = i;
+        choice_json(results[i], c);
+        j["choices"].push_back(std::move(c));
+      }
+    }
     j["target"] = backend_name;
     if (mesh) j["mesh"] = mesh->ToString();
     if (!r.notes.empty()) j["notes"] = r.notes;
-    if (!r.error.ok()) j["error"] = r.error.message();
     if (kernel_setup.kernelizer) j["kernel_calls"] = kernel_calls;
     j["timings"] = {{"load_s", load_s},
                     {"compile_s", tm.compile_seconds},
@@ -261,23 +287,40 @@ int RunGenerate(const GenerateArgs& a) {
                     {"decode_tokens", tm.decode_tokens},
                     {"decode_tokens_per_s", rate(tm.decode_tokens, tm.decode_seconds)}};
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-  } else {
+  } else if (streaming) {
     printer.Finish();
     std::printf("\n");
+  } else {
+    for (size_t i = 0; i < results.size(); ++i) {
+      std::printf("%s--- choice %zu (seed %llu, %s) ---\n", i ? "\n" : "", i,
+                  static_cast<unsigned long long>(results[i].seed),
+                  std::string(generate::FinishReasonName(results[i].finish_reason)).c_str());
+      ReplyPrinter choice_printer(a.request.show_thinking);
+      if (!results[i].reasoning.empty())
+        choice_printer(generate::TextPart::kReasoning, results[i].reasoning);
+      choice_printer(generate::TextPart::kContent, results[i].content);
+      choice_printer.Finish();
+      std::printf("\n");
+    }
   }
   std::fflush(stdout);  // the text ends before the summary on stderr, even through a pipe
   for (const std::string& note : r.notes)
     std::fprintf(stderr, "tlaloc generate: %s\n", note.c_str());
-  if (!r.error.ok()) return fail("generation stopped: " + r.error.message());
+  if (!error.ok()) return fail("generation stopped: " + error.message());
+  // One choice: its finish reason and seed; several: how many and their seeds.
+  std::string outcome =
+      std::string(generate::FinishReasonName(r.finish_reason)) + ", seed " + std::to_string(r.seed);
+  if (results.size() > 1)
+    outcome = std::to_string(results.size()) + " choices, seeds " + std::to_string(r.seed) +
+              " to " + std::to_string(results.back().seed);
   std::fprintf(stderr,
                "tlaloc generate: %s on %s, load %.2f s, compile %.2f s, prefill %lld tokens at "
-               "%.1f tokens/s, decode %lld tokens at %.1f tokens/s (%s, seed %llu)%s\n",
+               "%.1f tokens/s, decode %lld tokens at %.1f tokens/s (%s)%s\n",
                std::string(MlirName((*gen)->generator().dtype())).c_str(), backend_name.c_str(),
                load_s, tm.compile_seconds, static_cast<long long>(tm.prefill_tokens),
                rate(tm.prefill_tokens, tm.prefill_seconds),
                static_cast<long long>(tm.decode_tokens), rate(tm.decode_tokens, tm.decode_seconds),
-               std::string(generate::FinishReasonName(r.finish_reason)).c_str(),
-               static_cast<unsigned long long>(r.seed),
+               outcome.c_str(),
                mesh ? (", tensor parallel over mesh " + mesh->ToString()).c_str() : "");
   if (kernel_setup.kernelizer)
     std::fprintf(stderr, "tlaloc generate: %zu layer calls ran as kernels\n", kernel_calls);
@@ -301,6 +344,9 @@ void RegisterGenerateCommand(CLI::App& app) {
                 "the prompt is model input as is: control tokens written in it (<|im_start|>) "
                 "become their ids");
   cmd->add_option("--stop", args->stop, "stop before this text (repeatable)");
+  cmd->add_option("--choices", args->choices,
+                  "replies to the prompt, decoded together sharing its KV cache (OpenAI's n); "
+                  "choice i samples with seed + i (default: 1)");
   cmd->add_option("--dtype", args->dtype, "f32 or bf16 (default: as stored)");
   AddTargetOption(cmd, &args->target);
   cmd->add_flag("--json", args->json,

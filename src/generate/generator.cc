@@ -157,7 +157,11 @@ StatusOr<std::vector<GenerateResult>> Generator::Generate(
   GenerateTimings local;
   GenerateTimings& tm = timings ? *timings : local;
   tm = GenerateTimings();
-  const size_t bsz = prompts.size();
+  if (options.choices < 1 || options.choices > kMaxChoices)
+    return InvalidArgument("choices must be between 1 and " + std::to_string(kMaxChoices) +
+                           ", not " + std::to_string(options.choices));
+  const size_t choices = static_cast<size_t>(options.choices);
+  const size_t bsz = prompts.size() * choices;  // rows
   std::vector<GenerateResult> results(bsz);
   if (bsz == 0) return results;
   int64_t longest = 0, total_prompt = 0;
@@ -176,7 +180,7 @@ StatusOr<std::vector<GenerateResult>> Generator::Generate(
   if (options.max_new_tokens < 0) return InvalidArgument("max_new_tokens must be >= 0");
   if ((!options.row_sampling.empty() && options.row_sampling.size() != bsz) ||
       (!options.row_seeds.empty() && options.row_seeds.size() != bsz))
-    return InvalidArgument("per-row sampling settings and seeds must have one entry per prompt (" +
+    return InvalidArgument("per-row sampling settings and seeds must have one entry per row (" +
                            std::to_string(bsz) + ")");
   std::vector<RowSampling> sampling(bsz);
   for (size_t r = 0; r < bsz; ++r)
@@ -188,8 +192,9 @@ StatusOr<std::vector<GenerateResult>> Generator::Generate(
   }
   const int64_t max_len = CacheBucket(std::min(longest + options.max_new_tokens, context));
 
-  // The batch loop run to completion: every prompt in one prefill step, then decode steps over
-  // the rows not yet finished (finished ones leave their slots idle).
+  // The batch loop run to completion: every prompt in one prefill step (a prompt's other choices
+  // take its KV blocks), then decode steps over the rows not yet finished (finished ones leave
+  // their slots idle).
   Engine& engine = *engine_;
   const double c0 = engine.compile_seconds();
   double t0 = Now();
@@ -198,18 +203,21 @@ StatusOr<std::vector<GenerateResult>> Generator::Generate(
   loop_options.max_context = max_len;
   loop_options.prefill_prompts = 0;
   TL_ASSIGN_OR_RETURN(std::unique_ptr<BatchLoop> loop, BatchLoop::Create(engine, loop_options));
-  for (size_t r = 0; r < bsz; ++r) {
-    SequenceSpec spec;
-    spec.prompt = prompts[r];
-    spec.sampling = sampling[r];
-    spec.max_new_tokens = options.max_new_tokens;
-    spec.context = std::min(max_len, context);
-    spec.eos_token_ids = options.eos_token_ids;
+  for (size_t p = 0; p < prompts.size(); ++p) {
     SequenceGroup group;
-    group.push_back(
-        std::make_unique<RowSequence>(std::move(spec), r, results[r], on_token, options));
+    for (size_t i = 0; i < choices; ++i) {
+      const size_t r = p * choices + i;
+      SequenceSpec spec;
+      spec.prompt = prompts[p];
+      spec.sampling = sampling[r];
+      spec.max_new_tokens = options.max_new_tokens;
+      spec.context = std::min(max_len, context);
+      spec.eos_token_ids = options.eos_token_ids;
+      group.push_back(
+          std::make_unique<RowSequence>(std::move(spec), r, results[r], on_token, options));
+    }
     if (!loop->TryAdmit(group))
-      return Internal("Generate: row " + std::to_string(r) + " does not fit its KV slot");
+      return Internal("Generate: prompt " + std::to_string(p) + " does not fit its KV slots");
   }
   while (loop->has_prefill()) TL_RETURN_IF_ERROR(loop->PrefillStep());
   const double c1 = engine.compile_seconds();

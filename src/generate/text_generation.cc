@@ -342,49 +342,92 @@ StatusOr<PreparedRequest> TextGenerator::Prepare(const TextRequest& request) con
 
 StatusOr<TextResult> TextGenerator::Run(const TextRequest& request, const TextCallback& on_text,
                                         const std::function<bool()>& cancelled) {
+  ChoiceTextCallback each;
+  if (on_text)
+    each = [&on_text](size_t, TextPart part, std::string_view text) { on_text(part, text); };
+  TL_ASSIGN_OR_RETURN(std::vector<TextResult> results, RunChoices(request, 1, each, cancelled));
+  return std::move(results[0]);
+}
+
+StatusOr<std::vector<TextResult>> TextGenerator::RunChoices(
+    const TextRequest& request, int64_t choices, const ChoiceTextCallback& on_text,
+    const std::function<bool()>& cancelled) {
+  if (choices < 1 || choices > kMaxChoices)
+    return InvalidArgument("choices: expected 1 to " + std::to_string(kMaxChoices) + ", got " +
+                           std::to_string(choices));
   TL_ASSIGN_OR_RETURN(PreparedRequest prep, Prepare(request));
-  TextResult result;
-  result.prompt_ids = std::move(prep.prompt_ids);
-  result.notes = std::move(prep.notes);
-  result.dropped_turns = prep.dropped_turns;
-  result.dropped_messages = prep.dropped_messages;
-  result.context = prep.context;
-  result.seed = prep.seed;
+  const size_t n = static_cast<size_t>(choices);
+  std::vector<TextResult> results(n);
+  for (size_t i = 0; i < n; ++i) {
+    TextResult& result = results[i];
+    result.prompt_ids = prep.prompt_ids;
+    result.notes = prep.notes;
+    result.dropped_turns = prep.dropped_turns;
+    result.dropped_messages = prep.dropped_messages;
+    result.context = prep.context;
+    result.seed = prep.seed + i;
+  }
   const int64_t context = prep.context;
-  const int64_t prompt_len = static_cast<int64_t>(result.prompt_ids.size());
+  const int64_t prompt_len = static_cast<int64_t>(prep.prompt_ids.size());
   GenerateOptions opts;
   opts.max_context = request.max_context;
   opts.max_new_tokens = prep.max_new_tokens;
   opts.sampling = prep.sampling;
-  opts.seed = result.seed;
+  opts.seed = prep.seed;
   opts.eos_token_ids = std::move(prep.eos_token_ids);
-
-  ReplySplitter stream(tokenizer_, think_open_, think_close_, request.stop, on_text, result);
-  bool was_cancelled = false, decode_failed = false;
-  opts.stop_requested = [&](size_t) {
-    if (cancelled && cancelled()) was_cancelled = true;
-    return was_cancelled || decode_failed || stream.stopped();
-  };
-  auto on_token = [&](size_t, int32_t id) {
-    result.generated_ids.push_back(id);
-    if (!decode_failed && !stream.Push(id)) decode_failed = true;
-  };
-  auto generated = generator_->Generate({result.prompt_ids}, opts, on_token, &result.timings);
-  stream.Finish();
-  if (!generated.ok()) {
-    result.error = generated.status();
-    result.finish_reason = FinishReason::kError;
-  } else if (decode_failed) {
-    result.finish_reason = FinishReason::kError;
-  } else if (was_cancelled) {
-    result.finish_reason = FinishReason::kCancelled;
-  } else {
-    result.finish_reason = (*generated)[0].finish_reason;
+  opts.choices = choices;
+  if (n > 1) {
+    for (size_t i = 0; i < n; ++i) {
+      opts.row_sampling.push_back(prep.sampling);
+      if (i > 0 && prep.sampling.constraint)  // each choice follows its own reply
+        opts.row_sampling.back().constraint = prep.sampling.constraint->Restarted();
+      opts.row_seeds.push_back(results[i].seed);
+    }
   }
-  if (result.finish_reason == FinishReason::kLength &&
-      prompt_len + static_cast<int64_t>(result.generated_ids.size()) >= context)
-    result.notes.push_back("the context of " + std::to_string(context) + " tokens is full");
-  return result;
+
+  // One reply splitter per choice; each holds references to its callback and result, so both
+  // live in storage that does not move.
+  std::vector<TextCallback> callbacks(n);
+  if (on_text)
+    for (size_t i = 0; i < n; ++i)
+      callbacks[i] = [&on_text, i](TextPart part, std::string_view text) {
+        on_text(i, part, text);
+      };
+  std::vector<std::unique_ptr<ReplySplitter>> streams;
+  for (size_t i = 0; i < n; ++i)
+    streams.push_back(std::make_unique<ReplySplitter>(tokenizer_, think_open_, think_close_,
+                                                      request.stop, callbacks[i], results[i]));
+  bool was_cancelled = false;
+  std::vector<char> decode_failed(n, 0);
+  opts.stop_requested = [&](size_t row) {
+    if (cancelled && cancelled()) was_cancelled = true;
+    return was_cancelled || decode_failed[row] || streams[row]->stopped();
+  };
+  auto on_token = [&](size_t row, int32_t id) {
+    results[row].generated_ids.push_back(id);
+    if (!decode_failed[row] && !streams[row]->Push(id)) decode_failed[row] = 1;
+  };
+  GenerateTimings timings;
+  auto generated = generator_->Generate({prep.prompt_ids}, opts, on_token, &timings);
+  for (size_t i = 0; i < n; ++i) {
+    TextResult& result = results[i];
+    streams[i]->Finish();
+    result.timings = timings;
+    if (!generated.ok()) {
+      result.error = generated.status();
+      result.finish_reason = FinishReason::kError;
+    } else if (decode_failed[i]) {
+      result.finish_reason = FinishReason::kError;
+    } else if (was_cancelled) {
+      result.finish_reason = FinishReason::kCancelled;
+    } else {
+      result.finish_reason = (*generated)[i].finish_reason;
+    }
+    if (result.finish_reason == FinishReason::kLength &&
+        prompt_len + static_cast<int64_t>(result.generated_ids.size()) >= context)
+      result.notes.push_back("the context of " + std::to_string(context) + " tokens is full");
+  }
+  return results;
 }
 
 }  // namespace tlaloc::generate

@@ -444,7 +444,7 @@ std::optional<ApiError> ParseApiRequest(Endpoint endpoint, std::string_view body
     }
   }
   std::optional<int64_t> n;
-  if (auto e = ReadInt(j, "n", 1, 128, &n)) return e;
+  if (auto e = ReadInt(j, "n", 1, generate::kMaxChoices, &n)) return e;
   if (n) r.n = *n;
   if (auto e = RefuseResultChangingFields(j, endpoint)) return e;
   if (endpoint == Endpoint::kCompletions && j.contains("tools") &&

@@ -4,7 +4,8 @@
 # (it used to end with "id 151879 ... is not in the vocabulary"), greedy runs past the 262
 # tokens where it used to die, bad values are refused by name with exit 2, --stop cuts the reply,
 # the budget is capped to --ctx-size with a note, a --ctx-size past max_position_embeddings is
-# honoured with a warning, the seed is printed, and the process keeps the name tlaloc.
+# honoured with a warning, the seed is printed, --choices N gives what N seeds give, and the
+# process keeps the name tlaloc.
 # Usage: generate_requests_test.sh TLALOC SOURCE_DIR
 set -euo pipefail
 tlaloc=$1
@@ -71,6 +72,33 @@ done
   { cat "$WORK/p.err"; fail "the penalties exited non-zero"; }
 [ "$(json_field "$WORK/p.json" "len(j['generated_ids'])")" -ge 1 ] || fail "no tokens with the penalties"
 echo "ok: --logit-bias forces a token; the penalties and --min-p run"
+
+# 3c. --choices N (OpenAI's n): choice i is what one run with seed + i gives (the choices share
+# the prompt's KV blocks, decoded together); a bad count is refused by name.
+"$tlaloc" generate -m "$MODEL" --chat Hello -n 10 --temp 1 --seed 40 --choices 3 --json \
+  >"$WORK/n3.json" 2>"$WORK/n3.err" || { cat "$WORK/n3.err"; fail "--choices 3 exited non-zero"; }
+for i in 0 1 2; do
+  "$tlaloc" generate -m "$MODEL" --chat Hello -n 10 --temp 1 --seed $((40 + i)) --json \
+    >"$WORK/n1-$i.json" 2>/dev/null || fail "seed $((40 + i)) exited non-zero"
+done
+python3 - "$WORK/n3.json" "$WORK"/n1-{0,1,2}.json <<'PY' || fail "--choices 3 differs from single runs"
+import json, sys
+many = json.load(open(sys.argv[1]))["choices"]
+singles = [json.load(open(f)) for f in sys.argv[2:]]
+assert len(many) == 3, many
+for i, (c, s) in enumerate(zip(many, singles)):
+    assert c["index"] == i and c["seed"] == s["seed"] == 40 + i, (c, s["seed"])
+    assert c["generated_ids"] == s["generated_ids"], (i, c["generated_ids"], s["generated_ids"])
+    assert c["text"] == s["text"] and c["finish_reason"] == s["finish_reason"], i
+assert len({tuple(c["generated_ids"]) for c in many}) > 1, "every choice drew the same reply"
+PY
+"$tlaloc" generate -m "$MODEL" --chat Hello -n 4 --temp 1 --seed 40 --choices 2 \
+  >"$WORK/n2.out" 2>"$WORK/n2.err" || { cat "$WORK/n2.err"; fail "--choices 2 text exited non-zero"; }
+grep -q -- "--- choice 1 (seed 41" "$WORK/n2.out" || { cat "$WORK/n2.out"; fail "no choice 1 header"; }
+grep -q "2 choices, seeds 40 to 41" "$WORK/n2.err" || { cat "$WORK/n2.err"; fail "no choices summary"; }
+check_refused --choices --chat Hi --choices 0
+check_refused --choices --chat Hi --choices 129
+echo "ok: --choices 3 equals three single runs with seeds 40, 41, 42"
 
 # 4. --stop: the reply ends before the stop text, finish_reason stop. The stop text is taken
 # from a free run's reply, so it is known to occur.

@@ -23,6 +23,9 @@
 
 namespace tlaloc::generate {
 
+// The most replies one request may ask for (OpenAI's n).
+inline constexpr int64_t kMaxChoices = 128;
+
 struct GenerateOptions {
   int64_t max_new_tokens = 32;
   nn::SamplingParams sampling;
@@ -40,6 +43,9 @@ struct GenerateOptions {
   // Positions a row may use, prompt included (0: the model's max_position_embeddings; larger
   // values are honoured, past the length the model was trained for).
   int64_t max_context = 0;
+  // Replies per prompt (OpenAI's n): prompt p's choices are rows p * choices + i, i < choices,
+  // and share the prompt's KV blocks; row_sampling and row_seeds then have one entry per row.
+  int64_t choices = 1;
 };
 
 struct GenerateResult {

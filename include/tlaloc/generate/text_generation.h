@@ -172,6 +172,15 @@ class TextGenerator {
   // `cancelled` is polled after every token: true ends the request with kCancelled.
   StatusOr<TextResult> Run(const TextRequest& request, const TextCallback& on_text = {},
                            const std::function<bool()>& cancelled = {});
+  // OpenAI's n: `choices` replies to one request (1..kMaxChoices) decoded together, sharing the
+  // prompt's KV blocks; choice i draws from the request's seed + i (its TextResult::seed) and
+  // follows its own structured-output state. Streamed pieces name their choice; the timings are
+  // the whole batch's, in every result.
+  using ChoiceTextCallback =
+      std::function<void(size_t choice, TextPart part, std::string_view text)>;
+  StatusOr<std::vector<TextResult>> RunChoices(const TextRequest& request, int64_t choices,
+                                               const ChoiceTextCallback& on_text = {},
+                                               const std::function<bool()>& cancelled = {});
 
   // Checks and renders a request without generating (errors as for Run). Thread-safe.
   StatusOr<PreparedRequest> Prepare(const TextRequest& request) const;
