@@ -138,12 +138,12 @@ for dt in $DTYPES; do
       [[ "$dt" == int8 ]] && exact=(--int8-form exact)
       measure "$RESULTS/tlaloc-$1$tag-$r.json" "$TLALOC" bench --model "$model" "${dtype_flag[@]}" \
         "${exact[@]}" --prompt-tokens "$2" --new-tokens "$NEW" --threads "$THREADS" --seed "$r" \
-        --json --no-bandwidth  # the probe's buffer would count in the peak RSS /usr/bin/time sees
+        --json --no-probes  # the probe's buffer would count in the peak RSS /usr/bin/time sees
       if [[ "$dt" == int8 ]]; then
         echo "== run $r/$RUNS $tag ${2}-token prompt: tlaloc, --int8-form q8_0" >&2
         measure "$RESULTS/tlalocq8-$1$tag-$r.json" "$TLALOC" bench --int8-form q8_0 \
           --model "$model" --prompt-tokens "$2" --new-tokens "$NEW" --threads "$THREADS" \
-          --seed "$r" --json --no-bandwidth
+          --seed "$r" --json --no-probes
       fi
     }
     # llama.cpp with its default KV cache and attention, then with the KV cache in $kv.
@@ -164,7 +164,8 @@ for dt in $DTYPES; do
       fi
     done
   done
-  # The machine's read bandwidth, once per dtype, for decode's share of it.
+  # The machine's read bandwidth and multiply-add peak, once per dtype, for decode's and
+  # prefill's shares of them.
   "$TLALOC" bench --model "$model" "${dtype_flag[@]}" --prompt-tokens 1 --new-tokens 1 \
     --threads "$THREADS" --json > "$RESULTS/bandwidth-$tag.json"
   TAGS="${TAGS:-} $tag"
@@ -262,6 +263,23 @@ for dt in tags.split():
             f"with {kv_name(lkvs)} {share(lkvs)}")
     if tq:
         text += f"\n  {q8}: decode after {prompt} {share(tq)}, after {short} {share(tqs)}"
+    # Prefill's multiply-adds per token (the same model for both engines) against the peak of
+    # the units Tlaloc's products use, probed in the same run (tlaloc bench).
+    peak_flops = bw.get("machine_peak_flops_per_s")
+    per_token = t[0].get("prefill_flops_per_token") if t else None
+    if peak_flops and per_token:
+
+        def peak_share(js):
+            if not js:
+                return "-"
+            rate = statistics.median(j["prefill_tokens_per_s"] for j in js) * per_token
+            return f"{rate / 1e9:.1f} GFLOP/s ({100 * rate / peak_flops:.0f}%)"
+
+        text += (f"\n  prefill {prompt}: {per_token / 1e9:.2f} GFLOP per token; the peak of "
+                 f"{bw.get('machine_peak_unit', '?')} here is {peak_flops / 1e9:.1f} GFLOP/s: "
+                 f"Tlaloc {peak_share(t)}; llama.cpp {peak_share(l)}")
+        if tq:
+            text += f"; {q8} {peak_share(tq)}"
     shares.append(text)
 
 print(f"\nmedians of {runs} runs, {threads} threads, results in {results}\n")

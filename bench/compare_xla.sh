@@ -98,7 +98,7 @@ model_dir() {  # model_dir PRESET DTYPE: creates the preset once (random weights
 run_bench() {  # run_bench TARGET MODEL DTYPE OUT.json
   echo "== $(basename "$2") on $1" >&2
   "${PIN[@]}" "$TLALOC" bench --target "$1" --model "$2" --dtype "$3" --prompt-tokens "$PROMPT" \
-    --new-tokens "$NEW" --threads "$THREADS" --json --no-bandwidth >"$4.raw" 2>"$4.log" ||
+    --new-tokens "$NEW" --threads "$THREADS" --json --no-probes >"$4.raw" 2>"$4.log" ||
     { cat "$4.log" >&2; exit 1; }
   tail -n 1 "$4.raw" >"$4"
 }

@@ -1,6 +1,7 @@
 // `tlaloc bench -m MODEL [--dtype f32|bf16] [--prompt-tokens N] [--new-tokens M]
 //  [-t THREADS] [--target T] [--json] [--no-bandwidth]`: load time, prefill and decode speed,
-// peak resident memory and decode's share of the memory bandwidth for a Qwen3 checkpoint, with a
+// peak resident memory, decode's share of the memory bandwidth and prefill's of the multiply-add
+// peak (both probed in the same run, support/machine_probe.h) for a checkpoint, with a
 // random prompt of N tokens and M greedy new tokens (no end token, so every run decodes exactly
 // M tokens).
 #include <sys/resource.h>
@@ -20,9 +21,10 @@
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/models/family.h"
+#include "tlaloc/nn/int8_linear.h"
 #include "tlaloc/pjrt/pjrt_backend.h"
 #include "tlaloc/runtime/target.h"
-#include "tlaloc/support/memory_bandwidth.h"
+#include "tlaloc/support/machine_probe.h"
 #include "tlaloc/support/thread_pool.h"
 
 namespace tlaloc::cli {
@@ -35,7 +37,7 @@ struct BenchArgs {
   std::optional<int> threads;
   uint64_t seed = 0;
   bool json = false;
-  bool bandwidth = true;
+  bool probes = true;  // measure the machine after the run (read bandwidth, multiply-add peak)
 };
 
 double Seconds() {
@@ -65,6 +67,29 @@ int64_t WeightBytesPerToken(const models::ModelFamily& family, const io::ModelCo
     bytes += n * ElementSize(spec.TypeFor(dtype));  // int8 matrices: 1 byte, f16 scales 2
   }
   return bytes;
+}
+
+// Multiply-adds (x2) of a prefill of `tokens` tokens: every matrix once per token (stacked MoE
+// experts: num_experts_per_tok of them; not the embedding table, a gather), the LM head once
+// (logits of the last token only), and attention's two products over the causal pairs.
+double PrefillFlops(const models::ModelFamily& family, const io::ModelConfig& config,
+                    int64_t tokens) {
+  const std::string embedding(family.embedding_weight);
+  double per_token = 0;
+  for (const auto& spec : family.weight_specs(config)) {
+    if (spec.shape.size() < 2 || spec.name == embedding) continue;
+    double n = 1;
+    for (int64_t d : spec.shape) n *= static_cast<double>(d);
+    if (!spec.stacked.empty()) n = n / spec.shape[0] * config.num_experts_per_tok;
+    per_token += 2 * n;
+  }
+  const double head = 2.0 * config.vocab_size * config.hidden_size;
+  const double pairs = static_cast<double>(tokens) * (tokens + 1) / 2;
+  const double attention =
+      4.0 * config.num_hidden_layers * config.num_attention_heads * config.head_dim * pairs;
+  // An untied head is among the specs and ran per token above; count it once.
+  const double head_per_token = config.tie_word_embeddings ? 0 : head;
+  return (per_token - head_per_token) * tokens + head + attention;
 }
 
 int RunBench(const BenchArgs& a) {
@@ -118,8 +143,23 @@ int RunBench(const BenchArgs& a) {
   const double weight_bytes =
       static_cast<double>(WeightBytesPerToken((*gen)->engine().family(), cfg, (*gen)->dtype()));
   const double decode_read = weight_bytes * decode_rate;
-  const double peak_read =
-      a.bandwidth ? MeasureReadBandwidth(DefaultThreadPool(), int64_t{256} << 20) : 0.0;
+  const double prefill_rate = rate(tm.prefill_tokens, tm.prefill_seconds);
+  const double prefill_flops = PrefillFlops((*gen)->engine().family(), cfg, tm.prefill_tokens);
+  const double prefill_flop_rate = tm.prefill_seconds > 0 ? prefill_flops / tm.prefill_seconds : 0;
+  // The machine, measured after the run on as many pinned threads: its read bandwidth and the
+  // multiply-add peak of the units prefill's products use (int8 checkpoints in the q8_0 form:
+  // integer dot products; else the activations' type).
+  PeakKind peak_kind = (*gen)->dtype() == ElementType::kBF16 ? PeakKind::kBf16 : PeakKind::kF32;
+  if (cfg.quantization) {
+    auto form = nn::CurrentInt8Form();
+    if (form.ok() && *form == nn::Int8Form::kQ8_0) peak_kind = PeakKind::kInt8;
+  }
+  ProbeFigure bandwidth, peak;
+  if (a.probes) {
+    bandwidth = ProbeReadBandwidth(threads);
+    peak = ProbePeakFlops(threads, peak_kind);
+  }
+  auto share = [](double x, const ProbeFigure& of) { return of.median > 0 ? x / of.median : 0.0; };
   if (a.json) {
     nlohmann::json j;
     j["model"] = a.model;
@@ -131,31 +171,49 @@ int RunBench(const BenchArgs& a) {
     j["compile_s"] = tm.compile_seconds;
     j["prefill_tokens"] = tm.prefill_tokens;
     j["prefill_s"] = tm.prefill_seconds;
-    j["prefill_tokens_per_s"] = rate(tm.prefill_tokens, tm.prefill_seconds);
+    j["prefill_tokens_per_s"] = prefill_rate;
+    j["prefill_flops"] = prefill_flops;
+    j["prefill_flops_per_token"] = tm.prefill_tokens > 0 ? prefill_flops / tm.prefill_tokens : 0;
+    j["prefill_flops_per_s"] = prefill_flop_rate;
     j["decode_tokens"] = tm.decode_tokens;
     j["decode_s"] = tm.decode_seconds;
-    j["decode_tokens_per_s"] = rate(tm.decode_tokens, tm.decode_seconds);
+    j["decode_tokens_per_s"] = decode_rate;
     j["peak_rss_bytes"] = rss;
     j["weight_bytes_per_token"] = weight_bytes;
     j["decode_weight_read_bytes_per_s"] = decode_read;
-    if (a.bandwidth) j["machine_read_bytes_per_s"] = peak_read;
+    if (a.probes) {
+      j["machine_read_bytes_per_s"] = bandwidth.median;
+      j["machine_read_low_high"] = {bandwidth.low, bandwidth.high};
+      j["machine_read_passes"] = bandwidth.passes;
+      j["machine_peak_flops_per_s"] = peak.median;
+      j["machine_peak_low_high"] = {peak.low, peak.high};
+      j["machine_peak_unit"] = peak.what;
+      j["decode_bandwidth_share"] = share(decode_read, bandwidth);
+      j["prefill_peak_share"] = share(prefill_flop_rate, peak);
+    }
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("model        %s (%s, %d threads, OpenBLAS %s)\n", a.model.c_str(), dt.c_str(),
                 threads, BlasCoreName().c_str());
     std::printf("load         %.3f s (compile %.3f s)\n", load_s, tm.compile_seconds);
-    std::printf("prefill      %lld tokens in %.3f s: %.2f tokens/s\n",
-                static_cast<long long>(tm.prefill_tokens), tm.prefill_seconds,
-                rate(tm.prefill_tokens, tm.prefill_seconds));
+    std::printf("prefill      %lld tokens in %.3f s: %.2f tokens/s, %.1f GFLOP/s",
+                static_cast<long long>(tm.prefill_tokens), tm.prefill_seconds, prefill_rate,
+                prefill_flop_rate / 1e9);
+    if (a.probes)
+      std::printf(", %.0f%% of the %.1f GFLOP/s peak of %s here (spread %.0f%%)",
+                  100 * share(prefill_flop_rate, peak), peak.median / 1e9, peak.what.c_str(),
+                  100 * peak.spread());
+    std::printf("\n");
     std::printf("decode       %lld tokens in %.3f s: %.2f tokens/s\n",
-                static_cast<long long>(tm.decode_tokens), tm.decode_seconds,
-                rate(tm.decode_tokens, tm.decode_seconds));
+                static_cast<long long>(tm.decode_tokens), tm.decode_seconds, decode_rate);
     std::printf("peak RSS     %.1f MiB\n", rss / 1048576.0);
     std::printf("weights      %.2f GB read per decoded token: %.2f GB/s while decoding",
                 weight_bytes / 1e9, decode_read / 1e9);
-    if (a.bandwidth)
-      std::printf(", %.0f%% of the %.2f GB/s this machine reads", 100.0 * decode_read / peak_read,
-                  peak_read / 1e9);
+    if (a.probes)
+      std::printf(
+          ", %.0f%% of the %.2f GB/s this machine reads (median of %d passes, spread %.0f%%)",
+          100 * share(decode_read, bandwidth), bandwidth.median / 1e9, bandwidth.passes,
+          100 * bandwidth.spread());
     std::printf("\n");
   }
   return 0;
@@ -174,8 +232,9 @@ void RegisterBenchCommand(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "prompt and sampling seed");
   AddTargetOption(cmd, &args->target);
   cmd->add_flag("--json", args->json, "print one JSON object");
-  cmd->add_flag("!--no-bandwidth", args->bandwidth,
-                "skip measuring the machine's read bandwidth after the run");
+  cmd->add_flag("!--no-probes,!--no-bandwidth", args->probes,
+                "skip measuring the machine after the run (its read bandwidth, for decode's "
+                "share, and its multiply-add peak, for prefill's)");
   cmd->callback([args] { SetExitCode(RunBench(*args)); });
 }
 

@@ -1,11 +1,10 @@
 #include "tlaloc/support/memory_bandwidth.h"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <vector>
 
 #include "tlaloc/support/cpu_features.h"
+#include "tlaloc/support/machine_probe.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -14,10 +13,6 @@
 namespace tlaloc {
 
 namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 double SumPortable(const float* p, int64_t b, int64_t e) {
   float acc[16] = {};
@@ -55,22 +50,29 @@ double Sum(const float* p, int64_t b, int64_t e) {
 
 }  // namespace
 
+ProbeFigure ProbeReadBandwidth(int threads, int64_t bytes, int passes) {
+  threads = std::max(threads, 1);
+  // Whole 128-float steps per thread, so the vector loop reads every byte counted.
+  const int64_t per_thread = std::max<int64_t>(bytes / 4 / threads / 128, 1) * 128;
+  std::vector<float> buf(per_thread * threads);
+  std::vector<double> sums(threads, 0.0);
+  auto seconds = TimePinnedPasses(
+      threads, passes,
+      [&](int t) {  // each thread first-touches its own slice (its NUMA node's memory)
+        std::fill(buf.begin() + t * per_thread, buf.begin() + (t + 1) * per_thread, 1.0f);
+      },
+      [&](int t) { sums[t] += Sum(buf.data(), t * per_thread, (t + 1) * per_thread); });
+  ProbeFigure f = RatesOf(static_cast<double>(per_thread) * threads * 4, seconds);
+  // The sums are kept observable so the reads cannot be optimised away.
+  double total = 0;
+  for (double s : sums) total += s;
+  if (total < 0) f.median = 0;
+  f.what = "read of " + std::to_string(per_thread * threads * 4 >> 20) + " MiB";
+  return f;
+}
+
 double MeasureReadBandwidth(ThreadPool& pool, int64_t bytes, int repeats) {
-  const int64_t n = std::max<int64_t>(bytes / 4, 1024);
-  std::vector<float> buf(n, 1.0f);
-  std::atomic<double> sink{0};
-  double best = 0;
-  for (int rep = 0; rep < repeats; ++rep) {
-    const double t0 = Now();
-    pool.ParallelFor(n, (n + pool.size() - 1) / pool.size(), [&](int64_t b, int64_t e) {
-      const double s = Sum(buf.data(), b, e);
-      sink = sink + s;
-    });
-    best = std::max(best, static_cast<double>(n) * 4 / (Now() - t0));
-  }
-  // The sum is kept observable so the reads cannot be optimised away.
-  if (sink.load() < 0) best = 0;
-  return best;
+  return ProbeReadBandwidth(pool.size(), bytes, repeats).median;
 }
 
 }  // namespace tlaloc

@@ -29,3 +29,10 @@ add_test(NAME cli.gguf_models
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/gguf_models_test.sh $<TARGET_FILE:tlaloc_cli>
           ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli.gguf_models PROPERTIES LABELS cli TIMEOUT 600 SKIP_RETURN_CODE 77)
+
+# `tlaloc bench`'s shares of the machine (prefill FLOPs against the probed peak, decode reads
+# against the probed bandwidth): the counting rule and the arithmetic, not a speed.
+add_test(NAME cli.bench_probes
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/bench_probes_test.sh $<TARGET_FILE:tlaloc_cli>
+          ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli.bench_probes PROPERTIES LABELS cli TIMEOUT 300)

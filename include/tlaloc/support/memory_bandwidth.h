@@ -9,7 +9,8 @@
 
 namespace tlaloc {
 
-// Best of `repeats` passes over `bytes` of memory, in bytes per second.
+// The median of `repeats` passes over `bytes` of memory on the pool's thread count, in bytes per
+// second (ProbeReadBandwidth, machine_probe.h, also gives the spread).
 double MeasureReadBandwidth(ThreadPool& pool, int64_t bytes = int64_t{512} << 20, int repeats = 5);
 
 }  // namespace tlaloc
