@@ -131,15 +131,35 @@ TLALOC_PROFILE=1 TLALOC_NUM_THREADS=$THREADS "$TLALOC" finetune --model "$MODEL"
   --out "$RESULTS/profiled" --steps "$STEPS" --batch "$BATCH" --seq-len "$SEQ" --print-every 1000 \
   >"$RESULTS/profile.txt" 2>&1 || true
 
+# The machine on as many pinned threads, for each engine's share of its f32 multiply-add peak.
+"$TLALOC" probe --threads "$THREADS" --json >"$RESULTS/probe.json"
+
 echo "CPU: $(bench_cpu) ($(nproc) cores);" \
   "load average before $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "Command: $COMMAND"
 echo "PyTorch: torch $TORCH_VERSION ($PYTHON); inductor's C++ compiler: $(g++ --version 2>/dev/null | head -n1 || echo "no g++")"
 "$PYTHON" - "$RESULTS" "$MODES" "$((BATCH * SEQ))" "$RUNS" "$THREADS" \
-  "$PRESET, batch $BATCH x $SEQ tokens, AdamW, steps 2..$STEPS" <<'PY' | tee "$RESULTS/summary.md"
-import os, statistics, sys
-results, modes, tokens, runs, threads, shape = sys.argv[1:]
-tokens = int(tokens)
+  "$PRESET, batch $BATCH x $SEQ tokens, AdamW, steps 2..$STEPS" "$MODEL/config.json" "$SEQ" \
+  <<'PY' | tee "$RESULTS/summary.md"
+import json, os, statistics, sys
+results, modes, tokens, runs, threads, shape, config_path, seq = sys.argv[1:]
+tokens, seq = int(tokens), int(seq)
+
+
+def train_flops_per_token(c):
+    """Multiply-adds (x2) of one trained token: the forward pass (every matrix, the LM head on
+    every position, attention's two products over the causal pairs) and a backward pass of twice
+    that, as training FLOPs are counted (6 x parameters, plus attention)."""
+    h, layers, heads = c["hidden_size"], c["num_hidden_layers"], c["num_attention_heads"]
+    kv, d = c["num_key_value_heads"], c.get("head_dim", h // heads)
+    moe = "num_experts" in c
+    inter = c["moe_intermediate_size"] if moe else c["intermediate_size"]
+    active = c.get("num_experts_per_tok", 1) if moe else 1
+    per_layer = 2 * h * heads * d + 2 * h * kv * d + 3 * h * inter * active
+    if moe:
+        per_layer += h * c["num_experts"]
+    forward = 2 * (per_layer * layers + c["vocab_size"] * h) + 4 * layers * heads * d * (seq + 1) / 2
+    return 3 * forward
 
 
 def read(name):
@@ -164,5 +184,18 @@ for m in modes.split():
     first = statistics.median(read(f"{m}.first.txt"))
     note = f" (step 1: {first:.1f} s, compiling)" if m == "compile" else ""
     print(f"| {names[m]}{note} | {p:.4f} | {tokens / p:.0f} | {p / t:.2f}x |")
+
+# Each engine's share of the machine's f32 multiply-add peak, probed in this run.
+probe = json.load(open(os.path.join(results, "probe.json")))
+peak = probe["peak_flops_per_s"]["f32"]
+per_token = train_flops_per_token(json.load(open(config_path)))
+print(f"\nshares of the f32 peak ({peak['median'] / 1e9:.1f} GFLOP/s of {peak['what']}, median of "
+      f"{peak['passes']} passes, {peak['low'] / 1e9:.1f} to {peak['high'] / 1e9:.1f}; "
+      f"{per_token / 1e6:.2f} MFLOP per trained token):")
+rows = [("Tlaloc finetune", t)]
+rows += [(names[m], statistics.median(read(f"{m}.txt"))) for m in modes.split() if read(f"{m}.txt")]
+for name, seconds in rows:
+    rate = tokens / seconds * per_token
+    print(f"- {name}: {rate / 1e9:.2f} GFLOP/s, {100 * rate / peak['median']:.1f}%")
 PY
 echo "per-op breakdown of Tlaloc's step: $RESULTS/profile.txt" >&2

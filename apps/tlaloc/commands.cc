@@ -22,6 +22,7 @@ void RegisterCommands(CLI::App& app) {
   RegisterExportCommand(app);
   RegisterQuantizeCommand(app);
   RegisterBenchCommand(app);
+  RegisterProbeCommand(app);
   RegisterKernelsCommand(app);
   RegisterAotCommand(app);
   RegisterServeCommand(app);

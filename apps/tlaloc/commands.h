@@ -29,6 +29,7 @@ void RegisterInitModelCommand(CLI::App& app);  // init_model_command.cc: tlaloc 
 void RegisterFinetuneCommand(CLI::App& app);   // finetune_command.cc: finetune, finetune-demo
 void RegisterExportCommand(CLI::App& app);     // export_command.cc: tlaloc export gguf
 void RegisterBenchCommand(CLI::App& app);      // bench_command.cc: tlaloc bench
+void RegisterProbeCommand(CLI::App& app);      // probe_command.cc: tlaloc probe
 void RegisterKernelsCommand(CLI::App& app);    // kernels_command.cc: tlaloc kernels ...
 void RegisterAotCommand(CLI::App& app);        // aot_command.cc: tlaloc aot
 void RegisterServeCommand(CLI::App& app);      // serve_command.cc: tlaloc serve

@@ -3,7 +3,7 @@
 # probed peak and read bandwidth: the FLOPs per prompt follow the counting rule from config.json
 # (recomputed here), each share is its rate over the probed median, each median lies inside its
 # printed spread, the tiny preset on MoE too, and --no-probes (or its old name --no-bandwidth)
-# leaves the machine figures out. No speed is asserted: these are the instrument's checks.
+# leaves the machine figures out; `tlaloc probe` gives them alone. No speed is asserted: these are the instrument's checks.
 # Usage: bench_probes_test.sh TLALOC SOURCE_DIR
 set -euo pipefail
 tlaloc=$1
@@ -61,4 +61,21 @@ for flag in --no-probes --no-bandwidth; do
     fail "$flag still probed"
 done
 echo "ok: text lines name the shares and spreads; --no-probes and --no-bandwidth skip the probes"
+# `tlaloc probe`: the same figures alone, for scripts timing a peer (finetune_vs_torch.sh).
+"$tlaloc" probe -t 2 --json >"$WORK/p.json" || fail "probe"
+python3 - "$WORK/p.json" <<'PY' || fail "probe's figures"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["threads"] == 2, j
+figures = [j["read_bytes_per_s"]] + [j["peak_flops_per_s"][d] for d in ("f32", "bf16", "int8")]
+for f in figures:
+    assert 0 < f["low"] <= f["median"] <= f["high"] and f["passes"] >= 3 and f["what"], f
+PY
+"$tlaloc" probe -t 2 | grep -Eq '^peak bf16 +[0-9.]+ GFLOP/s' || fail "probe's text"
+set +e
+"$tlaloc" probe -t -3 >/dev/null 2>"$WORK/p.err"
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || { cat "$WORK/p.err"; fail "probe -t -3 exited $rc, expected 2"; }
+echo "ok: tlaloc probe"
 echo PASS
