@@ -12,8 +12,11 @@ tokenizer), the same as bench/serve_bench.py sends `tlaloc serve`. End tokens do
 request. llama.cpp's defaults otherwise (f16 KV cache, flash attention "auto", n_batch 2048,
 n_ubatch 512, a KV cache of --context cells per sequence), the given threads and one persistent
 ggml thread pool. One warm-up request of 4 tokens runs first, untimed, in a context of its own.
-Prints one JSON line per concurrency:
-  {"concurrency", "requests", "prompt_tokens", "tokens", "seconds", "tokens_per_s", ...}
+A request's time to first token runs from the start of the step that takes it into a free
+sequence (the moment its client's previous request ended) to the end of the step that samples
+its first token. Prints one JSON line per concurrency:
+  {"concurrency", "requests", "prompt_tokens", "tokens", "seconds", "tokens_per_s",
+   "ttft_p50_s", "ttft_p90_s", ...}
 
 usage: third_party_py/bin/python bench/llama_multiseq.py --model FILE.gguf [--threads T]
            [--concurrency "1 4 16"] [--requests R] [--new-tokens N] [--context L]
@@ -26,6 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import llama_lowlevel  # noqa: E402
+from serve_bench import ttft_percentiles  # noqa: E402  (the same percentiles for both sides)
 
 USAGE = __doc__[__doc__.index("usage:"):]
 
@@ -61,8 +65,10 @@ def measure(ll, model, opts, concurrency, requests, new_tokens):
     # Per sequence: None when free, else {"pos", "last", "generated", "out"}.
     slots = [None] * concurrency
     next_request = tokens = prompt_tokens = 0
+    ttft = []
     t0 = time.perf_counter()
     while next_request < requests or any(slots):
+        step_start = time.perf_counter()
         batch.n_tokens = 0
         for seq in range(concurrency):
             slot = slots[seq]
@@ -78,7 +84,8 @@ def measure(ll, model, opts, concurrency, requests, new_tokens):
                 for i, t in enumerate(ids):
                     llama_lowlevel.batch_add(batch, t, i, seq, i == len(ids) - 1)
                 prompt_tokens += len(ids)
-                slots[seq] = {"pos": len(ids), "generated": 0, "out": batch.n_tokens - 1}
+                slots[seq] = {"pos": len(ids), "generated": 0, "out": batch.n_tokens - 1,
+                              "admitted": step_start}
             elif slot is not None:
                 slot["out"] = batch.n_tokens
                 llama_lowlevel.batch_add(batch, slot["last"], slot["pos"], seq, True)
@@ -91,6 +98,8 @@ def measure(ll, model, opts, concurrency, requests, new_tokens):
                 continue
             slot["last"] = ll.llama_sampler_sample(sampler, ctx, slot["out"])
             slot["generated"] += 1
+            if slot["generated"] == 1:
+                ttft.append(time.perf_counter() - slot["admitted"])
             if slot["generated"] >= new_tokens:
                 tokens += slot["generated"]
                 slots[seq] = None
@@ -102,7 +111,7 @@ def measure(ll, model, opts, concurrency, requests, new_tokens):
     ll.llama_free(ctx)
     return {"concurrency": concurrency, "requests": requests, "prompt_tokens": prompt_tokens,
             "tokens": tokens, "seconds": round(seconds, 2),
-            "tokens_per_s": round(tokens / seconds, 1)}
+            "tokens_per_s": round(tokens / seconds, 1), **ttft_percentiles(ttft)}
 
 
 def main(argv):

@@ -139,14 +139,21 @@ rows = [json.loads(l) for l in open(f"{results}/sequential.jsonl") if l.strip()]
 seq_tokens = sum(len(r["generated_ids"]) for r in rows)
 seq_s = sum(r["timings"]["prefill_s"] + r["timings"]["decode_s"] for r in rows)
 seq_rate = seq_tokens / seq_s
+def ttft(row):
+    p50 = row.get("ttft_p50_s")
+    return "-" if p50 is None else f"{1000 * p50:.0f}"
+
+
 print("| concurrency | Tlaloc serve: prompt tok, new tok, s, tok/s | llama.cpp one context: "
-      "prompt tok, new tok, s, tok/s | serve / llama.cpp | serve / Tlaloc sequential |")
-print("| --- | --- | --- | --- | --- |")
+      "prompt tok, new tok, s, tok/s | serve / llama.cpp | TTFT p50 ms: serve, llama.cpp | "
+      "serve / Tlaloc sequential |")
+print("| --- | --- | --- | --- | --- | --- |")
 for c in levels:
     s, l = load(f"serve-{c}.json"), load(f"llama-{c}.json")
     print(f"| {c} | {s['prompt_tokens']}, {s['tokens']}, {s['seconds']}, {s['tokens_per_s']} "
           f"| {l['prompt_tokens']}, {l['tokens']}, {l['seconds']}, {l['tokens_per_s']} "
-          f"| {s['tokens_per_s'] / l['tokens_per_s']:.2f}x | {s['tokens_per_s'] / seq_rate:.2f}x |")
+          f"| {s['tokens_per_s'] / l['tokens_per_s']:.2f}x | {ttft(s)}, {ttft(l)} "
+          f"| {s['tokens_per_s'] / seq_rate:.2f}x |")
 print(f"| Tlaloc sequential (`tlaloc generate`, {len(rows)} requests, prefill + decode time) "
-      f"| -, {seq_tokens}, {seq_s:.2f}, {seq_rate:.1f} | | | 1.00x |")
+      f"| -, {seq_tokens}, {seq_s:.2f}, {seq_rate:.1f} | | | | 1.00x |")
 EOF
