@@ -1,6 +1,41 @@
 #include "tlaloc/builder/composite.h"
 
+#include <unordered_map>
+
 namespace tlaloc {
+
+namespace {
+
+void CloneInto(const Block& src, Block& dst, std::unordered_map<ValueImpl*, Value>& map) {
+  for (const auto& op : src.operations()) {
+    std::vector<Value> operands;
+    for (Value v : op->operands()) operands.push_back(map.count(v.impl()) ? map[v.impl()] : v);
+    auto copy =
+        Operation::Create(op->def(), operands, op->result_types(), op->attrs(), op->num_regions());
+    for (int r = 0; r < op->num_regions(); ++r)
+      for (const auto& b : op->region(r).blocks()) {
+        Block& nb = copy->region(r).AddBlock();
+        for (Value a : b->arguments()) map[a.impl()] = nb.AddArgument(a.type());
+        CloneInto(*b, nb, map);
+      }
+    Operation* placed = dst.Append(std::move(copy));
+    for (int i = 0; i < op->num_results(); ++i) map[op->result(i).impl()] = placed->result(i);
+  }
+}
+
+}  // namespace
+
+void CopyPrivateFunctions(const Module& from, Module& to) {
+  for (const auto& f : from.functions()) {
+    if (f->is_public() || to.Find(f->name())) continue;
+    Function* copy = to.AddFunction(f->name(), f->argument_types(), f->result_types());
+    copy->set_public(false);
+    std::unordered_map<ValueImpl*, Value> map;
+    for (int i = 0; i < f->num_arguments(); ++i)
+      map[f->entry().argument(i).impl()] = copy->entry().argument(i);
+    CloneInto(f->entry(), copy->entry(), map);
+  }
+}
 
 std::string CompositeTypeName(const TensorType& t) {
   std::string s(ShortName(t.element_type));

@@ -30,6 +30,11 @@ std::vector<Tensor> EmitComposite(
     const std::string& function,
     const std::function<std::vector<Tensor>(const std::vector<Tensor>& args)>& body);
 
+// Copies into `to` every private function of `from` that `to` lacks (by name): the
+// decompositions of composites built in one module (a scratch module, such as the trainer's
+// loss) and differentiated or called from another.
+void CopyPrivateFunctions(const Module& from, Module& to);
+
 // A symbol-safe name for a tensor type, e.g. "bf16_2x5x64" ([A-Za-z0-9_] only).
 std::string CompositeTypeName(const TensorType& t);
 
