@@ -1,8 +1,11 @@
 // Neural-network conveniences built from the ops: softmax, norms, activations, lookups, top-k.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 
 #include "builder/internal.h"
+#include "tlaloc/builder/composite.h"
 
 namespace tlaloc {
 
@@ -21,10 +24,26 @@ Tensor LogSoftmax(const Tensor& x, int64_t axis) {
 }
 
 Tensor RmsNorm(const Tensor& x, const Tensor& weight, double eps) {
-  if (!x.valid()) return Tensor();
-  Tensor xf = Convert(x, ElementType::kF32);
-  Tensor normed = xf * Rsqrt(Mean(xf * xf, {-1}, true) + eps);
-  return Convert(normed, x.element_type()) * weight;
+  if (!x.valid() || !weight.valid()) return Tensor();
+  // One decomposition per (x, weight) types and f32 eps: every norm of a model with those types
+  // shares it. eps enters the chain as an f32 constant, so its f32 bits name it.
+  const float eps32 = static_cast<float>(eps);
+  uint32_t eps_bits = 0;
+  std::memcpy(&eps_bits, &eps32, sizeof eps_bits);
+  char eps_hex[9];
+  std::snprintf(eps_hex, sizeof eps_hex, "%08x", eps_bits);
+  const std::string function = "tlaloc_rms_norm_" + CompositeTypeName(x.type()) + "_" +
+                               CompositeTypeName(weight.type()) + "_eps" + eps_hex;
+  AttrDict attributes;
+  attributes["eps"] = Attribute::Float(eps, ElementType::kF64);
+  auto out =
+      EmitComposite(kRmsNormComposite, {x, weight}, std::move(attributes), function,
+                    [eps](const std::vector<Tensor>& a) {
+                      Tensor xf = Convert(a[0], ElementType::kF32);
+                      Tensor normed = xf * Rsqrt(Mean(xf * xf, {-1}, true) + eps);
+                      return std::vector<Tensor>{Convert(normed, a[0].element_type()) * a[1]};
+                    });
+  return out.size() == 1 ? out[0] : Tensor();
 }
 
 Tensor Silu(const Tensor& x) { return x * Logistic(x); }

@@ -335,19 +335,9 @@ void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
     std::vector<int> chain;
     std::vector<Value> operands;
     const int i = static_cast<int>(a);
-    if (auto norm = MatchRmsNorm(block, uses, i, chain, operands); norm && free(chain)) {
-      plan.kernels.push_back(norm);
-      ReplaceChain(chain, operands, norm.get(), plan, slot_of);
-      continue;
-    }
-    if (auto rotary = MatchRotary(block, uses, i, chain, operands); rotary && free(chain)) {
-      plan.kernels.push_back(rotary);
-      ReplaceChain(chain, operands, rotary.get(), plan, slot_of);
-      continue;
-    }
-    if (auto silu = MatchSiluMul(block, uses, i, chain, operands); silu && free(chain)) {
-      plan.kernels.push_back(silu);
-      ReplaceChain(chain, operands, silu.get(), plan, slot_of);
+    if (auto composite = CompositeKernel(block, i, chain, operands); composite) {
+      plan.kernels.push_back(composite);
+      ReplaceChain(chain, operands, composite.get(), plan, slot_of);
       continue;
     }
     if (auto paged = MatchPagedAttentionDot(block, uses, i, chain, operands);
@@ -368,8 +358,7 @@ void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
       }
     } else {
       kernel = &Int8DotKernel();
-      if (!MatchInt8Composite(block, i, chain, operands, kernel) &&
-          !MatchInt8Dot(block, uses, i, chain, operands, kernel) &&
+      if (!MatchInt8Dot(block, uses, i, chain, operands, kernel) &&
           !MatchArgmax(block, uses, i, chain, operands, kernel) &&
           !MatchRowMaxSubtract(block, uses, i, chain, operands, kernel) &&
           !MatchExpSum(block, uses, i, chain, operands, kernel))

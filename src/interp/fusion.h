@@ -11,8 +11,10 @@
 // softmax reads it (attention's masked scores), the select and both broadcasts join the chain
 // (fused.masked_softmax): each row is masked into the result, then softmaxed in place.
 //
-// the composite tlaloc.int8_linear (nn/int8_linear.h) as one kernel (fusion_int8.cc), where
-// a composite maps to its kernel by name instead of a chain being recognised.
+// named composites (builder/composite.h, nn/int8_linear.h) as one kernel each, by name from one
+// table (fusion_composite.cc): tlaloc.int8_linear (fusion_int8.cc), tlaloc.rms_norm
+// (fusion_norm.cc), tlaloc.rotary (fusion_rotary.cc), tlaloc.silu_and_mul (fusion_silu.cc). No
+// chain is recognised for these: the builder and nn emit the composite.
 //
 // int8 matrix products, as nn::Linear emits them for int8 weights (fusion_int8.cc):
 //   dot_general(x f32, reshape(convert(reshape(q s8)) * broadcast_in_dim(convert(scale f16))))
@@ -23,8 +25,7 @@
 // (reduce max, reshapes and barriers, broadcast, subtract), and a row sum of exponentials whose
 // exponentials nothing else reads (exponential, reduce add), each one pass per row.
 //
-// RMSNorm (fusion_norm.cc), rotary embedding (fusion_rotary.cc), argmax (fusion_argmax.cc) and
-// SwiGLU's silu(g) * u (fusion_silu.cc), as the builder and nn emit them: one pass each.
+// argmax (fusion_argmax.cc), as the builder emits it: one pass.
 //
 // decode attention's products over the paged KV pool, gather -> reshape -> dot_general, with
 // the pages read in place through the block table (fusion_paged.cc).
@@ -84,17 +85,18 @@ std::shared_ptr<const FusedKernel> MatchBroadcastBinary(const Block& block, cons
                                                         int a, std::vector<int>& chain,
                                                         std::vector<Value>& operands);
 
-// RMSNorm as builder::RmsNorm emits it, starting at op `a` (fusion_norm.cc): on success
-// `chain`, `operands` and the returned kernel say what replaces it; nullptr otherwise.
-std::shared_ptr<const FusedKernel> MatchRmsNorm(const Block& block, const BlockUses& uses, int a,
-                                                std::vector<int>& chain,
-                                                std::vector<Value>& operands);
+// The kernel of the composite at op `a` by its name (fusion_composite.cc's table): on success
+// `chain` is {a} and `operands` the composite's; nullptr when `a` is no composite with a kernel
+// for its types and attributes (its decomposition runs).
+std::shared_ptr<const FusedKernel> CompositeKernel(const Block& block, int a,
+                                                   std::vector<int>& chain,
+                                                   std::vector<Value>& operands);
 
-// Rotary position embedding as nn::ApplyRotary emits it, starting at op `a` (the convert of a
-// bf16 x, or the first slice of an f32 one; fusion_rotary.cc).
-std::shared_ptr<const FusedKernel> MatchRotary(const Block& block, const BlockUses& uses, int a,
-                                               std::vector<int>& chain,
-                                               std::vector<Value>& operands);
+// tlaloc.rms_norm {eps} on (x, weight) (fusion_norm.cc), or nullptr for types it does not take.
+std::shared_ptr<const FusedKernel> RmsNormCompositeKernel(const Operation& op);
+
+// tlaloc.rotary on (x, cos, sin) (fusion_rotary.cc), or nullptr for types it does not take.
+std::shared_ptr<const FusedKernel> RotaryCompositeKernel(const Operation& op);
 
 // Decode attention's keys or values product over the paged KV pool, gather(pool, table) ->
 // reshape -> dot_general, run with the pages read in place (fusion_paged.cc), starting at op `a`
@@ -103,11 +105,8 @@ std::shared_ptr<const FusedKernel> MatchPagedAttentionDot(const Block& block, co
                                                           int a, std::vector<int>& chain,
                                                           std::vector<Value>& operands);
 
-// SwiGLU's gate, logistic(g) -> g * l -> t * u, as one pass (fusion_silu.cc), starting at op
-// `a` (the logistic).
-std::shared_ptr<const FusedKernel> MatchSiluMul(const Block& block, const BlockUses& uses, int a,
-                                                std::vector<int>& chain,
-                                                std::vector<Value>& operands);
+// tlaloc.silu_and_mul on (gate, up) (fusion_silu.cc), or nullptr for types it does not take.
+std::shared_ptr<const FusedKernel> SiluMulCompositeKernel(const Operation& op);
 
 // The first index of each row's maximum as builder::Argmax emits it, starting at op `a` (the
 // max reduce; fusion_argmax.cc).

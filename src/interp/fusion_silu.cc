@@ -1,5 +1,5 @@
-// SwiGLU's gate as one pass (fusion.h), the chain nn::SiluAndMul emits on gate and up [..., n]
-// (bf16 or f32):
+// SwiGLU's gate as one pass (fusion.h): the composite tlaloc.silu_and_mul that nn::SiluAndMul
+// emits on gate and up [..., n] (bf16 or f32, one type), whose decomposition is
 //
 //   l = logistic(g) ; t = g * l ; y = t * u
 //
@@ -7,7 +7,7 @@
 // arithmetic in their order and types: the logistic kernel on the widened gate (vmath::
 // LogisticF32, exact for every input), rounded to bf16, then each product in f32 rounded to bf16
 // (the bf16 multiply op's rule); for f32, the same without the roundings. So the bits are the
-// unfused ops'.
+// decomposition's.
 #include <algorithm>
 
 #include "fusion.h"
@@ -19,10 +19,6 @@ namespace {
 
 bool IsTensorOf(Value v, ElementType et) {
   return v.type().is_tensor() && v.tensor_type().element_type == et;
-}
-
-bool IsMultiply(const Operation& op) {
-  return op.name() == "stablehlo.multiply" && op.num_operands() == 2 && op.num_results() == 1;
 }
 
 // Elements [begin, end): bf16 (`low`) or f32 gate and up into the result.
@@ -60,25 +56,12 @@ void SiluMulRange(bool low, std::span<const Literal> in, Literal& out, int64_t b
 
 }  // namespace
 
-std::shared_ptr<const FusedKernel> MatchSiluMul(const Block& block, const BlockUses& uses, int a,
-                                                std::vector<int>& chain,
-                                                std::vector<Value>& operands) {
-  const auto& ops = block.operations();
-  const Operation& logistic = *ops[a];
-  if (logistic.name() != "stablehlo.logistic" || logistic.num_operands() != 1) return nullptr;
-  Value g = logistic.operand(0), l = logistic.result(0);
+std::shared_ptr<const FusedKernel> SiluMulCompositeKernel(const Operation& op) {
+  if (op.num_operands() != 2 || op.num_results() != 1) return nullptr;
+  Value g = op.operand(0), u = op.operand(1);
   const bool low = IsTensorOf(g, ElementType::kBF16);
   if (!low && !IsTensorOf(g, ElementType::kF32)) return nullptr;
-  const int silu = uses.OnlyUser(l);
-  if (silu < 0 || !IsMultiply(*ops[silu]) || !(ops[silu]->operand(0) == g) ||
-      !(ops[silu]->operand(1) == l))
-    return nullptr;
-  const int mul = uses.OnlyUser(ops[silu]->result(0));
-  if (mul < 0 || !IsMultiply(*ops[mul]) || !(ops[mul]->operand(0) == ops[silu]->result(0)) ||
-      !(ops[mul]->operand(1).type() == g.type()) || !(ops[mul]->result(0).type() == g.type()))
-    return nullptr;
-  chain = {a, silu, mul};
-  operands = {g, ops[mul]->operand(1)};
+  if (!(u.type() == g.type()) || !(op.result(0).type() == g.type())) return nullptr;
   return std::make_shared<const FusedKernel>(FusedKernel{
       "fused.silu_mul", [low](std::span<const Literal> in, Literal& out, EvalContext& ctx) {
         ctx.ParallelFor(out.num_elements(), 16384, [&](int64_t begin, int64_t end) {

@@ -1,4 +1,6 @@
-// kernelize: resolving mapped kernels once, then rewriting traced layer op ranges per program.
+// kernelize: resolving mapped kernels once, then rewriting per program the layers' named
+// composites (RMSNorm, SiluAndMul, RotaryEmbedding: builder/composite.h), found by name in the
+// program, and the other layers' traced op ranges.
 #include "tlaloc/kernels/kernelize.h"
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <unordered_map>
 
 #include "kernels/tpu_adapter.h"
+#include "tlaloc/builder/composite.h"
 #include "tlaloc/ir/op_registry.h"
 #include "tlaloc/ir/rewrite.h"
 #include "tlaloc/stablehlo/parser.h"
@@ -35,6 +38,75 @@ const LayerSignature kSignatures[] = {
     // Not an nn layer of Qwen3; programs built by hand trace it (the TPU example).
     {"ReLU", {"x"}, {"y"}, {}},
 };
+
+// Layers whose call is one named composite: kernelize replaces the composite op, wherever it
+// is, instead of a traced range (a trace names the call's path when it has one).
+const std::pair<std::string_view, std::string_view> kCompositeLayers[] = {
+    {nn::kRmsNormLayer, kRmsNormComposite},
+    {nn::kSiluAndMulLayer, kSiluAndMulComposite},
+    {nn::kRotaryEmbeddingLayer, kRotaryComposite},
+};
+
+std::string_view LayerOfComposite(std::string_view composite) {
+  for (const auto& [layer, name] : kCompositeLayers)
+    if (name == composite) return layer;
+  return {};
+}
+
+bool IsCompositeLayer(std::string_view layer) {
+  for (const auto& [l, name] : kCompositeLayers)
+    if (l == layer) return true;
+  return false;
+}
+
+// One record per composite of a layer in `resolved` in the module's functions (not inside
+// decompositions), as op range [i, i + 1) of its block: path and attributes from the trace's
+// record of that call when there is one, the composite's numeric attributes otherwise.
+template <typename Resolved>
+void AddCompositeRecords(const Module& module, const nn::LayerTrace& trace,
+                         const Resolved& resolved, std::vector<nn::LayerRecord>& records) {
+  std::set<std::string> decompositions;
+  for (const auto& fn : module.functions())
+    for (const auto& op : fn->entry().operations())
+      if (op->name() == "stablehlo.composite")
+        decompositions.insert(GetStringAttr(op->attrs(), "decomposition"));
+  std::map<std::pair<const Block*, size_t>, const nn::LayerRecord*> traced;
+  for (const auto& r : trace.records())
+    if (IsCompositeLayer(r.kernel)) traced[{r.block, r.begin_op}] = &r;
+  std::function<void(const Block&, const std::string&)> walk = [&](const Block& block,
+                                                                   const std::string& fn) {
+    const auto& ops = block.operations();
+    for (size_t i = 0; i < ops.size(); ++i) {
+      for (const auto& region : ops[i]->regions())
+        for (const auto& inner : region->blocks()) walk(*inner, fn);
+      if (ops[i]->name() != "stablehlo.composite") continue;
+      const std::string_view layer = LayerOfComposite(GetStringAttr(ops[i]->attrs(), "name"));
+      if (layer.empty() || !resolved.count(std::string(layer))) continue;
+      nn::LayerRecord r;
+      r.kernel = std::string(layer);
+      r.block = &block;
+      r.begin_op = i;
+      r.end_op = i + 1;
+      if (auto it = traced.find({&block, i}); it != traced.end() && it->second->kernel == layer) {
+        r.path = it->second->path;
+        r.attributes = it->second->attributes;
+      } else {
+        r.path = "@" + fn + " op " + std::to_string(i);
+      }
+      if (const Attribute* a = FindAttr(ops[i]->attrs(), "composite_attributes");
+          a && a->kind() == Attribute::Kind::kDict)
+        for (const auto& [n, v] : a->as_dict()) {
+          if (v.kind() == Attribute::Kind::kFloat)
+            r.attributes.emplace(n, v.as_float());
+          else if (v.kind() == Attribute::Kind::kInt)
+            r.attributes.emplace(n, static_cast<double>(v.as_int()));
+        }
+      records.push_back(std::move(r));
+    }
+  };
+  for (const auto& fn : module.functions())
+    if (!decompositions.count(fn->name())) walk(fn->entry(), fn->name());
+}
 
 std::string Join(const std::vector<std::string>& v) {
   std::string s;
@@ -361,11 +433,15 @@ StatusOr<KernelizeResult> Kernelizer::Apply(std::shared_ptr<Module> module,
   // Innermost-last order per block: descending begin, skip ranges overlapping a rewritten one.
   std::vector<nn::LayerRecord> records;
   for (const auto& r : trace.records()) {
-    if (resolved_.count(r.kernel))
-      records.push_back(r);
-    else if (unresolved_.count(r.kernel))
+    if (resolved_.count(r.kernel)) {
+      if (!IsCompositeLayer(r.kernel)) records.push_back(r);
+    } else if (unresolved_.count(r.kernel)) {
       result.kept.push_back(r.kernel + " " + r.path + ": " + unresolved_.at(r.kernel));
+    }
   }
+  // The replaced composites' decompositions stay in the module, unreferenced (XLA drops them; the
+  // interpreter never runs them).
+  AddCompositeRecords(*module, trace, resolved_, records);
   std::stable_sort(records.begin(), records.end(),
                    [](const nn::LayerRecord& a, const nn::LayerRecord& b) {
                      return a.block != b.block ? a.block < b.block : a.begin_op > b.begin_op;

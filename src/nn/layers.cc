@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "tlaloc/builder/composite.h"
 #include "tlaloc/nn/int8_linear.h"
 
 namespace tlaloc::nn {
@@ -137,21 +138,39 @@ Tensor ApplyRotary(const Tensor& x, const Tensor& cos, const Tensor& sin, LayerT
                    const std::string& path) {
   LayerScope scope(trace, x.builder(), kRotaryEmbeddingLayer, path);
   if (!x.valid() || !cos.valid() || !sin.valid()) return Tensor();
-  int64_t d = x.dim(-1);
-  Tensor xf = ToF32(x);
-  Tensor x1 = SliceAxis(xf, -1, 0, d / 2);
-  Tensor x2 = SliceAxis(xf, -1, d / 2, d);
-  Tensor rotated = Concat({-x2, x1}, -1);
-  // cos/sin [B, T, D] broadcast over the heads axis of x [B, T, H, D].
-  Tensor c = ExpandDims(cos, 2), s = ExpandDims(sin, 2);
-  Tensor out = xf * c + rotated * s;
-  return out.element_type() == x.element_type() ? out : Convert(out, x.element_type());
+  // One decomposition per types (q and k of a model: two, shared by every layer).
+  const std::string function = "tlaloc_rotary_" + CompositeTypeName(x.type()) + "_" +
+                               CompositeTypeName(cos.type()) + "_" + CompositeTypeName(sin.type());
+  auto out = EmitComposite(
+      kRotaryComposite, {x, cos, sin}, {}, function, [](const std::vector<Tensor>& a) {
+        const Tensor& x = a[0];
+        int64_t d = x.dim(-1);
+        Tensor xf = ToF32(x);
+        Tensor x1 = SliceAxis(xf, -1, 0, d / 2);
+        Tensor x2 = SliceAxis(xf, -1, d / 2, d);
+        Tensor rotated = Concat({-x2, x1}, -1);
+        // cos/sin [B, T, D] broadcast over the heads axis of x [B, T, H, D].
+        Tensor c = ExpandDims(a[1], 2), s = ExpandDims(a[2], 2);
+        Tensor y = xf * c + rotated * s;
+        return std::vector<Tensor>{
+            y.element_type() == x.element_type() ? y : Convert(y, x.element_type())};
+      });
+  return out.size() == 1 ? out[0] : Tensor();
 }
 
 Tensor SiluAndMul(const Tensor& gate, const Tensor& up, LayerTrace* trace,
                   const std::string& path) {
   LayerScope scope(trace, gate.builder(), kSiluAndMulLayer, path);
-  return Silu(gate) * up;
+  if (!gate.valid() || !up.valid()) return Tensor();
+  // The gate only, not the whole MLP: its products are Linear's (int8 composites or dots the
+  // interpreter already runs as kernels), MoE experts use it without an MLP around it, and
+  // kernel repositories name this layer (kSiluAndMulLayer).
+  const std::string function =
+      "tlaloc_silu_and_mul_" + CompositeTypeName(gate.type()) + "_" + CompositeTypeName(up.type());
+  auto out = EmitComposite(
+      kSiluAndMulComposite, {gate, up}, {}, function,
+      [](const std::vector<Tensor>& a) { return std::vector<Tensor>{Silu(a[0]) * a[1]}; });
+  return out.size() == 1 ? out[0] : Tensor();
 }
 
 Tensor SwiGluMlp(const Tensor& x, const Tensor& gate_w, const Tensor& up_w, const Tensor& down_w,

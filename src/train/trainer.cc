@@ -6,6 +6,7 @@
 #include <map>
 
 #include "tlaloc/autodiff/autodiff.h"
+#include "tlaloc/builder/composite.h"
 #include "tlaloc/ir/collectives.h"
 #include "tlaloc/models/family.h"
 #include "tlaloc/train/adamw.h"
@@ -107,6 +108,7 @@ StatusOr<std::shared_ptr<Module>> BuildStepProgram(const io::ModelConfig& config
 
   const char* name = grads_only ? "grads" : "train_step";
   auto module = std::make_shared<Module>(name);
+  CopyPrivateFunctions(scratch, *module);  // the loss's composites' decompositions
   FunctionBuilder fb(module.get(), name);
   const size_t n = specs.size();
   const StepPorts ports = grads_only ? StepPorts::Grads(n) : StepPorts::TrainStep(n);

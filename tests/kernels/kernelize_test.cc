@@ -149,6 +149,46 @@ TEST_F(KernelizeTest, UniversalRmsNormOverFileUrlKeepsTokens) {
   EXPECT_EQ(base->printed_prefill.find("kernel.RMSNorm"), std::string::npos);
 }
 
+// RMSNorm is the composite tlaloc.rms_norm (builder/composite.h): kernelize replaces the
+// composite op itself, found by name, so a program built without a LayerTrace is kernelized as
+// well, with eps from the composite's attributes.
+TEST_F(KernelizeTest, ReplacesTheRmsNormCompositeWithoutATrace) {
+  if (!testing::HaveGit()) TL_ORACLE_MISSING("git (the git CLI) is not installed");
+  fs::path ex = testing::ExamplesDir() / "rmsnorm" / "universal";
+  std::string url =
+      GitRepo("uni", {{"tlaloc-universal", {ex / "metadata.json", ex / "rms_norm.mlir"}}});
+  KernelMapping mapping;
+  mapping.Add("RMSNorm", Backend::kCpu, Mode::kInference, {{url, 1, ""}, "", std::nullopt});
+  options_.layer_attributes.clear();  // eps must come from the composites
+  auto k = Kernelizer::Create(mapping, options_);
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  models::StepShape shape;
+  shape.kind = models::StepKind::kPrefill;
+  shape.prompt_len = 4;
+  shape.max_len = 16;
+  auto program = models::BuildStep(model_.config, shape, nullptr);
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  const std::string entry = program->entry;
+  auto count = [&](const Module& m, const std::string& what) {
+    size_t n = 0;
+    for (const auto& op : m.Find(entry)->entry().operations())
+      n += op->name() == "stablehlo.composite" && GetStringAttr(op->attrs(), "name") == what;
+    return n;
+  };
+  const size_t norms = 4 * model_.config.num_hidden_layers + 1;
+  ASSERT_EQ(count(*program->module, "tlaloc.rms_norm"), norms);
+  auto r = k->Apply(program->module, nn::LayerTrace());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->replaced.size(), norms);
+  EXPECT_EQ(count(*r->module, "tlaloc.rms_norm"), 0u);
+  EXPECT_GT(count(*r->module, "tlaloc.rotary"), 0u) << "another layer's composite was replaced";
+  size_t calls = 0;
+  for (const auto& op : r->module->Find(program->entry)->entry().operations())
+    calls += op->name() == "func.call" &&
+             GetStringAttr(op->attrs(), "callee").rfind("kernel.RMSNorm", 0) == 0;
+  EXPECT_EQ(calls, norms);
+}
+
 TEST_F(KernelizeTest, CpuKernelsKeepTokensAndRunThroughCustomCalls) {
   if (!testing::HaveGit()) TL_ORACLE_MISSING("git (the git CLI) is not installed");
   std::string rms = GitRepo("rms", testing::RmsNormVariants());

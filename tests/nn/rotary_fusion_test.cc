@@ -1,6 +1,6 @@
-// nn::ApplyRotary's chain runs as one fused kernel in the interpreter (src/interp/
-// fusion_rotary.cc) with bit for bit the ops' results, for bf16 and f32 q- and k-shaped inputs
-// sharing one pair of tables, as a decoder layer uses them.
+// nn::ApplyRotary's composite tlaloc.rotary runs as one kernel in the interpreter (src/interp/
+// fusion_rotary.cc) with bit for bit the results of its decomposition run op by op, for bf16 and
+// f32 q- and k-shaped inputs sharing one pair of tables, as a decoder layer uses them.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -65,8 +65,8 @@ TEST(RotaryFusionTest, ApplyRotaryFusedIsBitIdenticalToTheOpsOneByOne) {
             std::memcmp(fused.outs[i].data(), plain.outs[i].data(), plain.outs[i].byte_size()), 0)
             << MlirName(et) << " t " << t << " d " << d << " output " << i;
       }
-      // Each rotary's chain (two slices, negate, concatenate, the tables' reshapes and
-      // broadcasts, two products and their sum, the converts for bf16) ran as one.
+      // Each rotary ran as its kernel, not its decomposition (two slices, negate, concatenate,
+      // the tables' reshapes and broadcasts, two products and their sum, the converts for bf16).
       EXPECT_LE(fused.ops, plain.ops - 2 * 10) << MlirName(et) << ": not fused";
     }
   }

@@ -1,0 +1,58 @@
+// Named composites to kernels (fusion.h): one table from a composite's name to the function
+// that makes its kernel, so a composite the builder or nn emits (builder/composite.h) runs as one
+// kernel because of its name, not because a matcher recognised the chain it decomposes into.
+// Each kernel returns its decomposition's bits (each entry's file says how); a composite whose
+// types or attributes its kernel does not take runs its decomposition.
+#include <string_view>
+
+#include "fusion.h"
+
+namespace tlaloc::interp {
+
+namespace {
+
+// The q8_0 int8 linear's existing matcher (fusion_int8.cc), in the table's form.
+std::shared_ptr<const FusedKernel> Int8LinearCompositeKernel(const Block& block, int a) {
+  std::vector<int> chain;
+  std::vector<Value> operands;
+  const FusedKernel* kernel = nullptr;
+  if (!MatchInt8Composite(block, a, chain, operands, kernel)) return nullptr;
+  // A static kernel: shared without ownership.
+  return std::shared_ptr<const FusedKernel>(std::shared_ptr<const FusedKernel>(), kernel);
+}
+
+struct CompositeEntry {
+  std::string_view name;
+  std::shared_ptr<const FusedKernel> (*make)(const Block& block, int a);
+};
+
+const CompositeEntry kComposites[] = {
+    {"tlaloc.int8_linear", Int8LinearCompositeKernel},
+    {"tlaloc.rms_norm",
+     [](const Block& block, int a) { return RmsNormCompositeKernel(*block.operations()[a]); }},
+    {"tlaloc.rotary",
+     [](const Block& block, int a) { return RotaryCompositeKernel(*block.operations()[a]); }},
+    {"tlaloc.silu_and_mul",
+     [](const Block& block, int a) { return SiluMulCompositeKernel(*block.operations()[a]); }},
+};
+
+}  // namespace
+
+std::shared_ptr<const FusedKernel> CompositeKernel(const Block& block, int a,
+                                                   std::vector<int>& chain,
+                                                   std::vector<Value>& operands) {
+  const Operation& op = *block.operations()[a];
+  if (op.name() != "stablehlo.composite") return nullptr;
+  const std::string name = GetStringAttr(op.attrs(), "name");
+  for (const CompositeEntry& entry : kComposites) {
+    if (entry.name != name) continue;
+    auto kernel = entry.make(block, a);
+    if (!kernel) return nullptr;
+    chain = {a};
+    operands.assign(op.operands().begin(), op.operands().end());
+    return kernel;
+  }
+  return nullptr;
+}
+
+}  // namespace tlaloc::interp
