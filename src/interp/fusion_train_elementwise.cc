@@ -18,24 +18,42 @@
 #include <unordered_map>
 
 #include "fusion.h"
+#include "ops/data_movement_kernels.h"
 
 namespace tlaloc::interp {
 
 namespace {
 
-constexpr int64_t kTile = 1024;         // elements per tile: 4 KB per intermediate
-constexpr int kMaxNodes = 32;           // instructions per tree, leaves included
-constexpr int64_t kMinElements = 4096;  // smaller tensors: dispatch costs more than it saves
+constexpr int64_t kTile = 1024;  // elements per tile: 4 KB per intermediate
+constexpr int kMaxNodes = 32;    // instructions per tree, leaves included
+constexpr int64_t kMinElements = 4096;
+constexpr int kMaxDeferredPast = 4;  // full-size ops of others an inner op may be deferred past  //
+                                     // smaller tensors: dispatch costs more than it saves
 
-enum class Code : uint8_t { kLeaf, kBroadcast, kAdd, kSubtract, kMultiply, kDivide, kSqrt, kNeg };
+enum class Code : uint8_t {
+  kLeaf,
+  kBroadcast,
+  kSparse,
+  kAdd,
+  kSubtract,
+  kMultiply,
+  kDivide,
+  kSqrt,
+  kNeg
+};
 
 // One instruction of a tree in postfix order: a leaf reads an operand (in place, or a
 // broadcast one at index (i / inner) % count), an op combines earlier instructions a and b.
+// A sparse leaf is scatter(broadcast(init scalar), indices [N, rank], updates [N], add): the
+// gradient of a gather of single elements (the cross-entropy's picked logits); its operand is
+// the init, its indices and updates operands `indices` and `updates`, `strides` the result's.
 struct Instr {
   Code code = Code::kLeaf;
   int a = -1, b = -1;
   int operand = -1;
   int64_t inner = 1, count = 1;
+  int indices = -1, updates = -1;
+  std::vector<int64_t> strides, dims;
 };
 
 bool IsF32Tensor(Value v) {
@@ -85,6 +103,45 @@ bool BroadcastIndexing(const Operation& bop, int64_t& inner, int64_t& count) {
   return inner > 0 && count > 0;
 }
 
+// scatter(broadcast_in_dim(s f32 scalar), indices, updates f32 [N]) with an add body, each update
+// one element at the coordinates in its row of indices [N, rank] (the index vector last), and
+// the broadcast used by nothing else: true, with the broadcast's op index in `bcast`.
+bool IsPointScatterOfSplat(const BlockUses& uses, const Operation& op,
+                           const std::unordered_map<const Operation*, int>& index, int& bcast) {
+  if (op.name() != "stablehlo.scatter" || op.num_operands() != 3 || op.num_results() != 1 ||
+      op.regions().size() != 1 || !IsF32Tensor(op.result(0)) || !IsF32Tensor(op.operand(2)))
+    return false;
+  auto body = ops::MatchBinaryBody(*op.regions()[0]);
+  if (!body || *body != ops::BinaryKind::kAdd) return false;
+  const TensorType& rt = op.result(0).tensor_type();
+  const TensorType& it = op.operand(1).tensor_type();
+  const TensorType& ut = op.operand(2).tensor_type();
+  const int64_t rank = rt.rank();
+  if (it.rank() != 2 || it.dims[1] != rank || ut.rank() != 1 || ut.dims[0] != it.dims[0])
+    return false;
+  const Attribute* dn = FindAttr(op.attrs(), "scatter_dimension_numbers");
+  if (!dn || dn->kind() != Attribute::Kind::kStruct) return false;
+  std::vector<int64_t> all(static_cast<size_t>(rank));
+  for (int64_t d = 0; d < rank; ++d) all[d] = d;
+  auto list = [&](const char* field) {
+    auto v = ops::StructIntList(*dn, field);
+    return v.ok() ? *v : std::vector<int64_t>{-1};
+  };
+  auto vector_dim = ops::StructInt(*dn, "index_vector_dim", 0);
+  if (!vector_dim.ok() || *vector_dim != 1 || !list("update_window_dims").empty() ||
+      list("inserted_window_dims") != all || !list("input_batching_dims").empty() ||
+      !list("scatter_indices_batching_dims").empty() || list("scatter_dims_to_operand_dims") != all)
+    return false;
+  const Operation* p = op.operand(0).producer();
+  auto found = p ? index.find(p) : index.end();
+  if (found == index.end() || p->name() != "stablehlo.broadcast_in_dim" ||
+      !IsF32Tensor(p->operand(0)) || p->operand(0).tensor_type().rank() != 0 ||
+      uses.Users(op.operand(0)).size() != 1)
+    return false;
+  bcast = found->second;
+  return true;
+}
+
 // Builds the tree rooted at op `root` of `block`.
 class TreeBuilder {
  public:
@@ -115,6 +172,22 @@ class TreeBuilder {
     return i;
   }
 
+  // Running op p at its user u instead keeps p's operands alive until u: fine across the tree's
+  // own ops and small ones, not across a stretch of other full-size work (the next loss chunk's
+  // logits, say), where the deferred operands would add to the peak.
+  bool Near(int p, int u) const {
+    const auto& ops = block_.operations();
+    int others = 0;
+    for (int k = p + 1; k < u; ++k) {
+      if (plan_.ops[k].skip || std::find(chain.begin(), chain.end(), k) != chain.end()) continue;
+      const Operation& op = *ops[k];
+      if (op.num_results() == 1 && op.result(0).type().is_tensor() &&
+          op.result(0).tensor_type().num_elements() >= kMinElements && ++others > kMaxDeferredPast)
+        return false;
+    }
+    return true;
+  }
+
   int AddOperand(Value v) {
     for (size_t k = 0; k < operands.size(); ++k)
       if (operands[k] == v) return static_cast<int>(k);
@@ -129,11 +202,25 @@ class TreeBuilder {
     // Inline only while there is room for this op and a leaf per operand (a rough bound).
     const int room = kMaxNodes - static_cast<int>(program.size());
     if (p >= 0 && room >= 3 && OpCode(*ops[p]) != Code::kLeaf &&
-        ops[p]->result(0).tensor_type() == type_)
+        ops[p]->result(0).tensor_type() == type_ && Near(p, uses_.Users(v)[0]))
       return Emit(p);
     Instr leaf;
-    if (p >= 0 && BroadcastIndexing(*ops[p], leaf.inner, leaf.count) &&
-        ops[p]->result(0).tensor_type() == type_) {
+    int bcast = -1;
+    if (p >= 0 && ops[p]->result(0).tensor_type() == type_ &&
+        IsPointScatterOfSplat(uses_, *ops[p], index_, bcast) && !plan_.ops[bcast].skip &&
+        !plan_.ops[bcast].fused) {
+      leaf.code = Code::kSparse;
+      leaf.operand = AddOperand(ops[bcast]->operand(0));
+      leaf.indices = AddOperand(ops[p]->operand(1));
+      leaf.updates = AddOperand(ops[p]->operand(2));
+      leaf.dims = type_.dims;
+      leaf.strides.assign(type_.dims.size(), 1);
+      for (int64_t d = static_cast<int64_t>(type_.dims.size()) - 2; d >= 0; --d)
+        leaf.strides[d] = leaf.strides[d + 1] * type_.dims[d + 1];
+      chain.push_back(bcast);
+      chain.push_back(p);
+    } else if (p >= 0 && BroadcastIndexing(*ops[p], leaf.inner, leaf.count) &&
+               ops[p]->result(0).tensor_type() == type_) {
       leaf.code = Code::kBroadcast;
       leaf.operand = AddOperand(ops[p]->operand(0));
       chain.push_back(p);
@@ -211,8 +298,44 @@ void Apply(const float* a, const float* b, float* d, int64_t n) {
 
 // Runs `program` over elements [begin, end) of the result: tile by tile, each instruction in
 // turn, an op's tile in its own buffer (the root's straight into `out`).
-void RunTiles(const std::vector<Instr>& program, std::span<const Literal> in, float* out,
-              int64_t begin, int64_t end) {
+using SparseEntries = std::vector<std::pair<int64_t, float>>;  // (flat index, value), sorted
+
+// Each sparse leaf's elements other than its init: the init plus the updates landing there, in
+// the scatter's order (updates outside the result skipped, as the scatter skips them).
+std::vector<SparseEntries> SparseLeaves(const std::vector<Instr>& program,
+                                        std::span<const Literal> in) {
+  std::vector<SparseEntries> sparse(program.size());
+  for (size_t k = 0; k < program.size(); ++k) {
+    const Instr& ins = program[k];
+    if (ins.code != Code::kSparse) continue;
+    const Literal& idx = in[ins.indices];
+    const float* upd = in[ins.updates].span<float>().data();
+    const int64_t n = in[ins.updates].num_elements();
+    const int64_t rank = static_cast<int64_t>(ins.dims.size());
+    std::vector<std::pair<int64_t, int64_t>> at;  // (flat index, update)
+    for (int64_t u = 0; u < n; ++u) {
+      int64_t flat = 0;
+      bool inside = true;
+      for (int64_t d = 0; d < rank; ++d) {
+        const int64_t c = idx.GetAsInt64(u * rank + d);
+        inside = inside && c >= 0 && c < ins.dims[d];
+        flat += c * ins.strides[d];
+      }
+      if (inside) at.push_back({flat, u});
+    }
+    std::stable_sort(at.begin(), at.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    const float init = in[ins.operand].span<float>()[0];
+    for (size_t i = 0; i < at.size(); ++i) {
+      if (i == 0 || at[i].first != at[i - 1].first) sparse[k].push_back({at[i].first, init});
+      sparse[k].back().second = sparse[k].back().second + upd[at[i].second];
+    }
+  }
+  return sparse;
+}
+
+void RunTiles(const std::vector<Instr>& program, std::span<const Literal> in,
+              const std::vector<SparseEntries>& sparse, float* out, int64_t begin, int64_t end) {
   const int n = static_cast<int>(program.size());
   std::vector<float> buffers(static_cast<size_t>(n) * kTile);
   std::vector<const float*> src(n);
@@ -229,6 +352,14 @@ void RunTiles(const std::vector<Instr>& program, std::span<const Literal> in, fl
         case Code::kLeaf:
           src[k] = base[k] + t0;  // read in place
           break;
+        case Code::kSparse: {
+          std::fill(dst, dst + len, in[ins.operand].span<float>()[0]);
+          const SparseEntries& e = sparse[k];
+          auto it = std::lower_bound(e.begin(), e.end(), t0,
+                                     [](const auto& x, int64_t t) { return x.first < t; });
+          for (; it != e.end() && it->first < t0 + len; ++it) dst[it->first - t0] = it->second;
+          break;
+        }
         case Code::kBroadcast: {
           const float* s = base[k];
           if (ins.count == 1) {
@@ -282,10 +413,11 @@ std::shared_ptr<const FusedKernel> TreeKernel(std::vector<Instr> program) {
                     float* po = out.span<float>().data();
                     const int64_t total = out.num_elements();
                     const int64_t tiles = (total + kTile - 1) / kTile;
+                    const std::vector<SparseEntries> sparse = SparseLeaves(program, in);
                     // At least 64 tiles (256 KB of result) per thread's share, so small trees stay
                     // on one.
                     ctx.ParallelFor(tiles, 64, [&](int64_t b, int64_t e) {
-                      RunTiles(program, in, po, b * kTile, std::min(total, e * kTile));
+                      RunTiles(program, in, sparse, po, b * kTile, std::min(total, e * kTile));
                     });
                     return OkStatus();
                   }});

@@ -10,6 +10,7 @@
 
 #include "tlaloc/builder/tensor.h"
 #include "tlaloc/interp/interpreter.h"
+#include "tlaloc/ir/typed_builder.h"
 
 namespace tlaloc {
 namespace {
@@ -115,6 +116,65 @@ TEST(FusionTrainElementwiseTest, SmallTensorsAndSharedIntermediatesStayUnfused) 
       EXPECT_EQ(c[i], yv[i] * 2.0f - 1.0f) << i;
     }
   }
+}
+
+// The cross-entropy's logits gradient: bcast(g / s) * e plus the scatter-add of the picked
+// logits' cotangents into zeros (the gather's VJP), whose zeros and scatter become a sparse leaf
+// of the tree. Duplicate coordinates (added in the scatter's order), an out-of-range one (skipped)
+// and -0 updates included.
+TEST(FusionTrainElementwiseTest, ScatterOfZerosIntoTheTreeGivesTheOpsBits) {
+  const int64_t rows = 6, cols = 1500;
+  auto module = std::make_shared<Module>("t");
+  FunctionBuilder fb(module.get(), "main");
+  Tensor e = fb.AddArg(TensorType(ElementType::kF32, {rows, cols}));
+  Tensor scale = fb.AddArg(TensorType(ElementType::kF32, {rows}));
+  Tensor idx = fb.AddArg(TensorType(ElementType::kS32, {8, 2}));
+  Tensor upd = fb.AddArg(TensorType(ElementType::kF32, {8}));
+  OpBuilder& b = *e.builder();
+  hlo::ScatterDimensionNumbers sd;
+  sd.inserted_window_dims = {0, 1};
+  sd.scatter_dims_to_operand_dims = {0, 1};
+  sd.index_vector_dim = 1;
+  Tensor zeros = Zeros(b, {rows, cols});
+  Tensor picked(hlo::Scatter(b, zeros.value(), idx.value(), upd.value(), sd,
+                             hlo::ScalarBinaryRegion(ElementType::kF32, hlo::Add)),
+                &b);
+  Tensor grad = BroadcastInDim(scale, {rows, cols}, {0}) * e + picked;
+  EXPECT_TRUE(fb.Return({grad}).ok());
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> ev(rows * cols), sv(rows);
+  for (float& x : ev) x = dist(rng);
+  for (float& x : sv) x = dist(rng);
+  ev[5] = -0.0f, ev[cols + 7] = std::numeric_limits<float>::quiet_NaN(), sv[2] = -0.0f;
+  ev[2 * cols + 9] = 1.0f;  // -0 * 1 = -0; the -0 update lands on +0: -0 + +0 = +0
+  const std::vector<int32_t> iv = {
+      0, 5,    1, 7, 2,  9, 3, 1499,
+      3, 1499, 4, 0, 99, 3, 5, 1000};  // (3, 1499) twice; row 99 is outside
+  const std::vector<float> uv = {-1.5f, 2.0f, -0.0f, 0.1f, 0.2f, 3.0f, 9.0f, -2.5f};
+  std::vector<Literal> outs[2];
+  int64_t ops[2] = {0, 0};
+  for (bool fuse : {true, false}) {
+    InterpreterOptions options;
+    options.fuse = fuse;
+    auto exe = Executable::Prepare(module, "main", options);
+    ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+    ExecutionStats stats;
+    auto out = (*exe)->Execute(
+        {Literal::FromVector<float>({rows, cols}, ev), Literal::FromVector<float>({rows}, sv),
+         Literal::FromVector<int32_t>({8, 2}, iv), Literal::FromVector<float>({8}, uv)},
+        &stats);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    outs[fuse] = *out;
+    ops[fuse] = stats.ops_executed;
+  }
+  ASSERT_EQ(outs[0][0].byte_size(), outs[1][0].byte_size());
+  EXPECT_EQ(std::memcmp(outs[0][0].data(), outs[1][0].data(), outs[0][0].byte_size()), 0);
+  // The zeros' broadcast, the scatter, the row broadcast, the multiply and the add ran as one.
+  EXPECT_LE(ops[1], ops[0] - 4);
+  const auto g = outs[1][0].span<float>();
+  EXPECT_EQ(g[3 * cols + 1499], sv[3] * ev[3 * cols + 1499] + ((0.0f + 0.1f) + 0.2f));
+  EXPECT_FALSE(std::signbit(g[2 * cols + 9])) << g[2 * cols + 9];
 }
 
 }  // namespace
