@@ -443,6 +443,28 @@ void FuseElementwiseTrees(const Block& block, const BlockUses& uses, BlockPlan& 
     if (!same) continue;
     TreeBuilder tree(block, uses, plan, index);
     if (!tree.Build(a)) continue;
+    // The interpreter lets a fused result take over its first operand's buffer when that dies
+    // at the kernel: put a full-size leaf that dies here first, so the result is written in
+    // place as the unfused ops would be instead of into a fresh buffer (the cross-entropy
+    // gradient's tree starts with its [rows] scale). Writing in place is safe: every read of a
+    // tile comes before the root writes that tile.
+    auto dies_here = [&](Value v) {
+      return v.type() == op.result(0).type() &&
+             std::find(tree.chain.begin(), tree.chain.end(), uses.LastUse(v)) != tree.chain.end();
+    };
+    for (size_t k = 1; k < tree.operands.size() && !dies_here(tree.operands[0]); ++k) {
+      if (!dies_here(tree.operands[k])) continue;
+      std::swap(tree.operands[0], tree.operands[k]);
+      auto remap = [&](int& i) {
+        i = i == 0 ? static_cast<int>(k) : i == static_cast<int>(k) ? 0 : i;
+      };
+      for (Instr& ins : tree.program) {
+        if (ins.operand >= 0) remap(ins.operand);
+        if (ins.indices >= 0) remap(ins.indices);
+        if (ins.updates >= 0) remap(ins.updates);
+      }
+      break;
+    }
     plan.kernels.push_back(TreeKernel(std::move(tree.program)));
     ReplaceChain(tree.chain, tree.operands, plan.kernels.back().get(), plan, slot_of);
   }
