@@ -367,6 +367,7 @@ void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
     if (!free(chain)) continue;
     ReplaceChain(chain, operands, kernel, plan, slot_of);
   }
+  FuseElementwiseTrees(block, uses, plan, slot_of);  // fusion_train_elementwise.cc
   // Second: what the chains above left, so a broadcast inside one of them stays theirs.
   for (size_t a = 0; a < ops.size(); ++a) {
     if (plan.ops[a].skip || plan.ops[a].fused) continue;

@@ -113,4 +113,15 @@ std::shared_ptr<const FusedKernel> SiluMulCompositeKernel(const Operation& op);
 bool MatchArgmax(const Block& block, const BlockUses& uses, int a, std::vector<int>& chain,
                  std::vector<Value>& operands, const FusedKernel*& kernel);
 
+// Makes the op plans of `chain` run `kernel` on `operands` at the chain's last op (fusion.cc).
+void ReplaceChain(const std::vector<int>& chain, const std::vector<Value>& operands,
+                  const FusedKernel* kernel, BlockPlan& plan,
+                  const std::function<int(const ValueImpl*)>& slot_of);
+
+// Trees of f32 add, subtract, multiply, divide, sqrt and negate (inner values used once,
+// broadcasts as leaves) of at least two ops, run tile by tile as one kernel
+// (fusion_train_elementwise.cc): AdamW's update, gradient clipping, the backward's chains.
+void FuseElementwiseTrees(const Block& block, const BlockUses& uses, BlockPlan& plan,
+                          const std::function<int(const ValueImpl*)>& slot_of);
+
 }  // namespace tlaloc::interp
