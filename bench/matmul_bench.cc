@@ -420,6 +420,31 @@ BENCHMARK(BM_Int8Kernel)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
+// The one-time repacking of an int8 weight [N, K] for the in-order q8_0 kernel (what the first
+// product with a weight pays, then kept: ops::CachedQ8Weights); args K, N.
+void BM_Int8Pack(benchmark::State& state) {
+  const int64_t k = state.range(0), n = state.range(1);
+  if (!tlaloc::ops::Q8UsesVnni()) {
+    state.SkipWithError("no AVX512-VNNI here: nothing is packed");
+    return;
+  }
+  std::vector<int8_t> w(n * k, 3);
+  std::vector<uint16_t> scales(n * k / 32, 0x2000);
+  PoolContext ctx;
+  for (auto _ : state) {
+    auto packed = tlaloc::ops::PackQ8Weights(w.data(), scales.data(), n, k, ctx);
+    benchmark::DoNotOptimize(packed.get());
+  }
+  state.counters["GB/s"] = benchmark::Counter(n * k * (1.0 + 2.0 / 32) / 1e9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Int8Pack)
+    ->ArgNames({"K", "N"})
+    ->Args({1024, 3072})
+    ->Args({1024, 151936})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
 // One decode step's attention of one layer (16 query heads, 8 KV heads, head_dim 128) over a
 // cache of S slots; args: S, dtype.
 void BM_DecodeAttention(benchmark::State& state) {
