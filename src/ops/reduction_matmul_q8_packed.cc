@@ -239,7 +239,8 @@ Cache& TheCache() {
 }  // namespace
 
 std::shared_ptr<const Q8PackedWeights> PackQ8Weights(const int8_t* w, const uint16_t* scales,
-                                                     int64_t n, int64_t k, EvalContext& ctx) {
+                                                     int64_t n, int64_t k, EvalContext& ctx,
+                                                     bool release_source) {
 #if defined(__x86_64__)
   if (!Q8UsesVnni() || n <= 0 || k <= 0 || k % kBlock != 0) return nullptr;
   auto packed = std::make_shared<Q8PackedWeights>();
@@ -252,6 +253,7 @@ std::shared_ptr<const Q8PackedWeights> PackQ8Weights(const int8_t* w, const uint
   uint8_t* base = packed->data.get();
   if (base == nullptr) return nullptr;  // out of memory: the caller reads the weights in place
   ctx.ParallelFor(packed->tiles, 8, [&](int64_t begin, int64_t end) {
+    int64_t released = begin;
     for (int64_t t = begin; t < end; ++t) {
       uint8_t* tile = base + t * packed->tile_bytes;
       q8_internal::PackTileBytes(w, n, k, t * kTileCols, tile);
@@ -261,11 +263,17 @@ std::shared_ptr<const Q8PackedWeights> PackQ8Weights(const int8_t* w, const uint
           const int64_t row = t * kTileCols + r;
           s[b * kTileCols + r] = row < n ? scales[row * blocks + b] : 0;
         }
+      // Every eight tiles, so that a large weight (the LM head) is never resident twice whole.
+      if (release_source && (t + 1 - released == 8 || t + 1 == end)) {
+        const int64_t first = released * kTileCols, last = std::min(n, (t + 1) * kTileCols);
+        if (last > first) ReleasePages(w + first * k, (last - first) * k);
+        released = t + 1;
+      }
     }
   });
   return packed;
 #else
-  (void)w, (void)scales, (void)n, (void)k, (void)ctx;
+  (void)w, (void)scales, (void)n, (void)k, (void)ctx, (void)release_source;
   return nullptr;
 #endif
 }
@@ -316,10 +324,9 @@ std::shared_ptr<const Q8PackedWeights> CachedQ8Weights(const Literal& q, const L
   }
   // Packed outside the lock (the pool runs it; another thread may pack the same weight at the
   // same time, and the first to insert wins).
-  auto packed = PackQ8Weights(q.span<int8_t>().data(), scale.span<uint16_t>().data(), n, k, ctx);
+  auto packed = PackQ8Weights(q.span<int8_t>().data(), scale.span<uint16_t>().data(), n, k, ctx,
+                              ReleaseOriginals() && q.byte_size() >= (int64_t{1} << 20));
   if (!packed) return nullptr;
-  if (ReleaseOriginals() && q.byte_size() >= (int64_t{1} << 20))
-    ReleasePages(q.data(), q.byte_size());
   std::lock_guard<std::mutex> lock(cache.mu);
   cache.Sweep();
   auto [it, inserted] =

@@ -23,9 +23,12 @@ struct Q8PackedWeights {
 };
 
 // The packed form of (w, scales), or nullptr where the CPU has no AVX512-VNNI (Q8UsesVnni()).
-// k must be a positive multiple of 32.
+// k must be a positive multiple of 32. release_source: w's pages are handed back to the kernel
+// as they are packed (madvise MADV_PAGEOUT, a hint that keeps the contents: a file mapping's
+// pages are read back, anonymous ones swapped in, if w is touched again).
 std::shared_ptr<const Q8PackedWeights> PackQ8Weights(const int8_t* w, const uint16_t* scales,
-                                                     int64_t n, int64_t k, EvalContext& ctx);
+                                                     int64_t n, int64_t k, EvalContext& ctx,
+                                                     bool release_source = false);
 
 // c [m, n] = Int8MatmulQ8_0(x, m, w, scales, n, k, c, ctx, Q8Kernel::kInOrder), bit for bit, from
 // the packed form of (w, scales).
@@ -38,7 +41,10 @@ void Int8MatmulQ8_0Packed(const float* x, int64_t m, const Q8PackedWeights& w, f
 // reference, so a cached buffer never changes under its packing; and an entry whose buffers
 // nobody else holds any more is dropped (with its buffers) at the next miss or every 256th hit.
 // nullptr where the CPU has no AVX512-VNNI or TLALOC_INT8_REPACK=0 (then callers run the
-// in-place in-order kernel: no copy, about half the speed).
+// in-place in-order kernel: no copy, about half the speed). Memory: the packed copy is the
+// weights' size; q's pages (of a weight of 1 MiB or more) are handed back to the kernel as they
+// are packed (PackQ8Weights' release_source), so a memory-mapped checkpoint's int8 weights are
+// not resident twice; TLALOC_INT8_REPACK=keep leaves them resident.
 std::shared_ptr<const Q8PackedWeights> CachedQ8Weights(const Literal& q, const Literal& scale,
                                                        EvalContext& ctx);
 
