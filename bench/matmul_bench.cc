@@ -19,6 +19,7 @@
 
 #include "ops/reduction_matmul.h"
 #include "ops/reduction_matmul_q8.h"
+#include "ops/reduction_matmul_q8_packed.h"
 #include "tlaloc/builder/tensor.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/nn/layers.h"
@@ -342,7 +343,10 @@ BENCHMARK(BM_LinearInt8)
 // q8_0 mode's two kernels can be compared at one shape: x [M, K] f32 times an int8 W [N, K]
 // (f16 scales per 32), args M, K, N and kernel: 0 the exact kernel (ops::Int8Matmul: in-register
 // dequantisation for M <= 4, dequantise + sgemm above), 1 q8_0 row stream (VNNI, activations
-// rounded per 32-block), 2 q8_0 VNNI tiles, 3 q8_0 as the interpreter chooses. GB/s counts the
+// rounded per 32-block), 2 q8_0 in block order on w in place (Q8Kernel::kInOrder: row kernel up
+// to two rows, tiles packed per call above), 3 q8_0 as Int8MatmulQ8_0 chooses, 4 q8_0 in block
+// order on w repacked once before the timing (Int8MatmulQ8_0Packed: what the tlaloc.int8_linear
+// composite runs; same bits as 2). GB/s counts the
 // weight bytes (1.0625 per weight) and `of_peak_bw` is their rate over this run's read probe.
 class PoolContext : public tlaloc::EvalContext {
  public:
@@ -383,11 +387,15 @@ void BM_Int8Kernel(benchmark::State& state) {
   const tlaloc::ops::Q8Kernel kernels[] = {
       tlaloc::ops::Q8Kernel::kAuto, tlaloc::ops::Q8Kernel::kRowStream,
       tlaloc::ops::Q8Kernel::kInOrder, tlaloc::ops::Q8Kernel::kAuto};
+  std::shared_ptr<const tlaloc::ops::Q8PackedWeights> packed;
+  if (kernel == 4) packed = tlaloc::ops::PackQ8Weights(w.data(), scales.data(), n, k, ctx);
   double total = 0;
   int64_t runs = 0;
   for (auto _ : state) {
     const double t0 = Now();
-    if (kernel == 0)
+    if (kernel == 4)
+      tlaloc::ops::Int8MatmulQ8_0Packed(x.data(), m, *packed, c.data(), ctx);
+    else if (kernel == 0)
       tlaloc::ops::Int8Matmul(x.data(), m, w.data(), scales.data(), n, k, c.data(), ctx);
     else
       tlaloc::ops::Int8MatmulQ8_0(x.data(), m, w.data(), scales.data(), n, k, c.data(), ctx,
@@ -404,11 +412,36 @@ void BM_Int8Kernel(benchmark::State& state) {
 }
 BENCHMARK(BM_Int8Kernel)
     ->ArgNames({"M", "K", "N", "kernel"})
-    ->ArgsProduct({{1}, {1024}, {3072, 151936}, {0, 1, 2}})
-    ->ArgsProduct({{1}, {3072}, {1024}, {0, 1}})
-    ->ArgsProduct({{2, 4}, {1024}, {3072}, {1, 2}})
-    ->ArgsProduct({{8, 64, 512}, {1024}, {3072}, {0, 1, 2}})
-    ->ArgsProduct({{8, 64}, {1024}, {151936}, {0, 1, 2}})
+    ->ArgsProduct({{1}, {1024}, {3072, 151936}, {0, 1, 2, 4}})
+    ->ArgsProduct({{1}, {3072}, {1024}, {0, 1, 2, 4}})
+    ->ArgsProduct({{2, 4}, {1024}, {3072}, {1, 2, 4}})
+    ->ArgsProduct({{8, 64, 512}, {1024}, {3072}, {0, 1, 2, 4}})
+    ->ArgsProduct({{8, 64}, {1024}, {151936}, {0, 1, 2, 4}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// The one-time repacking of an int8 weight [N, K] for the in-order q8_0 kernel (what the first
+// product with a weight pays, then kept: ops::CachedQ8Weights); args K, N.
+void BM_Int8Pack(benchmark::State& state) {
+  const int64_t k = state.range(0), n = state.range(1);
+  if (!tlaloc::ops::Q8UsesVnni()) {
+    state.SkipWithError("no AVX512-VNNI here: nothing is packed");
+    return;
+  }
+  std::vector<int8_t> w(n * k, 3);
+  std::vector<uint16_t> scales(n * k / 32, 0x2000);
+  PoolContext ctx;
+  for (auto _ : state) {
+    auto packed = tlaloc::ops::PackQ8Weights(w.data(), scales.data(), n, k, ctx);
+    benchmark::DoNotOptimize(packed.get());
+  }
+  state.counters["GB/s"] = benchmark::Counter(n * k * (1.0 + 2.0 / 32) / 1e9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Int8Pack)
+    ->ArgNames({"K", "N"})
+    ->Args({1024, 3072})
+    ->Args({1024, 151936})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

@@ -17,6 +17,7 @@
 #include "ops/ragged_dot_int8.h"
 #include "ops/reduction_matmul.h"
 #include "ops/reduction_matmul_q8.h"
+#include "ops/reduction_matmul_q8_packed.h"
 
 namespace tlaloc::interp {
 
@@ -103,7 +104,8 @@ const FusedKernel& Int8DotKernel() {
 
 // stablehlo.composite "tlaloc.int8_linear" {block = 32, mode = "q8_0"} on (x f32 [..., K],
 // q s8 [N, K], scale f16 [N, K / 32]): its decomposition's bits, from the VNNI kernel that sums
-// in the decomposition's order (ops::Q8Kernel::kInOrder).
+// in the decomposition's order on the weights repacked once (ops::CachedQ8Weights), or in place
+// (ops::Q8Kernel::kInOrder) where there is no repacked copy.
 const FusedKernel& Int8LinearQ8Kernel() {
   static const FusedKernel* kernel =
       new FusedKernel{"fused.int8_linear_q8_0",
@@ -114,6 +116,12 @@ const FusedKernel& Int8LinearQ8Kernel() {
                         const int64_t n = q.dims()[0], k = q.dims()[1];
                         const int64_t m = k > 0 ? x.num_elements() / k : 0;
                         if (m == 0 || n == 0) return OkStatus();
+                        // The weights repacked once (kept per buffer), else read in place.
+                        if (auto packed = ops::CachedQ8Weights(q, scale, ctx)) {
+                          ops::Int8MatmulQ8_0Packed(x.span<float>().data(), m, *packed,
+                                                    out.span<float>().data(), ctx);
+                          return OkStatus();
+                        }
                         ops::Int8MatmulQ8_0(x.span<float>().data(), m, q.span<int8_t>().data(),
                                             scale.span<uint16_t>().data(), n, k,
                                             out.span<float>().data(), ctx, ops::Q8Kernel::kInOrder);

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "reduction_matmul.h"
+#include "reduction_matmul_q8_internal.h"
 #include "support/avx512_intrinsics.h"
 #include "tlaloc/support/cpu_features.h"
 #include "tlaloc/support/half.h"
@@ -38,9 +39,12 @@
 
 namespace tlaloc::ops {
 
-namespace {
+using q8_internal::kBlock;
+using q8_internal::kTileCols;
+using q8_internal::QuantizedRows;
+using q8_internal::QuantizeRows;
 
-constexpr int64_t kBlock = 32;
+namespace {
 
 std::atomic<int> override_mode{-1};
 
@@ -52,18 +56,6 @@ bool DetectVnni() {
   return false;
 #endif
 }
-
-// One row of activations as the kernels read it: q padded with zeros to a multiple of 64 bytes,
-// dx and the correction padded to a multiple of 16 blocks (zero scale: padding adds nothing).
-struct QuantizedRows {
-  int64_t k = 0, padded_k = 0, padded_blocks = 0;
-  std::vector<int8_t> q;
-  std::vector<float> dx;
-  std::vector<int32_t> correction;  // -128 * sum of the block's q
-  const int8_t* Q(int64_t r) const { return q.data() + r * padded_k; }
-  const float* Dx(int64_t r) const { return dx.data() + r * padded_blocks; }
-  const int32_t* Correction(int64_t r) const { return correction.data() + r * padded_blocks; }
-};
 
 // One block: q and the f32 value of its f16 scale; returns sum(q).
 int32_t QuantizeBlockPortable(const float* x, int8_t* q, float* dx, uint16_t* d_bits) {
@@ -105,31 +97,6 @@ int32_t QuantizeBlock(const float* x, int8_t* q, float* dx, uint16_t* d_bits) {
   if (HasAvx512Core()) return QuantizeBlockAvx512(x, q, dx, d_bits);
 #endif
   return QuantizeBlockPortable(x, q, dx, d_bits);
-}
-
-QuantizedRows QuantizeRows(const float* x, int64_t m, int64_t k, EvalContext& ctx) {
-  QuantizedRows rows;
-  rows.k = k;
-  rows.padded_k = (k + 63) / 64 * 64;
-  rows.padded_blocks = (k / kBlock + 15) / 16 * 16;
-  rows.q.assign(m * rows.padded_k, 0);
-  rows.dx.assign(m * rows.padded_blocks, 0.0f);
-  rows.correction.assign(m * rows.padded_blocks, 0);
-  auto quantize = [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r)
-      for (int64_t b = 0; b < k / kBlock; ++b) {
-        const int32_t sum =
-            QuantizeBlock(x + r * k + b * kBlock, rows.q.data() + r * rows.padded_k + b * kBlock,
-                          rows.dx.data() + r * rows.padded_blocks + b, nullptr);
-        rows.correction[r * rows.padded_blocks + b] = -128 * sum;
-      }
-  };
-  // A decode step's few rows take a microsecond: waking the pool would cost more.
-  if (m * k < (int64_t{1} << 16))
-    quantize(0, m);
-  else
-    ctx.ParallelFor(m, std::max<int64_t>(1, 8192 / k), quantize);
-  return rows;
 }
 
 // The scalar loop: exact block sums, scaled and added in block order (the decomposition's
@@ -371,7 +338,6 @@ void RowInOrder(const QuantizedRows& xq, int64_t m, const int8_t* w, const uint1
   });
 }
 
-constexpr int64_t kTileCols = 32;
 constexpr int kTileRows = 6;
 
 // Block b of row first + r of w, or zeros past the live rows.
@@ -382,15 +348,30 @@ TLALOC_AVX512_VNNI_TARGET inline __m256i RowBlock(const int8_t* w, int64_t first
                   : _mm256_setzero_si256();
 }
 
-// A tile: rows j0..j0+31 of w (rows past n read as zero weights with zero scales). For block b
-// and four-byte group g, vector (b * 8 + g) * 2 + h holds bytes 4g..4g+3 of block b of rows
-// j0 + 16h .. j0 + 16h + 15, plus 128; scales [b][h][16] in f32. Sixteen rows of a block are a
-// 16 x 8 matrix of four-byte groups: rows j and j + 8 share a vector (one per 256-bit half),
-// and an 8 x 8 transpose in both halves at once (unpacks of 32 and 64 bits, then one
-// two-source permute of 128-bit pieces per output) gives the eight group vectors.
-TLALOC_AVX512_VNNI_TARGET void PackTile(const int8_t* w, const uint16_t* scales, int64_t n,
-                                        int64_t k, int64_t j0, uint8_t* packed,
-                                        float* packed_scales) {
+// A tile: the weight bytes as PackTileBytes lays them out, and scales [b][h][16] in f32.
+void PackTile(const int8_t* w, const uint16_t* scales, int64_t n, int64_t k, int64_t j0,
+              uint8_t* packed, float* packed_scales) {
+  q8_internal::PackTileBytes(w, n, k, j0, packed);
+  const int64_t blocks = k / kBlock;
+  for (int h = 0; h < 2; ++h) {
+    const int64_t first = j0 + 16 * h;
+    const int64_t live = std::clamp<int64_t>(n - first, 0, 16);
+    // Scales: sixteen rows' f16 values per block, widened exactly.
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int64_t r = 0; r < 16; ++r)
+        packed_scales[(b * 2 + h) * 16 + r] =
+            r < live ? HalfBitsToFloat(scales[(first + r) * blocks + b]) : 0.0f;
+  }
+}
+
+}  // namespace
+
+// Sixteen rows of a block are a 16 x 8 matrix of four-byte groups: rows j and j + 8 share a
+// vector (one per 256-bit half), and an 8 x 8 transpose in both halves at once (unpacks of 32
+// and 64 bits, then one two-source permute of 128-bit pieces per output) gives the eight group
+// vectors.
+TLALOC_AVX512_VNNI_TARGET void q8_internal::PackTileBytes(const int8_t* w, int64_t n, int64_t k,
+                                                          int64_t j0, uint8_t* packed) {
   const int64_t blocks = k / kBlock;
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   const __m512i low_pieces = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
@@ -426,15 +407,10 @@ TLALOC_AVX512_VNNI_TARGET void PackTile(const int8_t* w, const uint16_t* scales,
         _mm512_store_si512(packed + ((b * 8 + g + 4) * 2 + h) * 64, _mm512_xor_si512(hi, flip));
       }
     }
-    // Scales: sixteen rows' f16 values per block, widened exactly.
-    alignas(32) uint16_t bits[16];
-    for (int64_t b = 0; b < blocks; ++b) {
-      for (int64_t r = 0; r < 16; ++r) bits[r] = r < live ? scales[(first + r) * blocks + b] : 0;
-      _mm512_store_ps(packed_scales + (b * 2 + h) * 16,
-                      _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(bits))));
-    }
   }
 }
+
+namespace {
 
 // Rows i0..i0+M-1 of the activations against one packed tile.
 template <int M>
@@ -553,6 +529,31 @@ void Tiles(const QuantizedRows& xq, int64_t m, const int8_t* w, const uint16_t* 
 #endif  // __x86_64__
 
 }  // namespace
+
+QuantizedRows q8_internal::QuantizeRows(const float* x, int64_t m, int64_t k, EvalContext& ctx) {
+  QuantizedRows rows;
+  rows.k = k;
+  rows.padded_k = (k + 63) / 64 * 64;
+  rows.padded_blocks = (k / kBlock + 15) / 16 * 16;
+  rows.q.assign(m * rows.padded_k, 0);
+  rows.dx.assign(m * rows.padded_blocks, 0.0f);
+  rows.correction.assign(m * rows.padded_blocks, 0);
+  auto quantize = [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r)
+      for (int64_t b = 0; b < k / kBlock; ++b) {
+        const int32_t sum =
+            QuantizeBlock(x + r * k + b * kBlock, rows.q.data() + r * rows.padded_k + b * kBlock,
+                          rows.dx.data() + r * rows.padded_blocks + b, nullptr);
+        rows.correction[r * rows.padded_blocks + b] = -128 * sum;
+      }
+  };
+  // A decode step's few rows take a microsecond: waking the pool would cost more.
+  if (m * k < (int64_t{1} << 16))
+    quantize(0, m);
+  else
+    ctx.ParallelFor(m, std::max<int64_t>(1, 8192 / k), quantize);
+  return rows;
+}
 
 StatusOr<Int8Activations> Int8ActivationsMode() {
   const int forced = override_mode.load(std::memory_order_relaxed);

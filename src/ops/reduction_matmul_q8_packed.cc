@@ -1,0 +1,354 @@
+// The in-order q8_0 product on repacked weights (reduction_matmul_q8_packed.h).
+//
+// A tile is 32 output rows (two vectors of sixteen lanes). For block b, vector (g * 2 + h) holds
+// bytes 4g..4g+3 of rows 16h..16h+15 (plus 128, vpdpbusd's unsigned side); four bytes of an
+// activation row broadcast against it add four products to each of sixteen rows' int32 sums,
+// which start at the activation block's correction -128 * sum(q_x), so eight steps leave the
+// exact block sums. Each lane then rounds sum * (dx * dw) and adds it to its row's f32 total:
+// block order, one rounding per product, as the composite's decomposition (no FMA). Up to six
+// activation rows share each loaded weight vector; decode's one row reads each tile once, in
+// the order it lies in memory.
+#include "reduction_matmul_q8_packed.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "reduction_matmul.h"
+#include "reduction_matmul_q8.h"
+#include "reduction_matmul_q8_internal.h"
+#include "support/avx512_intrinsics.h"
+#include "tlaloc/support/half.h"
+
+#if defined(__x86_64__)
+#define TLALOC_AVX512_VNNI_TARGET \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+#endif
+
+namespace tlaloc::ops {
+
+using q8_internal::kBlock;
+using q8_internal::kTileCols;
+using q8_internal::QuantizedRows;
+
+namespace {
+
+constexpr int64_t kBlockBytes = kTileCols * kBlock;  // one block of a tile's 32 rows
+constexpr int kMaxRows = 6;
+// Into L2, 16 KiB ahead (as the row stream asks for its rows): on the LM head (matmul_bench
+// BM_Int8Kernel M=1, N=151936) 1.06x the row stream's time, against 1.18x with 8 KiB into L1.
+constexpr int64_t kPrefetchAhead = 16384;
+
+#if defined(__x86_64__)
+
+// Rows i0..i0+M-1 of the activations against T consecutive packed tiles from `tile` (rows
+// j0.. of c); T = 2 gives decode's single row two streams and twice the independent sums.
+template <int M, int T>
+TLALOC_AVX512_VNNI_TARGET void TileRows(const QuantizedRows& xq, int64_t i0, const uint8_t* tile,
+                                        int64_t tile_bytes, int64_t n, int64_t j0, float* c) {
+  constexpr int V = 2 * T;  // vectors of sixteen output rows
+  const int64_t blocks = xq.k / kBlock;
+  // Few rows leave vpdpbusd's latency exposed: odd steps go to a second sum (int32: exact).
+  constexpr bool kSplit = M <= 2;
+  __m512 acc[M][V];
+#pragma GCC unroll 6
+  for (int i = 0; i < M; ++i)
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) acc[i][v] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m512i sums[M][V], odd[M][V];
+#pragma GCC unroll 6
+    for (int i = 0; i < M; ++i)
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) {
+        sums[i][v] = _mm512_set1_epi32(xq.Correction(i0 + i)[b]);
+        if constexpr (kSplit) odd[i][v] = _mm512_setzero_si512();
+      }
+#pragma GCC unroll 8
+    for (int g = 0; g < 8; ++g) {
+      __m512i w[V];
+#pragma GCC unroll 2
+      for (int t = 0; t < T; ++t) {
+        const uint8_t* p = tile + t * tile_bytes + b * kBlockBytes + g * 128;
+        if constexpr (kSplit) {
+          // Decode streams the tiles once: ask for the bytes a few blocks ahead (past a tile's
+          // end these are the next tile's, which the same thread reads soon).
+          _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchAhead), _MM_HINT_T1);
+          _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchAhead + 64), _MM_HINT_T1);
+        }
+        w[2 * t] = _mm512_load_si512(p);
+        w[2 * t + 1] = _mm512_load_si512(p + 64);
+      }
+#pragma GCC unroll 6
+      for (int i = 0; i < M; ++i) {
+        int32_t four;
+        std::memcpy(&four, xq.Q(i0 + i) + b * kBlock + 4 * g, 4);
+        const __m512i xb = _mm512_set1_epi32(four);
+#pragma GCC unroll 4
+        for (int v = 0; v < V; ++v) {
+          if (kSplit && (g & 1))
+            odd[i][v] = _mm512_dpbusd_epi32(odd[i][v], w[v], xb);
+          else
+            sums[i][v] = _mm512_dpbusd_epi32(sums[i][v], w[v], xb);
+        }
+      }
+    }
+    __m512 d[V];
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v)
+      d[v] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+          tile + (v / 2) * tile_bytes + blocks * kBlockBytes + (b * kTileCols + v % 2 * 16) * 2)));
+#pragma GCC unroll 6
+    for (int i = 0; i < M; ++i) {
+      const __m512 dx = _mm512_set1_ps(xq.Dx(i0 + i)[b]);
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) {
+        if constexpr (kSplit) sums[i][v] = _mm512_add_epi32(sums[i][v], odd[i][v]);
+        __m512 p = _mm512_mul_ps(_mm512_cvtepi32_ps(sums[i][v]), _mm512_mul_ps(d[v], dx));
+        // Rounded, then added (the empty asm keeps the compiler from contracting into an FMA).
+        __asm__("" : "+v"(p));
+        acc[i][v] = _mm512_add_ps(acc[i][v], p);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int v = 0; v < V; ++v) {
+    const int64_t live = std::clamp<int64_t>(n - j0 - 16 * v, 0, 16);
+    if (live == 0) break;
+    const __mmask16 mask = static_cast<__mmask16>((1u << live) - 1u);
+#pragma GCC unroll 6
+    for (int i = 0; i < M; ++i)
+      _mm512_mask_storeu_ps(c + (i0 + i) * n + j0 + 16 * v, mask, acc[i][v]);
+  }
+}
+
+// All m rows of the activations against one tile.
+void TileRowRange(const QuantizedRows& xq, int64_t m, const uint8_t* tile, int64_t tile_bytes,
+                  int64_t n, int64_t j0, float* c) {
+  int64_t i = 0;
+  for (; i + kMaxRows <= m; i += kMaxRows) TileRows<kMaxRows, 1>(xq, i, tile, tile_bytes, n, j0, c);
+  switch (m - i) {
+    case 5:
+      return TileRows<5, 1>(xq, i, tile, tile_bytes, n, j0, c);
+    case 4:
+      return TileRows<4, 1>(xq, i, tile, tile_bytes, n, j0, c);
+    case 3:
+      return TileRows<3, 1>(xq, i, tile, tile_bytes, n, j0, c);
+    case 2:
+      return TileRows<2, 1>(xq, i, tile, tile_bytes, n, j0, c);
+    case 1:
+      return TileRows<1, 1>(xq, i, tile, tile_bytes, n, j0, c);
+    default:
+      return;
+  }
+}
+
+#endif  // __x86_64__
+
+struct Aligned {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+
+// Hands the pages wholly inside [p, p + bytes) back to the kernel, where it can take them: a
+// weight that is now read only through its packed copy need not stay resident twice. Contents
+// are kept (file pages are read back, anonymous ones swapped in, on the next touch), so this is
+// only a hint; older kernels without MADV_PAGEOUT refuse it, which changes nothing.
+void ReleasePages(const void* p, int64_t bytes) {
+#if defined(MADV_PAGEOUT)
+  const uintptr_t page = 4096;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) / page * page;
+  if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
+// 64-byte aligned; a large copy (the LM head's) on 2 MiB pages where the kernel gives them, as
+// decode streams it whole every step (rounding up to 2 MiB costs under 3% at this size).
+uint8_t* AllocatePacked(int64_t bytes) {
+  constexpr int64_t kHuge = int64_t{2} << 20;
+  if (bytes < 32 * kHuge) return static_cast<uint8_t*>(std::aligned_alloc(64, bytes));
+  const int64_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kHuge, rounded));
+#if defined(MADV_HUGEPAGE)
+  if (p) (void)madvise(p, rounded, MADV_HUGEPAGE);  // a hint: refused, nothing changes
+#endif
+  return p;
+}
+
+bool RepackEnabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("TLALOC_INT8_REPACK");
+    return env == nullptr || (std::string_view(env) != "0" && std::string_view(env) != "off");
+  }();
+  return enabled;
+}
+
+bool ReleaseOriginals() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("TLALOC_INT8_REPACK");
+    return env == nullptr || std::string_view(env) != "keep";
+  }();
+  return enabled;
+}
+
+struct CacheEntry {
+  std::shared_ptr<std::byte> q_ref, s_ref;
+  std::shared_ptr<const Q8PackedWeights> packed;
+};
+
+struct Cache {
+  std::mutex mu;
+  // (q's address, scale's address, n, k)
+  using Key = std::tuple<const void*, const void*, int64_t, int64_t>;
+  std::map<Key, CacheEntry> entries;
+  int64_t bytes = 0, packs = 0, hits = 0;
+
+  // Drops the entries whose buffers only the cache still holds. mu held.
+  void Sweep() {
+    // Counted by owner under weak keys (a shared_ptr key would count itself).
+    std::map<std::weak_ptr<std::byte>, long, std::owner_less<>> held;
+    for (const auto& [key, e] : entries) ++held[e.q_ref], ++held[e.s_ref];
+    // Decided before any is erased: erasing one drops the counts of buffers it shares.
+    std::vector<const Key*> orphans;
+    for (const auto& [key, e] : entries)
+      if (e.q_ref.use_count() <= held[e.q_ref] || e.s_ref.use_count() <= held[e.s_ref])
+        orphans.push_back(&key);
+    for (const Key* key : orphans) {
+      auto it = entries.find(*key);
+      bytes -= it->second.packed->bytes();
+      entries.erase(it);
+    }
+  }
+};
+
+Cache& TheCache() {
+  static Cache* cache = new Cache;  // never destroyed: kernels may run during static teardown
+  return *cache;
+}
+
+}  // namespace
+
+std::shared_ptr<const Q8PackedWeights> PackQ8Weights(const int8_t* w, const uint16_t* scales,
+                                                     int64_t n, int64_t k, EvalContext& ctx,
+                                                     bool release_source) {
+#if defined(__x86_64__)
+  if (!Q8UsesVnni() || n <= 0 || k <= 0 || k % kBlock != 0) return nullptr;
+  auto packed = std::make_shared<Q8PackedWeights>();
+  const int64_t blocks = k / kBlock;
+  packed->n = n;
+  packed->k = k;
+  packed->tiles = (n + kTileCols - 1) / kTileCols;
+  packed->tile_bytes = blocks * (kBlockBytes + kTileCols * 2);  // 1088 per block: a multiple of 64
+  packed->data = std::shared_ptr<uint8_t>(AllocatePacked(packed->bytes()), Aligned{});
+  uint8_t* base = packed->data.get();
+  if (base == nullptr) return nullptr;  // out of memory: the caller reads the weights in place
+  ctx.ParallelFor(packed->tiles, 8, [&](int64_t begin, int64_t end) {
+    int64_t released = begin;
+    for (int64_t t = begin; t < end; ++t) {
+      uint8_t* tile = base + t * packed->tile_bytes;
+      q8_internal::PackTileBytes(w, n, k, t * kTileCols, tile);
+      uint16_t* s = reinterpret_cast<uint16_t*>(tile + blocks * kBlockBytes);
+      for (int64_t b = 0; b < blocks; ++b)
+        for (int64_t r = 0; r < kTileCols; ++r) {
+          const int64_t row = t * kTileCols + r;
+          s[b * kTileCols + r] = row < n ? scales[row * blocks + b] : 0;
+        }
+      // Every eight tiles, so that a large weight (the LM head) is never resident twice whole.
+      if (release_source && (t + 1 - released == 8 || t + 1 == end)) {
+        const int64_t first = released * kTileCols, last = std::min(n, (t + 1) * kTileCols);
+        if (last > first) ReleasePages(w + first * k, (last - first) * k);
+        released = t + 1;
+      }
+    }
+  });
+  return packed;
+#else
+  (void)w, (void)scales, (void)n, (void)k, (void)ctx, (void)release_source;
+  return nullptr;
+#endif
+}
+
+void Int8MatmulQ8_0Packed(const float* x, int64_t m, const Q8PackedWeights& w, float* c,
+                          EvalContext& ctx) {
+#if defined(__x86_64__)
+  if (m <= 0 || w.n <= 0) return;
+  const QuantizedRows xq = q8_internal::QuantizeRows(x, m, w.k, ctx);
+  // About 64 KiB of weights per handout for decode; prefill's rows make each tile worth more.
+  const int64_t per =
+      std::max<int64_t>(1, (int64_t{1} << 16) / w.tile_bytes / std::min<int64_t>(m, 6));
+  ParallelShares(ctx, w.tiles, per, [&](int64_t begin, int64_t end) {
+    int64_t t = begin;
+    // One or two rows: two tiles at a time (the rows' sums for both in registers).
+    if (m <= 2)
+      for (; t + 2 <= end; t += 2) {
+        const uint8_t* tile = w.data.get() + t * w.tile_bytes;
+        if (m == 1)
+          TileRows<1, 2>(xq, 0, tile, w.tile_bytes, w.n, t * kTileCols, c);
+        else
+          TileRows<2, 2>(xq, 0, tile, w.tile_bytes, w.n, t * kTileCols, c);
+      }
+    for (; t < end; ++t)
+      TileRowRange(xq, m, w.data.get() + t * w.tile_bytes, w.tile_bytes, w.n, t * kTileCols, c);
+  });
+#else
+  (void)x, (void)m, (void)w, (void)c, (void)ctx;
+#endif
+}
+
+std::shared_ptr<const Q8PackedWeights> CachedQ8Weights(const Literal& q, const Literal& scale,
+                                                       EvalContext& ctx) {
+  if (!Q8UsesVnni() || !RepackEnabled() || q.dims().size() != 2) return nullptr;
+  const int64_t n = q.dims()[0], k = q.dims()[1];
+  const auto key = std::make_tuple(static_cast<const void*>(q.data()),
+                                   static_cast<const void*>(scale.data()), n, k);
+  Cache& cache = TheCache();
+  {
+    std::lock_guard<std::mutex> lock(cache.mu);
+    auto it = cache.entries.find(key);
+    if (it != cache.entries.end()) {
+      ++cache.hits;
+      std::shared_ptr<const Q8PackedWeights> packed = it->second.packed;
+      if (cache.hits % 256 == 0) cache.Sweep();
+      return packed;
+    }
+  }
+  // Packed outside the lock (the pool runs it; another thread may pack the same weight at the
+  // same time, and the first to insert wins).
+  auto packed = PackQ8Weights(q.span<int8_t>().data(), scale.span<uint16_t>().data(), n, k, ctx,
+                              ReleaseOriginals() && q.byte_size() >= (int64_t{1} << 20));
+  if (!packed) return nullptr;
+  std::lock_guard<std::mutex> lock(cache.mu);
+  cache.Sweep();
+  auto [it, inserted] =
+      cache.entries.emplace(key, CacheEntry{q.storage(), scale.storage(), packed});
+  if (inserted) {
+    cache.bytes += packed->bytes();
+    ++cache.packs;
+  }
+  return it->second.packed;
+}
+
+Q8CacheStats GetQ8CacheStats() {
+  Cache& cache = TheCache();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  return {static_cast<int64_t>(cache.entries.size()), cache.bytes, cache.packs, cache.hits};
+}
+
+void ClearQ8Cache() {
+  Cache& cache = TheCache();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  cache.entries.clear();
+  cache.bytes = 0;
+}
+
+}  // namespace tlaloc::ops

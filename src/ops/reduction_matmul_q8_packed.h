@@ -1,0 +1,58 @@
+// The in-order q8_0 product (reduction_matmul_q8.h, Q8Kernel::kInOrder) on weights repacked once:
+// each SIMD lane holds one output row, so a block's scaled sum is added to that row's total in
+// the lane, block after block, as the tlaloc.int8_linear composite's decomposition adds it (its
+// bits), with no repacking per call and no horizontal sums. The packed copy is as large as the
+// weights (s8 plus f16 scales, rows padded to 32); CachedQ8Weights keeps one per weight buffer.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "tlaloc/ir/literal.h"
+#include "tlaloc/ir/op_registry.h"
+
+namespace tlaloc::ops {
+
+// w [n, k] s8 with f16 scales [n, k / 32], in tiles of 32 rows: for each tile, block after block,
+// 1024 bytes of weights (PackTileBytes' layout: four bytes of each of 32 rows per 128 bytes, plus
+// 128), then the tile's f16 scales [blocks][32].
+struct Q8PackedWeights {
+  int64_t n = 0, k = 0, tiles = 0, tile_bytes = 0;
+  std::shared_ptr<uint8_t> data;  // 64-byte aligned, tiles * tile_bytes
+  int64_t bytes() const { return tiles * tile_bytes; }
+};
+
+// The packed form of (w, scales), or nullptr where the CPU has no AVX512-VNNI (Q8UsesVnni()).
+// k must be a positive multiple of 32. release_source: w's pages are handed back to the kernel
+// as they are packed (madvise MADV_PAGEOUT, a hint that keeps the contents: a file mapping's
+// pages are read back, anonymous ones swapped in, if w is touched again).
+std::shared_ptr<const Q8PackedWeights> PackQ8Weights(const int8_t* w, const uint16_t* scales,
+                                                     int64_t n, int64_t k, EvalContext& ctx,
+                                                     bool release_source = false);
+
+// c [m, n] = Int8MatmulQ8_0(x, m, w, scales, n, k, c, ctx, Q8Kernel::kInOrder), bit for bit, from
+// the packed form of (w, scales).
+void Int8MatmulQ8_0Packed(const float* x, int64_t m, const Q8PackedWeights& w, float* c,
+                          EvalContext& ctx);
+
+// The packed form of the weight q s8 [n, k] with scale f16 [n, k / 32], made on first use and
+// then kept, keyed by the two buffers' addresses and the shape. An entry holds a reference to
+// both buffers: the interpreter writes into a buffer in place only when it holds the only
+// reference, so a cached buffer never changes under its packing; and an entry whose buffers
+// nobody else holds any more is dropped (with its buffers) at the next miss or every 256th hit.
+// nullptr where the CPU has no AVX512-VNNI or TLALOC_INT8_REPACK=0 (then callers run the
+// in-place in-order kernel: no copy, about half the speed). Memory: the packed copy is the
+// weights' size; q's pages (of a weight of 1 MiB or more) are handed back to the kernel as they
+// are packed (PackQ8Weights' release_source), so a memory-mapped checkpoint's int8 weights are
+// not resident twice; TLALOC_INT8_REPACK=keep leaves them resident.
+std::shared_ptr<const Q8PackedWeights> CachedQ8Weights(const Literal& q, const Literal& scale,
+                                                       EvalContext& ctx);
+
+struct Q8CacheStats {
+  int64_t entries = 0, bytes = 0, packs = 0, hits = 0;
+};
+Q8CacheStats GetQ8CacheStats();
+// Drops every entry (tests; a server that unloads a model and wants the memory back at once).
+void ClearQ8Cache();
+
+}  // namespace tlaloc::ops
