@@ -369,6 +369,7 @@ void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
     } else {
       kernel = &Int8DotKernel();
       if (!MatchInt8Composite(block, i, chain, operands, kernel) &&
+          !MatchGgufComposite(block, i, chain, operands, kernel) &&
           !MatchInt8Dot(block, uses, i, chain, operands, kernel) &&
           !MatchArgmax(block, uses, i, chain, operands, kernel) &&
           !MatchRowMaxSubtract(block, uses, i, chain, operands, kernel) &&
