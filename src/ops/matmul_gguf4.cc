@@ -132,6 +132,131 @@ TLALOC_AVX512_CORE_TARGET void Q6_KRowAvx512(const uint8_t* q, const float* scal
   }
 }
 
+// Decode without the row buffer: each 32-element step of a row dequantised into two registers
+// (elements 0-15 and 16-31, the values above) and multiplied by the f32 kernel's arithmetic
+// (reduction_matmul.cc, as ops::Int8Matmul repeats it): its lane order, one FMA per half and
+// step into two accumulators, its horizontal sum; x is put in that lane order once per call.
+inline constexpr int kLoLanes[16] = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};
+inline constexpr int kHiLanes[16] = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};
+
+TLALOC_AVX512_CORE_TARGET inline float SumLanes(__m512 a, __m512 b) {
+  const __m512 v = _mm512_add_ps(a, b);
+  const __m256 high = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), high);
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+// Calls step(A, B) for each 32-element step of a row, in order.
+template <typename Step>
+TLALOC_AVX512_CORE_TARGET inline void StepsQ4_0(const uint8_t* q, const uint16_t* scale, int64_t k,
+                                                Step&& step) {
+  const __m512i mask = _mm512_set1_epi32(0x0F), eight = _mm512_set1_epi32(8);
+  for (int64_t b = 0; b < k / 32; ++b, q += 16) {
+    const __m512 d = _mm512_set1_ps(HalfBitsToFloat(scale[b]));
+    const __m512i v = Bytes16(q);
+    const __m512i lo = _mm512_sub_epi32(_mm512_and_si512(v, mask), eight);
+    const __m512i hi = _mm512_sub_epi32(_mm512_srli_epi32(v, 4), eight);
+    step(_mm512_mul_ps(_mm512_cvtepi32_ps(lo), d), _mm512_mul_ps(_mm512_cvtepi32_ps(hi), d));
+  }
+}
+
+template <typename Step>
+TLALOC_AVX512_CORE_TARGET inline void StepsQ4_K(const uint8_t* q, const float* scale, int64_t k,
+                                                Step&& step) {
+  const __m512i mask = _mm512_set1_epi32(0x0F);
+  for (int64_t b = 0; b < k / 64; ++b, q += 32) {
+    const __m512i v0 = Bytes16(q), v1 = Bytes16(q + 16);
+    const __m512 d1 = _mm512_set1_ps(scale[4 * b]), m1 = _mm512_set1_ps(scale[4 * b + 1]);
+    const __m512 d2 = _mm512_set1_ps(scale[4 * b + 2]), m2 = _mm512_set1_ps(scale[4 * b + 3]);
+    auto value = [&](__m512i n, __m512 d, __m512 m) {
+      return _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(n)), m);
+    };
+    step(value(_mm512_and_si512(v0, mask), d1, m1), value(_mm512_and_si512(v1, mask), d1, m1));
+    step(value(_mm512_srli_epi32(v0, 4), d2, m2), value(_mm512_srli_epi32(v1, 4), d2, m2));
+  }
+}
+
+template <typename Step>
+TLALOC_AVX512_CORE_TARGET inline void StepsQ6_K(const uint8_t* q, const float* scale, int64_t k,
+                                                Step&& step) {
+  const __m512i mask = _mm512_set1_epi32(0x0F), three = _mm512_set1_epi32(3),
+                off = _mm512_set1_epi32(32);
+  auto value = [&](__m512i low4, __m512i high2, float s) {
+    const __m512i v = _mm512_sub_epi32(_mm512_or_si512(low4, _mm512_slli_epi32(high2, 4)), off);
+    return _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(s));
+  };
+  for (int64_t b = 0; b < k / 256; ++b, q += 192) {
+    const uint8_t* ql = q;
+    const uint8_t* qh = q + 128;
+    for (int h = 0; h < 2; ++h, ql += 64, qh += 32, scale += 8) {
+      const __m512i a0 = Bytes16(ql), a1 = Bytes16(ql + 16);
+      const __m512i b0 = Bytes16(ql + 32), b1 = Bytes16(ql + 48);
+      const __m512i h0 = Bytes16(qh), h1 = Bytes16(qh + 16);
+      step(value(_mm512_and_si512(a0, mask), _mm512_and_si512(h0, three), scale[0]),
+           value(_mm512_and_si512(a1, mask), _mm512_and_si512(h1, three), scale[1]));
+      step(value(_mm512_and_si512(b0, mask), _mm512_and_si512(_mm512_srli_epi32(h0, 2), three),
+                 scale[2]),
+           value(_mm512_and_si512(b1, mask), _mm512_and_si512(_mm512_srli_epi32(h1, 2), three),
+                 scale[3]));
+      step(value(_mm512_srli_epi32(a0, 4), _mm512_and_si512(_mm512_srli_epi32(h0, 4), three),
+                 scale[4]),
+           value(_mm512_srli_epi32(a1, 4), _mm512_and_si512(_mm512_srli_epi32(h1, 4), three),
+                 scale[5]));
+      step(value(_mm512_srli_epi32(b0, 4), _mm512_and_si512(_mm512_srli_epi32(h0, 6), three),
+                 scale[6]),
+           value(_mm512_srli_epi32(b1, 4), _mm512_and_si512(_mm512_srli_epi32(h1, 6), three),
+                 scale[7]));
+    }
+  }
+}
+
+// One packed row against S vectors xp (each [k], in the kernel's lane order per step).
+template <int S>
+TLALOC_AVX512_CORE_TARGET void RowDotsAvx512(GgufPacked f, const uint8_t* q, const uint8_t* sr,
+                                             int64_t k, const float* xp, float* out,
+                                             int64_t out_s) {
+  __m512 acc0[S], acc1[S];
+#pragma GCC unroll 4
+  for (int v = 0; v < S; ++v) acc0[v] = acc1[v] = _mm512_setzero_ps();
+  const __m512i lo_idx = _mm512_loadu_si512(kLoLanes), hi_idx = _mm512_loadu_si512(kHiLanes);
+  int64_t i = 0;
+  auto step = [&](__m512 a, __m512 b) {
+    const __m512 w0 = _mm512_permutex2var_ps(a, lo_idx, b);
+    const __m512 w1 = _mm512_permutex2var_ps(a, hi_idx, b);
+#pragma GCC unroll 4
+    for (int v = 0; v < S; ++v) {
+      acc0[v] = _mm512_fmadd_ps(_mm512_loadu_ps(xp + v * k + i), w0, acc0[v]);
+      acc1[v] = _mm512_fmadd_ps(_mm512_loadu_ps(xp + v * k + i + 16), w1, acc1[v]);
+    }
+    i += 32;
+  };
+  switch (f) {
+    case GgufPacked::kQ4_0:
+      StepsQ4_0(q, reinterpret_cast<const uint16_t*>(sr), k, step);
+      break;
+    case GgufPacked::kQ4_K:
+      StepsQ4_K(q, reinterpret_cast<const float*>(sr), k, step);
+      break;
+    case GgufPacked::kQ6_K:
+      StepsQ6_K(q, reinterpret_cast<const float*>(sr), k, step);
+      break;
+  }
+#pragma GCC unroll 4
+  for (int v = 0; v < S; ++v) out[v * out_s] = SumLanes(acc0[v], acc1[v]);
+}
+
+// x [s, k] into each 32-element step's lane order: the kernel's lo lanes, then its hi lanes.
+TLALOC_AVX512_CORE_TARGET void PermuteVectors(const float* x, int64_t s, int64_t k, float* xp) {
+  const __m512i lo_idx = _mm512_loadu_si512(kLoLanes), hi_idx = _mm512_loadu_si512(kHiLanes);
+  for (int64_t i = 0; i < s * k; i += 32) {
+    const __m512 a = _mm512_loadu_ps(x + i), b = _mm512_loadu_ps(x + i + 16);
+    _mm512_storeu_ps(xp + i, _mm512_permutex2var_ps(a, lo_idx, b));
+    _mm512_storeu_ps(xp + i + 16, _mm512_permutex2var_ps(a, hi_idx, b));
+  }
+}
+
 }  // namespace
 
 int64_t GgufPackedRowBytes(GgufPacked f, int64_t k) {
@@ -194,6 +319,19 @@ void GgufMatmul(GgufPacked f, const float* x, int64_t m, const uint8_t* q, const
   // stays in L1 and dotted with every vector by the f32 kernel (the same per-pair arithmetic as
   // ViewMatmul's matrix-vector paths).
   const int64_t block = std::max<int64_t>(4, (int64_t{1} << 16) / std::max<int64_t>(k, 1) / 4 * 4);
+  if (kAvx512) {
+    std::vector<float> xp(static_cast<size_t>(m * k));
+    PermuteVectors(x, m, k, xp.data());
+    const int64_t qb = GgufPackedRowBytes(f, k), sb = GgufScaleRowBytes(f, k);
+    const auto* s = static_cast<const uint8_t*>(scale);
+    ParallelShares(ctx, n, block, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r)
+        WithVectorCount(static_cast<int>(m), [&](auto v) {
+          RowDotsAvx512<decltype(v)::value>(f, q + r * qb, s + r * sb, k, xp.data(), c + r, n);
+        });
+    });
+    return;
+  }
   ParallelShares(ctx, n, block, [&](int64_t begin, int64_t end) {
     std::vector<float> row(static_cast<size_t>(k));
     for (int64_t r = begin; r < end; ++r) {
