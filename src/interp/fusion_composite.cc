@@ -11,12 +11,16 @@ namespace tlaloc::interp {
 
 namespace {
 
-// The q8_0 int8 linear's existing matcher (fusion_int8.cc), in the table's form.
-std::shared_ptr<const FusedKernel> Int8LinearCompositeKernel(const Block& block, int a) {
+// A composite whose matcher (fusion_int8.cc, fusion_gguf.cc) hands out a static kernel, in the
+// table's form.
+using StaticMatcher = bool (*)(const Block&, int, std::vector<int>&, std::vector<Value>&,
+                               const FusedKernel*&);
+template <StaticMatcher kMatch>
+std::shared_ptr<const FusedKernel> StaticKernel(const Block& block, int a) {
   std::vector<int> chain;
   std::vector<Value> operands;
   const FusedKernel* kernel = nullptr;
-  if (!MatchInt8Composite(block, a, chain, operands, kernel)) return nullptr;
+  if (!kMatch(block, a, chain, operands, kernel)) return nullptr;
   // A static kernel: shared without ownership.
   return std::shared_ptr<const FusedKernel>(std::shared_ptr<const FusedKernel>(), kernel);
 }
@@ -27,7 +31,8 @@ struct CompositeEntry {
 };
 
 const CompositeEntry kComposites[] = {
-    {"tlaloc.int8_linear", Int8LinearCompositeKernel},
+    {"tlaloc.int8_linear", StaticKernel<MatchInt8Composite>},
+    {"tlaloc.gguf_linear", StaticKernel<MatchGgufComposite>},
     {"tlaloc.rms_norm",
      [](const Block& block, int a) { return RmsNormCompositeKernel(*block.operations()[a]); }},
     {"tlaloc.rotary",

@@ -177,6 +177,20 @@ Status ParseQuantization(JsonFields& f, ModelConfig& c) {
   if (!q.contains("quant_method") || !q["quant_method"].is_string())
     return f.Error(key + ".quant_method must be a string");
   w.quant_method = q["quant_method"].get<std::string>();
+  if (w.quant_method == kTlalocGgufQuantMethod) {
+    if (!q.contains("formats") || !q["formats"].is_object())
+      return f.Error(key + ".formats must be an object (tensor name -> q8_0, q4_0, q4_k or q6_k)");
+    for (const auto& [name, v] : q["formats"].items()) {
+      const std::string fmt = v.is_string() ? v.get<std::string>() : "";
+      if (fmt != "q8_0" && fmt != "q4_0" && fmt != "q4_k" && fmt != "q6_k")
+        return f.Error(key + ".formats[\"" + name + "\"] must be q8_0, q4_0, q4_k or q6_k, got " +
+                       DescribeJson(v));
+      w.formats[name] = fmt;
+    }
+    w.bits = 4;
+    c.quantization = w;
+    return OkStatus();
+  }
   if (w.quant_method != kTlalocInt8QuantMethod)
     return f.Error(key + ".quant_method \"" + w.quant_method +
                    "\" is not supported (Tlaloc runs \"" + std::string(kTlalocInt8QuantMethod) +
@@ -427,7 +441,13 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   else
     j["eos_token_id"] = c.eos_token_ids.empty() ? json() : json(c.eos_token_ids);
   j["pad_token_id"] = c.pad_token_id ? json(*c.pad_token_id) : json();
-  if (c.quantization)
+  if (c.quantization && c.quantization->quant_method == kTlalocGgufQuantMethod) {
+    json formats = json::object();
+    for (const auto& [name, fmt] : c.quantization->formats) formats[name] = fmt;
+    j["quantization_config"] = {{"quant_method", c.quantization->quant_method},
+                                {"group_size", c.quantization->group_size},
+                                {"formats", formats}};
+  } else if (c.quantization)
     j["quantization_config"] = {{"quant_method", c.quantization->quant_method},
                                 {"bits", c.quantization->bits},
                                 {"group_size", c.quantization->group_size},

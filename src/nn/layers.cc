@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "tlaloc/builder/composite.h"
+#include "tlaloc/nn/gguf_linear.h"
 #include "tlaloc/nn/int8_linear.h"
 
 namespace tlaloc::nn {
@@ -71,6 +72,9 @@ Tensor DequantizeInt8(const Tensor& q, const Tensor& scale) {
 Tensor Embedding(const Tensor& table, const Tensor& ids, LayerTrace* trace, const std::string& path,
                  const Tensor& int8_scale) {
   LayerScope scope(trace, table.builder(), kEmbeddingLayer, path);
+  // GGUF packed rows (u8) are unpacked after the gather, like int8 rows.
+  if (int8_scale.valid() && table.element_type() == ElementType::kU8)
+    return GgufDequantize(Take(table, ids), Take(int8_scale, ids));
   if (int8_scale.valid()) return DequantizeInt8(Take(table, ids), Take(int8_scale, ids));
   return Take(table, ids);
 }
@@ -80,6 +84,11 @@ Tensor Linear(const Tensor& x, const Tensor& weight, LayerTrace* trace, const st
   LayerScope scope(trace, x.builder(), kLinearLayer, path);
   if (!x.valid() || !weight.valid()) return Tensor();
   const int64_t last = x.rank() - 1;
+  if (int8_scale.valid() && weight.element_type() == ElementType::kU8) {
+    // A GGUF 4/6-bit matrix kept packed: the tlaloc.gguf_linear composite.
+    Tensor y = GgufLinear(ToF32(x), weight, int8_scale);
+    return y.element_type() == x.element_type() ? y : Convert(y, x.element_type());
+  }
   if (int8_scale.valid()) {
     auto form = CurrentInt8Form();
     if (!form.ok()) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
@@ -48,10 +49,15 @@ struct RopeScaling {
 // inputs of a row (GGUF Q8_0's blocks): weight = int8 * scale. Other quant_methods are refused.
 inline constexpr std::string_view kTlalocInt8QuantMethod = "tlaloc_int8";
 inline constexpr int64_t kInt8BlockSize = 32;
+// "tlaloc_gguf" (a GGUF file's import, models/gguf_import.h): `formats` names each matrix's
+// storage: "q8_0" as tlaloc_int8's; "q4_0", "q4_k", "q6_k" packed u8 with `_scale` tensors in
+// nn/gguf_linear.h's layouts; a matrix not listed is float.
+inline constexpr std::string_view kTlalocGgufQuantMethod = "tlaloc_gguf";
 struct WeightQuantization {
   std::string quant_method = std::string(kTlalocInt8QuantMethod);
   int64_t bits = 8;
   int64_t group_size = kInt8BlockSize;
+  std::map<std::string, std::string> formats;  // tlaloc_gguf only
 };
 
 struct ModelConfig {

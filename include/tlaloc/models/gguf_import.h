@@ -6,9 +6,11 @@
 //
 // Weights: F32, F16 and BF16 tensors are copied as they are. When every matrix is Q8_0 the
 // folder is an int8 checkpoint (io::WeightQuantization: Q8_0's blocks are its layout), copied
-// without dequantising. Otherwise quantized tensors (Q8_0 among others, Q4_0, Q4_1, Q5_0, Q5_1,
-// Q4_K, Q5_K, Q6_K) are dequantised to f32 at import, exactly as ggml does: the first step;
-// keeping 4-bit weights packed in the programs is still to come.
+// without dequantising. Otherwise Q4_0, Q4_K and Q6_K matrices stay packed (nn/gguf_linear.h:
+// u8 quants and `_scale` tensors; config.json's quantization_config "tlaloc_gguf" names each
+// matrix's format; the programs dequantise them in StableHLO, the composite tlaloc.gguf_linear)
+// and Q8_0 matrices become int8; MoE experts and the other quantized types (Q4_1, Q5_0, Q5_1,
+// Q5_K) are dequantised to f32 at import, exactly as ggml does.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +28,7 @@ struct GgufImportSummary {
   int64_t tensors = 0;                   // GGUF tensors read
   bool int8 = false;                     // written as an int8 checkpoint (every matrix Q8_0)
   int64_t dequantised = 0;               // GGUF tensors dequantised to f32
+  int64_t packed = 0;                    // Q4_0 / Q4_K / Q6_K tensors kept packed
   std::map<std::string, int64_t> types;  // ggml type name -> tensors of that type
 };
 
@@ -33,8 +36,14 @@ struct GgufImportSummary {
 // `gguf`. Unknown architectures, tensor types Tlaloc does not read (named), missing metadata
 // keys, unknown tensor names and tokenizers other than gpt2 / qwen2 are refused with the file
 // name and what was expected.
+struct GgufImportOptions {
+  // false: every quantized tensor dequantised to f32 but in an all-Q8_0 file (the form the
+  // packed one is compared against in tests).
+  bool keep_packed = true;
+};
 StatusOr<GgufImportSummary> ImportGguf(const std::filesystem::path& gguf,
-                                       const std::filesystem::path& out);
+                                       const std::filesystem::path& out,
+                                       const GgufImportOptions& options = {});
 
 // The folder `-m model.gguf` runs: ImportGguf's output in a cache, made on first use and
 // reused while the file's path, size and modification time are unchanged. The cache is

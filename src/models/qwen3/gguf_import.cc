@@ -18,6 +18,7 @@
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/gguf.h"
 #include "tlaloc/io/model_config.h"
+#include "tlaloc/nn/gguf_linear.h"
 
 namespace tlaloc::models {
 
@@ -185,7 +186,8 @@ std::string TorchDtype(ElementType t) {
 StatusOr<io::ModelConfig> ImportConfig(const GgufContents& c, const std::string& arch,
                                        const std::string& src, int64_t vocab_rows, bool tied,
                                        bool int8, ElementType dtype,
-                                       const qwen3::GgufTokenizer& tok) {
+                                       const qwen3::GgufTokenizer& tok,
+                                       const std::map<std::string, std::string>& formats) {
   const std::string a = arch + ".";
   const bool moe = arch == "qwen3moe";
   json j;
@@ -239,6 +241,10 @@ StatusOr<io::ModelConfig> ImportConfig(const GgufContents& c, const std::string&
     j["quantization_config"] = {{"quant_method", std::string(io::kTlalocInt8QuantMethod)},
                                 {"bits", 8},
                                 {"group_size", io::kInt8BlockSize}};
+  else if (!formats.empty())
+    j["quantization_config"] = {{"quant_method", std::string(io::kTlalocGgufQuantMethod)},
+                                {"group_size", io::kInt8BlockSize},
+                                {"formats", formats}};
   return io::ParseModelConfig(j.dump(), src + " (its hyperparameters as config.json)");
 }
 
@@ -250,7 +256,8 @@ uint64_t Fnv1a(const std::string& s) {
 
 }  // namespace
 
-StatusOr<GgufImportSummary> ImportGguf(const fs::path& gguf, const fs::path& out) {
+StatusOr<GgufImportSummary> ImportGguf(const fs::path& gguf, const fs::path& out,
+                                       const GgufImportOptions& import_options) {
   const std::string src = gguf.string();
   TL_ASSIGN_OR_RETURN(MappedFile file, MappedFile::Open(gguf));
   auto parsed = io::ParseGguf(file.bytes(), src);
@@ -286,6 +293,24 @@ StatusOr<GgufImportSummary> ImportGguf(const fs::path& gguf, const fs::path& out
     if (t.ne.size() >= 2 && !IsRouter(t) && t.type != GgmlType::kQ8_0) int8 = false;
   }
   summary.int8 = int8;
+  // Otherwise Q4_0, Q4_K and Q6_K matrices stay packed (nn/gguf_linear.h) and Q8_0 ones int8,
+  // each listed in config.json's quantization_config.formats; MoE experts (3-D) and the other
+  // types are dequantised to f32.
+  auto packed_format = [&](const GgufTensorInfo& t) -> std::optional<std::string> {
+    if (int8 || !import_options.keep_packed || t.ne.size() != 2 || IsRouter(t)) return std::nullopt;
+    if (t.type == GgmlType::kQ8_0) return "q8_0";
+    return qwen3::PackedFormatOf(t.type);
+  };
+  std::map<std::string, std::string> formats;
+  bool any_packed = false;
+  for (const auto& t : c.tensors)
+    if (auto f = packed_format(t)) any_packed |= *f != "q8_0";
+  if (any_packed)
+    for (const auto& t : c.tensors)
+      if (auto f = packed_format(t)) {
+        TL_ASSIGN_OR_RETURN(std::vector<Part> parts, HfParts(t, src));
+        for (const Part& p : parts) formats[p.name] = *f;
+      }
   summary.tensors = static_cast<int64_t>(c.tensors.size());
   const ElementType dtype =
       int8 || IsQuantized(embedding->type) ? ElementType::kF32 : ElementTypeOf(embedding->type);
@@ -297,7 +322,7 @@ StatusOr<GgufImportSummary> ImportGguf(const fs::path& gguf, const fs::path& out
                            " tokens but token_embd.weight has " + std::to_string(vocab_rows) +
                            " rows");
   TL_ASSIGN_OR_RETURN(io::ModelConfig config,
-                      ImportConfig(c, arch, src, vocab_rows, tied, int8, dtype, tok));
+                      ImportConfig(c, arch, src, vocab_rows, tied, int8, dtype, tok, formats));
 
   // Plan: each GGUF tensor's parts (experts) as one group, so they stay one run in the shard;
   // an int8 matrix's scales as a second group.
@@ -305,15 +330,24 @@ StatusOr<GgufImportSummary> ImportGguf(const fs::path& gguf, const fs::path& out
     const GgufTensorInfo* info;
     std::vector<Part> parts;
     bool as_int8 = false;
+    std::optional<std::string> packed;  // a q4_0 / q4_k / q6_k matrix kept packed
   };
   std::vector<Job> jobs;
   std::vector<std::vector<io::PlannedTensor>> groups;
   for (const auto& t : c.tensors) {
     TL_ASSIGN_OR_RETURN(std::vector<Part> parts, HfParts(t, src));
-    Job job{&t, std::move(parts), int8 && t.type == GgmlType::kQ8_0 && !IsRouter(t)};
+    const auto fmt = any_packed ? packed_format(t) : std::nullopt;
+    Job job{&t, std::move(parts),
+            (int8 && t.type == GgmlType::kQ8_0 && !IsRouter(t)) || fmt == "q8_0", std::nullopt};
+    if (fmt && *fmt != "q8_0") job.packed = fmt;
     std::vector<io::PlannedTensor> values, scales;
     for (const Part& p : job.parts) {
-      if (job.as_int8) {
+      if (job.packed) {
+        const auto f = nn::ParseGgufFormat(*job.packed);
+        const auto [qt, st] = nn::GgufPackedTypes(*f, p.dims[0], p.dims[1]);
+        values.push_back({p.name, qt});
+        scales.push_back({p.name + "_scale", st});
+      } else if (job.as_int8) {
         values.push_back({p.name, TensorType(ElementType::kS8, p.dims)});
         std::vector<int64_t> sd = p.dims;
         sd.back() /= io::kInt8BlockSize;
@@ -340,12 +374,19 @@ StatusOr<GgufImportSummary> ImportGguf(const fs::path& gguf, const fs::path& out
     const GgufTensorInfo& t = *job.info;
     const auto n = static_cast<uint64_t>(job.parts.size());
     const uint64_t part_bytes = t.byte_size / n;
-    if (IsQuantized(t.type) && !job.as_int8) ++summary.dequantised;
+    if (IsQuantized(t.type) && !job.as_int8 && !job.packed) ++summary.dequantised;
+    if (job.packed) ++summary.packed;
     for (size_t p = 0; p < job.parts.size(); ++p) {
       const auto slice = bytes.subspan(c.data_offset + t.offset + p * part_bytes, part_bytes);
       const std::string& name = job.parts[p].name;
       if (!IsQuantized(t.type)) {
         TL_RETURN_IF_ERROR(writer->Write(name, slice));
+      } else if (job.packed) {
+        std::vector<std::byte> q, d;
+        Status s = qwen3::RepackGgml(t.type, slice, q, d);
+        if (!s.ok()) return s.WithContext(src + ": tensor \"" + t.name + "\"");
+        TL_RETURN_IF_ERROR(writer->Write(name, q));
+        TL_RETURN_IF_ERROR(writer->Write(name + "_scale", d));
       } else if (job.as_int8) {
         // Q8_0 block = f16 scale + 32 int8 values: the int8 checkpoint's two tensors as they are.
         const uint64_t blocks = part_bytes / io::kQ8_0BlockBytes;
@@ -396,8 +437,10 @@ StatusOr<fs::path> GgufModelFolder(const fs::path& gguf,
     return FailedPrecondition("no cache folder for the import of " + gguf.string() +
                               " (set TLALOC_GGUF_CACHE, XDG_CACHE_HOME or HOME)");
   }
-  // The source's identity: a changed file (size or time) is imported again.
-  const std::string key = abs.string() + "\n" + std::to_string(size) + "\n" + std::to_string(mtime);
+  // The source's identity: a changed file (size or time) is imported again; so is one imported
+  // by an older import (the version line: 2 keeps Q4_0 / Q4_K / Q6_K packed).
+  const std::string key =
+      abs.string() + "\n" + std::to_string(size) + "\n" + std::to_string(mtime) + "\nimport 2";
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(Fnv1a(key)));
   const fs::path dir = cache / (abs.stem().string() + "-" + hex);

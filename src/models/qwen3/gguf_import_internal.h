@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,5 +37,13 @@ struct GgufTokenizer {
 };
 
 StatusOr<GgufTokenizer> ImportGgufTokenizer(const io::GgufContents& c, const std::string& src);
+
+// The packed format (nn/gguf_linear.h: "q4_0", "q4_k", "q6_k") a GGUF type is kept in, or
+// nullopt for the types imported otherwise.
+std::optional<std::string> PackedFormatOf(io::GgmlType t);
+// Whole blocks of Q4_0 / Q4_K / Q6_K split into the packed quants `q` and the `scale` tensor's
+// bytes (gguf_import_packed.cc).
+Status RepackGgml(io::GgmlType t, std::span<const std::byte> blocks, std::vector<std::byte>& q,
+                  std::vector<std::byte>& scale);
 
 }  // namespace tlaloc::models::qwen3

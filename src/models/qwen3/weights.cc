@@ -2,6 +2,7 @@
 // ([out, in] for projections).
 #include "models/qwen3/qwen3_family.h"
 #include "tlaloc/ir/type.h"
+#include "tlaloc/nn/gguf_linear.h"
 
 namespace tlaloc::models::qwen3 {
 
@@ -58,6 +59,20 @@ std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c) {
       quantized.push_back(std::move(t));
       continue;
     }
+    // A GGUF import (tlaloc_gguf) lists each matrix's storage; one not listed is float.
+    const auto& formats = c.quantization->formats;
+    const auto fmt = formats.find(t.name);
+    if (!formats.empty() && (fmt == formats.end() || fmt->second != "q8_0")) {
+      const auto packed = fmt == formats.end() ? std::nullopt : nn::ParseGgufFormat(fmt->second);
+      if (!packed) {
+        quantized.push_back(std::move(t));
+        continue;
+      }
+      const auto [qt, st] = nn::GgufPackedTypes(*packed, t.shape[0], t.shape[1]);
+      quantized.push_back({t.name, qt.dims, t.optional, ElementType::kU8});
+      quantized.push_back({Int8ScaleName(t.name), st.dims, t.optional, st.element_type});
+      continue;
+    }
     ExpectedTensor scale{
         Int8ScaleName(t.name), {t.shape[0], t.shape[1] / block}, t.optional, ElementType::kF16};
     t.fixed_type = ElementType::kS8;
@@ -109,7 +124,8 @@ std::vector<WeightSpec> WeightSpecs(const ModelConfig& c) {
                                                  : std::vector<int64_t>{c.num_experts, w, h};
       for (int64_t e = 0; e < c.num_experts; ++e)
         s.stacked.push_back(l + "mlp.experts." + std::to_string(e) + "." + proj + ".weight");
-      if (!c.quantization) {
+      // A GGUF import's experts are float (dequantised at import).
+      if (!c.quantization || !c.quantization->formats.empty()) {
         out.push_back(std::move(s));
         continue;
       }

@@ -1,0 +1,78 @@
+// stablehlo.composite "tlaloc.gguf_linear" {format} on (x f32 [..., K], q u8, scale) (nn/
+// gguf_linear.h) runs as ops::GgufMatmul: each packed row dequantised with the decomposition's
+// arithmetic and multiplied by the f32 kernels, so the result has the decomposition's bits while
+// the weights stay packed (no [N, K] f32 temporary in decode).
+#include "fusion.h"
+#include "ops/matmul_gguf4.h"
+
+namespace tlaloc::interp {
+
+namespace {
+
+bool HasType(Value v, ElementType et) {
+  return v.type().is_tensor() && v.tensor_type().element_type == et;
+}
+
+template <ops::GgufPacked F>
+const FusedKernel& GgufLinearKernel(const char* name) {
+  static const FusedKernel* kernel = new FusedKernel{
+      name, [](std::span<const Literal> in, Literal& out, EvalContext& ctx) -> Status {
+        // The packed matrix first: a fused result may take over its first operand's buffer
+        // when the types match, which x's may (K == N) and must not.
+        const Literal& q = in[0];
+        const Literal& scale = in[1];
+        const Literal& x = in[2];
+        const int64_t n = q.dims()[0], k = x.dims().back();
+        const int64_t m = k > 0 ? x.num_elements() / k : 0;
+        if (m == 0 || n == 0) return OkStatus();
+        ops::GgufMatmul(F, x.span<float>().data(), m, reinterpret_cast<const uint8_t*>(q.data()),
+                        scale.data(), n, k, out.span<float>().data(), ctx);
+        return OkStatus();
+      }};
+  return *kernel;
+}
+
+}  // namespace
+
+bool MatchGgufComposite(const Block& block, int a, std::vector<int>& chain,
+                        std::vector<Value>& operands, const FusedKernel*& kernel) {
+  const Operation& op = *block.operations()[a];
+  if (op.name() != "stablehlo.composite" ||
+      GetStringAttr(op.attrs(), "name") != "tlaloc.gguf_linear" || op.num_operands() != 3 ||
+      op.num_results() != 1)
+    return false;
+  const Attribute* attributes = FindAttr(op.attrs(), "composite_attributes");
+  if (!attributes || attributes->kind() != Attribute::Kind::kDict) return false;
+  const std::string format = GetStringAttr(attributes->as_dict(), "format");
+  Value x = op.operand(0), q = op.operand(1), scale = op.operand(2);
+  if (!HasType(x, ElementType::kF32) || !HasType(q, ElementType::kU8) ||
+      !HasType(op.result(0), ElementType::kF32) || !scale.type().is_tensor())
+    return false;
+  const auto& xd = x.tensor_type().dims;
+  const auto& qd = q.tensor_type().dims;
+  const auto& sd = scale.tensor_type().dims;
+  const ElementType st = scale.tensor_type().element_type;
+  if (xd.empty() || qd.empty()) return false;
+  const int64_t n = qd[0], k = xd.back();
+  // The exact layouts of ops::GgufPacked for one matrix [n, k].
+  if (format == "q4_0" && k % 32 == 0 && qd == std::vector<int64_t>{n, k / 2} &&
+      st == ElementType::kF16 && sd == std::vector<int64_t>{n, k / 32}) {
+    kernel = &GgufLinearKernel<ops::GgufPacked::kQ4_0>("fused.gguf_linear_q4_0");
+  } else if (format == "q4_k" && k % 256 == 0 && qd == std::vector<int64_t>{n, k / 2} &&
+             st == ElementType::kF32 && sd == std::vector<int64_t>{n, k / 32, 2}) {
+    kernel = &GgufLinearKernel<ops::GgufPacked::kQ4_K>("fused.gguf_linear_q4_k");
+  } else if (format == "q6_k" && k % 256 == 0 && qd == std::vector<int64_t>{n, k / 256, 192} &&
+             st == ElementType::kF32 && sd == std::vector<int64_t>{n, k / 16}) {
+    kernel = &GgufLinearKernel<ops::GgufPacked::kQ6_K>("fused.gguf_linear_q6_k");
+  } else {
+    return false;
+  }
+  std::vector<int64_t> out = xd;
+  out.back() = n;
+  if (op.result(0).tensor_type().dims != out) return false;
+  chain = {a};
+  operands = {q, scale, x};
+  return true;
+}
+
+}  // namespace tlaloc::interp
