@@ -15,10 +15,11 @@ namespace {
 // table's form.
 using StaticMatcher = bool (*)(const Block&, int, std::vector<int>&, std::vector<Value>&,
                                const FusedKernel*&);
+// The matcher's operand order is the kernel's (gguf_linear's kernel takes q, scale, x).
 template <StaticMatcher kMatch>
-std::shared_ptr<const FusedKernel> StaticKernel(const Block& block, int a) {
+std::shared_ptr<const FusedKernel> StaticKernel(const Block& block, int a,
+                                                std::vector<Value>& operands) {
   std::vector<int> chain;
-  std::vector<Value> operands;
   const FusedKernel* kernel = nullptr;
   if (!kMatch(block, a, chain, operands, kernel)) return nullptr;
   // A static kernel: shared without ownership.
@@ -27,18 +28,26 @@ std::shared_ptr<const FusedKernel> StaticKernel(const Block& block, int a) {
 
 struct CompositeEntry {
   std::string_view name;
-  std::shared_ptr<const FusedKernel> (*make)(const Block& block, int a);
+  // Given the composite's operands in `operands`, which the kernel may reorder.
+  std::shared_ptr<const FusedKernel> (*make)(const Block& block, int a,
+                                             std::vector<Value>& operands);
 };
 
 const CompositeEntry kComposites[] = {
     {"tlaloc.int8_linear", StaticKernel<MatchInt8Composite>},
     {"tlaloc.gguf_linear", StaticKernel<MatchGgufComposite>},
     {"tlaloc.rms_norm",
-     [](const Block& block, int a) { return RmsNormCompositeKernel(*block.operations()[a]); }},
+     [](const Block& block, int a, std::vector<Value>&) {
+       return RmsNormCompositeKernel(*block.operations()[a]);
+     }},
     {"tlaloc.rotary",
-     [](const Block& block, int a) { return RotaryCompositeKernel(*block.operations()[a]); }},
+     [](const Block& block, int a, std::vector<Value>&) {
+       return RotaryCompositeKernel(*block.operations()[a]);
+     }},
     {"tlaloc.silu_and_mul",
-     [](const Block& block, int a) { return SiluMulCompositeKernel(*block.operations()[a]); }},
+     [](const Block& block, int a, std::vector<Value>&) {
+       return SiluMulCompositeKernel(*block.operations()[a]);
+     }},
 };
 
 }  // namespace
@@ -51,10 +60,11 @@ std::shared_ptr<const FusedKernel> CompositeKernel(const Block& block, int a,
   const std::string name = GetStringAttr(op.attrs(), "name");
   for (const CompositeEntry& entry : kComposites) {
     if (entry.name != name) continue;
-    auto kernel = entry.make(block, a);
+    std::vector<Value> in(op.operands().begin(), op.operands().end());
+    auto kernel = entry.make(block, a, in);
     if (!kernel) return nullptr;
     chain = {a};
-    operands.assign(op.operands().begin(), op.operands().end());
+    operands = std::move(in);
     return kernel;
   }
   return nullptr;
