@@ -132,8 +132,13 @@ struct ConfigFamily {
   // Writes them into the config.json object.
   void (*write)(const ModelConfig& c, nlohmann::json& j) = nullptr;
 };
-// The family that claims `model_type` (or, when empty, `class_name`); nullptr if none. Defined
-// by the model family registry (src/models/family.cc).
+// io's registry of them, filled by an explicit call at start-up: models::RegisterModelFamilies()
+// (models/family.h) registers every family's part (io sits below models, so it cannot name them
+// itself; a registration call rather than static initialisers, which a linker may drop from a
+// static library). Registering a model_type again replaces its entry. Parsing a config before
+// any registration is refused saying so.
+void RegisterConfigFamily(const ConfigFamily& family);
+// The family that claims `model_type` (or, when empty, `class_name`); nullptr if none.
 const ConfigFamily* FindConfigFamily(std::string_view model_type, std::string_view class_name);
 // "llama, qwen3, qwen3_moe": for messages.
 std::string KnownConfigFamilies();
