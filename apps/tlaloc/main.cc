@@ -13,6 +13,8 @@
 
 #include "blas_core.h"
 #include "commands.h"
+#include "tlaloc/models/family.h"
+#include "tlaloc/pjrt/pjrt_backend.h"
 
 namespace tlaloc::cli {
 namespace {
@@ -201,6 +203,10 @@ int ReportParseError(CLI::App& app, int argc, char** argv, const CLI::ParseError
 int main(int argc, char** argv) {
   using namespace tlaloc::cli;
   ReexecWithFittingBlasCore();
+  // Explicit registrations (static initialisers in static libraries may be dropped): the model
+  // families for config.json parsing, the PJRT client for runtime::OpenBackend.
+  tlaloc::models::RegisterModelFamilies();
+  tlaloc::pjrt::RegisterBackendOpener();
   // Named, so that usage lines and messages say "tlaloc" whatever argv[0] is.
   CLI::App app{"tlaloc: train and serve transformer models on the CPU or any PJRT device",
                "tlaloc"};

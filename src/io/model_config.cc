@@ -231,6 +231,11 @@ std::string_view ArchitectureClassName(const ModelArchitecture& a) { return a.cl
 
 std::string_view ArchitectureModelType(const ModelArchitecture& a) { return a.model_type; }
 
+bool ModelConfig::is_moe() const {
+  const ConfigFamily* family = FindConfigFamily(architecture.model_type, "");
+  return family != nullptr && family->sparse_moe;
+}
+
 bool ModelConfig::IsMoeLayer(int64_t layer) const {
   if (!is_moe()) return false;
   if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) != mlp_only_layers.end())

@@ -1,4 +1,5 @@
-// The model family registry: filled once from families.cc, then read-only.
+// The model family registry: filled once from families.cc (which also registers each family's
+// config part with io), then read-only.
 #include "tlaloc/models/family.h"
 
 #include <algorithm>
@@ -14,10 +15,14 @@ const std::vector<ModelFamily>& Registry() {
     std::sort(all.begin(), all.end(), [](const ModelFamily& a, const ModelFamily& b) {
       return a.model_type < b.model_type;
     });
+    // io's side of the seam (io/model_config.h): the families' config parts.
+    for (const ModelFamily& f : all) io::RegisterConfigFamily(f.config);
     return all;
   }();
   return families;
 }
+
+void RegisterModelFamilies() { (void)Registry(); }
 
 std::vector<std::string_view> KnownModelTypes() {
   std::vector<std::string_view> out;
@@ -25,35 +30,22 @@ std::vector<std::string_view> KnownModelTypes() {
   return out;
 }
 
-}  // namespace tlaloc::models
+namespace {
 
-namespace tlaloc::io {
-
-// io's side of the seam (io/model_config.h): the families' config parts, from the registry.
-const ConfigFamily* FindConfigFamily(std::string_view model_type, std::string_view class_name) {
-  for (const models::ModelFamily& f : models::Registry())
-    if (model_type.empty() ? f.architecture == class_name : f.model_type == model_type)
-      return &f.config;
-  return nullptr;
-}
-
-std::string KnownConfigFamilies() {
+std::string KnownTypesText() {
   std::string known;
-  for (std::string_view t : models::KnownModelTypes())
+  for (std::string_view t : KnownModelTypes())
     known += (known.empty() ? "" : ", ") + std::string(t);
   return known;
 }
 
-}  // namespace tlaloc::io
-
-namespace tlaloc::models {
+}  // namespace
 
 StatusOr<const ModelFamily*> FindFamily(std::string_view model_type) {
   for (const ModelFamily& f : Registry())
     if (f.model_type == model_type) return &f;
-  return InvalidArgument(
-      "model_type \"" + std::string(model_type) +
-      "\" is not a model family Tlaloc runs (known: " + io::KnownConfigFamilies() + ")");
+  return InvalidArgument("model_type \"" + std::string(model_type) +
+                         "\" is not a model family Tlaloc runs (known: " + KnownTypesText() + ")");
 }
 
 StatusOr<const ModelFamily*> FamilyOf(const io::ModelConfig& config) {

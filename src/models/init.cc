@@ -1,8 +1,11 @@
-// Random Qwen3 checkpoints: presets, initialisation and the Hugging Face folder layout.
+// Random checkpoints: presets (src/models/presets/*.json), initialisation and the Hugging Face
+// folder layout.
 #include "tlaloc/models/init.h"
 
+#include <algorithm>
 #include <random>
 
+#include "models/presets.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/models/family.h"
 #include "tlaloc/models/load_weights.h"
@@ -13,86 +16,23 @@
 namespace tlaloc::models {
 
 std::vector<std::string> PresetNames() {
-  return {"tiny", "tiny-moe", "qwen3-0.6b", "qwen3-30b-a3b-2l"};
+  std::vector<std::string> names;
+  for (const EmbeddedPreset& p : EmbeddedPresets()) names.emplace_back(p.name);
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 StatusOr<io::ModelConfig> PresetConfig(const std::string& name) {
-  io::ModelConfig c = io::DefaultModelConfig(io::ModelArchitecture::kQwen3);
-  // Token ids of the real Qwen3 tokenizer (FACTS-QWEN3.md).
-  c.vocab_size = 151936;
-  c.bos_token_id = 151643;
-  c.eos_token_ids = {151645};
-  c.pad_token_id = 151643;
-  c.rms_norm_eps = 1e-6;
-  c.rope_theta = 1000000.0;
-  c.initializer_range = 0.02;
-  if (name == "tiny" || name == "tiny-moe") {
-    if (name == "tiny-moe") {
-      c = io::DefaultModelConfig(io::ModelArchitecture::kQwen3Moe);
-      c.vocab_size = 151936;
-      c.bos_token_id = 151643;
-      c.eos_token_ids = {151645};
-      c.pad_token_id = 151643;
-      c.rope_theta = 1000000.0;
-      c.num_experts = 4;
-      c.num_experts_per_tok = 2;
-      c.moe_intermediate_size = 64;
-      c.norm_topk_prob = true;
-    }
-    c.hidden_size = 64;
-    c.num_hidden_layers = 2;
-    c.num_attention_heads = 4;
-    c.num_key_value_heads = 2;
-    c.head_dim = 16;
-    c.intermediate_size = 128;
-    c.max_position_embeddings = 4096;
-    c.max_window_layers = 2;
-    c.tie_word_embeddings = false;
-    c.dtype = ElementType::kF32;
-  } else if (name == "qwen3-30b-a3b-2l") {
-    // Qwen3-30B-A3B's shapes (its config.json) with 2 of its 48 layers: the MoE layer costs of
-    // the real model (128 experts of 768, 8 per token) at 1.8 B parameters (3.7 GB in bf16).
-    c = io::DefaultModelConfig(io::ModelArchitecture::kQwen3Moe);
-    c.vocab_size = 151936;
-    c.bos_token_id = 151643;
-    c.eos_token_ids = {151645};
-    c.pad_token_id = 151643;
-    c.rms_norm_eps = 1e-6;
-    c.rope_theta = 1000000.0;
-    c.initializer_range = 0.02;
-    c.hidden_size = 2048;
-    c.num_hidden_layers = 2;
-    c.num_attention_heads = 32;
-    c.num_key_value_heads = 4;
-    c.head_dim = 128;
-    c.intermediate_size = 6144;
-    c.moe_intermediate_size = 768;
-    c.num_experts = 128;
-    c.num_experts_per_tok = 8;
-    c.norm_topk_prob = true;
-    c.max_position_embeddings = 40960;
-    c.max_window_layers = 2;
-    c.tie_word_embeddings = false;
-    c.dtype = ElementType::kBF16;
-  } else if (name == "qwen3-0.6b") {
-    c.hidden_size = 1024;
-    c.num_hidden_layers = 28;
-    c.num_attention_heads = 16;
-    c.num_key_value_heads = 8;
-    c.head_dim = 128;
-    c.intermediate_size = 3072;
-    c.max_position_embeddings = 40960;
-    c.max_window_layers = 28;
-    c.tie_word_embeddings = true;
-    c.dtype = ElementType::kBF16;
-  } else {
-    std::string names;
-    for (const auto& n : PresetNames()) names += (names.empty() ? "" : ", ") + n;
-    return InvalidArgument("unknown preset \"" + name + "\" (expected one of: " + names + ")");
+  for (const EmbeddedPreset& p : EmbeddedPresets()) {
+    if (p.name != name) continue;
+    TL_ASSIGN_OR_RETURN(io::ModelConfig c,
+                        io::ParseModelConfig(p.json, "preset " + name + " (src/models/presets/)"));
+    TL_RETURN_IF_ERROR(io::ValidateModelConfig(c));
+    return c;
   }
-  c.layer_types.assign(c.num_hidden_layers, "full_attention");
-  TL_RETURN_IF_ERROR(io::ValidateModelConfig(c));
-  return c;
+  std::string names;
+  for (const auto& n : PresetNames()) names += (names.empty() ? "" : ", ") + n;
+  return InvalidArgument("unknown preset \"" + name + "\" (expected one of: " + names + ")");
 }
 
 std::vector<io::NamedTensor> RandomWeights(const io::ModelConfig& config, uint64_t seed,

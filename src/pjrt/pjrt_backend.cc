@@ -264,9 +264,9 @@ StatusOr<std::unique_ptr<Backend>> OpenPjrt(const PjrtTarget& target, int cpu_de
   return pjrt::MakePjrtBackend(options);
 }
 
-[[maybe_unused]] const bool kPjrtOpenerRegistered = runtime::RegisterPjrtOpener(&OpenPjrt);
-
 }  // namespace
+
+void pjrt::RegisterBackendOpener() { runtime::RegisterPjrtOpener(&OpenPjrt); }
 
 StatusOr<std::unique_ptr<Backend>> MakeBackend(const BackendChoice& choice) {
   return runtime::OpenLocalBackend(choice);

@@ -22,10 +22,7 @@ bool CpuDevicesSet() {
 
 }  // namespace
 
-bool RegisterPjrtOpener(PjrtOpener opener) {
-  Opener() = opener;
-  return true;
-}
+void RegisterPjrtOpener(PjrtOpener opener) { Opener() = opener; }
 
 StatusOr<std::unique_ptr<Backend>> OpenLocalBackend(const BackendChoice& target, int devices) {
   if (CpuDevicesSet()) devices = 0;  // the variable decides (the interpreter reads it itself)
@@ -35,7 +32,8 @@ StatusOr<std::unique_ptr<Backend>> OpenLocalBackend(const BackendChoice& target,
   }
   if (Opener() == nullptr)
     return Unimplemented("PJRT target " + target.target.ToString() +
-                         ": this binary has no PJRT client (link tlaloc_pjrt)");
+                         ": this binary has no PJRT client (link tlaloc_pjrt and call "
+                         "pjrt::RegisterBackendOpener() at start-up)");
   return Opener()(target.target, devices < 1 ? 0 : devices);
 }
 

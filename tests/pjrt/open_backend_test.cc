@@ -12,6 +12,7 @@ namespace tlaloc::runtime {
 namespace {
 
 TEST(OpenBackendPjrt, TheCpuPluginGetsTheMeshDevices) {
+  pjrt::RegisterBackendOpener();
   if (const char* env = std::getenv("TLALOC_CPU_DEVICES"); env && *env)
     GTEST_SKIP() << "TLALOC_CPU_DEVICES is set: it decides the device count";
   auto mesh = Mesh::Parse("data=2");
@@ -24,6 +25,7 @@ TEST(OpenBackendPjrt, TheCpuPluginGetsTheMeshDevices) {
 }
 
 TEST(OpenBackendPjrt, AMissingPluginIsNamedByItsTarget) {
+  pjrt::RegisterBackendOpener();
   BackendChoice choice{false, PjrtTarget::Path("/nonexistent/libmissing_plugin.so")};
   auto b = OpenBackend(choice, std::nullopt, SingleProcessWorld());
   ASSERT_FALSE(b.ok());

@@ -101,7 +101,7 @@ TEST_F(OpenBackendTest, APjrtTargetWithoutAClientSaysSo) {
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.status().message(),
             "target pjrt:cuda: PJRT target cuda: this binary has no PJRT client (link "
-            "tlaloc_pjrt)");
+            "tlaloc_pjrt and call pjrt::RegisterBackendOpener() at start-up)");
 }
 
 }  // namespace

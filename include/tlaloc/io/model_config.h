@@ -88,7 +88,8 @@ struct ModelConfig {
   std::vector<std::string> layer_types;
   double attention_dropout = 0.0;
 
-  // Qwen3-MoE only (its family parses and writes them).
+  // The sparse MoE block's (in Qwen3-MoE's names), read only where the config's family has one
+  // (is_moe(): ConfigFamily::sparse_moe); such a family parses and writes them.
   int64_t decoder_sparse_step = 1;
   int64_t moe_intermediate_size = 768;
   int64_t num_experts_per_tok = 8;
@@ -110,7 +111,9 @@ struct ModelConfig {
   // written back so a round trip keeps them.
   std::string extra_json = "{}";
 
-  bool is_moe() const { return architecture.model_type == "qwen3_moe"; }
+  // Whether the config's family has sparse MoE layers (its ConfigFamily::sparse_moe), a
+  // capability rather than one model_type.
+  bool is_moe() const;
   int64_t num_key_value_groups() const { return num_attention_heads / num_key_value_heads; }
   // Whether decoder layer `layer` uses the sparse MoE block (else a dense MLP of
   // intermediate_size), by transformers' rule.
@@ -131,6 +134,8 @@ struct ConfigFamily {
   // head_dim absent: hidden_size / num_attention_heads (else the default stays, as
   // Qwen3Config's 128).
   bool head_dim_from_heads = false;
+  // Its models have sparse MoE layers: ModelConfig's MoE fields apply (ModelConfig::is_moe).
+  bool sparse_moe = false;
   // The config class's own defaults over the shared ones.
   void (*defaults)(ModelConfig& c) = nullptr;
   // Reads the family's own fields (after the shared sizes, before the layer types are derived).
@@ -138,8 +143,13 @@ struct ConfigFamily {
   // Writes them into the config.json object.
   void (*write)(const ModelConfig& c, nlohmann::json& j) = nullptr;
 };
-// The family that claims `model_type` (or, when empty, `class_name`); nullptr if none. Defined
-// by the model family registry (src/models/family.cc).
+// io's registry of them, filled by an explicit call at start-up: models::RegisterModelFamilies()
+// (models/family.h) registers every family's part (io sits below models, so it cannot name them
+// itself; a registration call rather than static initialisers, which a linker may drop from a
+// static library). Registering a model_type again replaces its entry. Parsing a config before
+// any registration is refused saying so.
+void RegisterConfigFamily(const ConfigFamily& family);
+// The family that claims `model_type` (or, when empty, `class_name`); nullptr if none.
 const ConfigFamily* FindConfigFamily(std::string_view model_type, std::string_view class_name);
 // "llama, qwen3, qwen3_moe": for messages.
 std::string KnownConfigFamilies();

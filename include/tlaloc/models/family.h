@@ -2,7 +2,7 @@
 // checkpoint of a given config.json `model_type` — the config checks, the weight names and
 // shapes, the step programs for generation with their typed signatures, the training forward,
 // and the chat format. A new family lives in its own folder under src/models/ and adds one line
-// to src/models/families.cc.
+// to src/models/families.cc. Programs call RegisterModelFamilies() at start-up.
 #pragma once
 
 #include <cstdint>
@@ -180,6 +180,12 @@ struct ModelFamily {
                                              const std::filesystem::path& out,
                                              const GgufExportOptions& options) = nullptr;
 };
+
+// Fills the registry (once; later calls do nothing) and registers each family's config part with
+// io (io::RegisterConfigFamily). Programs call it at start-up, before parsing any config.json:
+// io cannot call it (models sits above io), and a static initialiser in a static library may be
+// dropped by the linker. Every function below calls it too.
+void RegisterModelFamilies();
 
 // The family registered for `model_type`; an unknown type is refused naming the known ones.
 StatusOr<const ModelFamily*> FindFamily(std::string_view model_type);

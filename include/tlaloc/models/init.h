@@ -12,10 +12,13 @@
 
 namespace tlaloc::models {
 
-// "tiny" (hidden 64, 2 layers, 4 query / 2 KV heads, head_dim 16, intermediate 128, the full
-// Qwen3 vocabulary so the real tokenizer's ids fit, untied head), "tiny-moe" (the same with a
-// 4-expert top-2 MoE block) and "qwen3-0.6b" (the real model's shapes, tied head, bf16).
+// The config of preset `name`, one config.json file each under src/models/presets/ (compiled
+// in; README.md there describes them): "tiny" (hidden 64, 2 layers, 4 query / 2 KV heads,
+// head_dim 16, intermediate 128, the full Qwen3 vocabulary so the real tokenizer's ids fit,
+// untied head), "tiny-moe" (the same with a 4-expert top-2 MoE block), "qwen3-0.6b" (the real
+// model's shapes, tied head, bf16) and "qwen3-30b-a3b-2l" (Qwen3-30B-A3B with 2 of its layers).
 StatusOr<io::ModelConfig> PresetConfig(const std::string& name);
+// Every preset's name, sorted.
 std::vector<std::string> PresetNames();
 
 // Every parameter of `config` (models::WeightSpecs order), normal(0, initializer_range) for

@@ -16,6 +16,10 @@ StatusOr<std::unique_ptr<Backend>> MakePjrtBackend(const SessionOptions& options
 std::unique_ptr<Backend> MakePjrtBackend(std::unique_ptr<PjrtSession> session,
                                          const CompileOptions& compile_options = {});
 
+// Registers the PJRT client as runtime::OpenBackend's way to a plugin (runtime/open_backend.h).
+// Programs that open PJRT targets through OpenBackend call it once at start-up.
+void RegisterBackendOpener();
+
 }  // namespace tlaloc::pjrt
 
 namespace tlaloc {

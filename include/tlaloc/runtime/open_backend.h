@@ -3,9 +3,10 @@
 // `generate --mesh` and `serve` open their backends here.
 //
 // runtime/ sits below pjrt/ (the PJRT client implements runtime's Backend), so runtime cannot
-// call the PJRT client directly: the pjrt layer registers its opener (pjrt_backend.cc, the file
-// of MakeBackend and MakePjrtBackend, so any binary that links PJRT has it). Without one, a
-// PJRT target is an error saying the binary has no PJRT client.
+// call the PJRT client directly: a program that links pjrt registers its opener at start-up
+// with pjrt::RegisterBackendOpener() (pjrt/pjrt_backend.h; an explicit call, since a static
+// initialiser in a static library may be dropped by the linker). Without one, a PJRT target is
+// an error saying the binary has no PJRT client.
 #pragma once
 
 #include <memory>
@@ -22,8 +23,8 @@ namespace tlaloc::runtime {
 // devices (its cpu_device_count create option), 0 leaves the plugin's default.
 using PjrtOpener = StatusOr<std::unique_ptr<Backend>> (*)(const PjrtTarget& target,
                                                           int cpu_devices);
-// Called once by the pjrt layer; returns true so it can initialize a static.
-bool RegisterPjrtOpener(PjrtOpener opener);
+// Called by pjrt::RegisterBackendOpener(), before any backend is opened.
+void RegisterPjrtOpener(PjrtOpener opener);
 
 // `target`'s backend in this process with `devices` devices (< 1: its default): the
 // interpreter gets that many, and so does a CPU-family plugin; a GPU or TPU plugin has the

@@ -7,6 +7,7 @@
 #include <numbers>
 
 #include "io/json_fields.h"
+#include "models/decoder/decoder.h"
 #include "models/llama/llama_family.h"
 #include "models/qwen3/qwen3_family.h"
 
@@ -41,22 +42,22 @@ std::pair<Tensor, Tensor> Rotary(const ModelConfig& c, const Tensor& positions) 
   return {Cos(emb), Sin(emb)};
 }
 
-const qwen3::DecoderKind& LlamaDecoder() {
-  static const qwen3::DecoderKind kind{"Llama",     "llama", CheckSupported,
-                                       WeightSpecs, false,   Rotary};
+const decoder::DecoderKind& LlamaDecoder() {
+  static const decoder::DecoderKind kind{"Llama",     "llama", CheckSupported,
+                                         WeightSpecs, false,   Rotary};
   return kind;
 }
 
 StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
                                  nn::LayerTrace* trace, const ParallelHooks* parallel) {
-  return qwen3::BuildDecoderStep(LlamaDecoder(), c, shape, trace, parallel);
+  return decoder::BuildDecoderStep(LlamaDecoder(), c, shape, trace, parallel);
 }
 
 StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTensors& w,
                                          const Tensor& input_ids, const Tensor* positions,
                                          autodiff::Marks* remat, const ParallelHooks* parallel) {
-  return qwen3::BuildDecoderTrainForward(LlamaDecoder(), c, w, input_ids, positions, remat,
-                                         parallel);
+  return decoder::BuildDecoderTrainForward(LlamaDecoder(), c, w, input_ids, positions, remat,
+                                           parallel);
 }
 
 // Llama 3's chat format, for the tokenizer_config.json of folders Tlaloc writes.
@@ -162,7 +163,7 @@ std::vector<WeightSpec> WeightSpecs(const ModelConfig& c) {
     WeightSpec s{t.name, t.shape, {}, t.fixed_type};
     // Untied, the embedding is only gathered by token id; tied, the head reads it whole.
     s.read_by_rows = t.name == "model.embed_tokens.weight" && !c.tie_word_embeddings;
-    s.tensor_parallel_dim = qwen3::TensorParallelDim(t.name);  // the same projection names
+    s.tensor_parallel_dim = decoder::TensorParallelDim(t.name);  // the same projection names
     out.push_back(std::move(s));
   }
   return out;

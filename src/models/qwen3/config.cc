@@ -75,6 +75,7 @@ io::ConfigFamily ConfigFamilyOf(const io::ModelArchitecture& arch) {
   io::ConfigFamily f;
   f.architecture = arch;
   f.head_dim_from_heads = moe;
+  f.sparse_moe = moe;
   f.defaults = moe ? MoeDefaults : nullptr;  // Qwen3Config's are the shared ones
   f.parse = moe ? ParseMoe : ParseSlidingWindow;
   f.write = moe ? WriteMoe : WriteSlidingWindow;

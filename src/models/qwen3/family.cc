@@ -39,9 +39,22 @@ Status CheckSupported(const ModelConfig& c) {
   return OkStatus();
 }
 
-const DecoderKind& Qwen3Decoder() {
-  static const DecoderKind kind{"Qwen3", "qwen3", CheckSupported, WeightSpecs, true, nullptr};
+const decoder::DecoderKind& Qwen3Decoder() {
+  static const decoder::DecoderKind kind{"Qwen3",     "qwen3", CheckSupported,
+                                         WeightSpecs, true,    nullptr};
   return kind;
+}
+
+StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
+                                 nn::LayerTrace* trace, const ParallelHooks* parallel) {
+  return decoder::BuildDecoderStep(Qwen3Decoder(), c, shape, trace, parallel);
+}
+
+StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTensors& w,
+                                         const Tensor& input_ids, const Tensor* positions,
+                                         autodiff::Marks* remat, const ParallelHooks* parallel) {
+  return decoder::BuildDecoderTrainForward(Qwen3Decoder(), c, w, input_ids, positions, remat,
+                                           parallel);
 }
 
 void Register(std::vector<ModelFamily>& registry) {

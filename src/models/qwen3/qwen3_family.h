@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "models/decoder/decoder.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/gguf.h"
 #include "tlaloc/models/family.h"
@@ -11,76 +12,12 @@ namespace tlaloc::models::qwen3 {
 
 using io::ModelConfig;
 
-// How a decoder layer is used: prefill writes a chunk's keys into cache slots and attends
-// within the chunk; decode writes one key per slot and attends over the whole cache; train has
-// no cache.
-enum class Mode { kPrefill, kDecode, kTrain };
-
-// What every layer of one forward shares.
-struct LayerContext {
-  Mode mode = Mode::kTrain;
-  Tensor cos, sin;   // rotary tables [B, T, head_dim], f32
-  Tensor mask;       // pred [B, T, keys]
-  Tensor slots;      // prefill: s32 [B], the cache row of each batch row
-  Tensor positions;  // decode: s32 [B], where each row's new key goes
-  // Paged KV cache (page_size > 0): each row's chunk starts at starts[r] and holds lengths[r]
-  // real tokens; block_table [B, M] names the row's blocks, write_blocks [B, W] those its chunk
-  // touches (from the block holding starts[r]). The cache is a pool of blocks.
-  int64_t page_size = 0;
-  Tensor starts, lengths, block_table, write_blocks;
-  // Tensor parallelism (shard/): the block reductions and annotations; unset on one device.
-  ParallelHooks parallel;
-  // Qwen3 RMS-normalises each head's queries and keys before the rotation; Llama does not.
-  bool qk_norm = true;
-};
-
-// What differs between the Llama-style decoders built here: Qwen3's (q/k norms) and Llama's
-// (models/llama/, plain attention and its own rotary frequencies). The layer, the step programs
-// and the training forward are shared.
-struct DecoderKind {
-  const char* name = "Qwen3";  // starts messages; the program module's name in lower case
-  const char* module = "qwen3";
-  Status (*check)(const ModelConfig& c) = nullptr;
-  std::vector<WeightSpec> (*weight_specs)(const ModelConfig& c) = nullptr;
-  bool qk_norm = true;
-  // cos/sin tables [..., head_dim] for s32 positions; null: nn::RotaryTables over rope_theta.
-  std::pair<Tensor, Tensor> (*rotary)(const ModelConfig& c, const Tensor& positions) = nullptr;
-};
-// Qwen3's.
-const DecoderKind& Qwen3Decoder();
-StatusOr<ModelProgram> BuildDecoderStep(const DecoderKind& kind, const ModelConfig& c,
-                                        const StepShape& shape, nn::LayerTrace* trace,
-                                        const ParallelHooks* parallel);
-StatusOr<TrainForward> BuildDecoderTrainForward(const DecoderKind& kind, const ModelConfig& c,
-                                                const WeightTensors& w, const Tensor& input_ids,
-                                                const Tensor* positions, autodiff::Marks* remat,
-                                                const ParallelHooks* parallel);
-
-// One layer's KV cache, replaced by its updated value as layers write it.
-struct LayerCache {
-  Tensor k, v;
-};
-
-// Decoder layer `layer` on x [B, T, H] (`cache` unused, may be null, in training).
-Tensor DecoderLayer(const ModelConfig& c, const WeightTensors& w, int64_t layer, const Tensor& x,
-                    const LayerContext& ctx, LayerCache* cache, nn::LayerTrace* trace);
-// The block scales of int8 matrix `name` in `w`, or an invalid Tensor when it is a float matrix.
-inline Tensor Int8Scale(const WeightTensors& w, const std::string& name) {
-  auto it = w.find(Int8ScaleName(name));
-  return it == w.end() ? Tensor() : it->second;
-}
-
-// Final RMSNorm.
-Tensor FinalNorm(const ModelConfig& c, const WeightTensors& w, const Tensor& x,
-                 nn::LayerTrace* trace);
-// The LM head matrix's checkpoint name: lm_head.weight, or the embedding when tied.
-std::string HeadWeightName(const ModelConfig& c);
+// The shared decoder (models/decoder/) for Qwen3's kind: q/k norms, rotary over rope_theta.
+const decoder::DecoderKind& Qwen3Decoder();
 
 Status CheckSupported(const ModelConfig& c);
 std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c);
 std::vector<WeightSpec> WeightSpecs(const ModelConfig& c);
-// The tensor-parallel split dimension of weight `name` (WeightSpec::tensor_parallel_dim).
-int64_t TensorParallelDim(std::string name);
 StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
                                  nn::LayerTrace* trace, const ParallelHooks* parallel);
 StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTensors& w,

@@ -82,28 +82,6 @@ std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c) {
   return quantized;
 }
 
-namespace {
-
-bool EndsWith(const std::string& s, std::string_view tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-}  // namespace
-
-// Column-parallel projections (q, k, v, gate, up) split their output rows, row-parallel ones
-// (o, down: the layer's partial sums ParallelHooks::Reduce adds) their input columns, stacked
-// experts their experts; an int8 matrix's scales follow it.
-int64_t TensorParallelDim(std::string name) {
-  if (EndsWith(name, "_scale")) name.resize(name.size() - std::string_view("_scale").size());
-  if (name.find(".mlp.experts.") != std::string::npos) return 0;
-  for (const char* col : {"self_attn.q_proj.weight", "self_attn.k_proj.weight",
-                          "self_attn.v_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight"})
-    if (EndsWith(name, col)) return 0;
-  for (const char* row : {"self_attn.o_proj.weight", "mlp.down_proj.weight"})
-    if (EndsWith(name, row)) return 1;
-  return -1;
-}
-
 std::vector<WeightSpec> WeightSpecs(const ModelConfig& c) {
   // The checkpoint's tensors, except that an MoE layer's experts enter the programs stacked
   // ([E, out, in] per projection), so that one grouped product or gather reads any subset.
@@ -145,7 +123,7 @@ std::vector<WeightSpec> WeightSpecs(const ModelConfig& c) {
   // Untied, the embedding is only gathered by token id; tied, the head reads it whole.
   for (auto& spec : out) {
     if (spec.name == "model.embed_tokens.weight") spec.read_by_rows = !c.tie_word_embeddings;
-    spec.tensor_parallel_dim = TensorParallelDim(spec.name);
+    spec.tensor_parallel_dim = decoder::TensorParallelDim(spec.name);
   }
   return out;
 }

@@ -1,15 +1,9 @@
-// Qwen3's causal forward for training: the same decoder layer as the step programs in training
-// mode (no cache, no sampling); every position attends to the positions at or before it in its
-// own document (the whole row unless packed positions say where documents start).
-#include "models/qwen3/qwen3_family.h"
+// The shared decoder's causal forward for training: the same decoder layer as the step programs in
+// training mode (no cache, no sampling); every position attends to the positions at or before it in
+// its own document (the whole row unless packed positions say where documents start).
+#include "models/decoder/decoder.h"
 
-namespace tlaloc::models::qwen3 {
-
-StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTensors& w,
-                                         const Tensor& input_ids, const Tensor* positions,
-                                         autodiff::Marks* remat, const ParallelHooks* parallel) {
-  return BuildDecoderTrainForward(Qwen3Decoder(), c, w, input_ids, positions, remat, parallel);
-}
+namespace tlaloc::models::decoder {
 
 StatusOr<TrainForward> BuildDecoderTrainForward(const DecoderKind& kind, const ModelConfig& c,
                                                 const WeightTensors& w, const Tensor& input_ids,
@@ -68,4 +62,4 @@ StatusOr<TrainForward> BuildDecoderTrainForward(const DecoderKind& kind, const M
   return TrainForward{FinalNorm(c, w, x, nullptr), HeadWeightName(c)};
 }
 
-}  // namespace tlaloc::models::qwen3
+}  // namespace tlaloc::models::decoder

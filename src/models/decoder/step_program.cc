@@ -1,4 +1,4 @@
-// Qwen3's generation step programs (Llama's too: BuildDecoderStep with its DecoderKind):
+// The shared decoder's generation step programs (BuildDecoderStep, for a family's DecoderKind):
 //
 //   prefill(weights..., tokens s32[B,T], positions s32[B,T], lengths s32[B], slots s32[B],
 //           temperature f32[B], top_k s32[B], top_p f32[B], keys u32[B,2], steps u32[B],
@@ -19,9 +19,9 @@
 // cache argument aliases its updated result (donated, updated in place).
 #include <limits>
 
-#include "models/qwen3/qwen3_family.h"
+#include "models/decoder/decoder.h"
 
-namespace tlaloc::models::qwen3 {
+namespace tlaloc::models::decoder {
 
 namespace {
 
@@ -69,11 +69,6 @@ Status CheckShape(const std::string& name, const StepShape& shape) {
 }
 
 }  // namespace
-
-StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
-                                 nn::LayerTrace* trace, const ParallelHooks* parallel) {
-  return BuildDecoderStep(Qwen3Decoder(), c, shape, trace, parallel);
-}
 
 StatusOr<ModelProgram> BuildDecoderStep(const DecoderKind& kind, const ModelConfig& c,
                                         const StepShape& shape, nn::LayerTrace* trace,
@@ -226,4 +221,4 @@ StatusOr<ModelProgram> BuildDecoderStep(const DecoderKind& kind, const ModelConf
   return program;
 }
 
-}  // namespace tlaloc::models::qwen3
+}  // namespace tlaloc::models::decoder

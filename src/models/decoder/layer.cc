@@ -1,12 +1,12 @@
-// Qwen3's decoder layer (Llama's too, without the q/k norms), written once for prefill, decode and
-// training. The modes differ only in where the attention's keys come from (the chunk's own, or the
-// whole cache) and whether they are written to a cache.
+// The shared decoder layer (Qwen3's; Llama's without the q/k norms), written once for prefill,
+// decode and training. The modes differ only in where the attention's keys come from (the chunk's
+// own, or the whole cache) and whether they are written to a cache.
 #include <cmath>
 
-#include "models/qwen3/qwen3_family.h"
+#include "models/decoder/decoder.h"
 #include "tlaloc/nn/moe.h"
 
-namespace tlaloc::models::qwen3 {
+namespace tlaloc::models::decoder {
 
 namespace {
 
@@ -196,4 +196,4 @@ std::string HeadWeightName(const ModelConfig& c) {
   return c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight";
 }
 
-}  // namespace tlaloc::models::qwen3
+}  // namespace tlaloc::models::decoder
