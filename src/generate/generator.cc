@@ -69,7 +69,7 @@ StatusOr<std::unique_ptr<Generator>> Generator::Load(const std::filesystem::path
     return NotFound("model folder " + dir.string() + " does not exist");
   if (!std::filesystem::exists(dir / "config.json", ec))
     return NotFound("model folder " + dir.string() + " has no config.json");
-  TL_ASSIGN_OR_RETURN(io::ModelConfig config, io::LoadModelConfig(dir));
+  TL_ASSIGN_OR_RETURN(io::ModelConfig config, models::LoadConfig(dir));
   TL_ASSIGN_OR_RETURN(const models::ModelFamily* family, models::FamilyOf(config));
   TL_RETURN_IF_ERROR(family->check_supported(config));
   bool has_weights = std::filesystem::exists(dir / io::kSingleSafetensorsName, ec) ||

@@ -24,6 +24,16 @@ const std::vector<ModelFamily>& Registry() {
 
 void RegisterModelFamilies() { (void)Registry(); }
 
+StatusOr<io::ModelConfig> LoadConfig(const std::filesystem::path& path) {
+  RegisterModelFamilies();
+  return io::LoadModelConfig(path);
+}
+
+StatusOr<io::ModelConfig> ParseConfig(std::string_view json_text, std::string_view source) {
+  RegisterModelFamilies();
+  return io::ParseModelConfig(json_text, source);
+}
+
 std::vector<std::string_view> KnownModelTypes() {
   std::vector<std::string_view> out;
   for (const ModelFamily& f : Registry()) out.push_back(f.model_type);
@@ -81,7 +91,7 @@ StatusOr<GgufExportSummary> ExportGguf(const std::filesystem::path& dir,
     return NotFound(where +
                     ": no such checkpoint folder (expected config.json, safetensors "
                     "and tokenizer.json in a folder)");
-  auto config = io::LoadModelConfig(dir);
+  auto config = LoadConfig(dir);
   if (!config.ok())
     return Status(config.status().code(), where + ": " + std::string(config.status().message()));
   TL_ASSIGN_OR_RETURN(const ModelFamily* f, FamilyOf(*config));

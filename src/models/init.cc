@@ -26,7 +26,7 @@ StatusOr<io::ModelConfig> PresetConfig(const std::string& name) {
   for (const EmbeddedPreset& p : EmbeddedPresets()) {
     if (p.name != name) continue;
     TL_ASSIGN_OR_RETURN(io::ModelConfig c,
-                        io::ParseModelConfig(p.json, "preset " + name + " (src/models/presets/)"));
+                        ParseConfig(p.json, "preset " + name + " (src/models/presets/)"));
     TL_RETURN_IF_ERROR(io::ValidateModelConfig(c));
     return c;
   }

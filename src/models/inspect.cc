@@ -53,7 +53,7 @@ StatusOr<InspectReport> InspectCheckpoint(const fs::path& path) {
   TL_ASSIGN_OR_RETURN(io::Checkpoint ckpt, io::Checkpoint::Open(path));
   if (fs::is_directory(path)) {
     if (fs::exists(path / "config.json")) {
-      TL_ASSIGN_OR_RETURN(r.config, io::LoadModelConfig(path / "config.json"));
+      TL_ASSIGN_OR_RETURN(r.config, LoadConfig(path / "config.json"));
     }
     if (fs::exists(path / "generation_config.json")) {
       TL_ASSIGN_OR_RETURN(r.generation, io::LoadGenerationConfig(path / "generation_config.json"));

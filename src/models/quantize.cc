@@ -131,7 +131,7 @@ StatusOr<QuantizeSummary> QuantizeCheckpoint(const fs::path& in, const fs::path&
   if (fs::exists(out, ec) && (!fs::is_directory(out, ec) || !fs::is_empty(out, ec)))
     return FailedPrecondition(where + ": output " + out.string() +
                               " exists and is not an empty folder");
-  auto loaded = io::LoadModelConfig(in);
+  auto loaded = LoadConfig(in);
   if (!loaded.ok())
     return Status(loaded.status().code(), where + ": " + std::string(loaded.status().message()));
   io::ModelConfig config = *loaded;

@@ -231,7 +231,7 @@ StatusOr<FinetuneResult> RunFinetune(const FinetuneOptions& options_in, Backend&
   }
   const fs::path model_dir = options.model_dir.empty() ? save_point.dir : options.model_dir;
 
-  TL_ASSIGN_OR_RETURN(io::ModelConfig config, io::LoadModelConfig(model_dir / "config.json"));
+  TL_ASSIGN_OR_RETURN(io::ModelConfig config, models::LoadConfig(model_dir / "config.json"));
   // The checkpoint is written back in the dtype it was read in.
   TL_ASSIGN_OR_RETURN(io::Checkpoint checkpoint, io::Checkpoint::Open(model_dir));
   ElementType stored = ElementType::kF32;

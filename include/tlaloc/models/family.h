@@ -187,6 +187,13 @@ struct ModelFamily {
 // dropped by the linker. Every function below calls it too.
 void RegisterModelFamilies();
 
+// io::LoadModelConfig and io::ParseModelConfig with the families registered first: what the
+// library's own loaders (generate, train, models) call, so a C++ program that never called
+// RegisterModelFamilies() still reads every family's config.
+StatusOr<io::ModelConfig> LoadConfig(const std::filesystem::path& path);
+StatusOr<io::ModelConfig> ParseConfig(std::string_view json_text,
+                                      std::string_view source = "config.json");
+
 // The family registered for `model_type`; an unknown type is refused naming the known ones.
 StatusOr<const ModelFamily*> FindFamily(std::string_view model_type);
 // The family of a parsed config.

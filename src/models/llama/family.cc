@@ -172,7 +172,7 @@ std::vector<WeightSpec> WeightSpecs(const ModelConfig& c) {
 StatusOr<GgufExportSummary> ExportGguf(const std::filesystem::path& dir,
                                        const std::filesystem::path& out,
                                        const GgufExportOptions& options) {
-  TL_ASSIGN_OR_RETURN(ModelConfig config, io::LoadModelConfig(dir));
+  TL_ASSIGN_OR_RETURN(ModelConfig config, LoadConfig(dir));
   TL_RETURN_IF_ERROR(CheckSupported(config));
   // llama.cpp takes "llama3" scaling as a rope_freqs tensor of per-frequency divisors, which
   // is not written yet.

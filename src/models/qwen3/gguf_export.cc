@@ -229,7 +229,7 @@ StatusOr<GgufExportSummary> ExportGguf(const fs::path& dir, const fs::path& out,
     return NotFound(where +
                     ": no such checkpoint folder (expected config.json, safetensors "
                     "and tokenizer.json in a folder)");
-  TL_ASSIGN_OR_RETURN(ModelConfig config, io::LoadModelConfig(dir));
+  TL_ASSIGN_OR_RETURN(ModelConfig config, LoadConfig(dir));
   const bool moe = config.architecture == io::ModelArchitecture::kQwen3Moe;
   if (config.architecture != io::ModelArchitecture::kQwen3 && !moe)
     return Unimplemented(where + ": architecture " +

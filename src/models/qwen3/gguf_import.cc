@@ -18,6 +18,7 @@
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/gguf.h"
 #include "tlaloc/io/model_config.h"
+#include "tlaloc/models/family.h"
 #include "tlaloc/nn/gguf_linear.h"
 
 namespace tlaloc::models {
@@ -245,7 +246,7 @@ StatusOr<io::ModelConfig> ImportConfig(const GgufContents& c, const std::string&
     j["quantization_config"] = {{"quant_method", std::string(io::kTlalocGgufQuantMethod)},
                                 {"group_size", io::kInt8BlockSize},
                                 {"formats", formats}};
-  return io::ParseModelConfig(j.dump(), src + " (its hyperparameters as config.json)");
+  return ParseConfig(j.dump(), src + " (its hyperparameters as config.json)");
 }
 
 uint64_t Fnv1a(const std::string& s) {
