@@ -105,14 +105,22 @@ TLALOC_AVX512_CORE_TARGET void Q4_KRowAvx512(const uint8_t* q, const float* scal
   }
 }
 
+// Q6_K's value of 16 elements: (low 4 bits | high 2 bits << 4) - 32, times the sub-block scale.
+// (Functions, not lambdas: clang gives a lambda in a target function no target features.)
+TLALOC_AVX512_CORE_TARGET inline __m512 Q6_KValue(__m512i low4, __m512i high2, float s) {
+  const __m512i v =
+      _mm512_sub_epi32(_mm512_or_si512(low4, _mm512_slli_epi32(high2, 4)), _mm512_set1_epi32(32));
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(s));
+}
+
+TLALOC_AVX512_CORE_TARGET inline void Q6_KPut(float* out, __m512i low4, __m512i high2, float s) {
+  _mm512_storeu_ps(out, Q6_KValue(low4, high2, s));
+}
+
 TLALOC_AVX512_CORE_TARGET void Q6_KRowAvx512(const uint8_t* q, const float* scale, int64_t k,
                                              float* y) {
-  const __m512i mask = _mm512_set1_epi32(0x0F), three = _mm512_set1_epi32(3),
-                off = _mm512_set1_epi32(32);
-  auto put = [&](float* out, __m512i low4, __m512i high2, float s) {
-    const __m512i v = _mm512_sub_epi32(_mm512_or_si512(low4, _mm512_slli_epi32(high2, 4)), off);
-    _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(s)));
-  };
+  const __m512i mask = _mm512_set1_epi32(0x0F), three = _mm512_set1_epi32(3);
+  auto& put = Q6_KPut;
   for (int64_t b = 0; b < k / 256; ++b, q += 192) {
     const uint8_t* ql = q;
     const uint8_t* qh = q + 128;
@@ -162,6 +170,11 @@ TLALOC_AVX512_CORE_TARGET inline void StepsQ4_0(const uint8_t* q, const uint16_t
   }
 }
 
+// Q4_K's value of 16 elements: d * q - m (the imported scale and min of their sub-block).
+TLALOC_AVX512_CORE_TARGET inline __m512 Q4_KValue(__m512i n, __m512 d, __m512 m) {
+  return _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(n)), m);
+}
+
 template <typename Step>
 TLALOC_AVX512_CORE_TARGET inline void StepsQ4_K(const uint8_t* q, const float* scale, int64_t k,
                                                 Step&& step) {
@@ -170,9 +183,7 @@ TLALOC_AVX512_CORE_TARGET inline void StepsQ4_K(const uint8_t* q, const float* s
     const __m512i v0 = Bytes16(q), v1 = Bytes16(q + 16);
     const __m512 d1 = _mm512_set1_ps(scale[4 * b]), m1 = _mm512_set1_ps(scale[4 * b + 1]);
     const __m512 d2 = _mm512_set1_ps(scale[4 * b + 2]), m2 = _mm512_set1_ps(scale[4 * b + 3]);
-    auto value = [&](__m512i n, __m512 d, __m512 m) {
-      return _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(n)), m);
-    };
+    auto& value = Q4_KValue;
     step(value(_mm512_and_si512(v0, mask), d1, m1), value(_mm512_and_si512(v1, mask), d1, m1));
     step(value(_mm512_srli_epi32(v0, 4), d2, m2), value(_mm512_srli_epi32(v1, 4), d2, m2));
   }
@@ -181,12 +192,8 @@ TLALOC_AVX512_CORE_TARGET inline void StepsQ4_K(const uint8_t* q, const float* s
 template <typename Step>
 TLALOC_AVX512_CORE_TARGET inline void StepsQ6_K(const uint8_t* q, const float* scale, int64_t k,
                                                 Step&& step) {
-  const __m512i mask = _mm512_set1_epi32(0x0F), three = _mm512_set1_epi32(3),
-                off = _mm512_set1_epi32(32);
-  auto value = [&](__m512i low4, __m512i high2, float s) {
-    const __m512i v = _mm512_sub_epi32(_mm512_or_si512(low4, _mm512_slli_epi32(high2, 4)), off);
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(s));
-  };
+  const __m512i mask = _mm512_set1_epi32(0x0F), three = _mm512_set1_epi32(3);
+  auto& value = Q6_KValue;
   for (int64_t b = 0; b < k / 256; ++b, q += 192) {
     const uint8_t* ql = q;
     const uint8_t* qh = q + 128;
@@ -212,6 +219,28 @@ TLALOC_AVX512_CORE_TARGET inline void StepsQ6_K(const uint8_t* q, const float* s
   }
 }
 
+// One 32-element step (a, b) of a row into the S accumulator pairs, in the f32 kernel's lane
+// order. A functor, not a lambda, so clang compiles its call operator for AVX-512.
+template <int S>
+struct DotStep {
+  __m512* acc0;
+  __m512* acc1;
+  __m512i lo_idx, hi_idx;
+  const float* xp;
+  int64_t k;
+  int64_t i = 0;
+  TLALOC_AVX512_CORE_TARGET inline void operator()(__m512 a, __m512 b) {
+    const __m512 w0 = _mm512_permutex2var_ps(a, lo_idx, b);
+    const __m512 w1 = _mm512_permutex2var_ps(a, hi_idx, b);
+#pragma GCC unroll 4
+    for (int v = 0; v < S; ++v) {
+      acc0[v] = _mm512_fmadd_ps(_mm512_loadu_ps(xp + v * k + i), w0, acc0[v]);
+      acc1[v] = _mm512_fmadd_ps(_mm512_loadu_ps(xp + v * k + i + 16), w1, acc1[v]);
+    }
+    i += 32;
+  }
+};
+
 // One packed row against S vectors xp (each [k], in the kernel's lane order per step).
 template <int S>
 TLALOC_AVX512_CORE_TARGET void RowDotsAvx512(GgufPacked f, const uint8_t* q, const uint8_t* sr,
@@ -221,17 +250,7 @@ TLALOC_AVX512_CORE_TARGET void RowDotsAvx512(GgufPacked f, const uint8_t* q, con
 #pragma GCC unroll 4
   for (int v = 0; v < S; ++v) acc0[v] = acc1[v] = _mm512_setzero_ps();
   const __m512i lo_idx = _mm512_loadu_si512(kLoLanes), hi_idx = _mm512_loadu_si512(kHiLanes);
-  int64_t i = 0;
-  auto step = [&](__m512 a, __m512 b) {
-    const __m512 w0 = _mm512_permutex2var_ps(a, lo_idx, b);
-    const __m512 w1 = _mm512_permutex2var_ps(a, hi_idx, b);
-#pragma GCC unroll 4
-    for (int v = 0; v < S; ++v) {
-      acc0[v] = _mm512_fmadd_ps(_mm512_loadu_ps(xp + v * k + i), w0, acc0[v]);
-      acc1[v] = _mm512_fmadd_ps(_mm512_loadu_ps(xp + v * k + i + 16), w1, acc1[v]);
-    }
-    i += 32;
-  };
+  DotStep<S> step{acc0, acc1, lo_idx, hi_idx, xp, k};
   switch (f) {
     case GgufPacked::kQ4_0:
       StepsQ4_0(q, reinterpret_cast<const uint16_t*>(sr), k, step);
