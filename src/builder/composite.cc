@@ -4,9 +4,7 @@
 
 namespace tlaloc {
 
-namespace {
-
-void CloneInto(const Block& src, Block& dst, std::unordered_map<ValueImpl*, Value>& map) {
+void CloneBlockInto(const Block& src, Block& dst, std::unordered_map<ValueImpl*, Value>& map) {
   for (const auto& op : src.operations()) {
     std::vector<Value> operands;
     for (Value v : op->operands()) operands.push_back(map.count(v.impl()) ? map[v.impl()] : v);
@@ -16,14 +14,12 @@ void CloneInto(const Block& src, Block& dst, std::unordered_map<ValueImpl*, Valu
       for (const auto& b : op->region(r).blocks()) {
         Block& nb = copy->region(r).AddBlock();
         for (Value a : b->arguments()) map[a.impl()] = nb.AddArgument(a.type());
-        CloneInto(*b, nb, map);
+        CloneBlockInto(*b, nb, map);
       }
     Operation* placed = dst.Append(std::move(copy));
     for (int i = 0; i < op->num_results(); ++i) map[op->result(i).impl()] = placed->result(i);
   }
 }
-
-}  // namespace
 
 void CopyPrivateFunctions(const Module& from, Module& to) {
   for (const auto& f : from.functions()) {
@@ -33,7 +29,7 @@ void CopyPrivateFunctions(const Module& from, Module& to) {
     std::unordered_map<ValueImpl*, Value> map;
     for (int i = 0; i < f->num_arguments(); ++i)
       map[f->entry().argument(i).impl()] = copy->entry().argument(i);
-    CloneInto(f->entry(), copy->entry(), map);
+    CloneBlockInto(f->entry(), copy->entry(), map);
   }
 }
 

@@ -171,23 +171,6 @@ StatusOr<std::string> Instantiate(const std::string& text,
   return out;
 }
 
-void CloneBlock(const Block& src, Block& dst, std::unordered_map<ValueImpl*, Value>& map) {
-  for (const auto& op : src.operations()) {
-    std::vector<Value> operands;
-    for (Value v : op->operands()) operands.push_back(map.count(v.impl()) ? map[v.impl()] : v);
-    auto copy =
-        Operation::Create(op->def(), operands, op->result_types(), op->attrs(), op->num_regions());
-    for (int r = 0; r < op->num_regions(); ++r)
-      for (const auto& b : op->region(r).blocks()) {
-        Block& nb = copy->region(r).AddBlock();
-        for (Value a : b->arguments()) map[a.impl()] = nb.AddArgument(a.type());
-        CloneBlock(*b, nb, map);
-      }
-    Operation* placed = dst.Append(std::move(copy));
-    for (int i = 0; i < op->num_results(); ++i) map[op->result(i).impl()] = placed->result(i);
-  }
-}
-
 // Whether v is produced by (or inside a region of) one of `ops`.
 bool DefinedInside(Value v, const std::set<const Operation*>& ops) {
   const Operation* p = v.producer();
@@ -637,7 +620,7 @@ StatusOr<KernelizeResult> Kernelizer::Apply(std::shared_ptr<Module> module,
             std::unordered_map<ValueImpl*, Value> map;
             for (int i = 0; i < src->num_arguments(); ++i)
               map[src->entry().argument(i).impl()] = dst->entry().argument(i);
-            CloneBlock(src->entry(), dst->entry(), map);
+            CloneBlockInto(src->entry(), dst->entry(), map);
             return OkStatus();
           }));
       AttrDict a;

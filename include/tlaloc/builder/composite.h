@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "tlaloc/builder/tensor.h"
@@ -34,6 +35,10 @@ std::vector<Tensor> EmitComposite(
 // decompositions of composites built in one module (a scratch module, such as the trainer's
 // loss) and differentiated or called from another.
 void CopyPrivateFunctions(const Module& from, Module& to);
+
+// Appends a copy of `src`'s operations (their regions too) to `dst`; `map` takes each value of
+// `src` (and of its enclosing blocks, as the caller fills it) to its copy.
+void CloneBlockInto(const Block& src, Block& dst, std::unordered_map<ValueImpl*, Value>& map);
 
 // A symbol-safe name for a tensor type, e.g. "bf16_2x5x64" ([A-Za-z0-9_] only).
 std::string CompositeTypeName(const TensorType& t);
