@@ -62,14 +62,20 @@ bool IsCompositeLayer(std::string_view layer) {
 // One record per composite of a layer in `resolved` in the module's functions (not inside
 // decompositions), as op range [i, i + 1) of its block: path and attributes from the trace's
 // record of that call when there is one, the composite's numeric attributes otherwise.
-template <typename Resolved>
-void AddCompositeRecords(const Module& module, const nn::LayerTrace& trace,
-                         const Resolved& resolved, std::vector<nn::LayerRecord>& records) {
+// The functions named as some composite's decomposition in `module`.
+std::set<std::string> CompositeDecompositions(const Module& module) {
   std::set<std::string> decompositions;
   for (const auto& fn : module.functions())
     for (const auto& op : fn->entry().operations())
       if (op->name() == "stablehlo.composite")
         decompositions.insert(GetStringAttr(op->attrs(), "decomposition"));
+  return decompositions;
+}
+
+template <typename Resolved>
+void AddCompositeRecords(const Module& module, const nn::LayerTrace& trace,
+                         const Resolved& resolved, std::vector<nn::LayerRecord>& records) {
+  const std::set<std::string> decompositions = CompositeDecompositions(module);
   std::map<std::pair<const Block*, size_t>, const nn::LayerRecord*> traced;
   for (const auto& r : trace.records())
     if (IsCompositeLayer(r.kernel)) traced[{r.block, r.begin_op}] = &r;
@@ -422,8 +428,8 @@ StatusOr<KernelizeResult> Kernelizer::Apply(std::shared_ptr<Module> module,
       result.kept.push_back(r.kernel + " " + r.path + ": " + unresolved_.at(r.kernel));
     }
   }
-  // The replaced composites' decompositions stay in the module, unreferenced (XLA drops them; the
-  // interpreter never runs them).
+  // The replaced composites' decompositions are removed once nothing calls them (below).
+  const std::set<std::string> decompositions = CompositeDecompositions(*module);
   AddCompositeRecords(*module, trace, resolved_, records);
   std::stable_sort(records.begin(), records.end(),
                    [](const nn::LayerRecord& a, const nn::LayerRecord& b) {
@@ -672,6 +678,7 @@ StatusOr<KernelizeResult> Kernelizer::Apply(std::shared_ptr<Module> module,
     result.replaced.push_back(label + " -> " + k.variant.meta.variant + " of " +
                               k.variant.checkout.repo);
   }
+  module->RemoveUnreachableFunctions(decompositions);
   TL_RETURN_IF_ERROR(Verify(*module).WithContext("kernelized program"));
   return result;
 }

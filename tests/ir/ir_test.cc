@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/ir/builder.h"
 
@@ -59,6 +62,57 @@ TEST(Half, RoundsToNearestEven) {
     if (f != f) continue;
     ASSERT_EQ(FloatToHalfBits(f), h) << h;
   }
+}
+
+}  // namespace
+}  // namespace tlaloc
+
+namespace tlaloc {
+namespace {
+
+// A private function `name` (f32[2] -> f32[2]) whose body calls `callee` when given, else
+// returns its argument.
+void AddPrivate(Module& m, const std::string& name, const std::string& callee = "") {
+  TensorType t(ElementType::kF32, {2});
+  Function* fn = m.AddFunction(name, {Type(t)}, {Type(t)});
+  fn->set_public(false);
+  OpBuilder b(&fn->entry(), &m);
+  Value v = fn->entry().argument(0);
+  if (!callee.empty())
+    v = b.CreateOne("func.call", {v}, {{"callee", Attribute::Symbol(callee)}},
+                    std::vector<Type>{Type(t)});
+  b.Create("func.return", {v});
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+}
+
+std::set<std::string> Names(const Module& m) {
+  std::set<std::string> out;
+  for (const auto& f : m.functions()) out.insert(f->name());
+  return out;
+}
+
+TEST(IrTest, RemovesOnlyUnreachedCandidates) {
+  Module m("t");
+  AddPrivate(m, "used");               // candidate called from main: kept
+  AddPrivate(m, "dead", "dead_leaf");  // candidate nothing calls: removed
+  AddPrivate(m, "dead_leaf");          // candidate only the removed one calls: removed
+  AddPrivate(m, "other");              // not a candidate: kept though nothing calls it
+  AddPrivate(m, "nested");             // candidate called from inside main's while body: kept
+  TensorType t(ElementType::kF32, {2});
+  Function* main = m.AddFunction("main", {Type(t)}, {Type(t)});
+  OpBuilder b(&main->entry(), &m);
+  Value v = b.CreateOne("func.call", {main->entry().argument(0)},
+                        {{"callee", Attribute::Symbol("used")}}, std::vector<Type>{Type(t)});
+  b.Create("func.return", {v});
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  // A symbol reached only through a nested attribute (an array inside a dict) counts too.
+  main->entry().operations().front()->attrs()["refs"] =
+      Attribute::Dict({{"inner", Attribute::Array({Attribute::String("nested")})}});
+
+  EXPECT_EQ(m.RemoveUnreachableFunctions({"used", "dead", "dead_leaf", "nested"}), 2);
+  EXPECT_EQ(Names(m), (std::set<std::string>{"main", "used", "other", "nested"}));
+  EXPECT_TRUE(Verify(m).ok());
+  EXPECT_EQ(m.RemoveUnreachableFunctions({"used", "nested"}), 0);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <set>
 
 #include "kernels/kernel_repo_fixture.h"
 #include "models/qwen3_reference.h"
@@ -177,6 +178,12 @@ TEST_F(KernelizeTest, ReplacesTheRmsNormCompositeWithoutATrace) {
   };
   const size_t norms = 4 * model_.config.num_hidden_layers + 1;
   ASSERT_EQ(count(*program->module, "tlaloc.rms_norm"), norms);
+  std::set<std::string> norm_decompositions;
+  for (const auto& op : program->module->Find(entry)->entry().operations())
+    if (op->name() == "stablehlo.composite" &&
+        GetStringAttr(op->attrs(), "name") == "tlaloc.rms_norm")
+      norm_decompositions.insert(GetStringAttr(op->attrs(), "decomposition"));
+  ASSERT_FALSE(norm_decompositions.empty());
   auto r = k->Apply(program->module, nn::LayerTrace());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->replaced.size(), norms);
@@ -187,6 +194,13 @@ TEST_F(KernelizeTest, ReplacesTheRmsNormCompositeWithoutATrace) {
     calls += op->name() == "func.call" &&
              GetStringAttr(op->attrs(), "callee").rfind("kernel.RMSNorm", 0) == 0;
   EXPECT_EQ(calls, norms);
+  // The replaced composites' decompositions are gone; the others' stay.
+  for (const std::string& name : norm_decompositions)
+    EXPECT_EQ(r->module->Find(name), nullptr) << name << " is left in the kernelized module";
+  for (const auto& op : r->module->Find(entry)->entry().operations())
+    if (op->name() == "stablehlo.composite") {
+      EXPECT_NE(r->module->Find(GetStringAttr(op->attrs(), "decomposition")), nullptr);
+    }
 }
 
 TEST_F(KernelizeTest, CpuKernelsKeepTokensAndRunThroughCustomCalls) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -183,6 +184,12 @@ class Module {
   // The function named "main", else the first public one, else null.
   Function* Entry() const;
   const std::vector<std::unique_ptr<Function>>& functions() const { return functions_; }
+  // Removes each private function named in `candidates` that no other function reaches through
+  // a symbol (a func.call's callee, a composite's decomposition, any string or symbol attribute
+  // naming it, nested regions included; a candidate reached only from removed candidates goes
+  // too): the decompositions kernelize leaves behind when it replaces composites. Returns how
+  // many were removed.
+  int RemoveUnreachableFunctions(const std::set<std::string>& candidates);
 
  private:
   std::string name_;
