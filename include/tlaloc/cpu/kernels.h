@@ -31,7 +31,8 @@ const EvalFn* FindKernel(std::string_view name);
 const EvalFn& KernelFor(const OpDef& def, bool reference_only = false);
 
 // Whether TLALOC_CPU_KERNELS=0 asks for the references only (for the oracle and for comparing
-// speeds); read each time it is asked.
+// speeds); read each time it is asked. The interpreter's fused chains (TLALOC_FUSION=0 turns
+// them off) and the elementwise bulk loops are not affected.
 bool ReferenceOnlyFromEnvironment();
 
 // The names of the ops that have a fast kernel (for the oracle test and documentation).
