@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "ops/vector_math.h"
+#include "cpu/vector_math.h"
 #include "tlaloc/builder/tensor.h"
 #include "tlaloc/interp/interpreter.h"
 

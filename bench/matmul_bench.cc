@@ -17,9 +17,9 @@
 #include <random>
 #include <vector>
 
-#include "ops/reduction_matmul.h"
-#include "ops/reduction_matmul_q8.h"
-#include "ops/reduction_matmul_q8_packed.h"
+#include "cpu/reduction_matmul.h"
+#include "cpu/reduction_matmul_q8.h"
+#include "cpu/reduction_matmul_q8_packed.h"
 #include "tlaloc/builder/tensor.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/nn/layers.h"

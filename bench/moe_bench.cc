@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "ops/ragged_dot_grouped.h"
+#include "cpu/ragged_dot_grouped.h"
 #include "tlaloc/builder/tensor.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/nn/layers.h"

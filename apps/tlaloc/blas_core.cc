@@ -10,7 +10,7 @@
 #include <iterator>
 #include <vector>
 
-#include "tlaloc/ir/blas_kernels.h"
+#include "tlaloc/cpu/blas_kernels.h"
 
 namespace tlaloc::cli {
 

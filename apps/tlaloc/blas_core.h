@@ -1,5 +1,5 @@
 // The CLI re-runs itself once with the OPENBLAS_CORETYPE the CPU's vector unit fits when
-// OpenBLAS loaded older kernels (see tlaloc/ir/blas_kernels.h): OpenBLAS's f32 products are
+// OpenBLAS loaded older kernels (see tlaloc/cpu/blas_kernels.h): OpenBLAS's f32 products are
 // faster than the oneDNN ones the library falls back to.
 #pragma once
 

@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cpu/reduction_rows.h"
+#include "cpu/vector_math.h"
 #include "ops/reduction_kernels.h"
-#include "ops/vector_math.h"
 
 namespace tlaloc::interp {
 

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 
+#include "cpu/reduction_rows.h"
 #include "fusion.h"
 #include "ops/reduction_kernels.h"
 

@@ -2,8 +2,8 @@
 // gguf_linear.h) runs as ops::GgufMatmul: each packed row dequantised with the decomposition's
 // arithmetic and multiplied by the f32 kernels, so the result has the decomposition's bits while
 // the weights stay packed (no [N, K] f32 temporary in decode).
+#include "cpu/matmul_gguf4.h"
 #include "fusion.h"
-#include "ops/matmul_gguf4.h"
 
 namespace tlaloc::interp {
 

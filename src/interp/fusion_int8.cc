@@ -13,11 +13,11 @@
 // used expert's s8 matrix is read in place once and no [G, N, K] f32 stack exists.
 #include <unordered_map>
 
+#include "cpu/ragged_dot_int8.h"
+#include "cpu/reduction_matmul.h"
+#include "cpu/reduction_matmul_q8.h"
+#include "cpu/reduction_matmul_q8_packed.h"
 #include "fusion.h"
-#include "ops/ragged_dot_int8.h"
-#include "ops/reduction_matmul.h"
-#include "ops/reduction_matmul_q8.h"
-#include "ops/reduction_matmul_q8_packed.h"
 
 namespace tlaloc::interp {
 

@@ -18,9 +18,10 @@
 #include <algorithm>
 #include <vector>
 
+#include "cpu/reduction_rows.h"
+#include "cpu/vector_math.h"
 #include "fusion.h"
 #include "ops/reduction_kernels.h"
-#include "ops/vector_math.h"
 
 namespace tlaloc::interp {
 

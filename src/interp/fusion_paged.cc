@@ -11,8 +11,8 @@
 // of every layer once per step (about 4% of a bf16 decode step at short context, more at long).
 // ops::PagedMatmul runs the matrix-vector kernels ViewMatmul would run on the gathered copy,
 // reading each row through the page table, so the results have the unfused ops' bits.
+#include "cpu/reduction_matmul.h"
 #include "fusion.h"
-#include "ops/reduction_matmul.h"
 
 namespace tlaloc::interp {
 

@@ -13,8 +13,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "cpu/vector_math.h"
 #include "fusion.h"
-#include "ops/vector_math.h"
 
 namespace tlaloc::interp {
 

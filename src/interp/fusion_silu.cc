@@ -10,8 +10,8 @@
 // decomposition's.
 #include <algorithm>
 
+#include "cpu/vector_math.h"
 #include "fusion.h"
-#include "ops/vector_math.h"
 
 namespace tlaloc::interp {
 

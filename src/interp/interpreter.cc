@@ -9,6 +9,7 @@
 
 #include "fusion.h"
 #include "op_profile.h"
+#include "tlaloc/cpu/kernels.h"
 #include "tlaloc/ir/liveness.h"
 #include "tlaloc/ir/op_registry.h"
 #include "tlaloc/support/buffer_cache.h"
@@ -32,7 +33,8 @@ struct FunctionPlan {
 
 class Planner {
  public:
-  Planner(FunctionPlan& plan, bool fuse) : plan_(plan), fuse_(fuse) {}
+  Planner(FunctionPlan& plan, bool fuse, bool reference_only)
+      : plan_(plan), fuse_(fuse), reference_only_(reference_only) {}
 
   int Slot(const ValueImpl* v) {
     auto [it, inserted] = plan_.slots.emplace(v, plan_.num_slots);
@@ -68,6 +70,7 @@ class Planner {
       const Operation& op = *ops[i];
       OpPlan p;
       p.op = &op;
+      p.eval = &cpu::KernelFor(op.def(), reference_only_);
       for (Value v : op.operands()) p.operand_slots.push_back(Slot(v.impl()));
       for (Value r : op.results()) p.result_slots.push_back(Slot(r.impl()));
       // The terminator's operands are read by the caller of the block; never release them here.
@@ -82,6 +85,7 @@ class Planner {
  private:
   FunctionPlan& plan_;
   const bool fuse_;
+  const bool reference_only_;  // TLALOC_CPU_KERNELS=0: every op runs its reference evaluation
 };
 
 // Live-bytes accounting keyed by storage, so aliased buffers count once.
@@ -274,7 +278,7 @@ class InterpreterRun : public EvalContext {
         }
         allocated = results;
         for (const Literal& r : allocated) tracker_.Add(r);
-        st = op.def().eval(op, operands, results, *this);
+        st = (p.eval ? *p.eval : op.def().eval)(op, operands, results, *this);
       }
     } catch (const std::bad_alloc& e) {
       st = OutOfMemory(op, e);
@@ -418,9 +422,13 @@ StatusOr<std::unique_ptr<Executable>> Executable::Prepare(std::shared_ptr<const 
   exe->plan_ = std::make_unique<Plan>();
   if (exe->options_.num_threads > 0)
     exe->plan_->pool = std::make_unique<ThreadPool>(exe->options_.num_threads);
+  // The CPU layer's kernels run in place of the ops' reference evaluations where they exist.
+  cpu::RegisterKernels();
+  const bool reference_only = cpu::ReferenceOnlyFromEnvironment();
   for (const auto& f : exe->module_->functions()) {
     FunctionPlan& fp = exe->plan_->functions[f.get()];
-    Planner(fp, exe->options_.fuse && !FusionDisabledByEnvironment()).PlanBlock(f->entry());
+    Planner(fp, exe->options_.fuse && !FusionDisabledByEnvironment(), reference_only)
+        .PlanBlock(f->entry());
   }
   return exe;
 }

@@ -23,6 +23,8 @@ struct FusedKernel {
 
 struct OpPlan {
   const Operation* op;
+  // What runs the op: the CPU layer's kernel for it, else its reference (OpDef::eval).
+  const EvalFn* eval = nullptr;
   std::vector<int> operand_slots;
   std::vector<int> result_slots;
   std::vector<int> release_after;  // slots dead once this op has run

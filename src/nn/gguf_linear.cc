@@ -1,6 +1,6 @@
 // The program form of GGUF packed-weight products (gguf_linear.h): the dequantisation written as
 // StableHLO, step for step the arithmetic of llama.cpp's dequantize_row_q4_0 / q4_K / q6_K
-// (io/gguf_dequant.cc) and of the interpreter's kernel (ops/matmul_gguf4.cc), so running the
+// (io/gguf_dequant.cc) and of the interpreter's kernel (cpu/matmul_gguf4.cc), so running the
 // decomposition op by op gives the kernel's bits.
 #include "tlaloc/nn/gguf_linear.h"
 

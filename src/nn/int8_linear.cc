@@ -1,6 +1,6 @@
 // The q8_0 program form of an int8 product (int8_linear.h): a stablehlo.composite and its
 // decomposition, written so that running the decomposition op by op gives the bits of the
-// interpreter's VNNI kernel (ops/reduction_matmul_q8.h), which takes the same steps: the f16
+// interpreter's VNNI kernel (cpu/reduction_matmul_q8.h), which takes the same steps: the f16
 // scale, round half to even, exact int32 block sums, the block's product rounded on its own and
 // added to the row's sum in block order starting from 0 (the reduce over the leading block axis
 // runs in that order in the interpreter).
@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "ops/reduction_matmul_q8.h"
+#include "cpu/reduction_matmul_q8.h"
 
 namespace tlaloc::nn {
 

@@ -79,12 +79,13 @@ void RegisterConvert(OpRegistry& r) {
         (from == ElementType::kBF16 && to == ElementType::kF32)) {
       const std::byte* x = in[0].data();
       std::byte* y = out[0].data();
+      const vmath::BulkKernels& bulk = vmath::Bulk();
       ParallelRange(ctx, out[0].num_elements(), [&](int64_t b, int64_t e) {
         if (from == ElementType::kF32)
-          vmath::F32ToBf16(reinterpret_cast<const float*>(x) + b,
+          bulk.f32_to_bf16(reinterpret_cast<const float*>(x) + b,
                            reinterpret_cast<uint16_t*>(y) + b, e - b);
         else
-          vmath::Bf16ToF32(reinterpret_cast<const uint16_t*>(x) + b,
+          bulk.bf16_to_f32(reinterpret_cast<const uint16_t*>(x) + b,
                            reinterpret_cast<float*>(y) + b, e - b);
       });
       return OkStatus();

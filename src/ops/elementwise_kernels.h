@@ -11,9 +11,9 @@
 #include <string>
 #include <type_traits>
 
+#include "bulk_math.h"
 #include "op_helpers.h"
 #include "tlaloc/ir/typed_builder.h"
-#include "vector_math.h"
 
 namespace tlaloc::ops::ew {
 
@@ -230,14 +230,15 @@ EvalFn UnaryEval(F f) {
   };
 }
 
-// Eval of a float unary op that also has a bulk f32 kernel giving, bit for bit, what `f` gives on
-// the compute type (see vector_math.h): f32 tensors go through the kernel directly, f16/bf16
-// ones through it in blocks of floats (rounded back as `f`'s results are), others through `f`.
+// Eval of a float unary op that also has a bulk f32 loop giving, bit for bit, what `f` gives on
+// the compute type (`kernel` of the installed vmath::Bulk(), see bulk_math.h): f32 tensors go
+// through the loop directly, f16/bf16 ones through it in blocks of floats (rounded back as `f`'s
+// results are), others through `f`.
 template <typename F>
-EvalFn FloatUnaryEvalWithF32Kernel(F f,
-                                   void (*f32_kernel)(const float* in, float* out, int64_t n)) {
-  return [f, f32_kernel](const Operation& op, std::span<const Literal> in,
-                         std::vector<Literal>& out, EvalContext& ctx) -> Status {
+EvalFn FloatUnaryEvalWithF32Kernel(F f, vmath::F32Kernel vmath::BulkKernels::*kernel) {
+  return [f, kernel](const Operation& op, std::span<const Literal> in, std::vector<Literal>& out,
+                     EvalContext& ctx) -> Status {
+    const vmath::F32Kernel f32_kernel = vmath::Bulk().*kernel;
     return DispatchElementType(in[0].element_type(), [&]<typename T>() -> Status {
       if constexpr (KindOf<T>() != kFloatK) {
         return UnsupportedElementType(op, in[0].element_type());
@@ -277,15 +278,16 @@ void Bf16Map2(EvalContext& ctx, const Literal& a, const Literal& b, Literal& out
   const auto* x = reinterpret_cast<const uint16_t*>(a.data());
   const auto* z = reinterpret_cast<const uint16_t*>(b.data());
   auto* y = reinterpret_cast<uint16_t*>(out.data());
+  const vmath::BulkKernels& bulk = vmath::Bulk();
   ParallelRange(ctx, out.num_elements(), [&](int64_t lo, int64_t hi) {
     constexpr int64_t kBlock = 512;
     float xa[kBlock], xb[kBlock];
     for (int64_t i = lo; i < hi; i += kBlock) {
       const int64_t m = std::min(kBlock, hi - i);
-      vmath::Bf16ToF32(x + i, xa, m);
-      vmath::Bf16ToF32(z + i, xb, m);
+      bulk.bf16_to_f32(x + i, xa, m);
+      bulk.bf16_to_f32(z + i, xb, m);
       for (int64_t k = 0; k < m; ++k) xa[k] = f(xa[k], xb[k]);
-      vmath::F32ToBf16(xa, y + i, m);
+      bulk.f32_to_bf16(xa, y + i, m);
     }
   });
 }

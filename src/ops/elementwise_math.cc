@@ -2,7 +2,6 @@
 // is_finite. Floats are computed in their own precision (f16/bf16 in float, rounded to nearest
 // even); integer negation wraps.
 #include "elementwise_kernels.h"
-#include "vector_math.h"
 
 namespace tlaloc::ops::ew {
 
@@ -75,9 +74,9 @@ void RegisterElementwiseMathOps(OpRegistry& r) {
                  UnaryEval<kSignedK | kFloatK>([](auto x) { return SignOf(x); }))
       .vjp = ZeroVjp();
 
-  // exp, logistic and rsqrt are defined in vector_math.h, next to their bulk f32 kernels.
+  // exp, logistic and rsqrt are defined in bulk_math.h, next to their bulk f32 loops.
   RegisterFloatUnary(r, "stablehlo.exponential",
-                     FloatUnaryEvalWithF32Kernel(InDouble(vmath::Exp), vmath::ExpF32),
+                     FloatUnaryEvalWithF32Kernel(InDouble(vmath::Exp), &vmath::BulkKernels::exp),
                      UnaryVjp([](OpBuilder&, Value, Value y) { return y; }));
   RegisterFloatUnary(r, "stablehlo.exponential_minus_one",
                      UnaryEval<kFloatK>(InDouble([](auto x) { return std::expm1(x); })),
@@ -93,23 +92,25 @@ void RegisterElementwiseMathOps(OpRegistry& r) {
                        Value one = hlo::SplatLike(b, x, 1);
                        return hlo::Div(b, one, hlo::Add(b, one, x));
                      }));
-  RegisterFloatUnary(r, "stablehlo.logistic",
-                     FloatUnaryEvalWithF32Kernel(InDouble(vmath::Logistic), vmath::LogisticF32),
-                     UnaryVjp([](OpBuilder& b, Value, Value y) {
-                       Value one_minus_y = hlo::Sub(b, hlo::SplatLike(b, y, 1), y);
-                       return hlo::Mul(b, y, one_minus_y);
-                     }));
+  RegisterFloatUnary(
+      r, "stablehlo.logistic",
+      FloatUnaryEvalWithF32Kernel(InDouble(vmath::Logistic), &vmath::BulkKernels::logistic),
+      UnaryVjp([](OpBuilder& b, Value, Value y) {
+        Value one_minus_y = hlo::Sub(b, hlo::SplatLike(b, y, 1), y);
+        return hlo::Mul(b, y, one_minus_y);
+      }));
   RegisterFloatUnary(r, "stablehlo.sqrt", UnaryEval<kFloatK>([](auto x) { return std::sqrt(x); }),
                      UnaryVjp([](OpBuilder& b, Value, Value y) {
                        return hlo::Div(b, hlo::SplatLike(b, y, 0.5), y);
                      }));
-  RegisterFloatUnary(r, "stablehlo.rsqrt",
-                     FloatUnaryEvalWithF32Kernel(InDouble(vmath::Rsqrt), vmath::RsqrtF32),
-                     // d/dx x^-1/2 = -1/2 * y / x
-                     UnaryVjp([](OpBuilder& b, Value x, Value y) {
-                       Value t = hlo::Div(b, y, x);
-                       return hlo::Mul(b, hlo::SplatLike(b, x, -0.5), t);
-                     }));
+  RegisterFloatUnary(
+      r, "stablehlo.rsqrt",
+      FloatUnaryEvalWithF32Kernel(InDouble(vmath::Rsqrt), &vmath::BulkKernels::rsqrt),
+      // d/dx x^-1/2 = -1/2 * y / x
+      UnaryVjp([](OpBuilder& b, Value x, Value y) {
+        Value t = hlo::Div(b, y, x);
+        return hlo::Mul(b, hlo::SplatLike(b, x, -0.5), t);
+      }));
   RegisterFloatUnary(r, "stablehlo.cbrt",
                      UnaryEval<kFloatK>(InDouble([](auto x) { return std::cbrt(x); })),
                      // d/dx x^1/3 = 1 / (3 y^2)

@@ -159,18 +159,6 @@ Status EvalReduce(const Operation& op, std::span<const Literal> operands,
   bool in_order = true;
   auto kind = MatchBinaryBody(op.region(0), &in_order);
   ElementType et = operands[0].element_type();
-  // The reduced dimensions are the trailing ones: every output folds one contiguous row.
-  bool trailing = !dims.empty();
-  for (size_t i = 0; i < red_dims.size(); ++i)
-    trailing = trailing &&
-               std::find(dims.begin(), dims.end(),
-                         static_cast<int64_t>(in_dims.size() - red_dims.size() + i)) != dims.end();
-  if (n == 1 && kind && trailing && et == ElementType::kF32 && operands[1].element_type() == et &&
-      results[0].element_type() == et &&
-      ReduceContiguousRowsF32(*kind, operands[0].span<float>().data(), operands[1].span<float>()[0],
-                              results[0].span<float>().data(), NumElements(kept_dims),
-                              NumElements(red_dims), ctx))
-    return OkStatus();
   // Offsets (relative to an output's base) of the elements reduced into one output, in
   // row-major order of the reduced dimensions.
   int64_t red_n = NumElements(red_dims);
@@ -420,6 +408,8 @@ void RegisterReduce(OpRegistry& r) {
 }
 
 }  // namespace
+
+std::vector<int64_t> ReduceDimensions(const Operation& op) { return DimensionsOrEmpty(op.attrs()); }
 
 void RegisterReductionOps(OpRegistry& r) {
   RegisterReduce(r);

@@ -1,24 +1,18 @@
-// Contractions: stablehlo.dot_general and the older stablehlo.dot. With f32 accumulation the
-// operands are read in place as (possibly transposed) batches of matrices where their layout
-// allows, else packed, and multiplied by reduction_matmul's kernels (half types round once at
-// the end). f64 operands are packed and go through OpenBLAS; integers through a plain loop that
-// wraps.
-#include <cblas.h>
+// Contractions: stablehlo.dot_general and the older stablehlo.dot: shape rule, syntax, gradient
+// and the reference evaluation, a plain loop over operands packed in the accumulation type (f32
+// for float operands, f64 when one is f64, wrapping u64 for integers; half types round once at
+// the end). The CPU layer's kernel (cpu/dot_kernels.cc) reads f32/bf16 operands in place and runs
+// the matrix-vector kernels, oneDNN and OpenBLAS instead.
+#include "reduction_dot.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "op_areas.h"
 #include "op_helpers.h"
 #include "reduction_kernels.h"
-#include "reduction_matmul.h"
 #include "tlaloc/ir/typed_builder.h"
 
 namespace tlaloc::ops {
-
-namespace {
-
-using DotDims = hlo::DotDimensionNumbers;
 
 StatusOr<DotDims> ReadDotDims(const AttrDict& attrs) {
   const Attribute* a = FindAttr(attrs, "dot_dimension_numbers");
@@ -45,6 +39,8 @@ std::vector<int64_t> FreeDims(int64_t rank, const std::vector<int64_t>& batch,
       free.push_back(d);
   return free;
 }
+
+namespace {
 
 StatusOr<std::vector<int64_t>> DotResultDims(const TensorType& lhs, const TensorType& rhs,
                                              const DotDims& d) {
@@ -118,233 +114,49 @@ StatusOr<std::vector<Type>> InferDot(const InferInput& in) {
   return InferDotGeneralWith(in, d);
 }
 
-// Accumulation type: f64 if anything is f64, f32 for other floats, wrapping u64 for integers.
-enum class Acc { kF32, kF64, kU64 };
-
-template <typename A, typename T>
-inline A ToAcc(T v) {
-  if constexpr (std::is_same_v<A, uint64_t>) {
-    if constexpr (std::is_same_v<T, bool>) {
-      return v ? 1 : 0;
-    } else if constexpr (kIsFloatLike<T>) {
-      return static_cast<uint64_t>(static_cast<int64_t>(ToDouble(v)));
-    } else {
-      return static_cast<uint64_t>(v);  // sign-extends signed types; wraps later
-    }
-  } else if constexpr (kIsHalfLike<T>) {
-    return static_cast<A>(v.f());
-  } else {
-    return static_cast<A>(v);
-  }
-}
-
-// Copies `src` into `out` (converted to A) with its dimensions permuted into `order` (the
-// source dimensions in packed row-major order). The innermost packed dimension is walked with
-// its stride; the others with an odometer.
+// The reference contraction: both operands packed in the accumulation type A as [batch, m, k]
+// and [batch, k, n], then each output row accumulated in index order of k, rows split over the
+// pool. Integers wrap (A = uint64_t), as StableHLO's integer products do.
 template <typename A>
-void PackOperand(const Literal& src, const std::vector<int64_t>& order, std::vector<A>& out) {
-  const std::vector<int64_t>& dims = src.dims();
-  std::vector<int64_t> strides = RowMajorStrides(dims);
-  std::vector<int64_t> pdims, pstrides;
-  bool identity = true;
-  for (size_t k = 0; k < order.size(); ++k) {
-    pdims.push_back(dims[order[k]]);
-    pstrides.push_back(strides[order[k]]);
-    identity = identity && order[k] == static_cast<int64_t>(k);
-  }
-  int64_t n = src.num_elements();
-  out.resize(n);
-  if (n == 0) return;
-  DispatchElementType(src.element_type(), [&]<typename T>() {
-    const T* p = src.span<T>().data();
-    if (identity) {
-      if constexpr (std::is_same_v<T, A>) {
-        std::memcpy(out.data(), p, n * sizeof(A));
-      } else {
-        for (int64_t i = 0; i < n; ++i) out[i] = ToAcc<A>(p[i]);
-      }
-      return;
-    }
-    int64_t inner = pdims.empty() ? 1 : pdims.back();
-    int64_t inner_stride = pdims.empty() ? 0 : pstrides.back();
-    std::vector<int64_t> outer_dims(pdims.begin(), pdims.empty() ? pdims.end() : pdims.end() - 1);
-    std::vector<int64_t> idx(outer_dims.size(), 0);
-    int64_t i = 0;
-    do {
-      int64_t off = 0;
-      for (size_t k = 0; k < idx.size(); ++k) off += idx[k] * pstrides[k];
-      for (int64_t j = 0; j < inner; ++j) out[i++] = ToAcc<A>(p[off + j * inner_stride]);
-    } while (NextIndex(idx, outer_dims));
-  });
-}
-
-template <typename A>
-void StoreResult(const std::vector<A>& acc, Literal& result) {
-  DispatchElementType(result.element_type(), [&]<typename T>() {
-    T* out = result.span<T>().data();
-    if constexpr (std::is_same_v<T, A>) {
-      if (!acc.empty()) std::memcpy(out, acc.data(), acc.size() * sizeof(A));
-      return;
-    }
-    for (size_t i = 0; i < acc.size(); ++i) {
-      if constexpr (std::is_same_v<T, bool>) {
-        out[i] = acc[i] != A(0);
-      } else if constexpr (std::is_same_v<A, uint64_t>) {
-        if constexpr (kIsFloatLike<T>) {
-          out[i] = FromDouble<T>(static_cast<double>(static_cast<int64_t>(acc[i])));
-        } else {
-          out[i] = static_cast<T>(acc[i]);  // truncation = wrap-around in the result type
-        }
-      } else {
-        out[i] = FromDouble<T>(static_cast<double>(acc[i]));
-      }
-    }
-  });
-}
-
-// Integer products: a plain loop over rows of the stacked [batch * m, n] output, wrapping.
-void IntMatmul(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b,
-               std::vector<uint64_t>& c, int64_t batch, int64_t m, int64_t k, int64_t n,
-               EvalContext& ctx) {
-  c.assign(batch * m * n, 0);
+void ReferenceMatmul(const std::vector<A>& a, const std::vector<A>& b, std::vector<A>& c,
+                     int64_t batch, int64_t m, int64_t k, int64_t n, EvalContext& ctx) {
+  c.assign(batch * m * n, A(0));
   if (batch * m * n == 0 || k == 0) return;
   int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(k * n, 1));
   ctx.ParallelFor(batch * m, grain, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
-      const uint64_t* arow = a.data() + row * k;
-      const uint64_t* bmat = b.data() + (row / m) * k * n;
-      uint64_t* crow = c.data() + row * n;
+      const A* arow = a.data() + row * k;
+      const A* bmat = b.data() + (row / m) * k * n;
+      A* crow = c.data() + row * n;
       for (int64_t kk = 0; kk < k; ++kk) {
-        uint64_t av = arow[kk];
-        const uint64_t* brow = bmat + kk * n;
+        A av = arow[kk];
+        const A* brow = bmat + kk * n;
         for (int64_t j = 0; j < n; ++j) crow[j] += av * brow[j];
       }
     }
   });
 }
 
-template <typename A>
-void BlasMatmul(const std::vector<A>& a, const std::vector<A>& b, std::vector<A>& c, int64_t batch,
-                int64_t m, int64_t k, int64_t n) {
-  c.assign(batch * m * n, A(0));
-  if (batch * m * n == 0 || k == 0) return;
-  for (int64_t bi = 0; bi < batch; ++bi) {
-    const A* pa = a.data() + bi * m * k;
-    const A* pb = b.data() + bi * k * n;
-    A* pc = c.data() + bi * m * n;
-    if constexpr (std::is_same_v<A, float>) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m),
-                  static_cast<int>(n), static_cast<int>(k), 1.0f, pa, static_cast<int>(k), pb,
-                  static_cast<int>(n), 0.0f, pc, static_cast<int>(n));
-    } else {
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m),
-                  static_cast<int>(n), static_cast<int>(k), 1.0, pa, static_cast<int>(k), pb,
-                  static_cast<int>(n), 0.0, pc, static_cast<int>(n));
-    }
-  }
-}
-
-// `x` as a batch of [rows, cols] matrices read in place: its batch dimensions must lead (in
-// order) and the rest be the row dimensions then the column dimensions, or the reverse
-// (a transposed matrix). Otherwise (or for element types other than f32 and bf16) it is packed
-// into `pack` as f32 [batch, rows, cols] in `order`.
-MatrixView ViewOrPack(const Literal& x, const std::vector<int64_t>& batch_dims,
-                      const std::vector<int64_t>& row_dims, const std::vector<int64_t>& col_dims,
-                      int64_t rows, int64_t cols, const std::vector<int64_t>& order,
-                      std::vector<float>& pack) {
-  MatrixView v;
-  v.batch_stride = rows * cols;
-  ElementType et = x.element_type();
-  if (et == ElementType::kF32 || et == ElementType::kBF16) {
-    bool batch_leads = true;
-    for (size_t i = 0; i < batch_dims.size(); ++i)
-      batch_leads = batch_leads && batch_dims[i] == static_cast<int64_t>(i);
-    std::vector<int64_t> straight = row_dims, transposed = col_dims;
-    straight.insert(straight.end(), col_dims.begin(), col_dims.end());
-    transposed.insert(transposed.end(), row_dims.begin(), row_dims.end());
-    std::vector<int64_t> rest;
-    for (int64_t dim = static_cast<int64_t>(batch_dims.size()); dim < x.type().rank(); ++dim)
-      rest.push_back(dim);
-    if (batch_leads && (rest == straight || rest == transposed)) {
-      v.data = x.data();
-      v.type = et;
-      if (rest == straight) {
-        v.row_stride = cols;
-        v.col_stride = 1;
-      } else {
-        v.row_stride = 1;
-        v.col_stride = rows;
-      }
-      return v;
-    }
-  }
-  PackOperand<float>(x, order, pack);
-  v.data = reinterpret_cast<const std::byte*>(pack.data());
-  v.type = ElementType::kF32;
-  v.row_stride = cols;
-  v.col_stride = 1;
-  return v;
-}
-
-Status EvalDotWith(const DotDims& d, std::span<const Literal> operands, Literal& result,
-                   EvalContext& ctx) {
+Status EvalDotReference(const DotDims& d, std::span<const Literal> operands, Literal& result,
+                        EvalContext& ctx) {
   const Literal& lhs = operands[0];
   const Literal& rhs = operands[1];
-  int64_t lrank = lhs.type().rank(), rrank = rhs.type().rank();
-  std::vector<int64_t> lfree = FreeDims(lrank, d.lhs_batch, d.lhs_contracting);
-  std::vector<int64_t> rfree = FreeDims(rrank, d.rhs_batch, d.rhs_contracting);
-  int64_t batch = 1, m = 1, k = 1, n = 1;
-  for (int64_t x : d.lhs_batch) batch *= lhs.dims()[x];
-  for (int64_t x : lfree) m *= lhs.dims()[x];
-  for (int64_t x : d.lhs_contracting) k *= lhs.dims()[x];
-  for (int64_t x : rfree) n *= rhs.dims()[x];
-  std::vector<int64_t> lorder = d.lhs_batch, rorder = d.rhs_batch;
-  lorder.insert(lorder.end(), lfree.begin(), lfree.end());
-  lorder.insert(lorder.end(), d.lhs_contracting.begin(), d.lhs_contracting.end());
-  rorder.insert(rorder.end(), d.rhs_contracting.begin(), d.rhs_contracting.end());
-  rorder.insert(rorder.end(), rfree.begin(), rfree.end());
-  ElementType ret = result.element_type();
-  Acc acc = Acc::kF32;
-  if (!IsFloat(ret) && !IsFloat(lhs.element_type())) {
-    acc = Acc::kU64;
-  } else if (ret == ElementType::kF64 || lhs.element_type() == ElementType::kF64 ||
-             rhs.element_type() == ElementType::kF64) {
-    acc = Acc::kF64;
-  }
-  if (acc == Acc::kF32 && batch * m * n > 0 && k > 0) {
-    // f32 accumulation: read f32/bf16 operands in place where their layout is a (possibly
-    // transposed) batch of matrices, packing only the others.
-    std::vector<float> lpack, rpack;
-    MatrixView a = ViewOrPack(lhs, d.lhs_batch, lfree, d.lhs_contracting, m, k, lorder, lpack);
-    MatrixView b = ViewOrPack(rhs, d.rhs_batch, d.rhs_contracting, rfree, k, n, rorder, rpack);
-    if (ret == ElementType::kF32) {
-      ViewMatmul(a, b, batch, m, k, n, result.span<float>().data(), ctx);
-    } else {
-      std::vector<float> c(batch * m * n);
-      ViewMatmul(a, b, batch, m, k, n, c.data(), ctx);
-      StoreResult<float>(c, result);
-    }
-    return OkStatus();
-  }
+  const DotShape s = ShapeOfDot(d, lhs, rhs);
   auto run = [&]<typename A>() {
     std::vector<A> a, b, c;
-    PackOperand<A>(lhs, lorder, a);
-    PackOperand<A>(rhs, rorder, b);
-    if constexpr (std::is_same_v<A, uint64_t>) {
-      IntMatmul(a, b, c, batch, m, k, n, ctx);
-    } else {
-      BlasMatmul<A>(a, b, c, batch, m, k, n);
-    }
+    PackOperand<A>(lhs, s.lhs_order, a);
+    PackOperand<A>(rhs, s.rhs_order, b);
+    ReferenceMatmul<A>(a, b, c, s.batch, s.m, s.k, s.n, ctx);
     StoreResult<A>(c, result);
   };
-  switch (acc) {
-    case Acc::kF32:
+  switch (AccumulationOf(lhs, rhs, result.element_type())) {
+    case DotAcc::kF32:
       run.template operator()<float>();
       break;
-    case Acc::kF64:
+    case DotAcc::kF64:
       run.template operator()<double>();
       break;
-    case Acc::kU64:
+    case DotAcc::kU64:
       run.template operator()<uint64_t>();
       break;
   }
@@ -496,6 +308,36 @@ StatusOr<std::vector<Value>> DotVjpWith(OpBuilder& b, const DotDims& d, const st
 
 }  // namespace
 
+StatusOr<DotDims> DotDimsOf(const Operation& op, std::span<const Literal> operands) {
+  if (op.name() == "stablehlo.dot") return PlainDotDims(operands[0].type(), operands[1].type());
+  return ReadDotDims(op.attrs());
+}
+
+DotShape ShapeOfDot(const DotDims& d, const Literal& lhs, const Literal& rhs) {
+  DotShape s;
+  s.lhs_free = FreeDims(lhs.type().rank(), d.lhs_batch, d.lhs_contracting);
+  s.rhs_free = FreeDims(rhs.type().rank(), d.rhs_batch, d.rhs_contracting);
+  for (int64_t x : d.lhs_batch) s.batch *= lhs.dims()[x];
+  for (int64_t x : s.lhs_free) s.m *= lhs.dims()[x];
+  for (int64_t x : d.lhs_contracting) s.k *= lhs.dims()[x];
+  for (int64_t x : s.rhs_free) s.n *= rhs.dims()[x];
+  s.lhs_order = d.lhs_batch;
+  s.rhs_order = d.rhs_batch;
+  s.lhs_order.insert(s.lhs_order.end(), s.lhs_free.begin(), s.lhs_free.end());
+  s.lhs_order.insert(s.lhs_order.end(), d.lhs_contracting.begin(), d.lhs_contracting.end());
+  s.rhs_order.insert(s.rhs_order.end(), d.rhs_contracting.begin(), d.rhs_contracting.end());
+  s.rhs_order.insert(s.rhs_order.end(), s.rhs_free.begin(), s.rhs_free.end());
+  return s;
+}
+
+DotAcc AccumulationOf(const Literal& lhs, const Literal& rhs, ElementType result) {
+  if (!IsFloat(result) && !IsFloat(lhs.element_type())) return DotAcc::kU64;
+  if (result == ElementType::kF64 || lhs.element_type() == ElementType::kF64 ||
+      rhs.element_type() == ElementType::kF64)
+    return DotAcc::kF64;
+  return DotAcc::kF32;
+}
+
 void RegisterDotOps(OpRegistry& r) {
   {
     OpDef d;
@@ -505,7 +347,7 @@ void RegisterDotOps(OpRegistry& r) {
     d.eval = [](const Operation& op, std::span<const Literal> operands,
                 std::vector<Literal>& results, EvalContext& ctx) -> Status {
       TL_ASSIGN_OR_RETURN(DotDims dd, ReadDotDims(op.attrs()));
-      return EvalDotWith(dd, operands, results[0], ctx);
+      return EvalDotReference(dd, operands, results[0], ctx);
     };
     d.vjp = [](OpBuilder& b, const Operation& op, const std::vector<Value>& x,
                const std::vector<Value>&,
@@ -525,7 +367,7 @@ void RegisterDotOps(OpRegistry& r) {
     d.eval = [](const Operation&, std::span<const Literal> operands, std::vector<Literal>& results,
                 EvalContext& ctx) -> Status {
       TL_ASSIGN_OR_RETURN(DotDims dd, PlainDotDims(operands[0].type(), operands[1].type()));
-      return EvalDotWith(dd, operands, results[0], ctx);
+      return EvalDotReference(dd, operands, results[0], ctx);
     };
     d.vjp = [](OpBuilder& b, const Operation&, const std::vector<Value>& x,
                const std::vector<Value>&,

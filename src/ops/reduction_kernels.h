@@ -184,19 +184,11 @@ inline void CopyElement(const Literal& src, int64_t src_i, Literal& dst, int64_t
   std::memcpy(dst.data() + dst_i * size, src.data() + src_i * size, size);
 }
 
+// The `dimensions` of a reduce its shape rule accepted (reduction.cc).
+std::vector<int64_t> ReduceDimensions(const Operation& op);
+
 // Validates a dimension list: each in [0, rank), no repeats. `what` names it in errors.
 Status CheckDimensionList(const std::vector<int64_t>& dims, int64_t rank, const std::string& what);
-
-// ---- Contiguous rows ---------------------------------------------------------------------------
-
-// out[r] = the fold of init and row r of `in` ([rows, n] row-major f32) with `kind`, bit for bit
-// the sequential fold ApplyBinary(...ApplyBinary(init, x0)..., x[n-1]) (reduction_rows.cc).
-// Returns false, writing nothing, for kinds other than add, multiply, max and min.
-bool ReduceContiguousRowsF32(BinaryKind kind, const float* in, float init, float* out, int64_t rows,
-                             int64_t n, EvalContext& ctx);
-// One row's fold with the same bits (for fused kernels that reduce a row they hold in cache);
-// `kind` one of those four.
-float FoldRowF32(BinaryKind kind, const float* x, int64_t n, float init);
 
 // ---- Vectorised region bodies ------------------------------------------------------------------
 

@@ -9,26 +9,19 @@
 //
 // JAX prints the op in MLIR's generic form, which the generic printer and parser handle; the
 // dimension numbers are the #chlo.ragged_dot<...> struct. Each expert's weights are read once
-// per call however many rows it has: all groups in one pass over the pool through
-// ragged_dot_grouped's kernels (its tile kernels take groups of every size); groups of up to
-// four rows that no tile kernel takes through reduction_matmul's matrix-vector kernel over
-// views of the operands, and one product per group where nothing else applies.
+// per call however many rows it has (the CPU layer's kernel, cpu/dot_kernels.cc: all groups in one
+// pass over the pool through ragged_dot_grouped's tile kernels, groups of up to four rows that no
+// tile kernel takes through the matrix-vector kernel); the reference evaluation here is a plain
+// loop in double.
+#include "reduction_ragged_dot.h"
+
 #include <algorithm>
 
 #include "op_areas.h"
 #include "op_helpers.h"
-#include "ragged_dot_grouped.h"
-#include "reduction_matmul.h"
 #include "tlaloc/ir/typed_builder.h"
-#include "tlaloc/support/half.h"
 
 namespace tlaloc::ops {
-
-namespace {
-
-using RaggedDims = hlo::RaggedDotDimensionNumbers;
-
-enum class RaggedMode { kGroupedRows, kRaggedContraction };
 
 StatusOr<RaggedDims> ReadRaggedDims(const AttrDict& attrs) {
   const Attribute* a = FindAttr(attrs, "ragged_dot_dimension_numbers");
@@ -70,6 +63,25 @@ StatusOr<RaggedMode> ClassifyRagged(const RaggedDims& d, const TensorType& lhs,
       lhs.ToString() + ", rhs " + rhs.ToString());
 }
 
+// Each group's first row and row count, clipped to the M rows there are.
+StatusOr<std::vector<std::pair<int64_t, int64_t>>> GroupRows(const Literal& sizes, int64_t m) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  int64_t start = 0;
+  for (int64_t g = 0; g < sizes.num_elements(); ++g) {
+    const int64_t n = sizes.GetAsInt64(g);
+    if (n < 0)
+      return InvalidArgument("chlo.ragged_dot: group_sizes[" + std::to_string(g) +
+                             "] = " + std::to_string(n) + " is negative");
+    const int64_t begin = std::min(start, m);
+    const int64_t end = std::min(start + std::min(n, m), m);
+    out.emplace_back(begin, end - begin);
+    start = std::min(start + n, m);
+  }
+  return out;
+}
+
+namespace {
+
 StatusOr<std::vector<Type>> InferRaggedDot(const InferInput& in) {
   TL_RETURN_IF_ERROR(ExpectOperandCount(in, 3));
   TL_RETURN_IF_ERROR(ExpectTensorOperands(in));
@@ -108,74 +120,7 @@ StatusOr<std::vector<Type>> InferRaggedDot(const InferInput& in) {
   return std::vector<Type>{TensorType(et, dims)};
 }
 
-// Each group's first row and row count, clipped to the M rows there are.
-StatusOr<std::vector<std::pair<int64_t, int64_t>>> GroupRows(const Literal& sizes, int64_t m) {
-  std::vector<std::pair<int64_t, int64_t>> out;
-  int64_t start = 0;
-  for (int64_t g = 0; g < sizes.num_elements(); ++g) {
-    const int64_t n = sizes.GetAsInt64(g);
-    if (n < 0)
-      return InvalidArgument("chlo.ragged_dot: group_sizes[" + std::to_string(g) +
-                             "] = " + std::to_string(n) + " is negative");
-    const int64_t begin = std::min(start, m);
-    const int64_t end = std::min(start + std::min(n, m), m);
-    out.emplace_back(begin, end - begin);
-    start = std::min(start + n, m);
-  }
-  return out;
-}
-
-bool Viewable(ElementType et) { return et == ElementType::kF32 || et == ElementType::kBF16; }
-
-MatrixView ViewAt(const Literal& x, int64_t element_offset, int64_t row_stride,
-                  int64_t col_stride) {
-  MatrixView v;
-  v.type = x.element_type();
-  v.data = x.data() + element_offset * (BitWidth(v.type) / 8);
-  v.row_stride = row_stride;
-  v.col_stride = col_stride;
-  return v;
-}
-
-// f32 / bf16 operands: one view product per group into the f32 buffer c (zeroed).
-void EvalViews(RaggedMode mode, int64_t rhs_contract, const Literal& lhs, const Literal& rhs,
-               const std::vector<std::pair<int64_t, int64_t>>& groups, float* c, EvalContext& ctx) {
-  const int64_t k = lhs.dims()[1];
-  if (mode == RaggedMode::kGroupedRows) {
-    const int64_t n = rhs.dims()[rhs_contract == 1 ? 2 : 1];
-    if (k == 0 || n == 0) return;
-    // Groups go to the grouped kernels in one pass over the pool: all of them where a tile
-    // kernel takes the operands, else those of more rows than the matrix-vector kernel takes;
-    // the rest (through the matrix-vector kernel) stream their weights over all threads each.
-    const int64_t fewest_rows =
-        GroupedTakesSmallGroups(lhs, rhs, rhs_contract) ? 1 : kMaxVectors + 1;
-    std::vector<RowGroup> many_rows;
-    for (size_t g = 0; g < groups.size(); ++g)
-      if (groups[g].second >= fewest_rows)
-        many_rows.push_back({static_cast<int64_t>(g), groups[g].first, groups[g].second});
-    const bool grouped = GroupedRowsProduct(lhs, rhs, rhs_contract, many_rows, c, ctx);
-    for (size_t g = 0; g < groups.size(); ++g) {
-      const auto [start, rows] = groups[g];
-      if (rows == 0 || (grouped && rows >= fewest_rows)) continue;
-      MatrixView a = ViewAt(lhs, start * k, k, 1);
-      const int64_t base = static_cast<int64_t>(g) * k * n;
-      // rhs[g] as a [K, N] matrix: row-major, or stored [N, K] (a transposed view).
-      MatrixView b = rhs_contract == 1 ? ViewAt(rhs, base, n, 1) : ViewAt(rhs, base, 1, k);
-      ViewMatmul(a, b, 1, rows, k, n, c + start * n, ctx);
-    }
-    return;
-  }
-  const int64_t n = rhs.dims()[1];
-  for (size_t g = 0; g < groups.size(); ++g) {
-    const auto [start, rows] = groups[g];
-    if (rows == 0 || k == 0 || n == 0) continue;
-    MatrixView a = ViewAt(lhs, start * k, 1, k);  // lhs rows^T: [K, rows]
-    MatrixView b = ViewAt(rhs, start * n, n, 1);
-    ViewMatmul(a, b, 1, k, rows, n, c + static_cast<int64_t>(g) * k * n, ctx);
-  }
-}
-
-// Other float types (f64, f16): a plain loop in double, the reference the tests use.
+// The reference: a plain loop in double over every group, rounded once into the result.
 void EvalDouble(RaggedMode mode, int64_t rhs_contract, const Literal& lhs, const Literal& rhs,
                 const std::vector<std::pair<int64_t, int64_t>>& groups, Literal& result) {
   const int64_t k = lhs.dims()[1];
@@ -209,26 +154,12 @@ void EvalDouble(RaggedMode mode, int64_t rhs_contract, const Literal& lhs, const
 }
 
 Status EvalRaggedDot(const Operation& op, std::span<const Literal> operands,
-                     std::vector<Literal>& results, EvalContext& ctx) {
+                     std::vector<Literal>& results, EvalContext&) {
   const Literal &lhs = operands[0], &rhs = operands[1];
-  Literal& result = results[0];
   TL_ASSIGN_OR_RETURN(RaggedDims d, ReadRaggedDims(op.attrs()));
   TL_ASSIGN_OR_RETURN(RaggedMode mode, ClassifyRagged(d, lhs.type(), rhs.type()));
   TL_ASSIGN_OR_RETURN(auto groups, GroupRows(operands[2], lhs.dims()[0]));
-  const int64_t rc = d.rhs_contracting[0];
-  if (!Viewable(lhs.element_type()) || !Viewable(rhs.element_type()) ||
-      !Viewable(result.element_type())) {
-    EvalDouble(mode, rc, lhs, rhs, groups, result);
-    return OkStatus();
-  }
-  if (result.element_type() == ElementType::kF32) {
-    EvalViews(mode, rc, lhs, rhs, groups, result.span<float>().data(), ctx);
-    return OkStatus();
-  }
-  std::vector<float> c(result.num_elements(), 0.0f);
-  EvalViews(mode, rc, lhs, rhs, groups, c.data(), ctx);
-  uint16_t* out = result.span<uint16_t>().data();  // bf16: rounded once, to nearest even
-  for (size_t i = 0; i < c.size(); ++i) out[i] = FloatToBf16Bits(c[i]);
+  EvalDouble(mode, d.rhs_contracting[0], lhs, rhs, groups, results[0]);
   return OkStatus();
 }
 

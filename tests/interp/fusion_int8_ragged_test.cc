@@ -1,5 +1,5 @@
 // The int8 expert product (nn::SparseMoe's int8 experts: DequantizeInt8 of an s8 stack, then
-// chlo.ragged_dot's grouped rows) runs as one kernel (fusion_int8.cc, ops/ragged_dot_int8.cc)
+// chlo.ragged_dot's grouped rows) runs as one kernel (fusion_int8.cc, cpu/ragged_dot_int8.cc)
 // with the unfused chain's results bit for bit (decode's groups: the matrix-vector kernel's
 // arithmetic on both paths; prefill's: the f32 grouped kernel's sgemm on the same dequantised
 // block), and close to a double-precision reference; empty groups, rows past the last group and a
@@ -12,8 +12,8 @@
 #include <tuple>
 
 #include "tlaloc/builder/tensor.h"
+#include "tlaloc/cpu/blas_kernels.h"
 #include "tlaloc/interp/interpreter.h"
-#include "tlaloc/ir/blas_kernels.h"
 #include "tlaloc/support/half.h"
 
 namespace tlaloc {

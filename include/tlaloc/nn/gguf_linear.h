@@ -1,4 +1,4 @@
-// GGUF 4- and 6-bit weight matrices kept packed (the storage of ops/matmul_gguf4.h, written by
+// GGUF 4- and 6-bit weight matrices kept packed (the storage of cpu/matmul_gguf4.h, written by
 // the GGUF import) and their program form: the composite `tlaloc.gguf_linear`
 // {format = "q4_0" | "q4_k" | "q6_k"} on (x f32 [..., K], q u8, scale), whose decomposition is
 // StableHLO throughout:

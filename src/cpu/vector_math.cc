@@ -1,5 +1,5 @@
 // Bulk f32 exp, logistic and rsqrt (see vector_math.h): AVX-512 kernels selected at run time,
-// portable scalar loops otherwise.
+// the portable scalar loops of ops/bulk_math.h otherwise.
 #include "vector_math.h"
 
 #include <limits>
@@ -14,11 +14,6 @@
 namespace tlaloc::ops::vmath {
 
 namespace {
-
-template <double (*F)(double)>
-void ScalarLoop(const float* in, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(F(static_cast<double>(in[i])));
-}
 
 #if defined(__x86_64__)
 
@@ -178,10 +173,6 @@ bool HasVectorKernels() {
 #endif
 }
 
-void ExpF32Scalar(const float* in, float* out, int64_t n) { ScalarLoop<Exp>(in, out, n); }
-void LogisticF32Scalar(const float* in, float* out, int64_t n) { ScalarLoop<Logistic>(in, out, n); }
-void RsqrtF32Scalar(const float* in, float* out, int64_t n) { ScalarLoop<Rsqrt>(in, out, n); }
-
 void ExpF32(const float* in, float* out, int64_t n) {
 #if defined(__x86_64__)
   if (HasVectorKernels()) return VectorLoop<ExpOp>(in, out, n);
@@ -207,14 +198,14 @@ void Bf16ToF32(const uint16_t* in, float* out, int64_t n) {
 #if defined(__x86_64__)
   if (HasVectorKernels()) return Bf16ToF32Vector(in, out, n);
 #endif
-  for (int64_t i = 0; i < n; ++i) out[i] = Bf16BitsToFloat(in[i]);
+  Bf16ToF32Scalar(in, out, n);
 }
 
 void F32ToBf16(const float* in, uint16_t* out, int64_t n) {
 #if defined(__x86_64__)
   if (HasVectorKernels()) return F32ToBf16Vector(in, out, n);
 #endif
-  for (int64_t i = 0; i < n; ++i) out[i] = FloatToBf16Bits(in[i]);
+  F32ToBf16Scalar(in, out, n);
 }
 
 }  // namespace tlaloc::ops::vmath

@@ -1,9 +1,9 @@
-// The in-order q8_0 product on repacked weights (ops/reduction_matmul_q8_packed.h): bit for bit
+// The in-order q8_0 product on repacked weights (cpu/reduction_matmul_q8_packed.h): bit for bit
 // Q8Kernel::kInOrder and the portable loop (both sum in the tlaloc.int8_linear decomposition's
 // order) over every tail of rows, columns and blocks, on one thread and on a pool; and the
 // per-buffer cache: a hit for the same buffers, a new packing for another buffer, and an entry
 // dropped once nobody else holds its buffers.
-#include "ops/reduction_matmul_q8_packed.h"
+#include "cpu/reduction_matmul_q8_packed.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "ops/reduction_matmul_q8.h"
+#include "cpu/reduction_matmul_q8.h"
 #include "tlaloc/support/half.h"
 #include "tlaloc/support/thread_pool.h"
 

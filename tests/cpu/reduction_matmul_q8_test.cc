@@ -1,7 +1,7 @@
-// The q8_0 activation mode of int8 products (ops/reduction_matmul_q8.h): activation rounding
+// The q8_0 activation mode of int8 products (cpu/reduction_matmul_q8.h): activation rounding
 // against a scalar rendering of ggml's rule, and every kernel (row stream, VNNI tiles, portable)
 // against a scalar reference of the same rounding with exact block sums, over every tail.
-#include "ops/reduction_matmul_q8.h"
+#include "cpu/reduction_matmul_q8.h"
 
 #include <gtest/gtest.h>
 

@@ -14,7 +14,7 @@
 #include "reduction_matmul.h"
 #include "reduction_matmul_q8.h"
 #include "support/avx512_intrinsics.h"
-#include "tlaloc/ir/blas_kernels.h"
+#include "tlaloc/cpu/blas_kernels.h"
 #include "tlaloc/support/cpu_features.h"
 #include "tlaloc/support/half.h"
 

@@ -1,6 +1,6 @@
 // Matrix products through oneDNN: bf16 x bf16 on the CPU's bf16 instructions (AMX tiles or
 // AVX512-BF16 dot products), which OpenBLAS 0.3.21 in Debian does not expose, and f32 x f32
-// where OpenBLAS loaded kernels older than the CPU (tlaloc/ir/blas_kernels.h). Products of two
+// where OpenBLAS loaded kernels older than the CPU (tlaloc/cpu/blas_kernels.h). Products of two
 // bf16 values are exact in f32 and oneDNN accumulates in f32, as the f32-widening BLAS path
 // does; the one difference is that these instructions treat subnormal bf16 inputs (magnitude
 // below 2^-126) as zero and flush subnormal sums, which only matters for values no model
@@ -14,7 +14,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "reduction_matmul.h"
-#include "tlaloc/ir/blas_kernels.h"
+#include "tlaloc/cpu/blas_kernels.h"
 #include "tlaloc/support/cpu_features.h"
 
 namespace tlaloc::ops {

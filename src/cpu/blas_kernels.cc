@@ -1,4 +1,4 @@
-#include "tlaloc/ir/blas_kernels.h"
+#include "tlaloc/cpu/blas_kernels.h"
 
 #include <cblas.h>
 

@@ -1,4 +1,4 @@
-// Reductions of contiguous f32 rows (reduction_kernels.h): the reduce op's fast path when the
+// Reductions of contiguous f32 rows (reduction_rows.h): the reduce op's fast path when the
 // reduced dimensions are the trailing ones, so each output reduces one contiguous row. The
 // general path walks a table of offsets (one int64 per reduced element, rebuilt per call: 78 MB
 // for a 151,936 x 64 gradient) and dispatches on the body per element; here the row is read in
@@ -9,10 +9,11 @@
 //    result whenever the row holds no NaN and the result is not a zero (the order of a NaN's
 //    payload and of -0 against +0 are the only things order decides); otherwise, and without
 //    AVX-512, the sequential fold.
+#include "cpu/reduction_rows.h"
+
 #include <algorithm>
 #include <cmath>
 
-#include "reduction_kernels.h"
 #include "support/avx512_intrinsics.h"
 #include "tlaloc/support/cpu_features.h"
 

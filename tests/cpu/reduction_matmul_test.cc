@@ -1,10 +1,10 @@
 // The matrix-product kernels behind dot_general: the bf16 matrix-vector kernel and the oneDNN
 // bf16 path, checked against exact references and against each other.
-#include "ops/reduction_matmul.h"
+#include "cpu/reduction_matmul.h"
 
 #include <cmath>
 
-#include "reduction_test_util.h"
+#include "ops/reduction_test_util.h"
 #include "tlaloc/support/cpu_features.h"
 
 namespace tlaloc {

@@ -1,14 +1,14 @@
-// The bulk f32 exp / logistic / rsqrt kernels (src/ops/vector_math.h) against the scalar
+// The bulk f32 exp / logistic / rsqrt kernels (src/cpu/vector_math.h) against the scalar
 // definition, bit for bit: sampled inputs with every special value and the edges where results
 // overflow, turn subnormal, vanish or reach 1, directly and through the interpreter's ops.
-#include "ops/vector_math.h"
+#include "cpu/vector_math.h"
 
 #include <bit>
 #include <cstdio>
 #include <cstring>
 #include <random>
 
-#include "elementwise_test_util.h"
+#include "ops/elementwise_test_util.h"
 
 namespace tlaloc::ewtest {
 namespace {

@@ -1,7 +1,7 @@
-// The grouped bf16, f32 and int8 tile kernels of chlo.ragged_dot (src/ops/ragged_dot_grouped.h)
+// The grouped bf16, f32 and int8 tile kernels of chlo.ragged_dot (src/cpu/ragged_dot_grouped.h)
 // against a double loop over the same values, for every tile shape they have (1-4 rows, 1-6
 // weight rows) and contraction lengths with and without a masked tail.
-#include "ops/ragged_dot_grouped.h"
+#include "cpu/ragged_dot_grouped.h"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 
 #include "reduction_matmul.h"
 #include "support/avx512_intrinsics.h"
-#include "tlaloc/ir/blas_kernels.h"
+#include "tlaloc/cpu/blas_kernels.h"
 #include "tlaloc/support/cpu_features.h"
 
 #if defined(__x86_64__)

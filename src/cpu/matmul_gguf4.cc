@@ -3,13 +3,13 @@
 // differences in the same order, each rounded on its own (no contraction into fused multiply-add,
 // see the pragma), so every dequantised weight has the decomposition's bits; the dot products
 // are then the f32 kernels' own.
-#include "ops/matmul_gguf4.h"
+#include "cpu/matmul_gguf4.h"
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
-#include "ops/reduction_matmul.h"
+#include "cpu/reduction_matmul.h"
 #include "support/avx512_intrinsics.h"
 #include "tlaloc/ir/literal.h"
 #include "tlaloc/support/cpu_features.h"
