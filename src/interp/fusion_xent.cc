@@ -4,6 +4,9 @@
 // row chains (row max subtracted, sum of exponentials) in the decomposition as train::CrossEntropy
 // emitted it: the loss emits the composite, so nothing is recognised any more.
 #include <cblas.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -69,29 +72,88 @@ const float* F32Rows(const Literal& l, bool bf16, int64_t first, int64_t count, 
 
 // Replaces the `n` values of x by exp(x - max) and returns their max and sum. Sixteen partial
 // maxima and sums (then folded in order) let the adds overlap; the order is fixed, so are the
-// bits.
-void ExpInPlace(float* x, int64_t n, float& max, float& sum) {
-  constexpr int kLanes = 16;
+// bits, with or without AVX-512 (one vector of 16 lanes, or 16 scalars).
+constexpr int kLanes = 16;
+
+float FoldMax(const float* lanes, float m) {
+  for (int i = 0; i < kLanes; ++i) m = std::max(m, lanes[i]);
+  return m;
+}
+float FoldSum(const float* lanes) {
+  float s = 0;
+  for (int i = 0; i < kLanes; ++i) s += lanes[i];
+  return s;
+}
+
+#if defined(__x86_64__)
+#define TLALOC_XENT_AVX512 __attribute__((target("avx512f")))
+TLALOC_XENT_AVX512 void ExpInPlaceAvx512(float* x, int64_t n, float& max, float& sum) {
+  float lanes[kLanes];
   float m = x[0];
   int64_t k = 0;
   if (n >= kLanes) {
-    float lanes[kLanes];
+    __m512 acc = _mm512_loadu_ps(x);
+    for (k = kLanes; k + kLanes <= n;
+         k += kLanes)  // (the unmasked max trips -Wmaybe-uninitialized)
+      acc = _mm512_mask_max_ps(acc, 0xFFFF, acc, _mm512_loadu_ps(x + k));
+    _mm512_storeu_ps(lanes, acc);
+    m = FoldMax(lanes, m);
+  }
+  for (; k < n; ++k) m = std::max(m, x[k]);
+  const __m512 vm = _mm512_set1_ps(m);
+  for (k = 0; k + kLanes <= n; k += kLanes)
+    _mm512_storeu_ps(x + k, _mm512_sub_ps(_mm512_loadu_ps(x + k), vm));
+  for (; k < n; ++k) x[k] -= m;
+  ops::vmath::ExpF32(x, x, n);
+  __m512 acc = _mm512_setzero_ps();
+  for (k = 0; k + kLanes <= n; k += kLanes) acc = _mm512_add_ps(acc, _mm512_loadu_ps(x + k));
+  _mm512_storeu_ps(lanes, acc);
+  float s = FoldSum(lanes);
+  for (; k < n; ++k) s += x[k];
+  max = m;
+  sum = s;
+}
+
+TLALOC_XENT_AVX512 void ScaleAvx512(const float* e, float scale, float* out, int64_t n) {
+  const __m512 vs = _mm512_set1_ps(scale);
+  int64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes)
+    _mm512_storeu_ps(out + k, _mm512_mul_ps(_mm512_loadu_ps(e + k), vs));
+  for (; k < n; ++k) out[k] = e[k] * scale;
+}
+#endif
+
+void ExpInPlace(float* x, int64_t n, float& max, float& sum) {
+#if defined(__x86_64__)
+  if (ops::vmath::HasVectorKernels()) return ExpInPlaceAvx512(x, n, max, sum);
+#endif
+  float lanes[kLanes];
+  float m = x[0];
+  int64_t k = 0;
+  if (n >= kLanes) {
     for (int i = 0; i < kLanes; ++i) lanes[i] = x[i];
     for (k = kLanes; k + kLanes <= n; k += kLanes)
       for (int i = 0; i < kLanes; ++i) lanes[i] = std::max(lanes[i], x[k + i]);
-    for (int i = 0; i < kLanes; ++i) m = std::max(m, lanes[i]);
+    m = FoldMax(lanes, m);
   }
   for (; k < n; ++k) m = std::max(m, x[k]);
   for (k = 0; k < n; ++k) x[k] -= m;
   ops::vmath::ExpF32(x, x, n);
-  float lanes[kLanes] = {};
+  for (int i = 0; i < kLanes; ++i) lanes[i] = 0;
   for (k = 0; k + kLanes <= n; k += kLanes)
     for (int i = 0; i < kLanes; ++i) lanes[i] += x[k + i];
-  float s = 0;
-  for (int i = 0; i < kLanes; ++i) s += lanes[i];
+  float s = FoldSum(lanes);
   for (; k < n; ++k) s += x[k];
   max = m;
   sum = s;
+}
+
+// out = e * scale.
+void Scale(const float* e, float scale, float* out, int64_t n) {
+#if defined(__x86_64__)
+  if (ops::vmath::HasVectorKernels()) return ScaleAvx512(e, scale, out, n);
+#endif
+  for (int64_t k = 0; k < n; ++k) out[k] = e[k] * scale;
 }
 
 int Int(int64_t v) { return static_cast<int>(v); }
@@ -166,7 +228,7 @@ Status LinearXent(const LinearXentShape& sh, std::span<const Literal> in, std::s
             }
             // softmax = exp(x - max_j) * exp(max_j - lse)
             const float scale = std::exp(block_max[j * rows_max + r] - lse[r]);
-            for (int64_t k = 0; k < nb; ++k) row[k] = e[k] * scale;
+            Scale(e, scale, row, nb);
             const int64_t column = Column(y[r0 + r]) - j0;
             if (column >= 0 && column < nb) row[column] -= 1.0f;
             if (sh.bf16)
