@@ -7,7 +7,7 @@
 #
 #   bash bench/finetune_vs_torch.sh [--runs R] [--steps S] [--batch B] [--seq-len L]
 #                                   [--threads T] [--preset tiny] [--torch-modes "eager compile"]
-#                                   [--work DIR] [--tlaloc BIN]
+#                                   [--work DIR] [--tlaloc BIN] [--baseline BIN]
 #
 # The model is an init-model preset (default tiny: hidden 64, 2 layers, the real 151,936-id
 # vocabulary, f32) with the Qwen3 tokenizer in data/qwen3/. Each side's figure is the median step
@@ -17,6 +17,8 @@
 # on one extra Tlaloc run breaks its step time down by op kind (profile.txt in the results
 # folder). Defaults: 3 runs of 12 steps of 4 x 128 tokens on 2 threads; a quick look:
 #   bash bench/finetune_vs_torch.sh --runs 1 --steps 4 --batch 1 --seq-len 32
+# --baseline BIN adds another Tlaloc binary (an earlier build) to the rotation, as its own row
+# (before/after figures of a change in one run).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,7 +28,7 @@ LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 source "$ROOT/bench/bench_lib.sh"
 RUNS=3 STEPS=12 BATCH=4 SEQ=128 THREADS=2 PRESET=tiny MODES="eager compile"
 WORK="${TMPDIR:-/tmp}/tlaloc-finetune-vs-torch"
-TLALOC=""
+TLALOC="" BASELINE=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --runs) RUNS="$2"; shift 2 ;;
@@ -38,6 +40,7 @@ while [[ $# -gt 0 ]]; do
     --torch-modes) MODES="$2"; shift 2 ;;
     --work) WORK="$2"; shift 2 ;;
     --tlaloc) TLALOC="$2"; shift 2 ;;
+    --baseline) BASELINE="$2"; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "finetune_vs_torch.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -52,6 +55,8 @@ for m in $MODES; do
     { echo "finetune_vs_torch.sh: --torch-modes \"$MODES\": expected eager and/or compile" >&2; exit 2; }
 done
 TLALOC=$(bench_tlaloc finetune_vs_torch.sh "$TLALOC")
+[[ -z "$BASELINE" || -x "$BASELINE" ]] ||
+  { echo "finetune_vs_torch.sh: --baseline $BASELINE: not an executable" >&2; exit 2; }
 PYTHON=$(bench_python finetune_vs_torch.sh torch numpy)
 TORCH_VERSION=$("$PYTHON" -c 'import torch; print(torch.__version__)')
 TOKENIZER="$ROOT/data/qwen3/tokenizer.json"
@@ -87,13 +92,13 @@ fi
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-run_tlaloc() {  # run_tlaloc OUT_DIR: appends the median step seconds over steps 2..S to tlaloc.txt
-  rm -rf "$1"
-  TLALOC_NUM_THREADS=$THREADS "$TLALOC" finetune --model "$MODEL" --data "$DATA" --out "$1" \
-    --steps "$STEPS" --batch "$BATCH" --seq-len "$SEQ" --print-every 1000 >"$1.log" 2>&1 ||
-    { cat "$1.log" >&2; exit 1; }
+run_tlaloc() {  # run_tlaloc BIN NAME OUT_DIR: appends the median step seconds over steps 2..S to NAME.txt
+  rm -rf "$3"
+  TLALOC_NUM_THREADS=$THREADS "$1" finetune --model "$MODEL" --data "$DATA" --out "$3" \
+    --steps "$STEPS" --batch "$BATCH" --seq-len "$SEQ" --print-every 1000 >"$3.log" 2>&1 ||
+    { cat "$3.log" >&2; exit 1; }
   "$PYTHON" -c 'import json,sys; print("\n".join(str(json.loads(l)["seconds"]) for l in open(sys.argv[1]) if json.loads(l)["step"] > 1))' \
-    "$1/loss_log.jsonl" | median >>"$RESULTS/tlaloc.txt"
+    "$3/loss_log.jsonl" | median >>"$RESULTS/$2.txt"
 }
 run_torch() {  # run_torch MODE OUT.json: appends the median step seconds over steps 2..S to MODE.txt
   local rc=0
@@ -111,19 +116,23 @@ run_torch() {  # run_torch MODE OUT.json: appends the median step seconds over s
 }
 
 : >"$RESULTS/tlaloc.txt"
+[[ -z "$BASELINE" ]] || : >"$RESULTS/baseline.txt"
 for m in $MODES; do : >"$RESULTS/$m.txt"; : >"$RESULTS/$m.first.txt"; done
 for ((r = 1; r <= RUNS; r++)); do
   # Which engine goes first rotates from run to run.
-  read -r -a engines <<<"tlaloc $MODES"
+  read -r -a engines <<<"tlaloc ${BASELINE:+baseline} $MODES"
   for ((i = 0; i < ${#engines[@]}; i++)); do
     e=${engines[$(((i + r - 1) % ${#engines[@]}))]}
     if [[ "$e" == tlaloc ]]; then
-      run_tlaloc "$RESULTS/tlaloc-$r"
+      run_tlaloc "$TLALOC" tlaloc "$RESULTS/tlaloc-$r"
+    elif [[ "$e" == baseline ]]; then
+      run_tlaloc "$BASELINE" baseline "$RESULTS/baseline-$r"
     else
       run_torch "$e" "$RESULTS/torch-$e-$r.json"
     fi
   done
   line="run $r: tlaloc $(tail -n1 "$RESULTS/tlaloc.txt") s/step"
+  [[ -z "$BASELINE" ]] || line+=", baseline $(tail -n1 "$RESULTS/baseline.txt") s/step"
   for m in $MODES; do line+=", torch $m $(tail -n1 "$RESULTS/$m.txt" 2>/dev/null || true) s/step"; done
   echo "$line" >&2
 done
@@ -138,6 +147,7 @@ echo "CPU: $(bench_cpu) ($(nproc) cores);" \
   "load average before $LOAD_BEFORE, after $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "Command: $COMMAND"
 echo "PyTorch: torch $TORCH_VERSION ($PYTHON); inductor's C++ compiler: $(g++ --version 2>/dev/null | head -n1 || echo "no g++")"
+echo "Tlaloc: $TLALOC${BASELINE:+; baseline: $BASELINE}"
 "$PYTHON" - "$RESULTS" "$MODES" "$((BATCH * SEQ))" "$RUNS" "$THREADS" \
   "$PRESET, batch $BATCH x $SEQ tokens, AdamW, steps 2..$STEPS" "$MODEL/config.json" "$SEQ" \
   <<'PY' | tee "$RESULTS/summary.md"
@@ -174,6 +184,9 @@ print(f"training throughput ({shape}; {threads} threads; median of {runs} runs)"
 print("| engine | s/step | tokens/s | Tlaloc / engine |")
 print("|---|---:|---:|---:|")
 print(f"| Tlaloc finetune | {t:.4f} | {tokens / t:.0f} | 1.00x |")
+if read("baseline.txt"):
+    b = statistics.median(read("baseline.txt"))
+    print(f"| Tlaloc baseline (--baseline) | {b:.4f} | {tokens / b:.0f} | {b / t:.2f}x |")
 names = {"eager": "PyTorch eager", "compile": "PyTorch torch.compile (inductor)"}
 for m in modes.split():
     error = os.path.join(results, f"{m}.error")
@@ -193,6 +206,8 @@ print(f"\nshares of the f32 peak ({peak['median'] / 1e9:.1f} GFLOP/s of {peak['w
       f"{peak['passes']} passes, {peak['low'] / 1e9:.1f} to {peak['high'] / 1e9:.1f}; "
       f"{per_token / 1e6:.2f} MFLOP per trained token):")
 rows = [("Tlaloc finetune", t)]
+if read("baseline.txt"):
+    rows.append(("Tlaloc baseline", statistics.median(read("baseline.txt"))))
 rows += [(names[m], statistics.median(read(f"{m}.txt"))) for m in modes.split() if read(f"{m}.txt")]
 for name, seconds in rows:
     rate = tokens / seconds * per_token

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "tlaloc/autodiff/autodiff.h"
+#include "tlaloc/builder/composite.h"
 #include "tlaloc/ir/op_registry.h"
 
 namespace tlaloc::autodiff {
@@ -209,7 +210,7 @@ class Differentiator {
       cts.push_back(ct != cotangents_.end() ? ct->second : ZerosOf(b_, r.type()));
     }
     TL_RETURN_IF_ERROR(b_.status());
-    if (op.name() == "stablehlo.composite") return BackwardComposite(op, operands, cts);
+    if (op.name() == "stablehlo.composite") return BackwardComposite(op, operands, results, cts);
     // The rule reads attributes and regions from the op as cloned into the gradient program.
     const Operation* like = results.empty() ? &op : results[0].producer();
     auto grads = op.def().vjp(b_, *like, operands, results, cts);
@@ -233,8 +234,10 @@ class Differentiator {
   // A composite's gradient is its decomposition's: the decomposition is cloned again here (its
   // forward recomputed) and differentiated with respect to the composite's varied operands.
   Status BackwardComposite(const Operation& op, const std::vector<Value>& operands,
-                           const std::vector<Value>& cts) {
+                           const std::vector<Value>& results, const std::vector<Value>& cts) {
     const std::string name = GetStringAttr(op.attrs(), "name");
+    if (name == kLinearCrossEntropyComposite && op.num_results() == 4 && op.num_operands() == 3)
+      return BackwardLinearCrossEntropy(op, results, cts);
     const std::string symbol = GetStringAttr(op.attrs(), "decomposition");
     if (b_.module() == nullptr)
       return Unimplemented("autodiff: stablehlo.composite \"" + name + "\" in @" + f_.name() +
@@ -252,6 +255,33 @@ class Differentiator {
     for (size_t j = 0; j < sub.wrt.size(); ++j)
       TL_RETURN_IF_ERROR(Accumulate(op.operand(sub.wrt[j]), g.gradients[j],
                                     "the decomposition of composite \"" + name + "\""));
+    for (Value r : op.results()) cotangents_.erase(r.impl());
+    return OkStatus();
+  }
+
+  // tlaloc.linear_cross_entropy with its gradients (train/loss.h): results (loss sum, count,
+  // d loss sum / d hidden, d loss sum / d head) of operands (hidden, head, labels). The operands'
+  // gradients are the last two results times the loss sum's cotangent; the forward pass formed
+  // them, so nothing of the decomposition is recomputed.
+  Status BackwardLinearCrossEntropy(const Operation& op, const std::vector<Value>& results,
+                                    const std::vector<Value>& cts) {
+    for (int i = 2; i < 4; ++i)
+      if (cotangents_.count(op.result(i).impl()))
+        return Unimplemented("autodiff: the gradients tlaloc.linear_cross_entropy returns (in @" +
+                             f_.name() +
+                             ") are used by a differentiated value; a second "
+                             "derivative of the loss is not supported");
+    const Tensor ct(cts[0], &b_);
+    for (int i = 0; i < 2; ++i) {
+      if (!varied_.count(op.operand(i).impl())) continue;
+      const Tensor d(results[2 + i], &b_);
+      Tensor g = d.element_type() == ElementType::kF32
+                     ? d * ct
+                     : Convert(Convert(d, ElementType::kF32) * ct, d.element_type());
+      TL_RETURN_IF_ERROR(b_.status());
+      TL_RETURN_IF_ERROR(
+          Accumulate(op.operand(i), g.value(), "the gradient rule of tlaloc.linear_cross_entropy"));
+    }
     for (Value r : op.results()) cotangents_.erase(r.impl());
     return OkStatus();
   }

@@ -13,17 +13,14 @@
 //
 // named composites (builder/composite.h, nn/int8_linear.h) as one kernel each, by name from one
 // table (fusion_composite.cc): tlaloc.int8_linear (fusion_int8.cc), tlaloc.rms_norm
-// (fusion_norm.cc), tlaloc.rotary (fusion_rotary.cc), tlaloc.silu_and_mul (fusion_silu.cc). No
-// chain is recognised for these: the builder and nn emit the composite.
+// (fusion_norm.cc), tlaloc.rotary (fusion_rotary.cc), tlaloc.silu_and_mul (fusion_silu.cc),
+// tlaloc.linear_cross_entropy (fusion_xent.cc: the LM head's loss with its gradients). No chain
+// is recognised for these: the builder, nn and train emit the composite.
 //
 // int8 matrix products, as nn::Linear emits them for int8 weights (fusion_int8.cc):
 //   dot_general(x f32, reshape(convert(reshape(q s8)) * broadcast_in_dim(convert(scale f16))))
 // run as one kernel on (q, scale, x) that reads the int8 matrix in place; the same chain on
 // a stack of matrices feeding chlo.ragged_dot (nn::SparseMoe's int8 experts) likewise.
-//
-// the cross-entropy's row chains (fusion_xent.cc): a row maximum subtracted from its row
-// (reduce max, reshapes and barriers, broadcast, subtract), and a row sum of exponentials whose
-// exponentials nothing else reads (exponential, reduce add), each one pass per row.
 //
 // argmax (fusion_argmax.cc), as the builder emits it: one pass.
 //
@@ -75,13 +72,6 @@ bool MatchInt8Composite(const Block& block, int a, std::vector<int>& chain,
 bool MatchGgufComposite(const Block& block, int a, std::vector<int>& chain,
                         std::vector<Value>& operands, const FusedKernel*& kernel);
 
-// The cross-entropy's row chains starting at op `a` (fusion_xent.cc): on success `chain`,
-// `operands` and `kernel` say what replaces them.
-bool MatchRowMaxSubtract(const Block& block, const BlockUses& uses, int a, std::vector<int>& chain,
-                         std::vector<Value>& operands, const FusedKernel*& kernel);
-bool MatchExpSum(const Block& block, const BlockUses& uses, int a, std::vector<int>& chain,
-                 std::vector<Value>& operands, const FusedKernel*& kernel);
-
 // The broadcast-into-arithmetic pair starting at op `a` (the broadcast_in_dim): on success
 // `chain` holds (a, the arithmetic op), `operands` (x, s), and the kernel (its shapes bound)
 // is returned; nullptr otherwise.
@@ -98,6 +88,10 @@ std::shared_ptr<const FusedKernel> CompositeKernel(const Block& block, int a,
 
 // tlaloc.rms_norm {eps} on (x, weight) (fusion_norm.cc), or nullptr for types it does not take.
 std::shared_ptr<const FusedKernel> RmsNormCompositeKernel(const Operation& op);
+
+// tlaloc.linear_cross_entropy on (hidden, head, labels) (fusion_xent.cc), with its gradients
+// when it returns them, or nullptr for types it does not take.
+std::shared_ptr<const FusedKernel> LinearCrossEntropyCompositeKernel(const Operation& op);
 
 // tlaloc.rotary on (x, cos, sin) (fusion_rotary.cc), or nullptr for types it does not take.
 std::shared_ptr<const FusedKernel> RotaryCompositeKernel(const Operation& op);

@@ -44,6 +44,10 @@ const CompositeEntry kComposites[] = {
      [](const Block& block, int a, std::vector<Value>&) {
        return RotaryCompositeKernel(*block.operations()[a]);
      }},
+    {"tlaloc.linear_cross_entropy",
+     [](const Block& block, int a, std::vector<Value>&) {
+       return LinearCrossEntropyCompositeKernel(*block.operations()[a]);
+     }},
     {"tlaloc.silu_and_mul",
      [](const Block& block, int a, std::vector<Value>&) {
        return SiluMulCompositeKernel(*block.operations()[a]);

@@ -258,8 +258,12 @@ class InterpreterRun : public EvalContext {
     Status st;
     try {
       if (p.fused) {
-        // The chain's result may take over its first operand's buffer when that dies here.
-        if (reusable_[0] && operands[0].type() == op.result(0).type().tensor)
+        // A kernel of several results fills them all; a chain's result may take over its
+        // first operand's buffer when that dies here.
+        if (p.fused->eval_results) {
+          for (int i = 0; i < op.num_results(); ++i)
+            results.push_back(Literal::Uninitialized(op.result(i).type().tensor));
+        } else if (reusable_[0] && operands[0].type() == op.result(0).type().tensor)
           results.push_back(operands[0]);
         else if (op.def().traits.replaces_results)  // a composite mapped to its kernel
           results.push_back(Literal::Uninitialized(op.result(0).type().tensor));
@@ -267,7 +271,8 @@ class InterpreterRun : public EvalContext {
           results = AllocateResults(op);
         allocated = results;
         for (const Literal& r : allocated) tracker_.Add(r);
-        st = p.fused->eval(operands, results[0], *this);
+        st = p.fused->eval_results ? p.fused->eval_results(operands, results, *this)
+                                   : p.fused->eval(operands, results[0], *this);
       } else {
         // A dying operand the eval would take over is placed in its result's slot up front, so
         // no buffer is allocated only to be dropped.

@@ -19,6 +19,11 @@ namespace tlaloc::interp {
 struct FusedKernel {
   std::string name;  // the profile's row, e.g. "fused.softmax"
   std::function<Status(std::span<const Literal> operands, Literal& result, EvalContext& ctx)> eval;
+  // Set instead of `eval` for an op of several results (a composite mapped to its kernel): the
+  // results come uninitialised and the kernel fills them all.
+  std::function<Status(std::span<const Literal> operands, std::span<Literal> results,
+                       EvalContext& ctx)>
+      eval_results = nullptr;
 };
 
 struct OpPlan {

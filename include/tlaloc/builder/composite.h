@@ -18,6 +18,8 @@ namespace tlaloc {
 inline constexpr std::string_view kRmsNormComposite = "tlaloc.rms_norm";
 inline constexpr std::string_view kSiluAndMulComposite = "tlaloc.silu_and_mul";
 inline constexpr std::string_view kRotaryComposite = "tlaloc.rotary";
+// The LM head's cross-entropy (train/loss.h), whose gradient rule lives in autodiff.
+inline constexpr std::string_view kLinearCrossEntropyComposite = "tlaloc.linear_cross_entropy";
 
 // Emits stablehlo.composite `name` on `operands` with `attributes` (version 1). Its
 // decomposition is the private function `function` of the builder's module, built by `body` on

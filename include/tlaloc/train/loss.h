@@ -19,10 +19,15 @@ struct LossTerms {
 // The row maximum is subtracted under StopGradient (recorded in `marks`, may be null).
 LossTerms CrossEntropy(const Tensor& logits, const Tensor& labels, autodiff::Marks* marks);
 
-// The LM head and cross-entropy together: hidden [N, H] (after the final norm), head [V, H],
-// labels s32 [N]. With chunk > 0 the tokens are split in chunks of `chunk` rows, each chunk's
-// projection and loss a remat region of `marks`, so at most one chunk's [chunk, V] logits are
-// alive at a time, forward or backward. chunk == 0 (or >= N): all rows at once.
+// The LM head and cross-entropy together, as one stablehlo.composite tlaloc.linear_cross_entropy
+// {chunk, ignore_index, gradients} on hidden [N, H] (after the final norm), head [V, H] and
+// labels s32 [N]. Its decomposition takes the tokens in chunks of `chunk` rows (0 or >= N: all at
+// once), so at most one chunk's [chunk, V] logits exist at a time. With `marks` (a program to be
+// differentiated) the composite also returns d(loss sum)/d(hidden) and d(loss sum)/d(head),
+// formed from each chunk's softmax in the forward pass, and autodiff's rule for the composite
+// scales them by the loss sum's cotangent: the backward pass never recomputes the logits. The
+// interpreter runs the composite as one kernel (interp/fusion_xent.cc); XLA runs the
+// decomposition.
 LossTerms LmHeadCrossEntropy(const Tensor& hidden, const Tensor& head, const Tensor& labels,
                              int64_t chunk, autodiff::Marks* marks);
 
