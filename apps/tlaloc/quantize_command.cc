@@ -7,6 +7,7 @@
 #include <string>
 
 #include "commands.h"
+#include "tlaloc/ir/quant_format.h"
 #include "tlaloc/models/quantize.h"
 
 namespace tlaloc::cli {
@@ -29,9 +30,10 @@ int RunQuantize(const QuantizeArgs& a) {
     return kExitFailure;
   }
   std::fprintf(stderr,
-               "tlaloc quantize: wrote %s (%lld int8 matrices with f16 scales per 32 inputs, %lld "
-               "tensors kept; %.1f MB -> %.1f MB; largest weight error %.3g)\n",
+               "tlaloc quantize: wrote %s (%lld int8 matrices with f16 scales per %lld inputs, "
+               "%lld tensors kept; %.1f MB -> %.1f MB; largest weight error %.3g)\n",
                a.out.c_str(), static_cast<long long>(summary->quantized_tensors),
+               static_cast<long long>(kQ8_0BlockElements),
                static_cast<long long>(summary->kept_tensors),
                static_cast<double>(summary->bytes_in) / 1e6,
                static_cast<double>(summary->bytes_out) / 1e6, summary->max_abs_error);
@@ -43,9 +45,8 @@ int RunQuantize(const QuantizeArgs& a) {
 void RegisterQuantizeCommand(CLI::App& app) {
   auto args = std::make_shared<QuantizeArgs>();
   auto* cmd = app.add_subcommand(
-      "quantize",
-      "Write a checkpoint folder with int8 weight matrices (f16 scales per 32 inputs, GGUF Q8_0's "
-      "blocks)");
+      "quantize", "Write a checkpoint folder with int8 weight matrices (f16 scales per " +
+                      std::to_string(kQ8_0BlockElements) + " inputs, GGUF Q8_0's blocks)");
   cmd->add_option("IN_DIR", args->in, "Checkpoint folder (config.json, *.safetensors)")->required();
   cmd->add_option("OUT_DIR", args->out, "Folder to write (absent or empty)")->required();
   cmd->add_option("--dtype", args->dtype, "Weight type of the matrices: int8")

@@ -96,44 +96,48 @@ std::string GgmlTypeNumberName(uint32_t t) {
   return "type " + std::to_string(t);
 }
 
+// The ggml types Tlaloc stores (ir/quant_format.h's table), or nullptr: the other quantised
+// types are only read (dequantised), so their blocks are known here alone.
+namespace {
+const QuantFormatInfo* StoredFormat(GgmlType t) {
+  for (const QuantFormatInfo& f : kQuantFormats)
+    if (f.ggml_type == static_cast<uint32_t>(t)) return &f;
+  return nullptr;
+}
+}  // namespace
+
 int64_t GgmlBlockElements(GgmlType t) {
+  if (const QuantFormatInfo* f = StoredFormat(t)) return f->block;
   switch (t) {
     case GgmlType::kF32:
     case GgmlType::kF16:
     case GgmlType::kBF16:
       return 1;
-    case GgmlType::kQ4_K:
     case GgmlType::kQ5_K:
-    case GgmlType::kQ6_K:
-      return 256;
+      return kKQuantBlockElements;
     default:
       return 32;
   }
 }
 
 int64_t GgmlBlockBytes(GgmlType t) {
+  if (const QuantFormatInfo* f = StoredFormat(t)) return f->ggml_block_bytes;
   switch (t) {
     case GgmlType::kF32:
       return 4;
     case GgmlType::kF16:
     case GgmlType::kBF16:
       return 2;
-    case GgmlType::kQ4_0:
-      return 18;  // f16 d, 16 bytes of nibbles
     case GgmlType::kQ4_1:
       return 20;  // f16 d, f16 m, 16 bytes of nibbles
     case GgmlType::kQ5_0:
       return 22;  // f16 d, 4 bytes of fifth bits, 16 bytes of nibbles
     case GgmlType::kQ5_1:
       return 24;  // f16 d, f16 m, 4 + 16 bytes
-    case GgmlType::kQ8_0:
-      return kQ8_0BlockBytes;
-    case GgmlType::kQ4_K:
-      return 144;  // f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 bytes of nibbles
     case GgmlType::kQ5_K:
-      return 176;  // as Q4_K plus 32 bytes of fifth bits
-    case GgmlType::kQ6_K:
-      return 210;  // 128 bytes low nibbles, 64 bytes high 2 bits, 16 int8 scales, f16 d
+      return 176;  // as Q4_K (144 bytes) plus 32 bytes of fifth bits
+    default:
+      break;
   }
   return 1;
 }

@@ -184,7 +184,8 @@ Status WriteGguf(const std::filesystem::path& path, std::span<const GgufKeyValue
         return InvalidArgument("GGUF writer: Q8_0 tensor \"" + t.name + "\" is " +
                                t.value.type().ToString() + " with scales " +
                                (t.q8_scales.valid() ? t.q8_scales.type().ToString() : "none") +
-                               " (expected s8 [..., K], K a multiple of 32, and f16 [..., K/32])");
+                               " (expected " + QuantLayoutText(QuantFormat::kQ8_0) +
+                               ", K a multiple of " + std::to_string(kQ8_0BlockElements) + ")");
     } else if (!GgmlTypeFor(t.value.element_type()).ok())
       return InvalidArgument("GGUF writer: tensor \"" + t.name + "\" is " +
                              std::string(ShortName(t.value.element_type())) +

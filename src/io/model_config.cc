@@ -179,12 +179,13 @@ Status ParseQuantization(JsonFields& f, ModelConfig& c) {
   w.quant_method = q["quant_method"].get<std::string>();
   if (w.quant_method == kTlalocGgufQuantMethod) {
     if (!q.contains("formats") || !q["formats"].is_object())
-      return f.Error(key + ".formats must be an object (tensor name -> q8_0, q4_0, q4_k or q6_k)");
+      return f.Error(key + ".formats must be an object (tensor name -> one of " +
+                     KnownQuantFormats() + ")");
     for (const auto& [name, v] : q["formats"].items()) {
       const std::string fmt = v.is_string() ? v.get<std::string>() : "";
-      if (fmt != "q8_0" && fmt != "q4_0" && fmt != "q4_k" && fmt != "q6_k")
-        return f.Error(key + ".formats[\"" + name + "\"] must be q8_0, q4_0, q4_k or q6_k, got " +
-                       DescribeJson(v));
+      if (!FindQuantFormat(fmt))
+        return f.Error(key + ".formats[\"" + name + "\"] must be one of " + KnownQuantFormats() +
+                       ", got " + DescribeJson(v));
       w.formats[name] = fmt;
     }
     w.bits = 4;
@@ -195,8 +196,9 @@ Status ParseQuantization(JsonFields& f, ModelConfig& c) {
     return f.Error(key + ".quant_method \"" + w.quant_method +
                    "\" is not supported (Tlaloc runs \"" + std::string(kTlalocInt8QuantMethod) +
                    "\", written by tlaloc quantize)");
-  for (const auto& [name, want] : {std::pair<const char*, int64_t>{"bits", 8},
-                                   std::pair<const char*, int64_t>{"group_size", kInt8BlockSize}}) {
+  for (const auto& [name, want] :
+       {std::pair<const char*, int64_t>{"bits", 8},
+        std::pair<const char*, int64_t>{"group_size", kQ8_0BlockElements}}) {
     if (!q.contains(name)) continue;
     const json& v = q[name];
     if (!v.is_number_integer() || v.get<int64_t>() != want)

@@ -2,11 +2,13 @@
 #include "tlaloc/models/inspect.h"
 
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/safetensors.h"
+#include "tlaloc/ir/quant_format.h"
 #include "tlaloc/models/family.h"
 #include "tlaloc/support/memory_info.h"
 
@@ -43,6 +45,36 @@ std::string Num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
+}
+
+// "q4_k blocks of 256, f32 scales, 6 bits per weight (4.5 in GGUF)" from ir/quant_format.h.
+std::string FormatText(QuantFormat format, bool gguf) {
+  const QuantFormatInfo& f = QuantTraits(format);
+  std::string s = std::string(f.name) + " blocks of " + std::to_string(f.block) + ", " +
+                  std::string(ShortName(f.scale_type)) + " scales, " + Num(f.bits_per_weight()) +
+                  " bits per weight";
+  if (gguf && f.ggml_bits_per_weight() != f.bits_per_weight())
+    s += " (" + Num(f.ggml_bits_per_weight()) + " in GGUF)";
+  return s;
+}
+
+// The quantized line(s) of a config: the int8 checkpoint's one format, or a GGUF import's
+// matrices counted by format.
+std::vector<std::string> QuantizationLines(const io::WeightQuantization& q) {
+  const std::string method = " (quantization_config " + q.quant_method + ")";
+  if (q.quant_method != kTlalocGgufQuantMethod)
+    return {"quantized:    int8 (" + FormatText(QuantFormat::kQ8_0, false) + ")" + method};
+  std::map<QuantFormat, int64_t> counts;
+  for (const auto& [name, fmt] : q.formats)
+    if (auto f = FindQuantFormat(fmt)) ++counts[*f];
+  std::string list;
+  for (const auto& [f, n] : counts)
+    list +=
+        (list.empty() ? "" : ", ") + std::string(QuantFormatName(f)) + " x " + std::to_string(n);
+  std::vector<std::string> lines{"quantized:    gguf: " + (list.empty() ? "no matrices" : list) +
+                                 method};
+  for (const auto& [f, n] : counts) lines.push_back("              " + FormatText(f, true));
+  return lines;
 }
 
 }  // namespace
@@ -128,9 +160,7 @@ std::string FormatInspectText(const InspectReport& r, size_t max_listed) {
            (c.norm_topk_prob ? "true" : "false"));
     }
     if (c.quantization)
-      line("quantized:    int8 matrices with an f16 scale per " +
-           std::to_string(c.quantization->group_size) + " inputs (quantization_config " +
-           c.quantization->quant_method + ", GGUF Q8_0 blocks)");
+      for (const std::string& l : QuantizationLines(*c.quantization)) line(l);
     if (c.bos_token_id || !c.eos_token_ids.empty())
       line("tokens:       bos " + (c.bos_token_id ? std::to_string(*c.bos_token_id) : "none") +
            ", eos " + (c.eos_token_ids.empty() ? "none" : Ids(c.eos_token_ids)));

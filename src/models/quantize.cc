@@ -11,6 +11,7 @@
 
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/model_config.h"
+#include "tlaloc/ir/quant_format.h"
 #include "tlaloc/models/family.h"
 #include "tlaloc/models/load_weights.h"
 #include "tlaloc/support/atomic_file.h"
@@ -43,7 +44,7 @@ std::string ShapeText(const std::vector<int64_t>& dims) {
 }
 
 Status CheckQuantizable(const TensorType& type, const std::string& name) {
-  const int64_t block = io::kInt8BlockSize;
+  const int64_t block = kQ8_0BlockElements;
   const ElementType et = type.element_type;
   if (et != ElementType::kF32 && et != ElementType::kBF16 && et != ElementType::kF16)
     return InvalidArgument("quantize: tensor \"" + name + "\" has dtype " +
@@ -58,7 +59,7 @@ Status CheckQuantizable(const TensorType& type, const std::string& name) {
 
 TensorType ScaleType(const TensorType& matrix) {
   std::vector<int64_t> dims = matrix.dims;
-  dims.back() /= io::kInt8BlockSize;
+  dims.back() /= kQ8_0BlockElements;
   return TensorType(ElementType::kF16, std::move(dims));
 }
 
@@ -71,7 +72,7 @@ std::span<const std::byte> BytesOf(const Literal& v) {
 StatusOr<std::pair<Literal, Literal>> QuantizeInt8Matrix(const Literal& value,
                                                          const std::string& name) {
   TL_RETURN_IF_ERROR(CheckQuantizable(value.type(), name));
-  const int64_t block = io::kInt8BlockSize;
+  const int64_t block = kQ8_0BlockElements;
   // A stack [E, out, in] (an MoE layer's experts) is E * out rows.
   const int64_t k = value.dims().back(), rows = value.num_elements() / k, blocks = k / block;
   std::vector<int64_t> scale_dims = value.dims();
@@ -80,7 +81,7 @@ StatusOr<std::pair<Literal, Literal>> QuantizeInt8Matrix(const Literal& value,
   Literal scale = Literal::Uninitialized(TensorType(ElementType::kF16, scale_dims));
   auto qs = q.span<int8_t>();
   auto ss = scale.span<uint16_t>();
-  float x[io::kInt8BlockSize];
+  float x[kQ8_0BlockElements];
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t b = 0; b < blocks; ++b) {
       const int64_t base = r * k + b * block;
@@ -247,7 +248,7 @@ StatusOr<QuantizeSummary> QuantizeCheckpoint(const fs::path& in, const fs::path&
       auto sv = scale.span<uint16_t>();
       for (int64_t i = 0; i < static_cast<int64_t>(qv.size()); ++i) {
         const float back = static_cast<float>(qv[i]) *
-                           HalfBitsToFloat(sv[(i / k) * blocks + (i % k) / io::kInt8BlockSize]);
+                           HalfBitsToFloat(sv[(i / k) * blocks + (i % k) / kQ8_0BlockElements]);
         summary.max_abs_error =
             std::max(summary.max_abs_error,
                      std::fabs(static_cast<double>(ElementAsFloat(*value, i)) - back));

@@ -6,15 +6,11 @@
 
 #include <string>
 
+#include "tlaloc/builder/composite.h"
+
 namespace tlaloc::nn {
 
 namespace {
-
-std::string DimsName(const std::vector<int64_t>& dims) {
-  std::string s;
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "x" : "") + std::to_string(dims[i]);
-  return s.empty() ? "scalar" : s;
-}
 
 int64_t Product(const std::vector<int64_t>& dims, size_t count) {
   int64_t p = 1;
@@ -32,75 +28,23 @@ Tensor Nibbles(const Tensor& q) {
   return Concat({Reshape(lo, one), Reshape(hi, one)}, 2);
 }
 
-// The decomposition on x [M..., K], q, scale -> [M..., N].
-Status BuildDecomposition(Module* module, const std::string& name, const TensorType& xt,
-                          const TensorType& qt, const TensorType& st) {
-  FunctionBuilder fb(module, name, {Type(xt), Type(qt), Type(st)});
-  fb.function()->set_public(false);
-  Tensor w = GgufDequantize(fb.arg(1), fb.arg(2));
-  const int64_t last = static_cast<int64_t>(xt.dims.size()) - 1;
-  return fb.Return({DotGeneral(fb.arg(0), w, {}, {}, {last}, {1})});
-}
-
 }  // namespace
 
-std::string_view GgufFormatName(GgufFormat f) {
-  switch (f) {
-    case GgufFormat::kQ4_0:
-      return "q4_0";
-    case GgufFormat::kQ4_K:
-      return "q4_k";
-    case GgufFormat::kQ6_K:
-      return "q6_k";
-  }
-  return "?";
-}
-
 std::optional<GgufFormat> ParseGgufFormat(std::string_view name) {
-  for (GgufFormat f : {GgufFormat::kQ4_0, GgufFormat::kQ4_K, GgufFormat::kQ6_K})
-    if (GgufFormatName(f) == name) return f;
-  return std::nullopt;
+  const auto f = FindQuantFormat(name);
+  if (!f || *f == QuantFormat::kQ8_0) return std::nullopt;
+  return f;
 }
 
 std::pair<TensorType, TensorType> GgufPackedTypes(GgufFormat f, int64_t n, int64_t k) {
-  switch (f) {
-    case GgufFormat::kQ4_0:
-      return {TensorType(ElementType::kU8, {n, k / 2}), TensorType(ElementType::kF16, {n, k / 32})};
-    case GgufFormat::kQ4_K:
-      return {TensorType(ElementType::kU8, {n, k / 2}),
-              TensorType(ElementType::kF32, {n, k / 32, 2})};
-    case GgufFormat::kQ6_K:
-      return {TensorType(ElementType::kU8, {n, k / 256, 192}),
-              TensorType(ElementType::kF32, {n, k / 16})};
-  }
-  return {};
+  auto types = QuantStorageTypes(f, {n, k});
+  return types.ok() ? *types : std::pair<TensorType, TensorType>{};
 }
 
 std::optional<GgufPackedInfo> GgufFormatOf(const TensorType& q, const TensorType& s) {
-  if (q.element_type != ElementType::kU8 || q.dims.empty() || s.dims.empty()) return std::nullopt;
-  // Leading dimensions: all of q's but the packed ones, equal to the scale's.
-  auto lead_equal = [&](size_t q_tail, size_t s_tail) {
-    if (q.dims.size() < q_tail || s.dims.size() < s_tail) return false;
-    const size_t lead = q.dims.size() - q_tail;
-    if (s.dims.size() - s_tail != lead) return false;
-    for (size_t i = 0; i < lead; ++i)
-      if (q.dims[i] != s.dims[i]) return false;
-    return true;
-  };
-  const int64_t qlast = q.dims.back(), slast = s.dims.back();
-  if (s.element_type == ElementType::kF16 && lead_equal(1, 1) && slast > 0 && qlast == slast * 16)
-    return GgufPackedInfo{GgufFormat::kQ4_0, slast * 32};
-  if (s.element_type == ElementType::kF32 && s.dims.size() >= 2 && slast == 2 && lead_equal(1, 2)) {
-    const int64_t groups = s.dims[s.dims.size() - 2];
-    if (groups > 0 && groups % 8 == 0 && qlast == groups * 16)
-      return GgufPackedInfo{GgufFormat::kQ4_K, groups * 32};
-  }
-  if (s.element_type == ElementType::kF32 && q.dims.size() >= 2 && qlast == 192 &&
-      lead_equal(2, 1)) {
-    const int64_t blocks = q.dims[q.dims.size() - 2];
-    if (blocks > 0 && slast == blocks * 16) return GgufPackedInfo{GgufFormat::kQ6_K, blocks * 256};
-  }
-  return std::nullopt;
+  const auto info = QuantFormatOf(q, s);
+  if (!info || info->format == QuantFormat::kQ8_0) return std::nullopt;
+  return info;
 }
 
 Tensor GgufDequantize(const Tensor& q, const Tensor& scale) {
@@ -108,40 +52,41 @@ Tensor GgufDequantize(const Tensor& q, const Tensor& scale) {
   if (!b || !q.valid() || !scale.valid()) return Tensor();
   const auto info = GgufFormatOf(q.type(), scale.type());
   if (!info) {
-    b->Fail(InvalidArgument("GgufDequantize: weight " + q.type().ToString() + " and scales " +
-                            scale.type().ToString() +
-                            " are no GGUF packed layout (q4_0: u8 [..., K/2] with f16 [..., K/32]; "
-                            "q4_k: u8 [..., K/2] with f32 [..., K/32, 2]; q6_k: u8 [..., K/256, "
-                            "192] with f32 [..., K/16])"));
+    b->Fail(InvalidArgument(
+        "GgufDequantize: weight " + q.type().ToString() + " and scales " + scale.type().ToString() +
+        " are no GGUF packed layout (" + QuantLayoutText(QuantFormat::kQ4_0) + "; " +
+        QuantLayoutText(QuantFormat::kQ4_K) + "; " + QuantLayoutText(QuantFormat::kQ6_K) + ")"));
     return Tensor();
   }
   const int64_t k = info->k;
-  const size_t lead = scale.rank() - (info->format == GgufFormat::kQ4_K ? 2 : 1);
+  const QuantFormatInfo& traits = QuantTraits(info->format);
+  const size_t lead = scale.rank() - (traits.scale_pairs ? 2 : 1);
   const int64_t r = Product(scale.dims(), lead);
   std::vector<int64_t> out(scale.dims().begin(), scale.dims().begin() + lead);
   out.push_back(k);
   auto bcast = [&](const Tensor& s, int64_t group) {  // s f32 [R, K / group] -> [R, K/group, group]
     return BroadcastInDim(s, {r, k / group, group}, {0, 1});
   };
+  const int64_t g = traits.scale_group;  // elements a scale covers
   Tensor w;
   switch (info->format) {
-    case GgufFormat::kQ4_0: {
-      Tensor nib = Reshape(Nibbles(Reshape(q, {r, k / 32, 16})), {r, k / 32, 32});
-      Tensor d = Convert(Reshape(scale, {r, k / 32}), ElementType::kF32);
-      w = (Convert(nib, ElementType::kF32) - 8.0) * bcast(d, 32);
+    case QuantFormat::kQ4_0: {  // a group's 16 bytes: its low nibbles, then its high ones
+      Tensor nib = Reshape(Nibbles(Reshape(q, {r, k / g, g / 2})), {r, k / g, g});
+      Tensor d = Convert(Reshape(scale, {r, k / g}), ElementType::kF32);
+      w = (Convert(nib, ElementType::kF32) - 8.0) * bcast(d, g);
       break;
     }
-    case GgufFormat::kQ4_K: {
-      Tensor nib = Reshape(Nibbles(Reshape(q, {r, k / 64, 32})), {r, k / 32, 32});
-      Tensor s = Reshape(scale, {r, k / 32, 2});
-      Tensor d = Reshape(SliceAxis(s, 2, 0, 1), {r, k / 32});
-      Tensor m = Reshape(SliceAxis(s, 2, 1, 2), {r, k / 32});
-      w = Convert(nib, ElementType::kF32) * bcast(d, 32) - bcast(m, 32);
+    case QuantFormat::kQ4_K: {  // 32 bytes hold two groups: low nibbles the first, high the next
+      Tensor nib = Reshape(Nibbles(Reshape(q, {r, k / (2 * g), g})), {r, k / g, g});
+      Tensor s = Reshape(scale, {r, k / g, 2});
+      Tensor d = Reshape(SliceAxis(s, 2, 0, 1), {r, k / g});
+      Tensor m = Reshape(SliceAxis(s, 2, 1, 2), {r, k / g});
+      w = Convert(nib, ElementType::kF32) * bcast(d, g) - bcast(m, g);
       break;
     }
-    case GgufFormat::kQ6_K: {
-      const int64_t nb = k / 256;
-      Tensor blocks = Reshape(q, {r, nb, 192});
+    case QuantFormat::kQ6_K: {
+      const int64_t nb = k / traits.block;
+      Tensor blocks = Reshape(q, {r, nb, traits.quant_bytes});
       // ql [R, NB, half, j, 32]: byte l of the half's first or second 32; element 32 i + l of a
       // half takes ql[j = i % 2]'s low (i < 2) or high nibble and bits 2i, 2i+1 of qh[l].
       Tensor ql = Reshape(SliceAxis(blocks, 2, 0, 128), {r, nb, 2, 2, 32});
@@ -154,10 +99,12 @@ Tensor GgufDequantize(const Tensor& q, const Tensor& scale) {
       Tensor high = ShiftLeft(ShiftRightLogical(BroadcastInDim(qh, full, {0, 1, 2, 4}), shift) &
                                   Scalar(*b, 3, ElementType::kU8),
                               Scalar(*b, 4, ElementType::kU8));
-      Tensor q6 = Reshape(nib | high, {r, k / 16, 16});
-      w = (Convert(q6, ElementType::kF32) - 32.0) * bcast(Reshape(scale, {r, k / 16}), 16);
+      Tensor q6 = Reshape(nib | high, {r, k / g, g});
+      w = (Convert(q6, ElementType::kF32) - 32.0) * bcast(Reshape(scale, {r, k / g}), g);
       break;
     }
+    case QuantFormat::kQ8_0:  // GgufFormatOf never names it
+      return Tensor();
   }
   return Reshape(w, out);
 }
@@ -168,40 +115,28 @@ Tensor GgufLinear(const Tensor& x, const Tensor& q, const Tensor& scale) {
   const auto info = GgufFormatOf(q.type(), scale.type());
   if (x.element_type() != ElementType::kF32 || !info || x.rank() < 1 || x.dim(-1) != info->k ||
       q.dims()[0] != scale.dims()[0] ||
-      scale.rank() != (info->format == GgufFormat::kQ4_K ? 3 : 2)) {
+      scale.rank() != (QuantTraits(info->format).scale_pairs ? 3 : 2)) {
     b->Fail(InvalidArgument("GgufLinear: x " + x.type().ToString() + ", weight " +
                             q.type().ToString() + ", scales " + scale.type().ToString() +
                             ": expected f32 [..., K] and one matrix [N, K] in a GGUF packed "
                             "layout (nn/gguf_linear.h)"));
     return Tensor();
   }
-  if (b->module() == nullptr) {
-    const int64_t last = x.rank() - 1;
-    return DotGeneral(x, GgufDequantize(q, scale), {}, {}, {last}, {1});
-  }
   const std::string fmt(GgufFormatName(info->format));
-  const std::string name =
-      "tlaloc_gguf_linear_" + fmt + "_" + DimsName(x.dims()) + "_" + DimsName(q.dims());
-  if (b->module()->Find(name) == nullptr) {
-    Status s = BuildDecomposition(b->module(), name, x.type(), q.type(), scale.type());
-    if (!s.ok()) {
-      b->Fail(s.WithContext("the decomposition of " + std::string(kGgufLinearComposite)));
-      return Tensor();
-    }
-  }
-  std::vector<int64_t> out = x.dims();
-  out.back() = q.dim(0);
+  // One decomposition per format and operand types, shared by every matrix of that shape.
+  const std::string function = "tlaloc_gguf_linear_" + fmt + "_" + CompositeTypeName(x.type()) +
+                               "_" + CompositeTypeName(q.type()) + "_" +
+                               CompositeTypeName(scale.type());
   AttrDict attributes;
   attributes["format"] = Attribute::String(fmt);
-  AttrDict attrs;
-  attrs["name"] = Attribute::String(kGgufLinearComposite);
-  attrs["composite_attributes"] = Attribute::Dict(std::move(attributes));
-  attrs["decomposition"] = Attribute::Symbol(name);
-  attrs["version"] = Attribute::Int(1, ElementType::kS32);
-  return Tensor(
-      b->CreateOne("stablehlo.composite", {x.value(), q.value(), scale.value()}, std::move(attrs),
-                   std::vector<Type>{Type(TensorType(ElementType::kF32, out))}),
-      b);
+  // Without a module EmitComposite emits the body in place.
+  auto out = EmitComposite(kGgufLinearComposite, {x, q, scale}, std::move(attributes), function,
+                           [](const std::vector<Tensor>& a) {
+                             const int64_t last = a[0].rank() - 1;
+                             return std::vector<Tensor>{
+                                 DotGeneral(a[0], GgufDequantize(a[1], a[2]), {}, {}, {last}, {1})};
+                           });
+  return out.size() == 1 ? out[0] : Tensor();
 }
 
 }  // namespace tlaloc::nn

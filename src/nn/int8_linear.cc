@@ -11,46 +11,40 @@
 #include <string>
 
 #include "cpu/reduction_matmul_q8.h"
+#include "tlaloc/builder/composite.h"
+#include "tlaloc/ir/quant_format.h"
 
 namespace tlaloc::nn {
 
 namespace {
 
-constexpr int64_t kBlock = 32;
+constexpr int64_t kBlock = kQ8_0BlockElements;  // ir/quant_format.h's q8_0
 
 std::atomic<int> chosen_form{-1};
 
-std::string DimsName(const std::vector<int64_t>& dims) {
-  std::string s;
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "x" : "") + std::to_string(dims[i]);
-  return s.empty() ? "scalar" : s;
-}
-
 // The decomposition on x [M..., K], q [N, K], scale f16 [N, K / 32] -> [M..., N].
-Status BuildDecomposition(Module* module, const std::string& name, const TensorType& xt,
-                          const TensorType& qt, const TensorType& st) {
-  FunctionBuilder fb(module, name, {Type(xt), Type(qt), Type(st)});
-  fb.function()->set_public(false);
-  OpBuilder& b = fb.ops();
-  const int64_t k = xt.dims.back(), n = qt.dims[0], nb = k / kBlock;
+std::vector<Tensor> Decomposition(const std::vector<Tensor>& a) {
+  const Tensor &x = a[0], &w = a[1], &scale = a[2];
+  OpBuilder& b = *x.builder();
+  const int64_t k = x.dim(-1), n = w.dim(0), nb = k / kBlock;
   int64_t m = 1;
-  for (size_t i = 0; i + 1 < xt.dims.size(); ++i) m *= xt.dims[i];
-  Tensor xb = Reshape(fb.arg(0), {m, nb, kBlock});
+  for (int64_t i = 0; i + 1 < x.rank(); ++i) m *= x.dim(i);
+  Tensor xb = Reshape(x, {m, nb, kBlock});
   Tensor amax = ReduceMax(Abs(xb), {2});  // [M, NB]
   Tensor dx = Convert(Convert(amax / 127.0, ElementType::kF16), ElementType::kF32);
   Tensor inv = Where(Eq(amax, Zeros(b, {m, nb})), Zeros(b, {m, nb}), Full(b, {m, nb}, 127) / amax);
   Tensor scaled = xb * BroadcastInDim(inv, {m, nb, kBlock}, {0, 1});
   Tensor rounded = Tensor(b.CreateOne("stablehlo.round_nearest_even", {scaled.value()}), &b);
   Tensor q8 = Convert(Clamp(Scalar(b, -127), rounded, Scalar(b, 127)), ElementType::kS8);
-  Tensor wb = Reshape(fb.arg(1), {n, nb, kBlock});
+  Tensor wb = Reshape(w, {n, nb, kBlock});
   // [NB, M, N]: batch dimensions come first in dot_general's result.
   Tensor sums = DotGeneral(q8, wb, {1}, {1}, {2}, {2}, ElementType::kS32, /*same_as_lhs=*/false);
-  Tensor dw = Convert(fb.arg(2), ElementType::kF32);  // [N, NB]
+  Tensor dw = Convert(scale, ElementType::kF32);  // [N, NB]
   Tensor scales = BroadcastInDim(dx, {nb, m, n}, {1, 0}) * BroadcastInDim(dw, {nb, m, n}, {2, 0});
   Tensor y = Sum(Convert(sums, ElementType::kF32) * scales, {0});  // [M, N]
-  std::vector<int64_t> out = xt.dims;
+  std::vector<int64_t> out = x.dims();
   out.back() = n;
-  return fb.Return({Reshape(y, out)});
+  return {Reshape(y, out)};
 }
 
 }  // namespace
@@ -92,10 +86,10 @@ Tensor Int8LinearQ8_0(const Tensor& x, const Tensor& q, const Tensor& scale) {
   if (x.element_type() != ElementType::kF32 || q.element_type() != ElementType::kS8 ||
       scale.element_type() != ElementType::kF16 || q.rank() != 2 || scale.rank() != 2 || k <= 0 ||
       k % kBlock != 0 || q.dim(1) != k || scale.dim(0) != q.dim(0) || scale.dim(1) != k / kBlock) {
-    b->Fail(InvalidArgument("Int8LinearQ8_0: x " + x.type().ToString() + ", weight " +
-                            q.type().ToString() + ", scales " + scale.type().ToString() +
-                            ": expected f32 [..., K], s8 [N, K] and f16 [N, K / 32], K a "
-                            "multiple of 32"));
+    b->Fail(InvalidArgument(
+        "Int8LinearQ8_0: x " + x.type().ToString() + ", weight " + q.type().ToString() +
+        ", scales " + scale.type().ToString() + ": expected f32 [..., K] and the weight in " +
+        QuantLayoutText(QuantFormat::kQ8_0) + ", K a multiple of " + std::to_string(kBlock)));
     return Tensor();
   }
   if (b->module() == nullptr) {
@@ -105,29 +99,15 @@ Tensor Int8LinearQ8_0(const Tensor& x, const Tensor& q, const Tensor& scale) {
                         "exact int8 form"));
     return Tensor();
   }
-  const std::string name =
-      "tlaloc_int8_linear_q8_0_" + DimsName(x.dims()) + "_" + DimsName(q.dims());
-  if (b->module()->Find(name) == nullptr) {
-    Status s = BuildDecomposition(b->module(), name, x.type(), q.type(), scale.type());
-    if (!s.ok()) {
-      b->Fail(s.WithContext("the decomposition of " + std::string(kInt8LinearComposite)));
-      return Tensor();
-    }
-  }
-  std::vector<int64_t> out = x.dims();
-  out.back() = q.dim(0);
+  // One decomposition per operand types (the block and the arithmetic are fixed).
+  const std::string function = "tlaloc_int8_linear_q8_0_" + CompositeTypeName(x.type()) + "_" +
+                               CompositeTypeName(q.type()) + "_" + CompositeTypeName(scale.type());
   AttrDict attributes;
   attributes["block"] = Attribute::Int(kBlock, ElementType::kS64);
   attributes["mode"] = Attribute::String("q8_0");
-  AttrDict attrs;
-  attrs["name"] = Attribute::String(kInt8LinearComposite);
-  attrs["composite_attributes"] = Attribute::Dict(std::move(attributes));
-  attrs["decomposition"] = Attribute::Symbol(name);
-  attrs["version"] = Attribute::Int(1, ElementType::kS32);
-  return Tensor(
-      b->CreateOne("stablehlo.composite", {x.value(), q.value(), scale.value()}, std::move(attrs),
-                   std::vector<Type>{Type(TensorType(ElementType::kF32, out))}),
-      b);
+  auto out = EmitComposite(kInt8LinearComposite, {x, q, scale}, std::move(attributes), function,
+                           Decomposition);
+  return out.size() == 1 ? out[0] : Tensor();
 }
 
 }  // namespace tlaloc::nn

@@ -99,8 +99,8 @@ Tensor Linear(const Tensor& x, const Tensor& weight, LayerTrace* trace, const st
     // keep the exact form.
     const int64_t k = x.dim(-1);
     if (*form == Int8Form::kQ8_0 && x.builder()->module() != nullptr && weight.rank() == 2 &&
-        int8_scale.rank() == 2 && int8_scale.element_type() == ElementType::kF16 && k % 32 == 0 &&
-        int8_scale.dim(1) * 32 == k) {
+        int8_scale.rank() == 2 && int8_scale.element_type() == ElementType::kF16 &&
+        k % kQ8_0BlockElements == 0 && int8_scale.dim(1) * kQ8_0BlockElements == k) {
       Tensor y = Int8LinearQ8_0(ToF32(x), weight, int8_scale);
       return y.element_type() == x.element_type() ? y : Convert(y, x.element_type());
     }

@@ -53,6 +53,22 @@ printf 'Hello there\n' | "$TLALOC" chat -m "$WORK/q4_k_m.gguf" -n 4 --temp 0 >"$
 grep -q 'decode' "$WORK/bench.json" || fail "bench printed no decode figure: $(cat "$WORK/bench.json")"
 "$TLALOC" inspect "$WORK/q4_k_m.gguf" >"$WORK/inspect.txt" 2>&1 || fail "inspect q4_k_m.gguf"
 grep -q 'Q4_K' "$WORK/inspect.txt" || fail "inspect does not list Q4_K: $(cat "$WORK/inspect.txt")"
+# The import keeps the 4- and 6-bit matrices packed: inspect of its folder counts them by format
+# (ir/quant_format.h's names), as many as llama.cpp wrote of each type.
+q4_import=$(ls -d "$TLALOC_GGUF_CACHE"/q4_k_m-* 2>/dev/null | head -1)
+"$TLALOC" inspect "$q4_import" >"$WORK/inspect_import.txt" 2>&1 || fail "inspect of the import"
+want=$("$ORACLE_PYTHON" - "$WORK/quantize.json" <<'PY'
+import json, sys
+types = list(json.load(open(sys.argv[1]))["types"].values())
+counts = [f"{t.lower()} x {types.count(t)}" for t in ("Q8_0", "Q4_0", "Q4_K", "Q6_K") if t in types]
+print(", ".join(counts))
+PY
+)
+grep -qF "quantized:    gguf: $want (quantization_config tlaloc_gguf)" "$WORK/inspect_import.txt" ||
+  fail "inspect names the formats otherwise (want gguf: $want): $(cat "$WORK/inspect_import.txt")"
+grep -qF "q4_k blocks of 256, f32 scales, 6 bits per weight (4.5 in GGUF)" \
+  "$WORK/inspect_import.txt" || fail "inspect lacks q4_k's bits per weight"
+grep '^quantized' "$WORK/inspect_import.txt"
 
 MODEL=$WORK/q4_k_m.gguf
 start_server gguf

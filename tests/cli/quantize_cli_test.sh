@@ -29,7 +29,9 @@ rc=$?
 [ $? -eq 1 ] && grep -q 'already quantized' "$WORK/e.log" || fail "quantizing twice was not refused"
 
 "$TLALOC" inspect "$INT8" >"$WORK/inspect.txt" 2>&1 || fail "inspect"
-grep -q '^quantized: *int8' "$WORK/inspect.txt" || fail "inspect does not say int8"
+# The format from ir/quant_format.h's table, with its bits per weight.
+grep -qF 'quantized:    int8 (q8_0 blocks of 32, f16 scales, 8.5 bits per weight) (quantization_config tlaloc_int8)' \
+  "$WORK/inspect.txt" || { cat "$WORK/inspect.txt"; fail "inspect does not name the int8 format"; }
 grep -q 'check: *OK' "$WORK/inspect.txt" || { cat "$WORK/inspect.txt"; fail "inspect check"; }
 
 ids() {  # target: the generated_ids of a greedy --json run

@@ -50,7 +50,7 @@ Packed Repack(GgmlType t, std::span<const std::byte> blocks, int64_t n, int64_t 
   std::vector<std::byte> q, s;
   Status st = qwen3::RepackGgml(t, blocks, q, s);
   EXPECT_TRUE(st.ok()) << st.ToString();
-  const auto [qt, stt] = nn::GgufPackedTypes(*nn::ParseGgufFormat(*qwen3::PackedFormatOf(t)), n, k);
+  const auto [qt, stt] = nn::GgufPackedTypes(*qwen3::PackedFormatOf(t), n, k);
   Packed p{Literal(qt), Literal(stt)};
   EXPECT_EQ(q.size(), static_cast<size_t>(p.q.byte_size()));
   EXPECT_EQ(s.size(), static_cast<size_t>(p.scale.byte_size()));

@@ -22,6 +22,7 @@
 
 #include "tlaloc/ir/element_type.h"
 #include "tlaloc/ir/literal.h"
+#include "tlaloc/ir/quant_format.h"
 #include "tlaloc/support/status.h"
 
 namespace tlaloc::io {
@@ -51,7 +52,7 @@ std::string_view GgufTypeName(GgufType t);
 // BF16 and Q8_0. Quantized types store each row as blocks of consecutive elements (ggml's
 // block_* structs, little-endian):
 //   Q8_0: 32 elements, an f16 scale d then 32 int8 values q (34 bytes), value = q * d; the layout
-//         of an int8 checkpoint's matrices (io::WeightQuantization).
+//         of an int8 checkpoint's matrices (ir/quant_format.h's q8_0).
 //   Q4_0 / Q4_1 / Q5_0 / Q5_1: 32 elements, 4 or 5 bits each, an f16 scale (and f16 minimum).
 //   Q4_K / Q5_K / Q6_K ("K-quants"): 256-element super-blocks of 16 or 32 sub-blocks with
 //         6- or 8-bit sub-block scales (and minimums) under f16 super-block scales.
@@ -68,8 +69,8 @@ enum class GgmlType : uint32_t {
   kQ6_K = 14,
   kBF16 = 30,
 };
-inline constexpr int64_t kQ8_0BlockElements = 32;
-inline constexpr int64_t kQ8_0BlockBytes = 34;
+// Q8_0's block in a file (its elements: ir/quant_format.h's kQ8_0BlockElements).
+inline constexpr int64_t kQ8_0BlockBytes = QuantTraits(QuantFormat::kQ8_0).ggml_block_bytes;
 // Whether Tlaloc reads ggml type number `t`.
 bool IsKnownGgmlType(uint32_t t);
 // Elements per block (1 for the float types) and bytes per block.

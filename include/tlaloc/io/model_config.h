@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tlaloc/ir/element_type.h"
+#include "tlaloc/ir/quant_format.h"
 #include "tlaloc/support/status.h"
 
 namespace tlaloc::io {
@@ -43,20 +44,17 @@ struct RopeScaling {
   std::string json;  // the whole object as JSON text, written back unchanged
 };
 
-// config.json "quantization_config" of a checkpoint `tlaloc quantize` wrote (docs/performance.md,
-// "int8 weights"): every linear-layer matrix (and the embedding table) stored as int8 `X.weight`
-// [out, in] with f16 scales `X.weight_scale` [out, in / 32], one per block of 32 consecutive
-// inputs of a row (GGUF Q8_0's blocks): weight = int8 * scale. Other quant_methods are refused.
-inline constexpr std::string_view kTlalocInt8QuantMethod = "tlaloc_int8";
-inline constexpr int64_t kInt8BlockSize = 32;
-// "tlaloc_gguf" (a GGUF file's import, models/gguf_import.h): `formats` names each matrix's
-// storage: "q8_0" as tlaloc_int8's; "q4_0", "q4_k", "q6_k" packed u8 with `_scale` tensors in
-// nn/gguf_linear.h's layouts; a matrix not listed is float.
-inline constexpr std::string_view kTlalocGgufQuantMethod = "tlaloc_gguf";
+// config.json "quantization_config" of a quantised checkpoint; the formats and their layouts are
+// ir/quant_format.h's table. kTlalocInt8QuantMethod (`tlaloc quantize`, docs/performance.md
+// "int8 weights"): every linear-layer matrix (and the embedding table) stored in q8_0: int8
+// `X.weight` [out, in] with f16 scales `X.weight_scale` [out, in / 32], weight = int8 * scale.
+// kTlalocGgufQuantMethod (a GGUF file's import, models/gguf_import.h): `formats` names each
+// matrix's format (q8_0, q4_0, q4_k, q6_k); a matrix not listed is float. Other quant_methods
+// are refused.
 struct WeightQuantization {
   std::string quant_method = std::string(kTlalocInt8QuantMethod);
   int64_t bits = 8;
-  int64_t group_size = kInt8BlockSize;
+  int64_t group_size = kQ8_0BlockElements;
   std::map<std::string, std::string> formats;  // tlaloc_gguf only
 };
 

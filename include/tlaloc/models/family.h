@@ -18,6 +18,7 @@
 #include "tlaloc/autodiff/autodiff.h"
 #include "tlaloc/builder/tensor.h"
 #include "tlaloc/io/model_config.h"
+#include "tlaloc/ir/quant_format.h"
 #include "tlaloc/models/gguf_export.h"
 #include "tlaloc/models/signature.h"
 #include "tlaloc/nn/layers.h"
@@ -41,15 +42,18 @@ struct WeightSpec {
   // The dimension tensor parallelism splits (shard/plan.cc): column-parallel projections their
   // output rows (0), row-parallel ones their input columns (1), stacked experts [E, out, in]
   // their experts (0: expert parallelism); -1: replicated. An int8 matrix's block scales
-  // [rows, cols / 32] follow it. Row-parallel products are what ParallelHooks::Reduce sums.
+  // [rows, cols / 32] (ir/quant_format.h) follow it. Row-parallel products are what
+  // ParallelHooks::Reduce sums.
   int64_t tensor_parallel_dim = -1;
 
   ElementType TypeFor(ElementType dtype) const { return fixed_type.value_or(dtype); }
 };
 
-// The checkpoint name of the block scales of int8 matrix `weight_name` ("X.weight" ->
-// "X.weight_scale"; io::WeightQuantization).
-inline std::string Int8ScaleName(const std::string& weight_name) { return weight_name + "_scale"; }
+// The checkpoint name of the block scales of quantised matrix `weight_name` ("X.weight" ->
+// "X.weight_scale"; ir/quant_format.h).
+inline std::string Int8ScaleName(const std::string& weight_name) {
+  return QuantScaleName(weight_name);
+}
 
 // One tensor a checkpoint of a config holds, in the ecosystem's (transformers') naming.
 struct ExpectedTensor {

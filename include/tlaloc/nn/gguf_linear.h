@@ -8,7 +8,7 @@
 // The interpreter runs it as ops::GgufMatmul with the decomposition's bits (interp/fusion_gguf.cc);
 // XLA runs the decomposition.
 //
-// Per row of K weights (the layouts of ops::GgufPacked):
+// Per row of K weights: ir/quant_format.h's q4_0, q4_k and q6_k (the layouts of ops::GgufPacked):
 //   q4_0: q u8 [N, K / 2],          scale f16 [N, K / 32]          4.5 bits a weight
 //   q4_k: q u8 [N, K / 2],          scale f32 [N, K / 32, 2]       6 bits (scale, min per 32)
 //   q6_k: q u8 [N, K / 256, 192],   scale f32 [N, K / 16]          8 bits
@@ -20,22 +20,22 @@
 #include <string_view>
 
 #include "tlaloc/builder/tensor.h"
+#include "tlaloc/ir/quant_format.h"
 
 namespace tlaloc::nn {
 
-enum class GgufFormat { kQ4_0, kQ4_K, kQ6_K };
+// A GGUF packed format: a QuantFormat other than kQ8_0 (the int8 form, nn/int8_linear.h).
+using GgufFormat = QuantFormat;
 
 inline constexpr const char* kGgufLinearComposite = "tlaloc.gguf_linear";
 
-std::string_view GgufFormatName(GgufFormat f);
+inline std::string_view GgufFormatName(GgufFormat f) { return QuantFormatName(f); }
+// "q4_0", "q4_k" or "q6_k"; nullopt for any other name (q8_0 included).
 std::optional<GgufFormat> ParseGgufFormat(std::string_view name);
 
 // The packed format of (q, scale) and its row length K, or nullopt when they are none of the
 // three layouts above (q's and scale's leading dimensions agree, any number of them).
-struct GgufPackedInfo {
-  GgufFormat format;
-  int64_t k;
-};
+using GgufPackedInfo = QuantStorage;
 std::optional<GgufPackedInfo> GgufFormatOf(const TensorType& q, const TensorType& scale);
 
 // The tensor types a matrix [n, k] is stored as in `f` (k a multiple of 32, 256 for the K

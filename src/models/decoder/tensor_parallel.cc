@@ -1,6 +1,7 @@
 // Which dimension tensor parallelism splits each weight of the shared decoder, by transformers'
 // projection names (the same in Qwen3, Qwen3-MoE and Llama checkpoints).
 #include "models/decoder/decoder.h"
+#include "tlaloc/ir/quant_format.h"
 
 namespace tlaloc::models::decoder {
 
@@ -16,7 +17,7 @@ bool EndsWith(const std::string& s, std::string_view tail) {
 // (o, down: the layer's partial sums ParallelHooks::Reduce adds) their input columns, stacked
 // experts their experts; an int8 matrix's scales follow it.
 int64_t TensorParallelDim(std::string name) {
-  if (EndsWith(name, "_scale")) name.resize(name.size() - std::string_view("_scale").size());
+  if (auto weight = QuantWeightOfScale(name)) name = std::string(*weight);
   if (name.find(".mlp.experts.") != std::string::npos) return 0;
   for (const char* col : {"self_attn.q_proj.weight", "self_attn.k_proj.weight",
                           "self_attn.v_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight"})

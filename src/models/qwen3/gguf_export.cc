@@ -277,7 +277,7 @@ StatusOr<GgufExportSummary> ExportDecoderGguf(const fs::path& dir, const fs::pat
                           Qwen3MoeLayerTensors(*checkpoint, config, moe_layer++, where));
       for (auto& t : layer_tensors) {
         if (t.type == GgmlType::kQ8_0) {
-          summary.tensor_bytes += static_cast<uint64_t>(t.value.num_elements() / 32 * 34);
+          summary.tensor_bytes += io::GgmlBytes(GgmlType::kQ8_0, t.value.num_elements());
         } else {
           t.type = ChooseType(t.value, options.dtype);
           summary.tensor_bytes +=
@@ -299,7 +299,7 @@ StatusOr<GgufExportSummary> ExportDecoderGguf(const fs::path& dir, const fs::pat
         TL_ASSIGN_OR_RETURN(*out_value, checkpoint->Get(name));
       }
       const std::vector<int64_t> scale_shape{expected.shape[0],
-                                             expected.shape[1] / io::kInt8BlockSize};
+                                             expected.shape[1] / kQ8_0BlockElements};
       if (q.element_type() != ElementType::kS8 || q.dims() != expected.shape ||
           scales.element_type() != ElementType::kF16 || scales.dims() != scale_shape)
         return InvalidArgument(where + ": int8 tensor \"" + expected.name + "\" is " +
@@ -307,7 +307,7 @@ StatusOr<GgufExportSummary> ExportDecoderGguf(const fs::path& dir, const fs::pat
                                ", expected s8 " + ShapeString(expected.shape) + " with f16 " +
                                ShapeString(scale_shape));
       TL_ASSIGN_OR_RETURN(std::string name, GgufTensorName(expected.name));
-      summary.tensor_bytes += static_cast<uint64_t>(q.num_elements() / 32 * 34);
+      summary.tensor_bytes += io::GgmlBytes(GgmlType::kQ8_0, q.num_elements());
       tensors.push_back({std::move(name), std::move(q), GgmlType::kQ8_0, std::move(scales)});
       continue;
     }

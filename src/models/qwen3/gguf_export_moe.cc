@@ -104,7 +104,7 @@ StatusOr<std::vector<io::GgufTensorToWrite>> Qwen3MoeLayerTensors(const io::Chec
       if (c.quantization) {
         TL_ASSIGN_OR_RETURN(Literal q, get(name, p.shape, ElementType::kS8));
         TL_ASSIGN_OR_RETURN(Literal d,
-                            get(Int8ScaleName(name), {p.shape[0], p.shape[1] / io::kInt8BlockSize},
+                            get(Int8ScaleName(name), {p.shape[0], p.shape[1] / kQ8_0BlockElements},
                                 ElementType::kF16));
         parts.push_back(std::move(q));
         scales.push_back(std::move(d));

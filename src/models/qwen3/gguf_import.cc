@@ -18,8 +18,8 @@
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/gguf.h"
 #include "tlaloc/io/model_config.h"
+#include "tlaloc/ir/quant_format.h"
 #include "tlaloc/models/family.h"
-#include "tlaloc/nn/gguf_linear.h"
 
 namespace tlaloc::models {
 
@@ -239,12 +239,12 @@ StatusOr<io::ModelConfig> ImportConfig(const GgufContents& c, const std::string&
   if (!tok.end_ids.empty()) j["eos_token_id"] = tok.end_ids;
   if (tok.pad) j["pad_token_id"] = *tok.pad;
   if (int8)
-    j["quantization_config"] = {{"quant_method", std::string(io::kTlalocInt8QuantMethod)},
+    j["quantization_config"] = {{"quant_method", std::string(kTlalocInt8QuantMethod)},
                                 {"bits", 8},
-                                {"group_size", io::kInt8BlockSize}};
+                                {"group_size", kQ8_0BlockElements}};
   else if (!formats.empty())
-    j["quantization_config"] = {{"quant_method", std::string(io::kTlalocGgufQuantMethod)},
-                                {"group_size", io::kInt8BlockSize},
+    j["quantization_config"] = {{"quant_method", std::string(kTlalocGgufQuantMethod)},
+                                {"group_size", kQ8_0BlockElements},
                                 {"formats", formats}};
   return ParseConfig(j.dump(), src + " (its hyperparameters as config.json)");
 }
@@ -297,20 +297,20 @@ StatusOr<GgufImportSummary> ImportGguf(const fs::path& gguf, const fs::path& out
   // Otherwise Q4_0, Q4_K and Q6_K matrices stay packed (nn/gguf_linear.h) and Q8_0 ones int8,
   // each listed in config.json's quantization_config.formats; MoE experts (3-D) and the other
   // types are dequantised to f32.
-  auto packed_format = [&](const GgufTensorInfo& t) -> std::optional<std::string> {
+  auto packed_format = [&](const GgufTensorInfo& t) -> std::optional<QuantFormat> {
     if (int8 || !import_options.keep_packed || t.ne.size() != 2 || IsRouter(t)) return std::nullopt;
-    if (t.type == GgmlType::kQ8_0) return "q8_0";
+    if (t.type == GgmlType::kQ8_0) return QuantFormat::kQ8_0;
     return qwen3::PackedFormatOf(t.type);
   };
   std::map<std::string, std::string> formats;
   bool any_packed = false;
   for (const auto& t : c.tensors)
-    if (auto f = packed_format(t)) any_packed |= *f != "q8_0";
+    if (auto f = packed_format(t)) any_packed |= *f != QuantFormat::kQ8_0;
   if (any_packed)
     for (const auto& t : c.tensors)
       if (auto f = packed_format(t)) {
         TL_ASSIGN_OR_RETURN(std::vector<Part> parts, HfParts(t, src));
-        for (const Part& p : parts) formats[p.name] = *f;
+        for (const Part& p : parts) formats[p.name] = std::string(QuantFormatName(*f));
       }
   summary.tensors = static_cast<int64_t>(c.tensors.size());
   const ElementType dtype =
@@ -331,7 +331,7 @@ StatusOr<GgufImportSummary> ImportGguf(const fs::path& gguf, const fs::path& out
     const GgufTensorInfo* info;
     std::vector<Part> parts;
     bool as_int8 = false;
-    std::optional<std::string> packed;  // a q4_0 / q4_k / q6_k matrix kept packed
+    std::optional<QuantFormat> packed;  // a q4_0 / q4_k / q6_k matrix kept packed
   };
   std::vector<Job> jobs;
   std::vector<std::vector<io::PlannedTensor>> groups;
@@ -339,20 +339,16 @@ StatusOr<GgufImportSummary> ImportGguf(const fs::path& gguf, const fs::path& out
     TL_ASSIGN_OR_RETURN(std::vector<Part> parts, HfParts(t, src));
     const auto fmt = any_packed ? packed_format(t) : std::nullopt;
     Job job{&t, std::move(parts),
-            (int8 && t.type == GgmlType::kQ8_0 && !IsRouter(t)) || fmt == "q8_0", std::nullopt};
-    if (fmt && *fmt != "q8_0") job.packed = fmt;
+            (int8 && t.type == GgmlType::kQ8_0 && !IsRouter(t)) || fmt == QuantFormat::kQ8_0,
+            std::nullopt};
+    if (fmt && *fmt != QuantFormat::kQ8_0) job.packed = fmt;
     std::vector<io::PlannedTensor> values, scales;
     for (const Part& p : job.parts) {
-      if (job.packed) {
-        const auto f = nn::ParseGgufFormat(*job.packed);
-        const auto [qt, st] = nn::GgufPackedTypes(*f, p.dims[0], p.dims[1]);
-        values.push_back({p.name, qt});
-        scales.push_back({p.name + "_scale", st});
-      } else if (job.as_int8) {
-        values.push_back({p.name, TensorType(ElementType::kS8, p.dims)});
-        std::vector<int64_t> sd = p.dims;
-        sd.back() /= io::kInt8BlockSize;
-        scales.push_back({p.name + "_scale", TensorType(ElementType::kF16, sd)});
+      if (job.packed || job.as_int8) {
+        auto types = QuantStorageTypes(job.packed.value_or(QuantFormat::kQ8_0), p.dims);
+        if (!types.ok()) return types.status().WithContext(src + ": tensor \"" + t.name + "\"");
+        values.push_back({p.name, types->first});
+        scales.push_back({QuantScaleName(p.name), types->second});
       } else {
         const ElementType et = IsQuantized(t.type) ? ElementType::kF32 : ElementTypeOf(t.type);
         values.push_back({p.name, TensorType(et, p.dims)});
@@ -387,18 +383,18 @@ StatusOr<GgufImportSummary> ImportGguf(const fs::path& gguf, const fs::path& out
         Status s = qwen3::RepackGgml(t.type, slice, q, d);
         if (!s.ok()) return s.WithContext(src + ": tensor \"" + t.name + "\"");
         TL_RETURN_IF_ERROR(writer->Write(name, q));
-        TL_RETURN_IF_ERROR(writer->Write(name + "_scale", d));
+        TL_RETURN_IF_ERROR(writer->Write(QuantScaleName(name), d));
       } else if (job.as_int8) {
         // Q8_0 block = f16 scale + 32 int8 values: the int8 checkpoint's two tensors as they are.
         const uint64_t blocks = part_bytes / io::kQ8_0BlockBytes;
-        std::vector<std::byte> q(blocks * io::kQ8_0BlockElements), d(blocks * 2);
+        std::vector<std::byte> q(blocks * kQ8_0BlockElements), d(blocks * 2);
         for (uint64_t b = 0; b < blocks; ++b) {
           const std::byte* block = slice.data() + b * io::kQ8_0BlockBytes;
           std::memcpy(d.data() + b * 2, block, 2);
-          std::memcpy(q.data() + b * io::kQ8_0BlockElements, block + 2, io::kQ8_0BlockElements);
+          std::memcpy(q.data() + b * kQ8_0BlockElements, block + 2, kQ8_0BlockElements);
         }
         TL_RETURN_IF_ERROR(writer->Write(name, q));
-        TL_RETURN_IF_ERROR(writer->Write(name + "_scale", d));
+        TL_RETURN_IF_ERROR(writer->Write(QuantScaleName(name), d));
       } else {
         // The first step for 4-bit (and mixed) files: dequantised to f32 at import.
         const auto elements = static_cast<size_t>(part_bytes / io::GgmlBlockBytes(t.type) *

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tlaloc/io/gguf.h"
+#include "tlaloc/ir/quant_format.h"
 #include "tlaloc/support/status.h"
 
 namespace tlaloc::models::qwen3 {
@@ -38,9 +39,9 @@ struct GgufTokenizer {
 
 StatusOr<GgufTokenizer> ImportGgufTokenizer(const io::GgufContents& c, const std::string& src);
 
-// The packed format (nn/gguf_linear.h: "q4_0", "q4_k", "q6_k") a GGUF type is kept in, or
-// nullopt for the types imported otherwise.
-std::optional<std::string> PackedFormatOf(io::GgmlType t);
+// The packed format (q4_0, q4_k or q6_k: nn/gguf_linear.h) a GGUF type is kept in, or nullopt
+// for the types imported otherwise (Q8_0 included).
+std::optional<QuantFormat> PackedFormatOf(io::GgmlType t);
 // Whole blocks of Q4_0 / Q4_K / Q6_K split into the packed quants `q` and the `scale` tensor's
 // bytes (gguf_import_packed.cc).
 Status RepackGgml(io::GgmlType t, std::span<const std::byte> blocks, std::vector<std::byte>& q,

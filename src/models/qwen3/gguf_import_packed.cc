@@ -33,17 +33,10 @@ void ScaleMinK4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
 
 }  // namespace
 
-std::optional<std::string> PackedFormatOf(io::GgmlType t) {
-  switch (t) {
-    case io::GgmlType::kQ4_0:
-      return "q4_0";
-    case io::GgmlType::kQ4_K:
-      return "q4_k";
-    case io::GgmlType::kQ6_K:
-      return "q6_k";
-    default:
-      return std::nullopt;
-  }
+std::optional<QuantFormat> PackedFormatOf(io::GgmlType t) {
+  for (const QuantFormatInfo& f : kQuantFormats)
+    if (f.ggml_type == static_cast<uint32_t>(t) && f.format != QuantFormat::kQ8_0) return f.format;
+  return std::nullopt;
 }
 
 Status RepackGgml(io::GgmlType t, std::span<const std::byte> blocks, std::vector<std::byte>& q,

@@ -1,8 +1,8 @@
 // The tensors a Qwen3 / Qwen3-MoE checkpoint holds, in transformers' names and PyTorch shapes
 // ([out, in] for projections).
 #include "models/qwen3/qwen3_family.h"
+#include "tlaloc/ir/quant_format.h"
 #include "tlaloc/ir/type.h"
-#include "tlaloc/nn/gguf_linear.h"
 
 namespace tlaloc::models::qwen3 {
 
@@ -62,14 +62,18 @@ std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c) {
     // A GGUF import (tlaloc_gguf) lists each matrix's storage; one not listed is float.
     const auto& formats = c.quantization->formats;
     const auto fmt = formats.find(t.name);
-    if (!formats.empty() && (fmt == formats.end() || fmt->second != "q8_0")) {
-      const auto packed = fmt == formats.end() ? std::nullopt : nn::ParseGgufFormat(fmt->second);
-      if (!packed) {
+    const auto format = fmt == formats.end() ? std::nullopt : FindQuantFormat(fmt->second);
+    if (!formats.empty() && format != QuantFormat::kQ8_0) {
+      // Not listed (or rows of no whole blocks, which loading then names): float.
+      std::optional<std::pair<TensorType, TensorType>> types;
+      if (format)
+        if (auto stored = QuantStorageTypes(*format, t.shape); stored.ok()) types = *stored;
+      if (!types) {
         quantized.push_back(std::move(t));
         continue;
       }
-      const auto [qt, st] = nn::GgufPackedTypes(*packed, t.shape[0], t.shape[1]);
-      quantized.push_back({t.name, qt.dims, t.optional, ElementType::kU8});
+      const auto& [qt, st] = *types;
+      quantized.push_back({t.name, qt.dims, t.optional, qt.element_type});
       quantized.push_back({Int8ScaleName(t.name), st.dims, t.optional, st.element_type});
       continue;
     }
