@@ -3,6 +3,7 @@
 // (`ParseGenerationConfig`). Anything must parse or yield an error Status; what parses must pass
 // validation, print, parse again to the same text, and (config.json) have a positive parameter
 // count that equals the sum over its expected tensors.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -33,7 +34,9 @@ void CheckModelConfig(std::string_view text) {
   const int64_t params = tlaloc::io::CountParameters(*config).value_or(-1);
   if (params <= 0) Fail("parameter count is not positive", json);
   // Listing every tensor is linear in layers x experts; only for small models.
-  const double experts = config->is_moe() ? static_cast<double>(config->num_experts) : 0.0;
+  double experts = 0;
+  for (int64_t l = 0; l < config->num_hidden_layers; ++l)
+    experts = std::max(experts, static_cast<double>(config->FeedForwardOf(l).experts));
   if (static_cast<double>(config->num_hidden_layers) * (experts + 1) > 4096) return;
   int64_t sum = 0;
   for (const auto& t : tlaloc::models::ExpectedTensors(*config)) {

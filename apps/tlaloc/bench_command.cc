@@ -6,6 +6,7 @@
 // M tokens).
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -50,12 +51,21 @@ int64_t PeakRssBytes() {
   return static_cast<int64_t>(u.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
+// Experts one token uses in a sparse layer (0 when none is sparse).
+int64_t ExpertsPerToken(const io::ModelConfig& config) {
+  int64_t k = 0;
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l)
+    k = std::max(k, config.FeedForwardOf(l).experts_per_token);
+  return k;
+}
+
 // Bytes of weights one decode step reads: every parameter once, except the embedding table, of
 // which a step reads one row (it is read whole as the LM head when tied), and stacked MoE
 // experts, of which one token reads its num_experts_per_tok.
 int64_t WeightBytesPerToken(const models::ModelFamily& family, const io::ModelConfig& config,
                             ElementType dtype) {
   int64_t bytes = 0;
+  const int64_t top_k = ExpertsPerToken(config);
   const std::string embedding(family.embedding_weight);
   for (const auto& spec : family.weight_specs(config)) {
     if ((spec.name == embedding || spec.name == models::Int8ScaleName(embedding)) &&
@@ -63,7 +73,7 @@ int64_t WeightBytesPerToken(const models::ModelFamily& family, const io::ModelCo
       continue;
     int64_t n = 1;
     for (int64_t d : spec.shape) n *= d;
-    if (!spec.stacked.empty()) n = n / spec.shape[0] * config.num_experts_per_tok;
+    if (!spec.stacked.empty()) n = n / spec.shape[0] * top_k;
     bytes += n * ElementSize(spec.TypeFor(dtype));  // int8 matrices: 1 byte, f16 scales 2
   }
   return bytes;
@@ -76,11 +86,12 @@ double PrefillFlops(const models::ModelFamily& family, const io::ModelConfig& co
                     int64_t tokens) {
   const std::string embedding(family.embedding_weight);
   double per_token = 0;
+  const double top_k = static_cast<double>(ExpertsPerToken(config));
   for (const auto& spec : family.weight_specs(config)) {
     if (spec.shape.size() < 2 || spec.name == embedding) continue;
     double n = 1;
     for (int64_t d : spec.shape) n *= static_cast<double>(d);
-    if (!spec.stacked.empty()) n = n / spec.shape[0] * config.num_experts_per_tok;
+    if (!spec.stacked.empty()) n = n / spec.shape[0] * top_k;
     per_token += 2 * n;
   }
   const double head = 2.0 * config.vocab_size * config.hidden_size;

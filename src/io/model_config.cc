@@ -238,12 +238,12 @@ bool ModelConfig::is_moe() const {
   return family != nullptr && family->sparse_moe;
 }
 
-bool ModelConfig::IsMoeLayer(int64_t layer) const {
-  if (!is_moe()) return false;
-  if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) != mlp_only_layers.end())
-    return false;
-  return num_experts > 0 && decoder_sparse_step > 0 && (layer + 1) % decoder_sparse_step == 0;
+FeedForward ModelConfig::FeedForwardOf(int64_t layer) const {
+  const ConfigFamily* family = FindConfigFamily(architecture.model_type, "");
+  return family && family->feed_forward ? family->feed_forward(*this, layer) : FeedForward{};
 }
+
+bool ModelConfig::IsMoeLayer(int64_t layer) const { return FeedForwardOf(layer).sparse(); }
 
 bool ModelConfig::IsSlidingLayer(int64_t layer) const {
   return layer >= 0 && static_cast<size_t>(layer) < layer_types.size() &&
@@ -271,9 +271,6 @@ static Status CheckCounts(const ModelConfig& c) {
     return InvalidArgument("num_hidden_layers " + std::to_string(c.num_hidden_layers) +
                            " is more than Tlaloc supports (" + std::to_string(kMaxHiddenLayers) +
                            ")");
-  if (c.is_moe() && c.num_experts > kMaxExperts)
-    return InvalidArgument("num_experts " + std::to_string(c.num_experts) +
-                           " is more than Tlaloc supports (" + std::to_string(kMaxExperts) + ")");
   return OkStatus();
 }
 
@@ -318,23 +315,8 @@ Status ValidateModelConfig(const ModelConfig& c) {
   if (c.pad_token_id && *c.pad_token_id < 0) return InvalidArgument("pad_token_id is negative");
   for (int64_t id : c.eos_token_ids)
     if (id < 0) return InvalidArgument("eos_token_id " + std::to_string(id) + " is negative");
-  if (c.is_moe()) {
-    TL_RETURN_IF_ERROR(Positive("decoder_sparse_step", c.decoder_sparse_step));
-    TL_RETURN_IF_ERROR(Positive("moe_intermediate_size", c.moe_intermediate_size));
-    if (c.num_experts < 0) return InvalidArgument("num_experts must not be negative");
-    if (c.num_experts > 0) {
-      TL_RETURN_IF_ERROR(Positive("num_experts_per_tok", c.num_experts_per_tok));
-      if (c.num_experts_per_tok > c.num_experts)
-        return InvalidArgument("num_experts_per_tok (" + std::to_string(c.num_experts_per_tok) +
-                               ") exceeds num_experts (" + std::to_string(c.num_experts) + ")");
-    }
-    if (c.router_aux_loss_coef < 0) return InvalidArgument("router_aux_loss_coef is negative");
-    for (int64_t l : c.mlp_only_layers)
-      if (l < 0 || l >= c.num_hidden_layers)
-        return InvalidArgument("mlp_only_layers entry " + std::to_string(l) +
-                               " is not a layer index in [0, " +
-                               std::to_string(c.num_hidden_layers) + ")");
-  }
+  const ConfigFamily* family = FindConfigFamily(c.architecture.model_type, "");
+  if (family && family->validate) TL_RETURN_IF_ERROR(family->validate(c));
   // Sizes from a file: every product of them must fit, or shapes and byte counts overflow.
   std::optional<int64_t> params = CountParameters(c);
   if (!params || *params > kMaxParameters)

@@ -28,13 +28,15 @@ std::optional<int64_t> CountParameters(const ModelConfig& c) {
   if (c.attention_bias) attention = add(attention, add(add(q, mul(2, kv)), h));
   attention = add(attention, mul(2, c.head_dim));
   const int64_t dense = mul(3, mul(c.intermediate_size, h));
-  const int64_t moe =
-      add(mul(c.num_experts, h), mul(c.num_experts, mul(3, mul(c.moe_intermediate_size, h))));
   const int64_t embedding = mul(c.vocab_size, h);
   int64_t total = add(embedding, h);
   if (!c.tie_word_embeddings) total = add(total, embedding);
-  for (int64_t i = 0; i < c.num_hidden_layers && fits; ++i)
-    total = add(total, add(attention, c.IsMoeLayer(i) ? moe : dense));
+  for (int64_t i = 0; i < c.num_hidden_layers && fits; ++i) {
+    // A sparse layer: its router [experts, h] and experts' three matrices.
+    const FeedForward ff = c.FeedForwardOf(i);
+    const int64_t moe = add(mul(ff.experts, h), mul(ff.experts, mul(3, mul(ff.expert_width, h))));
+    total = add(total, add(attention, ff.sparse() ? moe : dense));
+  }
   if (!fits) return std::nullopt;
   return total;
 }

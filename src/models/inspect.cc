@@ -151,13 +151,19 @@ std::string FormatInspectText(const InspectReport& r, size_t max_listed) {
          (c.sliding_window ? ", sliding window " + std::to_string(*c.sliding_window)
                            : std::string()));
     if (c.is_moe()) {
+      // The sparse layers' block (the first one's: the families so far have one kind).
       int64_t moe_layers = 0;
-      for (int64_t i = 0; i < c.num_hidden_layers; ++i) moe_layers += c.IsMoeLayer(i);
-      line("moe:          " + std::to_string(c.num_experts) + " experts, " +
-           std::to_string(c.num_experts_per_tok) + " per token, width " +
-           std::to_string(c.moe_intermediate_size) + ", " + std::to_string(moe_layers) + " of " +
+      io::FeedForward ff;
+      for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+        const io::FeedForward layer = c.FeedForwardOf(i);
+        if (!layer.sparse()) continue;
+        if (moe_layers++ == 0) ff = layer;
+      }
+      line("moe:          " + std::to_string(ff.experts) + " experts, " +
+           std::to_string(ff.experts_per_token) + " per token, width " +
+           std::to_string(ff.expert_width) + ", " + std::to_string(moe_layers) + " of " +
            std::to_string(c.num_hidden_layers) + " layers sparse, norm_topk_prob " +
-           (c.norm_topk_prob ? "true" : "false"));
+           (ff.normalize_top_k ? "true" : "false"));
     }
     if (c.quantization)
       for (const std::string& l : QuantizationLines(*c.quantization)) line(l);

@@ -80,7 +80,8 @@ StatusOr<ShardingPlan> ShardingPlan::Make(std::string_view name, const Mesh& mes
     for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
       if (!config.IsMoeLayer(l)) continue;
       // Experts split over `model`, as many on every device.
-      TL_RETURN_IF_ERROR(Divides(name, "num_experts", config.num_experts, kModelAxis, msize));
+      TL_RETURN_IF_ERROR(
+          Divides(name, "num_experts", config.FeedForwardOf(l).experts, kModelAxis, msize));
       plan.splits_experts_ = msize > 1;
       break;
     }

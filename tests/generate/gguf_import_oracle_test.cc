@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "generate/oracle_logits.h"
+#include "models/qwen3/moe_config.h"
 #include "testing/oracle.h"
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/io/checkpoint.h"
@@ -172,10 +173,11 @@ io::ModelConfig Config(bool moe, bool qwen3_vocab) {
   c->tie_word_embeddings = false;
   c->max_position_embeddings = 256;
   if (moe) {
-    c->num_experts = 4;
-    c->num_experts_per_tok = 2;
-    c->moe_intermediate_size = 256;
-    c->norm_topk_prob = true;
+    models::qwen3::MoeConfig& moe_fields = models::qwen3::MutableMoe(*c);
+    moe_fields.num_experts = 4;
+    moe_fields.num_experts_per_tok = 2;
+    moe_fields.moe_intermediate_size = 256;
+    moe_fields.norm_topk_prob = true;
   }
   if (!qwen3_vocab) {
     c->vocab_size = kSmallVocab;

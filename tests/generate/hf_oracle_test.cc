@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "generate/oracle_logits.h"
+#include "models/qwen3/moe_config.h"
 #include "testing/oracle.h"
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/models/init.h"
@@ -86,14 +87,15 @@ io::ModelConfig ConfigOf(const HfCase& s) {
     c.eos_token_ids = {s.vocab - 1};
   }
   if (s.moe) {
+    models::qwen3::MoeConfig& moe_fields = models::qwen3::MutableMoe(c);
     if (s.experts > 0) {
-      c.num_experts = s.experts;
-      c.num_experts_per_tok = s.top_k;
-      c.moe_intermediate_size = s.moe_width;
+      moe_fields.num_experts = s.experts;
+      moe_fields.num_experts_per_tok = s.top_k;
+      moe_fields.moe_intermediate_size = s.moe_width;
     }
-    c.norm_topk_prob = s.norm_topk;
-    c.decoder_sparse_step = s.sparse_step;
-    c.mlp_only_layers = s.mlp_only_layers;
+    moe_fields.norm_topk_prob = s.norm_topk;
+    moe_fields.decoder_sparse_step = s.sparse_step;
+    moe_fields.mlp_only_layers = s.mlp_only_layers;
   }
   EXPECT_TRUE(io::ValidateModelConfig(c).ok()) << s.name;
   return c;
@@ -191,8 +193,8 @@ void ExpectSameModel(const io::ModelConfig& c, const nlohmann::json& hf) {
     if (c.IsMoeLayer(l)) sparse.push_back(l);
   EXPECT_EQ(hf["sparse_layers"].get<std::vector<int64_t>>(), sparse);
   if (c.is_moe()) {
-    EXPECT_EQ(hf["norm_topk_prob"].get<bool>(), c.norm_topk_prob);
-    EXPECT_EQ(hf["num_experts_per_tok"].get<int64_t>(), c.num_experts_per_tok);
+    EXPECT_EQ(hf["norm_topk_prob"].get<bool>(), models::qwen3::Moe(c).norm_topk_prob);
+    EXPECT_EQ(hf["num_experts_per_tok"].get<int64_t>(), models::qwen3::Moe(c).num_experts_per_tok);
     EXPECT_EQ(hf["experts_implementation"], "eager");
   }
 }

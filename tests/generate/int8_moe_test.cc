@@ -12,6 +12,7 @@
 #include <map>
 
 #include "generate/engine_run.h"
+#include "models/qwen3/moe_config.h"
 #include "testing/int8_form.h"
 #include "testing/tiny_qwen3.h"
 #include "testing/tiny_qwen3_variants.h"
@@ -27,7 +28,7 @@ namespace {
 io::ModelConfig FloatMoe() {
   io::ModelConfig c =
       testing::AsTinyMoe(testing::TinyQwen3Config({.vocab_size = 96, .initializer_range = 0.2}));
-  c.moe_intermediate_size = 32;
+  models::qwen3::MutableMoe(c).moe_intermediate_size = 32;
   return c;
 }
 

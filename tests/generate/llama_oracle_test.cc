@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "generate/oracle_logits.h"
+#include "models/qwen3/moe_config.h"
 #include "testing/int8_form.h"
 #include "testing/oracle.h"
 #include "tlaloc/generate/generator.h"
@@ -224,10 +225,11 @@ io::ModelConfig ConfigOf(const Shape& s) {
   auto c = models::PresetConfig(s.experts > 0 ? "tiny-moe" : "tiny");
   EXPECT_TRUE(c.ok());
   if (s.experts > 0) {
-    c->num_experts = s.experts;
-    c->num_experts_per_tok = s.top_k;
-    c->moe_intermediate_size = s.moe_width;
-    c->norm_topk_prob = true;
+    models::qwen3::MoeConfig& moe_fields = models::qwen3::MutableMoe(*c);
+    moe_fields.num_experts = s.experts;
+    moe_fields.num_experts_per_tok = s.top_k;
+    moe_fields.moe_intermediate_size = s.moe_width;
+    moe_fields.norm_topk_prob = true;
   }
   c->hidden_size = s.hidden;
   c->num_hidden_layers = s.layers;

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "generate/engine_run.h"
+#include "models/qwen3/moe_config.h"
 #include "testing/tiny_qwen3.h"
 #include "testing/tiny_qwen3_variants.h"
 #include "tlaloc/generate/engine.h"
@@ -89,7 +90,8 @@ TEST(TensorParallelMoeEngine, IdsEqualOneDevice) {
 
 TEST(TensorParallelMoeEngine, IdsEqualOneDeviceWithADenseLayer) {
   io::ModelConfig c = TinyMoeConfig();
-  c.mlp_only_layers = {0};  // layer 0 dense (intermediate split), layer 1 sparse (experts split)
+  // Layer 0 dense (intermediate split), layer 1 sparse (experts split).
+  models::qwen3::MutableMoe(c).mlp_only_layers = {0};
   ExpectIdsEqualOneDevice(c, "dense+moe");
 }
 
@@ -102,7 +104,8 @@ TEST(TensorParallelMoeEngine, EachDeviceHoldsItsSliceOfTheExperts) {
     auto tp = MakeEngine(c, mesh.c_str());
     ASSERT_TRUE(tp.ok()) << tp.status().ToString();
     // The engine's config keeps every expert (each device routes over all of them).
-    EXPECT_EQ((*tp)->device_config().num_experts, c.num_experts);
+    EXPECT_EQ(models::qwen3::Moe((*tp)->device_config()).num_experts,
+              models::qwen3::Moe(c).num_experts);
     for (int d = 0; d < n; ++d) {
       const auto& held = (*tp)->device_weights(d);
       const auto& whole = (*one)->device_weights(0);
@@ -111,7 +114,8 @@ TEST(TensorParallelMoeEngine, EachDeviceHoldsItsSliceOfTheExperts) {
       for (size_t i = 0; i < held.size(); ++i) {
         if (whole[i]->type().rank() != 3) continue;  // the stacked experts [E, out, in]
         ++experts;
-        EXPECT_EQ(held[i]->type().dims[0] * n, c.num_experts) << mesh << " weight " << i;
+        EXPECT_EQ(held[i]->type().dims[0] * n, models::qwen3::Moe(c).num_experts)
+            << mesh << " weight " << i;
         EXPECT_EQ(held[i]->device(), d);
       }
       EXPECT_EQ(experts, 3 * c.num_hidden_layers);
@@ -121,7 +125,7 @@ TEST(TensorParallelMoeEngine, EachDeviceHoldsItsSliceOfTheExperts) {
 
 TEST(TensorParallelMoeEngine, ExpertsThatDoNotDivideAreRefusedByName) {
   io::ModelConfig c = TinyMoeConfig();
-  c.num_experts = 6;
+  models::qwen3::MutableMoe(c).num_experts = 6;
   auto e = MakeEngine(c, "model=4");
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("num_experts 6 does not divide by mesh axis 'model'"),

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "io_test_util.h"
+#include "models/qwen3/moe_config.h"
 #include "tlaloc/ir/type.h"
 
 namespace tlaloc::io {
@@ -115,14 +116,14 @@ TEST(ModelConfig, AbsentFieldsTakeTransformersDefaults) {
   EXPECT_EQ(m->num_attention_heads, 32);
   EXPECT_EQ(m->num_key_value_heads, 4);
   EXPECT_EQ(m->head_dim, 2048 / 32);
-  EXPECT_EQ(m->decoder_sparse_step, 1);
-  EXPECT_EQ(m->moe_intermediate_size, 768);
-  EXPECT_EQ(m->num_experts_per_tok, 8);
-  EXPECT_EQ(m->num_experts, 128);
-  EXPECT_FALSE(m->norm_topk_prob);
-  EXPECT_FALSE(m->output_router_logits);
-  EXPECT_EQ(m->router_aux_loss_coef, 0.001);
-  EXPECT_TRUE(m->mlp_only_layers.empty());
+  EXPECT_EQ(models::qwen3::Moe(*m).decoder_sparse_step, 1);
+  EXPECT_EQ(models::qwen3::Moe(*m).moe_intermediate_size, 768);
+  EXPECT_EQ(models::qwen3::Moe(*m).num_experts_per_tok, 8);
+  EXPECT_EQ(models::qwen3::Moe(*m).num_experts, 128);
+  EXPECT_FALSE(models::qwen3::Moe(*m).norm_topk_prob);
+  EXPECT_FALSE(models::qwen3::Moe(*m).output_router_logits);
+  EXPECT_EQ(models::qwen3::Moe(*m).router_aux_loss_coef, 0.001);
+  EXPECT_TRUE(models::qwen3::Moe(*m).mlp_only_layers.empty());
   auto m2 = ParseModelConfig(R"({"model_type": "qwen3_moe", "hidden_size": 1024,
                                  "num_attention_heads": 8})");
   ASSERT_TRUE(m2.ok());
@@ -154,7 +155,7 @@ TEST(ModelConfig, NullsAndAlternateSpellings) {
 
   auto local = ParseModelConfig(R"({"model_type": "qwen3_moe", "num_local_experts": 16})");
   ASSERT_TRUE(local.ok());
-  EXPECT_EQ(local->num_experts, 16);
+  EXPECT_EQ(models::qwen3::Moe(*local).num_experts, 16);
 }
 
 TEST(ModelConfig, SlidingWindowLayersFollowTransformersRule) {
@@ -264,8 +265,8 @@ TEST(ModelConfig, WriterRoundTripsAndKeepsUnknownFields) {
     EXPECT_EQ(ModelConfigToJson(*back), written);
     EXPECT_EQ(back->head_dim, c->head_dim);
     EXPECT_EQ(back->eos_token_ids, c->eos_token_ids);
-    EXPECT_EQ(back->num_experts, c->num_experts);
-    EXPECT_EQ(back->norm_topk_prob, c->norm_topk_prob);
+    EXPECT_EQ(models::qwen3::Moe(*back).num_experts, models::qwen3::Moe(*c).num_experts);
+    EXPECT_EQ(models::qwen3::Moe(*back).norm_topk_prob, models::qwen3::Moe(*c).norm_topk_prob);
     EXPECT_EQ(back->extra_json, c->extra_json);
   }
   // layer_types is written only when it differs from the rule the other fields imply.
@@ -288,7 +289,7 @@ TEST(ModelConfig, WriterRoundTripsAndKeepsUnknownFields) {
   EXPECT_EQ(ModelConfigToJson(*loaded), ModelConfigToJson(*c));
 
   ModelConfig bad = *c;
-  bad.num_experts_per_tok = 500;
+  models::qwen3::MutableMoe(bad).num_experts_per_tok = 500;
   EXPECT_ERROR_CONTAINS(WriteModelConfig(dir / "bad.json", bad), "num_experts_per_tok");
   EXPECT_ERROR_CONTAINS(LoadModelConfig(dir / "missing"), "missing", "cannot open");
 }

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "models/qwen3/moe_config.h"
 #include "models/qwen3_reference.h"
 
 namespace tlaloc {
@@ -42,7 +43,10 @@ TEST(ModelFamily, WeightSpecsCarryTheirTensorParallelDimension) {
     io::ModelConfig c = io::DefaultModelConfig({std::string(type), ""});
     c.num_hidden_layers = 1;
     c.layer_types.assign(1, "full_attention");
-    if (c.is_moe()) c.num_experts = 2, c.num_experts_per_tok = 1;
+    if (c.is_moe()) {
+      models::qwen3::MutableMoe(c).num_experts = 2;
+      models::qwen3::MutableMoe(c).num_experts_per_tok = 1;
+    }
     int split = 0;
     for (const auto& spec : models::WeightSpecs(c)) {
       const bool row = spec.name.find("o_proj") != std::string::npos ||

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/io_test_util.h"
+#include "models/qwen3/moe_config.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/gguf.h"
 #include "tlaloc/io/model_config.h"
@@ -196,10 +197,11 @@ TEST(GgufExport, Qwen3MoeKeysAndStackedExperts) {
   TempDir dir;
   ModelConfig c = SmallConfig(false);
   c.architecture = ModelArchitecture::kQwen3Moe;
-  c.num_experts = 3;
-  c.num_experts_per_tok = 2;
-  c.moe_intermediate_size = 4;
-  c.norm_topk_prob = true;
+  models::qwen3::MoeConfig& moe_fields = models::qwen3::MutableMoe(c);
+  moe_fields.num_experts = 3;
+  moe_fields.num_experts_per_tok = 2;
+  moe_fields.moe_intermediate_size = 4;
+  moe_fields.norm_topk_prob = true;
   ASSERT_TRUE(ValidateModelConfig(c).ok());
   WriteFolder(dir.path(), c, ElementType::kF32);
   auto summary = ExportGguf(dir.path(), dir / "m.gguf");
@@ -333,12 +335,13 @@ TEST(GgufExport, BadInputNamesTheProblem) {
   ASSERT_TRUE(WriteModelConfig(dir / "config.json", moe).ok());
   EXPECT_ERROR_CONTAINS(ExportGguf(dir.path(), dir / "m.gguf"), "norm_topk_prob false",
                         "renormalises");
-  moe.norm_topk_prob = true;
-  moe.decoder_sparse_step = 2;
+  models::qwen3::MoeConfig& moe_fields = models::qwen3::MutableMoe(moe);
+  moe_fields.norm_topk_prob = true;
+  moe_fields.decoder_sparse_step = 2;
   ASSERT_TRUE(WriteModelConfig(dir / "config.json", moe).ok());
   EXPECT_ERROR_CONTAINS(ExportGguf(dir.path(), dir / "m.gguf"), "decoder_sparse_step 2");
-  moe.decoder_sparse_step = 1;
-  moe.mlp_only_layers = {0};
+  moe_fields.decoder_sparse_step = 1;
+  moe_fields.mlp_only_layers = {0};
   ASSERT_TRUE(WriteModelConfig(dir / "config.json", moe).ok());
   EXPECT_ERROR_CONTAINS(ExportGguf(dir.path(), dir / "m.gguf"), "mlp_only_layers");
   WriteText(dir / "config.json", R"({"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2"})");

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/io_test_util.h"
+#include "models/qwen3/moe_config.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/gguf.h"
 #include "tlaloc/io/model_config.h"
@@ -36,7 +37,7 @@ io::ModelConfig Config(bool moe) {
   c->num_key_value_heads = 1;
   c->head_dim = 16;
   c->intermediate_size = 64;
-  if (moe) c->moe_intermediate_size = 32;
+  if (moe) models::qwen3::MutableMoe(*c).moe_intermediate_size = 32;
   return *c;
 }
 
@@ -92,9 +93,11 @@ TEST_P(GgufImportRoundTrip, FloatAndInt8CheckpointsComeBackAsTheyWere) {
   EXPECT_EQ(back->tie_word_embeddings, config.tie_word_embeddings);
   EXPECT_EQ(back->dtype, ElementType::kBF16);
   if (moe) {
-    EXPECT_EQ(back->num_experts, config.num_experts);
-    EXPECT_EQ(back->num_experts_per_tok, config.num_experts_per_tok);
-    EXPECT_EQ(back->moe_intermediate_size, config.moe_intermediate_size);
+    EXPECT_EQ(models::qwen3::Moe(*back).num_experts, models::qwen3::Moe(config).num_experts);
+    EXPECT_EQ(models::qwen3::Moe(*back).num_experts_per_tok,
+              models::qwen3::Moe(config).num_experts_per_tok);
+    EXPECT_EQ(models::qwen3::Moe(*back).moe_intermediate_size,
+              models::qwen3::Moe(config).moe_intermediate_size);
   }
   // <|im_end|> (the export's eos) first, then <|endoftext|>, which llama.cpp also stops at.
   EXPECT_EQ(back->eos_token_ids, (std::vector<int64_t>{151645, 151643}));

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 
+#include "models/qwen3/moe_config.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/model_config.h"
 #include "tlaloc/models/family.h"
@@ -25,8 +26,9 @@ io::ModelConfig SmallMoe() {
   auto c = PresetConfig("tiny-moe");
   EXPECT_TRUE(c.ok());
   c->vocab_size = 64;
-  c->num_experts = 3;
-  c->mlp_only_layers = {1};  // layer 1 dense
+  models::qwen3::MoeConfig& moe_fields = models::qwen3::MutableMoe(*c);
+  moe_fields.num_experts = 3;
+  moe_fields.mlp_only_layers = {1};  // layer 1 dense
   EXPECT_TRUE(io::ValidateModelConfig(*c).ok());
   return *c;
 }
@@ -35,11 +37,11 @@ TEST(MoeWeights, A3bShapedPresetHasQwen3MoeLayerShapes) {
   auto c = PresetConfig("qwen3-30b-a3b-2l");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_TRUE(CheckSupported(*c).ok());
-  EXPECT_EQ(c->num_experts, 128);
-  EXPECT_EQ(c->num_experts_per_tok, 8);
-  EXPECT_EQ(c->moe_intermediate_size, 768);
+  EXPECT_EQ(models::qwen3::Moe(*c).num_experts, 128);
+  EXPECT_EQ(models::qwen3::Moe(*c).num_experts_per_tok, 8);
+  EXPECT_EQ(models::qwen3::Moe(*c).moe_intermediate_size, 768);
   EXPECT_EQ(c->hidden_size, 2048);
-  EXPECT_TRUE(c->norm_topk_prob);
+  EXPECT_TRUE(models::qwen3::Moe(*c).norm_topk_prob);
   // Per layer: attention 2048 x (4096 + 2 x 512) + 4096 x 2048, router 128 x 2048, experts
   // 128 x 3 x 768 x 2048, norms; plus the untied embedding and head.
   const int64_t layer = 2048 * (4096 + 1024) + 4096 * 2048 + 128 * 2048 +
@@ -71,11 +73,12 @@ TEST(MoeWeights, SpecsStackTheExpertsOfSparseLayersOnly) {
   std::map<std::string, WeightSpec> specs;
   for (const auto& s : WeightSpecs(c)) specs[s.name] = s;
   const auto& down = specs.at("model.layers.0.mlp.experts.down_proj.weight");
-  EXPECT_EQ(down.shape, (std::vector<int64_t>{3, c.hidden_size, c.moe_intermediate_size}));
+  EXPECT_EQ(down.shape,
+            (std::vector<int64_t>{3, c.hidden_size, models::qwen3::Moe(c).moe_intermediate_size}));
   ASSERT_EQ(down.stacked.size(), 3u);
   EXPECT_EQ(down.stacked[2], "model.layers.0.mlp.experts.2.down_proj.weight");
   EXPECT_EQ(specs.at("model.layers.0.mlp.experts.gate_proj.weight").shape,
-            (std::vector<int64_t>{3, c.moe_intermediate_size, c.hidden_size}));
+            (std::vector<int64_t>{3, models::qwen3::Moe(c).moe_intermediate_size, c.hidden_size}));
   EXPECT_TRUE(specs.at("model.layers.0.mlp.gate.weight").stacked.empty());
   EXPECT_FALSE(specs.count("model.layers.0.mlp.experts.0.up_proj.weight"));
   EXPECT_TRUE(specs.count("model.layers.1.mlp.up_proj.weight")) << "the dense layer";

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "models/qwen3/moe_config.h"
 #include "tlaloc/io/model_config.h"
 #include "tlaloc/models/family.h"
 #include "tlaloc/models/init.h"
@@ -57,10 +58,11 @@ io::ModelConfig AsCode(const std::string& name) {
     c.tie_word_embeddings = false;
     c.dtype = ElementType::kF32;
     if (moe) {
-      c.num_experts = 4;
-      c.num_experts_per_tok = 2;
-      c.moe_intermediate_size = 64;
-      c.norm_topk_prob = true;
+      models::qwen3::MoeConfig& moe_fields = models::qwen3::MutableMoe(c);
+      moe_fields.num_experts = 4;
+      moe_fields.num_experts_per_tok = 2;
+      moe_fields.moe_intermediate_size = 64;
+      moe_fields.norm_topk_prob = true;
     }
   } else if (name == "qwen3-30b-a3b-2l") {
     c.hidden_size = 2048;
@@ -69,10 +71,11 @@ io::ModelConfig AsCode(const std::string& name) {
     c.num_key_value_heads = 4;
     c.head_dim = 128;
     c.intermediate_size = 6144;
-    c.moe_intermediate_size = 768;
-    c.num_experts = 128;
-    c.num_experts_per_tok = 8;
-    c.norm_topk_prob = true;
+    models::qwen3::MoeConfig& moe_fields = models::qwen3::MutableMoe(c);
+    moe_fields.moe_intermediate_size = 768;
+    moe_fields.num_experts = 128;
+    moe_fields.num_experts_per_tok = 8;
+    moe_fields.norm_topk_prob = true;
     c.max_position_embeddings = 40960;
     c.max_window_layers = 2;
     c.tie_word_embeddings = false;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/io_test_util.h"
+#include "models/qwen3/moe_config.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/gguf.h"
 #include "tlaloc/models/family.h"
@@ -32,7 +33,7 @@ io::ModelConfig SmallMoe(int64_t moe_width = 64) {
       "num_experts": 4, "num_experts_per_tok": 2, "norm_topk_prob": true,
       "max_position_embeddings": 64, "eos_token_id": 3, "torch_dtype": "float32"})");
   EXPECT_TRUE(c.ok()) << c.status().ToString();
-  c->moe_intermediate_size = moe_width;
+  models::qwen3::MutableMoe(*c).moe_intermediate_size = moe_width;
   return *c;
 }
 

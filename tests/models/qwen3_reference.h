@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "models/qwen3/moe_config.h"
 #include "tlaloc/io/model_config.h"
 #include "tlaloc/ir/literal.h"
 #include "tlaloc/models/family.h"
@@ -199,21 +200,22 @@ inline std::vector<std::vector<double>> RefForward(const RefModel& m,
       auto n = RefRmsNorm(x[t], w.at(p + "post_attention_layernorm.weight").data(), c.rms_norm_eps);
       std::vector<double> mlp(H, 0.0);
       if (c.IsMoeLayer(l)) {
-        auto logits = RefLinear(w.at(p + "mlp.gate.weight"), n, c.num_experts);
+        const models::qwen3::MoeConfig& moe = models::qwen3::Moe(c);
+        auto logits = RefLinear(w.at(p + "mlp.gate.weight"), n, moe.num_experts);
         double mx = *std::max_element(logits.begin(), logits.end()), sum = 0;
         for (auto& e : logits) sum += (e = std::exp(e - mx));
         for (auto& e : logits) e /= sum;
-        std::vector<int64_t> order(c.num_experts);
-        for (int64_t e = 0; e < c.num_experts; ++e) order[e] = e;
+        std::vector<int64_t> order(moe.num_experts);
+        for (int64_t e = 0; e < moe.num_experts; ++e) order[e] = e;
         std::stable_sort(order.begin(), order.end(),
                          [&](int64_t a, int64_t b) { return logits[a] > logits[b]; });
         double topsum = 0;
-        for (int64_t j = 0; j < c.num_experts_per_tok; ++j) topsum += logits[order[j]];
-        for (int64_t j = 0; j < c.num_experts_per_tok; ++j) {
+        for (int64_t j = 0; j < moe.num_experts_per_tok; ++j) topsum += logits[order[j]];
+        for (int64_t j = 0; j < moe.num_experts_per_tok; ++j) {
           int64_t e = order[j];
-          double weight = logits[e] / (c.norm_topk_prob ? topsum : 1.0);
+          double weight = logits[e] / (moe.norm_topk_prob ? topsum : 1.0);
           auto y = RefSwiGlu(w, p + "mlp.experts." + std::to_string(e) + ".", n,
-                             c.moe_intermediate_size, H);
+                             moe.moe_intermediate_size, H);
           for (int64_t i = 0; i < H; ++i) mlp[i] += weight * y[i];
         }
       } else {

@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "models/qwen3/moe_config.h"
 #include "models/qwen3_reference.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/models/family.h"
@@ -194,9 +195,10 @@ TEST(Qwen3Program, DecodeUpdatesDonatedCacheInPlace) {
 TEST(Qwen3Program, MoeMatchesReference) {
   io::ModelConfig c = TinyConfig(false, 4, 2, 8);
   c.architecture = io::ModelArchitecture::kQwen3Moe;
-  c.num_experts = 4;
-  c.num_experts_per_tok = 2;
-  c.moe_intermediate_size = 16;
+  models::qwen3::MoeConfig& moe_fields = models::qwen3::MutableMoe(c);
+  moe_fields.num_experts = 4;
+  moe_fields.num_experts_per_tok = 2;
+  moe_fields.moe_intermediate_size = 16;
   // The forms llama.cpp cannot express, against the double-precision reference: no
   // renormalisation, a dense layer from mlp_only_layers, and every other layer dense from
   // decoder_sparse_step 2 (three layers: dense, sparse, dense).
@@ -208,9 +210,9 @@ TEST(Qwen3Program, MoeMatchesReference) {
   for (const Variant& v :
        {Variant{true, {1}, 1, 2}, Variant{false, {1}, 1, 2}, Variant{false, {}, 2, 3}}) {
     const bool norm = v.norm;
-    c.norm_topk_prob = norm;
-    c.mlp_only_layers = v.mlp_only;
-    c.decoder_sparse_step = v.sparse_step;
+    moe_fields.norm_topk_prob = norm;
+    moe_fields.mlp_only_layers = v.mlp_only;
+    moe_fields.decoder_sparse_step = v.sparse_step;
     c.num_hidden_layers = v.layers;
     c.max_window_layers = v.layers;
     c.layer_types.assign(static_cast<size_t>(v.layers), "full_attention");

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "models/qwen3/moe_config.h"
 #include "testing/tiny_qwen3.h"
 #include "tlaloc/io/model_config.h"
 
@@ -119,10 +120,11 @@ TEST(ShardingPlan, EachPlanShardsTheWeightsItSays) {
 TEST(ShardingPlan, TensorParallelPlansSplitTheExpertsOnE) {
   io::ModelConfig c = TinyConfig();
   c.architecture = io::ModelArchitecture::kQwen3Moe;
-  c.num_experts = 8;
-  c.num_experts_per_tok = 2;
-  c.moe_intermediate_size = 16;
-  c.mlp_only_layers = {0};  // layer 0 dense, layer 1 MoE
+  models::qwen3::MoeConfig& moe_fields = models::qwen3::MutableMoe(c);
+  moe_fields.num_experts = 8;
+  moe_fields.num_experts_per_tok = 2;
+  moe_fields.moe_intermediate_size = 16;
+  moe_fields.mlp_only_layers = {0};  // layer 0 dense, layer 1 MoE
   auto tp = ShardingPlan::Make("tp", MeshOf("model=4"), c, 1);
   ASSERT_TRUE(tp.ok()) << tp.status().ToString();
   EXPECT_TRUE(tp->splits_experts());
@@ -141,14 +143,14 @@ TEST(ShardingPlan, TensorParallelPlansSplitTheExpertsOnE) {
   ASSERT_TRUE(dp.ok());
   EXPECT_FALSE(dp->splits_experts());
 
-  c.num_experts = 6;
+  moe_fields.num_experts = 6;
   EXPECT_EQ(Error("tp", "model=4", c, 1),
             "plan tp: num_experts 6 does not divide by mesh axis 'model' (size 4)");
   EXPECT_EQ(Error("dp_tp", "data=2,model=4", c, 2),
             "plan dp_tp: num_experts 6 does not divide by mesh axis 'model' (size 4)");
   // Every layer sparse: intermediate_size sizes no layer, so it need not divide.
-  c.num_experts = 8;
-  c.mlp_only_layers = {};
+  moe_fields.num_experts = 8;
+  moe_fields.mlp_only_layers = {};
   c.intermediate_size = 66;
   EXPECT_EQ(Error("tp", "model=4", c, 1), "(accepted)");
 }

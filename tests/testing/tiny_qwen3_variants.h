@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "models/qwen3/moe_config.h"
 #include "tlaloc/io/model_config.h"
 #include "tlaloc/models/family.h"
 #include "tlaloc/models/init.h"
@@ -21,12 +22,13 @@ namespace tlaloc::testing {
 // hold 4 and 2 experts each; `dense_layers` keep the SwiGLU MLP (mlp_only_layers).
 inline io::ModelConfig AsTinyMoe(io::ModelConfig c, std::vector<int64_t> dense_layers = {}) {
   c.architecture = io::ModelArchitecture::kQwen3Moe;
-  c.num_experts = 8;
-  c.num_experts_per_tok = 2;
-  c.moe_intermediate_size = 16;
-  c.norm_topk_prob = true;
-  c.decoder_sparse_step = 1;
-  c.mlp_only_layers = std::move(dense_layers);
+  models::qwen3::MoeConfig& moe_fields = models::qwen3::MutableMoe(c);
+  moe_fields.num_experts = 8;
+  moe_fields.num_experts_per_tok = 2;
+  moe_fields.moe_intermediate_size = 16;
+  moe_fields.norm_topk_prob = true;
+  moe_fields.decoder_sparse_step = 1;
+  moe_fields.mlp_only_layers = std::move(dense_layers);
   return c;
 }
 

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <random>
 
+#include "models/qwen3/moe_config.h"
 #include "testing/oracle.h"
 #include "tlaloc/autodiff/autodiff.h"
 #include "tlaloc/interp/interpreter.h"
@@ -126,10 +127,11 @@ io::ModelConfig TinyMoeConfig() {
   c.vocab_size = 64;
   c.hidden_size = 32;
   c.intermediate_size = 48;
-  c.moe_intermediate_size = 16;
-  c.num_experts = 4;
-  c.num_experts_per_tok = 2;
-  c.norm_topk_prob = true;
+  models::qwen3::MoeConfig& moe_fields = models::qwen3::MutableMoe(c);
+  moe_fields.moe_intermediate_size = 16;
+  moe_fields.num_experts = 4;
+  moe_fields.num_experts_per_tok = 2;
+  moe_fields.norm_topk_prob = true;
   c.num_hidden_layers = 2;
   c.num_attention_heads = 4;
   c.num_key_value_heads = 2;
@@ -193,7 +195,7 @@ TEST(MoeTraining, TrainerLearnsAFixedBatchThroughRouterAndExperts) {
 // does not compute: the Trainer says so instead of training another objective.
 TEST(MoeTraining, TrainerRefusesTheRouterAuxLossItDoesNotCompute) {
   io::ModelConfig c = TinyMoeConfig();
-  c.output_router_logits = true;
+  models::qwen3::MutableMoe(c).output_router_logits = true;
   ASSERT_TRUE(io::ValidateModelConfig(c).ok());
   std::vector<Literal> weights;
   for (auto& t : models::RandomWeights(c, 1, ElementType::kF32)) weights.push_back(t.value);

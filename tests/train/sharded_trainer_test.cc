@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <random>
 
+#include "models/qwen3/moe_config.h"
 #include "sharded_test_util.h"
 #include "tlaloc/models/init.h"
 #include "tlaloc/stablehlo/printer.h"
@@ -102,14 +103,14 @@ TEST_P(ShardedTrainerTest, LossAndEveryGradientEqualTheUnshardedStep) {
     // each device's slice, not zeros against zeros.
     ++experts_seen;
     const Literal& g = (*ref)[2 + i];
-    const int64_t per_expert = g.num_elements() / c.num_experts;
+    const int64_t per_expert = g.num_elements() / models::qwen3::Moe(c).num_experts;
     int64_t used = 0;
-    for (int64_t e = 0; e < c.num_experts; ++e) {
+    for (int64_t e = 0; e < models::qwen3::Moe(c).num_experts; ++e) {
       double mass = 0;
       for (int64_t j = 0; j < per_expert; ++j) mass += std::fabs(g.GetAsDouble(e * per_expert + j));
       used += mass > 0;
     }
-    EXPECT_GE(used, c.num_experts * 3 / 4) << name;
+    EXPECT_GE(used, models::qwen3::Moe(c).num_experts * 3 / 4) << name;
   }
   const int moe_layers = k.model == Model::kMoe ? 2 : k.model == Model::kMoeDenseFirst ? 1 : 0;
   EXPECT_EQ(experts_seen, 3 * moe_layers);

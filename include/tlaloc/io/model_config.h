@@ -5,6 +5,7 @@
 // programs) is the model family's business too.
 #pragma once
 
+#include <any>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -58,6 +59,19 @@ struct WeightQuantization {
   std::map<std::string, std::string> formats;  // tlaloc_gguf only
 };
 
+// A decoder layer's feed-forward block, what the shared code (the decoder, parameter counts,
+// sharding plans, inspect) asks of a family's MoE fields: a dense SwiGLU MLP of
+// intermediate_size, or a sparse mixture of `experts` SwiGLU experts of width `expert_width`
+// behind a router, each token using its top `experts_per_token` (their router weights
+// renormalised to sum to 1 when `normalize_top_k`).
+struct FeedForward {
+  int64_t experts = 0;  // 0: dense
+  int64_t experts_per_token = 0;
+  int64_t expert_width = 0;
+  bool normalize_top_k = false;
+  bool sparse() const { return experts > 0; }
+};
+
 struct ModelConfig {
   ModelArchitecture architecture{"qwen3", "Qwen3ForCausalLM"};
 
@@ -77,7 +91,6 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   std::optional<RopeScaling> rope_scaling;
   bool attention_bias = false;
-  bool mlp_bias = false;  // Llama's MLP projection biases (its family parses the field)
   bool use_sliding_window = false;
   // transformers keeps the window only when use_sliding_window is set; so do we.
   std::optional<int64_t> sliding_window;
@@ -85,17 +98,6 @@ struct ModelConfig {
   // "full_attention" / "sliding_attention" per layer, derived as transformers does when absent.
   std::vector<std::string> layer_types;
   double attention_dropout = 0.0;
-
-  // The sparse MoE block's (in Qwen3-MoE's names), read only where the config's family has one
-  // (is_moe(): ConfigFamily::sparse_moe); such a family parses and writes them.
-  int64_t decoder_sparse_step = 1;
-  int64_t moe_intermediate_size = 768;
-  int64_t num_experts_per_tok = 8;
-  int64_t num_experts = 128;
-  bool norm_topk_prob = false;
-  bool output_router_logits = false;
-  double router_aux_loss_coef = 0.001;
-  std::vector<int64_t> mlp_only_layers;
 
   // torch_dtype (or the newer "dtype"): the checkpoint's stored parameter type.
   std::optional<ElementType> dtype;
@@ -109,12 +111,20 @@ struct ModelConfig {
   // written back so a round trip keeps them.
   std::string extra_json = "{}";
 
+  // The family's own fields (Qwen3-MoE's experts, Llama's mlp_bias, ...): its ConfigFamily sets
+  // their defaults, parses, writes and checks them, and its typed accessor reads them
+  // (models/qwen3/moe_config.h, models/llama/llama_family.h). io names none of them; what the
+  // shared code needs of them it asks through FeedForwardOf.
+  std::any family_fields;
+
   // Whether the config's family has sparse MoE layers (its ConfigFamily::sparse_moe), a
   // capability rather than one model_type.
   bool is_moe() const;
   int64_t num_key_value_groups() const { return num_attention_heads / num_key_value_heads; }
-  // Whether decoder layer `layer` uses the sparse MoE block (else a dense MLP of
-  // intermediate_size), by transformers' rule.
+  // Decoder layer `layer`'s feed-forward block, as the family's fields say
+  // (ConfigFamily::feed_forward; dense when the family has no hook).
+  FeedForward FeedForwardOf(int64_t layer) const;
+  // Whether decoder layer `layer` uses a sparse MoE block (FeedForwardOf(layer).sparse()).
   bool IsMoeLayer(int64_t layer) const;
   bool IsSlidingLayer(int64_t layer) const;
 };
@@ -132,14 +142,18 @@ struct ConfigFamily {
   // head_dim absent: hidden_size / num_attention_heads (else the default stays, as
   // Qwen3Config's 128).
   bool head_dim_from_heads = false;
-  // Its models have sparse MoE layers: ModelConfig's MoE fields apply (ModelConfig::is_moe).
+  // Its models have sparse MoE layers (ModelConfig::is_moe).
   bool sparse_moe = false;
-  // The config class's own defaults over the shared ones.
+  // The config class's own defaults over the shared ones (and its family_fields' defaults).
   void (*defaults)(ModelConfig& c) = nullptr;
   // Reads the family's own fields (after the shared sizes, before the layer types are derived).
   Status (*parse)(JsonFields& f, ModelConfig& c) = nullptr;
   // Writes them into the config.json object.
   void (*write)(const ModelConfig& c, nlohmann::json& j) = nullptr;
+  // Checks them (ValidateModelConfig), messages naming the field.
+  Status (*validate)(const ModelConfig& c) = nullptr;
+  // Layer `layer`'s feed-forward block (ModelConfig::FeedForwardOf); null: dense everywhere.
+  FeedForward (*feed_forward)(const ModelConfig& c, int64_t layer) = nullptr;
 };
 // io's registry of them, filled by an explicit call at start-up: models::RegisterModelFamilies()
 // (models/family.h) registers every family's part (io sits below models, so it cannot name them

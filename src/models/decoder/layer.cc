@@ -17,7 +17,8 @@ Tensor FeedForward(const ModelConfig& c, const WeightTensors& w, int64_t layer, 
   const std::string p = "model.layers." + std::to_string(layer) + ".";
   auto W = [&](const std::string& name) { return w.at(p + name); };
   auto S = [&](const std::string& name) { return Int8Scale(w, p + name); };
-  if (!c.IsMoeLayer(layer))
+  const io::FeedForward ff = c.FeedForwardOf(layer);
+  if (!ff.sparse())
     return nn::SwiGluMlp(
         n, W("mlp.gate_proj.weight"), W("mlp.up_proj.weight"), W("mlp.down_proj.weight"), trace,
         p + "mlp", {S("mlp.gate_proj.weight"), S("mlp.up_proj.weight"), S("mlp.down_proj.weight")});
@@ -29,11 +30,11 @@ Tensor FeedForward(const ModelConfig& c, const WeightTensors& w, int64_t layer, 
   mw.up_scale = S(ep + "up_proj.weight");
   mw.down_scale = S(ep + "down_proj.weight");
   // Expert parallelism: this device holds a slice of the experts (the hook says which).
-  if (mw.gate.dim(0) != c.num_experts && par.first_expert)
+  if (mw.gate.dim(0) != ff.experts && par.first_expert)
     mw.first_expert = par.first_expert(*n.builder(), mw.gate.dim(0));
   const int64_t bsz = n.dim(0), t = n.dim(1);
   Tensor flat = Reshape(n, {bsz * t, c.hidden_size});
-  return Reshape(nn::SparseMoe(flat, mw, c.num_experts_per_tok, c.norm_topk_prob,
+  return Reshape(nn::SparseMoe(flat, mw, ff.experts_per_token, ff.normalize_top_k,
                                nn::MoeForm::kAuto, trace, p + "mlp"),
                  {bsz, t, c.hidden_size});
 }

@@ -15,14 +15,6 @@ StatusOr<TrainForward> BuildDecoderTrainForward(const DecoderKind& kind, const M
     return Unimplemented(
         name + " training forward: the checkpoint is int8-quantized (quantization_config " +
         c.quantization->quant_method + "); train the float checkpoint it was made from");
-  // transformers' Qwen3MoeForCausalLM adds router_aux_loss_coef times its load-balancing loss
-  // when output_router_logits is set; training without it would optimise another objective.
-  if (c.is_moe() && c.num_experts > 0 && c.output_router_logits)
-    return Unimplemented(
-        "Qwen3-MoE training forward: config.json sets output_router_logits, which asks for the "
-        "router's load-balancing loss (router_aux_loss_coef " +
-        std::to_string(c.router_aux_loss_coef) +
-        "); tlaloc does not compute it: set output_router_logits to false to train without it");
   if (input_ids.rank() != 2 || input_ids.element_type() != ElementType::kS32)
     return InvalidArgument(name + " training forward: input_ids " + input_ids.type().ToString() +
                            ": expected s32 [batch, seq_len]");

@@ -27,11 +27,14 @@ void Defaults(ModelConfig& c) {
   c.max_position_embeddings = 2048;
   c.bos_token_id = 1;
   c.eos_token_ids = {2};
+  c.family_fields = LlamaFields{};
 }
 
-Status ParseFields(io::JsonFields& f, ModelConfig& c) { return f.Bool("mlp_bias", &c.mlp_bias); }
+Status ParseFields(io::JsonFields& f, ModelConfig& c) {
+  return f.Bool("mlp_bias", &MutableFields(c).mlp_bias);
+}
 
-void WriteFields(const ModelConfig& c, nlohmann::json& j) { j["mlp_bias"] = c.mlp_bias; }
+void WriteFields(const ModelConfig& c, nlohmann::json& j) { j["mlp_bias"] = Fields(c).mlp_bias; }
 
 std::pair<Tensor, Tensor> Rotary(const ModelConfig& c, const Tensor& positions) {
   std::vector<float> inv = InverseFrequencies(c);
@@ -71,6 +74,17 @@ std::string ChatTemplate() {
 
 }  // namespace
 
+const LlamaFields& Fields(const ModelConfig& c) {
+  static const LlamaFields kDefaults;
+  const LlamaFields* f = std::any_cast<LlamaFields>(&c.family_fields);
+  return f ? *f : kDefaults;
+}
+
+LlamaFields& MutableFields(ModelConfig& c) {
+  if (!std::any_cast<LlamaFields>(&c.family_fields)) c.family_fields = LlamaFields{};
+  return *std::any_cast<LlamaFields>(&c.family_fields);
+}
+
 std::vector<float> InverseFrequencies(const ModelConfig& c) {
   const int64_t half = c.head_dim / 2;
   std::vector<float> inv(half);
@@ -107,7 +121,7 @@ Status CheckSupported(const ModelConfig& c) {
   if (c.attention_bias)
     return InvalidArgument(
         "config attention_bias true: Tlaloc's Llama has no attention projection biases");
-  if (c.mlp_bias)
+  if (Fields(c).mlp_bias)
     return InvalidArgument("config mlp_bias true: Tlaloc's Llama has no MLP projection biases");
   if (c.quantization)
     return Unimplemented("config quantization_config: int8 Llama checkpoints are not supported");

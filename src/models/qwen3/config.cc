@@ -1,15 +1,49 @@
 // Qwen3's and Qwen3-MoE's share of config.json (io::ConfigFamily): their config classes'
-// defaults and their own fields, the sliding window and the experts.
+// defaults and their own fields, the sliding window and the experts (moe_config.h), with the
+// experts' checks and the feed-forward block each layer has.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "io/json_fields.h"
+#include "models/qwen3/moe_config.h"
 #include "models/qwen3/qwen3_family.h"
 
 namespace tlaloc::models::qwen3 {
 
+bool MoeConfig::IsSparseLayer(int64_t layer) const {
+  if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) != mlp_only_layers.end())
+    return false;
+  return num_experts > 0 && decoder_sparse_step > 0 && (layer + 1) % decoder_sparse_step == 0;
+}
+
+const MoeConfig& Moe(const io::ModelConfig& c) {
+  static const MoeConfig kDefaults;
+  const MoeConfig* m = std::any_cast<MoeConfig>(&c.family_fields);
+  return m ? *m : kDefaults;
+}
+
+MoeConfig& MutableMoe(io::ModelConfig& c) {
+  if (!std::any_cast<MoeConfig>(&c.family_fields)) c.family_fields = MoeConfig{};
+  return *std::any_cast<MoeConfig>(&c.family_fields);
+}
+
 namespace {
 
 using nlohmann::json;
+
+Status Positive(const char* name, int64_t v) {
+  if (v <= 0)
+    return InvalidArgument(std::string(name) + " must be positive, got " + std::to_string(v));
+  return OkStatus();
+}
+
+Status CheckExpertCount(const MoeConfig& m) {
+  if (m.num_experts > io::kMaxExperts)
+    return InvalidArgument("num_experts " + std::to_string(m.num_experts) +
+                           " is more than Tlaloc supports (" + std::to_string(io::kMaxExperts) +
+                           ")");
+  return OkStatus();
+}
 
 // transformers' Qwen3MoeConfig's own defaults; it has no head_dim field (hidden / heads is used).
 void MoeDefaults(ModelConfig& c) {
@@ -19,6 +53,7 @@ void MoeDefaults(ModelConfig& c) {
   c.num_attention_heads = 32;
   c.num_key_value_heads = 4;
   c.head_dim = c.hidden_size / c.num_attention_heads;
+  c.family_fields = MoeConfig{};
 }
 
 Status ParseSlidingWindow(io::JsonFields& f, ModelConfig& c) {
@@ -32,22 +67,55 @@ Status ParseSlidingWindow(io::JsonFields& f, ModelConfig& c) {
 
 Status ParseMoe(io::JsonFields& f, ModelConfig& c) {
   TL_RETURN_IF_ERROR(ParseSlidingWindow(f, c));
-  TL_RETURN_IF_ERROR(f.Int("decoder_sparse_step", &c.decoder_sparse_step));
-  TL_RETURN_IF_ERROR(f.Int("moe_intermediate_size", &c.moe_intermediate_size));
-  TL_RETURN_IF_ERROR(f.Int("num_experts_per_tok", &c.num_experts_per_tok));
+  MoeConfig& m = MutableMoe(c);
+  TL_RETURN_IF_ERROR(f.Int("decoder_sparse_step", &m.decoder_sparse_step));
+  TL_RETURN_IF_ERROR(f.Int("moe_intermediate_size", &m.moe_intermediate_size));
+  TL_RETURN_IF_ERROR(f.Int("num_experts_per_tok", &m.num_experts_per_tok));
   // Newer transformers stores num_experts under its attribute-map name num_local_experts.
-  int64_t local = c.num_experts;
-  TL_RETURN_IF_ERROR(f.Int("num_experts", &c.num_experts));
+  int64_t local = m.num_experts;
+  TL_RETURN_IF_ERROR(f.Int("num_experts", &m.num_experts));
   TL_RETURN_IF_ERROR(f.Int("num_local_experts", &local));
   if (f.Has("num_local_experts")) {
-    if (f.Has("num_experts") && local != c.num_experts)
+    if (f.Has("num_experts") && local != m.num_experts)
       return f.Error("num_experts and num_local_experts disagree");
-    c.num_experts = local;
+    m.num_experts = local;
   }
-  TL_RETURN_IF_ERROR(f.Bool("norm_topk_prob", &c.norm_topk_prob));
-  TL_RETURN_IF_ERROR(f.Bool("output_router_logits", &c.output_router_logits));
-  TL_RETURN_IF_ERROR(f.Double("router_aux_loss_coef", &c.router_aux_loss_coef));
-  return f.IntList("mlp_only_layers", &c.mlp_only_layers);
+  // Before anything lists the experts one by one.
+  if (Status count = CheckExpertCount(m); !count.ok()) return f.Error(count.message());
+  TL_RETURN_IF_ERROR(f.Bool("norm_topk_prob", &m.norm_topk_prob));
+  TL_RETURN_IF_ERROR(f.Bool("output_router_logits", &m.output_router_logits));
+  TL_RETURN_IF_ERROR(f.Double("router_aux_loss_coef", &m.router_aux_loss_coef));
+  return f.IntList("mlp_only_layers", &m.mlp_only_layers);
+}
+
+Status ValidateMoe(const ModelConfig& c) {
+  const MoeConfig& m = Moe(c);
+  TL_RETURN_IF_ERROR(CheckExpertCount(m));
+  TL_RETURN_IF_ERROR(Positive("decoder_sparse_step", m.decoder_sparse_step));
+  TL_RETURN_IF_ERROR(Positive("moe_intermediate_size", m.moe_intermediate_size));
+  if (m.num_experts < 0) return InvalidArgument("num_experts must not be negative");
+  if (m.num_experts > 0) {
+    TL_RETURN_IF_ERROR(Positive("num_experts_per_tok", m.num_experts_per_tok));
+    if (m.num_experts_per_tok > m.num_experts)
+      return InvalidArgument("num_experts_per_tok (" + std::to_string(m.num_experts_per_tok) +
+                             ") exceeds num_experts (" + std::to_string(m.num_experts) + ")");
+  }
+  if (m.router_aux_loss_coef < 0) return InvalidArgument("router_aux_loss_coef is negative");
+  for (int64_t l : m.mlp_only_layers)
+    if (l < 0 || l >= c.num_hidden_layers)
+      return InvalidArgument("mlp_only_layers entry " + std::to_string(l) +
+                             " is not a layer index in [0, " + std::to_string(c.num_hidden_layers) +
+                             ")");
+  return OkStatus();
+}
+
+io::FeedForward MoeFeedForward(const ModelConfig& c, int64_t layer) {
+  const MoeConfig& m = Moe(c);
+  if (!m.IsSparseLayer(layer)) return {};
+  return {.experts = m.num_experts,
+          .experts_per_token = m.num_experts_per_tok,
+          .expert_width = m.moe_intermediate_size,
+          .normalize_top_k = m.norm_topk_prob};
 }
 
 void WriteSlidingWindow(const ModelConfig& c, json& j) {
@@ -58,14 +126,15 @@ void WriteSlidingWindow(const ModelConfig& c, json& j) {
 
 void WriteMoe(const ModelConfig& c, json& j) {
   WriteSlidingWindow(c, j);
-  j["decoder_sparse_step"] = c.decoder_sparse_step;
-  j["moe_intermediate_size"] = c.moe_intermediate_size;
-  j["num_experts_per_tok"] = c.num_experts_per_tok;
-  j["num_experts"] = c.num_experts;
-  j["norm_topk_prob"] = c.norm_topk_prob;
-  j["output_router_logits"] = c.output_router_logits;
-  j["router_aux_loss_coef"] = c.router_aux_loss_coef;
-  j["mlp_only_layers"] = c.mlp_only_layers;
+  const MoeConfig& m = Moe(c);
+  j["decoder_sparse_step"] = m.decoder_sparse_step;
+  j["moe_intermediate_size"] = m.moe_intermediate_size;
+  j["num_experts_per_tok"] = m.num_experts_per_tok;
+  j["num_experts"] = m.num_experts;
+  j["norm_topk_prob"] = m.norm_topk_prob;
+  j["output_router_logits"] = m.output_router_logits;
+  j["router_aux_loss_coef"] = m.router_aux_loss_coef;
+  j["mlp_only_layers"] = m.mlp_only_layers;
 }
 
 }  // namespace
@@ -79,6 +148,8 @@ io::ConfigFamily ConfigFamilyOf(const io::ModelArchitecture& arch) {
   f.defaults = moe ? MoeDefaults : nullptr;  // Qwen3Config's are the shared ones
   f.parse = moe ? ParseMoe : ParseSlidingWindow;
   f.write = moe ? WriteMoe : WriteSlidingWindow;
+  f.validate = moe ? ValidateMoe : nullptr;
+  f.feed_forward = moe ? MoeFeedForward : nullptr;
   return f;
 }
 

@@ -1,5 +1,6 @@
 // Qwen3 and Qwen3-MoE as model families: what Tlaloc supports of their configs, their weights,
 // and their registry entries.
+#include "models/qwen3/moe_config.h"
 #include "models/qwen3/qwen3_family.h"
 #include "tlaloc/models/init.h"
 
@@ -29,7 +30,7 @@ Status CheckSupported(const ModelConfig& c) {
         {"hidden_size", c.hidden_size},
         {"num_attention_heads * head_dim", c.num_attention_heads * c.head_dim}};
     if (dense_mlp) widths.push_back({"intermediate_size", c.intermediate_size});
-    if (c.is_moe()) widths.push_back({"moe_intermediate_size", c.moe_intermediate_size});
+    if (c.is_moe()) widths.push_back({"moe_intermediate_size", Moe(c).moe_intermediate_size});
     for (const auto& [what, width] : widths)
       if (width % block != 0)
         return InvalidArgument("config quantization_config: " + std::string(what) + " " +
@@ -53,6 +54,14 @@ StatusOr<ModelProgram> BuildStep(const ModelConfig& c, const StepShape& shape,
 StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTensors& w,
                                          const Tensor& input_ids, const Tensor* positions,
                                          autodiff::Marks* remat, const ParallelHooks* parallel) {
+  // transformers' Qwen3MoeForCausalLM adds router_aux_loss_coef times its load-balancing loss
+  // when output_router_logits is set; training without it would optimise another objective.
+  if (c.is_moe() && Moe(c).num_experts > 0 && Moe(c).output_router_logits)
+    return Unimplemented(
+        "Qwen3-MoE training forward: config.json sets output_router_logits, which asks for the "
+        "router's load-balancing loss (router_aux_loss_coef " +
+        std::to_string(Moe(c).router_aux_loss_coef) +
+        "); tlaloc does not compute it: set output_router_logits to false to train without it");
   return decoder::BuildDecoderTrainForward(Qwen3Decoder(), c, w, input_ids, positions, remat,
                                            parallel);
 }

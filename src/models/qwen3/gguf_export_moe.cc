@@ -6,6 +6,7 @@
 #include <cstring>
 #include <optional>
 
+#include "models/qwen3/moe_config.h"
 #include "models/qwen3/qwen3_family.h"
 #include "tlaloc/io/checkpoint.h"
 
@@ -21,7 +22,8 @@ std::string Shape(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-Status CheckQwen3MoeExportable(const ModelConfig& c, const std::string& where) {
+Status CheckQwen3MoeExportable(const ModelConfig& config, const std::string& where) {
+  const MoeConfig& c = Moe(config);
   if (!c.norm_topk_prob)
     return Unimplemented(where +
                          ": norm_topk_prob false: llama.cpp's qwen3moe always renormalises the "
@@ -39,7 +41,8 @@ Status CheckQwen3MoeExportable(const ModelConfig& c, const std::string& where) {
   return OkStatus();
 }
 
-std::vector<io::GgufKeyValue> Qwen3MoeKeys(const ModelConfig& c) {
+std::vector<io::GgufKeyValue> Qwen3MoeKeys(const ModelConfig& config) {
+  const MoeConfig& c = Moe(config);
   auto u32 = [](int64_t v) { return io::GgufValue::U32(static_cast<uint32_t>(v)); };
   return {{"qwen3moe.expert_count", u32(c.num_experts)},
           {"qwen3moe.expert_used_count", u32(c.num_experts_per_tok)},
@@ -82,7 +85,7 @@ StatusOr<std::vector<io::GgufTensorToWrite>> Qwen3MoeLayerTensors(const io::Chec
     return stacked;
   };
   std::vector<io::GgufTensorToWrite> out;
-  const int64_t h = c.hidden_size, w = c.moe_intermediate_size, e = c.num_experts;
+  const int64_t h = c.hidden_size, w = Moe(c).moe_intermediate_size, e = Moe(c).num_experts;
   TL_ASSIGN_OR_RETURN(Literal router, get(l + "mlp.gate.weight", {e, h}));
   out.push_back({blk + "ffn_gate_inp.weight", std::move(router)});
   // ffn_{gate,up,down}_exps: the experts' [out, in] matrices stacked [E, out, in] (GGUF lists

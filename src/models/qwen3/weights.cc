@@ -1,5 +1,6 @@
 // The tensors a Qwen3 / Qwen3-MoE checkpoint holds, in transformers' names and PyTorch shapes
 // ([out, in] for projections).
+#include "models/qwen3/moe_config.h"
 #include "models/qwen3/qwen3_family.h"
 #include "tlaloc/ir/quant_format.h"
 #include "tlaloc/ir/type.h"
@@ -36,10 +37,10 @@ std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c) {
     }
     add(a + "q_norm.weight", {c.head_dim});
     add(a + "k_norm.weight", {c.head_dim});
-    if (c.IsMoeLayer(i)) {
-      add(l + "mlp.gate.weight", {c.num_experts, h});
-      for (int64_t e = 0; e < c.num_experts; ++e)
-        add_mlp(l + "mlp.experts." + std::to_string(e) + ".", c.moe_intermediate_size);
+    if (const io::FeedForward ff = c.FeedForwardOf(i); ff.sparse()) {
+      add(l + "mlp.gate.weight", {ff.experts, h});
+      for (int64_t e = 0; e < ff.experts; ++e)
+        add_mlp(l + "mlp.experts." + std::to_string(e) + ".", ff.expert_width);
     } else {
       add_mlp(l + "mlp.", c.intermediate_size);
     }
@@ -98,13 +99,13 @@ std::vector<WeightSpec> WeightSpecs(const ModelConfig& c) {
         t.name.compare(t.name.size() - router.size(), router.size(), router) != 0)
       continue;
     const std::string l = t.name.substr(0, t.name.size() - router.size());
-    const int64_t h = c.hidden_size, w = c.moe_intermediate_size;
+    const int64_t h = c.hidden_size, w = Moe(c).moe_intermediate_size, e_count = Moe(c).num_experts;
     for (const char* proj : {"gate_proj", "up_proj", "down_proj"}) {
       WeightSpec s;
       s.name = l + "mlp.experts." + proj + ".weight";
-      s.shape = std::string(proj) == "down_proj" ? std::vector<int64_t>{c.num_experts, h, w}
-                                                 : std::vector<int64_t>{c.num_experts, w, h};
-      for (int64_t e = 0; e < c.num_experts; ++e)
+      s.shape = std::string(proj) == "down_proj" ? std::vector<int64_t>{e_count, h, w}
+                                                 : std::vector<int64_t>{e_count, w, h};
+      for (int64_t e = 0; e < e_count; ++e)
         s.stacked.push_back(l + "mlp.experts." + std::to_string(e) + "." + proj + ".weight");
       // A GGUF import's experts are float (dequantised at import).
       if (!c.quantization || !c.quantization->formats.empty()) {
