@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "matmul_small_m.h"
 #include "support/avx512_intrinsics.h"
 #include "tlaloc/cpu/blas_kernels.h"
 #include "tlaloc/support/cpu_features.h"
@@ -655,6 +656,8 @@ bool MatmulUsesAvx512() { return kAvx512; }
 
 void ViewMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t m, int64_t k,
                 int64_t n, float* c, EvalContext& ctx) {
+  // 2 to 64 rows of A against bf16 rows of B (a batched decode step): B read once for all.
+  if (SmallMMatmul(a, b, batch, m, k, n, c, ctx)) return;
   // Few rows of A and B's columns contiguous over k: each column of B is a row to stream.
   if (m <= kMaxVectors && b.row_stride == 1) {
     std::vector<float> vecs = GatherVectors(a, batch, m, k, /*vectors_are_rows=*/true);

@@ -129,14 +129,23 @@ Status BatchLoop::PrefillStep() {
             [](const Sequence* a, const Sequence* b) { return a->order_ < b->order_; });
   std::vector<Sequence*> chosen;
   std::set<const void*> prompts;
+  int64_t longest = 0;  // the chosen rows' longest chunk
   for (Sequence* s : waiting) {
     const void* key = s->prefix_ ? static_cast<const void*>(s->prefix_.get()) : s;
+    const int64_t chunk =
+        std::min(s->prompt_len() - s->fed_,
+                 options_.prefill_chunk > 0 ? options_.prefill_chunk : s->prompt_len());
     if (!prompts.count(key)) {
       if (options_.prefill_prompts > 0 &&
           static_cast<int64_t>(prompts.size()) >= options_.prefill_prompts)
         continue;
+      // The rows this step would compute with this prompt in, its choices counted as they come.
+      const int64_t rows =
+          static_cast<int64_t>(chosen.size() + 1) * engine_.PromptBucket(std::max(longest, chunk));
+      if (options_.prefill_rows > 0 && !chosen.empty() && rows > options_.prefill_rows) continue;
       prompts.insert(key);
     }
+    longest = std::max(longest, chunk);
     chosen.push_back(s);
   }
   std::vector<PrefillRow> rows;

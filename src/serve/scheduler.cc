@@ -212,7 +212,13 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::Start(generate::TextGenerator& t
   loop.max_context = options.max_context;
   loop.kv_blocks = options.kv_blocks;
   loop.prefill_chunk = options.prefill_chunk;
-  loop.prefill_prompts = 1;
+  // Waiting prompts prefill together (a burst of requests gets its first tokens after one or two
+  // steps, not one step each), up to 64 padded rows a step: no longer than a 64-token chunk holds
+  // the running sequences up, and within the rows whose bf16 products run on the small-M kernel
+  // (ops/matmul_small_m.h), which a prompt prefilled alone also takes, so a prompt's logits do
+  // not depend on the others in its step. A longer chunk still goes alone.
+  loop.prefill_prompts = 0;
+  loop.prefill_rows = 64;
   TL_ASSIGN_OR_RETURN(s->loop_, generate::BatchLoop::Create(s->engine_, loop));
   s->stats_.max_batch = options.max_batch;
   s->stats_.max_context = options.max_context;
@@ -350,7 +356,7 @@ bool Scheduler::Step() {
     }
     stats_.waiting = static_cast<int64_t>(queue_.size());
   }
-  // One prefill chunk: the request that arrived first among those whose prompt is not all in.
+  // One prefill step: the waiting prompts' next chunks, first arrived first (BatchLoop).
   const bool prefill = loop_->has_prefill();
   if (prefill) {
     Status s = loop_->PrefillStep();

@@ -101,6 +101,45 @@ TEST(BatchLoop, FinishReasonsHaveTheOpenAiNames) {
   EXPECT_EQ(generate::FinishReasonName(FinishReason::kNone), "");
 }
 
+// Separate prompts prefill together while their padded rows fit prefill_rows: four prompts of 3
+// to 5 tokens pad to 8 (Engine::PromptBucket), so a budget of 16 rows takes two per step, and
+// each request's greedy tokens are the ones it gets alone.
+TEST(BatchLoop, PromptsPrefillTogetherWithinTheRowBudget) {
+  RefModel m = RandomModel(TinyConfig(false, 4, 2, 8), 9);
+  auto engine = MakeEngine(m);
+  ASSERT_TRUE(engine);
+  EXPECT_EQ(engine->PromptBucket(3), 4);
+  EXPECT_EQ(engine->PromptBucket(5), 8);
+  std::vector<std::vector<int32_t>> alone;
+  for (int len : {3, 5, 4, 5}) {
+    auto loop = MakeLoop(*engine);
+    ASSERT_TRUE(loop);
+    alone.push_back(RunGroup(*loop, {Spec(len, 6, 0.0, 1)})[0].tokens);
+    ASSERT_EQ(alone.back().size(), 6u);
+  }
+  BatchLoopOptions o;
+  o.max_batch = 4;
+  o.max_context = 128;
+  o.prefill_prompts = 0;
+  o.prefill_rows = 16;
+  auto loop = BatchLoop::Create(*engine, o);
+  ASSERT_TRUE(loop.ok()) << loop.status().ToString();
+  std::vector<Outcome> out(4);
+  const int lens[] = {3, 5, 4, 5};
+  for (int i = 0; i < 4; ++i) {
+    SequenceGroup group;
+    group.push_back(std::make_unique<Recorded>(Spec(lens[i], 6, 0.0, 1), out[i]));
+    ASSERT_TRUE((*loop)->TryAdmit(group));
+  }
+  ASSERT_TRUE((*loop)->PrefillStep().ok());
+  ASSERT_TRUE((*loop)->has_prefill());  // two of four in: 2 x 8 rows fill the budget
+  ASSERT_TRUE((*loop)->PrefillStep().ok());
+  EXPECT_FALSE((*loop)->has_prefill());
+  EXPECT_EQ((*loop)->counters().prefill_steps, 2);
+  while ((*loop)->running() > 0) ASSERT_TRUE((*loop)->DecodeStep().ok());
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i].tokens, alone[i]) << "request " << i;
+}
+
 TEST(BatchLoop, ChoicesShareThePromptsWholeBlocksOnce) {
   RefModel m = RandomModel(TinyConfig(false, 4, 2, 8), 5);
   auto engine = MakeEngine(m);

@@ -30,6 +30,10 @@ struct BatchLoopOptions {
   // Prompts per prefill step: 1 holds running sequences up for one chunk at most (serving);
   // 0: every prompt waiting, in one step (a batch run to completion).
   int64_t prefill_prompts = 1;
+  // Rows per prefill step, prompts x the step's padded chunk length (Engine::PromptBucket): a
+  // step takes waiting prompts, first admitted first, while they fit (the first always goes).
+  // 0: no limit.
+  int64_t prefill_rows = 0;
 };
 
 // Steps run so far.

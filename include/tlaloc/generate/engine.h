@@ -158,7 +158,7 @@ class Engine {
   size_t num_compiled_programs() const { return programs_.size(); }
   double compile_seconds() const { return compile_seconds_; }
 
-  // Prefill chunk for a prompt length (powers of two from 16, capped by the cache length).
+  // Prefill chunk for a prompt length (powers of two from 4, capped by the cache length).
   int64_t PromptBucket(int64_t len) const;
   // Blocks a step attends over for sequences of up to `positions` (powers of two, capped by the
   // blocks of max_len), and the rows of a decode step of `rows` (powers of two up to the slots).

@@ -1,0 +1,265 @@
+#include "matmul_small_m.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "support/avx512_intrinsics.h"
+#include "tlaloc/support/cpu_features.h"
+#include "tlaloc/support/half.h"
+
+namespace tlaloc::ops {
+
+namespace {
+
+// TLALOC_SMALL_M_MATMUL=0 turns the kernel off (the products go where they went before it), for
+// comparing the two.
+const bool kEnabled = [] {
+  const char* env = std::getenv("TLALOC_SMALL_M_MATMUL");
+  return HasAvx512Core() && !(env && std::strcmp(env, "0") == 0);
+}();
+// TLALOC_SMALL_M_MATMUL=fma keeps bf16 activations on the FMAs too.
+const bool kBf16Dots = [] {
+  const char* env = std::getenv("TLALOC_SMALL_M_MATMUL");
+  return HasAvx512Bf16() && !(env && std::strcmp(env, "fma") == 0);
+}();
+
+// The lane order of reduction_matmul.cc's LoadRowPair: widening 32 bf16 weights by interleaving
+// them with zeros within each 128-bit lane puts elements {0-3, 8-11, 16-19, 24-27} in the low
+// vector and the others in the high one. The matrix-vector kernel permutes its f32 vectors into
+// that order on every row; here each vector is permuted once per call.
+constexpr int kLoLanes[16] = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};
+constexpr int kHiLanes[16] = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};
+
+// reduction_matmul.cc's SumLanes, the same adds in the same order.
+TLALOC_AVX512_CORE_TARGET inline float SumLanes(__m512 a, __m512 b) {
+  const __m512 v = _mm512_add_ps(a, b);
+  const __m256 high = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), high);
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+#define TLALOC_SMALL_M_TARGET \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+
+// R weight rows times S vectors: per (row, vector) the FMAs of DotsAvx512 in its order, the
+// R x S results kept in registers over all of k. Elements [0, k64) go through VDPBF16PS two
+// 32-blocks at a time (kDp; bf16 vectors `xb`, xb_step words apart), [k64, k32) through f32 FMAs
+// (vectors `x`, x_step floats apart, whole 32-blocks permuted into the weights' lane order), the
+// tail past k32 through masked FMAs (x in place). out[s * out_s + r] gets (vector s, row r).
+//
+// Why VDPBF16PS gives the FMAs' bits: it adds to each f32 lane the products of its odd bf16 pair
+// element, then of its even one, each add rounded to nearest (Intel's definition; checked on Zen
+// 4 against two FMAs), and a product of two bf16 values is exact in f32, so it is
+// fma(even, fma(odd, acc)). Interleaving the weights of block t + 1 (even) with those of block t
+// (odd) in the lane order above, and the vectors likewise, makes one instruction the two FMAs the
+// matrix-vector kernel runs on that lane for blocks t and t + 1. It flushes subnormal inputs and
+// results to zero, which the FMAs do not: bits agree unless a product or partial sum is below
+// 2^-126, which activations and weights of a trained model do not reach.
+template <int R, int S, bool kDp>
+TLALOC_SMALL_M_TARGET void Tile(const uint16_t* const* rows, const uint16_t* xb, int64_t xb_step,
+                                const float* x, int64_t x_step, int64_t k, int64_t k64, int64_t k32,
+                                float* out, int64_t out_s, int64_t prefetch_ahead) {
+  __m512 acc0[R][S], acc1[R][S];
+  for (int r = 0; r < R; ++r)
+    for (int s = 0; s < S; ++s) acc0[r][s] = acc1[r][s] = _mm512_setzero_ps();
+  int64_t i = 0;
+  if constexpr (kDp) {
+    for (; i < k64; i += 64) {
+      __m512bh w0[R], w1[R];
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        if (prefetch_ahead) {
+          const char* ahead = reinterpret_cast<const char*>(rows[r] + i + prefetch_ahead);
+          _mm_prefetch(ahead, _MM_HINT_T1);
+          _mm_prefetch(ahead + 64, _MM_HINT_T1);
+        }
+        const __m512i even = _mm512_loadu_si512(rows[r] + i + 32);  // block t + 1
+        const __m512i odd = _mm512_loadu_si512(rows[r] + i);        // block t
+        w0[r] = reinterpret_cast<__m512bh>(_mm512_unpacklo_epi16(even, odd));
+        w1[r] = reinterpret_cast<__m512bh>(_mm512_unpackhi_epi16(even, odd));
+      }
+#pragma GCC unroll 8
+      for (int s = 0; s < S; ++s) {
+        const __m512bh x0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(xb + s * xb_step + i));
+        const __m512bh x1 =
+            reinterpret_cast<__m512bh>(_mm512_loadu_si512(xb + s * xb_step + i + 32));
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r) {
+          acc0[r][s] = _mm512_dpbf16_ps(acc0[r][s], x0, w0[r]);
+          acc1[r][s] = _mm512_dpbf16_ps(acc1[r][s], x1, w1[r]);
+        }
+      }
+    }
+  }
+  for (; i < k32; i += 32) {
+    __m512 w0[R], w1[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      if (prefetch_ahead)
+        _mm_prefetch(reinterpret_cast<const char*>(rows[r] + i + prefetch_ahead), _MM_HINT_T1);
+      const __m512i v = _mm512_loadu_si512(rows[r] + i);
+      w0[r] = _mm512_castsi512_ps(_mm512_unpacklo_epi16(_mm512_setzero_si512(), v));
+      w1[r] = _mm512_castsi512_ps(_mm512_unpackhi_epi16(_mm512_setzero_si512(), v));
+    }
+#pragma GCC unroll 8
+    for (int s = 0; s < S; ++s) {
+      const __m512 x0 = _mm512_loadu_ps(x + s * x_step + i);
+      const __m512 x1 = _mm512_loadu_ps(x + s * x_step + i + 16);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        acc0[r][s] = _mm512_fmadd_ps(x0, w0[r], acc0[r][s]);
+        acc1[r][s] = _mm512_fmadd_ps(x1, w1[r], acc1[r][s]);
+      }
+    }
+  }
+  for (; i < k; i += 16) {
+    const int64_t rem = std::min<int64_t>(16, k - i);
+    const __mmask16 m = static_cast<__mmask16>((1u << rem) - 1u);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m256i h = _mm256_maskz_loadu_epi16(m, rows[r] + i);
+      const __m512 w = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+#pragma GCC unroll 8
+      for (int s = 0; s < S; ++s)
+        acc0[r][s] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + s * x_step + i), w, acc0[r][s]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int s = 0; s < S; ++s) out[s * out_s + r] = SumLanes(acc0[r][s], acc1[r][s]);
+}
+
+// Rows per tile and vectors per tile: 2 x R x S accumulators, R x 2 weight vectors and two
+// vector halves within the 32 registers. 4 x 2 and 3 x 4 measured alike (about 90 GFLOP/s on one
+// Zen 4 thread at 16 rows, k = 1024, on a loaded machine); 2 x 6 and 1 x 8 slower.
+constexpr int kRows = 4;
+constexpr int kVectors = 2;
+
+// The operands of one product, as the tiles read them.
+struct Operands {
+  const uint16_t* xb;  // bf16 vectors for [0, k64), pairs of blocks interleaved
+  int64_t xb_step;
+  const float* x;  // f32 vectors for [k64, k)
+  int64_t x_step, k, k64, k32;
+};
+
+template <int R, int S, bool kDp>
+TLALOC_SMALL_M_TARGET void TileOf(int s, const uint16_t* const* rows, const Operands& o, int s0,
+                                  float* out, int64_t out_s, int64_t ahead) {
+  if constexpr (S > 1) {
+    if (s < S) return TileOf<R, S - 1, kDp>(s, rows, o, s0, out, out_s, ahead);
+  }
+  Tile<R, S, kDp>(rows, o.xb + s0 * o.xb_step, o.xb_step, o.x + s0 * o.x_step, o.x_step, o.k, o.k64,
+                  o.k32, out + s0 * out_s, out_s, ahead);
+}
+
+template <int R, bool kDp>
+void Rows(const uint16_t* const* rows, const Operands& o, int m, float* out, int64_t out_s,
+          int64_t prefetch_ahead) {
+  // Only the first pass over these rows prefetches the rows after them.
+  for (int s0 = 0; s0 < m; s0 += kVectors)
+    TileOf<R, kVectors, kDp>(std::min(kVectors, m - s0), rows, o, s0, out, out_s,
+                             s0 == 0 ? prefetch_ahead : 0);
+}
+
+}  // namespace
+
+bool SmallMMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t m, int64_t k,
+                  int64_t n, float* c, EvalContext& ctx) {
+  if (!kEnabled || m < 2 || m > kSmallMMaxRows || b.row_stride != 1 ||
+      b.type != ElementType::kBF16 || (a.type != ElementType::kF32 && a.type != ElementType::kBF16))
+    return false;
+  // bf16 activations are exact as VDPBF16PS's operands; f32 ones take the FMAs all along.
+  const bool dp = kBf16Dots && a.type == ElementType::kBF16;
+  Operands o;
+  o.k = k;
+  o.k32 = k / 32 * 32;
+  o.k64 = dp ? k / 64 * 64 : 0;
+  o.x_step = (k + 15) / 16 * 16;
+  o.xb_step = o.k64;
+  // A's rows, [batch][m][step]: f32 with whole 32-blocks permuted into the weights' lane order
+  // and the tail in place; for VDPBF16PS also bf16, each pair of blocks as two 32-word halves
+  // (the low lanes', then the high lanes'), block t + 1's element before block t's in each pair.
+  std::vector<float> vecs(static_cast<size_t>(batch * m * o.x_step), 0.f);
+  std::vector<uint16_t> vecs_bf16(static_cast<size_t>(batch * m * o.xb_step));
+  std::vector<float> row(static_cast<size_t>(k));
+  for (int64_t bi = 0; bi < batch; ++bi)
+    for (int64_t s = 0; s < m; ++s) {
+      const int64_t base = bi * a.batch_stride + s * a.row_stride;
+      for (int64_t i = 0; i < k; ++i) {
+        const int64_t at = base + i * a.col_stride;
+        if (a.type == ElementType::kF32) {
+          std::memcpy(&row[i], a.data + 4 * at, 4);
+        } else {
+          uint16_t bits;
+          std::memcpy(&bits, a.data + 2 * at, 2);
+          row[i] = Bf16BitsToFloat(bits);
+        }
+      }
+      float* dst = vecs.data() + (bi * m + s) * o.x_step;
+      for (int64_t i = 0; i < o.k32; i += 32)
+        for (int l = 0; l < 16; ++l) {
+          dst[i + l] = row[i + kLoLanes[l]];
+          dst[i + 16 + l] = row[i + kHiLanes[l]];
+        }
+      std::copy(row.begin() + o.k32, row.end(), dst + o.k32);
+      uint16_t* pairs = vecs_bf16.data() + (bi * m + s) * o.xb_step;
+      auto bits = [&](int64_t i) {
+        return static_cast<uint16_t>(std::bit_cast<uint32_t>(row[i]) >> 16);
+      };
+      for (int64_t i = 0; i < o.k64; i += 64)
+        for (int l = 0; l < 16; ++l) {
+          pairs[i + 2 * l] = bits(i + 32 + kLoLanes[l]);
+          pairs[i + 2 * l + 1] = bits(i + kLoLanes[l]);
+          pairs[i + 32 + 2 * l] = bits(i + 32 + kHiLanes[l]);
+          pairs[i + 32 + 2 * l + 1] = bits(i + kHiLanes[l]);
+        }
+    }
+  o.x = vecs.data();
+  o.xb = vecs_bf16.data();
+  const auto* weights = reinterpret_cast<const uint16_t*>(b.data);
+  const int64_t row_step = b.col_stride;
+  const int64_t total = batch * n;
+  // Blocks of rows streaming about 64 KiB each (the matrix-vector kernel's), whole tiles.
+  const int64_t block =
+      std::max<int64_t>(kRows, (int64_t{1} << 16) / std::max<int64_t>(k * 2, 1) / kRows * kRows);
+  // The rows about 16 KiB on are prefetched into L2 (the matrix-vector kernel's distance).
+  const int64_t row_bytes = std::max<int64_t>(1, k * 2);
+  const int64_t ahead_rows =
+      std::max<int64_t>(kRows, ((int64_t{16} << 10) + row_bytes - 1) / row_bytes);
+  const int mi = static_cast<int>(m);
+  ParallelShares(ctx, total, block, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end;) {
+      const int64_t bi = t / n, r = t % n;
+      const uint16_t* base = weights + bi * b.batch_stride;
+      Operands ob = o;
+      ob.x += bi * m * o.x_step;
+      ob.xb += bi * m * o.xb_step;
+      float* out = c + bi * m * n + r;
+      if (t + kRows <= end && r + kRows <= n) {
+        const uint16_t* rows[kRows];
+        for (int j = 0; j < kRows; ++j) rows[j] = base + (r + j) * row_step;
+        const int64_t ahead = r + ahead_rows + kRows <= n ? ahead_rows * row_step : 0;
+        if (dp)
+          Rows<kRows, true>(rows, ob, mi, out, n, ahead);
+        else
+          Rows<kRows, false>(rows, ob, mi, out, n, ahead);
+        t += kRows;
+      } else {
+        const uint16_t* one[1] = {base + r * row_step};
+        if (dp)
+          Rows<1, true>(one, ob, mi, out, n, 0);
+        else
+          Rows<1, false>(one, ob, mi, out, n, 0);
+        ++t;
+      }
+    }
+  });
+  return true;
+}
+
+}  // namespace tlaloc::ops

@@ -1,0 +1,28 @@
+// Products of a few rows (2 to kSmallMMaxRows: a batched decode step's activations, a short
+// prompt's) with bf16 weights stored as contiguous rows over k: each weight row is read once from
+// memory for all the rows of A (the matrix-vector kernel reads the weights once per group of at
+// most kMaxVectors vectors, permuting each vector again for every row; oneDNN packs the weights on
+// every call). Every (row of A, weight row) product has exactly the arithmetic of the
+// matrix-vector kernel (reduction_matmul.cc's DotsAvx512: f32 FMAs into two accumulators in the
+// same lane order, then the same lane sum), so a sequence's logits do not depend on how many
+// others share its step. bf16 activations run two of those FMAs per lane as one VDPBF16PS where
+// the CPU has it (the same bits; matmul_small_m.cc says why), twice the products per instruction.
+// TLALOC_SMALL_M_MATMUL=0 turns the kernel off, =fma keeps it on FMAs only.
+#pragma once
+
+#include <cstdint>
+
+#include "reduction_matmul.h"
+
+namespace tlaloc::ops {
+
+// The most rows of A the kernel takes; larger products (long prompts) go to oneDNN or BLAS.
+inline constexpr int64_t kSmallMMaxRows = 64;
+
+// C[b] = A[b] (m x k) * B[b] (k x n) as ViewMatmul defines it, for 2 <= m <= kSmallMMaxRows, B
+// bf16 with its columns contiguous over k (b.row_stride == 1), on AVX-512 CPUs. Returns false,
+// writing nothing, when the product is not one of these.
+bool SmallMMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t m, int64_t k,
+                  int64_t n, float* c, EvalContext& ctx);
+
+}  // namespace tlaloc::ops
