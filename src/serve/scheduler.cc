@@ -215,7 +215,7 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::Start(generate::TextGenerator& t
   // Waiting prompts prefill together (a burst of requests gets its first tokens after one or two
   // steps, not one step each), up to 64 padded rows a step: no longer than a 64-token chunk holds
   // the running sequences up, and within the rows whose bf16 products run on the small-M kernel
-  // (ops/matmul_small_m.h), which a prompt prefilled alone also takes, so a prompt's logits do
+  // (cpu/matmul_small_m.h), which a prompt prefilled alone also takes, so a prompt's logits do
   // not depend on the others in its step. A longer chunk still goes alone.
   loop.prefill_prompts = 0;
   loop.prefill_rows = 64;

@@ -1,10 +1,10 @@
-// The small-M bf16 kernel (ops/matmul_small_m.cc): a few rows of A against bf16 weight rows, each
+// The small-M bf16 kernel (cpu/matmul_small_m.cc): a few rows of A against bf16 weight rows, each
 // (row, weight row) result bit for bit the matrix-vector kernel's (DotBF16), whatever the number
 // of rows, the tile a pair falls in, a tail of k past whole 32-blocks, A's type and layout, and a
 // batch. That is what keeps a sequence's logits the same alone and in a batched decode step.
-#include "ops/matmul_small_m.h"
+#include "cpu/matmul_small_m.h"
 
-#include "reduction_test_util.h"
+#include "ops/reduction_test_util.h"
 #include "tlaloc/support/cpu_features.h"
 
 namespace tlaloc {
