@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <new>
+#include <span>
 #include <string>
 #include <unordered_map>
 
@@ -88,36 +91,76 @@ class Planner {
   const bool reference_only_;  // TLALOC_CPU_KERNELS=0: every op runs its reference evaluation
 };
 
-// Live-bytes accounting keyed by storage, so aliased buffers count once.
+// Live-bytes accounting keyed by storage, so aliased buffers count once. An open-addressing
+// table (linear probing, backward-shift deletion): a decode step adds and removes a few
+// thousand entries, and a node-based map allocated and freed a node for each.
 class MemoryTracker {
  public:
   void Add(const Literal& l) {
-    if (!l.valid()) return;
-    auto& e = live_[l.data()];
+    if (l.valid()) Add(l.data(), l.byte_size());
+  }
+  void Add(const std::byte* key, int64_t bytes) {
+    if (2 * (count_ + 1) > table_.size()) Grow();
+    Entry& e = table_[Find(key)];
     if (e.refs++ == 0) {
-      e.bytes = l.byte_size();
-      bytes_ += e.bytes;
+      e.key = key;
+      e.bytes = bytes;
+      ++count_;
+      bytes_ += bytes;
       peak_ = std::max(peak_, bytes_);
     }
   }
   void Remove(const Literal& l) {
-    if (!l.valid()) return;
-    auto it = live_.find(l.data());
-    if (it == live_.end()) return;
-    if (--it->second.refs == 0) {
-      bytes_ -= it->second.bytes;
-      live_.erase(it);
+    if (l.valid()) Remove(l.data());
+  }
+  void Remove(const std::byte* key) {
+    if (table_.empty()) return;
+    size_t i = Find(key);
+    if (table_[i].refs == 0 || --table_[i].refs > 0) return;
+    bytes_ -= table_[i].bytes;
+    --count_;
+    // Backward shift: move later entries of the probe run into the hole so lookups never stop
+    // early at it.
+    const size_t mask = table_.size() - 1;
+    for (size_t j = (i + 1) & mask; table_[j].refs > 0; j = (j + 1) & mask) {
+      const size_t home = Home(table_[j].key);
+      // Entry j may fill the hole at i if its home is not cyclically in (i, j].
+      if (((j - home) & mask) >= ((j - i) & mask)) {
+        table_[i] = table_[j];
+        i = j;
+      }
     }
+    table_[i] = Entry{};
   }
   int64_t peak() const { return peak_; }
   int64_t bytes() const { return bytes_; }
 
  private:
   struct Entry {
-    int refs = 0;
+    const std::byte* key = nullptr;
+    int refs = 0;  // 0: the slot is empty
     int64_t bytes = 0;
   };
-  std::unordered_map<const std::byte*, Entry> live_;
+  size_t Home(const std::byte* key) const {
+    // Storage is 64-byte aligned: drop the low bits, then mix (Fibonacci hashing).
+    const uint64_t h = (reinterpret_cast<uintptr_t>(key) >> 6) * 0x9E3779B97F4A7C15ull;
+    return static_cast<size_t>(h >> 32) & (table_.size() - 1);
+  }
+  // The slot holding `key`, or the empty slot where it would go.
+  size_t Find(const std::byte* key) const {
+    const size_t mask = table_.size() - 1;
+    size_t i = Home(key);
+    while (table_[i].refs > 0 && table_[i].key != key) i = (i + 1) & mask;
+    return i;
+  }
+  void Grow() {
+    std::vector<Entry> old = std::move(table_);
+    table_.assign(std::max<size_t>(64, 2 * old.size()), Entry{});
+    for (const Entry& e : old)
+      if (e.refs > 0) table_[Find(e.key)] = e;
+  }
+  std::vector<Entry> table_;
+  size_t count_ = 0;
   int64_t bytes_ = 0, peak_ = 0;
 };
 
@@ -229,32 +272,46 @@ class InterpreterRun : public EvalContext {
     const Operation& op = *p.op;
     if (!op.def().eval) return Unimplemented("the interpreter does not support " + op.name());
     auto& slots = frame_->slots;
-    std::vector<Literal> operands;
-    operands.reserve(p.operand_slots.size());
-    reusable_.assign(p.operand_slots.size(), false);
-    for (size_t i = 0; i < p.operand_slots.size(); ++i) {
+    // This nesting level's reused vectors (an eval that runs regions or calls re-enters RunOp
+    // one level down); the guard empties them whatever path leaves, so no storage stays shared.
+    if (depth_ == scratch_.size()) scratch_.push_back(std::make_unique<OpScratch>());
+    OpScratch& scratch = *scratch_[depth_];
+    ScratchGuard guard(*this, scratch);
+    std::vector<Literal>& operands = scratch.operands;
+    const size_t num_operands = p.operand_slots.size();
+    operands.resize(num_operands);
+    reusable_.assign(num_operands, false);
+    for (size_t i = 0; i < num_operands; ++i) {
       int s = p.operand_slots[i];
       bool dies = std::binary_search(p.release_after.begin(), p.release_after.end(), s);
       bool once = std::count(p.operand_slots.begin(), p.operand_slots.end(), s) == 1;
-      operands.push_back(slots[s]);
+      operands[i] = slots[s];  // copy-assigned: the dims' capacity is reused
       reusable_[i] = dies && once;
     }
     // An operand is reusable only if nothing else (caller, constant, other slot) shares it.
-    for (size_t i = 0; i < operands.size(); ++i)
+    for (size_t i = 0; i < num_operands; ++i)
       if (reusable_[i]) reusable_[i] = operands[i].storage().use_count() == 2;  // slot + here
     const int profiling = interp::OpProfilingLevel();
     const auto start =
         profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     const double outer_child_seconds = child_seconds_;
     child_seconds_ = 0;
-    std::vector<Literal> results;
+    std::vector<Literal>& results = scratch.results;
     const Operation* saved_op = current_op_;
     current_op_ = &op;
     // The results are live beside the operands from the moment they are allocated, through the
     // regions or callees the op runs, until the operands dying here are released. `allocated`
     // keeps what was allocated until the op is done, so an eval that replaces a result (with an
     // operand it reuses, or a buffer of its own) is counted with both at its peak.
-    std::vector<Literal> allocated;
+    std::vector<std::shared_ptr<std::byte>>& allocated = scratch.allocated;
+    auto track_allocated = [&] {
+      allocated.clear();
+      for (const Literal& r : results) {
+        allocated.push_back(r.storage());
+        tracker_.Add(r);
+      }
+    };
+    const std::span<const Literal> in(operands.data(), num_operands);
     Status st;
     try {
       if (p.fused) {
@@ -268,22 +325,19 @@ class InterpreterRun : public EvalContext {
         else if (op.def().traits.replaces_results)  // a composite mapped to its kernel
           results.push_back(Literal::Uninitialized(op.result(0).type().tensor));
         else
-          results = AllocateResults(op);
-        allocated = results;
-        for (const Literal& r : allocated) tracker_.Add(r);
-        st = p.fused->eval_results ? p.fused->eval_results(operands, results, *this)
-                                   : p.fused->eval(operands, results[0], *this);
+          for (int i = 0; i < op.num_results(); ++i) results.push_back(AllocateResult(op, i));
+        track_allocated();
+        st = p.fused->eval_results ? p.fused->eval_results(in, results, *this)
+                                   : p.fused->eval(in, results[0], *this);
       } else {
         // A dying operand the eval would take over is placed in its result's slot up front, so
         // no buffer is allocated only to be dropped.
-        results.reserve(op.num_results());
         for (int i = 0; i < op.num_results(); ++i) {
           const Literal* take = InPlaceOperand(op, i, operands, reusable_);
           results.push_back(take ? *take : AllocateResult(op, i));
         }
-        allocated = results;
-        for (const Literal& r : allocated) tracker_.Add(r);
-        st = (p.eval ? *p.eval : op.def().eval)(op, operands, results, *this);
+        track_allocated();
+        st = (p.eval ? *p.eval : op.def().eval)(op, in, results, *this);
       }
     } catch (const std::bad_alloc& e) {
       st = OutOfMemory(op, e);
@@ -295,12 +349,12 @@ class InterpreterRun : public EvalContext {
     }
     if (st.ok()) {
       for (size_t i = 0; i < results.size(); ++i)
-        if (i >= allocated.size() || results[i].data() != allocated[i].data())
+        if (i >= allocated.size() || results[i].data() != allocated[i].get())
           tracker_.Add(results[i]);
     }
     for (size_t i = 0; i < allocated.size(); ++i)
-      if (!st.ok() || i >= results.size() || results[i].data() != allocated[i].data())
-        tracker_.Remove(allocated[i]);
+      if (!st.ok() || i >= results.size() || results[i].data() != allocated[i].get())
+        tracker_.Remove(allocated[i].get());
     allocated.clear();
     current_op_ = saved_op;
     if (profiling) {
@@ -321,7 +375,7 @@ class InterpreterRun : public EvalContext {
       return Internal(op.name() + " produced " + std::to_string(results.size()) + " results");
     for (size_t i = 0; i < results.size(); ++i) slots[p.result_slots[i]] = std::move(results[i]);
     if (stats_) ++stats_->ops_executed;
-    operands.clear();
+    guard.Clear();  // the operands' references go before the slots dying here are released
     for (int s : p.release_after) Release(s);
     return OkStatus();
   }
@@ -399,6 +453,36 @@ class InterpreterRun : public EvalContext {
   Frame* frame_ = nullptr;
   const Operation* current_op_ = nullptr;
   std::vector<bool> reusable_;
+  // RunOp's operand, result and allocation vectors, one set per nesting level, reused from op
+  // to op: a decode step runs about 1,800 small ops, and fresh vectors (and a fresh copy of
+  // each operand's dims) cost a few allocations each.
+  struct OpScratch {
+    std::vector<Literal> operands;
+    std::vector<Literal> results;
+    std::vector<std::shared_ptr<std::byte>> allocated;
+  };
+  // Enters a nesting level; Clear (or leaving) drops the level's references to storage, keeping
+  // the vectors' capacity.
+  class ScratchGuard {
+   public:
+    ScratchGuard(InterpreterRun& run, OpScratch& s) : run_(run), s_(s) { ++run_.depth_; }
+    ~ScratchGuard() {
+      Clear();
+      --run_.depth_;
+    }
+    void Clear() {
+      static const Literal kEmpty;
+      for (Literal& l : s_.operands) l = kEmpty;  // copy-assigned: keeps the dims' capacity
+      s_.results.clear();
+      s_.allocated.clear();
+    }
+
+   private:
+    InterpreterRun& run_;
+    OpScratch& s_;
+  };
+  std::vector<std::unique_ptr<OpScratch>> scratch_;
+  size_t depth_ = 0;
   MemoryTracker tracker_;
   double child_seconds_ = 0;  // time of the ops run inside the op being evaluated (profiling)
 };
