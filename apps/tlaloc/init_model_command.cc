@@ -1,7 +1,10 @@
 // `tlaloc init-model (--preset NAME | --config CONFIG.json) OUT_DIR [--seed S] [--dtype T]`:
-// writes a randomly initialised Qwen3 checkpoint in Hugging Face form, with the real Qwen3
-// tokenizer.json the repository carries in data/qwen3/ (installed as share/tlaloc/qwen3-tokenizer.json)
-// and a tokenizer_config.json carrying the Qwen3 chat template.
+// writes a randomly initialised checkpoint of any registered family in Hugging Face form, with
+// the family's tokenizer files (models::ModelFamily::tokenizer_config_json and
+// builtin_tokenizer_json): Qwen3's the real Qwen3 tokenizer.json the repository carries in
+// data/qwen3/ (installed as share/tlaloc/qwen3-tokenizer.json) and a tokenizer_config.json carrying
+// the Qwen3 chat template; Llama's a built-in byte-level tokenizer.json with Llama 3's special
+// tokens and a Llama 3-style tokenizer_config.json. --tokenizer replaces the tokenizer.json.
 #include <unistd.h>
 
 #include <cstdio>
@@ -118,13 +121,15 @@ int RunInitModel(const InitArgs& a) {
     if (opts.dtype != ElementType::kBF16 && opts.dtype != ElementType::kF16)
       opts.dtype = ElementType::kF32;
   }
+  auto family = models::FamilyOf(*config);
+  if (!family.ok()) return fail(family.status().message());
   if (!a.tokenizer.empty()) {
     std::error_code ec;
     if (!fs::is_regular_file(a.tokenizer, ec))
       return fail("--tokenizer " + a.tokenizer + ": no such file (expected a tokenizer.json)",
                   kExitUsage);
     opts.tokenizer_json = a.tokenizer;
-  } else {
+  } else if (!(*family)->builtin_tokenizer_json) {  // else the family writes its own
     TokenizerSearch search = FindQwen3Tokenizer();
     if (!search.found) {
       std::string msg = "cannot find the Qwen3 tokenizer.json; looked in:";
@@ -138,6 +143,11 @@ int RunInitModel(const InitArgs& a) {
   std::fprintf(stderr, "tlaloc init-model: wrote %s (%lld parameters, %s)\n", a.out_dir.c_str(),
                static_cast<long long>(models::ParameterCount(*config)),
                std::string(MlirName(opts.dtype)).c_str());
+  // Which tokenizer files came with it: the family's, over the given or built-in tokenizer.json.
+  std::fprintf(stderr, "tlaloc init-model: tokenizer: %s, %s\n",
+               opts.tokenizer_json.empty() ? "the family's built-in tokenizer.json"
+                                           : opts.tokenizer_json.c_str(),
+               std::string((*family)->tokenizer_note).c_str());
   return kExitOk;
 }
 
@@ -145,14 +155,22 @@ int RunInitModel(const InitArgs& a) {
 
 void RegisterInitModelCommand(CLI::App& app) {
   auto args = std::make_shared<InitArgs>();
-  auto* cmd = app.add_subcommand("init-model", "Write a randomly initialised Qwen3 checkpoint");
-  cmd->add_option("--preset", args->preset, "tiny, tiny-moe, qwen3-0.6b or qwen3-30b-a3b-2l");
-  cmd->add_option("--config", args->config, "a Qwen3 config.json to initialise");
+  auto* cmd = app.add_subcommand("init-model", "Write a randomly initialised model checkpoint");
+  // The embedded presets (src/models/presets/*.json) and registered families, not a copy of them.
+  std::string presets, families;
+  for (const std::string& name : models::PresetNames())
+    presets += (presets.empty() ? "" : ", ") + name;
+  for (std::string_view type : models::KnownModelTypes())
+    families += (families.empty() ? "" : ", ") + std::string(type);
+  cmd->add_option("--preset", args->preset, "one of: " + presets);
+  cmd->add_option("--config", args->config,
+                  "a config.json to initialise (model_type " + families + ")");
   cmd->add_option("out_dir", args->out_dir, "output folder")->required();
   cmd->add_option("--seed", args->seed, "initialisation seed");
   cmd->add_option("--dtype", args->dtype, "stored type: f32 or bf16 (default: the config's)");
   cmd->add_option("--tokenizer", args->tokenizer,
-                  "tokenizer.json to copy into the folder (default: the Qwen3 one)");
+                  "tokenizer.json to copy into the folder (default: the family's: Qwen3's "
+                  "data/qwen3/tokenizer.json, Llama's built-in byte-level one)");
   cmd->callback([args] { SetExitCode(RunInitModel(*args)); });
 }
 

@@ -103,9 +103,15 @@ Status WriteRandomCheckpoint(const io::ModelConfig& config_in, const std::filesy
   gen.eos_token_ids = config.eos_token_ids;
   gen.pad_token_id = config.pad_token_id;
   TL_RETURN_IF_ERROR(WriteModelFolder(config, dir, weights, gen, options.tokenizer_json));
-  if (options.tokenizer_json.empty() || !options.write_tokenizer_config) return OkStatus();
-  const std::filesystem::path path = dir / "tokenizer_config.json";
-  return WriteStringAtomic(path, Qwen3TokenizerConfigJson(config));
+  // The family's tokenizer files: its built-in tokenizer.json when none was given, and its
+  // tokenizer_config.json (chat template, special tokens) with either.
+  TL_ASSIGN_OR_RETURN(const ModelFamily* family, FamilyOf(config));
+  if (options.tokenizer_json.empty()) {
+    if (!family->builtin_tokenizer_json) return OkStatus();
+    TL_RETURN_IF_ERROR(WriteStringAtomic(dir / "tokenizer.json", family->builtin_tokenizer_json()));
+  }
+  if (!options.write_tokenizer_config || !family->tokenizer_config_json) return OkStatus();
+  return WriteStringAtomic(dir / "tokenizer_config.json", family->tokenizer_config_json(config));
 }
 
 }  // namespace tlaloc::models

@@ -2,7 +2,8 @@
 # `tlaloc quantize` end to end: the tiny preset quantized to int8 is inspected, generated from on
 # the interpreter and on Tlaloc's PJRT plugin (the printed StableHLO with i8 weights runs there
 # unchanged: same greedy tokens), and exported as GGUF Q8_0; bad input is refused by name. The
-# tiny-moe preset likewise (int8 experts, exported as qwen3moe's Q8_0 expert tensors).
+# tiny-moe preset likewise (int8 experts, exported as qwen3moe's Q8_0 expert tensors). The
+# tiny-llama preset (Llama, with its built-in tokenizer) is quantized and generated from too.
 # Usage: quantize_cli_test.sh TLALOC_BINARY PLUGIN_PATH SOURCE_DIR
 # Uses the checkout's Qwen3 tokenizer (data/qwen3/); fails naming it when it is missing.
 set -uo pipefail
@@ -75,5 +76,23 @@ fi
 # Embedding, head, 4 attention projections and 3 stacked experts per layer (2 layers).
 grep -q 'Q8_0 *16 tensors' "$WORK/moe_gguf.txt" ||
   { cat "$WORK/moe_gguf.txt"; fail "the MoE GGUF's experts are not all Q8_0"; }
+# Llama: quantized like Qwen3 (every matrix, the tied embedding too) and run on both targets.
+LLAMA=$WORK/llama
+"$TLALOC" init-model --preset tiny-llama --seed 5 "$LLAMA" >/dev/null 2>"$WORK/l.log" ||
+  { cat "$WORK/l.log"; fail "init-model tiny-llama"; }
+"$TLALOC" quantize "$LLAMA" "$LLAMA-int8" --dtype int8 2>"$WORK/q.log" ||
+  { cat "$WORK/q.log"; fail "quantize Llama"; }
+"$TLALOC" inspect "$LLAMA-int8" >"$WORK/inspect_llama.txt" 2>&1 || fail "inspect Llama"
+grep -q '^quantized: *int8' "$WORK/inspect_llama.txt" &&
+  grep -q 'check: *OK' "$WORK/inspect_llama.txt" ||
+  { cat "$WORK/inspect_llama.txt"; fail "inspect Llama int8"; }
+INT8=$LLAMA-int8
+local_ids=$(ids interp)
+plugin_ids=$(ids "$PLUGIN")
+if [ -n "$local_ids" ] && [ "$local_ids" = "$plugin_ids" ]; then
+  echo "PASS int8 Llama generate, interpreter = plugin: $local_ids"
+else
+  fail "int8 Llama generate: interp $local_ids, plugin $plugin_ids"
+fi
 [ $status -eq 0 ] && echo "PASS quantize CLI"
 exit $status

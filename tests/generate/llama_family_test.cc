@@ -6,12 +6,14 @@
 // prompt position within 1e-4, by full recomputation and by KV-cached decoding, and the same
 // greedy continuation. Cases: tied head with Llama 3's "llama3" rope scaling; untied head with
 // the plain rotary embedding. Then the GGUF export as llama.cpp's `llama` architecture, run by
-// llama.cpp (llama-cpp-python, llama_oracle.py) on the same prompt.
+// llama.cpp (llama-cpp-python, llama_oracle.py) on the same prompt, with the plain rotary
+// embedding and with "llama3" scaling (exported as llama.cpp's rope_freqs.weight).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -23,6 +25,7 @@
 #include "generate/oracle_logits.h"
 #include "testing/oracle.h"
 #include "tlaloc/generate/generator.h"
+#include "tlaloc/io/gguf.h"
 #include "tlaloc/models/gguf_export.h"
 
 namespace tlaloc {
@@ -59,6 +62,13 @@ bool MakeCheckpoint(const fs::path& dir, bool tied, const std::string& rope) {
   const int rc = std::system(make.c_str());
   EXPECT_EQ(rc, 0) << make << "\n" << ReadText(dir.string() + ".log");
   return rc == 0;
+}
+
+std::vector<std::byte> ReadBytes(const fs::path& p) {
+  const std::string s = ReadText(p);
+  std::vector<std::byte> out(s.size());
+  std::memcpy(out.data(), s.data(), s.size());
+  return out;
 }
 
 std::vector<int32_t> Prompt() {
@@ -137,15 +147,37 @@ TEST_P(LlamaFamilyOracle, F32LogitsAndGreedyIdsMatchTransformers) {
   }
 }
 
-// `tlaloc export gguf`'s exporter writes llama.cpp's `llama` architecture, and llama.cpp's
-// logits for the prompt are Tlaloc's within 1e-4 (f32 file), greedy ids equal. "llama3" rope
-// scaling is refused by name (llama.cpp takes it as a rope_freqs tensor, not written yet).
-TEST(LlamaFamilyGguf, ExportRunsInLlamaCpp) {
-  static const std::string missing = testing::PythonMissing("torch transformers llama_cpp numpy");
-  if (!missing.empty()) TL_ORACLE_MISSING(missing);
-  const fs::path dir =
-      fs::temp_directory_path() / ("tlaloc_llama_gguf_" + std::to_string(::getpid()));
-  ASSERT_TRUE(MakeCheckpoint(dir, false, "default"));
+// llama.cpp's run of a GGUF file on `prompt` (llama_oracle.py): its logits [prompt, kVocab] and
+// greedy ids; false (with a test failure) when it cannot run.
+bool RunLlamaCpp(const fs::path& gguf, const std::vector<int32_t>& prompt, const fs::path& work,
+                 std::vector<float>* logits, std::vector<int32_t>* greedy) {
+  std::string tokens;
+  for (int32_t id : prompt) tokens += (tokens.empty() ? "" : ",") + std::to_string(id);
+  const fs::path logits_file = work / "llama_logits.f32", out = work / "llama.json";
+  const std::string run = testing::OraclePython() + " '" + (kSource / "llama_oracle.py").string() +
+                          "' --model '" + gguf.string() + "' --tokens " + tokens + " --generate " +
+                          std::to_string(kNewTokens) + " --logits-out '" + logits_file.string() +
+                          "' --threads 2 > '" + out.string() + "' 2> '" + work.string() + ".log'";
+  const int rc = std::system(run.c_str());
+  EXPECT_EQ(rc, 0) << run << "\n" << ReadText(work.string() + ".log");
+  if (rc != 0) return false;
+  const std::string text = ReadText(out);
+  const size_t start = text.rfind("\n{");  // llama.cpp may log above the JSON line
+  auto j = nlohmann::json::parse(start == std::string::npos ? text : text.substr(start + 1));
+  EXPECT_EQ(j["n_vocab"].get<int64_t>(), kVocab);
+  if (j["n_vocab"].get<int64_t>() != kVocab) return false;
+  *greedy = j["greedy_ids"].get<std::vector<int32_t>>();
+  logits->assign(prompt.size() * kVocab, 0.0f);
+  std::ifstream f(logits_file, std::ios::binary);
+  f.read(reinterpret_cast<char*>(logits->data()),
+         static_cast<std::streamsize>(logits->size() * sizeof(float)));
+  EXPECT_TRUE(f) << "short logits file " << logits_file;
+  return static_cast<bool>(f);
+}
+
+// Exports `dir` (a llama_checkpoint.py folder), runs it in llama.cpp and compares with Tlaloc:
+// logits within kTolerance at every prompt position, greedy ids equal.
+void ExpectLlamaCppAgrees(const fs::path& dir, const char* what) {
   const fs::path gguf = dir / "model.gguf";
   auto summary = models::ExportGguf(dir, gguf, {});
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
@@ -160,39 +192,66 @@ TEST(LlamaFamilyGguf, ExportRunsInLlamaCpp) {
   auto generated = (*g)->Generate({prompt}, opts);
   ASSERT_TRUE(generated.ok()) << generated.status().ToString();
 
-  std::string tokens;
-  for (int32_t id : prompt) tokens += (tokens.empty() ? "" : ",") + std::to_string(id);
-  const fs::path logits_file = dir / "llama_logits.f32", out = dir / "llama.json";
-  const std::string run = testing::OraclePython() + " '" + (kSource / "llama_oracle.py").string() +
-                          "' --model '" + gguf.string() + "' --tokens " + tokens + " --generate " +
-                          std::to_string(kNewTokens) + " --logits-out '" + logits_file.string() +
-                          "' --threads 2 > '" + out.string() + "' 2> '" + dir.string() + ".log'";
-  ASSERT_EQ(std::system(run.c_str()), 0) << run << "\n" << ReadText(dir.string() + ".log");
-  const std::string text = ReadText(out);
-  const size_t start = text.rfind("\n{");  // llama.cpp may log above the JSON line
-  auto j = nlohmann::json::parse(start == std::string::npos ? text : text.substr(start + 1));
-  ASSERT_EQ(j["n_vocab"].get<int64_t>(), kVocab);
-  std::vector<float> theirs(prompt.size() * kVocab);
-  std::ifstream f(logits_file, std::ios::binary);
-  f.read(reinterpret_cast<char*>(theirs.data()),
-         static_cast<std::streamsize>(theirs.size() * sizeof(float)));
-  ASSERT_TRUE(f) << "short logits file " << logits_file;
+  std::vector<float> theirs;
+  std::vector<int32_t> greedy;
+  ASSERT_TRUE(RunLlamaCpp(gguf, prompt, dir, &theirs, &greedy));
   double worst = 0;
   for (size_t p = 0; p < prompt.size(); ++p)
     worst = std::max(worst, testing::MaxAbsDiff(
                                 ours.full[p], std::span<const float>(theirs.data() + p * kVocab,
                                                                      static_cast<size_t>(kVocab))));
-  EXPECT_LT(worst, kTolerance) << "llama.cpp's logits differ from Tlaloc's";
-  EXPECT_EQ((*generated)[0].generated_ids, j["greedy_ids"].get<std::vector<int32_t>>());
-  std::printf("[llama gguf] max |logit - llama.cpp| = %.3g over %zu positions\n", worst,
+  EXPECT_LT(worst, kTolerance) << what << ": llama.cpp's logits differ from Tlaloc's";
+  EXPECT_EQ((*generated)[0].generated_ids, greedy) << what;
+  std::printf("[llama gguf] %s: max |logit - llama.cpp| = %.3g over %zu positions\n", what, worst,
               prompt.size());
+}
 
-  const fs::path scaled = dir / "scaled";
-  ASSERT_TRUE(MakeCheckpoint(scaled, true, "llama3"));
-  auto refused = models::ExportGguf(scaled, scaled / "model.gguf", {});
-  ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("llama3"), std::string::npos)
-      << refused.status().ToString();
+// `tlaloc export gguf`'s exporter writes llama.cpp's `llama` architecture, and llama.cpp's
+// logits for the prompt are Tlaloc's within 1e-4 (f32 file), greedy ids equal.
+TEST(LlamaFamilyGguf, ExportRunsInLlamaCpp) {
+  static const std::string missing = testing::PythonMissing("torch transformers llama_cpp numpy");
+  if (!missing.empty()) TL_ORACLE_MISSING(missing);
+  const fs::path dir =
+      fs::temp_directory_path() / ("tlaloc_llama_gguf_" + std::to_string(::getpid()));
+  ASSERT_TRUE(MakeCheckpoint(dir, false, "default"));
+  ExpectLlamaCppAgrees(dir, "default rope");
+  auto contents = io::ParseGguf(ReadBytes(dir / "model.gguf"));
+  ASSERT_TRUE(contents.ok()) << contents.status().ToString();
+  EXPECT_EQ(contents->FindTensor("rope_freqs.weight"), nullptr) << "no scaling, no rope_freqs";
+  if (!HasFailure()) {
+    fs::remove_all(dir);
+    fs::remove(dir.string() + ".log");
+  }
+}
+
+// Llama 3.1's "llama3" rope scaling goes to llama.cpp as rope_freqs.weight, the per-frequency
+// divisors of its plain frequencies: the checkpoint's original context (64) puts the tiny
+// model's 8 frequencies in all three bands (kept, divided by the factor 8, blended), and the
+// prompt's positions are far enough for a wrong divisor to move the logits well past 1e-4.
+TEST(LlamaFamilyGguf, Llama3RopeScalingExportsRopeFreqs) {
+  static const std::string missing = testing::PythonMissing("torch transformers llama_cpp numpy");
+  if (!missing.empty()) TL_ORACLE_MISSING(missing);
+  const fs::path dir =
+      fs::temp_directory_path() / ("tlaloc_llama_gguf_scaled_" + std::to_string(::getpid()));
+  ASSERT_TRUE(MakeCheckpoint(dir, true, "llama3"));
+  ExpectLlamaCppAgrees(dir, "llama3 rope scaling");
+  const std::vector<std::byte> bytes = ReadBytes(dir / "model.gguf");
+  auto contents = io::ParseGguf(bytes);
+  ASSERT_TRUE(contents.ok()) << contents.status().ToString();
+  const io::GgufTensorInfo* freqs = contents->FindTensor("rope_freqs.weight");
+  ASSERT_NE(freqs, nullptr);
+  auto divisors = io::ReadGgufTensor(bytes, *contents, *freqs);
+  ASSERT_TRUE(divisors.ok()) << divisors.status().ToString();
+  ASSERT_EQ(divisors->dims(), (std::vector<int64_t>{8}));  // head_dim 16 / 2
+  int kept = 0, scaled = 0, blended = 0;
+  for (float d : divisors->span<float>()) {
+    kept += d == 1.0f;
+    scaled += d == 8.0f;
+    blended += d > 1.0f && d < 8.0f;
+  }
+  EXPECT_GT(kept, 0);
+  EXPECT_GT(scaled, 0);
+  EXPECT_GT(blended, 0);
   if (!HasFailure()) {
     fs::remove_all(dir);
     fs::remove(dir.string() + ".log");

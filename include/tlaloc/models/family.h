@@ -178,6 +178,14 @@ struct ModelFamily {
   std::string_view document_end_token;
   // The chat template as Jinja, for tokenizer_config.json of folders Tlaloc writes.
   std::string (*chat_template_jinja)() = nullptr;
+  // tokenizer_config.json for the random checkpoints Tlaloc writes (init-model): the special
+  // tokens, the BOS rule and the chat template; null: none is written.
+  std::string (*tokenizer_config_json)(const io::ModelConfig& config) = nullptr;
+  // A tokenizer.json for a random checkpoint when none is given; null: one must be given (Qwen3's
+  // is the repository's data/qwen3/tokenizer.json, which init-model finds by itself).
+  std::string (*builtin_tokenizer_json)() = nullptr;
+  // What those two write, for init-model's messages.
+  std::string_view tokenizer_note;
   // Writes a checkpoint folder as GGUF for llama.cpp (models/gguf_export.h); null when the
   // family has no exporter.
   StatusOr<GgufExportSummary> (*export_gguf)(const std::filesystem::path& dir,

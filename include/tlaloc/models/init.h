@@ -1,4 +1,5 @@
-// Randomly initialised Qwen3 checkpoints in Hugging Face form, for tests, demos and benchmarks.
+// Randomly initialised checkpoints (of any registered family) in Hugging Face form, for tests,
+// demos and benchmarks.
 #pragma once
 
 #include <cstdint>
@@ -13,10 +14,8 @@
 namespace tlaloc::models {
 
 // The config of preset `name`, one config.json file each under src/models/presets/ (compiled
-// in; README.md there describes them): "tiny" (hidden 64, 2 layers, 4 query / 2 KV heads,
-// head_dim 16, intermediate 128, the full Qwen3 vocabulary so the real tokenizer's ids fit,
-// untied head), "tiny-moe" (the same with a 4-expert top-2 MoE block), "qwen3-0.6b" (the real
-// model's shapes, tied head, bf16) and "qwen3-30b-a3b-2l" (Qwen3-30B-A3B with 2 of its layers).
+// in; README.md there describes them, PresetNames() lists them), e.g. "tiny" (a small Qwen3 with
+// the full Qwen3 vocabulary, so the real tokenizer's ids fit) or "tiny-llama".
 StatusOr<io::ModelConfig> PresetConfig(const std::string& name);
 // Every preset's name, sorted.
 std::vector<std::string> PresetNames();
@@ -29,9 +28,11 @@ std::vector<io::NamedTensor> RandomWeights(const io::ModelConfig& config, uint64
 struct InitOptions {
   uint64_t seed = 0;
   ElementType dtype = ElementType::kF32;
-  // Copied into the folder when non-empty.
+  // Copied into the folder when non-empty; empty: the family's built-in tokenizer.json when it
+  // has one (ModelFamily::builtin_tokenizer_json: Llama's), else none.
   std::filesystem::path tokenizer_json;
-  // With a tokenizer: also write tokenizer_config.json (Qwen3TokenizerConfigJson), so the chat
+  // With a tokenizer: also write the family's tokenizer_config.json
+  // (ModelFamily::tokenizer_config_json: Qwen3TokenizerConfigJson, Llama 3's), so the chat
   // template travels with the checkpoint (GGUF export, transformers).
   bool write_tokenizer_config = true;
 };
@@ -51,7 +52,7 @@ Status WriteModelFolder(const io::ModelConfig& config, const std::filesystem::pa
                         const std::filesystem::path& tokenizer_json);
 
 // Writes config.json, model.safetensors, generation_config.json (and tokenizer.json plus
-// tokenizer_config.json).
+// tokenizer_config.json, see InitOptions).
 Status WriteRandomCheckpoint(const io::ModelConfig& config, const std::filesystem::path& dir,
                              const InitOptions& options);
 

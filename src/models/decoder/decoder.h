@@ -78,6 +78,13 @@ Tensor FinalNorm(const ModelConfig& c, const WeightTensors& w, const Tensor& x,
 // The LM head matrix's checkpoint name: lm_head.weight, or the embedding when tied.
 std::string HeadWeightName(const ModelConfig& c);
 
+// The tensors of an int8 checkpoint (io::WeightQuantization "tlaloc_int8") of `c` from its float
+// tensors: each matrix whose rows are whole blocks as s8, followed by its f16 block scales
+// (Int8ScaleName); the other tensors as they are. `float_tensors` as given when `c` is not
+// quantized. (Qwen3's weights.cc has its own, which also reads GGUF imports' formats.)
+std::vector<ExpectedTensor> Int8CheckpointTensors(const ModelConfig& c,
+                                                  std::vector<ExpectedTensor> float_tensors);
+
 // The tensor-parallel split dimension of weight `name` (WeightSpec::tensor_parallel_dim) by
 // transformers' projection names, which these decoders share (tensor_parallel.cc).
 int64_t TensorParallelDim(std::string name);

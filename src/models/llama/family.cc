@@ -63,7 +63,8 @@ StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTenso
                                            parallel);
 }
 
-// Llama 3's chat format, for the tokenizer_config.json of folders Tlaloc writes.
+}  // namespace
+
 std::string ChatTemplate() {
   return "{{- bos_token }}{%- for message in messages %}"
          "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + "
@@ -71,8 +72,6 @@ std::string ChatTemplate() {
          "{%- if add_generation_prompt %}"
          "{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}";
 }
-
-}  // namespace
 
 const LlamaFields& Fields(const ModelConfig& c) {
   static const LlamaFields kDefaults;
@@ -113,6 +112,31 @@ std::vector<float> InverseFrequencies(const ModelConfig& c) {
   return inv;
 }
 
+std::vector<float> RopeFreqDivisors(const ModelConfig& c) {
+  // llama.cpp's convert_hf_to_gguf.py (LlamaModel.generate_extra_tensors): 1 for short
+  // wavelengths, `factor` for long ones, 1 / blend in the band between, over float32
+  // frequencies.
+  const RopeScaling& r = *c.rope_scaling;
+  const double factor = *r.factor, low = *r.low_freq_factor, high = *r.high_freq_factor;
+  const double old_len = static_cast<double>(*r.original_max_position_embeddings);
+  const double low_wavelen = old_len / low, high_wavelen = old_len / high;
+  std::vector<float> out;
+  for (int64_t i = 0; i < c.head_dim / 2; ++i) {
+    const float freq = 1.0f / std::pow(static_cast<float>(c.rope_theta),
+                                       static_cast<float>(2 * i) / static_cast<float>(c.head_dim));
+    const double wavelen = 2 * std::numbers::pi / freq;
+    if (wavelen < high_wavelen) {
+      out.push_back(1.0f);
+    } else if (wavelen > low_wavelen) {
+      out.push_back(static_cast<float>(factor));
+    } else {
+      const double smooth = (old_len / wavelen - low) / (high - low);
+      out.push_back(static_cast<float>(1 / ((1 - smooth) / factor + smooth)));
+    }
+  }
+  return out;
+}
+
 Status CheckSupported(const ModelConfig& c) {
   TL_RETURN_IF_ERROR(io::ValidateModelConfig(c));
   if (c.hidden_act != "silu" && c.hidden_act != "swish")
@@ -123,8 +147,21 @@ Status CheckSupported(const ModelConfig& c) {
         "config attention_bias true: Tlaloc's Llama has no attention projection biases");
   if (Fields(c).mlp_bias)
     return InvalidArgument("config mlp_bias true: Tlaloc's Llama has no MLP projection biases");
-  if (c.quantization)
-    return Unimplemented("config quantization_config: int8 Llama checkpoints are not supported");
+  if (c.quantization) {
+    // tlaloc_int8 (`tlaloc quantize`); a GGUF import's formats are Qwen3's importer's.
+    if (!c.quantization->formats.empty())
+      return Unimplemented("config quantization_config " + c.quantization->quant_method +
+                           ": Tlaloc's Llama runs int8 checkpoints of tlaloc quantize only");
+    const int64_t block = c.quantization->group_size;
+    for (const auto& [what, width] :
+         {std::pair<const char*, int64_t>{"hidden_size", c.hidden_size},
+          {"num_attention_heads * head_dim", c.num_attention_heads * c.head_dim},
+          {"intermediate_size", c.intermediate_size}})
+      if (width % block != 0)
+        return InvalidArgument("config quantization_config: " + std::string(what) + " " +
+                               std::to_string(width) + " is not a multiple of the int8 block of " +
+                               std::to_string(block));
+  }
   if (c.rope_scaling) {
     const RopeScaling& r = *c.rope_scaling;
     if (r.rope_type == "llama3") {
@@ -167,7 +204,7 @@ std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c) {
   add("model.norm.weight", {h});
   // A tied head shares the embedding; its file may still store a copy.
   add("lm_head.weight", {c.vocab_size, h}, c.tie_word_embeddings);
-  return out;
+  return decoder::Int8CheckpointTensors(c, std::move(out));
 }
 
 std::vector<WeightSpec> WeightSpecs(const ModelConfig& c) {
@@ -186,16 +223,26 @@ std::vector<WeightSpec> WeightSpecs(const ModelConfig& c) {
 StatusOr<GgufExportSummary> ExportGguf(const std::filesystem::path& dir,
                                        const std::filesystem::path& out,
                                        const GgufExportOptions& options) {
+  const std::string where = "GGUF export of " + dir.string();
   TL_ASSIGN_OR_RETURN(ModelConfig config, LoadConfig(dir));
   TL_RETURN_IF_ERROR(CheckSupported(config));
-  // llama.cpp takes "llama3" scaling as a rope_freqs tensor of per-frequency divisors, which
-  // is not written yet.
-  if (config.rope_scaling && config.rope_scaling->rope_type != "default")
-    return Unimplemented("GGUF export of " + dir.string() + ": rope_scaling \"" +
-                         config.rope_scaling->rope_type +
-                         "\" is not exported yet (llama.cpp's rope_freqs tensor)");
-  config.rope_scaling.reset();  // "default": the plain rotary embedding
-  return qwen3::ExportDecoderGguf(dir, out, options, config, "llama");
+  // llama.cpp's `llama` rotates interleaved pairs, so the export reorders q and k rows; an int8
+  // matrix's rows (and their scales) are not reordered yet.
+  if (config.quantization)
+    return Unimplemented(where +
+                         ": int8 Llama checkpoints are not exported yet (export the float "
+                         "checkpoint, or let llama.cpp quantize it)");
+  // llama.cpp takes "llama3" scaling as rope_freqs.weight, the per-frequency divisors of the
+  // plain rotary frequencies (CheckSupported admits no other scaling).
+  std::vector<io::GgufTensorToWrite> extra;
+  if (config.rope_scaling && config.rope_scaling->rope_type == "llama3") {
+    const std::vector<float> divisors = RopeFreqDivisors(config);
+    extra.push_back({"rope_freqs.weight",
+                     Literal::FromVector<float>({static_cast<int64_t>(divisors.size())}, divisors),
+                     io::GgmlType::kF32});
+  }
+  config.rope_scaling.reset();  // the rest is the plain rotary embedding
+  return qwen3::ExportDecoderGguf(dir, out, options, config, "llama", std::move(extra));
 }
 
 void Register(std::vector<ModelFamily>& registry) {
@@ -215,6 +262,10 @@ void Register(std::vector<ModelFamily>& registry) {
   f.train_forward = BuildTrainForward;
   f.document_end_token = "<|end_of_text|>";  // Llama 3's; <|eot_id|> ends chat turns
   f.chat_template_jinja = ChatTemplate;
+  f.tokenizer_config_json = TokenizerConfigJson;
+  f.builtin_tokenizer_json = BuiltinTokenizerJson;
+  f.tokenizer_note =
+      "Llama 3's tokenizer_config.json and chat template (<|begin_of_text|>, <|eot_id|>)";
   f.export_gguf = ExportGguf;
   registry.push_back(f);
 }

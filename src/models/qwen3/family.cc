@@ -81,6 +81,8 @@ void Register(std::vector<ModelFamily>& registry) {
     f.train_forward = BuildTrainForward;
     f.document_end_token = "<|endoftext|>";
     f.chat_template_jinja = Qwen3ChatTemplate;
+    f.tokenizer_config_json = Qwen3TokenizerConfigJson;
+    f.tokenizer_note = "Qwen3's tokenizer_config.json and chat template";
     f.export_gguf = ExportGguf;  // qwen3, or qwen3moe for Qwen3-MoE
     registry.push_back(f);
   }

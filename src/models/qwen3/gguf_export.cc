@@ -241,7 +241,8 @@ StatusOr<GgufExportSummary> ExportGguf(const fs::path& dir, const fs::path& out,
 
 StatusOr<GgufExportSummary> ExportDecoderGguf(const fs::path& dir, const fs::path& out,
                                               const GgufExportOptions& options,
-                                              const ModelConfig& config, const std::string& arch) {
+                                              const ModelConfig& config, const std::string& arch,
+                                              std::vector<GgufTensorToWrite> extra_tensors) {
   const std::string where = "GGUF export of " + dir.string();
   if (options.dtype && !GgmlTypeFor(*options.dtype).ok())
     return InvalidArgument(where + ": dtype " + std::string(ShortName(*options.dtype)) +
@@ -333,6 +334,11 @@ StatusOr<GgufExportSummary> ExportDecoderGguf(const fs::path& dir, const fs::pat
     summary.tensor_bytes +=
         static_cast<uint64_t>(value.num_elements()) * (type == GgmlType::kF32 ? 4 : 2);
     tensors.push_back({std::move(name), std::move(value), type});
+  }
+  for (GgufTensorToWrite& t : extra_tensors) {
+    summary.tensor_bytes +=
+        static_cast<uint64_t>(t.value.num_elements()) * (t.type == GgmlType::kF32 ? 4 : 2);
+    tensors.push_back(std::move(t));
   }
   summary.tensors = static_cast<int64_t>(tensors.size());
 

@@ -31,11 +31,12 @@ StatusOr<GgufExportSummary> ExportGguf(const std::filesystem::path& dir,
 
 // A Llama-style decoder folder as llama.cpp architecture `arch` ("qwen3", "qwen3moe",
 // "llama"): its family's tensors under llama.cpp's names, the shared hyperparameter keys and
-// the byte-level BPE tokenizer. No rope scaling.
-StatusOr<GgufExportSummary> ExportDecoderGguf(const std::filesystem::path& dir,
-                                              const std::filesystem::path& out,
-                                              const GgufExportOptions& options,
-                                              const ModelConfig& config, const std::string& arch);
+// the byte-level BPE tokenizer. No rope scaling: a family that exports its scaling as tensors
+// (Llama's rope_freqs.weight) passes them as `extra_tensors`, written after the family's.
+StatusOr<GgufExportSummary> ExportDecoderGguf(
+    const std::filesystem::path& dir, const std::filesystem::path& out,
+    const GgufExportOptions& options, const ModelConfig& config, const std::string& arch,
+    std::vector<io::GgufTensorToWrite> extra_tensors = {});
 
 // Qwen3-MoE as llama.cpp's `qwen3moe` (gguf_export_moe.cc): the configs its graph can express
 // (refused by field name otherwise), the keys it adds, and layer `layer`'s router and stacked
