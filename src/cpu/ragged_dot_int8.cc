@@ -15,6 +15,7 @@
 #include "reduction_matmul_q8.h"
 #include "support/avx512_intrinsics.h"
 #include "tlaloc/cpu/blas_kernels.h"
+#include "tlaloc/ir/quant_format.h"
 #include "tlaloc/support/cpu_features.h"
 #include "tlaloc/support/half.h"
 
@@ -22,7 +23,7 @@ namespace tlaloc::ops {
 
 namespace {
 
-constexpr int64_t kBlock = 32;  // io::kInt8BlockSize (ops/ sits below io/)
+constexpr int64_t kBlock = kQ8_0BlockElements;  // the q8_0 block (ir/quant_format.h)
 // Weight rows per prefill task: the f32 grouped kernel's column block (ragged_dot_grouped.cc).
 constexpr int64_t kRowBlock = 256;
 

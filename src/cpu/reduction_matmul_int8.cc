@@ -10,6 +10,7 @@
 
 #include "reduction_matmul.h"
 #include "support/avx512_intrinsics.h"
+#include "tlaloc/ir/quant_format.h"
 #include "tlaloc/support/cpu_features.h"
 #include "tlaloc/support/half.h"
 
@@ -17,7 +18,7 @@ namespace tlaloc::ops {
 
 namespace {
 
-constexpr int64_t kBlock = 32;  // io::kInt8BlockSize (ops/ sits below io/)
+constexpr int64_t kBlock = kQ8_0BlockElements;  // the q8_0 block (ir/quant_format.h)
 
 const bool kAvx512 = HasAvx512Core();
 

@@ -6,10 +6,11 @@
 #include <vector>
 
 #include "tlaloc/ir/op_registry.h"
+#include "tlaloc/ir/quant_format.h"
 
 namespace tlaloc::ops::q8_internal {
 
-inline constexpr int64_t kBlock = 32;
+inline constexpr int64_t kBlock = kQ8_0BlockElements;  // the q8_0 block (ir/quant_format.h)
 // Rows of w in one VNNI tile (two vectors of sixteen int32 lanes).
 inline constexpr int64_t kTileCols = 32;
 

@@ -4,6 +4,7 @@
 // the weights stay packed (no [N, K] f32 temporary in decode).
 #include "cpu/matmul_gguf4.h"
 #include "fusion.h"
+#include "tlaloc/ir/quant_format.h"
 
 namespace tlaloc::interp {
 
@@ -50,22 +51,31 @@ bool MatchGgufComposite(const Block& block, int a, std::vector<int>& chain,
     return false;
   const auto& xd = x.tensor_type().dims;
   const auto& qd = q.tensor_type().dims;
-  const auto& sd = scale.tensor_type().dims;
-  const ElementType st = scale.tensor_type().element_type;
   if (xd.empty() || qd.empty()) return false;
   const int64_t n = qd[0], k = xd.back();
-  // The exact layouts of ops::GgufPacked for one matrix [n, k].
-  if (format == "q4_0" && k % 32 == 0 && qd == std::vector<int64_t>{n, k / 2} &&
-      st == ElementType::kF16 && sd == std::vector<int64_t>{n, k / 32}) {
-    kernel = &GgufLinearKernel<ops::GgufPacked::kQ4_0>("fused.gguf_linear_q4_0");
-  } else if (format == "q4_k" && k % 256 == 0 && qd == std::vector<int64_t>{n, k / 2} &&
-             st == ElementType::kF32 && sd == std::vector<int64_t>{n, k / 32, 2}) {
-    kernel = &GgufLinearKernel<ops::GgufPacked::kQ4_K>("fused.gguf_linear_q4_k");
-  } else if (format == "q6_k" && k % 256 == 0 && qd == std::vector<int64_t>{n, k / 256, 192} &&
-             st == ElementType::kF32 && sd == std::vector<int64_t>{n, k / 16}) {
-    kernel = &GgufLinearKernel<ops::GgufPacked::kQ6_K>("fused.gguf_linear_q6_k");
-  } else {
+  // The exact layouts of one matrix [n, k] in the format (ir/quant_format.h's table, which
+  // ops::GgufPacked's kernels follow).
+  auto parsed = ParseQuantFormat(format);
+  if (!parsed.ok()) return false;
+  auto types = QuantStorageTypes(*parsed, {n, k});
+  auto same = [](const TensorType& a, const TensorType& b) {
+    return a.element_type == b.element_type && a.dims == b.dims;
+  };
+  if (!types.ok() || !same(q.tensor_type(), types->first) ||
+      !same(scale.tensor_type(), types->second))
     return false;
+  switch (*parsed) {
+    case QuantFormat::kQ4_0:
+      kernel = &GgufLinearKernel<ops::GgufPacked::kQ4_0>("fused.gguf_linear_q4_0");
+      break;
+    case QuantFormat::kQ4_K:
+      kernel = &GgufLinearKernel<ops::GgufPacked::kQ4_K>("fused.gguf_linear_q4_k");
+      break;
+    case QuantFormat::kQ6_K:
+      kernel = &GgufLinearKernel<ops::GgufPacked::kQ6_K>("fused.gguf_linear_q6_k");
+      break;
+    case QuantFormat::kQ8_0:  // int8_linear's composite, not this one
+      return false;
   }
   std::vector<int64_t> out = xd;
   out.back() = n;

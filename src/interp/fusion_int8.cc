@@ -18,12 +18,13 @@
 #include "cpu/reduction_matmul_q8.h"
 #include "cpu/reduction_matmul_q8_packed.h"
 #include "fusion.h"
+#include "tlaloc/ir/quant_format.h"
 
 namespace tlaloc::interp {
 
 namespace {
 
-constexpr int64_t kBlock = 32;
+constexpr int64_t kBlock = kQ8_0BlockElements;  // the q8_0 block (ir/quant_format.h)
 
 bool HasType(Value v, ElementType et) {
   return v.type().is_tensor() && v.tensor_type().element_type == et;
