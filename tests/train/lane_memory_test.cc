@@ -84,10 +84,11 @@ TEST(LaneMemory, CompiledMemoryAgainstTlalocsPrediction) {
     const int64_t results = static_cast<int64_t>(f->result_types().size());
     EXPECT_GE(got->output_bytes, want->output_bytes) << p.what;
     EXPECT_LE(got->output_bytes, want->output_bytes + 8 * results) << p.what;
-    // Since the model emits named composites (RMSNorm, rotary, SwiGLU's gate), XLA:CPU's
-    // temporaries for the train step exceed the plan's by about 3% (307,592 against 299,136
-    // bytes; 1.4% of the live total), which its buffer assignment of the inlined decompositions
-    // gives; until the plan accounts for that, the bound holds within 2% of the live total.
+    // Since the model emits named composites (RMSNorm, rotary, SwiGLU's gate, the LM head's
+    // cross-entropy), XLA:CPU's temporaries for the train step can exceed the plan's (stop 24:
+    // 307,592 against 299,136 bytes; with the fused cross-entropy: 307,652 against 305,320),
+    // which its buffer assignment of the inlined decompositions gives; until the plan accounts
+    // for that, the bound holds within 2% of the live total.
     EXPECT_LE(live, predicted + predicted / 50)
         << p.what << ": Tlaloc's prediction is meant as an upper bound (within 2%)";
   }
