@@ -171,12 +171,13 @@ TEST(MemoryBudget, EngineRefusesACacheOrAPrefillTheTargetCannotHold) {
   backend->set_available(-1);
   ASSERT_TRUE((*engine)->Reserve(1, 64).ok());
   backend->set_available(1024);  // the cache fits, the prefill's temporaries do not
+  // A 3-token prompt runs in the 4-token bucket (Engine::PromptBucket).
   std::vector<generate::PrefillRow> rows = {{0, {1, 2, 3}, {}}};
   auto first = (*engine)->Prefill(rows);
   ASSERT_FALSE(first.ok());
   EXPECT_EQ(first.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(first.status().message().find(
-                "prefill (1 row(s) x 16 tokens, attending over 1 block(s) of 16 positions)"),
+                "prefill (1 row(s) x 4 tokens, attending over 1 block(s) of 16 positions)"),
             std::string::npos)
       << first.status().message();
   EXPECT_NE(first.status().message().find("--ctx-size"), std::string::npos);
