@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cpu/reduction_matmul.h"
+#include "sum_lanes.h"
 #include "support/avx512_intrinsics.h"
 #include "tlaloc/ir/literal.h"
 #include "tlaloc/support/cpu_features.h"
@@ -146,15 +147,6 @@ TLALOC_AVX512_CORE_TARGET void Q6_KRowAvx512(const uint8_t* q, const float* scal
 // step into two accumulators, its horizontal sum; x is put in that lane order once per call.
 inline constexpr int kLoLanes[16] = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};
 inline constexpr int kHiLanes[16] = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};
-
-TLALOC_AVX512_CORE_TARGET inline float SumLanes(__m512 a, __m512 b) {
-  const __m512 v = _mm512_add_ps(a, b);
-  const __m256 high = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), high);
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
-}
 
 // Calls step(A, B) for each 32-element step of a row, in order.
 template <typename Step>

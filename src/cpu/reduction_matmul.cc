@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "matmul_small_m.h"
+#include "sum_lanes.h"
 #include "support/avx512_intrinsics.h"
 #include "tlaloc/cpu/blas_kernels.h"
 #include "tlaloc/support/cpu_features.h"
@@ -94,17 +95,6 @@ TLALOC_AVX512_CORE_TARGET inline void LoadRowPair(const W* p, __m512& lo, __m512
 
 TLALOC_AVX512_CORE_TARGET inline void LoadVectorPair(const float* x, __m512& lo, __m512& hi) {
   PermutePair(x, lo, hi);
-}
-
-// Pairwise over the 16 lanes in a fixed order, in registers: lane l += lane l + 8, then l + 4,
-// l + 2, l + 1.
-TLALOC_AVX512_CORE_TARGET inline float SumLanes(__m512 a, __m512 b) {
-  const __m512 v = _mm512_add_ps(a, b);
-  const __m256 high = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), high);
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
 // Two accumulators per vector over 32-element steps keep two FMA chains in flight per vector;

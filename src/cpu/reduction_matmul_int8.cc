@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "reduction_matmul.h"
+#include "sum_lanes.h"
 #include "support/avx512_intrinsics.h"
 #include "tlaloc/ir/quant_format.h"
 #include "tlaloc/support/cpu_features.h"
@@ -44,15 +45,6 @@ TLALOC_AVX512_CORE_TARGET inline void LoadInt8Block(const int8_t* p, __m512 scal
   const __m512i zero = _mm512_setzero_si512();
   lo = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_unpacklo_epi16(zero, w16)), scale16);
   hi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_unpackhi_epi16(zero, w16)), scale16);
-}
-
-TLALOC_AVX512_CORE_TARGET inline float SumLanes(__m512 a, __m512 b) {
-  const __m512 v = _mm512_add_ps(a, b);
-  const __m256 high = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), high);
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
 // R rows (R = 4 or 1) against S vectors: each (row, vector) pair's arithmetic is the f32
