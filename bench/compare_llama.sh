@@ -23,7 +23,8 @@
 # the model's dtype, as Tlaloc's is (bf16 for int8). Decode is measured after the full prompt
 # and after a short one (--short-prompt, 4 tokens). Each dtype ends with the rate at which each
 # engine reads the weights while decoding, as a share of the machine's read bandwidth measured
-# in the same run (`tlaloc bench`'s probe).
+# by `tlaloc probe` just before each timed run (the median of the runs' shares; the probes'
+# range is printed, a wide one says the machine's memory was not steady).
 # The int8 row quantizes the bf16 preset with `tlaloc quantize --dtype int8` and exports it as
 # GGUF Q8_0 (the same blocks): Tlaloc int8 (bf16 activations and KV cache) against llama.cpp
 # Q8_0, in the exact form (--int8-form exact) and again in the default q8_0 form (activations
@@ -80,10 +81,13 @@ RESULTS="$WORK/results-$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$RESULTS"
 
 # Runs a command under /usr/bin/time -v; its stdout (one JSON line) gets the measured peak RSS
-# added as time_peak_rss_bytes and goes to $1.
+# added as time_peak_rss_bytes and goes to $1. Just before it, `tlaloc probe` reads the machine's
+# bandwidth into $1.probe (under a second): this VM's read bandwidth swings between moments
+# (34.9 and 58.1 GB/s in one run), so each run's decode is divided by the probe next to it.
 measure() {
   local out="$1"; shift
   local timing="$out.time"
+  "$TLALOC" probe --json --threads "$THREADS" > "$out.probe"
   /usr/bin/time -v -o "$timing" "$@" > "$out.raw"
   local kib
   kib="$(awk -F': ' '/Maximum resident set size/ {print $2}' "$timing")"
@@ -201,7 +205,12 @@ def load(engine, dt):
     for f in sorted(os.listdir(results)):
         if f.startswith(f"{engine}-{dt}-") and f.endswith(".json") and f[len(engine) + len(dt) + 2:-5].isdigit():
             with open(os.path.join(results, f)) as fh:
-                out.append(json.loads(fh.read()))
+                j = json.loads(fh.read())
+            probe = os.path.join(results, f + ".probe")
+            if os.path.exists(probe):
+                with open(probe) as fh:
+                    j["probe_read_bytes_per_s"] = json.load(fh)["read_bytes_per_s"]["median"]
+            out.append(j)
     return out
 
 
@@ -248,15 +257,25 @@ for dt in tags.split():
         continue
     # Both engines read the same weights per token (the GGUF holds the same tensors).
     gb, peak = bw["weight_bytes_per_token"] / 1e9, bw["machine_read_bytes_per_s"] / 1e9
+    # The probes taken just before each timed run of this dtype (measure()).
+    probes = [j["probe_read_bytes_per_s"] / 1e9 for js in (t, l, lkv, ts, ls, lkvs, tq, tqs)
+              for j in js if j.get("probe_read_bytes_per_s")]
 
     def share(js):
+        """The median run's rate, as a share of the median of each run's own probe."""
         if not js:
             return "-"
         rate = statistics.median(j[dec] for j in js) * gb
-        return f"{rate:.1f} GB/s ({100 * rate / peak:.0f}%)"
+        own = [j[dec] * gb / (j["probe_read_bytes_per_s"] / 1e9) for j in js
+               if j.get("probe_read_bytes_per_s")]
+        pct = statistics.median(own) if own else rate / peak
+        return f"{rate:.1f} GB/s ({100 * pct:.0f}%)"
 
+    measured = (f"{statistics.median(probes):.1f} GB/s (median of {len(probes)} probes, one "
+                f"before each timed run, {min(probes):.1f} to {max(probes):.1f})" if probes
+                else f"{peak:.1f} GB/s (measured once in this run)")
     text = (f"{dt}: decode reads {gb:.2f} GB of weights per token; this machine reads "
-            f"{peak:.1f} GB/s ({threads} threads, measured in this run).\n"
+            f"{measured}, {threads} threads; each share divides a run by its own probe.\n"
             f"  decode after {prompt}: Tlaloc {share(t)}; llama.cpp {share(l)}, "
             f"with {kv_name(lkv)} {share(lkv)}\n"
             f"  decode after {short}: Tlaloc {share(ts)}; llama.cpp {share(ls)}, "
