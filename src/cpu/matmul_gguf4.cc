@@ -22,7 +22,7 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
 
 namespace {
 
@@ -143,7 +143,7 @@ TLALOC_AVX512_CORE_TARGET void Q6_KRowAvx512(const uint8_t* q, const float* scal
 
 // Decode without the row buffer: each 32-element step of a row dequantised into two registers
 // (elements 0-15 and 16-31, the values above) and multiplied by the f32 kernel's arithmetic
-// (reduction_matmul.cc, as ops::Int8Matmul repeats it): its lane order, one FMA per half and
+// (reduction_matmul.cc, as cpu::Int8Matmul repeats it): its lane order, one FMA per half and
 // step into two accumulators, its horizontal sum; x is put in that lane order once per call.
 inline constexpr int kLoLanes[16] = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};
 inline constexpr int kHiLanes[16] = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};
@@ -352,4 +352,4 @@ void GgufMatmul(GgufPacked f, const float* x, int64_t m, const uint8_t* q, const
   });
 }
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

@@ -9,7 +9,7 @@
 
 #include "tlaloc/ir/op_registry.h"
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
 
 // The packed forms (per row of K weights):
 //   kQ4_0: q u8 [K / 2]: each 32-block's 16 bytes, element j the low nibble of byte j, element
@@ -36,4 +36,4 @@ void GgufDequantizeRows(GgufPacked f, const uint8_t* q, const void* scale, int64
 void GgufMatmul(GgufPacked f, const float* x, int64_t m, const uint8_t* q, const void* scale,
                 int64_t n, int64_t k, float* c, EvalContext& ctx);
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

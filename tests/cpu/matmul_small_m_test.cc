@@ -23,7 +23,7 @@ std::vector<bf16> RandomBf16(size_t n, uint32_t seed) {
 float Expected(const std::vector<float>& x, const std::vector<bf16>& w, int64_t k) {
   std::vector<uint16_t> bits;
   for (bf16 b : w) bits.push_back(b.bits);
-  return ops::DotBF16(x.data(), bits.data(), k);
+  return cpu::DotBF16(x.data(), bits.data(), k);
 }
 
 TEST(SmallMMatmulTest, EveryPairIsTheMatrixVectorKernelsDotBitForBit) {
@@ -38,7 +38,7 @@ TEST(SmallMMatmulTest, EveryPairIsTheMatrixVectorKernelsDotBitForBit) {
                        DotAttrs({}, {}, {1}, {1}), std::vector<Type>{f32_result});
       ASSERT_TRUE(out.ok()) << out.status().ToString();
       auto got = Values<float>((*out)[0]);
-      if (m > ops::kSmallMMaxRows) continue;  // past the kernel: only that it still runs
+      if (m > cpu::kSmallMMaxRows) continue;  // past the kernel: only that it still runs
       for (int64_t s = 0; s < m; ++s) {
         std::vector<float> xf;
         for (int64_t i = 0; i < k; ++i) xf.push_back(x[s * k + i].f());

@@ -49,7 +49,7 @@ TEST(MatmulKernelTest, Bf16RowDotsMatchExactProductsWithAndWithoutTail) {
     }
     std::vector<uint16_t> bits;
     for (bf16 b : row) bits.push_back(b.bits);
-    const float got = ops::DotBF16(x.data(), bits.data(), k);
+    const float got = cpu::DotBF16(x.data(), bits.data(), k);
     EXPECT_NEAR(got, exact, magnitude * k * 0x1p-24) << "k=" << k;
   }
 }
@@ -73,7 +73,7 @@ TEST(MatmulKernelTest, Bf16FourRowKernelAgreesBitwiseWithOneRowKernel) {
       for (int64_t r = 0; r < n; ++r) {
         std::vector<uint16_t> bits;
         for (int64_t i = 0; i < k; ++i) bits.push_back(w[r * k + i].bits);
-        EXPECT_EQ(got[s * n + r], ops::DotBF16(xf.data(), bits.data(), k))
+        EXPECT_EQ(got[s * n + r], cpu::DotBF16(xf.data(), bits.data(), k))
             << "vector " << s << " of " << m << ", row " << r;
       }
     }
@@ -156,7 +156,7 @@ TEST(MatmulKernelTest, OneDnnBf16PathIsUsedWhereTheCpuHasBf16Arithmetic) {
     GTEST_SKIP() << "no AVX512-BF16 or AMX (or TLALOC_VECTOR_MATH=0): oneDNN's bf16 path is off";
   const char* env = std::getenv("TLALOC_BF16_MATMUL");
   if (env && std::string(env) == "blas") GTEST_SKIP() << "TLALOC_BF16_MATMUL=blas turns it off";
-  EXPECT_TRUE(ops::DnnlBf16Available());
+  EXPECT_TRUE(cpu::DnnlBf16Available());
 }
 
 }  // namespace
