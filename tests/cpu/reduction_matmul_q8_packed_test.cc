@@ -8,74 +8,21 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <random>
+#include <memory>
 #include <vector>
 
+#include "cpu/kernel_test_util.h"
 #include "cpu/reduction_matmul_q8.h"
-#include "tlaloc/support/half.h"
-#include "tlaloc/support/thread_pool.h"
 
 namespace tlaloc {
 namespace {
 
-class SerialContext : public EvalContext {
- public:
-  StatusOr<std::vector<Literal>> RunRegion(const Region&, std::vector<Literal>) override {
-    return InvalidArgument("no regions here");
-  }
-  StatusOr<std::vector<Literal>> CallFunction(const std::string&, std::vector<Literal>) override {
-    return InvalidArgument("no functions here");
-  }
-  void ParallelFor(int64_t n, int64_t grain,
-                   const std::function<void(int64_t, int64_t)>& body) override {
-    for (int64_t b = 0; b < n; b += std::max<int64_t>(grain, 1))
-      body(b, std::min(n, b + std::max<int64_t>(grain, 1)));
-  }
-  bool CanReuseOperand(int) const override { return false; }
-  const std::function<Status(std::span<const Literal>, std::vector<Literal>&)>* FindCustomCall(
-      const std::string&) const override {
-    return nullptr;
-  }
-};
-
-class PoolContext : public SerialContext {
- public:
-  void ParallelFor(int64_t n, int64_t grain,
-                   const std::function<void(int64_t, int64_t)>& body) override {
-    pool_.ParallelFor(n, grain, body);
-  }
-
- private:
-  ThreadPool pool_{2};
-};
-
-struct Case {
-  std::vector<float> x;      // [m, k]
-  std::vector<int8_t> w;     // [n, k]
-  std::vector<uint16_t> ws;  // [n, k / 32]
-};
-
-// Random values with a zero activation block, a zero-scale weight block and a +-127 weight block.
-Case MakeCase(int64_t m, int64_t n, int64_t k, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> uni(-3.f, 3.f);
-  Case c;
-  c.x.resize(m * k);
-  for (float& v : c.x) v = uni(rng);
-  c.w.resize(n * k);
-  for (int8_t& v : c.w) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
-  c.ws.resize(n * k / 32);
-  for (uint16_t& s : c.ws) s = FloatToHalfBits(std::ldexp(1.f + (rng() % 64) / 64.f, -8));
-  if (k >= 64)
-    for (int i = 0; i < 32; ++i) c.x[32 + i] = 0;
-  c.ws[0] = 0;
-  if (n > 2)
-    for (int i = 0; i < 32; ++i) c.w[2 * k + i] = (i % 2) ? 127 : -127;
-  return c;
-}
+using cputest::PoolContext;
+using cputest::SerialContext;
+using Case = cputest::Q8Case;
 
 void ExpectPackedIsInOrder(int64_t m, int64_t n, int64_t k, EvalContext& ctx) {
-  const Case c = MakeCase(m, n, k, static_cast<uint32_t>(m * 131 + n * 7 + k));
+  const Case c = cputest::MakeQ8Case(m, n, k, static_cast<uint32_t>(m * 131 + n * 7 + k));
   auto packed = cpu::PackQ8Weights(c.w.data(), c.ws.data(), n, k, ctx);
   ASSERT_NE(packed, nullptr);
   EXPECT_EQ(packed->bytes(), (n + 31) / 32 * 32 * (k + k / 32 * 2))
@@ -107,7 +54,7 @@ TEST(Q8Packed, BitForBitTheInOrderKernelsOverEveryTail) {
 TEST(Q8Packed, NothingToPackWithoutVnni) {
   if (cpu::Q8UsesVnni()) GTEST_SKIP() << "this CPU has AVX512-VNNI: checked above";
   SerialContext ctx;
-  const Case c = MakeCase(1, 4, 32, 1);
+  const Case c = cputest::MakeQ8Case(1, 4, 32, 1);
   EXPECT_EQ(cpu::PackQ8Weights(c.w.data(), c.ws.data(), 4, 32, ctx), nullptr);
 }
 
@@ -116,7 +63,7 @@ TEST(Q8Packed, CacheKeepsOnePackingPerBufferAndDropsFreedOnes) {
   SerialContext ctx;
   cpu::ClearQ8Cache();
   const int64_t n = 40, k = 64;
-  const Case c = MakeCase(1, n, k, 5);
+  const Case c = cputest::MakeQ8Case(1, n, k, 5);
   Literal q = Literal::FromVector<int8_t>({n, k}, c.w);
   Literal s(TensorType(ElementType::kF16, {n, k / 32}));
   std::memcpy(s.data(), c.ws.data(), c.ws.size() * 2);
@@ -131,7 +78,7 @@ TEST(Q8Packed, CacheKeepsOnePackingPerBufferAndDropsFreedOnes) {
   EXPECT_FALSE(q.HasUniqueStorage());
 
   // Another buffer with other values: its own packing, and its own product.
-  Case other = MakeCase(1, n, k, 6);
+  Case other = cputest::MakeQ8Case(1, n, k, 6);
   Literal q2 = Literal::FromVector<int8_t>({n, k}, other.w);
   auto second = cpu::CachedQ8Weights(q2, s, ctx);
   ASSERT_NE(second, nullptr);

@@ -11,44 +11,15 @@
 #include <random>
 #include <vector>
 
+#include "cpu/kernel_test_util.h"
 #include "tlaloc/support/half.h"
-#include "tlaloc/support/thread_pool.h"
 
 namespace tlaloc {
 namespace {
 
-// Runs ParallelFor's chunks one after another on the calling thread.
-class SerialContext : public EvalContext {
- public:
-  StatusOr<std::vector<Literal>> RunRegion(const Region&, std::vector<Literal>) override {
-    return InvalidArgument("no regions here");
-  }
-  StatusOr<std::vector<Literal>> CallFunction(const std::string&, std::vector<Literal>) override {
-    return InvalidArgument("no functions here");
-  }
-  void ParallelFor(int64_t n, int64_t grain,
-                   const std::function<void(int64_t, int64_t)>& body) override {
-    for (int64_t b = 0; b < n; b += std::max<int64_t>(grain, 1))
-      body(b, std::min(n, b + std::max<int64_t>(grain, 1)));
-  }
-  bool CanReuseOperand(int) const override { return false; }
-  const std::function<Status(std::span<const Literal>, std::vector<Literal>&)>* FindCustomCall(
-      const std::string&) const override {
-    return nullptr;
-  }
-};
-
-// Runs ParallelFor on a two-thread pool, as the interpreter does.
-class PoolContext : public SerialContext {
- public:
-  void ParallelFor(int64_t n, int64_t grain,
-                   const std::function<void(int64_t, int64_t)>& body) override {
-    pool_.ParallelFor(n, grain, body);
-  }
-
- private:
-  ThreadPool pool_{2};
-};
+using cputest::PoolContext;
+using cputest::SerialContext;
+using Case = cputest::Q8Case;
 
 // ggml's x86 rounding of one block, written out plainly: d = f16(amax / 127),
 // q = nearest-even(x * (127 / amax)).
@@ -64,35 +35,6 @@ void ReferenceQuantize(const float* x, int8_t* q, uint16_t* d) {
     if (frac > 0.5f || (frac == 0.5f && std::fmod(r, 2.0f) != 0)) r += 1;
     q[i] = static_cast<int8_t>(r);
   }
-}
-
-struct Case {
-  std::vector<float> x;      // [m, k]
-  std::vector<int8_t> w;     // [n, k]
-  std::vector<uint16_t> ws;  // [n, k / 32]
-};
-
-// Random activations and weights with the awkward blocks in place: an all-zero activation block,
-// a zero-scale weight block, a weight block of +-127 only, and activation blocks whose largest
-// magnitude is exactly representable so that the extremes round to +-127.
-Case MakeCase(int64_t m, int64_t n, int64_t k, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> uni(-3.f, 3.f);
-  Case c;
-  c.x.resize(m * k);
-  for (float& v : c.x) v = uni(rng);
-  c.w.resize(n * k);
-  for (int8_t& v : c.w) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
-  c.ws.resize(n * k / 32);
-  for (uint16_t& s : c.ws) s = FloatToHalfBits(std::ldexp(1.f + (rng() % 64) / 64.f, -8));
-  if (m > 0 && k >= 64) {
-    for (int i = 0; i < 32; ++i) c.x[32 + i] = 0;  // row 0, block 1: all zero
-  }
-  if (m > 1) c.x[k + 5] = 100.f, c.x[k + 6] = -100.f;  // row 1, block 0: the extremes
-  if (n > 0) c.ws[0] = 0;                              // row 0, block 0: zero scale
-  if (n > 2)
-    for (int i = 0; i < 32; ++i) c.w[2 * k + i] = (i % 2) ? 127 : -127;
-  return c;
 }
 
 // Exact block sums of the reference rounding, scaled by f32(dx * dw) and summed in double; the
@@ -157,7 +99,7 @@ TEST(Q8Activations, RoundingIsGgmlsQuantizeRowQ8_0) {
 
 void ExpectKernelMatchesReference(cpu::Q8Kernel kernel, const char* name, int64_t m, int64_t n,
                                   int64_t k, bool threads = false) {
-  const Case c = MakeCase(m, n, k, static_cast<uint32_t>(m * 1000 + n * 10 + k));
+  const Case c = cputest::MakeQ8Case(m, n, k, static_cast<uint32_t>(m * 1000 + n * 10 + k));
   std::vector<double> want, bound;
   Reference(c, m, n, k, want, bound);
   std::vector<float> got(m * n, std::nanf(""));
@@ -183,7 +125,7 @@ TEST(Q8Activations, InOrderKernelsAgreeBitForBit) {
   for (int64_t m : {1, 2, 3, 7})
     for (int64_t n : {1, 5, 33, 70})
       for (int64_t k : {32, 64, 96, 544, 1024}) {
-        const Case c = MakeCase(m, n, k, static_cast<uint32_t>(m * 7 + n * 11 + k));
+        const Case c = cputest::MakeQ8Case(m, n, k, static_cast<uint32_t>(m * 7 + n * 11 + k));
         std::vector<float> in_order(m * n), portable(m * n);
         cpu::Int8MatmulQ8_0(c.x.data(), m, c.w.data(), c.ws.data(), n, k, in_order.data(), pool,
                             cpu::Q8Kernel::kInOrder);
@@ -221,7 +163,7 @@ TEST(Q8Activations, VnniKernelsRunWhereTheCpuHasThem) {
                     "tile kernels fall back to the portable loop checked above";
   // The VNNI kernels and the portable loop add the same block terms in different orders: close,
   // not identical (and checked against the reference above).
-  const Case c = MakeCase(9, 70, 1024, 1);
+  const Case c = cputest::MakeQ8Case(9, 70, 1024, 1);
   SerialContext ctx;
   std::vector<float> a(9 * 70), b(9 * 70);
   cpu::Int8MatmulQ8_0(c.x.data(), 9, c.w.data(), c.ws.data(), 70, 1024, a.data(), ctx,
@@ -236,8 +178,8 @@ TEST(Q8Activations, VnniKernelsRunWhereTheCpuHasThem) {
 TEST(Q8Activations, GroupsInOnePassAreEachGroupsTileProduct) {
   const int64_t n = 70, k = 96, experts = 4;
   const std::vector<cpu::Q8RowGroup> groups = {{2, 1, 3}, {0, 4, 13}, {3, 17, 6}, {1, 24, 7}};
-  const int64_t m = 31;                            // rows 0, 23 and 31.. are in no group
-  const Case c = MakeCase(m, experts * n, k, 11);  // w: the stack [experts, n, k]
+  const int64_t m = 31;                                       // rows 0, 23 and 31.. are in no group
+  const Case c = cputest::MakeQ8Case(m, experts * n, k, 11);  // w: the stack [experts, n, k]
   std::vector<float> want(m * n, std::nanf("")), got(m * n, std::nanf(""));
   SerialContext serial;
   PoolContext pool;
