@@ -14,7 +14,7 @@ bool HasType(Value v, ElementType et) {
   return v.type().is_tensor() && v.tensor_type().element_type == et;
 }
 
-template <cpu::GgufPacked F>
+template <QuantFormat F>
 const FusedKernel& GgufLinearKernel(const char* name) {
   static const FusedKernel* kernel = new FusedKernel{
       name, [](std::span<const Literal> in, Literal& out, EvalContext& ctx) -> Status {
@@ -26,9 +26,9 @@ const FusedKernel& GgufLinearKernel(const char* name) {
         const int64_t n = q.dims()[0], k = x.dims().back();
         const int64_t m = k > 0 ? x.num_elements() / k : 0;
         if (m == 0 || n == 0) return OkStatus();
-        cpu::GgufMatmul(F, x.span<float>().data(), m, reinterpret_cast<const uint8_t*>(q.data()),
-                        scale.data(), n, k, out.span<float>().data(), ctx);
-        return OkStatus();
+        return cpu::GgufMatmul(F, x.span<float>().data(), m,
+                               reinterpret_cast<const uint8_t*>(q.data()), scale.data(), n, k,
+                               out.span<float>().data(), ctx);
       }};
   return *kernel;
 }
@@ -54,7 +54,7 @@ bool MatchGgufComposite(const Block& block, int a, std::vector<int>& chain,
   if (xd.empty() || qd.empty()) return false;
   const int64_t n = qd[0], k = xd.back();
   // The exact layouts of one matrix [n, k] in the format (ir/quant_format.h's table, which
-  // cpu::GgufPacked's kernels follow).
+  // cpu::GgufMatmul's kernels follow).
   auto parsed = ParseQuantFormat(format);
   if (!parsed.ok()) return false;
   auto types = QuantStorageTypes(*parsed, {n, k});
@@ -66,13 +66,13 @@ bool MatchGgufComposite(const Block& block, int a, std::vector<int>& chain,
     return false;
   switch (*parsed) {
     case QuantFormat::kQ4_0:
-      kernel = &GgufLinearKernel<cpu::GgufPacked::kQ4_0>("fused.gguf_linear_q4_0");
+      kernel = &GgufLinearKernel<QuantFormat::kQ4_0>("fused.gguf_linear_q4_0");
       break;
     case QuantFormat::kQ4_K:
-      kernel = &GgufLinearKernel<cpu::GgufPacked::kQ4_K>("fused.gguf_linear_q4_k");
+      kernel = &GgufLinearKernel<QuantFormat::kQ4_K>("fused.gguf_linear_q4_k");
       break;
     case QuantFormat::kQ6_K:
-      kernel = &GgufLinearKernel<cpu::GgufPacked::kQ6_K>("fused.gguf_linear_q6_k");
+      kernel = &GgufLinearKernel<QuantFormat::kQ6_K>("fused.gguf_linear_q6_k");
       break;
     case QuantFormat::kQ8_0:  // int8_linear's composite, not this one
       return false;
