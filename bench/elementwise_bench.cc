@@ -18,7 +18,8 @@
 
 namespace {
 
-namespace vmath = tlaloc::ops::vmath;
+namespace vmath = tlaloc::ops::vmath;      // the scalar references
+namespace cpu_vmath = tlaloc::cpu::vmath;  // the CPU layer's kernels
 using tlaloc::ElementType;
 using tlaloc::Literal;
 using tlaloc::TensorType;
@@ -67,15 +68,15 @@ double Now() {
 void BM_KernelF32(benchmark::State& state) {
   const int op = static_cast<int>(state.range(0));
   const bool vector = state.range(1) != 0;
-  if (vector && !vmath::HasVectorKernels()) {
+  if (vector && !cpu_vmath::HasVectorKernels()) {
     state.SkipWithError("AVX-512 kernels off (CPU lacks F/BW/VL/DQ, or TLALOC_VECTOR_MATH=0)");
     return;
   }
   state.SetLabel(kOpNames[op]);
   const vmath::F32Kernel scalar_kernels[] = {vmath::ExpF32Scalar, vmath::LogisticF32Scalar,
                                              vmath::RsqrtF32Scalar, vmath::ExpF32Scalar};
-  const vmath::F32Kernel vector_kernels[] = {vmath::ExpF32, vmath::LogisticF32, vmath::RsqrtF32,
-                                             vmath::ExpF32};
+  const vmath::F32Kernel vector_kernels[] = {cpu_vmath::ExpF32, cpu_vmath::LogisticF32,
+                                             cpu_vmath::RsqrtF32, cpu_vmath::ExpF32};
   const vmath::F32Kernel kernel = vector ? vector_kernels[op] : scalar_kernels[op];
   const std::vector<float> xs = Inputs(op);
   std::vector<float> out(kElements);

@@ -341,7 +341,7 @@ BENCHMARK(BM_LinearInt8)
 
 // The int8 kernels called directly (no interpreter around them), so that the modes and the
 // q8_0 mode's two kernels can be compared at one shape: x [M, K] f32 times an int8 W [N, K]
-// (f16 scales per 32), args M, K, N and kernel: 0 the exact kernel (ops::Int8Matmul: in-register
+// (f16 scales per 32), args M, K, N and kernel: 0 the exact kernel (cpu::Int8Matmul: in-register
 // dequantisation for M <= 4, dequantise + sgemm above), 1 q8_0 row stream (VNNI, activations
 // rounded per 32-block), 2 q8_0 in block order on w in place (Q8Kernel::kInOrder: row kernel up
 // to two rows, tiles packed per call above), 3 q8_0 as Int8MatmulQ8_0 chooses, 4 q8_0 in block
@@ -372,7 +372,7 @@ class PoolContext : public tlaloc::EvalContext {
 void BM_Int8Kernel(benchmark::State& state) {
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   const int kernel = static_cast<int>(state.range(3));
-  if (kernel != 0 && !tlaloc::ops::Q8UsesVnni()) {
+  if (kernel != 0 && !tlaloc::cpu::Q8UsesVnni()) {
     state.SkipWithError("no AVX512-VNNI here: the q8_0 kernels would run the portable loop");
     return;
   }
@@ -384,21 +384,21 @@ void BM_Int8Kernel(benchmark::State& state) {
   std::vector<uint16_t> scales(n * k / 32, 0x2000);  // 2^-7
   std::vector<float> c(m * n);
   PoolContext ctx;
-  const tlaloc::ops::Q8Kernel kernels[] = {
-      tlaloc::ops::Q8Kernel::kAuto, tlaloc::ops::Q8Kernel::kRowStream,
-      tlaloc::ops::Q8Kernel::kInOrder, tlaloc::ops::Q8Kernel::kAuto};
-  std::shared_ptr<const tlaloc::ops::Q8PackedWeights> packed;
-  if (kernel == 4) packed = tlaloc::ops::PackQ8Weights(w.data(), scales.data(), n, k, ctx);
+  const tlaloc::cpu::Q8Kernel kernels[] = {
+      tlaloc::cpu::Q8Kernel::kAuto, tlaloc::cpu::Q8Kernel::kRowStream,
+      tlaloc::cpu::Q8Kernel::kInOrder, tlaloc::cpu::Q8Kernel::kAuto};
+  std::shared_ptr<const tlaloc::cpu::Q8PackedWeights> packed;
+  if (kernel == 4) packed = tlaloc::cpu::PackQ8Weights(w.data(), scales.data(), n, k, ctx);
   double total = 0;
   int64_t runs = 0;
   for (auto _ : state) {
     const double t0 = Now();
     if (kernel == 4)
-      tlaloc::ops::Int8MatmulQ8_0Packed(x.data(), m, *packed, c.data(), ctx);
+      tlaloc::cpu::Int8MatmulQ8_0Packed(x.data(), m, *packed, c.data(), ctx);
     else if (kernel == 0)
-      tlaloc::ops::Int8Matmul(x.data(), m, w.data(), scales.data(), n, k, c.data(), ctx);
+      tlaloc::cpu::Int8Matmul(x.data(), m, w.data(), scales.data(), n, k, c.data(), ctx);
     else
-      tlaloc::ops::Int8MatmulQ8_0(x.data(), m, w.data(), scales.data(), n, k, c.data(), ctx,
+      tlaloc::cpu::Int8MatmulQ8_0(x.data(), m, w.data(), scales.data(), n, k, c.data(), ctx,
                                   kernels[kernel]);
     total += Now() - t0;
     ++runs;
@@ -421,10 +421,10 @@ BENCHMARK(BM_Int8Kernel)
     ->Unit(benchmark::kMillisecond);
 
 // The one-time repacking of an int8 weight [N, K] for the in-order q8_0 kernel (what the first
-// product with a weight pays, then kept: ops::CachedQ8Weights); args K, N.
+// product with a weight pays, then kept: cpu::CachedQ8Weights); args K, N.
 void BM_Int8Pack(benchmark::State& state) {
   const int64_t k = state.range(0), n = state.range(1);
-  if (!tlaloc::ops::Q8UsesVnni()) {
+  if (!tlaloc::cpu::Q8UsesVnni()) {
     state.SkipWithError("no AVX512-VNNI here: nothing is packed");
     return;
   }
@@ -432,7 +432,7 @@ void BM_Int8Pack(benchmark::State& state) {
   std::vector<uint16_t> scales(n * k / 32, 0x2000);
   PoolContext ctx;
   for (auto _ : state) {
-    auto packed = tlaloc::ops::PackQ8Weights(w.data(), scales.data(), n, k, ctx);
+    auto packed = tlaloc::cpu::PackQ8Weights(w.data(), scales.data(), n, k, ctx);
     benchmark::DoNotOptimize(packed.get());
   }
   state.counters["GB/s"] = benchmark::Counter(n * k * (1.0 + 2.0 / 32) / 1e9,

@@ -170,10 +170,10 @@ void GroupedKernel(benchmark::State& state, T one, T small, Kernel kernel) {
                                                  benchmark::Counter::kIs1000);
 }
 void BM_GroupedBf16(benchmark::State& state) {
-  GroupedKernel<uint16_t>(state, 0x3f80, 0x3c00, tlaloc::ops::Bf16RowsTimesRowsT);  // 1, 1/128
+  GroupedKernel<uint16_t>(state, 0x3f80, 0x3c00, tlaloc::cpu::Bf16RowsTimesRowsT);  // 1, 1/128
 }
 void BM_GroupedF32(benchmark::State& state) {
-  GroupedKernel<float>(state, 1.0f, 1.0f / 128, tlaloc::ops::F32RowsTimesRowsT);
+  GroupedKernel<float>(state, 1.0f, 1.0f / 128, tlaloc::cpu::F32RowsTimesRowsT);
 }
 BENCHMARK(BM_GroupedBf16)->ArgName("rows")->Arg(1)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->Arg(64);
 BENCHMARK(BM_GroupedF32)->ArgName("rows")->Arg(1)->Arg(4)->Arg(16)->Arg(32);

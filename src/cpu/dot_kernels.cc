@@ -16,7 +16,21 @@
 #include "ops/reduction_ragged_dot.h"
 #include "tlaloc/support/half.h"
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
+
+using ops::AccumulationOf;
+using ops::ClassifyRagged;
+using ops::DotAcc;
+using ops::DotDims;
+using ops::DotDimsOf;
+using ops::DotShape;
+using ops::GroupRows;
+using ops::PackOperand;
+using ops::RaggedDims;
+using ops::RaggedMode;
+using ops::ReadRaggedDims;
+using ops::ShapeOfDot;
+using ops::StoreResult;
 
 namespace {
 
@@ -186,4 +200,4 @@ Status RaggedDotKernel(const Operation& op, std::span<const Literal> operands,
   return OkStatus();
 }
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

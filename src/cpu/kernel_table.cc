@@ -11,9 +11,10 @@
 #include "cpu/vector_math.h"
 #include "tlaloc/cpu/kernels.h"
 
-namespace tlaloc {
+namespace tlaloc::cpu {
 
-namespace ops {
+using ops::MatchBinaryBody;
+using ops::ReduceDimensions;
 
 // A reduce whose reduced dimensions are the trailing ones folds one contiguous row per output:
 // f32 rows with an add, multiply, max or min body go to the row folds (reduction_rows.cc), bit
@@ -46,22 +47,17 @@ Status ReduceKernel(const Operation& op, std::span<const Literal> operands,
   return op.def().eval(op, operands, results, ctx);
 }
 
-}  // namespace ops
-
-namespace cpu {
-
 namespace {
 
-const ops::vmath::BulkKernels kVectorKernels{ops::vmath::ExpF32, ops::vmath::LogisticF32,
-                                             ops::vmath::RsqrtF32, ops::vmath::Bf16ToF32,
-                                             ops::vmath::F32ToBf16};
+const ops::vmath::BulkKernels kVectorKernels{vmath::ExpF32, vmath::LogisticF32, vmath::RsqrtF32,
+                                             vmath::Bf16ToF32, vmath::F32ToBf16};
 
 const std::map<std::string, EvalFn, std::less<>>& Table() {
   static const std::map<std::string, EvalFn, std::less<>> table = {
-      {"stablehlo.dot_general", ops::DotKernel},
-      {"stablehlo.dot", ops::DotKernel},
-      {"chlo.ragged_dot", ops::RaggedDotKernel},
-      {"stablehlo.reduce", ops::ReduceKernel},
+      {"stablehlo.dot_general", DotKernel},
+      {"stablehlo.dot", DotKernel},
+      {"chlo.ragged_dot", RaggedDotKernel},
+      {"stablehlo.reduce", ReduceKernel},
   };
   return table;
 }
@@ -100,6 +96,4 @@ std::vector<std::string> KernelOpNames() {
   return names;
 }
 
-}  // namespace cpu
-
-}  // namespace tlaloc
+}  // namespace tlaloc::cpu

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "cpu/reduction_matmul.h"
@@ -22,37 +23,62 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
 
 namespace {
 
+// The formats' sizes, from ir/quant_format.h's table: compile-time constants, so the loops below
+// compile as they would with literals. The unpacking inside a block is ggml's and written for
+// these sizes; the static_asserts tie the two together.
+constexpr const QuantFormatInfo& kQ4_0 = QuantTraits(QuantFormat::kQ4_0);
+constexpr const QuantFormatInfo& kQ4_K = QuantTraits(QuantFormat::kQ4_K);
+constexpr const QuantFormatInfo& kQ6_K = QuantTraits(QuantFormat::kQ6_K);
+
+// q4_0: a block's bytes hold its low halves' nibbles then its high halves' (one 16-lane
+// register of bytes); one f16 scale a block.
+constexpr int64_t kQ4_0Bytes = kQ4_0.quant_bytes;
+static_assert(kQ4_0Bytes == 16 && 2 * kQ4_0Bytes == kQ4_0.block &&
+              kQ4_0.scale_group == kQ4_0.block && !kQ4_0.scale_pairs);
+// q4_k: runs of 64 elements (two scale groups) in 32 bytes, low nibbles the first group's, high
+// nibbles the second's; a (scale, min) pair a group, so 4 floats a run.
+constexpr int64_t kQ4_KRun = 2 * kQ4_K.scale_group;
+constexpr int64_t kQ4_KRunBytes = kQ4_KRun / 2;
+static_assert(kQ4_KRun == 64 && kQ4_K.block % kQ4_KRun == 0 &&
+              2 * kQ4_K.quant_bytes == kQ4_K.block && kQ4_K.scale_pairs);
+// q6_k: a super-block's 4 low bits a weight (ql), then 2 high bits a weight (qh), each half of
+// the block 64 bytes of ql, 32 of qh and 8 scales (one a 16-element group).
+constexpr int64_t kQ6_KLowBytes = kQ6_K.block / 2;
+constexpr int64_t kQ6_KHalfScales = kQ6_K.block / 2 / kQ6_K.scale_group;
+static_assert(kQ6_K.block == 256 && kQ6_K.quant_bytes == kQ6_KLowBytes + kQ6_K.block / 4 &&
+              kQ6_KHalfScales == 8 && !kQ6_K.scale_pairs);
+
 void Q4_0Row(const uint8_t* q, const uint16_t* scale, int64_t k, float* y) {
-  for (int64_t b = 0; b < k / 32; ++b, q += 16, y += 32) {
+  for (int64_t b = 0; b < k / kQ4_0.block; ++b, q += kQ4_0Bytes, y += kQ4_0.block) {
     const float d = HalfBitsToFloat(scale[b]);
-    for (int j = 0; j < 16; ++j) {
+    for (int j = 0; j < kQ4_0Bytes; ++j) {
       y[j] = static_cast<float>(q[j] & 0x0F) - 8.0f;
-      y[j + 16] = static_cast<float>(q[j] >> 4) - 8.0f;
+      y[j + kQ4_0Bytes] = static_cast<float>(q[j] >> 4) - 8.0f;
     }
-    for (int j = 0; j < 32; ++j) y[j] *= d;
+    for (int j = 0; j < kQ4_0.block; ++j) y[j] *= d;
   }
 }
 
 void Q4_KRow(const uint8_t* q, const float* scale, int64_t k, float* y) {
-  for (int64_t b = 0; b < k / 64; ++b, q += 32, y += 64) {
+  for (int64_t b = 0; b < k / kQ4_KRun; ++b, q += kQ4_KRunBytes, y += kQ4_KRun) {
     const float d1 = scale[4 * b], m1 = scale[4 * b + 1];
     const float d2 = scale[4 * b + 2], m2 = scale[4 * b + 3];
-    for (int j = 0; j < 32; ++j) {
+    for (int j = 0; j < kQ4_KRunBytes; ++j) {
       y[j] = d1 * static_cast<float>(q[j] & 0x0F) - m1;
-      y[j + 32] = d2 * static_cast<float>(q[j] >> 4) - m2;
+      y[j + kQ4_KRunBytes] = d2 * static_cast<float>(q[j] >> 4) - m2;
     }
   }
 }
 
 void Q6_KRow(const uint8_t* q, const float* scale, int64_t k, float* y) {
-  for (int64_t b = 0; b < k / 256; ++b, q += 192) {
+  for (int64_t b = 0; b < k / kQ6_K.block; ++b, q += kQ6_K.quant_bytes) {
     const uint8_t* ql = q;
-    const uint8_t* qh = q + 128;
-    for (int h = 0; h < 2; ++h, ql += 64, qh += 32, y += 128, scale += 8) {
+    const uint8_t* qh = q + kQ6_KLowBytes;
+    for (int h = 0; h < 2; ++h, ql += 64, qh += 32, y += 128, scale += kQ6_KHalfScales) {
       for (int l = 0; l < 32; ++l) {
         const int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
         const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
@@ -63,7 +89,7 @@ void Q6_KRow(const uint8_t* q, const float* scale, int64_t k, float* y) {
         y[l + 64] = static_cast<float>(q3);
         y[l + 96] = static_cast<float>(q4);
       }
-      for (int e = 0; e < 128; ++e) y[e] *= scale[e / 16];
+      for (int e = 0; e < 128; ++e) y[e] *= scale[e / kQ6_K.scale_group];
     }
   }
 }
@@ -80,7 +106,7 @@ TLALOC_AVX512_CORE_TARGET inline __m512i Bytes16(const uint8_t* p) {
 TLALOC_AVX512_CORE_TARGET void Q4_0RowAvx512(const uint8_t* q, const uint16_t* scale, int64_t k,
                                              float* y) {
   const __m512i mask = _mm512_set1_epi32(0x0F), eight = _mm512_set1_epi32(8);
-  for (int64_t b = 0; b < k / 32; ++b, q += 16, y += 32) {
+  for (int64_t b = 0; b < k / kQ4_0.block; ++b, q += kQ4_0Bytes, y += kQ4_0.block) {
     const __m512 d = _mm512_set1_ps(HalfBitsToFloat(scale[b]));
     const __m512i v = Bytes16(q);
     const __m512i lo = _mm512_sub_epi32(_mm512_and_si512(v, mask), eight);
@@ -93,7 +119,7 @@ TLALOC_AVX512_CORE_TARGET void Q4_0RowAvx512(const uint8_t* q, const uint16_t* s
 TLALOC_AVX512_CORE_TARGET void Q4_KRowAvx512(const uint8_t* q, const float* scale, int64_t k,
                                              float* y) {
   const __m512i mask = _mm512_set1_epi32(0x0F);
-  for (int64_t b = 0; b < k / 64; ++b, q += 32, y += 64) {
+  for (int64_t b = 0; b < k / kQ4_KRun; ++b, q += kQ4_KRunBytes, y += kQ4_KRun) {
     const __m512 d1 = _mm512_set1_ps(scale[4 * b]), m1 = _mm512_set1_ps(scale[4 * b + 1]);
     const __m512 d2 = _mm512_set1_ps(scale[4 * b + 2]), m2 = _mm512_set1_ps(scale[4 * b + 3]);
     for (int h = 0; h < 2; ++h) {
@@ -122,10 +148,10 @@ TLALOC_AVX512_CORE_TARGET void Q6_KRowAvx512(const uint8_t* q, const float* scal
                                              float* y) {
   const __m512i mask = _mm512_set1_epi32(0x0F), three = _mm512_set1_epi32(3);
   auto& put = Q6_KPut;
-  for (int64_t b = 0; b < k / 256; ++b, q += 192) {
+  for (int64_t b = 0; b < k / kQ6_K.block; ++b, q += kQ6_K.quant_bytes) {
     const uint8_t* ql = q;
-    const uint8_t* qh = q + 128;
-    for (int h = 0; h < 2; ++h, ql += 64, qh += 32, y += 128, scale += 8) {
+    const uint8_t* qh = q + kQ6_KLowBytes;
+    for (int h = 0; h < 2; ++h, ql += 64, qh += 32, y += 128, scale += kQ6_KHalfScales) {
       for (int c = 0; c < 2; ++c) {
         const __m512i a = Bytes16(ql + 16 * c), b2 = Bytes16(ql + 32 + 16 * c);
         const __m512i hb = Bytes16(qh + 16 * c);
@@ -143,7 +169,7 @@ TLALOC_AVX512_CORE_TARGET void Q6_KRowAvx512(const uint8_t* q, const float* scal
 
 // Decode without the row buffer: each 32-element step of a row dequantised into two registers
 // (elements 0-15 and 16-31, the values above) and multiplied by the f32 kernel's arithmetic
-// (reduction_matmul.cc, as ops::Int8Matmul repeats it): its lane order, one FMA per half and
+// (reduction_matmul.cc, as cpu::Int8Matmul repeats it): its lane order, one FMA per half and
 // step into two accumulators, its horizontal sum; x is put in that lane order once per call.
 inline constexpr int kLoLanes[16] = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};
 inline constexpr int kHiLanes[16] = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31};
@@ -153,7 +179,7 @@ template <typename Step>
 TLALOC_AVX512_CORE_TARGET inline void StepsQ4_0(const uint8_t* q, const uint16_t* scale, int64_t k,
                                                 Step&& step) {
   const __m512i mask = _mm512_set1_epi32(0x0F), eight = _mm512_set1_epi32(8);
-  for (int64_t b = 0; b < k / 32; ++b, q += 16) {
+  for (int64_t b = 0; b < k / kQ4_0.block; ++b, q += kQ4_0Bytes) {
     const __m512 d = _mm512_set1_ps(HalfBitsToFloat(scale[b]));
     const __m512i v = Bytes16(q);
     const __m512i lo = _mm512_sub_epi32(_mm512_and_si512(v, mask), eight);
@@ -171,7 +197,7 @@ template <typename Step>
 TLALOC_AVX512_CORE_TARGET inline void StepsQ4_K(const uint8_t* q, const float* scale, int64_t k,
                                                 Step&& step) {
   const __m512i mask = _mm512_set1_epi32(0x0F);
-  for (int64_t b = 0; b < k / 64; ++b, q += 32) {
+  for (int64_t b = 0; b < k / kQ4_KRun; ++b, q += kQ4_KRunBytes) {
     const __m512i v0 = Bytes16(q), v1 = Bytes16(q + 16);
     const __m512 d1 = _mm512_set1_ps(scale[4 * b]), m1 = _mm512_set1_ps(scale[4 * b + 1]);
     const __m512 d2 = _mm512_set1_ps(scale[4 * b + 2]), m2 = _mm512_set1_ps(scale[4 * b + 3]);
@@ -186,10 +212,10 @@ TLALOC_AVX512_CORE_TARGET inline void StepsQ6_K(const uint8_t* q, const float* s
                                                 Step&& step) {
   const __m512i mask = _mm512_set1_epi32(0x0F), three = _mm512_set1_epi32(3);
   auto& value = Q6_KValue;
-  for (int64_t b = 0; b < k / 256; ++b, q += 192) {
+  for (int64_t b = 0; b < k / kQ6_K.block; ++b, q += kQ6_K.quant_bytes) {
     const uint8_t* ql = q;
-    const uint8_t* qh = q + 128;
-    for (int h = 0; h < 2; ++h, ql += 64, qh += 32, scale += 8) {
+    const uint8_t* qh = q + kQ6_KLowBytes;
+    for (int h = 0; h < 2; ++h, ql += 64, qh += 32, scale += kQ6_KHalfScales) {
       const __m512i a0 = Bytes16(ql), a1 = Bytes16(ql + 16);
       const __m512i b0 = Bytes16(ql + 32), b1 = Bytes16(ql + 48);
       const __m512i h0 = Bytes16(qh), h1 = Bytes16(qh + 16);
@@ -235,7 +261,7 @@ struct DotStep {
 
 // One packed row against S vectors xp (each [k], in the kernel's lane order per step).
 template <int S>
-TLALOC_AVX512_CORE_TARGET void RowDotsAvx512(GgufPacked f, const uint8_t* q, const uint8_t* sr,
+TLALOC_AVX512_CORE_TARGET void RowDotsAvx512(QuantFormat f, const uint8_t* q, const uint8_t* sr,
                                              int64_t k, const float* xp, float* out,
                                              int64_t out_s) {
   __m512 acc0[S], acc1[S];
@@ -244,14 +270,16 @@ TLALOC_AVX512_CORE_TARGET void RowDotsAvx512(GgufPacked f, const uint8_t* q, con
   const __m512i lo_idx = _mm512_loadu_si512(kLoLanes), hi_idx = _mm512_loadu_si512(kHiLanes);
   DotStep<S> step{acc0, acc1, lo_idx, hi_idx, xp, k};
   switch (f) {
-    case GgufPacked::kQ4_0:
+    case QuantFormat::kQ4_0:
       StepsQ4_0(q, reinterpret_cast<const uint16_t*>(sr), k, step);
       break;
-    case GgufPacked::kQ4_K:
+    case QuantFormat::kQ4_K:
       StepsQ4_K(q, reinterpret_cast<const float*>(sr), k, step);
       break;
-    case GgufPacked::kQ6_K:
+    case QuantFormat::kQ6_K:
       StepsQ6_K(q, reinterpret_cast<const float*>(sr), k, step);
+      break;
+    case QuantFormat::kQ8_0:  // not a packed format: GgufMatmul refuses it
       break;
   }
 #pragma GCC unroll 4
@@ -270,52 +298,49 @@ TLALOC_AVX512_CORE_TARGET void PermuteVectors(const float* x, int64_t s, int64_t
 
 }  // namespace
 
-int64_t GgufPackedRowBytes(GgufPacked f, int64_t k) {
-  return f == GgufPacked::kQ6_K ? k / 256 * 192 : k / 2;
-}
+// The row sizes the packed forms had before they came from the table.
+static_assert(QuantRowBytes(QuantFormat::kQ4_0, 256) == 128 &&
+              QuantRowBytes(QuantFormat::kQ4_K, 256) == 128 &&
+              QuantRowBytes(QuantFormat::kQ6_K, 256) == 192);
+static_assert(QuantScaleRowBytes(QuantFormat::kQ4_0, 256) == 256 / 32 * 2 &&
+              QuantScaleRowBytes(QuantFormat::kQ4_K, 256) == 256 / 32 * 8 &&
+              QuantScaleRowBytes(QuantFormat::kQ6_K, 256) == 256 / 16 * 4);
 
-int64_t GgufScaleRowBytes(GgufPacked f, int64_t k) {
-  switch (f) {
-    case GgufPacked::kQ4_0:
-      return k / 32 * 2;
-    case GgufPacked::kQ4_K:
-      return k / 32 * 8;
-    case GgufPacked::kQ6_K:
-      return k / 16 * 4;
-  }
-  return 0;
-}
-
-void GgufDequantizeRows(GgufPacked f, const uint8_t* q, const void* scale, int64_t k, int64_t r0,
+void GgufDequantizeRows(QuantFormat f, const uint8_t* q, const void* scale, int64_t k, int64_t r0,
                         int64_t nb, float* out) {
-  const int64_t qb = GgufPackedRowBytes(f, k), sb = GgufScaleRowBytes(f, k);
+  const int64_t qb = QuantRowBytes(f, k), sb = QuantScaleRowBytes(f, k);
   const auto* s = static_cast<const uint8_t*>(scale);
   for (int64_t r = r0; r < r0 + nb; ++r, out += k) {
     const uint8_t* qr = q + r * qb;
     const uint8_t* sr = s + r * sb;
     switch (f) {
-      case GgufPacked::kQ4_0:
+      case QuantFormat::kQ4_0:
         (kAvx512 ? Q4_0RowAvx512 : Q4_0Row)(qr, reinterpret_cast<const uint16_t*>(sr), k, out);
         break;
-      case GgufPacked::kQ4_K:
+      case QuantFormat::kQ4_K:
         (kAvx512 ? Q4_KRowAvx512 : Q4_KRow)(qr, reinterpret_cast<const float*>(sr), k, out);
         break;
-      case GgufPacked::kQ6_K:
+      case QuantFormat::kQ6_K:
         (kAvx512 ? Q6_KRowAvx512 : Q6_KRow)(qr, reinterpret_cast<const float*>(sr), k, out);
+        break;
+      case QuantFormat::kQ8_0:  // not a packed format: GgufMatmul refuses it
         break;
     }
   }
 }
 
-void GgufMatmul(GgufPacked f, const float* x, int64_t m, const uint8_t* q, const void* scale,
-                int64_t n, int64_t k, float* c, EvalContext& ctx) {
+Status GgufMatmul(QuantFormat f, const float* x, int64_t m, const uint8_t* q, const void* scale,
+                  int64_t n, int64_t k, float* c, EvalContext& ctx) {
+  if (!IsGgufPacked(f))
+    return InvalidArgument(std::string("GgufMatmul: ") + std::string(QuantFormatName(f)) +
+                           " is not a GGUF packed format (expected q4_0, q4_k or q6_k)");
   auto dequantise = [&](int64_t j0, int64_t nb, float* out) {
     GgufDequantizeRows(f, q, scale, k, j0, nb, out);
   };
   if (m > kMaxVectors) {
     // Prefill: BLAS's 256 x 256 blocks on 256 dequantised rows at a time (the calls ViewMatmul
     // makes, so its bits), else the whole matrix dequantised and ViewMatmul.
-    if (BlasMatmulTransposedBlocks(x, m, k, n, dequantise, c, ctx)) return;
+    if (BlasMatmulTransposedBlocks(x, m, k, n, dequantise, c, ctx)) return OkStatus();
     Literal dense_buffer = Literal::Uninitialized(TensorType(ElementType::kF32, {n, k}));
     float* dense = dense_buffer.span<float>().data();
     ctx.ParallelFor(
@@ -324,7 +349,7 @@ void GgufMatmul(GgufPacked f, const float* x, int64_t m, const uint8_t* q, const
     MatrixView a{reinterpret_cast<const std::byte*>(x), ElementType::kF32, m * k, k, 1};
     MatrixView b{reinterpret_cast<const std::byte*>(dense), ElementType::kF32, n * k, 1, k};
     ViewMatmul(a, b, 1, m, k, n, c, ctx);
-    return;
+    return OkStatus();
   }
   // Decode: each thread streams its share of rows once; a row is dequantised into a buffer that
   // stays in L1 and dotted with every vector by the f32 kernel (the same per-pair arithmetic as
@@ -333,7 +358,7 @@ void GgufMatmul(GgufPacked f, const float* x, int64_t m, const uint8_t* q, const
   if (kAvx512) {
     std::vector<float> xp(static_cast<size_t>(m * k));
     PermuteVectors(x, m, k, xp.data());
-    const int64_t qb = GgufPackedRowBytes(f, k), sb = GgufScaleRowBytes(f, k);
+    const int64_t qb = QuantRowBytes(f, k), sb = QuantScaleRowBytes(f, k);
     const auto* s = static_cast<const uint8_t*>(scale);
     ParallelShares(ctx, n, block, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r)
@@ -341,7 +366,7 @@ void GgufMatmul(GgufPacked f, const float* x, int64_t m, const uint8_t* q, const
           RowDotsAvx512<decltype(v)::value>(f, q + r * qb, s + r * sb, k, xp.data(), c + r, n);
         });
     });
-    return;
+    return OkStatus();
   }
   ParallelShares(ctx, n, block, [&](int64_t begin, int64_t end) {
     std::vector<float> row(static_cast<size_t>(k));
@@ -350,6 +375,7 @@ void GgufMatmul(GgufPacked f, const float* x, int64_t m, const uint8_t* q, const
       for (int64_t v = 0; v < m; ++v) c[v * n + r] = DotF32(x + v * k, row.data(), k);
     }
   });
+  return OkStatus();
 }
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

@@ -8,10 +8,12 @@
 #include <cstdint>
 
 #include "tlaloc/ir/op_registry.h"
+#include "tlaloc/ir/quant_format.h"
+#include "tlaloc/support/status.h"
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
 
-// The packed forms (per row of K weights):
+// The packed forms (per row of K weights), ir/quant_format.h's table rows:
 //   kQ4_0: q u8 [K / 2]: each 32-block's 16 bytes, element j the low nibble of byte j, element
 //          j + 16 its high nibble; scale f16 [K / 32]; w = (nibble - 8) * d.
 //   kQ4_K: q u8 [K / 2]: each 64 elements' 32 bytes, element j the low nibble of byte j, element
@@ -19,21 +21,30 @@ namespace tlaloc::ops {
 //          w = sc * nibble - m (two roundings, no fused multiply-add).
 //   kQ6_K: q u8 [K / 256, 192]: a super-block's ql (128 bytes) then qh (64), llama.cpp's order;
 //          scale f32 [K / 16] = d * sc per 16-block; w = scale * (q6 - 32).
-enum class GgufPacked { kQ4_0, kQ4_K, kQ6_K };
+// q8_0 is the int8 kernels' (reduction_matmul.h's Int8Matmul, reduction_matmul_q8.h), not these.
+inline constexpr bool IsGgufPacked(QuantFormat f) { return f != QuantFormat::kQ8_0; }
 
-// Bytes of packed q and of scale per row of k weights.
-int64_t GgufPackedRowBytes(GgufPacked f, int64_t k);
-int64_t GgufScaleRowBytes(GgufPacked f, int64_t k);
+// Bytes of quants and of scales per row of k weights (k a multiple of the format's block), from
+// the format's table row; any QuantFormat.
+constexpr int64_t QuantRowBytes(QuantFormat f, int64_t k) {
+  return k / QuantTraits(f).block * QuantTraits(f).quant_bytes;
+}
+constexpr int64_t QuantScaleRowBytes(QuantFormat f, int64_t k) {
+  const QuantFormatInfo& t = QuantTraits(f);
+  return k / t.block * t.scales_per_block() * t.scale_bytes;
+}
 
-// Rows [r0, r0 + nb) of w [n, k] dequantised to out [nb, k] (f32, row-major).
-void GgufDequantizeRows(GgufPacked f, const uint8_t* q, const void* scale, int64_t k, int64_t r0,
+// Rows [r0, r0 + nb) of w [n, k] dequantised to out [nb, k] (f32, row-major); `f` a GGUF packed
+// format (IsGgufPacked).
+void GgufDequantizeRows(QuantFormat f, const uint8_t* q, const void* scale, int64_t k, int64_t r0,
                         int64_t nb, float* out);
 
 // c [m, n] = x [m, k] (f32, row-major) times dequant(w) transposed, bit for bit ViewMatmul's
 // with the dequantised f32 matrix: up to kMaxVectors rows of x stream w once (a row dequantised
 // into a buffer in L1, then the f32 matrix-vector kernel's dot); more dequantise 256 rows of w
 // at a time for BLAS's blocks (or all of w where ViewMatmul takes another path).
-void GgufMatmul(GgufPacked f, const float* x, int64_t m, const uint8_t* q, const void* scale,
-                int64_t n, int64_t k, float* c, EvalContext& ctx);
+// InvalidArgument for q8_0 (not a GGUF packed format).
+Status GgufMatmul(QuantFormat f, const float* x, int64_t m, const uint8_t* q, const void* scale,
+                  int64_t n, int64_t k, float* c, EvalContext& ctx);
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

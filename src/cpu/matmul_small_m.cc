@@ -11,7 +11,7 @@
 #include "tlaloc/support/cpu_features.h"
 #include "tlaloc/support/half.h"
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
 
 namespace {
 
@@ -253,4 +253,4 @@ bool SmallMMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64
   return true;
 }
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

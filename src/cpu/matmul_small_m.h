@@ -14,7 +14,7 @@
 
 #include "reduction_matmul.h"
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
 
 // The most rows of A the kernel takes; larger products (long prompts) go to oneDNN or BLAS.
 inline constexpr int64_t kSmallMMaxRows = 64;
@@ -25,4 +25,4 @@ inline constexpr int64_t kSmallMMaxRows = 64;
 bool SmallMMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t m, int64_t k,
                   int64_t n, float* c, EvalContext& ctx);
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

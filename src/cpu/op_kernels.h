@@ -8,7 +8,7 @@
 
 #include "tlaloc/ir/op_registry.h"
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
 
 // stablehlo.dot_general and stablehlo.dot (dot_kernels.cc).
 Status DotKernel(const Operation& op, std::span<const Literal> operands,
@@ -20,4 +20,4 @@ Status RaggedDotKernel(const Operation& op, std::span<const Literal> operands,
 Status ReduceKernel(const Operation& op, std::span<const Literal> operands,
                     std::vector<Literal>& results, EvalContext& ctx);
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

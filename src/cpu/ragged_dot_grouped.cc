@@ -19,7 +19,7 @@
 #define TLALOC_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
 #endif
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
 
 namespace {
 
@@ -419,4 +419,4 @@ bool GroupedRowsProduct(const Literal& lhs, const Literal& rhs, int64_t rhs_cont
   return false;
 }
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

@@ -13,7 +13,7 @@
 #include "tlaloc/ir/literal.h"
 #include "tlaloc/ir/op_registry.h"
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
 
 // Runs fn(task) for every task in [0, tasks) over the pool, handed out one at a time so that a
 // thread the OS slows down takes fewer (groups differ in size, and the machine is shared).
@@ -77,4 +77,4 @@ bool F32RowsTimesRowsT(const float* a, int64_t lda, int64_t rows, const float* w
 bool Int8RowsTimesRowsT(const float* a, int64_t lda, int64_t rows, const int8_t* w,
                         const uint16_t* scales, int64_t n, int64_t k, float* c, int64_t ldc);
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

@@ -19,7 +19,7 @@
 #include "tlaloc/support/cpu_features.h"
 #include "tlaloc/support/half.h"
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
 
 namespace {
 
@@ -198,4 +198,4 @@ Status RaggedDotInt8(const Literal& x, const Literal& w, const Literal& scales,
   return OkStatus();
 }
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

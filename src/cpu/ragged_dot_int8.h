@@ -9,7 +9,7 @@
 #include "tlaloc/ir/op_registry.h"
 #include "tlaloc/support/status.h"
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
 
 // c [M, N] (f32) = for each group g of `group_sizes` (s32 or s64 [G], consecutive rows of x in
 // group order, clipped to M as chlo.ragged_dot clips them): x rows [M, K] (f32) times w[g]
@@ -20,7 +20,7 @@ namespace tlaloc::ops {
 // pool, a task per (group, block of 96 weight rows) dequantising 24 rows at a time into a
 // buffer that stays in L2; with sgemm's groups (TLALOC_RAGGED_DOT=sgemm), a task per (group,
 // block of 256 rows) and one single-thread sgemm; the matrix-vector kernel's groups through
-// ops::Int8Matmul, which streams the expert's s8 rows over all threads with the same sums. In
+// cpu::Int8Matmul, which streams the expert's s8 rows over all threads with the same sums. In
 // the q8_0 activation mode (reduction_matmul_q8.h) groups of more than two rows run in one pass
 // too (Int8MatmulQ8_0Groups: the tile kernel's products, each row quantised once), the rest
 // are Int8MatmulQ8_0 each (TLALOC_RAGGED_DOT=per_group: every group). Each used
@@ -28,4 +28,4 @@ namespace tlaloc::ops {
 Status RaggedDotInt8(const Literal& x, const Literal& w, const Literal& scales,
                      const Literal& group_sizes, Literal& c, EvalContext& ctx);
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

@@ -16,7 +16,7 @@
 #include "tlaloc/support/cpu_features.h"
 #include "tlaloc/support/half.h"
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
 
 namespace {
 
@@ -676,4 +676,4 @@ void ViewMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t
   BlasMatmulViews(a, b, batch, m, k, n, c, ctx);
 }
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

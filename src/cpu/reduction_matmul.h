@@ -14,7 +14,7 @@
 
 #include "tlaloc/ir/op_registry.h"
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
 
 // A batch of matrices in memory: element (b, r, c) lives at
 // data + (b * batch_stride + r * row_stride + c * col_stride) elements; one of row_stride and
@@ -153,4 +153,4 @@ bool DnnlBf16Available();
 bool DnnlMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t m, int64_t k,
                 int64_t n, float* c, EvalContext& ctx);
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

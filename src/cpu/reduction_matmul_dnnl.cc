@@ -17,7 +17,7 @@
 #include "tlaloc/cpu/blas_kernels.h"
 #include "tlaloc/support/cpu_features.h"
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
 
 namespace {
 
@@ -117,4 +117,4 @@ bool DnnlMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t
   return !failed;
 }
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

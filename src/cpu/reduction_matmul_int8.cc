@@ -15,7 +15,7 @@
 #include "tlaloc/support/cpu_features.h"
 #include "tlaloc/support/half.h"
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
 
 namespace {
 
@@ -195,4 +195,4 @@ void Int8Matmul(const float* x, int64_t m, const int8_t* w, const uint16_t* scal
   });
 }
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

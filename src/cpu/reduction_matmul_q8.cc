@@ -37,7 +37,7 @@
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
 #endif
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
 
 using q8_internal::kBlock;
 using q8_internal::kTileCols;
@@ -628,4 +628,4 @@ void Int8MatmulQ8_0(const float* x, int64_t m, const int8_t* w, const uint16_t* 
   PortableRows(xq, m, w, scales, n, k, c, ctx);
 }
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

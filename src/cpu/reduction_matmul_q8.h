@@ -4,7 +4,7 @@
 // block is an exact int32 sum (AVX512-VNNI `vpdpbusd` where the CPU has it), scaled by
 // dx * dw and accumulated in f32. This changes results beyond summation order (the activations
 // lose bits), so it runs only when asked: TLALOC_INT8_ACTIVATIONS=q8_0. The default, `exact`,
-// keeps ops::Int8Matmul (reduction_matmul.h), bit for bit the printed program's f32 chain.
+// keeps cpu::Int8Matmul (reduction_matmul.h), bit for bit the printed program's f32 chain.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,7 @@
 #include "tlaloc/ir/op_registry.h"
 #include "tlaloc/support/status.h"
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
 
 enum class Int8Activations { kExact, kQ8_0 };
 
@@ -69,4 +69,4 @@ void Int8MatmulQ8_0Groups(const float* x, int64_t m, const int8_t* w, const uint
 // Whether the VNNI kernels run on this CPU (AVX-512 on, and AVX512-VNNI present).
 bool Q8UsesVnni();
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

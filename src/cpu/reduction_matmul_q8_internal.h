@@ -8,7 +8,7 @@
 #include "tlaloc/ir/op_registry.h"
 #include "tlaloc/ir/quant_format.h"
 
-namespace tlaloc::ops::q8_internal {
+namespace tlaloc::cpu::q8_internal {
 
 inline constexpr int64_t kBlock = kQ8_0BlockElements;  // the q8_0 block (ir/quant_format.h)
 // Rows of w in one VNNI tile (two vectors of sixteen int32 lanes).
@@ -37,4 +37,4 @@ QuantizedRows QuantizeRows(const float* x, int64_t m, int64_t k, EvalContext& ct
 void PackTileBytes(const int8_t* w, int64_t n, int64_t k, int64_t j0, uint8_t* packed);
 #endif
 
-}  // namespace tlaloc::ops::q8_internal
+}  // namespace tlaloc::cpu::q8_internal

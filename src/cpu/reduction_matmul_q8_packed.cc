@@ -32,7 +32,7 @@
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
 #endif
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
 
 using q8_internal::kBlock;
 using q8_internal::kTileCols;
@@ -351,4 +351,4 @@ void ClearQ8Cache() {
   cache.bytes = 0;
 }
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

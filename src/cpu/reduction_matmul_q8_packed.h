@@ -11,7 +11,7 @@
 #include "tlaloc/ir/literal.h"
 #include "tlaloc/ir/op_registry.h"
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
 
 // w [n, k] s8 with f16 scales [n, k / 32], in tiles of 32 rows: for each tile, block after block,
 // 1024 bytes of weights (PackTileBytes' layout: four bytes of each of 32 rows per 128 bytes, plus
@@ -55,4 +55,4 @@ Q8CacheStats GetQ8CacheStats();
 // Drops every entry (tests; a server that unloads a model and wants the memory back at once).
 void ClearQ8Cache();
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

@@ -17,7 +17,10 @@
 #include "support/avx512_intrinsics.h"
 #include "tlaloc/support/cpu_features.h"
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
+
+using ops::ApplyBinary;
+using ops::BinaryKind;
 
 namespace {
 
@@ -101,4 +104,4 @@ bool ReduceContiguousRowsF32(BinaryKind kind, const float* in, float init, float
   return true;
 }
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

@@ -8,14 +8,14 @@
 
 #include "ops/reduction_kernels.h"
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
 
 // out[r] = the fold of init and row r of `in` ([rows, n] row-major f32) with `kind`.
 // Returns false, writing nothing, for kinds other than add, multiply, max and min.
-bool ReduceContiguousRowsF32(BinaryKind kind, const float* in, float init, float* out, int64_t rows,
-                             int64_t n, EvalContext& ctx);
+bool ReduceContiguousRowsF32(ops::BinaryKind kind, const float* in, float init, float* out,
+                             int64_t rows, int64_t n, EvalContext& ctx);
 // One row's fold with the same bits (for fused kernels that reduce a row they hold in cache);
 // `kind` one of those four.
-float FoldRowF32(BinaryKind kind, const float* x, int64_t n, float init);
+float FoldRowF32(ops::BinaryKind kind, const float* x, int64_t n, float init);
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

@@ -6,7 +6,7 @@
 #include "support/avx512_intrinsics.h"
 #include "tlaloc/support/cpu_features.h"
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
 
 // a + b, then pairwise over the 16 lanes in a fixed order, in registers: lane l += lane l + 8,
 // then l + 4, l + 2, l + 1.
@@ -19,4 +19,4 @@ TLALOC_AVX512_CORE_TARGET inline float SumLanes(__m512 a, __m512 b) {
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

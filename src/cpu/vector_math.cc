@@ -11,7 +11,16 @@
 #include "support/avx512_intrinsics.h"
 #endif
 
-namespace tlaloc::ops::vmath {
+namespace tlaloc::cpu::vmath {
+
+using ops::vmath::Bf16ToF32Scalar;
+using ops::vmath::Exp;
+using ops::vmath::ExpF32Scalar;
+using ops::vmath::F32ToBf16Scalar;
+using ops::vmath::Logistic;
+using ops::vmath::LogisticF32Scalar;
+using ops::vmath::Rsqrt;
+using ops::vmath::RsqrtF32Scalar;
 
 namespace {
 
@@ -208,4 +217,4 @@ void F32ToBf16(const float* in, uint16_t* out, int64_t n) {
   F32ToBf16Scalar(in, out, n);
 }
 
-}  // namespace tlaloc::ops::vmath
+}  // namespace tlaloc::cpu::vmath

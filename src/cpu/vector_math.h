@@ -13,7 +13,7 @@
 
 #include "ops/bulk_math.h"
 
-namespace tlaloc::ops::vmath {
+namespace tlaloc::cpu::vmath {
 
 // The kernels the interpreter uses: vectorised where the CPU allows, scalar otherwise.
 void ExpF32(const float* in, float* out, int64_t n);
@@ -28,4 +28,4 @@ void F32ToBf16(const float* in, uint16_t* out, int64_t n);
 // when the environment sets TLALOC_VECTOR_MATH=0 (scalar loops, for speed comparisons).
 bool HasVectorKernels();
 
-}  // namespace tlaloc::ops::vmath
+}  // namespace tlaloc::cpu::vmath

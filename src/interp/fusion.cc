@@ -22,10 +22,10 @@ bool IsF32(Value v) {
 // order), x - max in f32, the
 // exponential op's kernel, then e / sum. The R rows' chains are interleaved so their add
 // latencies overlap; no row's order of operations changes.
-// The row's maximum by the reduce's own rule (ops::FoldRowF32: AVX-512 where the order of
+// The row's maximum by the reduce's own rule (cpu::FoldRowF32: AVX-512 where the order of
 // comparisons cannot matter, the sequential rule otherwise, NaN payloads and zero signs exact).
 float RowMax(const float* x, int64_t n, float init) {
-  return ops::FoldRowF32(BinaryKind::kMax, x, n, init);
+  return cpu::FoldRowF32(BinaryKind::kMax, x, n, init);
 }
 
 template <int R>
@@ -34,7 +34,7 @@ void SoftmaxRows(const float* x, float* out, int64_t n, float max_init, float su
   for (int r = 0; r < R; ++r) m[r] = RowMax(x + r * n, n, max_init), s[r] = sum_init;
   for (int r = 0; r < R; ++r)
     for (int64_t j = 0; j < n; ++j) out[r * n + j] = x[r * n + j] - m[r];
-  ops::vmath::ExpF32(out, out, R * n);
+  cpu::vmath::ExpF32(out, out, R * n);
   for (int64_t j = 0; j < n; ++j)
     for (int r = 0; r < R; ++r) s[r] = s[r] + out[r * n + j];
   for (int r = 0; r < R; ++r)
@@ -128,7 +128,7 @@ void MaskedSoftmaxRows(float* x, int64_t n, const int64_t* seen, float fill, flo
   for (int r = 0; r < R; ++r) {
     float* row = x + r * n;
     for (int64_t j = 0; j < live[r]; ++j) row[j] = row[j] - m[r];
-    ops::vmath::ExpF32(row, row, live[r]);
+    cpu::vmath::ExpF32(row, row, live[r]);
   }
   for (int64_t j = 0; j < common; ++j)
     for (int r = 0; r < R; ++r) s[r] = s[r] + x[r * n + j];

@@ -67,7 +67,7 @@ const FusedKernel& Int8DotKernel();
 // its decomposition's bits (fusion_int8.cc).
 bool MatchInt8Composite(const Block& block, int a, std::vector<int>& chain,
                         std::vector<Value>& operands, const FusedKernel*& kernel);
-// The composite tlaloc.gguf_linear (q4_0, q4_k, q6_k) at op `a`, run as ops::GgufMatmul with its
+// The composite tlaloc.gguf_linear (q4_0, q4_k, q6_k) at op `a`, run as cpu::GgufMatmul with its
 // decomposition's bits (fusion_gguf.cc).
 bool MatchGgufComposite(const Block& block, int a, std::vector<int>& chain,
                         std::vector<Value>& operands, const FusedKernel*& kernel);

@@ -6,7 +6,7 @@
 //
 // fifteen ops, ten of them over the whole of x: a greedy decode step's argmax over a 151,936-id
 // vocabulary (about a millisecond). One pass per row gives the same result: the row's maximum
-// by the reduce's own rule (ops::FoldRowF32), then the smallest of the init, the first index
+// by the reduce's own rule (cpu::FoldRowF32), then the smallest of the init, the first index
 // that holds it (NaN matching NaN), and past_end where any index does not.
 #include <algorithm>
 #include <cmath>
@@ -53,7 +53,7 @@ const FusedKernel& ArgmaxKernel() {
         ctx.ParallelFor(rows, 1, [&](int64_t begin, int64_t end) {
           for (int64_t r = begin; r < end; ++r) {
             const float* row = px + r * n;
-            const float m = ops::FoldRowF32(BinaryKind::kMax, row, n, max_init);
+            const float m = cpu::FoldRowF32(BinaryKind::kMax, row, n, max_init);
             const bool nan = std::isnan(m);
             int64_t first = -1;
             for (int64_t j = 0; j < n && first < 0; ++j)

@@ -1,5 +1,5 @@
 // stablehlo.composite "tlaloc.gguf_linear" {format} on (x f32 [..., K], q u8, scale) (nn/
-// gguf_linear.h) runs as ops::GgufMatmul: each packed row dequantised with the decomposition's
+// gguf_linear.h) runs as cpu::GgufMatmul: each packed row dequantised with the decomposition's
 // arithmetic and multiplied by the f32 kernels, so the result has the decomposition's bits while
 // the weights stay packed (no [N, K] f32 temporary in decode).
 #include "cpu/matmul_gguf4.h"
@@ -14,7 +14,7 @@ bool HasType(Value v, ElementType et) {
   return v.type().is_tensor() && v.tensor_type().element_type == et;
 }
 
-template <ops::GgufPacked F>
+template <QuantFormat F>
 const FusedKernel& GgufLinearKernel(const char* name) {
   static const FusedKernel* kernel = new FusedKernel{
       name, [](std::span<const Literal> in, Literal& out, EvalContext& ctx) -> Status {
@@ -26,9 +26,9 @@ const FusedKernel& GgufLinearKernel(const char* name) {
         const int64_t n = q.dims()[0], k = x.dims().back();
         const int64_t m = k > 0 ? x.num_elements() / k : 0;
         if (m == 0 || n == 0) return OkStatus();
-        ops::GgufMatmul(F, x.span<float>().data(), m, reinterpret_cast<const uint8_t*>(q.data()),
-                        scale.data(), n, k, out.span<float>().data(), ctx);
-        return OkStatus();
+        return cpu::GgufMatmul(F, x.span<float>().data(), m,
+                               reinterpret_cast<const uint8_t*>(q.data()), scale.data(), n, k,
+                               out.span<float>().data(), ctx);
       }};
   return *kernel;
 }
@@ -54,7 +54,7 @@ bool MatchGgufComposite(const Block& block, int a, std::vector<int>& chain,
   if (xd.empty() || qd.empty()) return false;
   const int64_t n = qd[0], k = xd.back();
   // The exact layouts of one matrix [n, k] in the format (ir/quant_format.h's table, which
-  // ops::GgufPacked's kernels follow).
+  // cpu::GgufMatmul's kernels follow).
   auto parsed = ParseQuantFormat(format);
   if (!parsed.ok()) return false;
   auto types = QuantStorageTypes(*parsed, {n, k});
@@ -66,13 +66,13 @@ bool MatchGgufComposite(const Block& block, int a, std::vector<int>& chain,
     return false;
   switch (*parsed) {
     case QuantFormat::kQ4_0:
-      kernel = &GgufLinearKernel<ops::GgufPacked::kQ4_0>("fused.gguf_linear_q4_0");
+      kernel = &GgufLinearKernel<QuantFormat::kQ4_0>("fused.gguf_linear_q4_0");
       break;
     case QuantFormat::kQ4_K:
-      kernel = &GgufLinearKernel<ops::GgufPacked::kQ4_K>("fused.gguf_linear_q4_k");
+      kernel = &GgufLinearKernel<QuantFormat::kQ4_K>("fused.gguf_linear_q4_k");
       break;
     case QuantFormat::kQ6_K:
-      kernel = &GgufLinearKernel<ops::GgufPacked::kQ6_K>("fused.gguf_linear_q6_k");
+      kernel = &GgufLinearKernel<QuantFormat::kQ6_K>("fused.gguf_linear_q6_k");
       break;
     case QuantFormat::kQ8_0:  // int8_linear's composite, not this one
       return false;

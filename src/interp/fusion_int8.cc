@@ -2,14 +2,14 @@
 //   r = reshape(q s8 [N, K]) [N, K/32, 32] ; c = convert(r) f32
 //   s = convert(scale f16 [N, K/32]) f32 ; b = broadcast_in_dim(s, dims = [0, 1]) [N, K/32, 32]
 //   w = reshape(c * b) [N, K] ; y = dot_general(x f32 [..., K], w, contracting {last} x {1})
-// runs as ops::Int8Matmul on (x, q, scale): decode's rows stream the int8 matrix once with the
+// runs as cpu::Int8Matmul on (x, q, scale): decode's rows stream the int8 matrix once with the
 // f32 matrix-vector kernel's arithmetic, so y has the unfused chain's bits and no [N, K] f32
 // temporary exists.
 //
 // The same chain on a stack of matrices q s8 [G, N, K] (scales [G, N, K/32], broadcast dims
 // [0, 1, 2]) feeding chlo.ragged_dot's grouped rows (x f32 [M, K] contracting {1}, rhs [G, N, K]
 // contracting {2}, groups on {0}) is nn::SparseMoe's int8 expert product: it runs as
-// ops::RaggedDotInt8 on (q, scale, x, group_sizes), each group through the kernel above, so each
+// cpu::RaggedDotInt8 on (q, scale, x, group_sizes), each group through the kernel above, so each
 // used expert's s8 matrix is read in place once and no [G, N, K] f32 stack exists.
 #include <unordered_map>
 
@@ -70,7 +70,7 @@ const FusedKernel& Int8RaggedDotKernel() {
                       [](std::span<const Literal> in, Literal& out, EvalContext& ctx) -> Status {
                         // The s8 stack first, as Int8DotKernel's matrix (never aliased with the f32
                         // result).
-                        return ops::RaggedDotInt8(in[2], in[0], in[1], in[3], out, ctx);
+                        return cpu::RaggedDotInt8(in[2], in[0], in[1], in[3], out, ctx);
                       }};
   return *kernel;
 }
@@ -89,14 +89,14 @@ const FusedKernel& Int8DotKernel() {
         const int64_t m = k > 0 ? x.num_elements() / k : 0;
         if (m == 0 || n == 0) return OkStatus();
         // TLALOC_INT8_ACTIVATIONS=q8_0: llama.cpp's activation rounding and VNNI (opt-in).
-        auto mode = ops::Int8ActivationsMode();
+        auto mode = cpu::Int8ActivationsMode();
         if (!mode.ok()) return mode.status();
-        if (*mode == ops::Int8Activations::kQ8_0) {
-          ops::Int8MatmulQ8_0(x.span<float>().data(), m, q.span<int8_t>().data(),
+        if (*mode == cpu::Int8Activations::kQ8_0) {
+          cpu::Int8MatmulQ8_0(x.span<float>().data(), m, q.span<int8_t>().data(),
                               scale.span<uint16_t>().data(), n, k, out.span<float>().data(), ctx);
           return OkStatus();
         }
-        ops::Int8Matmul(x.span<float>().data(), m, q.span<int8_t>().data(),
+        cpu::Int8Matmul(x.span<float>().data(), m, q.span<int8_t>().data(),
                         scale.span<uint16_t>().data(), n, k, out.span<float>().data(), ctx);
         return OkStatus();
       }};
@@ -105,8 +105,8 @@ const FusedKernel& Int8DotKernel() {
 
 // stablehlo.composite "tlaloc.int8_linear" {block = 32, mode = "q8_0"} on (x f32 [..., K],
 // q s8 [N, K], scale f16 [N, K / 32]): its decomposition's bits, from the VNNI kernel that sums
-// in the decomposition's order on the weights repacked once (ops::CachedQ8Weights), or in place
-// (ops::Q8Kernel::kInOrder) where there is no repacked copy.
+// in the decomposition's order on the weights repacked once (cpu::CachedQ8Weights), or in place
+// (cpu::Q8Kernel::kInOrder) where there is no repacked copy.
 const FusedKernel& Int8LinearQ8Kernel() {
   static const FusedKernel* kernel =
       new FusedKernel{"fused.int8_linear_q8_0",
@@ -118,14 +118,14 @@ const FusedKernel& Int8LinearQ8Kernel() {
                         const int64_t m = k > 0 ? x.num_elements() / k : 0;
                         if (m == 0 || n == 0) return OkStatus();
                         // The weights repacked once (kept per buffer), else read in place.
-                        if (auto packed = ops::CachedQ8Weights(q, scale, ctx)) {
-                          ops::Int8MatmulQ8_0Packed(x.span<float>().data(), m, *packed,
+                        if (auto packed = cpu::CachedQ8Weights(q, scale, ctx)) {
+                          cpu::Int8MatmulQ8_0Packed(x.span<float>().data(), m, *packed,
                                                     out.span<float>().data(), ctx);
                           return OkStatus();
                         }
-                        ops::Int8MatmulQ8_0(x.span<float>().data(), m, q.span<int8_t>().data(),
+                        cpu::Int8MatmulQ8_0(x.span<float>().data(), m, q.span<int8_t>().data(),
                                             scale.span<uint16_t>().data(), n, k,
-                                            out.span<float>().data(), ctx, ops::Q8Kernel::kInOrder);
+                                            out.span<float>().data(), ctx, cpu::Q8Kernel::kInOrder);
                         return OkStatus();
                       }};
   return *kernel;

@@ -10,7 +10,7 @@
 //
 // about fifteen ops and two full-size temporaries per norm, four norms per decoder layer: most of
 // a decode step's small ops. Each element gets the ops' arithmetic in the ops' order: the square
-// and the sum fold each row sequentially from 0 (the reduce's fast path, ops::FoldRowF32), the
+// and the sum fold each row sequentially from 0 (the reduce's fast path, cpu::FoldRowF32), the
 // divide by N and the add of eps (both f32, as the decomposition's constants) and rsqrt
 // (vmath::RsqrtF32, exact for every input) on the row's value, then the f32 product, the
 // rounding to bf16 and the bf16 product (widened, f32 multiply, rounded: the bf16 multiply op's
@@ -52,11 +52,11 @@ void NormRows(const NormShape& shape, std::span<const Literal> in, Literal& out,
   std::vector<float> factor(static_cast<size_t>(rows));
   if (shape.low) {
     weight.resize(static_cast<size_t>(n));
-    ops::vmath::Bf16ToF32(reinterpret_cast<const uint16_t*>(in[1].data()), weight.data(), n);
+    cpu::vmath::Bf16ToF32(reinterpret_cast<const uint16_t*>(in[1].data()), weight.data(), n);
   }
   auto load = [&](int64_t r) {  // row r of x, in f32
     if (shape.low)
-      ops::vmath::Bf16ToF32(reinterpret_cast<const uint16_t*>(in[0].data()) + r * n, row.data(), n);
+      cpu::vmath::Bf16ToF32(reinterpret_cast<const uint16_t*>(in[0].data()) + r * n, row.data(), n);
     else
       std::copy_n(in[0].span<float>().data() + r * n, n, row.data());
   };
@@ -76,11 +76,11 @@ void NormRows(const NormShape& shape, std::span<const Literal> in, Literal& out,
         for (int g = 0; g < kSumRows; ++g) acc[g] = acc[g] + squares[g * n + j];
     } else {
       for (int64_t g = 0; g < group; ++g)
-        acc[g] = ops::FoldRowF32(BinaryKind::kAdd, squares.data() + g * n, n, init);
+        acc[g] = cpu::FoldRowF32(BinaryKind::kAdd, squares.data() + g * n, n, init);
     }
     for (int64_t g = 0; g < group; ++g) factor[r0 + g] = acc[g] / count + eps;
   }
-  ops::vmath::RsqrtF32(factor.data(), factor.data(), rows);
+  cpu::vmath::RsqrtF32(factor.data(), factor.data(), rows);
   std::vector<uint16_t> rounded(shape.low ? static_cast<size_t>(n) : 0);
   for (int64_t r = 0; r < rows; ++r) {
     load(begin + r);  // before the row is written: the result may be x's buffer
@@ -88,10 +88,10 @@ void NormRows(const NormShape& shape, std::span<const Literal> in, Literal& out,
     for (int64_t j = 0; j < n; ++j) row[j] = row[j] * f;
     if (shape.low) {
       auto* y = reinterpret_cast<uint16_t*>(out.data()) + (begin + r) * n;
-      ops::vmath::F32ToBf16(row.data(), rounded.data(), n);
-      ops::vmath::Bf16ToF32(rounded.data(), row.data(), n);
+      cpu::vmath::F32ToBf16(row.data(), rounded.data(), n);
+      cpu::vmath::Bf16ToF32(rounded.data(), row.data(), n);
       for (int64_t j = 0; j < n; ++j) row[j] = row[j] * weight[j];
-      ops::vmath::F32ToBf16(row.data(), y, n);
+      cpu::vmath::F32ToBf16(row.data(), y, n);
     } else {
       float* y = out.span<float>().data() + (begin + r) * n;
       const float* w = in[1].span<float>().data();

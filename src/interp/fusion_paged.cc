@@ -7,9 +7,9 @@
 //   keys:   dot_general(q [B, H, G, T, D], r) batch {0, 1} x {0, 1}, contracting {4} x {3}
 //   values: dot_general(p [B, H, G, T, S], r) batch {0, 1} x {0, 1}, contracting {4} x {2}
 //
-// with G * T <= ops::kMaxVectors (a decode step): the gather copied every cached key and value
+// with G * T <= cpu::kMaxVectors (a decode step): the gather copied every cached key and value
 // of every layer once per step (about 4% of a bf16 decode step at short context, more at long).
-// ops::PagedMatmul runs the matrix-vector kernels ViewMatmul would run on the gathered copy,
+// cpu::PagedMatmul runs the matrix-vector kernels ViewMatmul would run on the gathered copy,
 // reading each row through the page table, so the results have the unfused ops' bits.
 #include "cpu/reduction_matmul.h"
 #include "fusion.h"
@@ -93,25 +93,25 @@ std::shared_ptr<const FusedKernel> MatchPagedAttentionDot(const Block& block, co
     shape.values = true;
   else
     return nullptr;
-  if (shape.m < 1 || shape.m > ops::kMaxVectors) return nullptr;
+  if (shape.m < 1 || shape.m > cpu::kMaxVectors) return nullptr;
   chain = {a, r, dot};
   operands = {dop.operand(0), gather.operand(0), gather.operand(1)};
-  const ops::PagedRows geometry{
+  const cpu::PagedRows geometry{
       nullptr, pool.element_type, nullptr, pool.dims[0], blocks, heads, page, d};
   return std::make_shared<const FusedKernel>(FusedKernel{
       shape.values ? "fused.paged_values_dot" : "fused.paged_keys_dot",
       [shape, geometry, bsz](std::span<const Literal> in, Literal& out, EvalContext& ctx) {
-        ops::PagedRows rows = geometry;
+        cpu::PagedRows rows = geometry;
         rows.pool = in[1].data();
         rows.table = in[2].span<int32_t>().data();
         const int64_t k = shape.values ? rows.blocks * rows.page : rows.row_len;
-        ops::MatrixView a;
+        cpu::MatrixView a;
         a.data = in[0].data();
         a.type = in[0].element_type();
         a.batch_stride = shape.m * k;
         a.row_stride = k;
         a.col_stride = 1;
-        ops::PagedMatmul(a, shape.m, rows, bsz, shape.values, out.span<float>().data(), ctx);
+        cpu::PagedMatmul(a, shape.m, rows, bsz, shape.values, out.span<float>().data(), ctx);
         return OkStatus();
       }});
 }

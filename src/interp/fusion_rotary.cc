@@ -37,7 +37,7 @@ void RotaryRows(const RotaryShape& shape, std::span<const Literal> in, Literal& 
   std::vector<float> row(static_cast<size_t>(d)), y(static_cast<size_t>(d));
   for (int64_t r = begin; r < end; ++r) {
     if (shape.low)
-      ops::vmath::Bf16ToF32(reinterpret_cast<const uint16_t*>(in[0].data()) + r * d, row.data(), d);
+      cpu::vmath::Bf16ToF32(reinterpret_cast<const uint16_t*>(in[0].data()) + r * d, row.data(), d);
     else
       std::copy_n(in[0].span<float>().data() + r * d, d, row.data());
     const float* c = cos + (r / shape.heads) * d;
@@ -51,7 +51,7 @@ void RotaryRows(const RotaryShape& shape, std::span<const Literal> in, Literal& 
       y[j] = a + b;
     }
     if (shape.low)
-      ops::vmath::F32ToBf16(y.data(), reinterpret_cast<uint16_t*>(out.data()) + r * d, d);
+      cpu::vmath::F32ToBf16(y.data(), reinterpret_cast<uint16_t*>(out.data()) + r * d, d);
     else
       std::copy_n(y.data(), d, out.span<float>().data() + r * d);
   }

@@ -31,20 +31,20 @@ void SiluMulRange(bool low, std::span<const Literal> in, Literal& out, int64_t b
     if (low) {
       const auto* pg = reinterpret_cast<const uint16_t*>(in[0].data()) + i;
       const auto* pu = reinterpret_cast<const uint16_t*>(in[1].data()) + i;
-      ops::vmath::Bf16ToF32(pg, g, m);
-      ops::vmath::Bf16ToF32(pu, u, m);
-      ops::vmath::LogisticF32(g, l, m);
-      ops::vmath::F32ToBf16(l, bits, m);  // l = logistic(g) in bf16
-      ops::vmath::Bf16ToF32(bits, l, m);
+      cpu::vmath::Bf16ToF32(pg, g, m);
+      cpu::vmath::Bf16ToF32(pu, u, m);
+      cpu::vmath::LogisticF32(g, l, m);
+      cpu::vmath::F32ToBf16(l, bits, m);  // l = logistic(g) in bf16
+      cpu::vmath::Bf16ToF32(bits, l, m);
       for (int64_t k = 0; k < m; ++k) l[k] = g[k] * l[k];
-      ops::vmath::F32ToBf16(l, bits, m);  // t = g * l in bf16
-      ops::vmath::Bf16ToF32(bits, l, m);
+      cpu::vmath::F32ToBf16(l, bits, m);  // t = g * l in bf16
+      cpu::vmath::Bf16ToF32(bits, l, m);
       for (int64_t k = 0; k < m; ++k) l[k] = l[k] * u[k];
-      ops::vmath::F32ToBf16(l, reinterpret_cast<uint16_t*>(out.data()) + i, m);
+      cpu::vmath::F32ToBf16(l, reinterpret_cast<uint16_t*>(out.data()) + i, m);
     } else {
       std::copy_n(in[0].span<float>().data() + i, m, g);
       std::copy_n(in[1].span<float>().data() + i, m, u);
-      ops::vmath::LogisticF32(g, l, m);
+      cpu::vmath::LogisticF32(g, l, m);
       float* y = out.span<float>().data() + i;
       for (int64_t k = 0; k < m; ++k) {
         const float t = g[k] * l[k];

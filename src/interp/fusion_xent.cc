@@ -65,7 +65,7 @@ const float* F32Rows(const Literal& l, bool bf16, int64_t first, int64_t count, 
                      std::vector<float>& scratch) {
   if (!bf16) return l.span<float>().data() + first * h;
   scratch.resize(count * h);
-  ops::vmath::Bf16ToF32(reinterpret_cast<const uint16_t*>(l.data()) + first * h, scratch.data(),
+  cpu::vmath::Bf16ToF32(reinterpret_cast<const uint16_t*>(l.data()) + first * h, scratch.data(),
                         count * h);
   return scratch.data();
 }
@@ -104,7 +104,7 @@ TLALOC_XENT_AVX512 void ExpInPlaceAvx512(float* x, int64_t n, float& max, float&
   for (k = 0; k + kLanes <= n; k += kLanes)
     _mm512_storeu_ps(x + k, _mm512_sub_ps(_mm512_loadu_ps(x + k), vm));
   for (; k < n; ++k) x[k] -= m;
-  ops::vmath::ExpF32(x, x, n);
+  cpu::vmath::ExpF32(x, x, n);
   __m512 acc = _mm512_setzero_ps();
   for (k = 0; k + kLanes <= n; k += kLanes) acc = _mm512_add_ps(acc, _mm512_loadu_ps(x + k));
   _mm512_storeu_ps(lanes, acc);
@@ -125,7 +125,7 @@ TLALOC_XENT_AVX512 void ScaleAvx512(const float* e, float scale, float* out, int
 
 void ExpInPlace(float* x, int64_t n, float& max, float& sum) {
 #if defined(__x86_64__)
-  if (ops::vmath::HasVectorKernels()) return ExpInPlaceAvx512(x, n, max, sum);
+  if (cpu::vmath::HasVectorKernels()) return ExpInPlaceAvx512(x, n, max, sum);
 #endif
   float lanes[kLanes];
   float m = x[0];
@@ -138,7 +138,7 @@ void ExpInPlace(float* x, int64_t n, float& max, float& sum) {
   }
   for (; k < n; ++k) m = std::max(m, x[k]);
   for (k = 0; k < n; ++k) x[k] -= m;
-  ops::vmath::ExpF32(x, x, n);
+  cpu::vmath::ExpF32(x, x, n);
   for (int i = 0; i < kLanes; ++i) lanes[i] = 0;
   for (k = 0; k + kLanes <= n; k += kLanes)
     for (int i = 0; i < kLanes; ++i) lanes[i] += x[k + i];
@@ -151,7 +151,7 @@ void ExpInPlace(float* x, int64_t n, float& max, float& sum) {
 // out = e * scale.
 void Scale(const float* e, float scale, float* out, int64_t n) {
 #if defined(__x86_64__)
-  if (ops::vmath::HasVectorKernels()) return ScaleAvx512(e, scale, out, n);
+  if (cpu::vmath::HasVectorKernels()) return ScaleAvx512(e, scale, out, n);
 #endif
   for (int64_t k = 0; k < n; ++k) out[k] = e[k] * scale;
 }

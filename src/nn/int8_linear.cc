@@ -73,10 +73,10 @@ void SetInt8Form(std::optional<Int8Form> form) {
   // The interpreter's kernels for what has no composite yet (nn::SparseMoe's int8 experts, an
   // exact-form chain) follow the same choice.
   if (!form)
-    ops::OverrideInt8Activations(std::nullopt);
+    cpu::OverrideInt8Activations(std::nullopt);
   else
-    ops::OverrideInt8Activations(*form == Int8Form::kQ8_0 ? ops::Int8Activations::kQ8_0
-                                                          : ops::Int8Activations::kExact);
+    cpu::OverrideInt8Activations(*form == Int8Form::kQ8_0 ? cpu::Int8Activations::kQ8_0
+                                                          : cpu::Int8Activations::kExact);
 }
 
 Tensor Int8LinearQ8_0(const Tensor& x, const Tensor& q, const Tensor& scale) {

@@ -4,27 +4,17 @@
 // batch. That is what keeps a sequence's logits the same alone and in a batched decode step.
 #include "cpu/matmul_small_m.h"
 
-#include "ops/reduction_test_util.h"
-#include "tlaloc/support/cpu_features.h"
+#include <string>
+#include <vector>
+
+#include "cpu/kernel_test_util.h"
 
 namespace tlaloc {
 namespace {
 
-using rdtest::DotAttrs;
-using rdtest::RunOp;
-using rdtest::Values;
-
-std::vector<bf16> RandomBf16(size_t n, uint32_t seed) {
-  std::vector<bf16> out;
-  for (float f : rdtest::RandomFloats(n, seed, 2.0f)) out.push_back(bf16(f));
-  return out;
-}
-
-float Expected(const std::vector<float>& x, const std::vector<bf16>& w, int64_t k) {
-  std::vector<uint16_t> bits;
-  for (bf16 b : w) bits.push_back(b.bits);
-  return ops::DotBF16(x.data(), bits.data(), k);
-}
+using cputest::Bf16RowsTimesRowsT;
+using cputest::ExpectPairsAreDotBF16;
+using cputest::RandomBf16;
 
 TEST(SmallMMatmulTest, EveryPairIsTheMatrixVectorKernelsDotBitForBit) {
   const int64_t n = 11;  // two four-row tiles and three single rows
@@ -32,22 +22,11 @@ TEST(SmallMMatmulTest, EveryPairIsTheMatrixVectorKernelsDotBitForBit) {
     for (int64_t m : {1, 2, 3, 5, 16, 33, 64, 65}) {
       std::vector<bf16> x = RandomBf16(m * k, static_cast<uint32_t>(m + k));
       std::vector<bf16> w = RandomBf16(n * k, 6);
-      Type f32_result(TensorType(ElementType::kF32, {m, n}));
-      auto out = RunOp("stablehlo.dot_general",
-                       {Literal::FromVector<bf16>({m, k}, x), Literal::FromVector<bf16>({n, k}, w)},
-                       DotAttrs({}, {}, {1}, {1}), std::vector<Type>{f32_result});
-      ASSERT_TRUE(out.ok()) << out.status().ToString();
-      auto got = Values<float>((*out)[0]);
-      if (m > ops::kSmallMMaxRows) continue;  // past the kernel: only that it still runs
-      for (int64_t s = 0; s < m; ++s) {
-        std::vector<float> xf;
-        for (int64_t i = 0; i < k; ++i) xf.push_back(x[s * k + i].f());
-        for (int64_t r = 0; r < n; ++r) {
-          std::vector<bf16> row(w.begin() + r * k, w.begin() + (r + 1) * k);
-          ASSERT_EQ(got[s * n + r], Expected(xf, row, k))
-              << "k=" << k << " m=" << m << " vector " << s << " row " << r;
-        }
-      }
+      const std::vector<float> got = Bf16RowsTimesRowsT(x, w, m, k, n);
+      if (m > cpu::kSmallMMaxRows) continue;  // past the kernel: only that it still runs
+      ExpectPairsAreDotBF16(
+          got, m, k, n, [&](int64_t s, int64_t i) { return x[s * k + i].f(); }, w.data(),
+          "k=" + std::to_string(k) + " m=" + std::to_string(m));
     }
 }
 
@@ -58,22 +37,18 @@ TEST(SmallMMatmulTest, F32TransposedBatchedActivationsGiveTheSameBits) {
   std::vector<float> a = rdtest::RandomFloats(batch * k * m, 21, 2.0f);
   std::vector<bf16> w = RandomBf16(batch * n * k, 22);
   Type result(TensorType(ElementType::kF32, {batch, m, n}));
-  auto out = RunOp(
+  auto out = rdtest::RunOp(
       "stablehlo.dot_general",
       {Literal::FromVector<float>({batch, k, m}, a), Literal::FromVector<bf16>({batch, n, k}, w)},
-      DotAttrs({0}, {0}, {1}, {2}), std::vector<Type>{result});
+      rdtest::DotAttrs({0}, {0}, {1}, {2}), std::vector<Type>{result});
   ASSERT_TRUE(out.ok()) << out.status().ToString();
-  auto got = Values<float>((*out)[0]);
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t s = 0; s < m; ++s) {
-      std::vector<float> xf;
-      for (int64_t i = 0; i < k; ++i) xf.push_back(a[(b * k + i) * m + s]);
-      for (int64_t r = 0; r < n; ++r) {
-        std::vector<bf16> row(w.begin() + (b * n + r) * k, w.begin() + (b * n + r + 1) * k);
-        ASSERT_EQ(got[(b * m + s) * n + r], Expected(xf, row, k))
-            << "batch " << b << " vector " << s << " row " << r;
-      }
-    }
+  auto got = rdtest::Values<float>((*out)[0]);
+  for (int64_t b = 0; b < batch; ++b) {
+    const std::vector<float> batch_got(got.begin() + b * m * n, got.begin() + (b + 1) * m * n);
+    ExpectPairsAreDotBF16(
+        batch_got, m, k, n, [&](int64_t s, int64_t i) { return a[(b * k + i) * m + s]; },
+        w.data() + b * n * k, "batch " + std::to_string(b));
+  }
 }
 
 }  // namespace

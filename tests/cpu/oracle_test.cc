@@ -279,7 +279,7 @@ TEST(CpuKernelOracle, KernelForFallsBackToTheReference) {
 TEST(CpuKernelOracle, InstalledBulkLoopsMatchTheScalarReference) {
   cpu::RegisterKernels();
   const ops::vmath::BulkKernels& bulk = ops::vmath::Bulk();
-  EXPECT_EQ(bulk.exp, &ops::vmath::ExpF32);
+  EXPECT_EQ(bulk.exp, &cpu::vmath::ExpF32);
   std::mt19937 rng(7);
   std::uniform_int_distribution<uint32_t> bits;
   std::vector<float> x(100000);

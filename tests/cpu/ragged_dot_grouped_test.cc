@@ -14,7 +14,7 @@
 #include "tlaloc/support/cpu_features.h"
 #include "tlaloc/support/half.h"
 
-namespace tlaloc::ops {
+namespace tlaloc::cpu {
 namespace {
 
 std::vector<uint16_t> RandomBf16(size_t n, uint32_t seed) {
@@ -117,4 +117,4 @@ TEST(GroupedF32Kernel, MatchesDoubleLoopForEveryTileShape) {
 }
 
 }  // namespace
-}  // namespace tlaloc::ops
+}  // namespace tlaloc::cpu

@@ -8,84 +8,31 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <random>
+#include <memory>
 #include <vector>
 
+#include "cpu/kernel_test_util.h"
 #include "cpu/reduction_matmul_q8.h"
-#include "tlaloc/support/half.h"
-#include "tlaloc/support/thread_pool.h"
 
 namespace tlaloc {
 namespace {
 
-class SerialContext : public EvalContext {
- public:
-  StatusOr<std::vector<Literal>> RunRegion(const Region&, std::vector<Literal>) override {
-    return InvalidArgument("no regions here");
-  }
-  StatusOr<std::vector<Literal>> CallFunction(const std::string&, std::vector<Literal>) override {
-    return InvalidArgument("no functions here");
-  }
-  void ParallelFor(int64_t n, int64_t grain,
-                   const std::function<void(int64_t, int64_t)>& body) override {
-    for (int64_t b = 0; b < n; b += std::max<int64_t>(grain, 1))
-      body(b, std::min(n, b + std::max<int64_t>(grain, 1)));
-  }
-  bool CanReuseOperand(int) const override { return false; }
-  const std::function<Status(std::span<const Literal>, std::vector<Literal>&)>* FindCustomCall(
-      const std::string&) const override {
-    return nullptr;
-  }
-};
-
-class PoolContext : public SerialContext {
- public:
-  void ParallelFor(int64_t n, int64_t grain,
-                   const std::function<void(int64_t, int64_t)>& body) override {
-    pool_.ParallelFor(n, grain, body);
-  }
-
- private:
-  ThreadPool pool_{2};
-};
-
-struct Case {
-  std::vector<float> x;      // [m, k]
-  std::vector<int8_t> w;     // [n, k]
-  std::vector<uint16_t> ws;  // [n, k / 32]
-};
-
-// Random values with a zero activation block, a zero-scale weight block and a +-127 weight block.
-Case MakeCase(int64_t m, int64_t n, int64_t k, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> uni(-3.f, 3.f);
-  Case c;
-  c.x.resize(m * k);
-  for (float& v : c.x) v = uni(rng);
-  c.w.resize(n * k);
-  for (int8_t& v : c.w) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
-  c.ws.resize(n * k / 32);
-  for (uint16_t& s : c.ws) s = FloatToHalfBits(std::ldexp(1.f + (rng() % 64) / 64.f, -8));
-  if (k >= 64)
-    for (int i = 0; i < 32; ++i) c.x[32 + i] = 0;
-  c.ws[0] = 0;
-  if (n > 2)
-    for (int i = 0; i < 32; ++i) c.w[2 * k + i] = (i % 2) ? 127 : -127;
-  return c;
-}
+using cputest::PoolContext;
+using cputest::SerialContext;
+using Case = cputest::Q8Case;
 
 void ExpectPackedIsInOrder(int64_t m, int64_t n, int64_t k, EvalContext& ctx) {
-  const Case c = MakeCase(m, n, k, static_cast<uint32_t>(m * 131 + n * 7 + k));
-  auto packed = ops::PackQ8Weights(c.w.data(), c.ws.data(), n, k, ctx);
+  const Case c = cputest::MakeQ8Case(m, n, k, static_cast<uint32_t>(m * 131 + n * 7 + k));
+  auto packed = cpu::PackQ8Weights(c.w.data(), c.ws.data(), n, k, ctx);
   ASSERT_NE(packed, nullptr);
   EXPECT_EQ(packed->bytes(), (n + 31) / 32 * 32 * (k + k / 32 * 2))
       << "the packed copy should be the weights' size (rows padded to 32)";
   std::vector<float> got(m * n, -1.f), in_order(m * n), portable(m * n);
-  ops::Int8MatmulQ8_0Packed(c.x.data(), m, *packed, got.data(), ctx);
-  ops::Int8MatmulQ8_0(c.x.data(), m, c.w.data(), c.ws.data(), n, k, in_order.data(), ctx,
-                      ops::Q8Kernel::kInOrder);
-  ops::Int8MatmulQ8_0(c.x.data(), m, c.w.data(), c.ws.data(), n, k, portable.data(), ctx,
-                      ops::Q8Kernel::kPortable);
+  cpu::Int8MatmulQ8_0Packed(c.x.data(), m, *packed, got.data(), ctx);
+  cpu::Int8MatmulQ8_0(c.x.data(), m, c.w.data(), c.ws.data(), n, k, in_order.data(), ctx,
+                      cpu::Q8Kernel::kInOrder);
+  cpu::Int8MatmulQ8_0(c.x.data(), m, c.w.data(), c.ws.data(), n, k, portable.data(), ctx,
+                      cpu::Q8Kernel::kPortable);
   EXPECT_EQ(std::memcmp(got.data(), in_order.data(), got.size() * sizeof(float)), 0)
       << "packed vs kInOrder: m=" << m << " n=" << n << " k=" << k;
   EXPECT_EQ(std::memcmp(got.data(), portable.data(), got.size() * sizeof(float)), 0)
@@ -93,7 +40,7 @@ void ExpectPackedIsInOrder(int64_t m, int64_t n, int64_t k, EvalContext& ctx) {
 }
 
 TEST(Q8Packed, BitForBitTheInOrderKernelsOverEveryTail) {
-  if (!ops::Q8UsesVnni()) GTEST_SKIP() << "no AVX512-VNNI here: nothing is packed (nullptr)";
+  if (!cpu::Q8UsesVnni()) GTEST_SKIP() << "no AVX512-VNNI here: nothing is packed (nullptr)";
   SerialContext serial;
   for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 13})
     for (int64_t n : {1, 15, 16, 17, 31, 32, 33, 70})
@@ -105,41 +52,41 @@ TEST(Q8Packed, BitForBitTheInOrderKernelsOverEveryTail) {
 }
 
 TEST(Q8Packed, NothingToPackWithoutVnni) {
-  if (ops::Q8UsesVnni()) GTEST_SKIP() << "this CPU has AVX512-VNNI: checked above";
+  if (cpu::Q8UsesVnni()) GTEST_SKIP() << "this CPU has AVX512-VNNI: checked above";
   SerialContext ctx;
-  const Case c = MakeCase(1, 4, 32, 1);
-  EXPECT_EQ(ops::PackQ8Weights(c.w.data(), c.ws.data(), 4, 32, ctx), nullptr);
+  const Case c = cputest::MakeQ8Case(1, 4, 32, 1);
+  EXPECT_EQ(cpu::PackQ8Weights(c.w.data(), c.ws.data(), 4, 32, ctx), nullptr);
 }
 
 TEST(Q8Packed, CacheKeepsOnePackingPerBufferAndDropsFreedOnes) {
-  if (!ops::Q8UsesVnni()) GTEST_SKIP() << "no AVX512-VNNI here: nothing is cached";
+  if (!cpu::Q8UsesVnni()) GTEST_SKIP() << "no AVX512-VNNI here: nothing is cached";
   SerialContext ctx;
-  ops::ClearQ8Cache();
+  cpu::ClearQ8Cache();
   const int64_t n = 40, k = 64;
-  const Case c = MakeCase(1, n, k, 5);
+  const Case c = cputest::MakeQ8Case(1, n, k, 5);
   Literal q = Literal::FromVector<int8_t>({n, k}, c.w);
   Literal s(TensorType(ElementType::kF16, {n, k / 32}));
   std::memcpy(s.data(), c.ws.data(), c.ws.size() * 2);
-  const ops::Q8CacheStats before = ops::GetQ8CacheStats();
-  auto first = ops::CachedQ8Weights(q, s, ctx);
+  const cpu::Q8CacheStats before = cpu::GetQ8CacheStats();
+  auto first = cpu::CachedQ8Weights(q, s, ctx);
   ASSERT_NE(first, nullptr);
-  auto again = ops::CachedQ8Weights(q, s, ctx);
+  auto again = cpu::CachedQ8Weights(q, s, ctx);
   EXPECT_EQ(first.get(), again.get()) << "the same buffers should hit the cache";
-  EXPECT_EQ(ops::GetQ8CacheStats().packs, before.packs + 1);
-  EXPECT_EQ(ops::GetQ8CacheStats().bytes, first->bytes());
+  EXPECT_EQ(cpu::GetQ8CacheStats().packs, before.packs + 1);
+  EXPECT_EQ(cpu::GetQ8CacheStats().bytes, first->bytes());
   // The cache holds the weights: the interpreter may not write into them in place.
   EXPECT_FALSE(q.HasUniqueStorage());
 
   // Another buffer with other values: its own packing, and its own product.
-  Case other = MakeCase(1, n, k, 6);
+  Case other = cputest::MakeQ8Case(1, n, k, 6);
   Literal q2 = Literal::FromVector<int8_t>({n, k}, other.w);
-  auto second = ops::CachedQ8Weights(q2, s, ctx);
+  auto second = cpu::CachedQ8Weights(q2, s, ctx);
   ASSERT_NE(second, nullptr);
   EXPECT_NE(second.get(), first.get());
   std::vector<float> a(n), b(n);
-  ops::Int8MatmulQ8_0Packed(c.x.data(), 1, *second, a.data(), ctx);
-  ops::Int8MatmulQ8_0(c.x.data(), 1, other.w.data(), c.ws.data(), n, k, b.data(), ctx,
-                      ops::Q8Kernel::kPortable);
+  cpu::Int8MatmulQ8_0Packed(c.x.data(), 1, *second, a.data(), ctx);
+  cpu::Int8MatmulQ8_0(c.x.data(), 1, other.w.data(), c.ws.data(), n, k, b.data(), ctx,
+                      cpu::Q8Kernel::kPortable);
   EXPECT_EQ(std::memcmp(a.data(), b.data(), n * sizeof(float)), 0);
 
   // Freed by its owner: the next miss drops the entry and its reference.
@@ -147,11 +94,11 @@ TEST(Q8Packed, CacheKeepsOnePackingPerBufferAndDropsFreedOnes) {
   q2 = Literal();
   second.reset();
   Literal q3 = Literal::FromVector<int8_t>({n, k}, c.w);
-  ASSERT_NE(ops::CachedQ8Weights(q3, s, ctx), nullptr);
+  ASSERT_NE(cpu::CachedQ8Weights(q3, s, ctx), nullptr);
   EXPECT_TRUE(q2_storage.expired()) << "the cache should have let go of a freed weight";
-  EXPECT_EQ(ops::GetQ8CacheStats().entries, 2);  // q and q3
-  ops::ClearQ8Cache();
-  EXPECT_EQ(ops::GetQ8CacheStats().entries, 0);
+  EXPECT_EQ(cpu::GetQ8CacheStats().entries, 2);  // q and q3
+  cpu::ClearQ8Cache();
+  EXPECT_EQ(cpu::GetQ8CacheStats().entries, 0);
   EXPECT_TRUE(q.HasUniqueStorage());
 }
 

@@ -11,44 +11,15 @@
 #include <random>
 #include <vector>
 
+#include "cpu/kernel_test_util.h"
 #include "tlaloc/support/half.h"
-#include "tlaloc/support/thread_pool.h"
 
 namespace tlaloc {
 namespace {
 
-// Runs ParallelFor's chunks one after another on the calling thread.
-class SerialContext : public EvalContext {
- public:
-  StatusOr<std::vector<Literal>> RunRegion(const Region&, std::vector<Literal>) override {
-    return InvalidArgument("no regions here");
-  }
-  StatusOr<std::vector<Literal>> CallFunction(const std::string&, std::vector<Literal>) override {
-    return InvalidArgument("no functions here");
-  }
-  void ParallelFor(int64_t n, int64_t grain,
-                   const std::function<void(int64_t, int64_t)>& body) override {
-    for (int64_t b = 0; b < n; b += std::max<int64_t>(grain, 1))
-      body(b, std::min(n, b + std::max<int64_t>(grain, 1)));
-  }
-  bool CanReuseOperand(int) const override { return false; }
-  const std::function<Status(std::span<const Literal>, std::vector<Literal>&)>* FindCustomCall(
-      const std::string&) const override {
-    return nullptr;
-  }
-};
-
-// Runs ParallelFor on a two-thread pool, as the interpreter does.
-class PoolContext : public SerialContext {
- public:
-  void ParallelFor(int64_t n, int64_t grain,
-                   const std::function<void(int64_t, int64_t)>& body) override {
-    pool_.ParallelFor(n, grain, body);
-  }
-
- private:
-  ThreadPool pool_{2};
-};
+using cputest::PoolContext;
+using cputest::SerialContext;
+using Case = cputest::Q8Case;
 
 // ggml's x86 rounding of one block, written out plainly: d = f16(amax / 127),
 // q = nearest-even(x * (127 / amax)).
@@ -64,35 +35,6 @@ void ReferenceQuantize(const float* x, int8_t* q, uint16_t* d) {
     if (frac > 0.5f || (frac == 0.5f && std::fmod(r, 2.0f) != 0)) r += 1;
     q[i] = static_cast<int8_t>(r);
   }
-}
-
-struct Case {
-  std::vector<float> x;      // [m, k]
-  std::vector<int8_t> w;     // [n, k]
-  std::vector<uint16_t> ws;  // [n, k / 32]
-};
-
-// Random activations and weights with the awkward blocks in place: an all-zero activation block,
-// a zero-scale weight block, a weight block of +-127 only, and activation blocks whose largest
-// magnitude is exactly representable so that the extremes round to +-127.
-Case MakeCase(int64_t m, int64_t n, int64_t k, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> uni(-3.f, 3.f);
-  Case c;
-  c.x.resize(m * k);
-  for (float& v : c.x) v = uni(rng);
-  c.w.resize(n * k);
-  for (int8_t& v : c.w) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
-  c.ws.resize(n * k / 32);
-  for (uint16_t& s : c.ws) s = FloatToHalfBits(std::ldexp(1.f + (rng() % 64) / 64.f, -8));
-  if (m > 0 && k >= 64) {
-    for (int i = 0; i < 32; ++i) c.x[32 + i] = 0;  // row 0, block 1: all zero
-  }
-  if (m > 1) c.x[k + 5] = 100.f, c.x[k + 6] = -100.f;  // row 1, block 0: the extremes
-  if (n > 0) c.ws[0] = 0;                              // row 0, block 0: zero scale
-  if (n > 2)
-    for (int i = 0; i < 32; ++i) c.w[2 * k + i] = (i % 2) ? 127 : -127;
-  return c;
 }
 
 // Exact block sums of the reference rounding, scaled by f32(dx * dw) and summed in double; the
@@ -142,7 +84,7 @@ TEST(Q8Activations, RoundingIsGgmlsQuantizeRowQ8_0) {
   for (int i = 96; i < 128; ++i) x[i] = i == 100 ? 1e-30f : 0.f;
   std::vector<int8_t> q(x.size()), want_q(x.size());
   std::vector<uint16_t> d(6), want_d(6);
-  ops::QuantizeRowQ8_0(x.data(), static_cast<int64_t>(x.size()), q.data(), d.data());
+  cpu::QuantizeRowQ8_0(x.data(), static_cast<int64_t>(x.size()), q.data(), d.data());
   for (int b = 0; b < 6; ++b) ReferenceQuantize(&x[b * 32], &want_q[b * 32], &want_d[b]);
   EXPECT_EQ(q, want_q);
   EXPECT_EQ(d, want_d);
@@ -155,15 +97,15 @@ TEST(Q8Activations, RoundingIsGgmlsQuantizeRowQ8_0) {
   EXPECT_EQ(q[100], 127);
 }
 
-void ExpectKernelMatchesReference(ops::Q8Kernel kernel, const char* name, int64_t m, int64_t n,
+void ExpectKernelMatchesReference(cpu::Q8Kernel kernel, const char* name, int64_t m, int64_t n,
                                   int64_t k, bool threads = false) {
-  const Case c = MakeCase(m, n, k, static_cast<uint32_t>(m * 1000 + n * 10 + k));
+  const Case c = cputest::MakeQ8Case(m, n, k, static_cast<uint32_t>(m * 1000 + n * 10 + k));
   std::vector<double> want, bound;
   Reference(c, m, n, k, want, bound);
   std::vector<float> got(m * n, std::nanf(""));
   SerialContext serial;
   PoolContext pool;
-  ops::Int8MatmulQ8_0(c.x.data(), m, c.w.data(), c.ws.data(), n, k, got.data(),
+  cpu::Int8MatmulQ8_0(c.x.data(), m, c.w.data(), c.ws.data(), n, k, got.data(),
                       threads ? static_cast<EvalContext&>(pool) : serial, kernel);
   int bad = 0;
   for (int64_t i = 0; i < m * n && bad < 3; ++i)
@@ -183,24 +125,24 @@ TEST(Q8Activations, InOrderKernelsAgreeBitForBit) {
   for (int64_t m : {1, 2, 3, 7})
     for (int64_t n : {1, 5, 33, 70})
       for (int64_t k : {32, 64, 96, 544, 1024}) {
-        const Case c = MakeCase(m, n, k, static_cast<uint32_t>(m * 7 + n * 11 + k));
+        const Case c = cputest::MakeQ8Case(m, n, k, static_cast<uint32_t>(m * 7 + n * 11 + k));
         std::vector<float> in_order(m * n), portable(m * n);
-        ops::Int8MatmulQ8_0(c.x.data(), m, c.w.data(), c.ws.data(), n, k, in_order.data(), pool,
-                            ops::Q8Kernel::kInOrder);
-        ops::Int8MatmulQ8_0(c.x.data(), m, c.w.data(), c.ws.data(), n, k, portable.data(), pool,
-                            ops::Q8Kernel::kPortable);
+        cpu::Int8MatmulQ8_0(c.x.data(), m, c.w.data(), c.ws.data(), n, k, in_order.data(), pool,
+                            cpu::Q8Kernel::kInOrder);
+        cpu::Int8MatmulQ8_0(c.x.data(), m, c.w.data(), c.ws.data(), n, k, portable.data(), pool,
+                            cpu::Q8Kernel::kPortable);
         EXPECT_EQ(std::memcmp(in_order.data(), portable.data(), in_order.size() * sizeof(float)), 0)
             << "m=" << m << " n=" << n << " k=" << k;
       }
 }
 
 TEST(Q8Activations, EveryKernelMatchesTheScalarReferenceOverEveryTail) {
-  const std::pair<ops::Q8Kernel, const char*> kernels[] = {
-      {ops::Q8Kernel::kAuto, "auto"},
-      {ops::Q8Kernel::kRowStream, "row stream"},
-      {ops::Q8Kernel::kTiles, "tiles"},
-      {ops::Q8Kernel::kPortable, "portable"},
-      {ops::Q8Kernel::kInOrder, "in order"}};
+  const std::pair<cpu::Q8Kernel, const char*> kernels[] = {
+      {cpu::Q8Kernel::kAuto, "auto"},
+      {cpu::Q8Kernel::kRowStream, "row stream"},
+      {cpu::Q8Kernel::kTiles, "tiles"},
+      {cpu::Q8Kernel::kPortable, "portable"},
+      {cpu::Q8Kernel::kInOrder, "in order"}};
   for (const auto& [kernel, name] : kernels) {
     for (int64_t m = 1; m <= 17; ++m) ExpectKernelMatchesReference(kernel, name, m, 37, 96);
     for (int64_t n : {1, 3, 4, 5, 15, 16, 17, 31, 32, 33, 64, 70, 1024})
@@ -216,18 +158,18 @@ TEST(Q8Activations, EveryKernelMatchesTheScalarReferenceOverEveryTail) {
 }
 
 TEST(Q8Activations, VnniKernelsRunWhereTheCpuHasThem) {
-  if (!ops::Q8UsesVnni())
+  if (!cpu::Q8UsesVnni())
     GTEST_SKIP() << "this CPU (or TLALOC_VECTOR_MATH=0) has no AVX512-VNNI: the row-stream and "
                     "tile kernels fall back to the portable loop checked above";
   // The VNNI kernels and the portable loop add the same block terms in different orders: close,
   // not identical (and checked against the reference above).
-  const Case c = MakeCase(9, 70, 1024, 1);
+  const Case c = cputest::MakeQ8Case(9, 70, 1024, 1);
   SerialContext ctx;
   std::vector<float> a(9 * 70), b(9 * 70);
-  ops::Int8MatmulQ8_0(c.x.data(), 9, c.w.data(), c.ws.data(), 70, 1024, a.data(), ctx,
-                      ops::Q8Kernel::kTiles);
-  ops::Int8MatmulQ8_0(c.x.data(), 9, c.w.data(), c.ws.data(), 70, 1024, b.data(), ctx,
-                      ops::Q8Kernel::kPortable);
+  cpu::Int8MatmulQ8_0(c.x.data(), 9, c.w.data(), c.ws.data(), 70, 1024, a.data(), ctx,
+                      cpu::Q8Kernel::kTiles);
+  cpu::Int8MatmulQ8_0(c.x.data(), 9, c.w.data(), c.ws.data(), 70, 1024, b.data(), ctx,
+                      cpu::Q8Kernel::kPortable);
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-3 * (1 + std::fabs(b[i])));
 }
 
@@ -235,17 +177,17 @@ TEST(Q8Activations, VnniKernelsRunWhereTheCpuHasThem) {
 // tile product: the same bits, and rows in no group left alone.
 TEST(Q8Activations, GroupsInOnePassAreEachGroupsTileProduct) {
   const int64_t n = 70, k = 96, experts = 4;
-  const std::vector<ops::Q8RowGroup> groups = {{2, 1, 3}, {0, 4, 13}, {3, 17, 6}, {1, 24, 7}};
-  const int64_t m = 31;                            // rows 0, 23 and 31.. are in no group
-  const Case c = MakeCase(m, experts * n, k, 11);  // w: the stack [experts, n, k]
+  const std::vector<cpu::Q8RowGroup> groups = {{2, 1, 3}, {0, 4, 13}, {3, 17, 6}, {1, 24, 7}};
+  const int64_t m = 31;                                       // rows 0, 23 and 31.. are in no group
+  const Case c = cputest::MakeQ8Case(m, experts * n, k, 11);  // w: the stack [experts, n, k]
   std::vector<float> want(m * n, std::nanf("")), got(m * n, std::nanf(""));
   SerialContext serial;
   PoolContext pool;
   for (const auto& g : groups)
-    ops::Int8MatmulQ8_0(c.x.data() + g.start * k, g.rows, c.w.data() + g.expert * n * k,
+    cpu::Int8MatmulQ8_0(c.x.data() + g.start * k, g.rows, c.w.data() + g.expert * n * k,
                         c.ws.data() + g.expert * n * (k / 32), n, k, want.data() + g.start * n,
-                        serial, ops::Q8Kernel::kTiles);
-  ops::Int8MatmulQ8_0Groups(c.x.data(), m, c.w.data(), c.ws.data(), n, k, groups, got.data(), pool);
+                        serial, cpu::Q8Kernel::kTiles);
+  cpu::Int8MatmulQ8_0Groups(c.x.data(), m, c.w.data(), c.ws.data(), n, k, groups, got.data(), pool);
   int bad = 0;
   for (int64_t i = 0; i < m * n && bad < 3; ++i) {
     const bool same = std::isnan(want[i]) ? std::isnan(got[i]) : got[i] == want[i];
@@ -259,21 +201,21 @@ TEST(Q8Activations, GroupsInOnePassAreEachGroupsTileProduct) {
 }
 
 TEST(Q8Activations, ModeComesFromTheEnvironmentOrTheOverride) {
-  ops::OverrideInt8Activations(std::nullopt);
+  cpu::OverrideInt8Activations(std::nullopt);
   ::unsetenv("TLALOC_INT8_ACTIVATIONS");
-  EXPECT_EQ(*ops::Int8ActivationsMode(), ops::Int8Activations::kExact);
+  EXPECT_EQ(*cpu::Int8ActivationsMode(), cpu::Int8Activations::kExact);
   ::setenv("TLALOC_INT8_ACTIVATIONS", "q8_0", 1);
-  EXPECT_EQ(*ops::Int8ActivationsMode(), ops::Int8Activations::kQ8_0);
+  EXPECT_EQ(*cpu::Int8ActivationsMode(), cpu::Int8Activations::kQ8_0);
   ::setenv("TLALOC_INT8_ACTIVATIONS", "exact", 1);
-  EXPECT_EQ(*ops::Int8ActivationsMode(), ops::Int8Activations::kExact);
+  EXPECT_EQ(*cpu::Int8ActivationsMode(), cpu::Int8Activations::kExact);
   ::setenv("TLALOC_INT8_ACTIVATIONS", "q4", 1);
-  auto bad = ops::Int8ActivationsMode();
+  auto bad = cpu::Int8ActivationsMode();
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().ToString().find("TLALOC_INT8_ACTIVATIONS"), std::string::npos);
   EXPECT_NE(bad.status().ToString().find("q8_0"), std::string::npos);
-  ops::OverrideInt8Activations(ops::Int8Activations::kQ8_0);
-  EXPECT_EQ(*ops::Int8ActivationsMode(), ops::Int8Activations::kQ8_0);
-  ops::OverrideInt8Activations(std::nullopt);
+  cpu::OverrideInt8Activations(cpu::Int8Activations::kQ8_0);
+  EXPECT_EQ(*cpu::Int8ActivationsMode(), cpu::Int8Activations::kQ8_0);
+  cpu::OverrideInt8Activations(std::nullopt);
   ::unsetenv("TLALOC_INT8_ACTIVATIONS");
 }
 

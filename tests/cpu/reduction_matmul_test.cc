@@ -3,22 +3,18 @@
 #include "cpu/reduction_matmul.h"
 
 #include <cmath>
+#include <string>
 
-#include "ops/reduction_test_util.h"
+#include "cpu/kernel_test_util.h"
 #include "tlaloc/support/cpu_features.h"
 
 namespace tlaloc {
 namespace {
 
+using cputest::RandomBf16;
 using rdtest::DotAttrs;
 using rdtest::RunOp;
 using rdtest::Values;
-
-std::vector<bf16> RandomBf16(size_t n, uint32_t seed) {
-  std::vector<bf16> out;
-  for (float f : rdtest::RandomFloats(n, seed, 2.0f)) out.push_back(bf16(f));
-  return out;
-}
 
 // Exact products of bf16 values summed in double, and the bound an f32 accumulation of k terms
 // in any order stays within.
@@ -49,7 +45,7 @@ TEST(MatmulKernelTest, Bf16RowDotsMatchExactProductsWithAndWithoutTail) {
     }
     std::vector<uint16_t> bits;
     for (bf16 b : row) bits.push_back(b.bits);
-    const float got = ops::DotBF16(x.data(), bits.data(), k);
+    const float got = cpu::DotBF16(x.data(), bits.data(), k);
     EXPECT_NEAR(got, exact, magnitude * k * 0x1p-24) << "k=" << k;
   }
 }
@@ -61,22 +57,9 @@ TEST(MatmulKernelTest, Bf16FourRowKernelAgreesBitwiseWithOneRowKernel) {
   const int64_t k = 1056, n = 7;
   for (int64_t m : {1, 2}) {
     std::vector<bf16> x = RandomBf16(m * k, 5), w = RandomBf16(n * k, 6);
-    Type f32_result(TensorType(ElementType::kF32, {m, n}));
-    auto out = RunOp("stablehlo.dot_general",
-                     {Literal::FromVector<bf16>({m, k}, x), Literal::FromVector<bf16>({n, k}, w)},
-                     DotAttrs({}, {}, {1}, {1}), std::vector<Type>{f32_result});
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
-    auto got = Values<float>((*out)[0]);
-    for (int64_t s = 0; s < m; ++s) {
-      std::vector<float> xf;
-      for (int64_t i = 0; i < k; ++i) xf.push_back(x[s * k + i].f());
-      for (int64_t r = 0; r < n; ++r) {
-        std::vector<uint16_t> bits;
-        for (int64_t i = 0; i < k; ++i) bits.push_back(w[r * k + i].bits);
-        EXPECT_EQ(got[s * n + r], ops::DotBF16(xf.data(), bits.data(), k))
-            << "vector " << s << " of " << m << ", row " << r;
-      }
-    }
+    cputest::ExpectPairsAreDotBF16(
+        cputest::Bf16RowsTimesRowsT(x, w, m, k, n), m, k, n,
+        [&](int64_t s, int64_t i) { return x[s * k + i].f(); }, w.data(), "m=" + std::to_string(m));
   }
 }
 
@@ -156,7 +139,7 @@ TEST(MatmulKernelTest, OneDnnBf16PathIsUsedWhereTheCpuHasBf16Arithmetic) {
     GTEST_SKIP() << "no AVX512-BF16 or AMX (or TLALOC_VECTOR_MATH=0): oneDNN's bf16 path is off";
   const char* env = std::getenv("TLALOC_BF16_MATMUL");
   if (env && std::string(env) == "blas") GTEST_SKIP() << "TLALOC_BF16_MATMUL=blas turns it off";
-  EXPECT_TRUE(ops::DnnlBf16Available());
+  EXPECT_TRUE(cpu::DnnlBf16Available());
 }
 
 }  // namespace

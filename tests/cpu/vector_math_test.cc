@@ -22,10 +22,10 @@ struct KernelCase {
 };
 
 const KernelCase kKernelCases[] = {
-    {"stablehlo.exponential", ops::vmath::Exp, ops::vmath::ExpF32, ops::vmath::ExpF32Scalar},
-    {"stablehlo.logistic", ops::vmath::Logistic, ops::vmath::LogisticF32,
+    {"stablehlo.exponential", ops::vmath::Exp, cpu::vmath::ExpF32, ops::vmath::ExpF32Scalar},
+    {"stablehlo.logistic", ops::vmath::Logistic, cpu::vmath::LogisticF32,
      ops::vmath::LogisticF32Scalar},
-    {"stablehlo.rsqrt", ops::vmath::Rsqrt, ops::vmath::RsqrtF32, ops::vmath::RsqrtF32Scalar},
+    {"stablehlo.rsqrt", ops::vmath::Rsqrt, cpu::vmath::RsqrtF32, ops::vmath::RsqrtF32Scalar},
 };
 
 float FromBits(uint32_t u) { return std::bit_cast<float>(u); }
@@ -102,7 +102,7 @@ std::string Mismatches(const std::vector<float>& xs, const std::vector<float>& g
 }
 
 TEST(VectorMath, KernelsMatchScalarDefinitionOnSampledInputs) {
-  if (!ops::vmath::HasVectorKernels())
+  if (!cpu::vmath::HasVectorKernels())
     GTEST_SKIP() << "vector kernels off: no AVX-512 F/BW/VL/DQ, or TLALOC_VECTOR_MATH=0";
   const std::vector<float> xs = SampledInputs();
   const int64_t n = static_cast<int64_t>(xs.size());
@@ -200,7 +200,7 @@ TEST(VectorMath, Bf16ConversionsMatchTheScalarOnes) {
   std::vector<uint16_t> halves(1 << 16);
   for (uint32_t i = 0; i < (1u << 16); ++i) halves[i] = static_cast<uint16_t>(i);
   std::vector<float> widened(halves.size() + 1, -1.0f);
-  ops::vmath::Bf16ToF32(halves.data() + 1, widened.data() + 1, (1 << 16) - 4);
+  cpu::vmath::Bf16ToF32(halves.data() + 1, widened.data() + 1, (1 << 16) - 4);
   EXPECT_EQ(widened[0], -1.0f);
   for (size_t i = 1; i + 3 < halves.size(); ++i)
     ASSERT_EQ(Bits(widened[i]), Bits(Bf16BitsToFloat(halves[i]))) << "bf16 0x" << std::hex << i;
@@ -213,7 +213,7 @@ TEST(VectorMath, Bf16ConversionsMatchTheScalarOnes) {
       xs.push_back(FromBits(high << 16 | low));
   const int64_t n = static_cast<int64_t>(xs.size());
   std::vector<uint16_t> rounded(n + 3, 0xabcd);
-  ops::vmath::F32ToBf16(xs.data() + 1, rounded.data() + 1, n - 2);
+  cpu::vmath::F32ToBf16(xs.data() + 1, rounded.data() + 1, n - 2);
   EXPECT_EQ(rounded[0], 0xabcd) << "wrote before its range";
   EXPECT_EQ(rounded[n - 1], 0xabcd) << "wrote past its range";
   int mismatches = 0;

@@ -5,10 +5,10 @@
 //   w = GgufDequantize(q, scale)      integer unpacking (shift_right_logical, and, or, concatenate,
 //                                     convert), then the scales: f32 [N, K]
 //   y = dot_general(x, w, contracting {last} x {1})                        f32 [..., N]
-// The interpreter runs it as ops::GgufMatmul with the decomposition's bits (interp/fusion_gguf.cc);
+// The interpreter runs it as cpu::GgufMatmul with the decomposition's bits (interp/fusion_gguf.cc);
 // XLA runs the decomposition.
 //
-// Per row of K weights: ir/quant_format.h's q4_0, q4_k and q6_k (the layouts of ops::GgufPacked):
+// Per row of K weights: ir/quant_format.h's q4_0, q4_k and q6_k (cpu::GgufMatmul reads them):
 //   q4_0: q u8 [N, K / 2],          scale f16 [N, K / 32]          4.5 bits a weight
 //   q4_k: q u8 [N, K / 2],          scale f32 [N, K / 32, 2]       6 bits (scale, min per 32)
 //   q6_k: q u8 [N, K / 256, 192],   scale f32 [N, K / 16]          8 bits

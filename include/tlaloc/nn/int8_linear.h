@@ -36,7 +36,7 @@ std::string_view Int8FormName(Int8Form form);
 StatusOr<Int8Form> CurrentInt8Form();
 // Chooses the form for programs built from now on in this process (nullopt: back to the
 // environment / default), and the interpreter's matching mode for the int8 products that have
-// no composite yet (MoE experts, ops::OverrideInt8Activations). The CLI's --int8-form sets it.
+// no composite yet (MoE experts, cpu::OverrideInt8Activations). The CLI's --int8-form sets it.
 void SetInt8Form(std::optional<Int8Form> form);
 
 // x f32 [..., K] times q s8 [N, K] with f16 `scale` [N, K / 32], in the q8_0 form: a
