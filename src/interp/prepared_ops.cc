@@ -3,6 +3,7 @@
 #include "prepared_ops.h"
 
 #include <cstdlib>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -86,6 +87,58 @@ PreparedFn PrepareDynamicUpdateSlice(const Operation& op) {
     ops::RunBoxCopy(box.copy, out.data(), box.Offset(operands, 2), operands[1].data(), 0, &ctx);
     return OkStatus();
   };
+}
+
+// ---- constant and iota ------------------------------------------------------------------------
+
+// Runs bodies inline: the plan-time evaluation of an op with no operands (iota).
+class InlineContext : public EvalContext {
+ public:
+  StatusOr<std::vector<Literal>> RunRegion(const Region&, std::vector<Literal>) override {
+    return Unimplemented("no regions at plan time");
+  }
+  StatusOr<std::vector<Literal>> CallFunction(const std::string&, std::vector<Literal>) override {
+    return Unimplemented("no calls at plan time");
+  }
+  void ParallelFor(int64_t n, int64_t, const std::function<void(int64_t, int64_t)>& body) override {
+    body(0, n);
+  }
+  bool CanReuseOperand(int) const override { return false; }
+  const std::function<Status(std::span<const Literal>, std::vector<Literal>&)>* FindCustomCall(
+      const std::string&) const override {
+    return nullptr;
+  }
+};
+
+// The result shares `value`'s bytes, which the kernel keeps: a later op never writes them in place
+// (an operand still shared elsewhere is not reusable), as with a constant's attribute.
+PreparedFn ShareValue(Literal value) {
+  return [value = std::move(value)](std::span<const Literal>, std::vector<Literal>& results,
+                                    EvalContext&) -> Status {
+    results[0] = value;
+    return OkStatus();
+  };
+}
+
+PreparedFn PrepareConstant(const Operation& op) {
+  const Attribute* value = FindAttr(op.attrs(), "value");
+  if (!value || value->kind() != Attribute::Kind::kElements) return nullptr;
+  return ShareValue(value->as_elements());
+}
+
+// An iota's values depend on its type and dimension only: evaluated once, by its own evaluation,
+// and shared by every call (a decode step's iotas span the vocabulary, 151,936 ids each). Larger
+// ones are left to run each call rather than held for the program's life.
+constexpr int64_t kMaxSharedIotaBytes = int64_t{4} << 20;
+
+PreparedFn PrepareIota(const Operation& op) {
+  if (op.num_operands() != 0 || !op.def().eval) return nullptr;
+  const TensorType& type = ResultType(op);
+  if (type.byte_size() > kMaxSharedIotaBytes) return nullptr;
+  std::vector<Literal> results{Literal(type)};
+  InlineContext ctx;
+  if (!op.def().eval(op, {}, results, ctx).ok()) return nullptr;
+  return ShareValue(std::move(results[0]));
 }
 
 // ---- dot_general / dot ----------------------------------------------------------------------
@@ -181,6 +234,8 @@ PreparedFn PrepareOp(const Operation& op) {
   if (name == "stablehlo.concatenate") return PrepareConcatenate(op);
   if (name == "stablehlo.dynamic_slice") return PrepareDynamicSlice(op);
   if (name == "stablehlo.dynamic_update_slice") return PrepareDynamicUpdateSlice(op);
+  if (name == "stablehlo.constant") return PrepareConstant(op);
+  if (name == "stablehlo.iota") return PrepareIota(op);
   return nullptr;
 }
 
