@@ -12,6 +12,7 @@
 
 #include "fusion.h"
 #include "op_profile.h"
+#include "prepared_ops.h"
 #include "tlaloc/cpu/kernels.h"
 #include "tlaloc/ir/liveness.h"
 #include "tlaloc/ir/op_registry.h"
@@ -36,8 +37,8 @@ struct FunctionPlan {
 
 class Planner {
  public:
-  Planner(FunctionPlan& plan, bool fuse, bool reference_only)
-      : plan_(plan), fuse_(fuse), reference_only_(reference_only) {}
+  Planner(FunctionPlan& plan, bool fuse, bool reference_only, bool prepare)
+      : plan_(plan), fuse_(fuse), reference_only_(reference_only), prepare_(prepare) {}
 
   int Slot(const ValueImpl* v) {
     auto [it, inserted] = plan_.slots.emplace(v, plan_.num_slots);
@@ -74,6 +75,7 @@ class Planner {
       OpPlan p;
       p.op = &op;
       p.eval = &cpu::KernelFor(op.def(), reference_only_);
+      if (prepare_) p.prepared = interp::PrepareOp(op);
       for (Value v : op.operands()) p.operand_slots.push_back(Slot(v.impl()));
       for (Value r : op.results()) p.result_slots.push_back(Slot(r.impl()));
       // The terminator's operands are read by the caller of the block; never release them here.
@@ -89,6 +91,7 @@ class Planner {
   FunctionPlan& plan_;
   const bool fuse_;
   const bool reference_only_;  // TLALOC_CPU_KERNELS=0: every op runs its reference evaluation
+  const bool prepare_;         // prepared kernels (prepared_ops.h) for the ops that have one
 };
 
 // Live-bytes accounting keyed by storage, so aliased buffers count once. An open-addressing
@@ -337,7 +340,8 @@ class InterpreterRun : public EvalContext {
           results.push_back(take ? *take : AllocateResult(op, i));
         }
         track_allocated();
-        st = (p.eval ? *p.eval : op.def().eval)(op, in, results, *this);
+        st = p.prepared ? p.prepared(in, results, *this)
+                        : (p.eval ? *p.eval : op.def().eval)(op, in, results, *this);
       }
     } catch (const std::bad_alloc& e) {
       st = OutOfMemory(op, e);
@@ -514,9 +518,10 @@ StatusOr<std::unique_ptr<Executable>> Executable::Prepare(std::shared_ptr<const 
   // The CPU layer's kernels run in place of the ops' reference evaluations where they exist.
   cpu::RegisterKernels();
   const bool reference_only = cpu::ReferenceOnlyFromEnvironment();
+  const bool prepare = !reference_only && !interp::PreparedOpsDisabledByEnvironment();
   for (const auto& f : exe->module_->functions()) {
     FunctionPlan& fp = exe->plan_->functions[f.get()];
-    Planner(fp, exe->options_.fuse && !FusionDisabledByEnvironment(), reference_only)
+    Planner(fp, exe->options_.fuse && !FusionDisabledByEnvironment(), reference_only, prepare)
         .PlanBlock(f->entry());
   }
   return exe;

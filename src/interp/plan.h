@@ -26,10 +26,17 @@ struct FusedKernel {
       eval_results = nullptr;
 };
 
+// An op's kernel with its attributes read and its views worked out when the block was planned
+// (prepared_ops.h).
+using PreparedFn = std::function<Status(std::span<const Literal> operands,
+                                        std::vector<Literal>& results, EvalContext& ctx)>;
+
 struct OpPlan {
   const Operation* op;
   // What runs the op: the CPU layer's kernel for it, else its reference (OpDef::eval).
   const EvalFn* eval = nullptr;
+  // Runs instead of `eval` when set: the same kernel, prepared for this op (prepared_ops.h).
+  PreparedFn prepared;
   std::vector<int> operand_slots;
   std::vector<int> result_slots;
   std::vector<int> release_after;  // slots dead once this op has run

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "data_movement_boxes.h"
 #include "data_movement_kernels.h"
 #include "data_movement_vjp.h"
 #include "op_areas.h"
@@ -13,6 +14,91 @@
 namespace tlaloc::ops {
 
 void RegisterGatherScatterOps(OpRegistry& r);  // data_movement_gather.cc
+
+// ---- the hot ops' box copies (data_movement_boxes.h) ------------------------------------------
+
+BoxCopy SliceBox(const Operation& op, const TensorType& in, const TensorType& out) {
+  const std::vector<int64_t> start = IntList(op, "start_indices");
+  const std::vector<int64_t> strides = IntList(op, "strides");
+  StridedView src = DenseView(in.dims);
+  for (size_t i = 0; i < start.size(); ++i) {
+    src.offset += start[i] * src.strides[i];
+    if (!strides.empty()) src.strides[i] *= strides[i];
+  }
+  return PrepareBoxCopy(DenseView(out.dims), src, out.dims, ElementSize(in.element_type));
+}
+
+BoxCopy TransposeBox(const Operation& op, const TensorType& in, const TensorType& out) {
+  const std::vector<int64_t> perm = IntList(op, "permutation");
+  const std::vector<int64_t> in_strides = RowMajorStrides(in.dims);
+  StridedView src{0, {}};
+  for (int64_t p : perm) src.strides.push_back(in_strides[p]);
+  return PrepareBoxCopy(DenseView(out.dims), src, out.dims, ElementSize(in.element_type));
+}
+
+std::optional<BoxCopy> BroadcastBox(const Operation& op, const TensorType& in,
+                                    const TensorType& out) {
+  const std::vector<int64_t> bdims = IntList(op, "broadcast_dimensions");
+  if (in.dims == out.dims) {
+    bool identity = true;
+    for (size_t i = 0; i < bdims.size(); ++i) identity = identity && bdims[i] == int64_t(i);
+    if (identity) return std::nullopt;  // same shape, same order: share the bytes
+  }
+  const std::vector<int64_t> in_strides = RowMajorStrides(in.dims);
+  StridedView src{0, std::vector<int64_t>(out.dims.size(), 0)};
+  for (size_t i = 0; i < bdims.size(); ++i)
+    if (in.dims[i] != 1) src.strides[bdims[i]] = in_strides[i];
+  return PrepareBoxCopy(DenseView(out.dims), src, out.dims, ElementSize(out.element_type));
+}
+
+std::vector<BoxCopy> ConcatenateBoxes(const Operation& op, std::span<const TensorType* const> ins,
+                                      const TensorType& out) {
+  const int64_t dim = GetIntAttr(op.attrs(), "dimension", 0);
+  StridedView dst = DenseView(out.dims);
+  std::vector<BoxCopy> copies;
+  for (const TensorType* in : ins) {
+    copies.push_back(
+        PrepareBoxCopy(dst, DenseView(in->dims), in->dims, ElementSize(in->element_type)));
+    dst.offset += in->dims[dim] * dst.strides[dim];
+  }
+  return copies;
+}
+
+int64_t DynamicBox::Offset(std::span<const Literal> operands, size_t first) const {
+  int64_t offset = 0;
+  for (size_t i = 0; i < max_start.size(); ++i)
+    offset +=
+        std::clamp<int64_t>(ScalarIndex(operands[first + i]), 0, max_start[i]) * operand_strides[i];
+  return offset;
+}
+
+namespace {
+DynamicBox MakeDynamicBox(const TensorType& operand, const std::vector<int64_t>& box) {
+  DynamicBox b;
+  b.operand_strides = RowMajorStrides(operand.dims);
+  for (size_t i = 0; i < operand.dims.size(); ++i) b.max_start.push_back(operand.dims[i] - box[i]);
+  return b;
+}
+}  // namespace
+
+DynamicBox DynamicSliceBox(const TensorType& in, const TensorType& out) {
+  DynamicBox b = MakeDynamicBox(in, out.dims);
+  b.copy = PrepareBoxCopy(DenseView(out.dims), DenseView(in.dims), out.dims,
+                          ElementSize(in.element_type));
+  return b;
+}
+
+DynamicBox DynamicUpdateBox(const TensorType& in, const TensorType& update) {
+  DynamicBox b = MakeDynamicBox(in, update.dims);
+  b.copy = PrepareBoxCopy(DenseView(in.dims), DenseView(update.dims), update.dims,
+                          ElementSize(in.element_type));
+  return b;
+}
+
+BoxCopy WholeCopy(const TensorType& type) {
+  return PrepareBoxCopy(DenseView(type.dims), DenseView(type.dims), type.dims,
+                        ElementSize(type.element_type));
+}
 
 namespace {
 
@@ -148,21 +234,12 @@ void RegisterBroadcastInDim(OpRegistry& r) {
               EvalContext& ctx) -> Status {
     const Literal& in = Operand(operands, 0);
     Literal& out = results[0];
-    Dims bdims = IntList(op, "broadcast_dimensions");
-    if (in.dims() == out.dims()) {
-      bool identity = true;
-      for (size_t i = 0; i < bdims.size(); ++i) identity = identity && bdims[i] == int64_t(i);
-      if (identity) {
-        out = in;  // same shape, same order: share the bytes
-        return OkStatus();
-      }
+    const std::optional<BoxCopy> box = BroadcastBox(op, in.type(), out.type());
+    if (!box) {
+      out = in;  // same shape, same order: share the bytes
+      return OkStatus();
     }
-    Dims in_strides = RowMajorStrides(in.dims());
-    StridedView src{0, Dims(out.dims().size(), 0)};
-    for (size_t i = 0; i < bdims.size(); ++i)
-      if (in.dims()[i] != 1) src.strides[bdims[i]] = in_strides[i];
-    CopyBox(out.data(), DenseView(out.dims()), in.data(), src, out.dims(),
-            ElementSize(out.element_type()), &ctx);
+    RunBoxCopy(*box, out.data(), 0, in.data(), 0, &ctx);
     return OkStatus();
   };
   UseOperandListSyntax(d, "dims", "broadcast_dimensions");
@@ -227,12 +304,8 @@ void RegisterTranspose(OpRegistry& r) {
   d.eval = [](const Operation& op, std::span<const Literal> operands, std::vector<Literal>& results,
               EvalContext& ctx) -> Status {
     const Literal& in = operands[0];
-    Dims perm = IntList(op, "permutation");
-    Dims in_strides = RowMajorStrides(in.dims());
-    StridedView src{0, {}};
-    for (int64_t p : perm) src.strides.push_back(in_strides[p]);
-    CopyBox(results[0].data(), DenseView(results[0].dims()), in.data(), src, results[0].dims(),
-            ElementSize(in.element_type()), &ctx);
+    RunBoxCopy(TransposeBox(op, in.type(), results[0].type()), results[0].data(), 0, in.data(), 0,
+               &ctx);
     return OkStatus();
   };
   UseOperandListSyntax(d, "dims", "permutation");
@@ -328,15 +401,8 @@ void RegisterSlice(OpRegistry& r) {
   d.eval = [](const Operation& op, std::span<const Literal> operands, std::vector<Literal>& results,
               EvalContext& ctx) -> Status {
     const Literal& in = operands[0];
-    Dims start = IntList(op, "start_indices");
-    Dims strides = IntList(op, "strides");
-    StridedView src = DenseView(in.dims());
-    for (size_t i = 0; i < start.size(); ++i) {
-      src.offset += start[i] * src.strides[i];
-      if (!strides.empty()) src.strides[i] *= strides[i];
-    }
-    CopyBox(results[0].data(), DenseView(results[0].dims()), in.data(), src, results[0].dims(),
-            ElementSize(in.element_type()), &ctx);
+    RunBoxCopy(SliceBox(op, in.type(), results[0].type()), results[0].data(), 0, in.data(), 0,
+               &ctx);
     return OkStatus();
   };
   // stablehlo.slice %0 [0:2, 1:7:2] : (t) -> t   (":stride" only when not 1)
@@ -417,14 +483,12 @@ void RegisterConcatenate(OpRegistry& r) {
   };
   d.eval = [](const Operation& op, std::span<const Literal> operands, std::vector<Literal>& results,
               EvalContext& ctx) -> Status {
-    int64_t dim = GetIntAttr(op.attrs(), "dimension", 0);
     Literal& out = results[0];
-    StridedView dst = DenseView(out.dims());
-    for (const Literal& in : operands) {
-      CopyBox(out.data(), dst, in.data(), DenseView(in.dims()), in.dims(),
-              ElementSize(in.element_type()), &ctx);
-      dst.offset += in.dims()[dim] * dst.strides[dim];
-    }
+    std::vector<const TensorType*> types;
+    for (const Literal& in : operands) types.push_back(&in.type());
+    const std::vector<BoxCopy> copies = ConcatenateBoxes(op, types, out.type());
+    for (size_t i = 0; i < copies.size(); ++i)
+      RunBoxCopy(copies[i], out.data(), 0, operands[i].data(), 0, &ctx);
     return OkStatus();
   };
   d.print = [](const Operation& op, OpPrinter& p) {
@@ -544,15 +608,6 @@ Status CheckScalarIndices(const InferInput& in, size_t first, int64_t rank) {
   return OkStatus();
 }
 
-// Start indices clamped so a box of `sizes` stays inside `dims` (as the specification says).
-Dims ClampedStarts(std::span<const Literal> operands, size_t first, const Dims& dims,
-                   const Dims& sizes) {
-  Dims starts(dims.size());
-  for (size_t i = 0; i < dims.size(); ++i)
-    starts[i] = std::clamp<int64_t>(ScalarIndex(operands[first + i]), 0, dims[i] - sizes[i]);
-  return starts;
-}
-
 void RegisterDynamicSlice(OpRegistry& r) {
   OpDef d;
   d.name = "stablehlo.dynamic_slice";
@@ -571,11 +626,8 @@ void RegisterDynamicSlice(OpRegistry& r) {
   d.eval = [](const Operation&, std::span<const Literal> operands, std::vector<Literal>& results,
               EvalContext& ctx) -> Status {
     const Literal& in = operands[0];
-    Dims starts = ClampedStarts(operands, 1, in.dims(), results[0].dims());
-    StridedView src = DenseView(in.dims());
-    for (size_t i = 0; i < starts.size(); ++i) src.offset += starts[i] * src.strides[i];
-    CopyBox(results[0].data(), DenseView(results[0].dims()), in.data(), src, results[0].dims(),
-            ElementSize(in.element_type()), &ctx);
+    const DynamicBox box = DynamicSliceBox(in.type(), results[0].type());
+    RunBoxCopy(box.copy, results[0].data(), 0, in.data(), box.Offset(operands, 1), &ctx);
     return OkStatus();
   };
   d.print = [](const Operation& op, OpPrinter& p) {
@@ -621,18 +673,13 @@ void RegisterDynamicUpdateSlice(OpRegistry& r) {
               EvalContext& ctx) -> Status {
     const Literal& in = operands[0];
     const Literal& update = operands[1];
-    const int esize = ElementSize(in.element_type());
     Literal& out = results[0];
-    if (ctx.CanReuseOperand(0)) {
+    if (ctx.CanReuseOperand(0))
       out = in;  // the operand dies here: write the update into its buffer (KV cache updates)
-    } else {
-      CopyBox(out.data(), DenseView(in.dims()), in.data(), DenseView(in.dims()), in.dims(), esize,
-              &ctx);
-    }
-    Dims starts = ClampedStarts(operands, 2, in.dims(), update.dims());
-    StridedView dst = DenseView(in.dims());
-    for (size_t i = 0; i < starts.size(); ++i) dst.offset += starts[i] * dst.strides[i];
-    CopyBox(out.data(), dst, update.data(), DenseView(update.dims()), update.dims(), esize, &ctx);
+    else
+      RunBoxCopy(WholeCopy(in.type()), out.data(), 0, in.data(), 0, &ctx);
+    const DynamicBox box = DynamicUpdateBox(in.type(), update.type());
+    RunBoxCopy(box.copy, out.data(), box.Offset(operands, 2), update.data(), 0, &ctx);
     return OkStatus();
   };
   d.print = [](const Operation& op, OpPrinter& p) { PrintFunctional(op, p); };

@@ -11,24 +11,31 @@ constexpr int64_t kGrainElements = 16 * 1024;
 constexpr int64_t kTile = 32;
 
 // Copies a box tile by tile over dims k and the last one (k: where the source is contiguous).
+// d and s point at the box's first elements (the views' offsets are already added). Each work
+// item is one tile row of one outer position (the dims other than k and the last), whose base
+// offsets it works out from its index, so nothing is allocated.
 template <typename U>
-void CopyTiled(U* d, const StridedView& dv, const U* s, const StridedView& sv,
+void CopyTiled(U* d, const std::vector<int64_t>& ds, const U* s, const std::vector<int64_t>& ss,
                const std::vector<int64_t>& dims, int k, EvalContext* ctx) {
   const int last = static_cast<int>(dims.size()) - 1;
-  // The other dims give base offsets; dims k and last are walked in tiles.
-  std::vector<int64_t> outer = dims;
-  outer[k] = 1;
-  outer[last] = 1;
-  std::vector<std::pair<int64_t, int64_t>> bases;
-  ForEachBoxRow(outer, dv, sv, 0, BoxRows(outer),
-                [&](int64_t di, int64_t si) { bases.emplace_back(di, si); });
+  int64_t outer = 1;
+  for (int i = 0; i < last; ++i)
+    if (i != k) outer *= dims[i];
   const int64_t nk = dims[k], nl = dims[last];
   const int64_t tiles_k = (nk + kTile - 1) / kTile;
-  const int64_t dsk = dv.strides[k], dsl = dv.strides[last];
-  const int64_t ssk = sv.strides[k], ssl = sv.strides[last];
+  const int64_t dsk = ds[k], dsl = ds[last];
+  const int64_t ssk = ss[k], ssl = ss[last];
   auto run = [&](int64_t begin, int64_t end) {
     for (int64_t w = begin; w < end; ++w) {
-      const auto [db, sb] = bases[w / tiles_k];
+      // The outer position, row-major over the dims other than k and the last.
+      int64_t o = w / tiles_k, db = 0, sb = 0;
+      for (int i = last - 1; i >= 0; --i) {
+        if (i == k) continue;
+        const int64_t idx = o % dims[i];
+        o /= dims[i];
+        db += idx * ds[i];
+        sb += idx * ss[i];
+      }
       const int64_t k0 = (w % tiles_k) * kTile, k1 = std::min(nk, k0 + kTile);
       for (int64_t l0 = 0; l0 < nl; l0 += kTile) {
         const int64_t l1 = std::min(nl, l0 + kTile);
@@ -37,7 +44,7 @@ void CopyTiled(U* d, const StridedView& dv, const U* s, const StridedView& sv,
       }
     }
   };
-  const int64_t work = static_cast<int64_t>(bases.size()) * tiles_k;
+  const int64_t work = outer * tiles_k;
   const int64_t per_item = kTile * nl;
   if (ctx && work * per_item >= 2 * kGrainElements && work > 1)
     ctx->ParallelFor(work, std::max<int64_t>(1, kGrainElements / per_item), run);
@@ -45,35 +52,36 @@ void CopyTiled(U* d, const StridedView& dv, const U* s, const StridedView& sv,
     run(0, work);
 }
 
+// Copies a merged box (BoxCopy) from s to d, both pointing at the box's first element.
 template <typename U>
-void CopyBoxTyped(std::byte* dst, const StridedView& dv, const std::byte* src,
-                  const StridedView& sv, const std::vector<int64_t>& dims, EvalContext* ctx) {
+void CopyBoxTyped(std::byte* dst, const std::byte* src, const BoxCopy& c, EvalContext* ctx) {
   U* d = reinterpret_cast<U*>(dst);
   const U* s = reinterpret_cast<const U*>(src);
+  const std::vector<int64_t>& dims = c.dims;
+  const std::vector<int64_t>& ds = c.dst.strides;
+  const std::vector<int64_t>& ss = c.src.strides;
   const int64_t rows = BoxRows(dims);
   const int64_t inner = dims.empty() ? 1 : dims.back();
-  const bool contiguous = !dims.empty() && dv.strides.back() == 1 && sv.strides.back() == 1;
+  const bool contiguous = !dims.empty() && ds.back() == 1 && ss.back() == 1;
+  const int64_t inner_ds = dims.empty() ? 0 : ds.back(), inner_ss = dims.empty() ? 0 : ss.back();
   auto run = [&](int64_t begin, int64_t end) {
     if (contiguous) {
       // Whole rows are contiguous on both sides: one memcpy per row.
-      std::vector<int64_t> outer(dims.begin(), dims.end() - 1);
-      outer.push_back(1);
-      StridedView dv1 = dv, sv1 = sv;
-      ForEachBoxRow(outer, dv1, sv1, begin, end, [&](int64_t di, int64_t si) {
+      ForEachRowStart(dims, 0, ds, 0, ss, begin, end, [&](int64_t di, int64_t si) {
         std::memcpy(d + di, s + si, static_cast<size_t>(inner) * sizeof(U));
       });
     } else {
-      ForEachBoxRow(dims, dv, sv, begin, end, [&](int64_t di, int64_t si) { d[di] = s[si]; });
+      ForEachRowStart(dims, 0, ds, 0, ss, begin, end, [&](int64_t di, int64_t si) {
+        for (int64_t i = 0; i < inner; ++i) d[di + i * inner_ds] = s[si + i * inner_ss];
+      });
     }
   };
   // The source repeats one element along the last dim (broadcasting a scalar, or a reduced
   // value back over its row): fill each destination row, a vectorised store loop.
-  if (!dims.empty() && sv.strides.back() == 0 && dv.strides.back() == 1 && inner > 1) {
-    std::vector<int64_t> outer(dims.begin(), dims.end() - 1);
-    outer.push_back(1);
+  if (!dims.empty() && ss.back() == 0 && ds.back() == 1 && inner > 1) {
     auto fill_rows = [&](int64_t begin, int64_t end) {
-      ForEachBoxRow(outer, dv, sv, begin, end,
-                    [&](int64_t di, int64_t si) { std::fill(d + di, d + di + inner, s[si]); });
+      ForEachRowStart(dims, 0, ds, 0, ss, begin, end,
+                      [&](int64_t di, int64_t si) { std::fill(d + di, d + di + inner, s[si]); });
     };
     if (ctx && rows * inner >= 2 * kGrainElements && rows > 1)
       ctx->ParallelFor(rows, std::max<int64_t>(1, kGrainElements / inner), fill_rows);
@@ -84,11 +92,11 @@ void CopyBoxTyped(std::byte* dst, const StridedView& dv, const std::byte* src,
   // A transposing copy (source contiguous along another dim than the last) walks one side with a
   // large stride; copy it in square tiles so both sides stay in cache.
   int k = -1;
-  if (!dims.empty() && sv.strides.back() != 1 && dv.strides.back() == 1)
-    for (size_t d = 0; d + 1 < dims.size(); ++d)
-      if (sv.strides[d] == 1 && dims[d] > 1) k = static_cast<int>(d);
+  if (!dims.empty() && ss.back() != 1 && ds.back() == 1)
+    for (size_t i = 0; i + 1 < dims.size(); ++i)
+      if (ss[i] == 1 && dims[i] > 1) k = static_cast<int>(i);
   if (k >= 0 && inner >= kTile) {
-    CopyTiled(d, dv, s, sv, dims, k, ctx);
+    CopyTiled(d, ds, s, ss, dims, k, ctx);
     return;
   }
   if (ctx && rows * inner >= 2 * kGrainElements && rows > 1) {
@@ -103,8 +111,9 @@ void CopyBoxTyped(std::byte* dst, const StridedView& dv, const std::byte* src,
 // dropped: the same elements in the same order, in fewer and longer rows. A decode step's paged
 // KV gather and its transposes copy [pages, heads, 16, 128] boxes whose last two dims are one
 // contiguous run of 2,048; copied as rows of 128 they cost twice as long.
-void MergeContiguousDims(std::vector<int64_t>& dims, StridedView& dv, StridedView& sv) {
-  std::vector<int64_t> d, ds, ss;
+void MergeContiguousDims(const std::vector<int64_t>& dims, const StridedView& dv,
+                         const StridedView& sv, BoxCopy& c) {
+  std::vector<int64_t>&d = c.dims, &ds = c.dst.strides, &ss = c.src.strides;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] == 1 && i + 1 < dims.size()) continue;
     if (!d.empty() && ds.back() == dv.strides[i] * dims[i] &&
@@ -118,30 +127,42 @@ void MergeContiguousDims(std::vector<int64_t>& dims, StridedView& dv, StridedVie
     ds.push_back(dv.strides[i]);
     ss.push_back(sv.strides[i]);
   }
-  dims = std::move(d);
-  dv.strides = std::move(ds);
-  sv.strides = std::move(ss);
 }
 
 }  // namespace
 
+BoxCopy PrepareBoxCopy(const StridedView& dst_view, const StridedView& src_view,
+                       const std::vector<int64_t>& dims, int esize) {
+  BoxCopy c;
+  c.esize = esize;
+  c.dst.offset = dst_view.offset;
+  c.src.offset = src_view.offset;
+  c.empty = NumElements(dims) == 0;
+  if (!c.empty) MergeContiguousDims(dims, dst_view, src_view, c);
+  return c;
+}
+
+void RunBoxCopy(const BoxCopy& c, std::byte* dst, int64_t dst_offset, const std::byte* src,
+                int64_t src_offset, EvalContext* ctx) {
+  if (c.empty) return;
+  std::byte* d = dst + (c.dst.offset + dst_offset) * c.esize;
+  const std::byte* s = src + (c.src.offset + src_offset) * c.esize;
+  switch (c.esize) {
+    case 1:
+      return CopyBoxTyped<uint8_t>(d, s, c, ctx);
+    case 2:
+      return CopyBoxTyped<uint16_t>(d, s, c, ctx);
+    case 4:
+      return CopyBoxTyped<uint32_t>(d, s, c, ctx);
+    default:
+      return CopyBoxTyped<uint64_t>(d, s, c, ctx);
+  }
+}
+
 void CopyBox(std::byte* dst, const StridedView& dst_view, const std::byte* src,
              const StridedView& src_view, const std::vector<int64_t>& dims, int esize,
              EvalContext* ctx) {
-  if (NumElements(dims) == 0) return;
-  std::vector<int64_t> box = dims;
-  StridedView dv = dst_view, sv = src_view;
-  MergeContiguousDims(box, dv, sv);
-  switch (esize) {
-    case 1:
-      return CopyBoxTyped<uint8_t>(dst, dv, src, sv, box, ctx);
-    case 2:
-      return CopyBoxTyped<uint16_t>(dst, dv, src, sv, box, ctx);
-    case 4:
-      return CopyBoxTyped<uint32_t>(dst, dv, src, sv, box, ctx);
-    default:
-      return CopyBoxTyped<uint64_t>(dst, dv, src, sv, box, ctx);
-  }
+  RunBoxCopy(PrepareBoxCopy(dst_view, src_view, dims, esize), dst, 0, src, 0, ctx);
 }
 
 void FillElements(std::byte* dst, int64_t n, const std::byte* value, int esize, EvalContext* ctx) {

@@ -20,43 +20,70 @@ struct StridedView {
   std::vector<int64_t> strides;
 };
 
-// Calls fn(dst_index, src_index) for every element of a box of shape `dims`, innermost dimension
-// fastest. Rows [row_begin, row_end) of the box (all dimensions but the last) are visited.
+// At most this rank keeps a box walk's index on the stack; deeper boxes allocate it.
+inline constexpr int kStackRank = 8;
+
+// Calls fn(dst_offset, src_offset) at the start of every row of a box of shape `dims` (the rows
+// being all its dimensions but the last, whose size is not read), rows [row_begin, row_end),
+// outer dimensions like an odometer. Allocates nothing for boxes of rank <= kStackRank.
 template <typename Fn>
-void ForEachBoxRow(const std::vector<int64_t>& dims, const StridedView& dst, const StridedView& src,
-                   int64_t row_begin, int64_t row_end, Fn&& fn) {
+void ForEachRowStart(const std::vector<int64_t>& dims, int64_t dst_offset,
+                     const std::vector<int64_t>& dst_strides, int64_t src_offset,
+                     const std::vector<int64_t>& src_strides, int64_t row_begin, int64_t row_end,
+                     Fn&& fn) {
   const int rank = static_cast<int>(dims.size());
-  if (rank == 0) {
-    if (row_begin == 0 && row_end > 0) fn(dst.offset, src.offset);
+  if (rank <= 1) {
+    if (row_begin == 0 && row_end > 0) fn(dst_offset, src_offset);
     return;
   }
-  const int64_t inner = dims[rank - 1];
-  const int64_t ds = dst.strides[rank - 1], ss = src.strides[rank - 1];
-  std::vector<int64_t> idx(rank, 0);
+  int64_t stack_idx[kStackRank];
+  std::vector<int64_t> heap_idx;
+  int64_t* idx = stack_idx;
+  if (rank > kStackRank) {
+    heap_idx.resize(rank);
+    idx = heap_idx.data();
+  }
   // Decompose row_begin into the outer multi-index.
   int64_t r = row_begin;
   for (int d = rank - 2; d >= 0; --d) {
     idx[d] = dims[d] ? r % dims[d] : 0;
     r = dims[d] ? r / dims[d] : 0;
   }
-  int64_t doff = dst.offset, soff = src.offset;
+  int64_t doff = dst_offset, soff = src_offset;
   for (int d = 0; d < rank - 1; ++d) {
-    doff += idx[d] * dst.strides[d];
-    soff += idx[d] * src.strides[d];
+    doff += idx[d] * dst_strides[d];
+    soff += idx[d] * src_strides[d];
   }
   for (int64_t row = row_begin; row < row_end; ++row) {
-    for (int64_t i = 0; i < inner; ++i) fn(doff + i * ds, soff + i * ss);
+    fn(doff, soff);
     // Advance the outer index like an odometer.
     for (int d = rank - 2; d >= 0; --d) {
       ++idx[d];
-      doff += dst.strides[d];
-      soff += src.strides[d];
+      doff += dst_strides[d];
+      soff += src_strides[d];
       if (idx[d] < dims[d]) break;
-      doff -= idx[d] * dst.strides[d];
-      soff -= idx[d] * src.strides[d];
+      doff -= idx[d] * dst_strides[d];
+      soff -= idx[d] * src_strides[d];
       idx[d] = 0;
     }
   }
+}
+
+// Calls fn(dst_index, src_index) for every element of a box of shape `dims`, innermost dimension
+// fastest. Rows [row_begin, row_end) of the box (all dimensions but the last) are visited.
+template <typename Fn>
+void ForEachBoxRow(const std::vector<int64_t>& dims, const StridedView& dst, const StridedView& src,
+                   int64_t row_begin, int64_t row_end, Fn&& fn) {
+  if (dims.empty()) {
+    if (row_begin == 0 && row_end > 0) fn(dst.offset, src.offset);
+    return;
+  }
+  const int64_t inner = dims.back();
+  const int64_t ds = dst.strides.back(), ss = src.strides.back();
+  ForEachRowStart(dims, dst.offset, dst.strides, src.offset, src.strides, row_begin, row_end,
+                  [&](int64_t doff, int64_t soff) {
+                    for (int64_t i = 0; i < inner; ++i) fn(doff + i * ds, soff + i * ss);
+                  });
 }
 
 // Number of rows (product of all dimensions but the last; 1 for rank <= 1).
@@ -71,6 +98,23 @@ inline int64_t BoxRows(const std::vector<int64_t>& dims) {
 void CopyBox(std::byte* dst, const StridedView& dst_view, const std::byte* src,
              const StridedView& src_view, const std::vector<int64_t>& dims, int esize,
              EvalContext* ctx);
+
+// A box copy worked out once and run many times (a data-movement op's copy is fixed by its
+// attributes and its operands' and result's types; only where a dynamic slice starts varies):
+// the box with the dimensions that continue each other on both sides merged, and dimensions of
+// size 1 dropped. Running it allocates nothing for merged boxes of rank <= kStackRank, unless
+// it is large enough to be split over the pool's threads.
+struct BoxCopy {
+  std::vector<int64_t> dims;
+  StridedView dst, src;
+  int esize = 1;
+  bool empty = false;  // no elements: nothing to copy
+};
+BoxCopy PrepareBoxCopy(const StridedView& dst_view, const StridedView& src_view,
+                       const std::vector<int64_t>& dims, int esize);
+// Runs `copy` with `dst_offset` and `src_offset` elements added to its views' offsets.
+void RunBoxCopy(const BoxCopy& copy, std::byte* dst, int64_t dst_offset, const std::byte* src,
+                int64_t src_offset, EvalContext* ctx);
 
 // Fills `n` elements of size `esize` at dst with the element at `value`.
 void FillElements(std::byte* dst, int64_t n, const std::byte* value, int esize, EvalContext* ctx);

@@ -118,10 +118,14 @@ void* BufferCache::Allocate(size_t bytes) {
 void BufferCache::Release(void* block, size_t bytes) {
   if (!block) return;
   const size_t size = RoundedSize(bytes);
-  std::vector<void*> evicted;
+  // A small block goes straight back to malloc (no list of evictions: the interpreter releases
+  // one per op result, and a vector for it was an allocation per release).
   if (size < min_block_) {
-    evicted.push_back(block);
-  } else {
+    std::free(block);
+    return;
+  }
+  std::vector<void*> evicted;
+  {
     std::lock_guard<std::mutex> lock(mu_);
     if (size > capacity_) {
       evicted.push_back(block);
