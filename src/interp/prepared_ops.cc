@@ -147,7 +147,7 @@ PreparedFn PrepareIota(const Operation& op) {
 // dimensions lead (in order), then its row dimensions and its column dimensions, or the reverse
 // (a transposed matrix). The CPU kernel (cpu/dot_kernels.cc, ViewOrPack) reads such operands in
 // place and packs the others; the prepared kernel takes only the in-place case.
-std::optional<ops::MatrixView> InPlaceView(const TensorType& x, const std::vector<int64_t>& batch,
+std::optional<cpu::MatrixView> InPlaceView(const TensorType& x, const std::vector<int64_t>& batch,
                                            const std::vector<int64_t>& row_dims,
                                            const std::vector<int64_t>& col_dims, int64_t rows,
                                            int64_t cols) {
@@ -160,7 +160,7 @@ std::optional<ops::MatrixView> InPlaceView(const TensorType& x, const std::vecto
   transposed.insert(transposed.end(), row_dims.begin(), row_dims.end());
   std::vector<int64_t> rest;
   for (int64_t dim = static_cast<int64_t>(batch.size()); dim < x.rank(); ++dim) rest.push_back(dim);
-  ops::MatrixView v;
+  cpu::MatrixView v;
   v.type = x.element_type;
   v.batch_stride = rows * cols;
   if (rest == straight) {
@@ -189,27 +189,27 @@ PreparedFn PrepareDot(const Operation& op) {
   const ops::DotShape s = ops::ShapeOfDot(d, lhs, rhs);
   if (ops::AccumulationOf(lhs, rhs, result_type) != ops::DotAcc::kF32) return nullptr;
   if (s.batch * s.m * s.n <= 0 || s.k <= 0) return nullptr;
-  std::optional<ops::MatrixView> a =
+  std::optional<cpu::MatrixView> a =
       InPlaceView(lhs.type(), d.lhs_batch, s.lhs_free, d.lhs_contracting, s.m, s.k);
-  std::optional<ops::MatrixView> b =
+  std::optional<cpu::MatrixView> b =
       InPlaceView(rhs.type(), d.rhs_batch, d.rhs_contracting, s.rhs_free, s.k, s.n);
   if (!a || !b) return nullptr;
   const bool f32_result = result_type == ElementType::kF32;
   return [a = *a, b = *b, batch = s.batch, m = s.m, k = s.k, n = s.n, f32_result](
              std::span<const Literal> operands, std::vector<Literal>& results,
              EvalContext& ctx) -> Status {
-    ops::MatrixView av = a, bv = b;
+    cpu::MatrixView av = a, bv = b;
     av.data = operands[0].data();
     bv.data = operands[1].data();
     Literal& result = results[0];
     if (f32_result) {
-      ops::ViewMatmul(av, bv, batch, m, k, n, result.span<float>().data(), ctx);
+      cpu::ViewMatmul(av, bv, batch, m, k, n, result.span<float>().data(), ctx);
       return OkStatus();
     }
     // A half result: accumulated in f32, rounded once (the buffer is reused from call to call).
     thread_local std::vector<float> c;
     c.resize(static_cast<size_t>(batch * m * n));
-    ops::ViewMatmul(av, bv, batch, m, k, n, c.data(), ctx);
+    cpu::ViewMatmul(av, bv, batch, m, k, n, c.data(), ctx);
     ops::StoreResult<float>(c, result);
     return OkStatus();
   };
