@@ -72,7 +72,7 @@ CLI::Option* AddModelOption(CLI::App* cmd, std::string* model) {
   return cmd
       ->add_option("-m,--model", *model,
                    "the model: a Hugging Face checkpoint folder (config.json, *.safetensors, "
-                   "tokenizer.json), a qwen3 / qwen3moe GGUF file (imported into a cached "
+                   "tokenizer.json), a llama / qwen3 / qwen3moe GGUF file (imported into a cached "
                    "folder on first use: $TLALOC_GGUF_CACHE, else ~/.cache/tlaloc/gguf), or "
                    "ORG/NAME[@REVISION] from the Hugging Face cache, downloaded from the Hub "
                    "($HF_ENDPOINT, token $HF_TOKEN) when missing")

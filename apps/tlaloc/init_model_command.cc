@@ -1,10 +1,11 @@
 // `tlaloc init-model (--preset NAME | --config CONFIG.json) OUT_DIR [--seed S] [--dtype T]`:
 // writes a randomly initialised checkpoint of any registered family in Hugging Face form, with
-// the family's tokenizer files (models::ModelFamily::tokenizer_config_json and
-// builtin_tokenizer_json): Qwen3's the real Qwen3 tokenizer.json the repository carries in
-// data/qwen3/ (installed as share/tlaloc/qwen3-tokenizer.json) and a tokenizer_config.json carrying
-// the Qwen3 chat template; Llama's a built-in byte-level tokenizer.json with Llama 3's special
-// tokens and a Llama 3-style tokenizer_config.json. --tokenizer replaces the tokenizer.json.
+// the family's tokenizer files (models::ModelFamily::tokenizer_config_json, and
+// builtin_tokenizer_json or the file its tokenizer_search finds): Qwen3's the real Qwen3
+// tokenizer.json the repository carries in data/qwen3/ (installed as
+// share/tlaloc/qwen3-tokenizer.json) and a tokenizer_config.json carrying the Qwen3 chat
+// template; Llama's a built-in byte-level tokenizer.json with Llama 3's special tokens and a
+// Llama 3-style tokenizer_config.json. --tokenizer replaces the tokenizer.json.
 #include <unistd.h>
 
 #include <cstdio>
@@ -28,9 +29,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kTokenizerRelPath = "data/qwen3/tokenizer.json";
-constexpr const char* kInstalledTokenizer = "tlaloc/qwen3-tokenizer.json";
-
 // Where the installed data folder sits relative to the prefix (CMake's CMAKE_INSTALL_DATADIR,
 // usually "share") and the configured prefix's own copy; see apps/CMakeLists.txt.
 #ifndef TLALOC_INSTALL_DATADIR
@@ -40,25 +38,29 @@ constexpr const char* kInstalledTokenizer = "tlaloc/qwen3-tokenizer.json";
 #define TLALOC_INSTALL_FULL_DATADIR ""
 #endif
 
-struct TokenizerSearch {
+struct TokenizerFound {
   std::optional<fs::path> found;
   std::vector<std::string> looked;  // every place tried, for the error message
 };
 
-// The Qwen3 tokenizer.json, first found of: $TLALOC_QWEN3_TOKENIZER; the checkout's copy
-// (data/qwen3/) above the working directory or above the executable (a build folder sits inside the
-// checkout); the copy installed with the binary (<prefix>/share/tlaloc, found from
-// /proc/self/exe's ../share, so a relocated prefix works), then the configured prefix's.
-TokenizerSearch FindQwen3Tokenizer() {
-  TokenizerSearch search;
+// The family's tokenizer.json (ModelFamily::tokenizer_search), first found of: the file its
+// environment variable names; the checkout's copy (Qwen3's data/qwen3/) above the working
+// directory or above the executable (a build folder sits inside the checkout); the copy
+// installed with the binary (<prefix>/share, found from /proc/self/exe's ../share, so a
+// relocated prefix works), then the configured prefix's.
+TokenizerFound FindFamilyTokenizer(const models::ModelFamily::TokenizerSearch& where) {
+  TokenizerFound search;
+  const std::string env_var(where.env_var);
+  const fs::path checkout_rel(where.checkout_path);
+  const fs::path installed_rel(where.installed_path);
   std::error_code ec;
   auto try_path = [&](const fs::path& p, const std::string& why) {
     if (search.found) return;
     search.looked.push_back(p.string() + " (" + why + ")");
     if (fs::is_regular_file(p, ec)) search.found = p;
   };
-  if (const char* env = std::getenv("TLALOC_QWEN3_TOKENIZER")) {
-    try_path(env, "$TLALOC_QWEN3_TOKENIZER");
+  if (const char* env = env_var.empty() ? nullptr : std::getenv(env_var.c_str())) {
+    try_path(env, "$" + env_var);
     // A variable that is set but wrong is reported rather than silently bypassed.
     if (!search.found) return search;
   }
@@ -67,28 +69,29 @@ TokenizerSearch FindQwen3Tokenizer() {
       {fs::current_path(ec), "working directory"}};
   if (!exe.empty()) starts.push_back({exe.parent_path(), "tlaloc binary"});
   for (const auto& [start, what] : starts) {
-    if (start.empty()) continue;
+    if (start.empty() || checkout_rel.empty()) continue;
     bool any = false;
     for (fs::path dir = start; !dir.empty(); dir = dir.parent_path()) {
-      if (fs::exists(dir / kTokenizerRelPath, ec)) {
-        try_path(dir / kTokenizerRelPath, "checkout above the " + what);
+      if (fs::exists(dir / checkout_rel, ec)) {
+        try_path(dir / checkout_rel, "checkout above the " + what);
         any = true;
         break;
       }
       if (dir == dir.parent_path()) break;
     }
     if (!any)
-      search.looked.push_back(kTokenizerRelPath + std::string(" in any folder above ") +
-                              start.string() + " (checkout above the " + what + ")");
+      search.looked.push_back(checkout_rel.string() + " in any folder above " + start.string() +
+                              " (checkout above the " + what + ")");
   }
+  if (installed_rel.empty()) return search;
   if (!exe.empty()) {
     const fs::path datadir = TLALOC_INSTALL_DATADIR;
     const fs::path data =
         datadir.is_absolute() ? datadir : exe.parent_path().parent_path() / datadir;
-    try_path((data / kInstalledTokenizer).lexically_normal(), "installed with the binary");
+    try_path((data / installed_rel).lexically_normal(), "installed with the binary");
   }
   if (std::string_view(TLALOC_INSTALL_FULL_DATADIR).size() > 0)
-    try_path(fs::path(TLALOC_INSTALL_FULL_DATADIR) / kInstalledTokenizer,
+    try_path(fs::path(TLALOC_INSTALL_FULL_DATADIR) / installed_rel,
              "the configured install prefix");
   return search;
 }
@@ -130,11 +133,18 @@ int RunInitModel(const InitArgs& a) {
                   kExitUsage);
     opts.tokenizer_json = a.tokenizer;
   } else if (!(*family)->builtin_tokenizer_json) {  // else the family writes its own
-    TokenizerSearch search = FindQwen3Tokenizer();
+    const models::ModelFamily::TokenizerSearch& where = (*family)->tokenizer_search;
+    TokenizerFound search = FindFamilyTokenizer(where);
     if (!search.found) {
-      std::string msg = "cannot find the Qwen3 tokenizer.json; looked in:";
+      std::string msg =
+          "cannot find " +
+          (where.what.empty()
+               ? "a tokenizer.json for model_type " + std::string((*family)->model_type)
+               : std::string(where.what)) +
+          (search.looked.empty() ? std::string(" (the family names no place)") : "; looked in:");
       for (const std::string& place : search.looked) msg += "\n  " + place;
-      return fail(msg + "\npass --tokenizer PATH or set TLALOC_QWEN3_TOKENIZER");
+      return fail(msg + "\npass --tokenizer PATH" +
+                  (where.env_var.empty() ? "" : " or set " + std::string(where.env_var)));
     }
     opts.tokenizer_json = *search.found;
   }

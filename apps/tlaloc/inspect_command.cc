@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "tlaloc/io/gguf.h"
 #include "tlaloc/io/hf_cache.h"
+#include "tlaloc/models/family.h"
 #include "tlaloc/models/inspect.h"
 
 namespace tlaloc::cli {
@@ -119,9 +120,11 @@ nlohmann::json ValueJson(const io::GgufValue& v) {
 }
 
 int InspectGguf(const InspectOptions& options) {
-  const std::string note =
-      "generate, chat, serve and bench run qwen3 / qwen3moe GGUF files with -m (imported into "
-      "a checkpoint folder on first use)";
+  std::string archs;
+  for (std::string_view a : models::GgufArchitectures())
+    archs += (archs.empty() ? "" : " / ") + std::string(a);
+  const std::string note = "generate, chat, serve and bench run " + archs +
+                           " GGUF files with -m (imported into a checkpoint folder on first use)";
   auto file = MappedFile::Open(options.path);
   if (!file.ok()) return Fail(file.status().message());
   auto contents = io::ParseGguf((*file)->bytes(), options.path);

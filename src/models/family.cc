@@ -40,6 +40,13 @@ std::vector<std::string_view> KnownModelTypes() {
   return out;
 }
 
+std::vector<std::string_view> GgufArchitectures() {
+  std::vector<std::string_view> out;
+  for (const ModelFamily& f : Registry())
+    if (!f.gguf_architecture.empty()) out.push_back(f.gguf_architecture);
+  return out;
+}
+
 namespace {
 
 std::string KnownTypesText() {

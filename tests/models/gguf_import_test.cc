@@ -160,9 +160,11 @@ std::string ErrorOf(const fs::path& file, const TempDir& dir) {
 TEST(GgufImport, RefusesBadFilesNamingWhatIsWrong) {
   TempDir dir;
   auto keys = Qwen3Keys();
-  keys[0].value = io::GgufValue::String("llama");
-  EXPECT_NE(ErrorOf(WriteFile(dir, "llama", keys), dir).find("architecture \"llama\""),
-            std::string::npos);
+  // An architecture no family registers is refused naming those that are (Llama's is one).
+  keys[0].value = io::GgufValue::String("gemma3");
+  const std::string unknown = ErrorOf(WriteFile(dir, "gemma3", keys), dir);
+  EXPECT_NE(unknown.find("architecture \"gemma3\""), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("llama, qwen3, qwen3moe"), std::string::npos) << unknown;
 
   keys = Qwen3Keys();
   keys.erase(keys.begin() + 1);  // qwen3.block_count

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <random>
 
-#include "models/qwen3/gguf_import_internal.h"
+#include "models/decoder/gguf_import_internal.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/io/gguf.h"
 #include "tlaloc/nn/gguf_linear.h"
@@ -48,9 +48,9 @@ struct Packed {
 
 Packed Repack(GgmlType t, std::span<const std::byte> blocks, int64_t n, int64_t k) {
   std::vector<std::byte> q, s;
-  Status st = qwen3::RepackGgml(t, blocks, q, s);
+  Status st = decoder::RepackGgml(t, blocks, q, s);
   EXPECT_TRUE(st.ok()) << st.ToString();
-  const auto [qt, stt] = nn::GgufPackedTypes(*qwen3::PackedFormatOf(t), n, k);
+  const auto [qt, stt] = nn::GgufPackedTypes(*decoder::PackedFormatOf(t), n, k);
   Packed p{Literal(qt), Literal(stt)};
   EXPECT_EQ(q.size(), static_cast<size_t>(p.q.byte_size()));
   EXPECT_EQ(s.size(), static_cast<size_t>(p.scale.byte_size()));

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -24,6 +25,10 @@
 #include "tlaloc/nn/layers.h"
 #include "tlaloc/nn/sampling.h"
 #include "tlaloc/tokenizer/chat.h"
+
+namespace tlaloc::io {
+struct GgufContents;  // io/gguf.h
+}  // namespace tlaloc::io
 
 namespace tlaloc::models {
 
@@ -186,11 +191,38 @@ struct ModelFamily {
   std::string (*builtin_tokenizer_json)() = nullptr;
   // What those two write, for init-model's messages.
   std::string_view tokenizer_note;
+  // Where init-model looks for a tokenizer.json when none is given and the family has no
+  // built-in one (apps/tlaloc/init_model_command.cc): the environment variable naming the file,
+  // its path in a repository checkout and its path in the installed data folder
+  // (<prefix>/share). Qwen3: $TLALOC_QWEN3_TOKENIZER, data/qwen3/tokenizer.json,
+  // tlaloc/qwen3-tokenizer.json. Empty: none is looked for.
+  struct TokenizerSearch {
+    std::string_view env_var;
+    std::string_view checkout_path;
+    std::string_view installed_path;
+    std::string_view what;  // "the Qwen3 tokenizer.json", for messages
+  };
+  TokenizerSearch tokenizer_search;
   // Writes a checkpoint folder as GGUF for llama.cpp (models/gguf_export.h); null when the
   // family has no exporter.
   StatusOr<GgufExportSummary> (*export_gguf)(const std::filesystem::path& dir,
                                              const std::filesystem::path& out,
                                              const GgufExportOptions& options) = nullptr;
+  // llama.cpp's GGUF architecture of the family ("qwen3", "qwen3moe", "llama"): what its export
+  // writes as general.architecture, and how models::ImportGguf finds the family of a file.
+  // Empty: no GGUF form.
+  std::string_view gguf_architecture;
+  // GGUF import: the family's own config.json fields from the file's `<arch>.*` keys (beyond
+  // the shared hyperparameters the importer reads), or a refusal naming what the family cannot
+  // express; null: none.
+  Status (*gguf_import_config)(const io::GgufContents& gguf, const std::string& src,
+                               nlohmann::ordered_json& config) = nullptr;
+  // How llama.cpp orders the rows of checkpoint tensor `name` (transformers' name): row r of
+  // the GGUF tensor is row order[r] of the checkpoint's. Export and import both apply it
+  // (Llama's q and k: llama.cpp rotates interleaved pairs where transformers rotates halves).
+  // Empty, or null: the same order.
+  std::vector<int64_t> (*gguf_row_order)(const io::ModelConfig& config,
+                                         const std::string& name) = nullptr;
 };
 
 // Fills the registry (once; later calls do nothing) and registers each family's config part with
@@ -212,6 +244,8 @@ StatusOr<const ModelFamily*> FindFamily(std::string_view model_type);
 StatusOr<const ModelFamily*> FamilyOf(const io::ModelConfig& config);
 // Every registered model_type, sorted.
 std::vector<std::string_view> KnownModelTypes();
+// The llama.cpp architectures the families export and import GGUF files of, in model_type order.
+std::vector<std::string_view> GgufArchitectures();
 
 // Shorthands through FamilyOf(config).
 Status CheckSupported(const io::ModelConfig& config);

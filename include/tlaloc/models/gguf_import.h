@@ -1,8 +1,11 @@
-// A GGUF file (llama.cpp's qwen3 / qwen3moe architectures) as a Tlaloc checkpoint folder, the
-// inverse of gguf_export.h: config.json from the `qwen3.*` / `qwen3moe.*` hyperparameters,
+// A GGUF file (llama.cpp's architecture of a registered family: qwen3, qwen3moe, llama; each
+// family names its own, models::ModelFamily::gguf_architecture) as a Tlaloc checkpoint folder,
+// the inverse of gguf_export.h: config.json from the `<arch>.*` hyperparameters,
 // tokenizer.json from `tokenizer.ggml.*` (the gpt2 byte-level BPE with the "qwen2"
 // pre-tokenizer), tokenizer_config.json with `tokenizer.chat_template` and the special tokens,
-// and model.safetensors with the weights under transformers' names.
+// and model.safetensors with the weights under transformers' names (rows in transformers'
+// order: Llama's q and k back from llama.cpp's interleaved pairs). A "llama3" rope scaling
+// (rope_freqs.weight) is not imported yet.
 //
 // Weights: F32, F16 and BF16 tensors are copied as they are. When every matrix is Q8_0 the
 // folder is an int8 checkpoint (io::WeightQuantization: Q8_0's blocks are its layout), copied
@@ -24,7 +27,7 @@
 namespace tlaloc::models {
 
 struct GgufImportSummary {
-  std::string architecture;              // "qwen3" / "qwen3moe"
+  std::string architecture;              // general.architecture: "qwen3", "qwen3moe", "llama"
   int64_t tensors = 0;                   // GGUF tensors read
   bool int8 = false;                     // written as an int8 checkpoint (every matrix Q8_0)
   int64_t dequantised = 0;               // GGUF tensors dequantised to f32

@@ -78,12 +78,14 @@ Tensor FinalNorm(const ModelConfig& c, const WeightTensors& w, const Tensor& x,
 // The LM head matrix's checkpoint name: lm_head.weight, or the embedding when tied.
 std::string HeadWeightName(const ModelConfig& c);
 
-// The tensors of an int8 checkpoint (io::WeightQuantization "tlaloc_int8") of `c` from its float
-// tensors: each matrix whose rows are whole blocks as s8, followed by its f16 block scales
-// (Int8ScaleName); the other tensors as they are. `float_tensors` as given when `c` is not
-// quantized. (Qwen3's weights.cc has its own, which also reads GGUF imports' formats.)
-std::vector<ExpectedTensor> Int8CheckpointTensors(const ModelConfig& c,
-                                                  std::vector<ExpectedTensor> float_tensors);
+// The tensors of a quantized checkpoint of `c` (io::WeightQuantization) from its float tensors:
+// "tlaloc_int8": each matrix whose rows are whole blocks as s8, followed by its f16 block scales
+// (Int8ScaleName); a GGUF import's "tlaloc_gguf": each matrix its `formats` lists in that format's
+// storage (Q8_0 as int8), the others float. The other tensors, and those `keep_float` (may be
+// null) names (an MoE router), as they are. `float_tensors` as given when `c` is not quantized.
+std::vector<ExpectedTensor> Int8CheckpointTensors(
+    const ModelConfig& c, std::vector<ExpectedTensor> float_tensors,
+    bool (*keep_float)(const ExpectedTensor& t) = nullptr);
 
 // The tensor-parallel split dimension of weight `name` (WeightSpec::tensor_parallel_dim) by
 // transformers' projection names, which these decoders share (tensor_parallel.cc).

@@ -1,15 +1,15 @@
 // Llama as a model family: its config.json share (LlamaConfig's defaults, mlp_bias), what Tlaloc
-// runs of it, its tensors, and its registry entry. The decoder is Qwen3's without the q/k norms
-// (models/qwen3/: the same layer, step programs and training forward) over Llama's rotary
-// frequencies.
+// runs of it, its tensors, its GGUF form, and its registry entry. The decoder is the shared one
+// (models/decoder/: the same layer, step programs and training forward as Qwen3's) without the
+// q/k norms, over Llama's rotary frequencies.
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <numbers>
 
 #include "io/json_fields.h"
 #include "models/decoder/decoder.h"
+#include "models/decoder/gguf.h"
 #include "models/llama/llama_family.h"
-#include "models/qwen3/qwen3_family.h"
 
 namespace tlaloc::models::llama {
 
@@ -148,10 +148,12 @@ Status CheckSupported(const ModelConfig& c) {
   if (Fields(c).mlp_bias)
     return InvalidArgument("config mlp_bias true: Tlaloc's Llama has no MLP projection biases");
   if (c.quantization) {
-    // tlaloc_int8 (`tlaloc quantize`); a GGUF import's formats are Qwen3's importer's.
+    // tlaloc_int8 (`tlaloc quantize`, an all-Q8_0 GGUF import); a GGUF import's packed formats
+    // (Q4_0, Q4_K, Q6_K) are checked against llama.cpp for Qwen3 only so far.
     if (!c.quantization->formats.empty())
       return Unimplemented("config quantization_config " + c.quantization->quant_method +
-                           ": Tlaloc's Llama runs int8 checkpoints of tlaloc quantize only");
+                           ": Tlaloc's Llama runs int8 checkpoints (tlaloc quantize, all-Q8_0 GGUF "
+                           "files) only, not packed GGUF formats yet");
     const int64_t block = c.quantization->group_size;
     for (const auto& [what, width] :
          {std::pair<const char*, int64_t>{"hidden_size", c.hidden_size},
@@ -242,7 +244,25 @@ StatusOr<GgufExportSummary> ExportGguf(const std::filesystem::path& dir,
                      io::GgmlType::kF32});
   }
   config.rope_scaling.reset();  // the rest is the plain rotary embedding
-  return qwen3::ExportDecoderGguf(dir, out, options, config, "llama", std::move(extra));
+  decoder::GgufExportHooks hooks;
+  hooks.arch = "llama";
+  hooks.extra_tensors = std::move(extra);
+  return decoder::ExportDecoderGguf(dir, out, options, config, std::move(hooks));
+}
+
+std::vector<int64_t> GgufRowOrder(const ModelConfig& c, const std::string& name) {
+  // llama.cpp's `llama` rotates interleaved pairs where transformers rotates halves: its
+  // converter reorders each head's q and k rows (h, j, i) -> (h, i, j).
+  const bool q = name.ends_with(".self_attn.q_proj.weight");
+  const bool k = name.ends_with(".self_attn.k_proj.weight");
+  if (!q && !k) return {};
+  const int64_t heads = q ? c.num_attention_heads : c.num_key_value_heads;
+  const int64_t d = c.head_dim, half = d / 2;
+  std::vector<int64_t> order(static_cast<size_t>(heads * d));
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t j = 0; j < 2; ++j)
+      for (int64_t i = 0; i < half; ++i) order[h * d + i * 2 + j] = h * d + j * half + i;
+  return order;
 }
 
 void Register(std::vector<ModelFamily>& registry) {
@@ -267,6 +287,8 @@ void Register(std::vector<ModelFamily>& registry) {
   f.tokenizer_note =
       "Llama 3's tokenizer_config.json and chat template (<|begin_of_text|>, <|eot_id|>)";
   f.export_gguf = ExportGguf;
+  f.gguf_architecture = "llama";
+  f.gguf_row_order = GgufRowOrder;
   registry.push_back(f);
 }
 

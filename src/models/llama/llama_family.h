@@ -37,6 +37,11 @@ StatusOr<GgufExportSummary> ExportGguf(const std::filesystem::path& dir,
                                        const std::filesystem::path& out,
                                        const GgufExportOptions& options);
 
+// llama.cpp's row order of checkpoint tensor `name` (ModelFamily::gguf_row_order): each head's
+// q and k rows from transformers' rotary halves to llama.cpp's interleaved pairs; empty for the
+// other tensors.
+std::vector<int64_t> GgufRowOrder(const ModelConfig& c, const std::string& name);
+
 // Llama 3's chat format as Jinja, and the tokenizer files of the random checkpoints Tlaloc
 // writes (tokenizer.cc): a Llama 3-style tokenizer_config.json, and a built-in byte-level
 // tokenizer.json of the 256 bytes then Llama 3's special tokens (ids 256-260:

@@ -84,6 +84,11 @@ void Register(std::vector<ModelFamily>& registry) {
     f.tokenizer_config_json = Qwen3TokenizerConfigJson;
     f.tokenizer_note = "Qwen3's tokenizer_config.json and chat template";
     f.export_gguf = ExportGguf;  // qwen3, or qwen3moe for Qwen3-MoE
+    f.gguf_architecture = moe ? "qwen3moe" : "qwen3";
+    if (moe) f.gguf_import_config = Qwen3MoeImportConfig;
+    // The real Qwen3 tokenizer.json the repository carries (and installs).
+    f.tokenizer_search = {"TLALOC_QWEN3_TOKENIZER", "data/qwen3/tokenizer.json",
+                          "tlaloc/qwen3-tokenizer.json", "the Qwen3 tokenizer.json"};
     registry.push_back(f);
   }
 }

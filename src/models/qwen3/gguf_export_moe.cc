@@ -1,11 +1,14 @@
 // Qwen3-MoE as llama.cpp's `qwen3moe` architecture: what its graph can express, the keys it
-// adds to qwen3's, and each MoE layer's router and stacked experts under llama.cpp's names.
+// adds to qwen3's (and the config fields the import reads back from them), and each MoE layer's
+// router and stacked experts under llama.cpp's names.
 // llama.cpp's qwen3moe graph (src/models/qwen3moe.cpp) routes with a softmax over all experts,
 // always renormalises the top-k weights and makes every layer sparse. An int8 checkpoint's
 // experts go as Q8_0, as dense int8 matrices do.
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <optional>
 
+#include "models/decoder/gguf_import_internal.h"
 #include "models/qwen3/moe_config.h"
 #include "models/qwen3/qwen3_family.h"
 #include "tlaloc/io/checkpoint.h"
@@ -47,6 +50,23 @@ std::vector<io::GgufKeyValue> Qwen3MoeKeys(const ModelConfig& config) {
   return {{"qwen3moe.expert_count", u32(c.num_experts)},
           {"qwen3moe.expert_used_count", u32(c.num_experts_per_tok)},
           {"qwen3moe.expert_feed_forward_length", u32(c.moe_intermediate_size)}};
+}
+
+Status Qwen3MoeImportConfig(const io::GgufContents& gguf, const std::string& src,
+                            nlohmann::ordered_json& config) {
+  TL_ASSIGN_OR_RETURN(config["num_experts"], decoder::GgufInt(gguf, "qwen3moe.expert_count", src));
+  TL_ASSIGN_OR_RETURN(config["num_experts_per_tok"],
+                      decoder::GgufInt(gguf, "qwen3moe.expert_used_count", src));
+  TL_ASSIGN_OR_RETURN(const int64_t width,
+                      decoder::GgufInt(gguf, "qwen3moe.expert_feed_forward_length", src));
+  config["moe_intermediate_size"] = width;
+  TL_ASSIGN_OR_RETURN(config["intermediate_size"],
+                      decoder::GgufInt(gguf, "qwen3moe.feed_forward_length", src, width));
+  // llama.cpp's qwen3moe makes every layer sparse and renormalises the top-k weights.
+  config["norm_topk_prob"] = true;
+  config["decoder_sparse_step"] = 1;
+  config["mlp_only_layers"] = nlohmann::ordered_json::array();
+  return OkStatus();
 }
 
 StatusOr<std::vector<io::GgufTensorToWrite>> Qwen3MoeLayerTensors(const io::Checkpoint& checkpoint,

@@ -29,20 +29,16 @@ StatusOr<GgufExportSummary> ExportGguf(const std::filesystem::path& dir,
                                        const std::filesystem::path& out,
                                        const GgufExportOptions& options);
 
-// A Llama-style decoder folder as llama.cpp architecture `arch` ("qwen3", "qwen3moe",
-// "llama"): its family's tensors under llama.cpp's names, the shared hyperparameter keys and
-// the byte-level BPE tokenizer. No rope scaling: a family that exports its scaling as tensors
-// (Llama's rope_freqs.weight) passes them as `extra_tensors`, written after the family's.
-StatusOr<GgufExportSummary> ExportDecoderGguf(
-    const std::filesystem::path& dir, const std::filesystem::path& out,
-    const GgufExportOptions& options, const ModelConfig& config, const std::string& arch,
-    std::vector<io::GgufTensorToWrite> extra_tensors = {});
-
 // Qwen3-MoE as llama.cpp's `qwen3moe` (gguf_export_moe.cc): the configs its graph can express
 // (refused by field name otherwise), the keys it adds, and layer `layer`'s router and stacked
 // experts under llama.cpp's names.
 Status CheckQwen3MoeExportable(const ModelConfig& c, const std::string& where);
 std::vector<io::GgufKeyValue> Qwen3MoeKeys(const ModelConfig& c);
+// The inverse for the GGUF import (ModelFamily::gguf_import_config): Qwen3MoeConfig's fields
+// from the qwen3moe.* keys, as llama.cpp's graph runs them (every layer sparse, top-k weights
+// renormalised).
+Status Qwen3MoeImportConfig(const io::GgufContents& gguf, const std::string& src,
+                            nlohmann::ordered_json& config);
 // Float tensors come with GgmlType kF32 for the caller to choose their type; int8 experts as
 // Q8_0 (s8 values with their f16 scales).
 StatusOr<std::vector<io::GgufTensorToWrite>> Qwen3MoeLayerTensors(const io::Checkpoint& checkpoint,

@@ -48,43 +48,10 @@ std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c) {
   add("model.norm.weight", {h});
   // A tied head shares the embedding; its file may still store a copy.
   add("lm_head.weight", {c.vocab_size, h}, c.tie_word_embeddings);
-  if (!c.quantization) return out;
-  // int8 checkpoints (io::WeightQuantization): every matrix but an MoE router as s8, followed
-  // by its f16 block scales.
-  std::vector<ExpectedTensor> quantized;
-  const int64_t block = c.quantization->group_size;
-  for (auto& t : out) {
-    const bool matrix = t.shape.size() == 2 && t.shape[1] % block == 0 &&
-                        t.name.find("mlp.gate.weight") == std::string::npos;
-    if (!matrix) {
-      quantized.push_back(std::move(t));
-      continue;
-    }
-    // A GGUF import (tlaloc_gguf) lists each matrix's storage; one not listed is float.
-    const auto& formats = c.quantization->formats;
-    const auto fmt = formats.find(t.name);
-    const auto format = fmt == formats.end() ? std::nullopt : FindQuantFormat(fmt->second);
-    if (!formats.empty() && format != QuantFormat::kQ8_0) {
-      // Not listed (or rows of no whole blocks, which loading then names): float.
-      std::optional<std::pair<TensorType, TensorType>> types;
-      if (format)
-        if (auto stored = QuantStorageTypes(*format, t.shape); stored.ok()) types = *stored;
-      if (!types) {
-        quantized.push_back(std::move(t));
-        continue;
-      }
-      const auto& [qt, st] = *types;
-      quantized.push_back({t.name, qt.dims, t.optional, qt.element_type});
-      quantized.push_back({Int8ScaleName(t.name), st.dims, t.optional, st.element_type});
-      continue;
-    }
-    ExpectedTensor scale{
-        Int8ScaleName(t.name), {t.shape[0], t.shape[1] / block}, t.optional, ElementType::kF16};
-    t.fixed_type = ElementType::kS8;
-    quantized.push_back(std::move(t));
-    quantized.push_back(std::move(scale));
-  }
-  return quantized;
+  // int8 checkpoints (io::WeightQuantization): every matrix but an MoE router quantized.
+  return decoder::Int8CheckpointTensors(c, std::move(out), [](const ExpectedTensor& t) {
+    return t.name.find("mlp.gate.weight") != std::string::npos;
+  });
 }
 
 std::vector<WeightSpec> WeightSpecs(const ModelConfig& c) {

@@ -4,10 +4,10 @@
 // program's dequantisation gives llama.cpp's (and io::DequantizeGgml's) weights bit for bit.
 #include <cstring>
 
-#include "models/qwen3/gguf_import_internal.h"
+#include "models/decoder/gguf_import_internal.h"
 #include "tlaloc/support/half.h"
 
-namespace tlaloc::models::qwen3 {
+namespace tlaloc::models::decoder {
 
 namespace {
 
@@ -86,4 +86,4 @@ Status RepackGgml(io::GgmlType t, std::span<const std::byte> blocks, std::vector
   return OkStatus();
 }
 
-}  // namespace tlaloc::models::qwen3
+}  // namespace tlaloc::models::decoder

@@ -1,5 +1,5 @@
-// Shared by gguf_import.cc and gguf_import_tokenizer.cc: metadata getters naming the file and
-// key, and the tokenizer files made from a GGUF's tokenizer.ggml.* keys.
+// Shared by the GGUF import (gguf_import*.cc) and the families' import hooks: metadata getters
+// naming the file and key, and the tokenizer files made from a GGUF's tokenizer.ggml.* keys.
 #pragma once
 
 #include <algorithm>
@@ -13,7 +13,7 @@
 #include "tlaloc/ir/quant_format.h"
 #include "tlaloc/support/status.h"
 
-namespace tlaloc::models::qwen3 {
+namespace tlaloc::models::decoder {
 
 // A string metadata value; NotFound naming `key` when absent.
 inline StatusOr<std::string> GgufString(const io::GgufContents& c, const std::string& key,
@@ -24,6 +24,32 @@ inline StatusOr<std::string> GgufString(const io::GgufContents& c, const std::st
     return InvalidArgument(src + ": metadata key \"" + key + "\" is " +
                            std::string(io::GgufTypeName(v->type)) + ", expected a string");
   return v->text;
+}
+
+// A metadata integer (any integer type); NotFound naming the key when absent and `fallback`
+// is unset.
+inline StatusOr<int64_t> GgufInt(const io::GgufContents& c, const std::string& key,
+                                 const std::string& src,
+                                 std::optional<int64_t> fallback = std::nullopt) {
+  const io::GgufValue* v = c.Find(key);
+  if (!v) {
+    if (fallback) return *fallback;
+    return NotFound(src + ": missing metadata key \"" + key + "\"");
+  }
+  switch (v->type) {
+    case io::GgufType::kUint8:
+    case io::GgufType::kInt8:
+    case io::GgufType::kUint16:
+    case io::GgufType::kInt16:
+    case io::GgufType::kUint32:
+    case io::GgufType::kInt32:
+    case io::GgufType::kUint64:
+    case io::GgufType::kInt64:
+      return v->integer;
+    default:
+      return InvalidArgument(src + ": metadata key \"" + key + "\" is " +
+                             std::string(io::GgufTypeName(v->type)) + ", expected an integer");
+  }
 }
 
 struct GgufTokenizer {
@@ -47,4 +73,4 @@ std::optional<QuantFormat> PackedFormatOf(io::GgmlType t);
 Status RepackGgml(io::GgmlType t, std::span<const std::byte> blocks, std::vector<std::byte>& q,
                   std::vector<std::byte>& scale);
 
-}  // namespace tlaloc::models::qwen3
+}  // namespace tlaloc::models::decoder

@@ -1,6 +1,8 @@
-// GGUF file (llama.cpp's qwen3 / qwen3moe) -> Tlaloc checkpoint folder: the inverse of
-// gguf_export.cc's names and keys (models/gguf_import.h says what is copied, what becomes int8
-// and what is dequantised). The tokenizer files: gguf_import_tokenizer.cc.
+// GGUF file (llama.cpp's architecture of any registered family: qwen3, qwen3moe, llama) ->
+// Tlaloc checkpoint folder: the inverse of gguf_export.cc's names and keys, with the family's
+// own keys and row orders through its ModelFamily hooks (models/gguf_import.h says what is
+// copied, what becomes int8 and what is dequantised). The tokenizer files:
+// gguf_import_tokenizer.cc.
 #include "tlaloc/models/gguf_import.h"
 
 #include <fcntl.h>
@@ -14,7 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "io/io_util.h"
-#include "models/qwen3/gguf_import_internal.h"
+#include "models/decoder/gguf.h"
+#include "models/decoder/gguf_import_internal.h"
+#include "models/families.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/gguf.h"
 #include "tlaloc/io/model_config.h"
@@ -25,6 +29,7 @@ namespace tlaloc::models {
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
+using decoder::GgufInt;
 using io::GgmlType;
 using io::GgufContents;
 using io::GgufTensorInfo;
@@ -70,31 +75,6 @@ class MappedFile {
   size_t size_ = 0;
 };
 
-// A metadata integer (any integer type); NotFound naming the key when absent and `fallback`
-// is unset.
-StatusOr<int64_t> GgufInt(const GgufContents& c, const std::string& key, const std::string& src,
-                          std::optional<int64_t> fallback = std::nullopt) {
-  const io::GgufValue* v = c.Find(key);
-  if (!v) {
-    if (fallback) return *fallback;
-    return NotFound(src + ": missing metadata key \"" + key + "\"");
-  }
-  switch (v->type) {
-    case io::GgufType::kUint8:
-    case io::GgufType::kInt8:
-    case io::GgufType::kUint16:
-    case io::GgufType::kInt16:
-    case io::GgufType::kUint32:
-    case io::GgufType::kInt32:
-    case io::GgufType::kUint64:
-    case io::GgufType::kInt64:
-      return v->integer;
-    default:
-      return InvalidArgument(src + ": metadata key \"" + key + "\" is " +
-                             std::string(io::GgufTypeName(v->type)) + ", expected an integer");
-  }
-}
-
 StatusOr<double> GgufReal(const GgufContents& c, const std::string& key, const std::string& src,
                           double fallback) {
   const io::GgufValue* v = c.Find(key);
@@ -123,7 +103,8 @@ struct Part {
 };
 
 // transformers' names for GGUF tensor `gguf` (one per expert for stacked experts).
-StatusOr<std::vector<Part>> HfParts(const GgufTensorInfo& t, const std::string& src) {
+StatusOr<std::vector<Part>> HfParts(const GgufTensorInfo& t, const std::string& arch,
+                                    const std::string& src) {
   static const std::map<std::string, std::string> kLayer = {
       {"attn_norm.weight", "input_layernorm.weight"},
       {"ffn_norm.weight", "post_attention_layernorm.weight"},
@@ -147,6 +128,11 @@ StatusOr<std::vector<Part>> HfParts(const GgufTensorInfo& t, const std::string& 
   if (t.name == "token_embd.weight") return std::vector<Part>{{"model.embed_tokens.weight", dims}};
   if (t.name == "output_norm.weight") return std::vector<Part>{{"model.norm.weight", dims}};
   if (t.name == "output.weight") return std::vector<Part>{{"lm_head.weight", dims}};
+  if (t.name == "rope_freqs.weight")
+    return Unimplemented(src +
+                         ": tensor \"rope_freqs.weight\" (a \"llama3\" rope_scaling as llama.cpp "
+                         "stores it) is not imported yet: Tlaloc imports GGUF files without rope "
+                         "scaling");
   const std::string blk = "blk.";
   if (t.name.rfind(blk, 0) == 0) {
     const size_t dot = t.name.find('.', blk.size());
@@ -171,8 +157,8 @@ StatusOr<std::vector<Part>> HfParts(const GgufTensorInfo& t, const std::string& 
       }
     }
   }
-  return InvalidArgument(src + ": tensor \"" + t.name +
-                         "\" is not part of llama.cpp's qwen3 / qwen3moe models");
+  return InvalidArgument(src + ": tensor \"" + t.name + "\" is not part of llama.cpp's " + arch +
+                         " model");
 }
 
 bool IsRouter(const GgufTensorInfo& t) {
@@ -183,17 +169,18 @@ std::string TorchDtype(ElementType t) {
   return t == ElementType::kF16 ? "float16" : t == ElementType::kBF16 ? "bfloat16" : "float32";
 }
 
-// config.json (transformers' Qwen3Config / Qwen3MoeConfig fields) from the hyperparameters.
-StatusOr<io::ModelConfig> ImportConfig(const GgufContents& c, const std::string& arch,
+// config.json (the family's config class's fields) from the shared hyperparameters and the
+// family's own (`family_fields`, from its gguf_import_config).
+StatusOr<io::ModelConfig> ImportConfig(const GgufContents& c, const ModelFamily& family,
                                        const std::string& src, int64_t vocab_rows, bool tied,
                                        bool int8, ElementType dtype,
-                                       const qwen3::GgufTokenizer& tok,
-                                       const std::map<std::string, std::string>& formats) {
-  const std::string a = arch + ".";
-  const bool moe = arch == "qwen3moe";
+                                       const decoder::GgufTokenizer& tok,
+                                       const std::map<std::string, std::string>& formats,
+                                       const json& family_fields) {
+  const std::string a = std::string(family.gguf_architecture) + ".";
   json j;
-  j["architectures"] = {moe ? "Qwen3MoeForCausalLM" : "Qwen3ForCausalLM"};
-  j["model_type"] = moe ? "qwen3_moe" : "qwen3";
+  j["architectures"] = {std::string(family.architecture)};
+  j["model_type"] = std::string(family.model_type);
   j["vocab_size"] = vocab_rows;
   TL_ASSIGN_OR_RETURN(const int64_t hidden, GgufInt(c, a + "embedding_length", src));
   TL_ASSIGN_OR_RETURN(const int64_t heads, GgufInt(c, a + "attention.head_count", src));
@@ -209,7 +196,7 @@ StatusOr<io::ModelConfig> ImportConfig(const GgufContents& c, const std::string&
   if (value_dim != head_dim)
     return Unimplemented(src + ": " + a + "attention.value_length " + std::to_string(value_dim) +
                          " differs from key_length " + std::to_string(head_dim) +
-                         " (Qwen3 uses one head_dim for both)");
+                         " (Tlaloc's decoders use one head_dim for both)");
   j["head_dim"] = head_dim;
   TL_ASSIGN_OR_RETURN(j["max_position_embeddings"], GgufInt(c, a + "context_length", src));
   TL_ASSIGN_OR_RETURN(j["rms_norm_eps"],
@@ -220,17 +207,9 @@ StatusOr<io::ModelConfig> ImportConfig(const GgufContents& c, const std::string&
       s && !(s->type == io::GgufType::kString && s->text == "none"))
     return Unimplemented(src + ": " + a + "rope.scaling.type \"" + s->text +
                          "\" (Tlaloc imports GGUF files without rope scaling)");
-  if (moe) {
-    TL_ASSIGN_OR_RETURN(j["num_experts"], GgufInt(c, a + "expert_count", src));
-    TL_ASSIGN_OR_RETURN(j["num_experts_per_tok"], GgufInt(c, a + "expert_used_count", src));
-    TL_ASSIGN_OR_RETURN(const int64_t width, GgufInt(c, a + "expert_feed_forward_length", src));
-    j["moe_intermediate_size"] = width;
-    TL_ASSIGN_OR_RETURN(j["intermediate_size"], GgufInt(c, a + "feed_forward_length", src, width));
-    // llama.cpp's qwen3moe makes every layer sparse and renormalises the top-k weights.
-    j["norm_topk_prob"] = true;
-    j["decoder_sparse_step"] = 1;
-    j["mlp_only_layers"] = json::array();
-  } else {
+  // The family's fields (Qwen3-MoE's experts, and its intermediate_size fallback).
+  for (const auto& [key, value] : family_fields.items()) j[key] = value;
+  if (!j.contains("intermediate_size")) {
     TL_ASSIGN_OR_RETURN(j["intermediate_size"], GgufInt(c, a + "feed_forward_length", src));
   }
   j["tie_word_embeddings"] = tied;
@@ -264,21 +243,27 @@ StatusOr<GgufImportSummary> ImportGguf(const fs::path& gguf, const fs::path& out
   auto parsed = io::ParseGguf(file.bytes(), src);
   if (!parsed.ok()) return Status(parsed.status().code(), "GGUF file " + parsed.status().message());
   GgufContents c = std::move(*parsed);
-  TL_ASSIGN_OR_RETURN(std::string arch, qwen3::GgufString(c, "general.architecture", src));
-  if (arch != "qwen3" && arch != "qwen3moe")
+  TL_ASSIGN_OR_RETURN(std::string arch, decoder::GgufString(c, "general.architecture", src));
+  // The family whose export writes this architecture.
+  const ModelFamily* family = nullptr;
+  for (const ModelFamily& f : Registry())
+    if (!f.gguf_architecture.empty() && f.gguf_architecture == arch) family = &f;
+  if (!family) {
+    std::string known;
+    for (std::string_view a : GgufArchitectures())
+      known += (known.empty() ? "" : ", ") + std::string(a);
     return Unimplemented(src + ": architecture \"" + arch +
-                         "\" (Tlaloc runs GGUF files of llama.cpp's qwen3 and qwen3moe)");
-  // The hyperparameters first: a file without them is no model, whatever its tokenizer.
-  std::vector<std::string> required = {"block_count", "embedding_length", "attention.head_count",
-                                       "context_length"};
-  if (arch == "qwen3moe") {
-    for (const char* k : {"expert_count", "expert_used_count", "expert_feed_forward_length"})
-      required.push_back(k);
-  } else {
-    required.push_back("feed_forward_length");
+                         "\" (Tlaloc runs GGUF files of llama.cpp's " + known + ")");
   }
-  for (const std::string& key : required)
+  // The hyperparameters first: a file without them is no model, whatever its tokenizer.
+  for (const char* key :
+       {"block_count", "embedding_length", "attention.head_count", "context_length"})
     TL_RETURN_IF_ERROR(GgufInt(c, arch + "." + key, src).status());
+  json family_fields = json::object();
+  if (family->gguf_import_config)
+    TL_RETURN_IF_ERROR(family->gguf_import_config(c, src, family_fields));
+  if (!family_fields.contains("intermediate_size"))
+    TL_RETURN_IF_ERROR(GgufInt(c, arch + ".feed_forward_length", src).status());
   GgufImportSummary summary;
   summary.architecture = arch;
   const GgufTensorInfo* embedding = c.FindTensor("token_embd.weight");
@@ -300,7 +285,7 @@ StatusOr<GgufImportSummary> ImportGguf(const fs::path& gguf, const fs::path& out
   auto packed_format = [&](const GgufTensorInfo& t) -> std::optional<QuantFormat> {
     if (int8 || !import_options.keep_packed || t.ne.size() != 2 || IsRouter(t)) return std::nullopt;
     if (t.type == GgmlType::kQ8_0) return QuantFormat::kQ8_0;
-    return qwen3::PackedFormatOf(t.type);
+    return decoder::PackedFormatOf(t.type);
   };
   std::map<std::string, std::string> formats;
   bool any_packed = false;
@@ -309,21 +294,21 @@ StatusOr<GgufImportSummary> ImportGguf(const fs::path& gguf, const fs::path& out
   if (any_packed)
     for (const auto& t : c.tensors)
       if (auto f = packed_format(t)) {
-        TL_ASSIGN_OR_RETURN(std::vector<Part> parts, HfParts(t, src));
+        TL_ASSIGN_OR_RETURN(std::vector<Part> parts, HfParts(t, arch, src));
         for (const Part& p : parts) formats[p.name] = std::string(QuantFormatName(*f));
       }
   summary.tensors = static_cast<int64_t>(c.tensors.size());
   const ElementType dtype =
       int8 || IsQuantized(embedding->type) ? ElementType::kF32 : ElementTypeOf(embedding->type);
 
-  TL_ASSIGN_OR_RETURN(qwen3::GgufTokenizer tok, qwen3::ImportGgufTokenizer(c, src));
+  TL_ASSIGN_OR_RETURN(decoder::GgufTokenizer tok, decoder::ImportGgufTokenizer(c, src));
   const auto vocab_rows = static_cast<int64_t>(embedding->ne[1]);
   if (tok.num_tokens > vocab_rows)
     return InvalidArgument(src + ": " + std::to_string(tok.num_tokens) +
                            " tokens but token_embd.weight has " + std::to_string(vocab_rows) +
                            " rows");
-  TL_ASSIGN_OR_RETURN(io::ModelConfig config,
-                      ImportConfig(c, arch, src, vocab_rows, tied, int8, dtype, tok, formats));
+  TL_ASSIGN_OR_RETURN(io::ModelConfig config, ImportConfig(c, *family, src, vocab_rows, tied, int8,
+                                                           dtype, tok, formats, family_fields));
 
   // Plan: each GGUF tensor's parts (experts) as one group, so they stay one run in the shard;
   // an int8 matrix's scales as a second group.
@@ -336,7 +321,7 @@ StatusOr<GgufImportSummary> ImportGguf(const fs::path& gguf, const fs::path& out
   std::vector<Job> jobs;
   std::vector<std::vector<io::PlannedTensor>> groups;
   for (const auto& t : c.tensors) {
-    TL_ASSIGN_OR_RETURN(std::vector<Part> parts, HfParts(t, src));
+    TL_ASSIGN_OR_RETURN(std::vector<Part> parts, HfParts(t, arch, src));
     const auto fmt = any_packed ? packed_format(t) : std::nullopt;
     Job job{&t, std::move(parts),
             (int8 && t.type == GgmlType::kQ8_0 && !IsRouter(t)) || fmt == QuantFormat::kQ8_0,
@@ -374,13 +359,28 @@ StatusOr<GgufImportSummary> ImportGguf(const fs::path& gguf, const fs::path& out
     if (IsQuantized(t.type) && !job.as_int8 && !job.packed) ++summary.dequantised;
     if (job.packed) ++summary.packed;
     for (size_t p = 0; p < job.parts.size(); ++p) {
-      const auto slice = bytes.subspan(c.data_offset + t.offset + p * part_bytes, part_bytes);
+      auto slice = bytes.subspan(c.data_offset + t.offset + p * part_bytes, part_bytes);
       const std::string& name = job.parts[p].name;
+      // Rows back in the checkpoint's order where llama.cpp's differs (Llama's q and k): whole
+      // rows of whatever blocks the type has.
+      std::vector<std::byte> reordered;
+      if (family->gguf_row_order) {
+        const std::vector<int64_t> order = family->gguf_row_order(config, name);
+        if (!order.empty()) {
+          if (job.parts[p].dims.empty() || job.parts[p].dims[0] != std::ssize(order))
+            return InvalidArgument(
+                src + ": tensor \"" + t.name + "\" has " +
+                std::to_string(job.parts[p].dims.empty() ? 0 : job.parts[p].dims[0]) +
+                " rows, expected " + std::to_string(order.size()));
+          reordered = decoder::PermuteRows(slice, decoder::InverseOrder(order));
+          slice = reordered;
+        }
+      }
       if (!IsQuantized(t.type)) {
         TL_RETURN_IF_ERROR(writer->Write(name, slice));
       } else if (job.packed) {
         std::vector<std::byte> q, d;
-        Status s = qwen3::RepackGgml(t.type, slice, q, d);
+        Status s = decoder::RepackGgml(t.type, slice, q, d);
         if (!s.ok()) return s.WithContext(src + ": tensor \"" + t.name + "\"");
         TL_RETURN_IF_ERROR(writer->Write(name, q));
         TL_RETURN_IF_ERROR(writer->Write(QuantScaleName(name), d));

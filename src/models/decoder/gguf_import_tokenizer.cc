@@ -1,13 +1,14 @@
-// GGUF's tokenizer.ggml.* (llama.cpp's "gpt2" byte-level BPE with the "qwen2" pre-tokenizer)
+// GGUF's tokenizer.ggml.* (llama.cpp's "gpt2" byte-level BPE with the "qwen2" pre-tokenizer,
+// which the export writes for every family)
 // as the tokenizer.json and tokenizer_config.json Tlaloc's tokenizer and chat template read:
 // the inverse of ReadVocabulary in gguf_export.cc.
 #include <nlohmann/json.hpp>
 #include <string_view>
 #include <unordered_map>
 
-#include "models/qwen3/gguf_import_internal.h"
+#include "models/decoder/gguf_import_internal.h"
 
-namespace tlaloc::models::qwen3 {
+namespace tlaloc::models::decoder {
 
 using json = nlohmann::ordered_json;
 
@@ -45,7 +46,7 @@ StatusOr<GgufTokenizer> ImportGgufTokenizer(const io::GgufContents& c, const std
   TL_ASSIGN_OR_RETURN(std::string model, GgufString(c, "tokenizer.ggml.model", src));
   if (model != "gpt2")
     return Unimplemented(src + ": tokenizer.ggml.model \"" + model +
-                         "\" (Tlaloc reads the byte-level BPE \"gpt2\" tokenizer of Qwen3 files)");
+                         "\" (Tlaloc reads the byte-level BPE \"gpt2\" tokenizer)");
   // The pre-tokenizer fixes how text is split before merging; Qwen2/Qwen3 files say "qwen2".
   TL_ASSIGN_OR_RETURN(std::string pre, GgufString(c, "tokenizer.ggml.pre", src));
   if (pre != "qwen2")
@@ -162,15 +163,16 @@ StatusOr<GgufTokenizer> ImportGgufTokenizer(const io::GgufContents& c, const std
   for (int64_t id : out.end_ids)
     if (std::find(ends.begin(), ends.end(), id) == ends.end()) ends.push_back(id);
   out.end_ids = std::move(ends);
+  // Qwen3 files never prepend a BOS token, Llama's do: kept as the file says, as the folders
+  // Tlaloc writes for each family say it (tokenizer_config.json's add_bos_token).
+  bool add_bos = false;
   if (const io::GgufValue* v = c.Find("tokenizer.ggml.add_bos_token");
-      v && v->type == io::GgufType::kBool && v->integer != 0)
-    return Unimplemented(src +
-                         ": tokenizer.ggml.add_bos_token is true (Qwen3 files never prepend a "
-                         "BOS token; Tlaloc does not add one)");
+      v && v->type == io::GgufType::kBool)
+    add_bos = v->integer != 0;
 
   json config = json::object();
-  config["tokenizer_class"] = "Qwen2Tokenizer";
-  config["add_bos_token"] = false;
+  config["tokenizer_class"] = add_bos ? "PreTrainedTokenizerFast" : "Qwen2Tokenizer";
+  config["add_bos_token"] = add_bos;
   config["model_max_length"] = 131072;
   auto text_of = [&](const std::optional<int64_t>& id) -> json {
     return id ? json(tokens->texts[static_cast<size_t>(*id)]) : json(nullptr);
@@ -189,4 +191,4 @@ StatusOr<GgufTokenizer> ImportGgufTokenizer(const io::GgufContents& c, const std
   return out;
 }
 
-}  // namespace tlaloc::models::qwen3
+}  // namespace tlaloc::models::decoder
