@@ -5,6 +5,7 @@
 #include <map>
 
 #include "builder/internal.h"
+#include "tlaloc/builder/composite.h"
 
 namespace tlaloc {
 
@@ -81,10 +82,11 @@ Tensor LogSumExp(const Tensor& x, int64_t axis, bool keepdims) {
   return keepdims ? r : Squeeze(r, axis);
 }
 
-Tensor Argmax(const Tensor& x, int64_t axis, ElementType index_type) {
+namespace {
+
+// builder::Argmax's ops on x along axis `a`.
+Tensor ArgmaxOps(const Tensor& x, int64_t a, ElementType index_type) {
   OpBuilder* b = x.builder();
-  if (!b || !x.valid()) return Tensor();
-  int64_t a = NormalizeAxis(b, axis, x.rank());
   // The first position holding the maximum, NaN counting as the largest value (maximum
   // propagates NaN, and only NaN positions then match it). Two single-op reductions rather than
   // one variadic reduce with a compare-and-select body: every backend has fast paths for max
@@ -98,6 +100,26 @@ Tensor Argmax(const Tensor& x, int64_t axis, ElementType index_type) {
   Tensor first = ReduceMin(Where(hit, idx, past_end), {a}, false);
   // An empty axis has no maximum; index 0, as a reduce from the initial (lowest, 0) pair gives.
   return x.dim(a) == 0 ? FullLike(first, 0) : first;
+}
+
+}  // namespace
+
+Tensor Argmax(const Tensor& x, int64_t axis, ElementType index_type) {
+  OpBuilder* b = x.builder();
+  if (!b || !x.valid()) return Tensor();
+  int64_t a = NormalizeAxis(b, axis, x.rank());
+  if (a < 0 || a >= x.rank() || x.dim(a) == 0) return ArgmaxOps(x, a, index_type);
+  // The composite tlaloc.argmax (one pass per row in the interpreter: interp/fusion_argmax.cc),
+  // one decomposition per types and axis.
+  const std::string function = "tlaloc_argmax_" + CompositeTypeName(x.type()) + "_axis" +
+                               std::to_string(a) + "_" + std::string(ShortName(index_type));
+  AttrDict attributes;
+  attributes["axis"] = Attribute::Int(a, ElementType::kS64);
+  auto out = EmitComposite(kArgmaxComposite, {x}, std::move(attributes), function,
+                           [a, index_type](const std::vector<Tensor>& args) {
+                             return std::vector<Tensor>{ArgmaxOps(args[0], a, index_type)};
+                           });
+  return out.size() == 1 ? out[0] : Tensor();
 }
 
 Tensor Cumsum(const Tensor& x, int64_t axis) {

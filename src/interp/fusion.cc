@@ -359,9 +359,7 @@ void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
       }
     } else {
       kernel = &Int8DotKernel();
-      if (!MatchInt8Dot(block, uses, i, chain, operands, kernel) &&
-          !MatchArgmax(block, uses, i, chain, operands, kernel))
-        continue;
+      if (!MatchInt8Dot(block, uses, i, chain, operands, kernel)) continue;
     }
     if (!free(chain)) continue;
     ReplaceChain(chain, operands, kernel, plan, slot_of);

@@ -14,15 +14,14 @@
 // named composites (builder/composite.h, nn/int8_linear.h) as one kernel each, by name from one
 // table (fusion_composite.cc): tlaloc.int8_linear (fusion_int8.cc), tlaloc.rms_norm
 // (fusion_norm.cc), tlaloc.rotary (fusion_rotary.cc), tlaloc.silu_and_mul (fusion_silu.cc),
-// tlaloc.linear_cross_entropy (fusion_xent.cc: the LM head's loss with its gradients). No chain
-// is recognised for these: the builder, nn and train emit the composite.
+// tlaloc.linear_cross_entropy (fusion_xent.cc: the LM head's loss with its gradients),
+// tlaloc.argmax (fusion_argmax.cc: one pass per row). No chain is recognised for these: the
+// builder, nn and train emit the composite.
 //
 // int8 matrix products, as nn::Linear emits them for int8 weights (fusion_int8.cc):
 //   dot_general(x f32, reshape(convert(reshape(q s8)) * broadcast_in_dim(convert(scale f16))))
 // run as one kernel on (q, scale, x) that reads the int8 matrix in place; the same chain on
 // a stack of matrices feeding chlo.ragged_dot (nn::SparseMoe's int8 experts) likewise.
-//
-// argmax (fusion_argmax.cc), as the builder emits it: one pass.
 //
 // decode attention's products over the paged KV pool, gather -> reshape -> dot_general, with
 // the pages read in place through the block table (fusion_paged.cc).
@@ -106,10 +105,9 @@ std::shared_ptr<const FusedKernel> MatchPagedAttentionDot(const Block& block, co
 // tlaloc.silu_and_mul on (gate, up) (fusion_silu.cc), or nullptr for types it does not take.
 std::shared_ptr<const FusedKernel> SiluMulCompositeKernel(const Operation& op);
 
-// The first index of each row's maximum as builder::Argmax emits it, starting at op `a` (the
-// max reduce; fusion_argmax.cc).
-bool MatchArgmax(const Block& block, const BlockUses& uses, int a, std::vector<int>& chain,
-                 std::vector<Value>& operands, const FusedKernel*& kernel);
+// tlaloc.argmax over the last axis of f32 x with s32 indices (fusion_argmax.cc), or nullptr for
+// types and axes it does not take.
+std::shared_ptr<const FusedKernel> ArgmaxCompositeKernel(const Operation& op);
 
 // Makes the op plans of `chain` run `kernel` on `operands` at the chain's last op (fusion.cc).
 void ReplaceChain(const std::vector<int>& chain, const std::vector<Value>& operands,

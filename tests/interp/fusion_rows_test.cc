@@ -1,7 +1,8 @@
-// Rows fused into one pass (src/interp/fusion_norm.cc, fusion_argmax.cc): the composite
-// tlaloc.rms_norm builder::RmsNorm emits, for bf16 and f32 rows, mapped to its kernel by name, and
-// builder::Argmax, each with bit for bit the results of the ops run one by one (the composite's
-// decomposition), special values included. The unweighted norm chain, which is no composite,
+// Rows fused into one pass (src/interp/fusion_norm.cc, fusion_argmax.cc): the composites
+// tlaloc.rms_norm (builder::RmsNorm, bf16 and f32 rows) and tlaloc.argmax (builder::Argmax),
+// mapped to their kernels by name, each with bit for bit the results of the ops run one by one
+// (the composite's decomposition), special values included; an argmax over another axis runs its
+// decomposition. The unweighted norm chain, which is no composite,
 // runs op by op: same bits either way.
 #include <gtest/gtest.h>
 
@@ -9,6 +10,7 @@
 #include <limits>
 #include <random>
 
+#include "tlaloc/builder/composite.h"
 #include "tlaloc/builder/tensor.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/support/half.h"
@@ -134,11 +136,20 @@ struct ArgmaxRun {
   int64_t ops = 0;
 };
 
-ArgmaxRun RunArgmax(const Literal& x, bool fuse) {
+ArgmaxRun RunArgmax(const Literal& x, bool fuse, int64_t axis = -1) {
   auto module = std::make_shared<Module>("t");
   FunctionBuilder fb(module.get(), "main");
   Tensor in = fb.AddArg(x.type());
-  EXPECT_TRUE(fb.Return({Argmax(in, -1), in}).ok());  // x is also a result, as decode's logits
+  EXPECT_TRUE(fb.Return({Argmax(in, axis), in}).ok());  // x is also a result, as decode's logits
+  // One composite, and no reduce outside its decomposition.
+  int composites = 0, reduces = 0;
+  for (const auto& op : fb.function()->entry().operations()) {
+    composites += op->name() == "stablehlo.composite" &&
+                  GetStringAttr(op->attrs(), "name") == kArgmaxComposite;
+    reduces += op->name() == "stablehlo.reduce";
+  }
+  EXPECT_EQ(composites, 1);
+  EXPECT_EQ(reduces, 0);
   InterpreterOptions options;
   options.fuse = fuse;
   auto exe = Executable::Prepare(module, "main", options);
@@ -179,10 +190,24 @@ TEST(FusionRowsTest, ArgmaxFusedGivesTheOpsIndices) {
     EXPECT_EQ(ids[3], n - 1);
     EXPECT_EQ(ids[4], n - 1);
     EXPECT_EQ(ids[5], 1);
-    // The fifteen ops (two reduces, three reshapes, three broadcasts, three compares, and, or,
-    // iota, select) ran as one.
+    // The composite ran as its kernel, not its fifteen ops (two reduces, three reshapes, three
+    // broadcasts, three compares, and, or, iota, select).
     EXPECT_LE(fused.ops, plain.ops - 12) << "n " << n << ": not fused";
   }
+}
+
+// Over the first axis the kernel does not apply: the decomposition runs, fused or not.
+TEST(FusionRowsTest, ArgmaxOverAnotherAxisRunsTheDecomposition) {
+  const int64_t rows = 9, n = 5;
+  std::vector<float> v(static_cast<size_t>(rows * n));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i * 37 % 11) - 5.0f;
+  v[4 * n + 2] = std::numeric_limits<float>::quiet_NaN();
+  const Literal x = Literal::FromVector<float>({rows, n}, v);
+  ArgmaxRun fused = RunArgmax(x, true, 0), plain = RunArgmax(x, false, 0);
+  ASSERT_EQ(fused.out.byte_size(), plain.out.byte_size());
+  EXPECT_EQ(std::memcmp(fused.out.data(), plain.out.data(), plain.out.byte_size()), 0);
+  EXPECT_EQ(fused.out.span<int32_t>()[2], 4);  // the NaN wins its column
+  EXPECT_EQ(fused.ops, plain.ops);
 }
 
 }  // namespace

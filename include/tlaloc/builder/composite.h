@@ -18,6 +18,8 @@ namespace tlaloc {
 inline constexpr std::string_view kRmsNormComposite = "tlaloc.rms_norm";
 inline constexpr std::string_view kSiluAndMulComposite = "tlaloc.silu_and_mul";
 inline constexpr std::string_view kRotaryComposite = "tlaloc.rotary";
+// builder::Argmax over a non-empty axis {axis}: the first index of the maximum (NaN the largest).
+inline constexpr std::string_view kArgmaxComposite = "tlaloc.argmax";
 // The LM head's cross-entropy (train/loss.h), whose gradient rule lives in autodiff.
 inline constexpr std::string_view kLinearCrossEntropyComposite = "tlaloc.linear_cross_entropy";
 
