@@ -357,9 +357,8 @@ void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
         ReplaceChain(masked_chain, masked_operands, masked.get(), plan, slot_of);
         continue;
       }
-    } else {
-      kernel = &Int8DotKernel();
-      if (!MatchInt8Dot(block, uses, i, chain, operands, kernel)) continue;
+    } else if (!MatchInt8RaggedDot(block, uses, i, chain, operands, kernel)) {
+      continue;
     }
     if (!free(chain)) continue;
     ReplaceChain(chain, operands, kernel, plan, slot_of);

@@ -18,10 +18,10 @@
 // tlaloc.argmax (fusion_argmax.cc: one pass per row). No chain is recognised for these: the
 // builder, nn and train emit the composite.
 //
-// int8 matrix products, as nn::Linear emits them for int8 weights (fusion_int8.cc):
-//   dot_general(x f32, reshape(convert(reshape(q s8)) * broadcast_in_dim(convert(scale f16))))
-// run as one kernel on (q, scale, x) that reads the int8 matrix in place; the same chain on
-// a stack of matrices feeding chlo.ragged_dot (nn::SparseMoe's int8 experts) likewise.
+// int8 expert products, as nn::SparseMoe emits them for int8 weights (fusion_int8.cc):
+//   chlo.ragged_dot(x f32, reshape(convert(reshape(q s8)) * broadcast_in_dim(convert(scale))))
+// on a stack of matrices, run as one kernel on (q, scale, x, group_sizes) that reads the int8
+// matrices in place (nn::Linear's int8 products are the composite tlaloc.int8_linear).
 //
 // decode attention's products over the paged KV pool, gather -> reshape -> dot_general, with
 // the pages read in place through the block table (fusion_paged.cc).
@@ -56,14 +56,14 @@ int RowBroadcast(const Block& block, const BlockUses& uses, Value r, const Tenso
 void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
                 const std::function<int(const ValueImpl*)>& slot_of);
 
-// The int8 chain starting at op `a` (the reshape of the s8 matrix, or of a stack of them): on
-// success `chain` holds its ops (the dot_general or chlo.ragged_dot last), `operands` the fused
-// kernel's inputs ((q, scale, x), group_sizes appended for ragged_dot) and `kernel` the kernel.
-bool MatchInt8Dot(const Block& block, const BlockUses& uses, int a, std::vector<int>& chain,
-                  std::vector<Value>& operands, const FusedKernel*& kernel);
-const FusedKernel& Int8DotKernel();
-// The composite tlaloc.int8_linear (q8_0) at op `a`, run as the in-order VNNI q8_0 kernel with
-// its decomposition's bits (fusion_int8.cc).
+// The int8 chain on a stack of matrices feeding chlo.ragged_dot (nn::SparseMoe's int8 experts)
+// starting at op `a` (the reshape of the s8 stack): on success `chain` holds its ops (the
+// ragged_dot last), `operands` the fused kernel's inputs (q, scale, x, group_sizes) and `kernel`
+// the kernel (fusion_int8.cc).
+bool MatchInt8RaggedDot(const Block& block, const BlockUses& uses, int a, std::vector<int>& chain,
+                        std::vector<Value>& operands, const FusedKernel*& kernel);
+// The composite tlaloc.int8_linear at op `a`: mode "exact" run as cpu::Int8Matmul, mode "q8_0"
+// as the in-order VNNI q8_0 kernel, each with its decomposition's bits (fusion_int8.cc).
 bool MatchInt8Composite(const Block& block, int a, std::vector<int>& chain,
                         std::vector<Value>& operands, const FusedKernel*& kernel);
 // The composite tlaloc.gguf_linear (q4_0, q4_k, q6_k) at op `a`, run as cpu::GgufMatmul with its

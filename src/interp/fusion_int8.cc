@@ -1,16 +1,23 @@
-// The int8 matrix product (fusion.h): nn::Linear's chain for int8 weights,
-//   r = reshape(q s8 [N, K]) [N, K/32, 32] ; c = convert(r) f32
-//   s = convert(scale f16 [N, K/32]) f32 ; b = broadcast_in_dim(s, dims = [0, 1]) [N, K/32, 32]
-//   w = reshape(c * b) [N, K] ; y = dot_general(x f32 [..., K], w, contracting {last} x {1})
-// runs as cpu::Int8Matmul on (x, q, scale): decode's rows stream the int8 matrix once with the
-// f32 matrix-vector kernel's arithmetic, so y has the unfused chain's bits and no [N, K] f32
-// temporary exists.
+// The int8 matrix products (fusion.h).
 //
-// The same chain on a stack of matrices q s8 [G, N, K] (scales [G, N, K/32], broadcast dims
-// [0, 1, 2]) feeding chlo.ragged_dot's grouped rows (x f32 [M, K] contracting {1}, rhs [G, N, K]
-// contracting {2}, groups on {0}) is nn::SparseMoe's int8 expert product: it runs as
-// cpu::RaggedDotInt8 on (q, scale, x, group_sizes), each group through the kernel above, so each
-// used expert's s8 matrix is read in place once and no [G, N, K] f32 stack exists.
+// The composite tlaloc.int8_linear {block = 32, mode} (nn/int8_linear.h) on (x f32 [..., K],
+// q s8 [N, K], scale f16 [N, K / 32]), with its decomposition's bits:
+// - mode "exact", decomposing into nn::Linear's dequantising chain
+//     r = reshape(q) [N, K/32, 32] ; c = convert(r) f32 ; s = convert(scale) f32
+//     w = reshape(c * broadcast_in_dim(s, dims = [0, 1])) [N, K]
+//     y = dot_general(x, w, contracting {last} x {1})
+//   runs as cpu::Int8Matmul: decode's rows stream the int8 matrix once with the f32
+//   matrix-vector kernel's arithmetic, so y has the chain's bits and no [N, K] f32 temporary
+//   exists;
+// - mode "q8_0" runs as the VNNI q8_0 kernel that sums in the decomposition's order.
+//
+// The dequantising chain on a stack of matrices q s8 [G, N, K] (scales [G, N, K/32], broadcast
+// dims [0, 1, 2]) feeding chlo.ragged_dot's grouped rows (x f32 [M, K] contracting {1}, rhs
+// [G, N, K] contracting {2}, groups on {0}) is nn::SparseMoe's int8 expert product, emitted as
+// ops (no composite yet): it is recognised as a chain and runs as cpu::RaggedDotInt8 on (q,
+// scale, x, group_sizes), each group through Int8Matmul (or the q8_0 kernel where
+// TLALOC_INT8_ACTIVATIONS / --int8-form chose q8_0), so each used expert's s8 matrix is read in
+// place once and no [G, N, K] f32 stack exists.
 #include <unordered_map>
 
 #include "cpu/ragged_dot_int8.h"
@@ -28,22 +35,6 @@ constexpr int64_t kBlock = kQ8_0BlockElements;  // the q8_0 block (ir/quant_form
 
 bool HasType(Value v, ElementType et) {
   return v.type().is_tensor() && v.tensor_type().element_type == et;
-}
-
-// The dot's dimension numbers are exactly: no batch dimensions, lhs contracting {lhs_last},
-// rhs contracting {1}; and no algorithm override.
-bool IsPlainRowsDot(const Operation& op, int64_t lhs_last) {
-  if (FindAttr(op.attrs(), "algorithm")) return false;
-  const Attribute* a = FindAttr(op.attrs(), "dot_dimension_numbers");
-  if (!a || a->kind() != Attribute::Kind::kStruct) return false;
-  auto field = [&](const char* name) {
-    const Attribute* f = FindAttr(a->as_dict(), name);
-    return f && f->kind() == Attribute::Kind::kIntArray ? f->as_int_array()
-                                                        : std::vector<int64_t>{};
-  };
-  return field("lhs_batching_dimensions").empty() && field("rhs_batching_dimensions").empty() &&
-         field("lhs_contracting_dimensions") == std::vector<int64_t>{lhs_last} &&
-         field("rhs_contracting_dimensions") == std::vector<int64_t>{1};
 }
 
 // chlo.ragged_dot's grouped rows on a stacked rhs [G, N, K]: lhs [M, K] contracting {1}, rhs
@@ -68,8 +59,8 @@ const FusedKernel& Int8RaggedDotKernel() {
   static const FusedKernel* kernel =
       new FusedKernel{"fused.int8_ragged_dot",
                       [](std::span<const Literal> in, Literal& out, EvalContext& ctx) -> Status {
-                        // The s8 stack first, as Int8DotKernel's matrix (never aliased with the f32
-                        // result).
+                        // The s8 stack first, as Int8LinearExactKernel's matrix (never aliased with
+                        // the f32 result).
                         return cpu::RaggedDotInt8(in[2], in[0], in[1], in[3], out, ctx);
                       }};
   return *kernel;
@@ -77,25 +68,19 @@ const FusedKernel& Int8RaggedDotKernel() {
 
 }  // namespace
 
-const FusedKernel& Int8DotKernel() {
+// The exact form: cpu::Int8Matmul on (q, scale, x). The s8 matrix comes first: the interpreter
+// lets a fused result take over its first operand's buffer when the types match, which x's may
+// (k == n) and must not here.
+const FusedKernel& Int8LinearExactKernel() {
   static const FusedKernel* kernel = new FusedKernel{
-      "fused.int8_dot", [](std::span<const Literal> in, Literal& out, EvalContext& ctx) -> Status {
-        // The s8 matrix comes first: the interpreter lets a fused result take over its first
-        // operand's buffer when the types match, which x's may (k == n) and must not here.
+      "fused.int8_linear_exact",
+      [](std::span<const Literal> in, Literal& out, EvalContext& ctx) -> Status {
         const Literal& q = in[0];
         const Literal& scale = in[1];
         const Literal& x = in[2];
         const int64_t n = q.dims()[0], k = q.dims()[1];
         const int64_t m = k > 0 ? x.num_elements() / k : 0;
         if (m == 0 || n == 0) return OkStatus();
-        // TLALOC_INT8_ACTIVATIONS=q8_0: llama.cpp's activation rounding and VNNI (opt-in).
-        auto mode = cpu::Int8ActivationsMode();
-        if (!mode.ok()) return mode.status();
-        if (*mode == cpu::Int8Activations::kQ8_0) {
-          cpu::Int8MatmulQ8_0(x.span<float>().data(), m, q.span<int8_t>().data(),
-                              scale.span<uint16_t>().data(), n, k, out.span<float>().data(), ctx);
-          return OkStatus();
-        }
         cpu::Int8Matmul(x.span<float>().data(), m, q.span<int8_t>().data(),
                         scale.span<uint16_t>().data(), n, k, out.span<float>().data(), ctx);
         return OkStatus();
@@ -103,9 +88,8 @@ const FusedKernel& Int8DotKernel() {
   return *kernel;
 }
 
-// stablehlo.composite "tlaloc.int8_linear" {block = 32, mode = "q8_0"} on (x f32 [..., K],
-// q s8 [N, K], scale f16 [N, K / 32]): its decomposition's bits, from the VNNI kernel that sums
-// in the decomposition's order on the weights repacked once (cpu::CachedQ8Weights), or in place
+// The q8_0 form: its decomposition's bits, from the VNNI kernel that sums in the decomposition's
+// order on the weights repacked once (cpu::CachedQ8Weights), or in place
 // (cpu::Q8Kernel::kInOrder) where there is no repacked copy.
 const FusedKernel& Int8LinearQ8Kernel() {
   static const FusedKernel* kernel =
@@ -141,7 +125,8 @@ bool MatchInt8Composite(const Block& block, int a, std::vector<int>& chain,
   const Attribute* attributes = FindAttr(op.attrs(), "composite_attributes");
   if (!attributes || attributes->kind() != Attribute::Kind::kDict) return false;
   const AttrDict& d = attributes->as_dict();
-  if (GetIntAttr(d, "block", 0) != kBlock || GetStringAttr(d, "mode") != "q8_0") return false;
+  const std::string mode = GetStringAttr(d, "mode");
+  if (GetIntAttr(d, "block", 0) != kBlock || (mode != "q8_0" && mode != "exact")) return false;
   Value x = op.operand(0), q = op.operand(1), scale = op.operand(2);
   if (!HasType(x, ElementType::kF32) || !HasType(q, ElementType::kS8) ||
       !HasType(scale, ElementType::kF16) || !HasType(op.result(0), ElementType::kF32))
@@ -155,13 +140,18 @@ bool MatchInt8Composite(const Block& block, int a, std::vector<int>& chain,
   out.back() = qd[0];
   if (op.result(0).tensor_type().dims != out) return false;
   chain = {a};
-  operands = {x, q, scale};
-  kernel = &Int8LinearQ8Kernel();
+  if (mode == "exact") {
+    operands = {q, scale, x};
+    kernel = &Int8LinearExactKernel();
+  } else {
+    operands = {x, q, scale};
+    kernel = &Int8LinearQ8Kernel();
+  }
   return true;
 }
 
-bool MatchInt8Dot(const Block& block, const BlockUses& uses, int a, std::vector<int>& chain,
-                  std::vector<Value>& operands, const FusedKernel*& kernel) {
+bool MatchInt8RaggedDot(const Block& block, const BlockUses& uses, int a, std::vector<int>& chain,
+                        std::vector<Value>& operands, const FusedKernel*& kernel) {
   const auto& ops = block.operations();
   auto index_of = [&](const Operation* op) -> int {
     // The producers sit just before the multiply that this chain walks to; search back.
@@ -172,11 +162,11 @@ bool MatchInt8Dot(const Block& block, const BlockUses& uses, int a, std::vector<
   const Operation& r1 = *ops[a];
   if (r1.name() != "stablehlo.reshape" || r1.num_operands() != 1) return false;
   Value q = r1.operand(0);
-  // A matrix [N, K] (nn::Linear) or a stack of them [G, N, K] (nn::SparseMoe's experts).
+  // A stack of matrices [G, N, K] (nn::SparseMoe's experts).
   if (!HasType(q, ElementType::kS8)) return false;
   const std::vector<int64_t> qdims = q.tensor_type().dims;
   const int64_t rank = static_cast<int64_t>(qdims.size());
-  if (rank != 2 && rank != 3) return false;
+  if (rank != 3) return false;
   const int64_t k = qdims.back();
   if (k <= 0 || k % kBlock != 0) return false;
   std::vector<int64_t> scale_dims = qdims, blocked = qdims, keep;
@@ -219,21 +209,14 @@ bool MatchInt8Dot(const Block& block, const BlockUses& uses, int a, std::vector<
       !HasType(x, ElementType::kF32) || !HasType(dop.result(0), ElementType::kF32) ||
       x.tensor_type().rank() < 1 || x.tensor_type().dims.back() != k)
     return false;
-  if (rank == 2) {
-    if (dop.name() != "stablehlo.dot_general" || !IsPlainRowsDot(dop, x.tensor_type().rank() - 1))
-      return false;
-    kernel = &Int8DotKernel();
-  } else {
-    if (dop.name() != "chlo.ragged_dot" || dop.num_operands() != 3 || x.tensor_type().rank() != 2 ||
-        !IsGroupedRowsOnStack(dop))
-      return false;
-    kernel = &Int8RaggedDotKernel();
-  }
+  if (dop.name() != "chlo.ragged_dot" || dop.num_operands() != 3 || x.tensor_type().rank() != 2 ||
+      !IsGroupedRowsOnStack(dop))
+    return false;
+  kernel = &Int8RaggedDotKernel();
   const int bi = index_of(bop), si = index_of(sop);
   if (bi < 0 || si < 0) return false;
   chain = {a, c1, si, bi, mul, r2, dot};
-  operands = {q, sop->operand(0), x};
-  if (rank == 3) operands.push_back(dop.operand(2));
+  operands = {q, sop->operand(0), x, dop.operand(2)};
   return true;
 }
 

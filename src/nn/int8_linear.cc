@@ -1,9 +1,9 @@
-// The q8_0 program form of an int8 product (int8_linear.h): a stablehlo.composite and its
-// decomposition, written so that running the decomposition op by op gives the bits of the
-// interpreter's VNNI kernel (cpu/reduction_matmul_q8.h), which takes the same steps: the f16
-// scale, round half to even, exact int32 block sums, the block's product rounded on its own and
-// added to the row's sum in block order starting from 0 (the reduce over the leading block axis
-// runs in that order in the interpreter).
+// The program forms of an int8 product (int8_linear.h), each a stablehlo.composite. The exact
+// form's decomposition is the dequantising chain. The q8_0 form's is written so that running it
+// op by op gives the bits of the interpreter's VNNI kernel (cpu/reduction_matmul_q8.h), which
+// takes the same steps: the f16 scale, round half to even, exact int32 block sums, the block's
+// product rounded on its own and added to the row's sum in block order starting from 0 (the
+// reduce over the leading block axis runs in that order in the interpreter).
 #include "tlaloc/nn/int8_linear.h"
 
 #include <atomic>
@@ -13,6 +13,7 @@
 #include "cpu/reduction_matmul_q8.h"
 #include "tlaloc/builder/composite.h"
 #include "tlaloc/ir/quant_format.h"
+#include "tlaloc/nn/layers.h"
 
 namespace tlaloc::nn {
 
@@ -70,8 +71,8 @@ StatusOr<Int8Form> CurrentInt8Form() {
 
 void SetInt8Form(std::optional<Int8Form> form) {
   chosen_form.store(form ? static_cast<int>(*form) : -1, std::memory_order_relaxed);
-  // The interpreter's kernels for what has no composite yet (nn::SparseMoe's int8 experts, an
-  // exact-form chain) follow the same choice.
+  // The interpreter's kernel for what has no composite yet (nn::SparseMoe's int8 experts)
+  // follows the same choice.
   if (!form)
     cpu::OverrideInt8Activations(std::nullopt);
   else
@@ -107,6 +108,32 @@ Tensor Int8LinearQ8_0(const Tensor& x, const Tensor& q, const Tensor& scale) {
   attributes["mode"] = Attribute::String("q8_0");
   auto out = EmitComposite(kInt8LinearComposite, {x, q, scale}, std::move(attributes), function,
                            Decomposition);
+  return out.size() == 1 ? out[0] : Tensor();
+}
+
+Tensor Int8LinearExact(const Tensor& x, const Tensor& q, const Tensor& scale) {
+  OpBuilder* b = x.builder();
+  if (!b || !x.valid() || !q.valid() || !scale.valid()) return Tensor();
+  // f32 activations times the dequantised matrix.
+  auto ops = [](const std::vector<Tensor>& a) {
+    return std::vector<Tensor>{
+        DotGeneral(a[0], DequantizeInt8(a[1], a[2]), {}, {}, {a[0].rank() - 1}, {1})};
+  };
+  const int64_t k = x.rank() > 0 ? x.dim(-1) : 0;
+  const bool matrix = x.element_type() == ElementType::kF32 &&
+                      q.element_type() == ElementType::kS8 && q.rank() == 2 && scale.rank() == 2 &&
+                      k > 0 && q.dim(1) == k && scale.dim(0) == q.dim(0) && scale.dim(1) > 0 &&
+                      k % scale.dim(1) == 0;
+  // Other operands: the ops in place (DequantizeInt8 names what it expected).
+  if (!matrix) return ops({x, q, scale})[0];
+  // One decomposition per operand types.
+  const std::string function = "tlaloc_int8_linear_exact_" + CompositeTypeName(x.type()) + "_" +
+                               CompositeTypeName(q.type()) + "_" + CompositeTypeName(scale.type());
+  AttrDict attributes;
+  attributes["block"] = Attribute::Int(k / scale.dim(1), ElementType::kS64);
+  attributes["mode"] = Attribute::String("exact");
+  auto out =
+      EmitComposite(kInt8LinearComposite, {x, q, scale}, std::move(attributes), function, ops);
   return out.size() == 1 ? out[0] : Tensor();
 }
 

@@ -104,8 +104,8 @@ Tensor Linear(const Tensor& x, const Tensor& weight, LayerTrace* trace, const st
       Tensor y = Int8LinearQ8_0(ToF32(x), weight, int8_scale);
       return y.element_type() == x.element_type() ? y : Convert(y, x.element_type());
     }
-    // f32 activations times the dequantised matrix, the chain the interpreter fuses.
-    Tensor y = DotGeneral(ToF32(x), DequantizeInt8(weight, int8_scale), {}, {}, {last}, {1});
+    // The exact form: f32 activations times the dequantised matrix, as a composite.
+    Tensor y = Int8LinearExact(ToF32(x), weight, int8_scale);
     return y.element_type() == x.element_type() ? y : Convert(y, x.element_type());
   }
   // x [..., in] . weight [out, in] over `in` is [..., out] directly: the interpreter reads the

@@ -1,6 +1,7 @@
-// Fused chains (src/interp/fusion.h): the softmax chain builder::Softmax emits (masked too), the
-// int8 product and broadcasts read in place each run as one kernel, with bit for bit the results of
-// the ops one by one, special values included.
+// Fused chains (src/interp/fusion.h): the softmax chain builder::Softmax emits (masked too) and
+// broadcasts read in place each run as one kernel, with bit for bit the results of the ops one by
+// one, special values included. (The int8 product is the composite tlaloc.int8_linear now:
+// tests/nn/int8_linear_test.cc.)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -138,29 +139,6 @@ TEST(FusionTest, MaskedSoftmaxFusedIsBitIdenticalToTheOpsOneByOne) {
   }
 }
 
-// The int8 product as nn::Linear emits it for int8 weights (nn::DequantizeInt8, then
-// dot_general), on x f32 [rows, k], q s8 [n, k], scales f16 [n, k / 32].
-SoftmaxRun RunInt8Dot(const Literal& x, const Literal& q, const Literal& scales, bool fuse) {
-  auto module = std::make_shared<Module>("t");
-  FunctionBuilder fb(module.get(), "main");
-  Tensor xin = fb.AddArg(x.type()), qin = fb.AddArg(q.type()), sin = fb.AddArg(scales.type());
-  const int64_t n = q.dims()[0], k = q.dims()[1];
-  Tensor values = Convert(Reshape(qin, {n, k / 32, 32}), ElementType::kF32);
-  Tensor sc = BroadcastInDim(Convert(sin, ElementType::kF32), {n, k / 32, 32}, {0, 1});
-  Tensor w = Reshape(values * sc, {n, k});
-  // x doubled first: an intermediate that dies at the product (with n == k its buffer has the
-  // result's type, and must not be taken over while the kernel reads it).
-  EXPECT_TRUE(fb.Return({DotGeneral(xin * 2.0, w, {}, {}, {1}, {1})}).ok());
-  InterpreterOptions options;
-  options.fuse = fuse;
-  auto exe = Executable::Prepare(module, "main", options);
-  EXPECT_TRUE(exe.ok()) << exe.status().ToString();
-  ExecutionStats stats;
-  auto out = (*exe)->Execute({x, q, scales}, &stats);
-  EXPECT_TRUE(out.ok()) << out.status().ToString();
-  return {(*out)[0], stats.ops_executed};
-}
-
 // The cross-entropy's row work as train::CrossEntropy and its gradient emit it, over
 // [rows, n] logits: shifted = x - max, e = exp(shifted), s = sum(e), lse = log(s), and the
 // softmax-gradient term g / s * e; a log-sum-exp whose exponentials only feed the sum; plus a
@@ -254,58 +232,6 @@ TEST(FusionTest, BroadcastWithAnotherUserIsNotFused) {
       EXPECT_EQ(bcast[i], rv[i / 8]);
       EXPECT_EQ(prod[i], xv[i] * rv[i / 8]);
     }
-  }
-}
-
-// Decode's 1-4 rows (the int8 matrix-vector kernel) and prefill's more (dequantise, then the f32
-// product) return the unfused chain's exact bits; both agree with a double-precision reference.
-TEST(FusionTest, Int8DotFusedIsBitIdenticalToTheOpsOneByOne) {
-  std::mt19937 rng(5);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::uniform_int_distribution<int> qdist(-127, 127);
-  for (const auto& [rows, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 37, 96},
-                                   {2, 64, 1024},
-                                   {3, 9, 32},
-                                   {4, 130, 160},
-                                   {5, 33, 64},
-                                   {17, 70, 128},
-                                   {1, 96, 96},
-                                   {3, 64, 64},
-                                   {6, 64, 64},
-                                   // Over 4 rows and 1024 columns: dequantised and multiplied
-                                   // 256 rows of the matrix at a time.
-                                   {6, 1100, 64},
-                                   {9, 1024, 96}}) {
-    std::vector<float> xv(static_cast<size_t>(rows * k));
-    for (float& v : xv) v = dist(rng);
-    std::vector<int8_t> qv(static_cast<size_t>(n * k));
-    for (int8_t& v : qv) v = static_cast<int8_t>(qdist(rng));
-    std::vector<uint16_t> sv(static_cast<size_t>(n * k / 32));
-    for (uint16_t& v : sv) v = FloatToHalfBits(std::fabs(dist(rng)) * 0.01f);
-    const Literal x = Literal::FromVector<float>({rows, k}, xv);
-    const Literal q = Literal::FromVector<int8_t>({n, k}, qv);
-    Literal s(TensorType(ElementType::kF16, {n, k / 32}));
-    std::memcpy(s.data(), sv.data(), sv.size() * 2);
-    SoftmaxRun fused = RunInt8Dot(x, q, s, true), plain = RunInt8Dot(x, q, s, false);
-    ASSERT_EQ(fused.out.byte_size(), plain.out.byte_size());
-    EXPECT_EQ(std::memcmp(fused.out.data(), plain.out.data(), plain.out.byte_size()), 0)
-        << "rows " << rows << ", n " << n << ", k " << k;
-    // The seven-op chain ran as one, and x * 2's scalar broadcast was read in place.
-    EXPECT_EQ(fused.ops, plain.ops - 7) << "the seven-op chain did not run as one";
-    double worst = 0;
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = 0; j < n; ++j) {
-        double ref = 0, mag = 0;
-        for (int64_t i = 0; i < k; ++i) {
-          const double w =
-              qv[j * k + i] * static_cast<double>(HalfBitsToFloat(sv[(j * k + i) / 32]));
-          ref += 2.0 * xv[r * k + i] * w;
-          mag += std::fabs(2.0 * xv[r * k + i] * w);
-        }
-        worst =
-            std::max(worst, std::fabs(fused.out.span<float>()[r * n + j] - ref) / (mag + 1e-30));
-      }
-    EXPECT_LT(worst, 1e-5) << "rows " << rows;
   }
 }
 

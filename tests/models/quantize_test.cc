@@ -227,9 +227,9 @@ TEST(Int8Checkpoint, MissingOrMisshapenScalesAreNamed) {
 }
 
 // The decode program takes s8 matrices and f16 scales and spells the product out as ordinary
-// StableHLO ops: in the exact form reshape, convert, broadcast_in_dim, multiply, reshape,
-// dot_general; in the default q8_0 form a stablehlo.composite "tlaloc.int8_linear" per product,
-// whose decomposition is a private function of the module.
+// StableHLO: a stablehlo.composite "tlaloc.int8_linear" per product, whose decomposition is a
+// private function of the module: in the default q8_0 form llama.cpp's arithmetic, in the exact
+// form reshape, convert, broadcast_in_dim, multiply, reshape, dot_general.
 TEST(Int8Checkpoint, StepProgramIsOrdinaryStablehlo) {
   {
     io::ModelConfig c = SmallConfig(true);
@@ -271,18 +271,43 @@ TEST(Int8Checkpoint, StepProgramIsOrdinaryStablehlo) {
   EXPECT_EQ(f16_args, s8_args);
   const Function* fn = program->module->Find(program->entry);
   ASSERT_NE(fn, nullptr);
-  int converts_from_s8 = 0, dots_on_dequantised = 0;
+  // The exact chain's ops in `block`.
+  struct Chain {
+    int converts_from_s8 = 0, dots_on_dequantised = 0;
+  };
+  auto count = [](const Block& block) {
+    Chain c;
+    for (const auto& op : block.operations()) {
+      if (op->name() == "stablehlo.convert" &&
+          op->operand(0).tensor_type().element_type == ElementType::kS8)
+        ++c.converts_from_s8;
+      if (op->name() == "stablehlo.dot_general" && !op->operand(1).is_block_argument() &&
+          op->operand(1).producer()->name() == "stablehlo.reshape" &&
+          op->operand(1).producer()->operand(0).producer()->name() == "stablehlo.multiply")
+        ++c.dots_on_dequantised;
+    }
+    return c;
+  };
+  const Chain main_chain = count(fn->body().front());
+  EXPECT_EQ(main_chain.converts_from_s8, 1);  // the embedding gather's rows
+  EXPECT_EQ(main_chain.dots_on_dequantised, 0) << "a product outside its composite";
+  int composites = 0;
   for (const auto& op : fn->body().front().operations()) {
-    if (op->name() == "stablehlo.convert" &&
-        op->operand(0).tensor_type().element_type == ElementType::kS8)
-      ++converts_from_s8;
-    if (op->name() == "stablehlo.dot_general" && !op->operand(1).is_block_argument() &&
-        op->operand(1).producer()->name() == "stablehlo.reshape" &&
-        op->operand(1).producer()->operand(0).producer()->name() == "stablehlo.multiply")
-      ++dots_on_dequantised;
+    if (op->name() != "stablehlo.composite" ||
+        GetStringAttr(op->attrs(), "name") != "tlaloc.int8_linear")
+      continue;
+    const Attribute* a = FindAttr(op->attrs(), "composite_attributes");
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(GetStringAttr(a->as_dict(), "mode"), "exact");
+    ++composites;
+    const Function* d = program->module->Find(GetStringAttr(op->attrs(), "decomposition"));
+    ASSERT_NE(d, nullptr);
+    EXPECT_FALSE(d->is_public());
+    const Chain chain = count(d->body().front());
+    EXPECT_EQ(chain.converts_from_s8, 1);
+    EXPECT_EQ(chain.dots_on_dequantised, 1);
   }
-  EXPECT_EQ(converts_from_s8, 1 + 1 + 2 * 7);  // embedding gather, head, 7 per layer
-  EXPECT_EQ(dots_on_dequantised, 1 + 2 * 7);
+  EXPECT_EQ(composites, 1 + 2 * 7);  // head, 7 per layer
 }
 
 // Q8_0 export: the GGUF holds the checkpoint's blocks as they are.

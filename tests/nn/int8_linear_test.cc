@@ -1,6 +1,7 @@
-// The q8_0 program form of int8 products (nn/int8_linear.h): the composite tlaloc.int8_linear's
-// decomposition is llama.cpp's Q8_0 arithmetic, and the interpreter's kernel for the composite
-// (interp/fusion_int8.cc) returns the decomposition's bits, on decode rows and prefill tiles.
+// The program forms of int8 products (nn/int8_linear.h), both the composite tlaloc.int8_linear:
+// the q8_0 form's decomposition is llama.cpp's Q8_0 arithmetic, the exact form's the dequantising
+// chain, and the interpreter's kernel for each (interp/fusion_int8.cc) returns the
+// decomposition's bits, on decode rows and prefill tiles.
 #include "tlaloc/nn/int8_linear.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <tuple>
 
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/nn/layers.h"
@@ -140,6 +142,94 @@ TEST_F(Int8LinearTest, KernelHasTheDecompositionsBits) {
   }
 }
 
+// main(x, q, scales) = Int8LinearExact(x * 2, q, scales) on x f32 [rows, k], q s8 [n, k],
+// scales f16 [n, k / 32]. x is doubled first: an intermediate that dies at the product (with
+// n == k its buffer has the result's type, and must not be taken over while the kernel reads it).
+struct ExactRun {
+  Literal out;
+  int64_t ops = 0;
+  int composites = 0;  // tlaloc.int8_linear {mode = "exact"} in main
+};
+
+ExactRun RunExact(const Literal& x, const Literal& q, const Literal& scales, bool fuse) {
+  auto module = std::make_shared<Module>("t");
+  FunctionBuilder fb(module.get(), "main");
+  Tensor xin = fb.AddArg(x.type()), qin = fb.AddArg(q.type()), sin = fb.AddArg(scales.type());
+  EXPECT_TRUE(fb.Return({Int8LinearExact(xin * 2.0, qin, sin)}).ok()) << fb.status().ToString();
+  ExactRun r;
+  for (const auto& op : fb.function()->entry().operations()) {
+    if (op->name() != "stablehlo.composite") continue;
+    const Attribute* a = FindAttr(op->attrs(), "composite_attributes");
+    r.composites += GetStringAttr(op->attrs(), "name") == kInt8LinearComposite && a &&
+                    GetStringAttr(a->as_dict(), "mode") == "exact";
+  }
+  InterpreterOptions options;
+  options.fuse = fuse;
+  auto exe = Executable::Prepare(module, "main", options);
+  EXPECT_TRUE(exe.ok()) << exe.status().ToString();
+  ExecutionStats stats;
+  auto out = (*exe)->Execute({x, q, scales}, &stats);
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  r.out = out.ok() ? (*out)[0] : Literal();
+  r.ops = stats.ops_executed;
+  return r;
+}
+
+// The exact form's composite: decode's 1-4 rows (the int8 matrix-vector kernel) and prefill's
+// more (dequantise, then the f32 product) return the decomposition's exact bits; both agree with
+// a double-precision reference.
+TEST_F(Int8LinearTest, ExactKernelHasTheDecompositionsBits) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::uniform_int_distribution<int> qdist(-127, 127);
+  for (const auto& [rows, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 37, 96},
+                                   {2, 64, 1024},
+                                   {3, 9, 32},
+                                   {4, 130, 160},
+                                   {5, 33, 64},
+                                   {17, 70, 128},
+                                   {1, 96, 96},
+                                   {3, 64, 64},
+                                   {6, 64, 64},
+                                   // Over 4 rows and 1024 columns: dequantised and multiplied
+                                   // 256 rows of the matrix at a time.
+                                   {6, 1100, 64},
+                                   {9, 1024, 96}}) {
+    std::vector<float> xv(static_cast<size_t>(rows * k));
+    for (float& v : xv) v = dist(rng);
+    std::vector<int8_t> qv(static_cast<size_t>(n * k));
+    for (int8_t& v : qv) v = static_cast<int8_t>(qdist(rng));
+    std::vector<uint16_t> sv(static_cast<size_t>(n * k / 32));
+    for (uint16_t& v : sv) v = FloatToHalfBits(std::fabs(dist(rng)) * 0.01f);
+    const Literal x = Literal::FromVector<float>({rows, k}, xv);
+    const Literal q = Literal::FromVector<int8_t>({n, k}, qv);
+    Literal s(TensorType(ElementType::kF16, {n, k / 32}));
+    std::memcpy(s.data(), sv.data(), sv.size() * 2);
+    ExactRun fused = RunExact(x, q, s, true), plain = RunExact(x, q, s, false);
+    ASSERT_EQ(fused.out.byte_size(), plain.out.byte_size());
+    EXPECT_EQ(std::memcmp(fused.out.data(), plain.out.data(), plain.out.byte_size()), 0)
+        << "rows " << rows << ", n " << n << ", k " << k;
+    EXPECT_EQ(fused.composites, 1);
+    // The composite ran as its kernel (none of its decomposition's seven ops ran), and x * 2's
+    // scalar broadcast was read in place.
+    EXPECT_EQ(fused.ops, plain.ops - 8) << "the decomposition ran";
+    double worst = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < n; ++j) {
+        double ref = 0, mag = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          const double w =
+              qv[j * k + i] * static_cast<double>(HalfBitsToFloat(sv[(j * k + i) / 32]));
+          ref += 2.0 * xv[r * k + i] * w;
+          mag += std::fabs(2.0 * xv[r * k + i] * w);
+        }
+        worst =
+            std::max(worst, std::fabs(fused.out.span<float>()[r * n + j] - ref) / (mag + 1e-30));
+      }
+    EXPECT_LT(worst, 1e-5) << "rows " << rows;
+  }
+}
+
 TEST_F(Int8LinearTest, ExactFormIsTheDequantisedProduct) {
   const Inputs in = RandomInputs({3, 128}, 48, 7);
   // The choice also sets the interpreter's mode for the exact chain (SetInt8Form), so each
@@ -155,9 +245,11 @@ TEST_F(Int8LinearTest, ExactFormIsTheDequantisedProduct) {
       if (op->name() == "stablehlo.composite") return true;
     return false;
   };
-  EXPECT_FALSE(has_composite(*exact));
+  // Both forms are the composite tlaloc.int8_linear (modes "exact" and "q8_0"), each with its
+  // decomposition.
+  EXPECT_TRUE(has_composite(*exact));
   EXPECT_TRUE(has_composite(*q8));
-  EXPECT_EQ(exact->functions().size(), 1u);
+  EXPECT_EQ(exact->functions().size(), 2u);
   EXPECT_EQ(q8->functions().size(), 2u);
   // The exact form: f32 x times the dequantised matrix, compared within f32 sum reordering.
   const int64_t k = 128, n = 48;

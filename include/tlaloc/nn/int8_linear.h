@@ -10,8 +10,10 @@
 //     y  = reduce add over blocks, in block order from 0, of convert(s, f32) * (dx * dw)
 //   The interpreter runs it as the VNNI q8_0 kernel with the same bits (interp/fusion_int8.cc);
 //   XLA runs the decomposition.
-// - kExact: dot_general(f32 x, DequantizeInt8(q, scale)) (nn::Linear's dequantising chain):
-//   every product exact, the sums in f32.
+// - kExact: the composite `tlaloc.int8_linear` {block, mode = "exact"}, whose decomposition is
+//   dot_general(f32 x, DequantizeInt8(q, scale)) (the dequantising chain): every product exact,
+//   the sums in f32. The interpreter runs it as cpu::Int8Matmul with the same bits
+//   (interp/fusion_int8.cc); XLA runs the decomposition.
 #pragma once
 
 #include <optional>
@@ -36,12 +38,19 @@ std::string_view Int8FormName(Int8Form form);
 StatusOr<Int8Form> CurrentInt8Form();
 // Chooses the form for programs built from now on in this process (nullopt: back to the
 // environment / default), and the interpreter's matching mode for the int8 products that have
-// no composite yet (MoE experts, cpu::OverrideInt8Activations). The CLI's --int8-form sets it.
+// no composite yet (MoE experts' ragged products, cpu::OverrideInt8Activations). The CLI's
+// --int8-form sets it.
 void SetInt8Form(std::optional<Int8Form> form);
 
 // x f32 [..., K] times q s8 [N, K] with f16 `scale` [N, K / 32], in the q8_0 form: a
 // stablehlo.composite whose decomposition (a private function of x's module, one per shape) is
 // the chain above. Result f32 [..., N]. Fails (on x's builder) when x's builder has no module.
 Tensor Int8LinearQ8_0(const Tensor& x, const Tensor& q, const Tensor& scale);
+
+// x f32 [..., K] times q s8 [N, K] with `scale` [N, K / block] (any float type), in the exact
+// form: the composite above (its decomposition a private function of x's module, one per
+// shape; the decomposition's ops in place on a builder without a module, or for operands of
+// other shapes). Result f32 [..., N].
+Tensor Int8LinearExact(const Tensor& x, const Tensor& q, const Tensor& scale);
 
 }  // namespace tlaloc::nn
