@@ -96,6 +96,7 @@ def write(name, arch, keys, tensor_type=None):
         w.add_tensor("token_embd.weight", np.zeros((2, 84), dtype=np.uint8), raw_dtype=tensor_type)
     w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
 
+write("gemma3", "gemma3", {})
 write("llama", "llama", {})
 write("no_blocks", "qwen3", {"qwen3.embedding_length": 32})
 write("q2_k", "qwen3", {}, GGMLQuantizationType.Q2_K)
@@ -107,7 +108,8 @@ refused() {  # FILE TEXT
   set -e
   [ $rc -ne 0 ] && grep -qF -- "$2" "$WORK/err" || fail "$1.gguf: exit $rc, expected '$2' in: $(cat "$WORK/err")"
 }
-refused llama 'architecture "llama"'
+refused gemma3 'architecture "gemma3"'
+refused llama 'missing metadata key "llama.block_count"'
 refused no_blocks 'missing metadata key "qwen3.block_count"'
 refused q2_k 'ggml type Q2_K'
 ls "$TLALOC_GGUF_CACHE" | grep -q 'tmp-' && fail "a failed import left its staging folder"
