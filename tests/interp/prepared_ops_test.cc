@@ -21,8 +21,7 @@
 #include "tlaloc/ir/builder.h"
 
 // Counts this binary's operator new calls while `g_counting` is set (the prepared call runs on
-// the test's thread: its context runs ParallelFor inline). Allocates with malloc, as the default
-// operator new does, so the default operator delete (free) still matches.
+// the test's thread: its context runs ParallelFor inline). Allocates with malloc.
 namespace {
 std::atomic<bool> g_counting{false};
 std::atomic<int64_t> g_allocations{0};
@@ -33,6 +32,31 @@ void* operator new(std::size_t size) {
     g_allocations.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
+}
+// The other unaligned forms go through the same malloc and free, so that no block is released by
+// a different allocator than made it (a sanitizer's own operator delete reports that; the
+// standard library's temporary buffers use the nothrow form). Not inlined: gcc's
+// -Wmismatched-new-delete would see the free() at each inlined call site.
+void* operator new[](std::size_t size) { return ::operator new(size); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  try {
+    return ::operator new(size);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept {
+  return ::operator new(size, tag);
+}
+__attribute__((noinline)) void operator delete(void* p) noexcept { std::free(p); }
+__attribute__((noinline)) void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+__attribute__((noinline)) void operator delete[](void* p) noexcept { std::free(p); }
+__attribute__((noinline)) void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+__attribute__((noinline)) void operator delete(void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+__attribute__((noinline)) void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
 }
 
 namespace tlaloc {
