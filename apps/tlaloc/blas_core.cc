@@ -28,16 +28,16 @@ void KeepProcessName() {
 }
 }  // namespace
 
-std::string BlasCoreName() { return OpenBlasCoreName(); }
+std::string BlasCoreName() { return cpu::OpenBlasCoreName(); }
 
 void ReexecWithFittingBlasCore() {
-  const std::string core = BlasCoreName(), preferred = PreferredOpenBlasCore();
+  const std::string core = BlasCoreName(), preferred = cpu::PreferredOpenBlasCore();
   // A user's own OPENBLAS_CORETYPE choice that fits is kept; the guard stops a second re-run.
   if (std::getenv(kReexecGuard)) {
     KeepProcessName();
     return;
   }
-  if (OpenBlasCoreFitsCpu()) return;
+  if (cpu::OpenBlasCoreFitsCpu()) return;
   std::ifstream f("/proc/self/cmdline", std::ios::binary);
   std::string raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   std::vector<std::string> parts;

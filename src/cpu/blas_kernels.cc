@@ -4,7 +4,7 @@
 
 #include "tlaloc/support/cpu_features.h"
 
-namespace tlaloc {
+namespace tlaloc::cpu {
 
 std::string OpenBlasCoreName() { return openblas_get_corename(); }
 
@@ -26,4 +26,4 @@ bool OpenBlasCoreFitsCpu() {
   return fits;
 }
 
-}  // namespace tlaloc
+}  // namespace tlaloc::cpu

@@ -12,6 +12,7 @@
 #include "cpu/reduction_matmul.h"
 #include "ops/data_movement_boxes.h"
 #include "ops/reduction_dot.h"
+#include "tlaloc/ir/serial_eval_context.h"
 
 namespace tlaloc::interp {
 
@@ -91,25 +92,6 @@ PreparedFn PrepareDynamicUpdateSlice(const Operation& op) {
 
 // ---- constant and iota ------------------------------------------------------------------------
 
-// Runs bodies inline: the plan-time evaluation of an op with no operands (iota).
-class InlineContext : public EvalContext {
- public:
-  StatusOr<std::vector<Literal>> RunRegion(const Region&, std::vector<Literal>) override {
-    return Unimplemented("no regions at plan time");
-  }
-  StatusOr<std::vector<Literal>> CallFunction(const std::string&, std::vector<Literal>) override {
-    return Unimplemented("no calls at plan time");
-  }
-  void ParallelFor(int64_t n, int64_t, const std::function<void(int64_t, int64_t)>& body) override {
-    body(0, n);
-  }
-  bool CanReuseOperand(int) const override { return false; }
-  const std::function<Status(std::span<const Literal>, std::vector<Literal>&)>* FindCustomCall(
-      const std::string&) const override {
-    return nullptr;
-  }
-};
-
 // The result shares `value`'s bytes, which the kernel keeps: a later op never writes them in place
 // (an operand still shared elsewhere is not reusable), as with a constant's attribute.
 PreparedFn ShareValue(Literal value) {
@@ -136,7 +118,7 @@ PreparedFn PrepareIota(const Operation& op) {
   const TensorType& type = ResultType(op);
   if (type.byte_size() > kMaxSharedIotaBytes) return nullptr;
   std::vector<Literal> results{Literal(type)};
-  InlineContext ctx;
+  SerialEvalContext ctx;  // defaults: an iota has no operand to reuse, and one call fills it all
   if (!op.def().eval(op, {}, results, ctx).ok()) return nullptr;
   return ShareValue(std::move(results[0]));
 }

@@ -290,13 +290,7 @@ void RegisterProcessId(OpRegistry& r, const std::string& name, bool replica) {
     p.Print(" : ");
     p.PrintType(op.result(0).type());
   };
-  d.parse = [](OpParser& p, ParsedOp& op) -> Status {
-    TL_RETURN_IF_ERROR(p.ParseOptionalAttrDict(op.attrs));
-    TL_RETURN_IF_ERROR(p.ParsePunct(":"));
-    TL_ASSIGN_OR_RETURN(Type t, p.ParseType());
-    op.result_types = {t};
-    return OkStatus();
-  };
+  d.parse = ParseAttrDictAndResultType;
   d.vjp = [](OpBuilder&, const Operation&, const std::vector<Value>&, const std::vector<Value>&,
              const std::vector<Value>&) -> StatusOr<std::vector<Value>> {
     return std::vector<Value>{};

@@ -97,11 +97,7 @@ void RegisterShardingOps(OpRegistry& r) {
     op.operands = {v};
     TL_ASSIGN_OR_RETURN(Sharding s, ParseSdyShardingBody(p));
     op.attrs["sharding"] = Attribute::Opaque(s.ToSdy());
-    TL_RETURN_IF_ERROR(p.ParseOptionalAttrDict(op.attrs));
-    TL_RETURN_IF_ERROR(p.ParsePunct(":"));
-    TL_ASSIGN_OR_RETURN(Type t, p.ParseType());
-    op.result_types = {t};
-    return OkStatus();
+    return ParseAttrDictAndResultType(p, op);
   };
   r.Register(std::move(d));
 }

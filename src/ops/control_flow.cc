@@ -371,11 +371,7 @@ void RegisterBarrierAndTokens(OpRegistry& r) {
     };
     d.parse = [](OpParser& p, ParsedOp& op) -> Status {
       TL_ASSIGN_OR_RETURN(op.operands, p.ParseOperandList());
-      TL_RETURN_IF_ERROR(p.ParseOptionalAttrDict(op.attrs));
-      TL_RETURN_IF_ERROR(p.ParsePunct(":"));
-      TL_ASSIGN_OR_RETURN(Type t, p.ParseType());
-      op.result_types = {t};
-      return OkStatus();
+      return ParseAttrDictAndResultType(p, op);
     };
     r.Register(std::move(d));
   }

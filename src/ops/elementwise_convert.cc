@@ -270,11 +270,7 @@ void RegisterReducePrecision(OpRegistry& r) {
     // The generic form types both as i32.
     op.attrs["exponent_bits"] = Attribute::Int(std::stoll(m[1].str()), ElementType::kS32);
     op.attrs["mantissa_bits"] = Attribute::Int(std::stoll(m[2].str()), ElementType::kS32);
-    TL_RETURN_IF_ERROR(p.ParseOptionalAttrDict(op.attrs));
-    TL_RETURN_IF_ERROR(p.ParsePunct(":"));
-    TL_ASSIGN_OR_RETURN(Type t, p.ParseType());
-    op.result_types = {t};
-    return OkStatus();
+    return ParseAttrDictAndResultType(p, op);
   };
   r.Register(std::move(d));
 }
@@ -328,11 +324,7 @@ void RegisterIota(OpRegistry& r) {
     TL_RETURN_IF_ERROR(p.ParsePunct("="));
     TL_ASSIGN_OR_RETURN(int64_t dim, p.ParseInteger());
     op.attrs["iota_dimension"] = Attribute::Int(dim, ElementType::kS64);
-    TL_RETURN_IF_ERROR(p.ParseOptionalAttrDict(op.attrs));
-    TL_RETURN_IF_ERROR(p.ParsePunct(":"));
-    TL_ASSIGN_OR_RETURN(Type t, p.ParseType());
-    op.result_types = {t};
-    return OkStatus();
+    return ParseAttrDictAndResultType(p, op);
   };
   r.Register(std::move(d));
 }

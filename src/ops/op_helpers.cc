@@ -57,6 +57,14 @@ void PrintSameTypeOrFunctional(const Operation& op, OpPrinter& p,
   }
 }
 
+Status ParseAttrDictAndResultType(OpParser& p, ParsedOp& op) {
+  TL_RETURN_IF_ERROR(p.ParseOptionalAttrDict(op.attrs));
+  TL_RETURN_IF_ERROR(p.ParsePunct(":"));
+  TL_ASSIGN_OR_RETURN(Type t, p.ParseType());
+  op.result_types = {t};
+  return OkStatus();
+}
+
 Status ParseSameTypeOrFunctional(OpParser& p, ParsedOp& op) {
   TL_ASSIGN_OR_RETURN(op.operands, p.ParseOperandList());
   TL_RETURN_IF_ERROR(p.ParseOptionalAttrDict(op.attrs));

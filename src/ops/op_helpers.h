@@ -23,6 +23,8 @@ StatusOr<std::vector<Type>> InferSameAsOperands(const InferInput& in);
 void PrintSameTypeOrFunctional(const Operation& op, OpPrinter& p,
                                const std::vector<std::string>& elided = {});
 Status ParseSameTypeOrFunctional(OpParser& p, ParsedOp& op);
+// The tail "{attrs} : t" of a pretty syntax whose one result has type t.
+Status ParseAttrDictAndResultType(OpParser& p, ParsedOp& op);
 // Pretty syntax "op %a {attrs} : (t) -> t" (always functional type).
 void PrintFunctional(const Operation& op, OpPrinter& p,
                      const std::vector<std::string>& elided = {});

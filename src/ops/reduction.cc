@@ -41,22 +41,8 @@ std::vector<int64_t> DimensionsOrEmpty(const AttrDict& attrs) {
 // removed and the element types the body returns (the inits' when no body is given yet).
 StatusOr<std::vector<Type>> InferReduce(const InferInput& in) {
   TL_RETURN_IF_ERROR(ExpectTensorOperands(in));
-  size_t n2 = in.operand_types.size();
-  if (n2 == 0 || n2 % 2 != 0)
-    return InvalidArgument("expected N inputs followed by N init values, got " +
-                           std::to_string(n2) + " operands");
-  size_t n = n2 / 2;
+  TL_ASSIGN_OR_RETURN(const size_t n, CheckInputsThenInits(in));
   const TensorType& t0 = in.operand_types[0].tensor;
-  for (size_t i = 0; i < n; ++i) {
-    const TensorType& t = in.operand_types[i].tensor;
-    if (t.dims != t0.dims)
-      return InvalidArgument("input " + std::to_string(i) + " has shape " + t.ToString() +
-                             ", expected the shape of input 0, " + t0.ToString());
-    const TensorType& init = in.operand_types[n + i].tensor;
-    if (init.rank() != 0)
-      return InvalidArgument("init value " + std::to_string(i) + " must be a scalar, got " +
-                             init.ToString());
-  }
   TL_ASSIGN_OR_RETURN(std::vector<int64_t> dims, DimensionsAttr(in.attrs));
   TL_RETURN_IF_ERROR(CheckDimensionList(dims, t0.rank(), "'dimensions'"));
   std::vector<int64_t> out_dims;
@@ -64,22 +50,9 @@ StatusOr<std::vector<Type>> InferReduce(const InferInput& in) {
     if (std::find(dims.begin(), dims.end(), d) == dims.end()) out_dims.push_back(t0.dims[d]);
   std::vector<ElementType> ets;
   for (size_t i = 0; i < n; ++i) ets.push_back(in.operand_types[n + i].tensor.element_type);
-  if (!in.regions.empty() && !in.regions[0]->empty()) {
-    const Block& body = in.regions[0]->front();
-    if (body.num_arguments() != static_cast<int>(n2))
-      return InvalidArgument("the body takes " + std::to_string(body.num_arguments()) +
-                             " arguments, expected " + std::to_string(n2));
-    if (body.terminator()) {
-      TL_ASSIGN_OR_RETURN(std::vector<Type> ret, RegionReturnTypes(*in.regions[0]));
-      if (ret.size() != n)
-        return InvalidArgument("the body returns " + std::to_string(ret.size()) +
-                               " values, expected " + std::to_string(n));
-      for (size_t i = 0; i < n; ++i) {
-        if (!ret[i].is_tensor() || ret[i].tensor.rank() != 0)
-          return InvalidArgument("the body must return scalars, got " + ret[i].ToString());
-        ets[i] = ret[i].tensor.element_type;
-      }
-    }
+  if (!in.regions.empty()) {
+    TL_ASSIGN_OR_RETURN(std::vector<ElementType> body_ets, ReductionBodyResults(*in.regions[0], n));
+    if (!body_ets.empty()) ets = std::move(body_ets);
   }
   std::vector<Type> out;
   for (size_t i = 0; i < n; ++i) out.push_back(TensorType(ets[i], out_dims));

@@ -228,6 +228,46 @@ StatusOr<std::vector<Literal>> RunRegionVectorized(const Region& region, std::ve
   return InvalidArgument("the region has no terminator");
 }
 
+StatusOr<size_t> CheckInputsThenInits(const InferInput& in) {
+  const size_t n2 = in.operand_types.size();
+  if (n2 == 0 || n2 % 2 != 0)
+    return InvalidArgument("expected N inputs followed by N init values, got " +
+                           std::to_string(n2) + " operands");
+  const size_t n = n2 / 2;
+  const TensorType& t0 = in.operand_types[0].tensor;
+  for (size_t i = 0; i < n; ++i) {
+    const TensorType& t = in.operand_types[i].tensor;
+    if (t.dims != t0.dims)
+      return InvalidArgument("input " + std::to_string(i) + " has shape " + t.ToString() +
+                             ", expected the shape of input 0, " + t0.ToString());
+    const TensorType& init = in.operand_types[n + i].tensor;
+    if (init.rank() != 0)
+      return InvalidArgument("init value " + std::to_string(i) + " must be a scalar, got " +
+                             init.ToString());
+  }
+  return n;
+}
+
+StatusOr<std::vector<ElementType>> ReductionBodyResults(const Region& body, size_t n) {
+  if (body.empty()) return std::vector<ElementType>{};
+  const Block& block = body.front();
+  if (block.num_arguments() != static_cast<int>(2 * n))
+    return InvalidArgument("the body takes " + std::to_string(block.num_arguments()) +
+                           " arguments, expected " + std::to_string(2 * n));
+  if (!block.terminator()) return std::vector<ElementType>{};
+  TL_ASSIGN_OR_RETURN(std::vector<Type> ret, RegionReturnTypes(body));
+  if (ret.size() != n)
+    return InvalidArgument("the body returns " + std::to_string(ret.size()) + " values, expected " +
+                           std::to_string(n));
+  std::vector<ElementType> ets;
+  for (const Type& t : ret) {
+    if (!t.is_tensor() || t.tensor.rank() != 0)
+      return InvalidArgument("the body must return scalars, got " + t.ToString());
+    ets.push_back(t.tensor.element_type);
+  }
+  return ets;
+}
+
 StatusOr<std::vector<Type>> RegionReturnTypes(const Region& region) {
   if (region.blocks().empty()) return InvalidArgument("expected a non-empty region");
   const Operation* term = region.front().terminator();

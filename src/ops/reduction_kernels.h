@@ -206,4 +206,14 @@ StatusOr<std::vector<Literal>> RunRegionVectorized(const Region& region, std::ve
 // Element types of the values a region's terminator returns, or an error.
 StatusOr<std::vector<Type>> RegionReturnTypes(const Region& region);
 
+// ---- Shape rules of reduce and reduce_window ---------------------------------------------------
+
+// Checks that the operands are N inputs of one shape followed by N scalar init values; returns N.
+StatusOr<size_t> CheckInputsThenInits(const InferInput& in);
+
+// Checks a reduction body of N inputs once it has a block: it takes 2N arguments and, once it has
+// a terminator, returns N scalars. Returns their element types, or an empty list while the body
+// has no block or no terminator yet.
+StatusOr<std::vector<ElementType>> ReductionBodyResults(const Region& body, size_t n);
+
 }  // namespace tlaloc::ops

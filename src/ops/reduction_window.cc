@@ -134,39 +134,16 @@ std::optional<int64_t> PrefixScanAxis(const Window& w, const std::vector<int64_t
 
 StatusOr<std::vector<Type>> InferReduceWindow(const InferInput& in) {
   TL_RETURN_IF_ERROR(ExpectTensorOperands(in));
-  size_t n2 = in.operand_types.size();
-  if (n2 == 0 || n2 % 2 != 0)
-    return InvalidArgument("expected N inputs followed by N init values, got " +
-                           std::to_string(n2) + " operands");
-  size_t n = n2 / 2;
+  TL_ASSIGN_OR_RETURN(const size_t n, CheckInputsThenInits(in));
   const TensorType& t0 = in.operand_types[0].tensor;
-  for (size_t i = 0; i < n; ++i) {
-    if (in.operand_types[i].tensor.dims != t0.dims)
-      return InvalidArgument("input " + std::to_string(i) + " has shape " +
-                             in.operand_types[i].ToString() + ", expected the shape of input 0");
-    if (in.operand_types[n + i].tensor.rank() != 0)
-      return InvalidArgument("init value " + std::to_string(i) + " must be a scalar, got " +
-                             in.operand_types[n + i].ToString());
-  }
   TL_ASSIGN_OR_RETURN(Window w, ReadWindow(in.attrs, t0.rank(), true));
   std::vector<int64_t> out_dims = WindowOutputDims(t0.dims, w);
   std::vector<Type> out;
   for (size_t i = 0; i < n; ++i)
     out.push_back(TensorType(in.operand_types[n + i].tensor.element_type, out_dims));
-  if (!in.regions.empty() && !in.regions[0]->empty() && in.regions[0]->front().terminator()) {
-    if (in.regions[0]->front().num_arguments() != static_cast<int>(n2))
-      return InvalidArgument("the body takes " +
-                             std::to_string(in.regions[0]->front().num_arguments()) +
-                             " arguments, expected " + std::to_string(n2));
-    TL_ASSIGN_OR_RETURN(std::vector<Type> ret, RegionReturnTypes(*in.regions[0]));
-    if (ret.size() != n)
-      return InvalidArgument("the body returns " + std::to_string(ret.size()) +
-                             " values, expected " + std::to_string(n));
-    for (size_t i = 0; i < n; ++i) {
-      if (!ret[i].is_tensor() || ret[i].tensor.rank() != 0)
-        return InvalidArgument("the body must return scalars, got " + ret[i].ToString());
-      out[i] = TensorType(ret[i].tensor.element_type, out_dims);
-    }
+  if (!in.regions.empty()) {
+    TL_ASSIGN_OR_RETURN(std::vector<ElementType> ets, ReductionBodyResults(*in.regions[0], n));
+    for (size_t i = 0; i < ets.size(); ++i) out[i] = TensorType(ets[i], out_dims);
   }
   return out;
 }

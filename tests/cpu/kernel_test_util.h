@@ -17,34 +17,21 @@
 
 #include "cpu/reduction_matmul.h"
 #include "ops/reduction_test_util.h"
+#include "tlaloc/ir/serial_eval_context.h"
 #include "tlaloc/support/half.h"
 #include "tlaloc/support/thread_pool.h"
 
 namespace tlaloc::cputest {
 
-// Runs ParallelFor's chunks one after another on the calling thread.
-class SerialContext : public EvalContext {
+// Runs ParallelFor's chunks one after another on the calling thread: chunked by grain, so the
+// kernels' chunk boundaries are exercised as on the pool; their operands are never reused.
+class SerialContext : public SerialEvalContext {
  public:
-  StatusOr<std::vector<Literal>> RunRegion(const Region&, std::vector<Literal>) override {
-    return InvalidArgument("no regions here");
-  }
-  StatusOr<std::vector<Literal>> CallFunction(const std::string&, std::vector<Literal>) override {
-    return InvalidArgument("no functions here");
-  }
-  void ParallelFor(int64_t n, int64_t grain,
-                   const std::function<void(int64_t, int64_t)>& body) override {
-    for (int64_t b = 0; b < n; b += std::max<int64_t>(grain, 1))
-      body(b, std::min(n, b + std::max<int64_t>(grain, 1)));
-  }
-  bool CanReuseOperand(int) const override { return false; }
-  const std::function<Status(std::span<const Literal>, std::vector<Literal>&)>* FindCustomCall(
-      const std::string&) const override {
-    return nullptr;
-  }
+  SerialContext() : SerialEvalContext({.chunk_by_grain = true}) {}
 };
 
 // Runs ParallelFor on a two-thread pool, as the interpreter does.
-class PoolContext : public SerialContext {
+class PoolContext : public SerialEvalContext {
  public:
   void ParallelFor(int64_t n, int64_t grain,
                    const std::function<void(int64_t, int64_t)>& body) override {

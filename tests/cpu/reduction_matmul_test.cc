@@ -142,12 +142,6 @@ TEST(MatmulKernelTest, OneDnnBf16PathIsUsedWhereTheCpuHasBf16Arithmetic) {
   EXPECT_TRUE(cpu::DnnlBf16Available());
 }
 
-}  // namespace
-}  // namespace tlaloc
-
-namespace tlaloc {
-namespace {
-
 // f32 x f32 with the GEMM path (oneDNN when OpenBLAS loaded kernels older than this CPU,
 // OpenBLAS otherwise): weights as [n, k] and [k, n], against double sums.
 TEST(MatmulKernelTest, F32GemmMatchesDoubleSumsInBothWeightLayouts) {

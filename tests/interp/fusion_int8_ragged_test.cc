@@ -81,7 +81,7 @@ TEST(FusionInt8RaggedTest, FusedMatchesTheOpsOneByOneAndADoubleReference) {
     // on the same dequantised block (both need OpenBLAS's kernels to fit the CPU).
     bool small_groups = true;
     for (int32_t size : c.sizes) small_groups = small_groups && size <= 4;
-    if (small_groups || OpenBlasCoreFitsCpu()) {
+    if (small_groups || cpu::OpenBlasCoreFitsCpu()) {
       EXPECT_EQ(std::memcmp(fused.out.data(), plain.out.data(), plain.out.byte_size()), 0) << what;
     }
     // Against double precision, relative to the sum of magnitudes of each output's terms.

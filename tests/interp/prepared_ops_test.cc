@@ -19,6 +19,7 @@
 #include "tlaloc/cpu/kernels.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/ir/builder.h"
+#include "tlaloc/ir/serial_eval_context.h"
 
 // Counts this binary's operator new calls while `g_counting` is set (the prepared call runs on
 // the test's thread: its context runs ParallelFor inline). Allocates with malloc.
@@ -63,29 +64,6 @@ namespace tlaloc {
 namespace {
 
 using rdtest::DotAttrs;
-
-// Runs bodies inline, on the calling thread.
-class InlineContext : public EvalContext {
- public:
-  explicit InlineContext(bool reuse_operand0) : reuse_(reuse_operand0) {}
-  StatusOr<std::vector<Literal>> RunRegion(const Region&, std::vector<Literal>) override {
-    return Unimplemented("no regions here");
-  }
-  StatusOr<std::vector<Literal>> CallFunction(const std::string&, std::vector<Literal>) override {
-    return Unimplemented("no calls here");
-  }
-  void ParallelFor(int64_t n, int64_t, const std::function<void(int64_t, int64_t)>& body) override {
-    body(0, n);
-  }
-  bool CanReuseOperand(int i) const override { return i == 0 && reuse_; }
-  const std::function<Status(std::span<const Literal>, std::vector<Literal>&)>* FindCustomCall(
-      const std::string&) const override {
-    return nullptr;
-  }
-
- private:
-  bool reuse_;
-};
 
 // Sets TLALOC_PREPARED_OPS=0 for its lifetime.
 class PreparedOff {
@@ -179,7 +157,9 @@ void ExpectPrepared(const std::string& name, const std::vector<Literal>& args, A
   const TensorType& out_type = one->op->result(0).type().tensor;
   const EvalFn& kernel = cpu::KernelFor(one->op->def());
   for (bool reuse : {false, true}) {
-    InlineContext ctx(reuse);
+    // Operand 0 reused and not, as the interpreter may call it; one ParallelFor call, so the
+    // allocation counts are not multiplied by chunks.
+    SerialEvalContext ctx({.reuse_operand0 = reuse});
     std::vector<Literal> operands = Fresh(args);
     std::vector<Literal> results;
     // The result's buffer, as the interpreter allocates it before the call.

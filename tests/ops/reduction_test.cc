@@ -437,6 +437,37 @@ TEST_F(ReduceTest, ReduceWindowRejectsWrongLengths) {
       << out.status().message();
 }
 
+// reduce and reduce_window share their operand and body checks: N inputs of one shape, N scalar
+// inits, a body of 2N arguments.
+TEST_F(ReduceTest, ReduceAndReduceWindowRefuseBadInputsInitsAndBodies) {
+  const Literal x = Literal::FromVector<float>({2, 2}, {1, 2, 3, 4});
+  const Literal wide = Literal::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  const Literal zero = Literal::Scalar<float>(0);
+  const Literal zeros = Literal::FromVector<float>({2}, {0, 0});
+  const AttrDict window{{"window_dimensions", Attribute::IntArray({1, 1})}};
+  for (const std::string name : {"stablehlo.reduce", "stablehlo.reduce_window"}) {
+    SCOPED_TRACE(name);
+    const AttrDict attrs = name == "stablehlo.reduce" ? Dims({0}) : window;
+    struct Case {
+      std::vector<Literal> operands;
+      std::string expected;
+    };
+    const std::vector<Case> cases = {
+        {{x, zero, zero}, "expected N inputs followed by N init values, got 3"},
+        {{x, wide, zero, zero}, "input 1 has shape tensor<2x3xf32>"},
+        {{x, zeros}, "init value 0 must be a scalar"},
+        {{x, x, zero, zero}, "the body takes 2 arguments, expected 4"},
+    };
+    for (const Case& c : cases) {
+      auto out = RunOp(name, c.operands, attrs, {},
+                       Regions(BinaryRegion("stablehlo.add", ElementType::kF32)));
+      ASSERT_FALSE(out.ok()) << c.expected;
+      EXPECT_NE(out.status().message().find(c.expected), std::string::npos)
+          << out.status().message();
+    }
+  }
+}
+
 // ---- select_and_scatter ----------------------------------------------------------------------
 
 TEST_F(ReduceTest, SelectAndScatterRoutesToWindowMax) {

@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace tlaloc {
+namespace tlaloc::cpu {
 
 // The kernel set OpenBLAS loaded ("SkylakeX", "Haswell", "Prescott", ...).
 std::string OpenBlasCoreName();
@@ -18,4 +18,4 @@ std::string PreferredOpenBlasCore();
 // Whether the loaded kernel set uses this CPU's vector unit.
 bool OpenBlasCoreFitsCpu();
 
-}  // namespace tlaloc
+}  // namespace tlaloc::cpu
