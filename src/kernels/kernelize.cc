@@ -1,6 +1,6 @@
 // kernelize: resolving mapped kernels once, then rewriting per program the layers' named
-// composites (RMSNorm, SiluAndMul, RotaryEmbedding: builder/composite.h), found by name in the
-// program, and the other layers' traced op ranges.
+// composites (RMSNorm, SiluAndMul, RotaryEmbedding: builder/composite.h; PagedAttention:
+// nn/paged_attention.h), found by name in the program, and the other layers' traced op ranges.
 #include "tlaloc/kernels/kernelize.h"
 
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include "tlaloc/builder/composite.h"
 #include "tlaloc/ir/op_registry.h"
 #include "tlaloc/ir/rewrite.h"
+#include "tlaloc/nn/paged_attention.h"
 #include "tlaloc/stablehlo/parser.h"
 #include "tlaloc/stablehlo/printer.h"
 
@@ -26,7 +27,7 @@ const LayerSignature kSignatures[] = {
     {std::string(nn::kSiluAndMulLayer), {"gate", "up"}, {"y"}, {}},
     {std::string(nn::kRotaryEmbeddingLayer), {"x", "cos", "sin"}, {"y"}, {}},
     {std::string(nn::kAttentionLayer), {"q", "k", "v", "mask"}, {"out"}, {"scale"}},
-    // nn::PagedAttention, its operands in the order of their first use in the decomposition
+    // nn::PagedAttention, its operands in the order of the composite tlaloc.paged_attention's
     // (the order kernelize passes them); a kernel returning out alone serves callers that drop
     // lse.
     {std::string(nn::kPagedAttentionLayer),
@@ -45,6 +46,7 @@ const std::pair<std::string_view, std::string_view> kCompositeLayers[] = {
     {nn::kRmsNormLayer, kRmsNormComposite},
     {nn::kSiluAndMulLayer, kSiluAndMulComposite},
     {nn::kRotaryEmbeddingLayer, kRotaryComposite},
+    {nn::kPagedAttentionLayer, nn::kPagedAttentionComposite},
 };
 
 std::string_view LayerOfComposite(std::string_view composite) {
