@@ -63,6 +63,7 @@ TEST(CompositeDecode, PagedDecodeStepHoldsTheComposites) {
   const Function* fn = program->module->Find(program->entry);
   ASSERT_NE(fn, nullptr);
   EXPECT_EQ(CountComposites(*fn, "tlaloc.paged_dot"), 2 * c.num_hidden_layers);
+  EXPECT_GE(CountComposites(*fn, "tlaloc.argmax"), 1);
   EXPECT_EQ(GatherDotChains(*fn), 0);
   // Each product's decomposition is the chain: private, a gather and a dot_general.
   int decompositions = 0;
