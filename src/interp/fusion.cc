@@ -341,12 +341,6 @@ void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
       ReplaceChain(chain, operands, composite.get(), plan, slot_of);
       continue;
     }
-    if (auto paged = MatchPagedAttentionDot(block, uses, i, chain, operands);
-        paged && free(chain)) {
-      plan.kernels.push_back(paged);
-      ReplaceChain(chain, operands, paged.get(), plan, slot_of);
-      continue;
-    }
     const FusedKernel* kernel = &SoftmaxKernel();
     if (MatchSoftmax(block, uses, i, chain, operands)) {
       std::vector<int> masked_chain = chain;

@@ -11,20 +11,18 @@
 // softmax reads it (attention's masked scores), the select and both broadcasts join the chain
 // (fused.masked_softmax): each row is masked into the result, then softmaxed in place.
 //
-// named composites (builder/composite.h, nn/int8_linear.h) as one kernel each, by name from one
-// table (fusion_composite.cc): tlaloc.int8_linear (fusion_int8.cc), tlaloc.rms_norm
-// (fusion_norm.cc), tlaloc.rotary (fusion_rotary.cc), tlaloc.silu_and_mul (fusion_silu.cc),
-// tlaloc.linear_cross_entropy (fusion_xent.cc: the LM head's loss with its gradients),
-// tlaloc.argmax (fusion_argmax.cc: one pass per row). No chain is recognised for these: the
-// builder, nn and train emit the composite.
+// named composites (builder/composite.h, nn/int8_linear.h, nn/paged_attention.h) as one kernel
+// each, by name from one table (fusion_composite.cc): tlaloc.int8_linear (fusion_int8.cc),
+// tlaloc.rms_norm (fusion_norm.cc), tlaloc.rotary (fusion_rotary.cc), tlaloc.silu_and_mul
+// (fusion_silu.cc), tlaloc.linear_cross_entropy (fusion_xent.cc: the LM head's loss with its
+// gradients), tlaloc.paged_dot (fusion_paged.cc: decode attention's products over the paged KV
+// pool, the pages read in place through the block table), tlaloc.argmax (fusion_argmax.cc: one
+// pass per row). No chain is recognised for these: the builder, nn and train emit the composite.
 //
 // int8 expert products, as nn::SparseMoe emits them for int8 weights (fusion_int8.cc):
 //   chlo.ragged_dot(x f32, reshape(convert(reshape(q s8)) * broadcast_in_dim(convert(scale))))
 // on a stack of matrices, run as one kernel on (q, scale, x, group_sizes) that reads the int8
 // matrices in place (nn::Linear's int8 products are the composite tlaloc.int8_linear).
-//
-// decode attention's products over the paged KV pool, gather -> reshape -> dot_general, with
-// the pages read in place through the block table (fusion_paged.cc).
 //
 // a broadcast read in place (fusion_broadcast.cc): broadcast_in_dim(s) used only by an f32
 // add, subtract, multiply or divide with a full-size x, run as one kernel on (x, s) that reads
@@ -95,12 +93,10 @@ std::shared_ptr<const FusedKernel> LinearCrossEntropyCompositeKernel(const Opera
 // tlaloc.rotary on (x, cos, sin) (fusion_rotary.cc), or nullptr for types it does not take.
 std::shared_ptr<const FusedKernel> RotaryCompositeKernel(const Operation& op);
 
-// Decode attention's keys or values product over the paged KV pool, gather(pool, table) ->
-// reshape -> dot_general, run with the pages read in place (fusion_paged.cc), starting at op `a`
-// (the gather).
-std::shared_ptr<const FusedKernel> MatchPagedAttentionDot(const Block& block, const BlockUses& uses,
-                                                          int a, std::vector<int>& chain,
-                                                          std::vector<Value>& operands);
+// tlaloc.paged_dot on (lhs, pool, table) (fusion_paged.cc): decode attention's keys or values
+// product with the pages read in place, or nullptr for shapes it does not take (more vectors
+// than a decode step's).
+std::shared_ptr<const FusedKernel> PagedDotCompositeKernel(const Operation& op);
 
 // tlaloc.silu_and_mul on (gate, up) (fusion_silu.cc), or nullptr for types it does not take.
 std::shared_ptr<const FusedKernel> SiluMulCompositeKernel(const Operation& op);

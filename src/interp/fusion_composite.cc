@@ -52,6 +52,10 @@ const CompositeEntry kComposites[] = {
      [](const Block& block, int a, std::vector<Value>&) {
        return SiluMulCompositeKernel(*block.operations()[a]);
      }},
+    {"tlaloc.paged_dot",
+     [](const Block& block, int a, std::vector<Value>&) {
+       return PagedDotCompositeKernel(*block.operations()[a]);
+     }},
     {"tlaloc.argmax",
      [](const Block& block, int a, std::vector<Value>&) {
        return ArgmaxCompositeKernel(*block.operations()[a]);

@@ -1,48 +1,24 @@
-// Decode attention over the paged KV cache with the pages read in place (fusion.h): the chain
-// models/qwen3 emits for each layer's keys and values,
+// Decode attention over the paged KV cache with the pages read in place (fusion.h): the
+// composite tlaloc.paged_dot {product} (nn::PagedDot, nn/paged_attention.h) on (lhs, pool
+// [N, H, P, D], table s32 [B, M]), which nn::PagedGroupedAttention emits for each layer's keys and
+// values, and whose decomposition is
 //
-//   g = gather(pool [N, H, P, D], table [B, M]) -> [B, H, M, P, D]   (builder::Take, rows dims
-//                                                                      {1, 3, 4})
+//   g = gather(pool, table) -> [B, H, M, P, D]   (builder::Take, rows dims {1, 3, 4})
 //   r = reshape(g) -> [B, H, M * P, D]
-//   keys:   dot_general(q [B, H, G, T, D], r) batch {0, 1} x {0, 1}, contracting {4} x {3}
-//   values: dot_general(p [B, H, G, T, S], r) batch {0, 1} x {0, 1}, contracting {4} x {2}
+//   keys:   dot_general(lhs [B, H, G, T, D], r) batch {0, 1} x {0, 1}, contracting {4} x {3}
+//   values: dot_general(lhs [B, H, G, T, S], r) batch {0, 1} x {0, 1}, contracting {4} x {2}
 //
-// with G * T <= cpu::kMaxVectors (a decode step): the gather copied every cached key and value
-// of every layer once per step (about 4% of a bf16 decode step at short context, more at long).
-// cpu::PagedMatmul runs the matrix-vector kernels ViewMatmul would run on the gathered copy,
-// reading each row through the page table, so the results have the unfused ops' bits.
+// With G * T <= cpu::kMaxVectors (a decode step) it runs as cpu::PagedMatmul: the gather copied
+// every cached key and value of every layer once per step (about 4% of a bf16 decode step at
+// short context, more at long), where PagedMatmul runs the matrix-vector kernels ViewMatmul
+// would run on the gathered copy, reading each row through the page table, so the results have
+// the decomposition's bits. More vectors (a prefill chunk) run the decomposition.
 #include "cpu/reduction_matmul.h"
 #include "fusion.h"
 
 namespace tlaloc::interp {
 
 namespace {
-
-std::vector<int64_t> IntField(const Attribute& strukt, const char* name) {
-  const Attribute* f = FindAttr(strukt.as_dict(), name);
-  return f && f->kind() == Attribute::Kind::kIntArray ? f->as_int_array() : std::vector<int64_t>{};
-}
-
-// builder::Take(pool, table, {1, 3, 4}) on a rank-4 pool and an s32 [B, M] table.
-bool IsPageGather(const Operation& op) {
-  if (op.name() != "stablehlo.gather" || op.num_operands() != 2) return false;
-  const TensorType& pool = op.operand(0).tensor_type();
-  const TensorType& table = op.operand(1).tensor_type();
-  if (pool.rank() != 4 || table.rank() != 2 || table.element_type != ElementType::kS32 ||
-      (pool.element_type != ElementType::kBF16 && pool.element_type != ElementType::kF32))
-    return false;
-  const Attribute* dn = FindAttr(op.attrs(), "dimension_numbers");
-  if (!dn || dn->kind() != Attribute::Kind::kStruct) return false;
-  const Attribute* ivd = FindAttr(dn->as_dict(), "index_vector_dim");
-  return IntField(*dn, "offset_dims") == std::vector<int64_t>{1, 3, 4} &&
-         IntField(*dn, "collapsed_slice_dims") == std::vector<int64_t>{0} &&
-         IntField(*dn, "operand_batching_dims").empty() &&
-         IntField(*dn, "start_indices_batching_dims").empty() &&
-         IntField(*dn, "start_index_map") == std::vector<int64_t>{0} && ivd &&
-         ivd->kind() == Attribute::Kind::kInt && ivd->as_int() == 2 &&
-         GetIntArrayAttr(op.attrs(), "slice_sizes") ==
-             std::vector<int64_t>{1, pool.dims[1], pool.dims[2], pool.dims[3]};
-}
 
 struct PagedShape {
   bool values = false;
@@ -51,51 +27,37 @@ struct PagedShape {
 
 }  // namespace
 
-std::shared_ptr<const FusedKernel> MatchPagedAttentionDot(const Block& block, const BlockUses& uses,
-                                                          int a, std::vector<int>& chain,
-                                                          std::vector<Value>& operands) {
-  const auto& ops = block.operations();
-  const Operation& gather = *ops[a];
-  if (!IsPageGather(gather)) return nullptr;
-  const TensorType& pool = gather.operand(0).tensor_type();
-  const TensorType& table = gather.operand(1).tensor_type();
+std::shared_ptr<const FusedKernel> PagedDotCompositeKernel(const Operation& op) {
+  if (op.num_operands() != 3 || op.num_results() != 1) return nullptr;
+  const Attribute* attributes = FindAttr(op.attrs(), "composite_attributes");
+  if (!attributes || attributes->kind() != Attribute::Kind::kDict) return nullptr;
+  const std::string product = GetStringAttr(attributes->as_dict(), "product");
+  if (product != "keys" && product != "values") return nullptr;
+  Value lhs_v = op.operand(0), pool_v = op.operand(1), table_v = op.operand(2);
+  for (Value v : {lhs_v, pool_v, table_v, op.result(0)})
+    if (!v.type().is_tensor()) return nullptr;
+  const TensorType& lhs = lhs_v.tensor_type();
+  const TensorType& pool = pool_v.tensor_type();
+  const TensorType& table = table_v.tensor_type();
+  const TensorType& out = op.result(0).tensor_type();
+  if (pool.rank() != 4 || table.rank() != 2 || lhs.rank() != 5 ||
+      table.element_type != ElementType::kS32 ||
+      (pool.element_type != ElementType::kBF16 && pool.element_type != ElementType::kF32) ||
+      lhs.element_type != pool.element_type || out.element_type != ElementType::kF32)
+    return nullptr;
   const int64_t bsz = table.dims[0], blocks = table.dims[1];
   const int64_t heads = pool.dims[1], page = pool.dims[2], d = pool.dims[3];
-  if (pool.dims[0] <= 0 || bsz <= 0 || blocks <= 0 || heads <= 0 || page <= 0 || d <= 1)
-    return nullptr;
-  const int r = uses.OnlyUser(gather.result(0));
-  if (r < 0 || ops[r]->name() != "stablehlo.reshape" ||
-      ops[r]->result(0).tensor_type().dims != std::vector<int64_t>{bsz, heads, blocks * page, d})
-    return nullptr;
-  const int dot = uses.OnlyUser(ops[r]->result(0));
-  if (dot < 0) return nullptr;
-  const Operation& dop = *ops[dot];
-  if (dop.name() != "stablehlo.dot_general" || dop.num_operands() != 2 ||
-      !(dop.operand(1) == ops[r]->result(0)) || FindAttr(dop.attrs(), "algorithm"))
-    return nullptr;
-  const Attribute* dn = FindAttr(dop.attrs(), "dot_dimension_numbers");
-  if (!dn || dn->kind() != Attribute::Kind::kStruct) return nullptr;
-  const TensorType& lhs = dop.operand(0).tensor_type();
-  if (lhs.rank() != 5 || lhs.element_type != pool.element_type || lhs.dims[0] != bsz ||
-      lhs.dims[1] != heads || dop.result(0).tensor_type().element_type != ElementType::kF32)
-    return nullptr;
-  const std::vector<int64_t> batch{0, 1};
-  if (IntField(*dn, "lhs_batching_dimensions") != batch ||
-      IntField(*dn, "rhs_batching_dimensions") != batch ||
-      IntField(*dn, "lhs_contracting_dimensions") != std::vector<int64_t>{4})
+  if (pool.dims[0] <= 0 || bsz <= 0 || blocks <= 0 || heads <= 0 || page <= 0 || d <= 1 ||
+      lhs.dims[0] != bsz || lhs.dims[1] != heads)
     return nullptr;
   PagedShape shape;
+  shape.values = product == "values";
   shape.m = lhs.dims[2] * lhs.dims[3];
-  const std::vector<int64_t> rhs_contracting = IntField(*dn, "rhs_contracting_dimensions");
-  if (rhs_contracting == std::vector<int64_t>{3} && lhs.dims[4] == d)
-    shape.values = false;
-  else if (rhs_contracting == std::vector<int64_t>{2} && lhs.dims[4] == blocks * page)
-    shape.values = true;
-  else
+  const int64_t k = shape.values ? blocks * page : d, n = shape.values ? d : blocks * page;
+  if (lhs.dims[4] != k || out.dims != std::vector<int64_t>{bsz, heads, lhs.dims[2], lhs.dims[3], n})
     return nullptr;
+  // More vectors than a decode step's: the decomposition (the gathered copy and ViewMatmul).
   if (shape.m < 1 || shape.m > cpu::kMaxVectors) return nullptr;
-  chain = {a, r, dot};
-  operands = {dop.operand(0), gather.operand(0), gather.operand(1)};
   const cpu::PagedRows geometry{
       nullptr, pool.element_type, nullptr, pool.dims[0], blocks, heads, page, d};
   return std::make_shared<const FusedKernel>(FusedKernel{
@@ -111,6 +73,7 @@ std::shared_ptr<const FusedKernel> MatchPagedAttentionDot(const Block& block, co
         a.batch_stride = shape.m * k;
         a.row_stride = k;
         a.col_stride = 1;
+        // PagedMatmul copies the vectors of `a` before writing: the result may be lhs's buffer.
         cpu::PagedMatmul(a, shape.m, rows, bsz, shape.values, out.span<float>().data(), ctx);
         return OkStatus();
       }});

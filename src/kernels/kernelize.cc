@@ -1,6 +1,7 @@
 // kernelize: resolving mapped kernels once, then rewriting per program the layers' named
-// composites (RMSNorm, SiluAndMul, RotaryEmbedding: builder/composite.h), found by name in the
-// program, and the other layers' traced op ranges.
+// composites (RMSNorm, SiluAndMul, RotaryEmbedding: builder/composite.h; PagedAttention:
+// nn/paged_attention.h), found by name in the program, and the other layers' traced op ranges
+// (the Attention layer's tlaloc.paged_dot products read the gathered pages: kGatheringComposites).
 #include "tlaloc/kernels/kernelize.h"
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "tlaloc/builder/composite.h"
 #include "tlaloc/ir/op_registry.h"
 #include "tlaloc/ir/rewrite.h"
+#include "tlaloc/nn/paged_attention.h"
 #include "tlaloc/stablehlo/parser.h"
 #include "tlaloc/stablehlo/printer.h"
 
@@ -26,7 +28,7 @@ const LayerSignature kSignatures[] = {
     {std::string(nn::kSiluAndMulLayer), {"gate", "up"}, {"y"}, {}},
     {std::string(nn::kRotaryEmbeddingLayer), {"x", "cos", "sin"}, {"y"}, {}},
     {std::string(nn::kAttentionLayer), {"q", "k", "v", "mask"}, {"out"}, {"scale"}},
-    // nn::PagedAttention, its operands in the order of their first use in the decomposition
+    // nn::PagedAttention, its operands in the order of the composite tlaloc.paged_attention's
     // (the order kernelize passes them); a kernel returning out alone serves callers that drop
     // lse.
     {std::string(nn::kPagedAttentionLayer),
@@ -45,6 +47,7 @@ const std::pair<std::string_view, std::string_view> kCompositeLayers[] = {
     {nn::kRmsNormLayer, kRmsNormComposite},
     {nn::kSiluAndMulLayer, kSiluAndMulComposite},
     {nn::kRotaryEmbeddingLayer, kRotaryComposite},
+    {nn::kPagedAttentionLayer, nn::kPagedAttentionComposite},
 };
 
 std::string_view LayerOfComposite(std::string_view composite) {
@@ -175,6 +178,57 @@ StatusOr<std::string> Instantiate(const std::string& text,
   }
   out += text.substr(pos);
   return out;
+}
+
+// Composites whose decomposition first works on its other operands alone, then combines the
+// result with its first: nn::PagedDot's tlaloc.paged_dot gathers the pages of (pool, table),
+// then takes the product with lhs. In a replaced range (the Attention layer over a paged
+// cache), kernelize places the gathering ops before the call and passes their result where the
+// range read the pool and the table, so the kernel takes the layer's dense operands (q, k, v,
+// mask: the gathered keys and values) whether the decoder reads a dense or a paged cache.
+const std::string_view kGatheringComposites[] = {nn::kPagedDotComposite};
+
+// For such a composite `op`: appends to `hoisted` a copy, on op's operands, of its
+// decomposition's ops that do not depend on its first operand, and sets `reads` to what the
+// range reads in op's place: its first operand, then the copies' values that the dependent ops
+// read. False (nothing appended) for other ops, a missing decomposition, or ops with regions.
+bool HoistGathering(const Module& module, const Operation& op,
+                    std::vector<std::unique_ptr<Operation>>& hoisted, std::vector<Value>& reads) {
+  if (op.name() != "stablehlo.composite" || op.num_operands() < 1) return false;
+  const std::string name = GetStringAttr(op.attrs(), "name");
+  if (std::find(std::begin(kGatheringComposites), std::end(kGatheringComposites), name) ==
+      std::end(kGatheringComposites))
+    return false;
+  const Function* fn = module.Find(GetStringAttr(op.attrs(), "decomposition"));
+  if (!fn || fn->num_arguments() != op.num_operands()) return false;
+  std::unordered_map<ValueImpl*, Value> map;
+  for (int i = 0; i < fn->num_arguments(); ++i) map[fn->entry().argument(i).impl()] = op.operand(i);
+  std::set<ValueImpl*> dependent = {fn->entry().argument(0).impl()};
+  std::vector<std::unique_ptr<Operation>> copies;
+  std::vector<Value> read = {op.operand(0)};
+  for (const auto& inner : fn->entry().operations()) {
+    if (inner->num_regions() > 0) return false;
+    if (inner->name() == "func.return") continue;
+    const bool depends = std::any_of(inner->operands().begin(), inner->operands().end(),
+                                     [&](Value v) { return dependent.count(v.impl()) > 0; });
+    if (depends) {
+      for (int i = 0; i < inner->num_results(); ++i) dependent.insert(inner->result(i).impl());
+      for (Value v : inner->operands())
+        if (!dependent.count(v.impl()) &&
+            std::find(read.begin(), read.end(), map.at(v.impl())) == read.end())
+          read.push_back(map.at(v.impl()));
+      continue;
+    }
+    std::vector<Value> operands;
+    for (Value v : inner->operands()) operands.push_back(map.at(v.impl()));
+    copies.push_back(
+        Operation::Create(inner->def(), operands, inner->result_types(), inner->attrs()));
+    for (int i = 0; i < inner->num_results(); ++i)
+      map[inner->result(i).impl()] = copies.back()->result(i);
+  }
+  for (auto& c : copies) hoisted.push_back(std::move(c));
+  reads = std::move(read);
+  return true;
 }
 
 // Whether v is produced by (or inside a region of) one of `ops`.
@@ -468,10 +522,23 @@ StatusOr<KernelizeResult> Kernelizer::Apply(std::shared_ptr<Module> module,
     }
     std::set<const Operation*> inside;
     for (size_t i = rec.begin_op; i < rec.end_op; ++i) inside.insert(ops[i].get());
+    // The gathers of the range's tlaloc.paged_dot composites on pools and tables from outside
+    // it, placed before the call (kGatheringComposites), and what each composite reads instead.
+    std::vector<std::unique_ptr<Operation>> hoisted;
+    std::map<const Operation*, std::vector<Value>> reads_of;
+    for (size_t i = rec.begin_op; i < rec.end_op; ++i)
+      ForEachOp(*ops[i], [&](const Operation& op) {
+        const bool outside =
+            std::none_of(op.operands().begin() + (op.num_operands() > 0), op.operands().end(),
+                         [&](Value v) { return DefinedInside(v, inside); });
+        std::vector<Value> reads;
+        if (outside && HoistGathering(*module, op, hoisted, reads)) reads_of[&op] = reads;
+      });
     std::vector<Value> inputs;
     for (size_t i = rec.begin_op; i < rec.end_op; ++i)
       ForEachOp(*ops[i], [&](const Operation& op) {
-        for (Value v : op.operands())
+        auto r = reads_of.find(&op);
+        for (Value v : r != reads_of.end() ? r->second : op.operands())
           if (!DefinedInside(v, inside) &&
               std::find(inputs.begin(), inputs.end(), v) == inputs.end())
             inputs.push_back(v);
@@ -548,7 +615,8 @@ StatusOr<KernelizeResult> Kernelizer::Apply(std::shared_ptr<Module> module,
         continue;
       }
     }
-    std::vector<std::unique_ptr<Operation>> placed_ops;  // reshapes before and after the call
+    // The hoisted gathers, then reshapes before and after the call.
+    std::vector<std::unique_ptr<Operation>> placed_ops = std::move(hoisted);
     std::vector<Value> call_inputs = inputs;
     std::vector<Type> call_result_types = result_types;
     std::unique_ptr<Operation> call;

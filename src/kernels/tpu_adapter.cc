@@ -1,5 +1,5 @@
 // tpu_custom_call attributes, and the adapter that lets jax's paged attention kernel replace
-// Tlaloc's PagedAttention layer.
+// Tlaloc's PagedAttention layer (the composite tlaloc.paged_attention).
 #include "kernels/tpu_adapter.h"
 
 #include "tlaloc/builder/tensor.h"
@@ -46,8 +46,9 @@ AttrDict TpuCustomCallAttrs(const std::string& payload, const std::string& kerne
   return a;
 }
 
-// jax-paged-attention: the layer's operands, in the order kernelize passes them (their first use
-// in nn::PagedAttention's decomposition), are
+// jax-paged-attention: the layer's operands, in the order kernelize passes them (the operands of
+// the composite tlaloc.paged_attention that nn::PagedAttention emits, which kernelize finds by
+// name), are
 //   k_pages f32[N, Hkv, P, D], block_table s32[B, M], v_pages f32[N, Hkv, P, D],
 //   q f32[B, 1, Hq, D], kv_start s32[B], kv_lengths s32[B], q_positions s32[B, 1]
 // and its results out f32[B, 1, Hq, D], lse f32[B, 1, Hq]. jax's kernel

@@ -8,6 +8,7 @@
 #include "tlaloc/builder/composite.h"
 #include "tlaloc/nn/gguf_linear.h"
 #include "tlaloc/nn/int8_linear.h"
+#include "tlaloc/nn/paged_attention.h"
 
 namespace tlaloc::nn {
 
@@ -191,13 +192,19 @@ Tensor SwiGluMlp(const Tensor& x, const Tensor& gate_w, const Tensor& up_w, cons
                 int8_scales.down);
 }
 
-Tensor GroupedAttention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                        double scale, LayerTrace* trace, const std::string& path) {
-  LayerScope scope(trace, q.builder(), kAttentionLayer, path, {{"scale", scale}});
+namespace {
+
+// GroupedAttention's ops after its trace scope. Dense: k, v [B, Hkv, S, D]. Paged (`table`
+// valid): k, v are pools [N, Hkv, P, D] of q's type (f32, bf16 or f16) read through the block
+// table [B, M], and each product is the composite tlaloc.paged_dot whose decomposition is the
+// dense product on GatherPages(pool, table): the ops, and so the bits, of the dense form on the
+// gathered keys and values.
+Tensor AttentionOps(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& table,
+                    const Tensor& mask, double scale) {
   OpBuilder* b = q.builder();
-  if (!b || !q.valid() || !k.valid() || !v.valid() || !mask.valid()) return Tensor();
+  const bool paged = table.valid();
   int64_t bsz = q.dim(0), t = q.dim(1), hq = q.dim(2), d = q.dim(3);
-  int64_t hkv = k.dim(1), s = k.dim(2);
+  int64_t hkv = k.dim(1), s = paged ? table.dim(1) * k.dim(2) : k.dim(2);
   if (hkv <= 0 || hq % hkv != 0) {
     b->Fail(InvalidArgument("GroupedAttention: " + std::to_string(hq) +
                             " query heads are not a multiple of " + std::to_string(hkv) +
@@ -210,11 +217,16 @@ Tensor GroupedAttention(const Tensor& q, const Tensor& k, const Tensor& v, const
   // products are exact in f32, so this equals widening both first, without converting the
   // whole cache every step.
   Tensor qg = Transpose(Reshape(q, {bsz, t, hkv, groups, d}), {0, 2, 3, 1, 4});
-  Tensor kk = k.element_type() == q.element_type() ? k : ToF32(k);
-  if (kk.element_type() != q.element_type()) qg = ToF32(qg);
-  Tensor scores = DotGeneral(qg, kk, {0, 1}, {0, 1}, {4}, {3}, ElementType::kF32,
-                             /*same_as_lhs=*/false) *
-                  scale;
+  Tensor scores;
+  if (paged) {
+    scores = PagedDot(qg, k, table, PagedProduct::kKeys) * scale;
+  } else {
+    Tensor kk = k.element_type() == q.element_type() ? k : ToF32(k);
+    if (kk.element_type() != q.element_type()) qg = ToF32(qg);
+    scores = DotGeneral(qg, kk, {0, 1}, {0, 1}, {4}, {3}, ElementType::kF32,
+                        /*same_as_lhs=*/false) *
+             scale;
+  }
   Tensor m = BroadcastInDim(mask, {bsz, hkv, groups, t, s}, {0, 3, 4});
   // A large finite negative rather than -inf: a fully masked (padding) row stays finite.
   Tensor masked = Where(m, scores, FullLike(scores, -1e30));
@@ -224,14 +236,44 @@ Tensor GroupedAttention(const Tensor& q, const Tensor& k, const Tensor& v, const
     // As transformers and llama.cpp do: the probabilities are rounded to the cache's type and
     // multiplied with it in place (exact products, f32 sums), rather than widening the whole V
     // cache to f32 at every step.
-    out = DotGeneral(Convert(probs, v.element_type()), v, {0, 1}, {0, 1}, {4}, {2},
-                     ElementType::kF32, /*same_as_lhs=*/false);  // [B, Hkv, G, T, D]
+    Tensor p = Convert(probs, v.element_type());
+    out = paged ? PagedDot(p, v, table, PagedProduct::kValues)
+                : DotGeneral(p, v, {0, 1}, {0, 1}, {4}, {2}, ElementType::kF32,
+                             /*same_as_lhs=*/false);  // [B, Hkv, G, T, D]
     out = Transpose(out, {0, 3, 1, 2, 4});
+  } else if (paged) {
+    // Einsum's ops below on the gathered f32 values: the product, then the transpose.
+    out = Transpose(PagedDot(probs, v, table, PagedProduct::kValues), {0, 3, 1, 2, 4});
   } else {
     out = Einsum("bkgts,bksd->btkgd", probs, ToF32(v));
   }
   out = Reshape(out, {bsz, t, hq, d});
   return q.element_type() == ElementType::kF32 ? out : Convert(out, q.element_type());
+}
+
+}  // namespace
+
+Tensor GroupedAttention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                        double scale, LayerTrace* trace, const std::string& path) {
+  LayerScope scope(trace, q.builder(), kAttentionLayer, path, {{"scale", scale}});
+  if (!q.builder() || !q.valid() || !k.valid() || !v.valid() || !mask.valid()) return Tensor();
+  return AttentionOps(q, k, v, Tensor(), mask, scale);
+}
+
+Tensor PagedGroupedAttention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
+                             const Tensor& block_table, const Tensor& mask, double scale,
+                             LayerTrace* trace, const std::string& path) {
+  if (!q.builder() || !q.valid() || !k_pool.valid() || !v_pool.valid() || !block_table.valid() ||
+      !mask.valid())
+    return Tensor();
+  // The paged products take pools of q's type; f32 values are Einsum's f32 operand as they are.
+  const ElementType et = q.element_type();
+  if (k_pool.element_type() != et || v_pool.element_type() != et ||
+      !(IsLowPrecision(et) || et == ElementType::kF32))
+    return GroupedAttention(q, GatherPages(k_pool, block_table), GatherPages(v_pool, block_table),
+                            mask, scale, trace, path);
+  LayerScope scope(trace, q.builder(), kAttentionLayer, path, {{"scale", scale}});
+  return AttentionOps(q, k_pool, v_pool, block_table, mask, scale);
 }
 
 }  // namespace tlaloc::nn

@@ -1,5 +1,7 @@
-// The builder's named composites (builder/composite.h: tlaloc.rms_norm, tlaloc.silu_and_mul,
-// tlaloc.rotary) on the TLALOC_TEST_PJRT_TARGET lane's plugin: the module as printed compiles and
+// The builder's and nn's named composites (builder/composite.h: tlaloc.rms_norm,
+// tlaloc.silu_and_mul, tlaloc.rotary, tlaloc.argmax; nn/paged_attention.h: tlaloc.paged_dot;
+// nn/int8_linear.h: tlaloc.int8_linear in the exact form) on the TLALOC_TEST_PJRT_TARGET lane's
+// plugin: the module as printed compiles and
 // runs (XLA lowers each composite to a call of its decomposition) and gives what the interpreter
 // gives, which runs the composite as its kernel with the decomposition's bits. Tlaloc's plugin
 // runs the interpreter: the same bits. XLA:CPU runs the decompositions with its own code (its
@@ -21,9 +23,12 @@
 #include <random>
 
 #include "pjrt/pjrt_test_util.h"
+#include "tlaloc/builder/composite.h"
 #include "tlaloc/builder/tensor.h"
 #include "tlaloc/interp/interpreter.h"
+#include "tlaloc/nn/int8_linear.h"
 #include "tlaloc/nn/layers.h"
+#include "tlaloc/nn/paged_attention.h"
 #include "tlaloc/pjrt/pjrt_backend.h"
 #include "tlaloc/stablehlo/parser.h"
 #include "tlaloc/stablehlo/printer.h"
@@ -34,6 +39,7 @@ namespace {
 
 float ValueAt(const Literal& l, int64_t i) {
   if (l.element_type() == ElementType::kF32) return l.span<float>()[i];
+  if (l.element_type() == ElementType::kS32) return static_cast<float>(l.span<int32_t>()[i]);
   return Bf16BitsToFloat(reinterpret_cast<const uint16_t*>(l.data())[i]);
 }
 
@@ -147,6 +153,45 @@ TEST_F(LaneNnComposite, Rotary) {
            Literal::FromVector<float>({2, 5, 64}, s)},
           [](const std::vector<Tensor>& a) { return nn::ApplyRotary(a[0], a[1], a[2]); });
   }
+}
+
+// Decode attention's two products over a paged pool [6, 2, 16, 64] read through a table of 3
+// blocks (one out of order), for one decode query per head group of 2.
+TEST_F(LaneNnComposite, PagedDot) {
+  const Literal table = Literal::FromVector<int32_t>({1, 3}, {4, 0, 2});
+  for (ElementType et : {ElementType::kF32, ElementType::kBF16}) {
+    const Literal pool = Random(TensorType(et, {6, 2, 16, 64}), 6);
+    Check("paged_dot keys " + std::string(MlirName(et)), nn::kPagedDotComposite,
+          {Random(TensorType(et, {1, 2, 2, 1, 64}), 7), pool, table},
+          [](const std::vector<Tensor>& a) {
+            return nn::PagedDot(a[0], a[1], a[2], nn::PagedProduct::kKeys);
+          });
+    Check("paged_dot values " + std::string(MlirName(et)), nn::kPagedDotComposite,
+          {Random(TensorType(et, {1, 2, 2, 1, 48}), 8, 0.5f, 0.2f), pool, table},
+          [](const std::vector<Tensor>& a) {
+            return nn::PagedDot(a[0], a[1], a[2], nn::PagedProduct::kValues);
+          });
+  }
+}
+
+// Greedy decoding's pick over rows of logits (the indices must be equal on any plugin).
+TEST_F(LaneNnComposite, Argmax) {
+  Check("argmax f32 [4, 1000]", kArgmaxComposite,
+        {Random(TensorType(ElementType::kF32, {4, 1000}), 9)},
+        [](const std::vector<Tensor>& a) { return Argmax(a[0], -1); });
+}
+
+// The exact int8 form: f32 x times the dequantised s8 matrix.
+TEST_F(LaneNnComposite, Int8LinearExact) {
+  std::mt19937 rng(10);
+  std::uniform_int_distribution<int> qd(-127, 127);
+  Literal q(TensorType(ElementType::kS8, {48, 128}));
+  for (auto& v : q.span<int8_t>()) v = static_cast<int8_t>(qd(rng));
+  Literal scale(TensorType(ElementType::kF16, {48, 4}));
+  for (auto& v : scale.span<uint16_t>()) v = FloatToHalfBits(0.01f);
+  Check("int8_linear exact [3, 128] x [48, 128]", nn::kInt8LinearComposite,
+        {Random(TensorType(ElementType::kF32, {3, 128}), 11), q, scale},
+        [](const std::vector<Tensor>& a) { return nn::Int8LinearExact(a[0], a[1], a[2]); });
 }
 
 }  // namespace

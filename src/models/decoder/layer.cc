@@ -5,6 +5,7 @@
 
 #include "models/decoder/decoder.h"
 #include "tlaloc/nn/moe.h"
+#include "tlaloc/nn/paged_attention.h"
 
 namespace tlaloc::models::decoder {
 
@@ -123,16 +124,6 @@ void WritePages(const LayerContext& ctx, const Tensor& kt, const Tensor& vt, Lay
   }
 }
 
-// A paged cache's keys or values for each row, in sequence order: [N, Hkv, P, D] gathered by the
-// block table [B, M] -> [B, Hkv, M * P, D] (key j at offset j % P of block j / P). One gather
-// writes [B, Hkv, M, P, D] directly (no transpose of the gathered copy: at 512 cached positions
-// the two copies of K and V were about a fifth of a bf16 decode step).
-Tensor GatherPages(const Tensor& pool, const Tensor& table) {
-  const int64_t bsz = table.dim(0), m = table.dim(1);
-  const int64_t hkv = pool.dim(1), page = pool.dim(2), d = pool.dim(3);
-  return Reshape(Take(pool, table, {1, 3, 4}), {bsz, hkv, m * page, d});
-}
-
 }  // namespace
 
 Tensor DecoderLayer(const ModelConfig& c, const WeightTensors& w, int64_t layer, const Tensor& x,
@@ -168,19 +159,24 @@ Tensor DecoderLayer(const ModelConfig& c, const WeightTensors& w, int64_t layer,
   k = nn::ApplyRotary(k, ctx.cos, ctx.sin, trace, a + "rotary_emb");
   Tensor keys = Transpose(k, {0, 2, 1, 3});  // [B, Hkv, T, D]
   Tensor values = Transpose(v, {0, 2, 1, 3});
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  Tensor attn;
   if (ctx.page_size > 0) {
+    // The pools read through the block table (nn::PagedGroupedAttention's tlaloc.paged_dot
+    // products: no gathered copy of the cache where the interpreter runs their kernel).
     WritePages(ctx, keys, values, *cache);
-    keys = GatherPages(cache->k, ctx.block_table);
-    values = GatherPages(cache->v, ctx.block_table);
-  } else if (ctx.mode != Mode::kTrain) {
-    WriteCache(ctx, keys, values, *cache);
-    if (ctx.mode == Mode::kDecode) {
-      keys = cache->k;
-      values = cache->v;
+    attn = nn::PagedGroupedAttention(q, cache->k, cache->v, ctx.block_table, ctx.mask, scale, trace,
+                                     a + "attn");
+  } else {
+    if (ctx.mode != Mode::kTrain) {
+      WriteCache(ctx, keys, values, *cache);
+      if (ctx.mode == Mode::kDecode) {
+        keys = cache->k;
+        values = cache->v;
+      }
     }
+    attn = nn::GroupedAttention(q, keys, values, ctx.mask, scale, trace, a + "attn");
   }
-  Tensor attn = nn::GroupedAttention(q, keys, values, ctx.mask,
-                                     1.0 / std::sqrt(static_cast<double>(d)), trace, a + "attn");
   attn = Reshape(attn, {bsz, t, hq * d});
   Tensor hidden = x + par.Reduce(Proj(attn, "self_attn.o_proj.weight", a + "o_proj"));
   Tensor n = nn::RmsNormLayer(hidden, W("post_attention_layernorm.weight"), eps, trace,
