@@ -201,9 +201,9 @@ void Rows(const uint16_t* const* rows, const Operands& o, int m, float* out, int
 }
 
 // The longest k (elements) whose rows go through the buffer (R x k words: 6 KiB at R = 3):
-// beyond it, at k = 2048 and 3072, the buffer's tiles ran 10-15% slower than tiles unpacking
-// the rows again for every 4 vectors (on one Zen 4 thread, also with the buffer's tiles going
-// over k in slices of 1024, all the vectors over one slice before the next).
+// beyond it, at k = 2048 and 3072, the buffer's tiles ran 0-10% behind tiles unpacking the rows
+// again for every 4 vectors (one Zen 4 thread; also with the buffer's tiles going over k in
+// slices of 1024, all the vectors over one slice before the next).
 constexpr int64_t kMaxPackedK = 1024;
 
 // All m vectors (bf16) against R rows, S at a time. With `packed` (R x k64 words) and more than
@@ -294,7 +294,10 @@ bool SmallMMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64
   o.k32 = k / 32 * 32;
   o.k64 = dp ? k / 64 * 64 : 0;
   o.x_step = (k + 15) / 16 * 16;
-  o.xb_step = o.k64;
+  // One cache line more than a row needs: at k = 2048 the rows were 4 KiB apart, and the
+  // buffer's tiles ran 10-15% behind the per-pair ones; with the line, about even (elsewhere the
+  // line measured within the noise).
+  o.xb_step = o.k64 > 0 ? o.k64 + 32 : 0;
   // A's rows, [batch][m][step]: f32 with whole 32-blocks permuted into the weights' lane order
   // and the tail in place; for VDPBF16PS also bf16, each pair of blocks as two 32-word halves
   // (the low lanes', then the high lanes'), block t + 1's element before block t's in each pair.
