@@ -2,7 +2,8 @@
 // the figures include the interpreter's own cost: matrix products at the model's shapes (decode
 // M=1 and prefill M=512, f32 and bf16), attention over a growing KV cache, and an elementwise
 // chain (SiLU(gate) * up), and the interpreter's fixed cost per op; decode's matrix-vector
-// products also with weights cycled through enough copies to come from memory. Each reports GFLOP/s
+// products also with weights cycled through enough copies to come from memory; the small-M bf16
+// kernel of batched decode called directly, its tilings side by side. Each reports GFLOP/s
 // or GB/s and its fraction of this machine's peak, measured in the same binary: a STREAM-like read
 // bandwidth and an FMA peak, over the interpreter's thread pool (TLALOC_NUM_THREADS threads).
 #include <benchmark/benchmark.h>
@@ -13,10 +14,15 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <ctime>
+#include <map>
 #include <memory>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "cpu/matmul_small_m.h"
 #include "cpu/reduction_matmul.h"
 #include "cpu/reduction_matmul_q8.h"
 #include "cpu/reduction_matmul_q8_packed.h"
@@ -24,6 +30,7 @@
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/nn/layers.h"
 #include "tlaloc/support/cpu_features.h"
+#include "tlaloc/support/machine_probe.h"
 #include "tlaloc/support/memory_bandwidth.h"
 #include "tlaloc/support/thread_pool.h"
 
@@ -442,6 +449,153 @@ BENCHMARK(BM_Int8Pack)
     ->ArgNames({"K", "N"})
     ->Args({1024, 3072})
     ->Args({1024, 151936})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// The small-M bf16 kernel called directly (cpu::SmallMMatmul), as a batched decode step meets
+// it: x [M, K] bf16 times W [N, K] bf16 on T threads of its own pool. Its tiles unpacking the
+// weight rows again for every pair of vectors (`pair`) against tiles reading them unpacked once
+// into an L1 buffer (`packed`), timed in alternating rounds so that other work on the machine
+// weighs on both alike; each figure is the median over rounds (`packed/pair` the median of the
+// rounds' ratios), `*_of_peak` its share of the bf16 dot peak probed on T pinned threads
+// (support/machine_probe.h). M = 1 is the matrix-vector kernel (ViewMatmul), for reference.
+// cold = 1 cycles through copies of W filling 256 MiB, so W comes from memory as in a decode
+// step, not from L3 (the LM head always does). Args: M, K, N, threads, cold.
+class OwnPoolContext : public PoolContext {
+ public:
+  explicit OwnPoolContext(int threads) : pool_(threads) {}
+  void ParallelFor(int64_t n, int64_t grain,
+                   const std::function<void(int64_t, int64_t)>& body) override {
+    pool_.ParallelFor(n, grain, body);
+  }
+
+ private:
+  tlaloc::ThreadPool pool_;
+};
+
+double Bf16Peak(int threads) {
+  static std::map<int, double> peaks;
+  auto [it, fresh] = peaks.try_emplace(threads, 0.0);
+  if (fresh) it->second = tlaloc::ProbePeakFlops(threads, tlaloc::PeakKind::kBf16).median;
+  return it->second;
+}
+
+// Seconds of CPU this thread has run: on a machine others load, a one-thread kernel's CPU time
+// is its time had it had the core to itself (less the caches the others evict).
+double ThreadCpuNow() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+// Chains of VDPBF16PS (the probe's), `iters` times twelve.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16"))) float DotBf16Loop(
+    int64_t iters) {
+  constexpr int kChains = 12;
+  __m512 acc[kChains];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  const __m512 small = _mm512_set1_ps(1e-3f);
+  const __m512bh x = _mm512_cvtne2ps_pbh(small, small);
+  for (int64_t i = 0; i < iters; ++i)
+#pragma GCC unroll 12
+    for (int j = 0; j < kChains; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], x, x);
+  for (int j = 1; j < kChains; ++j) acc[0] = _mm512_add_ps(acc[0], acc[j]);
+  float out[16];
+  _mm512_storeu_ps(out, acc[0]);
+  return out[0];
+}
+
+// One core's VDPBF16PS peak over this thread's CPU time: the reference for the one-thread
+// CPU-time rates.
+double CoreBf16Peak() {
+  static const double peak = [] {
+    if (!tlaloc::HasAvx512Bf16()) return 0.0;
+    constexpr int64_t kIters = 20'000'000;
+    const double t0 = ThreadCpuNow();
+    benchmark::DoNotOptimize(DotBf16Loop(kIters));
+    return kIters * 12 * 64.0 / (ThreadCpuNow() - t0);  // 16 lanes x 2 products x 2 operations
+  }();
+  return peak;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
+}
+
+void BM_SmallMKernel(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const int threads = static_cast<int>(state.range(3));
+  const bool cold = state.range(4) != 0;
+  const int64_t weight_bytes = 2 * n * k;
+  const int64_t copies = cold ? std::max<int64_t>(1, (int64_t{256} << 20) / weight_bytes) : 1;
+  Literal x = RandomLiteral(TensorType(ElementType::kBF16, {m, k}), 1);
+  std::vector<Literal> w{RandomLiteral(TensorType(ElementType::kBF16, {n, k}), 2)};
+  for (int64_t i = 1; i < copies; ++i) {
+    w.emplace_back(w[0].type());
+    std::memcpy(w.back().data(), w[0].data(), static_cast<size_t>(weight_bytes));
+  }
+  std::vector<float> c(m * n);
+  OwnPoolContext ctx(threads);
+  tlaloc::cpu::MatrixView a{reinterpret_cast<const std::byte*>(x.data()), ElementType::kBF16, 0, k,
+                            1};
+  // The variants by name; M = 1 has only the matrix-vector kernel.
+  using Tiles = tlaloc::cpu::SmallMTiles;
+  std::vector<std::pair<const char*, Tiles>> variants = {
+      {"pair", Tiles::kPerPair}, {"group", Tiles::kPerGroup}, {"packed", Tiles::kPacked}};
+  if (m == 1) variants.resize(1);
+  int64_t next = 0;
+  auto run = [&](Tiles tiles) {
+    const Literal& wc = w[next++ % copies];
+    tlaloc::cpu::MatrixView b{reinterpret_cast<const std::byte*>(wc.data()), ElementType::kBF16, 0,
+                              1, k};
+    if (m == 1 || !tlaloc::cpu::SmallMMatmul(a, b, 1, m, k, n, c.data(), ctx, tiles))
+      tlaloc::cpu::ViewMatmul(a, b, 1, m, k, n, c.data(), ctx);
+  };
+  constexpr int kRounds = 7;
+  const double flops = 2.0 * m * k * n;
+  // Per variant, per round: the wall-clock rate, and with one thread the CPU-time rate.
+  std::vector<std::vector<double>> rates(variants.size()), cpu_rates(variants.size());
+  for (auto _ : state)
+    for (int round = 0; round < kRounds; ++round)
+      for (size_t v = 0; v < variants.size(); ++v) {
+        run(variants[v].second);  // warm-up: the pool's threads, the vectors
+        int64_t calls = 0;
+        const double t0 = Now(), c0 = ThreadCpuNow();
+        double t = t0;
+        for (; calls < 2 || t - t0 < 0.1; t = Now(), ++calls) run(variants[v].second);
+        rates[v].push_back(flops * calls / (t - t0));
+        cpu_rates[v].push_back(flops * calls / (ThreadCpuNow() - c0));
+      }
+  const double peak = Bf16Peak(threads), core_peak = CoreBf16Peak();
+  auto report = [&](const std::string& what, const std::vector<std::vector<double>>& r,
+                    double reference) {
+    for (size_t v = 0; v < variants.size(); ++v) {
+      const std::string name = std::string(variants[v].first) + what;
+      state.counters[name + "_GFLOP/s"] = Median(r[v]) / 1e9;
+      if (reference > 0) state.counters[name + "_of_peak"] = Median(r[v]) / reference;
+      if (v > 0) {
+        std::vector<double> ratio;
+        for (int i = 0; i < kRounds; ++i) ratio.push_back(r[v][i] / r[0][i]);
+        state.counters[name + "/pair"] = Median(ratio);
+      }
+    }
+  };
+  report("", rates, peak);
+  state.counters["bf16_peak_GFLOP/s"] = peak / 1e9;
+  if (threads == 1) {
+    report("_cpu", cpu_rates, core_peak);
+    state.counters["core_bf16_peak_GFLOP/s"] = core_peak / 1e9;
+  }
+}
+BENCHMARK(BM_SmallMKernel)
+    ->ArgNames({"M", "K", "N", "T", "cold"})
+    ->ArgsProduct({{1, 4, 8, 16}, {1024}, {3072}, {1, 2}, {0, 1}})
+    ->ArgsProduct({{1, 4, 8, 16}, {3072}, {1024}, {1, 2}, {0, 1}})
+    ->ArgsProduct({{1, 4, 8, 16}, {2048}, {1024}, {1, 2}, {0, 1}})
+    ->ArgsProduct({{1, 4, 8, 16}, {1024}, {151936}, {1, 2}, {1}})
+    ->Iterations(1)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

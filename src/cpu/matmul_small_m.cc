@@ -26,6 +26,13 @@ const bool kBf16Dots = [] {
   const char* env = std::getenv("TLALOC_SMALL_M_MATMUL");
   return HasAvx512Bf16() && !(env && std::strcmp(env, "fma") == 0);
 }();
+// TLALOC_SMALL_M_TILES=pair, =group or =packed picks SmallMTiles::kDefault's tiles.
+const SmallMTiles kDefaultTiles = [] {
+  const char* env = std::getenv("TLALOC_SMALL_M_TILES");
+  if (env && std::strcmp(env, "pair") == 0) return SmallMTiles::kPerPair;
+  if (env && std::strcmp(env, "group") == 0) return SmallMTiles::kPerGroup;
+  return SmallMTiles::kPacked;
+}();
 
 // The lane order of reduction_matmul.cc's LoadRowPair: widening 32 bf16 weights by interleaving
 // them with zeros within each 128-bit lane puts elements {0-3, 8-11, 16-19, 24-27} in the low
@@ -37,11 +44,20 @@ constexpr int kHiLanes[16] = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29
 #define TLALOC_SMALL_M_TARGET \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 
+// Where a tile of bf16 activations gets its weights in VDPBF16PS's operand order (below).
+enum class Source {
+  kUnpack,          // from the rows, unpacked in registers
+  kUnpackAndStore,  // the same, and stored into the tile's buffer for the vectors after these
+  kBuffer,          // from that buffer, unpacked already
+};
+
 // R weight rows times S vectors: per (row, vector) the FMAs of DotsAvx512 in its order, the
 // R x S results kept in registers over all of k. Elements [0, k64) go through VDPBF16PS two
 // 32-blocks at a time (kDp; bf16 vectors `xb`, xb_step words apart), [k64, k32) through f32 FMAs
 // (vectors `x`, x_step floats apart, whole 32-blocks permuted into the weights' lane order), the
 // tail past k32 through masked FMAs (x in place). out[s * out_s + r] gets (vector s, row r).
+// `packed` (kDp, kSrc other than kUnpack) holds the R rows' [0, k64) unpacked: for each pair of
+// blocks, row by row, the two interleaved halves (64 words a row), 64-byte aligned.
 //
 // Why VDPBF16PS gives the FMAs' bits: it adds to each f32 lane the products of its odd bf16 pair
 // element, then of its even one, each add rounded to nearest (Intel's definition; checked on Zen
@@ -51,19 +67,29 @@ constexpr int kHiLanes[16] = {4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29
 // matrix-vector kernel runs on that lane for blocks t and t + 1. It flushes subnormal inputs and
 // results to zero, which the FMAs do not: bits agree unless a product or partial sum is below
 // 2^-126, which activations and weights of a trained model do not reach.
-template <int R, int S, bool kDp>
-TLALOC_SMALL_M_TARGET void Tile(const uint16_t* const* rows, const uint16_t* xb, int64_t xb_step,
-                                const float* x, int64_t x_step, int64_t k, int64_t k64, int64_t k32,
-                                float* out, int64_t out_s, int64_t prefetch_ahead) {
+template <int R, int S, bool kDp, Source kSrc>
+TLALOC_SMALL_M_TARGET void Tile(const uint16_t* const* rows, uint16_t* packed, const uint16_t* xb,
+                                int64_t xb_step, const float* x, int64_t x_step, int64_t k,
+                                int64_t k64, int64_t k32, float* out, int64_t out_s,
+                                int64_t prefetch_ahead) {
+  // (Unrolled, so that the accumulators start and end in registers, not on the stack.)
   __m512 acc0[R][S], acc1[R][S];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
     for (int s = 0; s < S; ++s) acc0[r][s] = acc1[r][s] = _mm512_setzero_ps();
   int64_t i = 0;
   if constexpr (kDp) {
     for (; i < k64; i += 64) {
       __m512bh w0[R], w1[R];
+      uint16_t* p = packed + i * R;  // this pair of blocks' R x 64 words
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
+        if constexpr (kSrc == Source::kBuffer) {
+          w0[r] = reinterpret_cast<__m512bh>(_mm512_load_si512(p + 64 * r));
+          w1[r] = reinterpret_cast<__m512bh>(_mm512_load_si512(p + 64 * r + 32));
+          continue;
+        }
         if (prefetch_ahead) {
           const char* ahead = reinterpret_cast<const char*>(rows[r] + i + prefetch_ahead);
           _mm_prefetch(ahead, _MM_HINT_T1);
@@ -71,8 +97,13 @@ TLALOC_SMALL_M_TARGET void Tile(const uint16_t* const* rows, const uint16_t* xb,
         }
         const __m512i even = _mm512_loadu_si512(rows[r] + i + 32);  // block t + 1
         const __m512i odd = _mm512_loadu_si512(rows[r] + i);        // block t
-        w0[r] = reinterpret_cast<__m512bh>(_mm512_unpacklo_epi16(even, odd));
-        w1[r] = reinterpret_cast<__m512bh>(_mm512_unpackhi_epi16(even, odd));
+        const __m512i lo = _mm512_unpacklo_epi16(even, odd), hi = _mm512_unpackhi_epi16(even, odd);
+        if constexpr (kSrc == Source::kUnpackAndStore) {
+          _mm512_store_si512(p + 64 * r, lo);
+          _mm512_store_si512(p + 64 * r + 32, hi);
+        }
+        w0[r] = reinterpret_cast<__m512bh>(lo);
+        w1[r] = reinterpret_cast<__m512bh>(hi);
       }
 #pragma GCC unroll 8
       for (int s = 0; s < S; ++s) {
@@ -120,15 +151,24 @@ TLALOC_SMALL_M_TARGET void Tile(const uint16_t* const* rows, const uint16_t* xb,
         acc0[r][s] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + s * x_step + i), w, acc0[r][s]);
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
     for (int s = 0; s < S; ++s) out[s * out_s + r] = SumLanes(acc0[r][s], acc1[r][s]);
 }
 
-// Rows per tile and vectors per tile: 2 x R x S accumulators, R x 2 weight vectors and two
-// vector halves within the 32 registers. 4 x 2 and 3 x 4 measured alike (about 90 GFLOP/s on one
-// Zen 4 thread at 16 rows, k = 1024, on a loaded machine); 2 x 6 and 1 x 8 slower.
+// The per-pair tiles (SmallMTiles::kPerPair, and f32 activations' tiles): 2 x R x S
+// accumulators, R x 2 weight vectors and two vector halves within the 32 registers.
 constexpr int kRows = 4;
 constexpr int kVectors = 2;
+// The tiles of kPerGroup and kPacked (bf16 activations only): 24 accumulators, 6 weight vectors,
+// vector halves loaded as the dot products use them; each weight vector serves 4 vectors, not 2.
+// With the accumulators in registers from start to end (the unrolled loops in Tile), on one Zen 4
+// thread at 16 rows, k = 1024, weights from the buffer: 3 x 4 +14%, 4 x 2 +5%, 4 x 3 and 2 x 6
+// -5%, against 4 x 2 unpacking (an earlier measurement, accumulators set up on the stack, had
+// found 4 x 2 and 3 x 4 alike).
+constexpr int kGroupRows = 3;
+constexpr int kGroupVectors = 4;
 
 // The operands of one product, as the tiles read them.
 struct Operands {
@@ -138,29 +178,112 @@ struct Operands {
   int64_t x_step, k, k64, k32;
 };
 
-template <int R, int S, bool kDp>
-TLALOC_SMALL_M_TARGET void TileOf(int s, const uint16_t* const* rows, const Operands& o, int s0,
-                                  float* out, int64_t out_s, int64_t ahead) {
+// Vectors s0 to s0 + s - 1 (s <= S) through one R x s tile.
+template <int R, int S, bool kDp, Source kSrc>
+TLALOC_SMALL_M_TARGET void TileOf(int s, const uint16_t* const* rows, uint16_t* packed,
+                                  const Operands& o, int s0, float* out, int64_t out_s,
+                                  int64_t ahead) {
   if constexpr (S > 1) {
-    if (s < S) return TileOf<R, S - 1, kDp>(s, rows, o, s0, out, out_s, ahead);
+    if (s < S) return TileOf<R, S - 1, kDp, kSrc>(s, rows, packed, o, s0, out, out_s, ahead);
   }
-  Tile<R, S, kDp>(rows, o.xb + s0 * o.xb_step, o.xb_step, o.x + s0 * o.x_step, o.x_step, o.k, o.k64,
-                  o.k32, out + s0 * out_s, out_s, ahead);
+  Tile<R, S, kDp, kSrc>(rows, packed, o.xb + s0 * o.xb_step, o.xb_step, o.x + s0 * o.x_step,
+                        o.x_step, o.k, o.k64, o.k32, out + s0 * out_s, out_s, ahead);
 }
 
+// All m vectors against R rows, kVectors at a time, each tile unpacking the rows again.
 template <int R, bool kDp>
 void Rows(const uint16_t* const* rows, const Operands& o, int m, float* out, int64_t out_s,
           int64_t prefetch_ahead) {
   // Only the first pass over these rows prefetches the rows after them.
   for (int s0 = 0; s0 < m; s0 += kVectors)
-    TileOf<R, kVectors, kDp>(std::min(kVectors, m - s0), rows, o, s0, out, out_s,
-                             s0 == 0 ? prefetch_ahead : 0);
+    TileOf<R, kVectors, kDp, Source::kUnpack>(std::min(kVectors, m - s0), rows, nullptr, o, s0, out,
+                                              out_s, s0 == 0 ? prefetch_ahead : 0);
+}
+
+// The longest k (elements) whose rows go through the buffer (R x k words: 6 KiB at R = 3):
+// beyond it, at k = 2048 and 3072, the buffer's tiles ran 0-10% behind tiles unpacking the rows
+// again for every 4 vectors (one Zen 4 thread; also with the buffer's tiles going over k in
+// slices of 1024, all the vectors over one slice before the next).
+constexpr int64_t kMaxPackedK = 1024;
+
+// All m vectors (bf16) against R rows, S at a time. With `packed` (R x k64 words) and more than
+// 2 x S vectors, the first tile unpacks the rows into it as it goes and the others read them from
+// there; otherwise each tile unpacks the rows again. At 8 vectors (one tile reading the buffer)
+// the buffer's stores cost about what they saved (-10% to +5%, one Zen 4 thread); at 16, the
+// buffer gave +10-16% with the weights from memory (the LM head), about nothing from L3. (Running
+// a block's rows over 8 vectors at a time instead, so that those stay in L1, measured alike.)
+template <int R, int S>
+void PackedRows(const uint16_t* const* rows, uint16_t* packed, const Operands& o, int m, float* out,
+                int64_t out_s, int64_t prefetch_ahead) {
+  if (!packed || m <= 2 * S) {
+    for (int s0 = 0; s0 < m; s0 += S)
+      TileOf<R, S, true, Source::kUnpack>(std::min(S, m - s0), rows, nullptr, o, s0, out, out_s,
+                                          s0 == 0 ? prefetch_ahead : 0);
+    return;
+  }
+  TileOf<R, S, true, Source::kUnpackAndStore>(S, rows, packed, o, 0, out, out_s, prefetch_ahead);
+  for (int s0 = S; s0 < m; s0 += S)
+    TileOf<R, S, true, Source::kBuffer>(std::min(S, m - s0), rows, packed, o, s0, out, out_s, 0);
+}
+
+// A thread's buffer of at least `words` 64-byte aligned words, kept for its next products.
+uint16_t* PackBuffer(int64_t words) {
+  thread_local std::vector<uint16_t> buffer;
+  if (static_cast<int64_t>(buffer.size()) < words + 32) buffer.resize(words + 32);
+  const auto at = reinterpret_cast<uintptr_t>(buffer.data());
+  return buffer.data() + ((64 - at % 64) % 64) / 2;
+}
+
+// The product over all rows of B, tiles of R rows split across the threads: S vectors per tile
+// over a buffer of unpacked rows (PackedRows), or S = 0: kVectors per tile, unpacking (Rows).
+template <int R, int S, bool kPack = true>
+void RunTiles(const uint16_t* weights, const MatrixView& b, int64_t batch, int64_t m, int64_t n,
+              bool dp, const Operands& o, float* c, EvalContext& ctx) {
+  const int64_t k = o.k, row_step = b.col_stride, total = batch * n;
+  // Blocks of rows streaming about 64 KiB each (the matrix-vector kernel's), whole tiles.
+  const int64_t block =
+      std::max<int64_t>(R, (int64_t{1} << 16) / std::max<int64_t>(k * 2, 1) / R * R);
+  // The rows about 16 KiB on are prefetched into L2 (the matrix-vector kernel's distance).
+  const int64_t row_bytes = std::max<int64_t>(1, k * 2);
+  const int64_t ahead_rows =
+      std::max<int64_t>(R, ((int64_t{16} << 10) + row_bytes - 1) / row_bytes);
+  const int mi = static_cast<int>(m);
+  ParallelShares(ctx, total, block, [&](int64_t begin, int64_t end) {
+    uint16_t* packed = S > 0 && kPack && o.k64 <= kMaxPackedK ? PackBuffer(R * o.k64) : nullptr;
+    for (int64_t t = begin; t < end;) {
+      const int64_t bi = t / n, r = t % n;
+      const uint16_t* base = weights + bi * b.batch_stride;
+      Operands ob = o;
+      ob.x += bi * m * o.x_step;
+      ob.xb += bi * m * o.xb_step;
+      float* out = c + bi * m * n + r;
+      if (t + R <= end && r + R <= n) {
+        const uint16_t* rows[R];
+        for (int j = 0; j < R; ++j) rows[j] = base + (r + j) * row_step;
+        const int64_t ahead = r + ahead_rows + R <= n ? ahead_rows * row_step : 0;
+        if constexpr (S > 0)
+          PackedRows<R, S>(rows, packed, ob, mi, out, n, ahead);
+        else if (dp)
+          Rows<R, true>(rows, ob, mi, out, n, ahead);
+        else
+          Rows<R, false>(rows, ob, mi, out, n, ahead);
+        t += R;
+      } else {
+        const uint16_t* one[1] = {base + r * row_step};
+        if (dp)
+          Rows<1, true>(one, ob, mi, out, n, 0);
+        else
+          Rows<1, false>(one, ob, mi, out, n, 0);
+        ++t;
+      }
+    }
+  });
 }
 
 }  // namespace
 
 bool SmallMMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t m, int64_t k,
-                  int64_t n, float* c, EvalContext& ctx) {
+                  int64_t n, float* c, EvalContext& ctx, SmallMTiles tiles) {
   if (!kEnabled || m < 2 || m > kSmallMMaxRows || b.row_stride != 1 ||
       b.type != ElementType::kBF16 || (a.type != ElementType::kF32 && a.type != ElementType::kBF16))
     return false;
@@ -171,7 +294,10 @@ bool SmallMMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64
   o.k32 = k / 32 * 32;
   o.k64 = dp ? k / 64 * 64 : 0;
   o.x_step = (k + 15) / 16 * 16;
-  o.xb_step = o.k64;
+  // One cache line more than a row needs: at k = 2048 the rows were 4 KiB apart, and the
+  // buffer's tiles ran 10-15% behind the per-pair ones; with the line, about even (elsewhere the
+  // line measured within the noise).
+  o.xb_step = o.k64 > 0 ? o.k64 + 32 : 0;
   // A's rows, [batch][m][step]: f32 with whole 32-blocks permuted into the weights' lane order
   // and the tail in place; for VDPBF16PS also bf16, each pair of blocks as two 32-word halves
   // (the low lanes', then the high lanes'), block t + 1's element before block t's in each pair.
@@ -213,43 +339,20 @@ bool SmallMMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64
   o.x = vecs.data();
   o.xb = vecs_bf16.data();
   const auto* weights = reinterpret_cast<const uint16_t*>(b.data);
-  const int64_t row_step = b.col_stride;
-  const int64_t total = batch * n;
-  // Blocks of rows streaming about 64 KiB each (the matrix-vector kernel's), whole tiles.
-  const int64_t block =
-      std::max<int64_t>(kRows, (int64_t{1} << 16) / std::max<int64_t>(k * 2, 1) / kRows * kRows);
-  // The rows about 16 KiB on are prefetched into L2 (the matrix-vector kernel's distance).
-  const int64_t row_bytes = std::max<int64_t>(1, k * 2);
-  const int64_t ahead_rows =
-      std::max<int64_t>(kRows, ((int64_t{16} << 10) + row_bytes - 1) / row_bytes);
-  const int mi = static_cast<int>(m);
-  ParallelShares(ctx, total, block, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end;) {
-      const int64_t bi = t / n, r = t % n;
-      const uint16_t* base = weights + bi * b.batch_stride;
-      Operands ob = o;
-      ob.x += bi * m * o.x_step;
-      ob.xb += bi * m * o.xb_step;
-      float* out = c + bi * m * n + r;
-      if (t + kRows <= end && r + kRows <= n) {
-        const uint16_t* rows[kRows];
-        for (int j = 0; j < kRows; ++j) rows[j] = base + (r + j) * row_step;
-        const int64_t ahead = r + ahead_rows + kRows <= n ? ahead_rows * row_step : 0;
-        if (dp)
-          Rows<kRows, true>(rows, ob, mi, out, n, ahead);
-        else
-          Rows<kRows, false>(rows, ob, mi, out, n, ahead);
-        t += kRows;
-      } else {
-        const uint16_t* one[1] = {base + r * row_step};
-        if (dp)
-          Rows<1, true>(one, ob, mi, out, n, 0);
-        else
-          Rows<1, false>(one, ob, mi, out, n, 0);
-        ++t;
-      }
-    }
-  });
+  if (tiles == SmallMTiles::kDefault) tiles = kDefaultTiles;
+  // f32 activations run the FMAs, which have no unpacking to save.
+  if (!dp) tiles = SmallMTiles::kPerPair;
+  switch (tiles) {
+    case SmallMTiles::kPacked:
+      RunTiles<kGroupRows, kGroupVectors, true>(weights, b, batch, m, n, dp, o, c, ctx);
+      break;
+    case SmallMTiles::kPerGroup:
+      RunTiles<kGroupRows, kGroupVectors, false>(weights, b, batch, m, n, dp, o, c, ctx);
+      break;
+    default:
+      RunTiles<kRows, 0>(weights, b, batch, m, n, dp, o, c, ctx);
+      break;
+  }
   return true;
 }
 

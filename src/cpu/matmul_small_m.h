@@ -19,10 +19,22 @@ namespace tlaloc::cpu {
 // The most rows of A the kernel takes; larger products (long prompts) go to oneDNN or BLAS.
 inline constexpr int64_t kSmallMMaxRows = 64;
 
+// How the tiles of bf16 activations get each weight row into VDPBF16PS's operand order (all
+// give the same bits; matmul_bench's BM_SmallMKernel compares their speeds).
+enum class SmallMTiles {
+  kDefault,   // TLALOC_SMALL_M_TILES's choice (pair, group or packed), else kPacked
+  kPerPair,   // 4 rows x 2 vectors, each tile unpacking its rows again (the first kernel)
+  kPerGroup,  // 3 rows x 4 vectors, each tile unpacking its rows again
+  // 3 rows x 4 vectors; for k <= 1024 and more than 8 vectors the first tile also stores its
+  // rows unpacked into an L1 buffer that the other vectors' tiles read (unpacked once per row,
+  // not once per 4 vectors).
+  kPacked,
+};
+
 // C[b] = A[b] (m x k) * B[b] (k x n) as ViewMatmul defines it, for 2 <= m <= kSmallMMaxRows, B
 // bf16 with its columns contiguous over k (b.row_stride == 1), on AVX-512 CPUs. Returns false,
 // writing nothing, when the product is not one of these.
 bool SmallMMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t m, int64_t k,
-                  int64_t n, float* c, EvalContext& ctx);
+                  int64_t n, float* c, EvalContext& ctx, SmallMTiles tiles = SmallMTiles::kDefault);
 
 }  // namespace tlaloc::cpu

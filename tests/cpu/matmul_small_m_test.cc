@@ -8,13 +8,16 @@
 #include <vector>
 
 #include "cpu/kernel_test_util.h"
+#include "tlaloc/support/cpu_features.h"
 
 namespace tlaloc {
 namespace {
 
 using cputest::Bf16RowsTimesRowsT;
 using cputest::ExpectPairsAreDotBF16;
+using cputest::PoolContext;
 using cputest::RandomBf16;
+using cputest::SerialContext;
 
 TEST(SmallMMatmulTest, EveryPairIsTheMatrixVectorKernelsDotBitForBit) {
   const int64_t n = 11;  // two four-row tiles and three single rows
@@ -49,6 +52,41 @@ TEST(SmallMMatmulTest, F32TransposedBatchedActivationsGiveTheSameBits) {
         batch_got, m, k, n, [&](int64_t s, int64_t i) { return a[(b * k + i) * m + s]; },
         w.data() + b * n * k, "batch " + std::to_string(b));
   }
+}
+
+// Each way of tiling the bf16 products (the packed one unpacks a tile's weight rows once into a
+// buffer that the later vectors' tiles read, for k <= 1024) gives every pair the matrix-vector
+// kernel's bits: m of one tile or several (and a last tile of fewer vectors), k with a pair of
+// 32-blocks unfinished (1001: one 32-block through the FMAs, then an odd tail of 9) or an odd tail
+// past the buffer's limit (1091), k under one pair of blocks (40), rows past the last whole
+// tile, blocks of rows split over two threads, and two batches.
+TEST(SmallMMatmulTest, EveryTilingGivesTheMatrixVectorKernelsBits) {
+  if (!HasAvx512Core()) GTEST_SKIP() << "no AVX-512 here: the small-M kernel does not run";
+  const int64_t batch = 2, n = 70;  // tiles of 3 and 4 rows leave rows over; blocks of ~30 rows
+  using Tiles = cpu::SmallMTiles;
+  for (Tiles tiles : {Tiles::kPerPair, Tiles::kPerGroup, Tiles::kPacked})
+    for (int64_t k : {int64_t{1091}, int64_t{1024}, int64_t{1001}, int64_t{40}})
+      for (int64_t m : {2, 3, 8, 13, 16}) {
+        std::vector<bf16> x = RandomBf16(batch * m * k, static_cast<uint32_t>(3 * m + k));
+        std::vector<bf16> w = RandomBf16(batch * n * k, static_cast<uint32_t>(k));
+        const cpu::MatrixView a{reinterpret_cast<const std::byte*>(x.data()), ElementType::kBF16,
+                                m * k, k, 1};
+        const cpu::MatrixView b{reinterpret_cast<const std::byte*>(w.data()), ElementType::kBF16,
+                                n * k, 1, k};
+        std::vector<float> serial(batch * m * n, -1.f), pooled(batch * m * n, -2.f);
+        SerialContext serial_ctx;
+        PoolContext pool_ctx;
+        ASSERT_TRUE(cpu::SmallMMatmul(a, b, batch, m, k, n, serial.data(), serial_ctx, tiles));
+        ASSERT_TRUE(cpu::SmallMMatmul(a, b, batch, m, k, n, pooled.data(), pool_ctx, tiles));
+        const std::string what = "tiles " + std::to_string(static_cast<int>(tiles)) +
+                                 " k=" + std::to_string(k) + " m=" + std::to_string(m);
+        EXPECT_EQ(serial, pooled) << what << ": two threads changed the bits";
+        for (int64_t bi = 0; bi < batch; ++bi)
+          ExpectPairsAreDotBF16(
+              std::vector<float>(serial.begin() + bi * m * n, serial.begin() + (bi + 1) * m * n), m,
+              k, n, [&](int64_t s, int64_t i) { return x[(bi * m + s) * k + i].f(); },
+              w.data() + bi * n * k, what + " batch " + std::to_string(bi));
+      }
 }
 
 }  // namespace
