@@ -35,8 +35,9 @@ std::string_view TorchDtypeName(ElementType t) {
   return "";
 }
 
-// The architecture from "architectures" and/or "model_type", claimed by a registered family.
-StatusOr<const ConfigFamily*> ResolveArchitecture(JsonFields& f) {
+// The family that claims the config's "architectures" and/or "model_type" (the registry the
+// model families fill answers; io knows none of them).
+StatusOr<const ConfigFamily*> ResolveFamily(JsonFields& f) {
   const ConfigFamily* from_class = nullptr;
   const ConfigFamily* from_type = nullptr;
   if (f.Has("architectures") && !f.IsNull("architectures")) {
@@ -209,13 +210,17 @@ Status ParseQuantization(JsonFields& f, ModelConfig& c) {
   return OkStatus();
 }
 
-// transformers' rule when layer_types is absent: layers from max_window_layers on slide.
+const ConfigFamily* FamilyOfConfig(const ModelConfig& c) {
+  return FindConfigFamily(c.architecture.model_type, "");
+}
+
+// layer_types when config.json gives none: the family's rule over its own fields (Qwen3's
+// sliding window), full attention everywhere without one.
 std::vector<std::string> DerivedLayerTypes(const ModelConfig& c) {
-  std::vector<std::string> out;
-  for (int64_t i = 0; i < std::max<int64_t>(c.num_hidden_layers, 0); ++i)
-    out.emplace_back(c.sliding_window && i >= c.max_window_layers ? kSlidingAttention
-                                                                  : kFullAttention);
-  return out;
+  const ConfigFamily* family = FamilyOfConfig(c);
+  if (family && family->layer_types) return family->layer_types(c);
+  return std::vector<std::string>(static_cast<size_t>(std::max<int64_t>(c.num_hidden_layers, 0)),
+                                  std::string(kFullAttention));
 }
 
 Status Positive(const char* name, int64_t v) {
@@ -226,21 +231,23 @@ Status Positive(const char* name, int64_t v) {
 
 }  // namespace
 
-const ModelArchitecture ModelArchitecture::kQwen3{"qwen3", "Qwen3ForCausalLM"};
-const ModelArchitecture ModelArchitecture::kQwen3Moe{"qwen3_moe", "Qwen3MoeForCausalLM"};
-
 std::string_view ArchitectureClassName(const ModelArchitecture& a) { return a.class_name; }
 
 std::string_view ArchitectureModelType(const ModelArchitecture& a) { return a.model_type; }
 
 bool ModelConfig::is_moe() const {
-  const ConfigFamily* family = FindConfigFamily(architecture.model_type, "");
+  const ConfigFamily* family = FamilyOfConfig(*this);
   return family != nullptr && family->sparse_moe;
 }
 
 FeedForward ModelConfig::FeedForwardOf(int64_t layer) const {
-  const ConfigFamily* family = FindConfigFamily(architecture.model_type, "");
+  const ConfigFamily* family = FamilyOfConfig(*this);
   return family && family->feed_forward ? family->feed_forward(*this, layer) : FeedForward{};
+}
+
+std::optional<int64_t> ModelConfig::SlidingWindow() const {
+  const ConfigFamily* family = FamilyOfConfig(*this);
+  return family && family->sliding_window ? family->sliding_window(*this) : std::nullopt;
 }
 
 bool ModelConfig::IsMoeLayer(int64_t layer) const { return FeedForwardOf(layer).sparse(); }
@@ -261,7 +268,7 @@ ModelConfig DefaultModelConfig(const ModelArchitecture& architecture) {
     c.architecture = family->architecture;  // both names, when given one
     if (family->defaults) family->defaults(c);
   }
-  c.layer_types.assign(static_cast<size_t>(c.num_hidden_layers), std::string(kFullAttention));
+  c.layer_types = DerivedLayerTypes(c);
   return c;
 }
 
@@ -297,9 +304,6 @@ Status ValidateModelConfig(const ModelConfig& c) {
   if (!(c.rope_theta > 0)) return InvalidArgument("rope_theta must be positive");
   if (!(c.attention_dropout >= 0 && c.attention_dropout < 1))
     return InvalidArgument("attention_dropout must be in [0, 1)");
-  if (c.use_sliding_window && (!c.sliding_window || *c.sliding_window <= 0))
-    return InvalidArgument("use_sliding_window is set but sliding_window is not positive");
-  if (c.max_window_layers < 0) return InvalidArgument("max_window_layers must not be negative");
   if (c.layer_types.size() != static_cast<size_t>(c.num_hidden_layers))
     return InvalidArgument("layer_types has " + std::to_string(c.layer_types.size()) +
                            " entries for " + std::to_string(c.num_hidden_layers) + " layers");
@@ -307,7 +311,7 @@ Status ValidateModelConfig(const ModelConfig& c) {
     if (c.layer_types[i] != kFullAttention && c.layer_types[i] != kSlidingAttention)
       return InvalidArgument("layer_types[" + std::to_string(i) + "] \"" + c.layer_types[i] +
                              "\" is not full_attention or sliding_attention");
-    if (c.layer_types[i] == kSlidingAttention && !c.sliding_window)
+    if (c.layer_types[i] == kSlidingAttention && !c.SlidingWindow())
       return InvalidArgument("layer_types[" + std::to_string(i) +
                              "] is sliding_attention but no sliding_window is set");
   }
@@ -315,7 +319,7 @@ Status ValidateModelConfig(const ModelConfig& c) {
   if (c.pad_token_id && *c.pad_token_id < 0) return InvalidArgument("pad_token_id is negative");
   for (int64_t id : c.eos_token_ids)
     if (id < 0) return InvalidArgument("eos_token_id " + std::to_string(id) + " is negative");
-  const ConfigFamily* family = FindConfigFamily(c.architecture.model_type, "");
+  const ConfigFamily* family = FamilyOfConfig(c);
   if (family && family->validate) TL_RETURN_IF_ERROR(family->validate(c));
   // Sizes from a file: every product of them must fit, or shapes and byte counts overflow.
   std::optional<int64_t> params = CountParameters(c);
@@ -339,7 +343,7 @@ StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::string_v
   }
   if (!root.is_object()) return InvalidArgument(src + ": must be a JSON object");
   JsonFields f(root, src);
-  TL_ASSIGN_OR_RETURN(const ConfigFamily* family, ResolveArchitecture(f));
+  TL_ASSIGN_OR_RETURN(const ConfigFamily* family, ResolveFamily(f));
   ModelConfig c = DefaultModelConfig(family->architecture);
   TL_RETURN_IF_ERROR(f.Int("vocab_size", &c.vocab_size));
   TL_RETURN_IF_ERROR(f.Int("hidden_size", &c.hidden_size));
@@ -421,7 +425,7 @@ std::string ModelConfigToJson(const ModelConfig& c) {
   // num_hidden_layers keeps the file consistent.
   if (c.layer_types != DerivedLayerTypes(c)) j["layer_types"] = c.layer_types;
   j["attention_dropout"] = c.attention_dropout;
-  const ConfigFamily* family = FindConfigFamily(c.architecture.model_type, "");
+  const ConfigFamily* family = FamilyOfConfig(c);
   if (family && family->write) family->write(c, j);
   if (c.dtype) j["torch_dtype"] = std::string(TorchDtypeName(*c.dtype));
   j["bos_token_id"] = c.bos_token_id ? json(*c.bos_token_id) : json();

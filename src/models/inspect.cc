@@ -148,8 +148,8 @@ std::string FormatInspectText(const InspectReport& r, size_t max_listed) {
          ", rms_norm_eps " + Num(c.rms_norm_eps) + ", " +
          (c.tie_word_embeddings ? "tied head" : "untied head") +
          (c.dtype ? ", dtype " + std::string(ShortName(*c.dtype)) : std::string()) +
-         (c.sliding_window ? ", sliding window " + std::to_string(*c.sliding_window)
-                           : std::string()));
+         (c.SlidingWindow() ? ", sliding window " + std::to_string(*c.SlidingWindow())
+                            : std::string()));
     if (c.is_moe()) {
       // The sparse layers' block (the first one's: the families so far have one kind).
       int64_t moe_layers = 0;

@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "generate/oracle_logits.h"
-#include "models/qwen3/moe_config.h"
 #include "testing/oracle.h"
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/io/checkpoint.h"
@@ -30,6 +29,7 @@
 #include "tlaloc/models/gguf_import.h"
 #include "tlaloc/models/init.h"
 #include "tlaloc/models/quantize.h"
+#include "tlaloc/models/qwen3.h"
 #include "tlaloc/tokenizer/tokenizer.h"
 
 namespace tlaloc {
@@ -164,7 +164,7 @@ io::ModelConfig Config(bool moe, bool qwen3_vocab) {
   EXPECT_TRUE(c.ok());
   c->hidden_size = 256;
   c->num_hidden_layers = 2;
-  c->max_window_layers = 2;
+  models::qwen3::MutableSlidingWindow(*c).max_window_layers = 2;
   c->layer_types.assign(2, "full_attention");
   c->num_attention_heads = 4;
   c->num_key_value_heads = 2;

@@ -24,10 +24,10 @@
 #include <vector>
 
 #include "generate/oracle_logits.h"
-#include "models/qwen3/moe_config.h"
 #include "testing/oracle.h"
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/models/init.h"
+#include "tlaloc/models/qwen3.h"
 
 namespace tlaloc {
 namespace {
@@ -72,7 +72,7 @@ io::ModelConfig ConfigOf(const HfCase& s) {
   if (s.hidden > 0) {
     c.hidden_size = s.hidden;
     c.num_hidden_layers = s.layers;
-    c.max_window_layers = s.layers;
+    models::qwen3::MutableSlidingWindow(c).max_window_layers = s.layers;
     c.layer_types.assign(static_cast<size_t>(s.layers), "full_attention");
     c.num_attention_heads = s.heads;
     c.num_key_value_heads = s.kv_heads;

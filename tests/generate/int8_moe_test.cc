@@ -12,7 +12,6 @@
 #include <map>
 
 #include "generate/engine_run.h"
-#include "models/qwen3/moe_config.h"
 #include "testing/int8_form.h"
 #include "testing/tiny_qwen3.h"
 #include "testing/tiny_qwen3_variants.h"
@@ -20,6 +19,7 @@
 #include "tlaloc/models/family.h"
 #include "tlaloc/models/init.h"
 #include "tlaloc/models/quantize.h"
+#include "tlaloc/models/qwen3.h"
 
 namespace tlaloc::generate {
 namespace {

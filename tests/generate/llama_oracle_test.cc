@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "generate/oracle_logits.h"
-#include "models/qwen3/moe_config.h"
 #include "testing/int8_form.h"
 #include "testing/oracle.h"
 #include "tlaloc/generate/generator.h"
@@ -31,6 +30,7 @@
 #include "tlaloc/models/init.h"
 #include "tlaloc/models/load_weights.h"
 #include "tlaloc/models/quantize.h"
+#include "tlaloc/models/qwen3.h"
 #include "tlaloc/tokenizer/tokenizer.h"
 
 namespace tlaloc {
@@ -233,7 +233,7 @@ io::ModelConfig ConfigOf(const Shape& s) {
   }
   c->hidden_size = s.hidden;
   c->num_hidden_layers = s.layers;
-  c->max_window_layers = s.layers;
+  models::qwen3::MutableSlidingWindow(*c).max_window_layers = s.layers;
   c->layer_types.assign(static_cast<size_t>(s.layers), "full_attention");
   c->num_attention_heads = s.heads;
   c->num_key_value_heads = s.kv_heads;

@@ -11,11 +11,11 @@
 #include <set>
 
 #include "generate/engine_run.h"
-#include "models/qwen3/moe_config.h"
 #include "testing/tiny_qwen3.h"
 #include "testing/tiny_qwen3_variants.h"
 #include "tlaloc/generate/engine.h"
 #include "tlaloc/models/init.h"
+#include "tlaloc/models/qwen3.h"
 
 namespace tlaloc::generate {
 namespace {

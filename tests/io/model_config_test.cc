@@ -6,8 +6,8 @@
 #include <set>
 
 #include "io_test_util.h"
-#include "models/qwen3/moe_config.h"
 #include "tlaloc/ir/type.h"
+#include "tlaloc/models/qwen3.h"
 
 namespace tlaloc::io {
 namespace {
@@ -59,7 +59,7 @@ constexpr const char* kQwen3Moe = R"({
 TEST(ModelConfig, ParsesQwen3_0_6B) {
   auto c = ParseModelConfig(kQwen3_0_6B);
   ASSERT_TRUE(c.ok()) << c.status().message();
-  EXPECT_EQ(c->architecture, ModelArchitecture::kQwen3);
+  EXPECT_EQ(c->architecture, models::qwen3::kQwen3);
   EXPECT_EQ(c->hidden_size, 1024);
   EXPECT_EQ(c->num_hidden_layers, 28);
   EXPECT_EQ(c->num_attention_heads, 16);
@@ -75,7 +75,7 @@ TEST(ModelConfig, ParsesQwen3_0_6B) {
   EXPECT_EQ(c->dtype, ElementType::kBF16);
   EXPECT_EQ(c->bos_token_id, 151643);
   EXPECT_EQ(c->eos_token_ids, std::vector<int64_t>{151645});
-  EXPECT_FALSE(c->sliding_window.has_value());
+  EXPECT_FALSE(c->SlidingWindow().has_value());
   EXPECT_EQ(c->layer_types.size(), 28u);
   EXPECT_FALSE(c->IsSlidingLayer(27));
   EXPECT_EQ(nlohmann::json::parse(c->extra_json)["transformers_version"], "4.51.0");
@@ -99,9 +99,9 @@ TEST(ModelConfig, AbsentFieldsTakeTransformersDefaults) {
   EXPECT_FALSE(c->tie_word_embeddings);
   EXPECT_EQ(c->rope_theta, 10000.0);
   EXPECT_FALSE(c->attention_bias);
-  EXPECT_FALSE(c->use_sliding_window);
-  EXPECT_FALSE(c->sliding_window.has_value());
-  EXPECT_EQ(c->max_window_layers, 28);
+  EXPECT_FALSE(models::qwen3::SlidingWindow(*c).use_sliding_window);
+  EXPECT_FALSE(models::qwen3::SlidingWindow(*c).sliding_window.has_value());
+  EXPECT_EQ(models::qwen3::SlidingWindow(*c).max_window_layers, 28);
   EXPECT_EQ(c->attention_dropout, 0.0);
   EXPECT_FALSE(c->dtype.has_value());
   EXPECT_TRUE(c->eos_token_ids.empty());
@@ -162,7 +162,8 @@ TEST(ModelConfig, SlidingWindowLayersFollowTransformersRule) {
   auto c = ParseModelConfig(R"({"model_type": "qwen3", "num_hidden_layers": 4,
       "use_sliding_window": true, "sliding_window": 128, "max_window_layers": 2})");
   ASSERT_TRUE(c.ok()) << c.status().message();
-  EXPECT_EQ(c->sliding_window, 128);
+  EXPECT_EQ(c->SlidingWindow(), 128);
+  EXPECT_EQ(models::qwen3::SlidingWindow(*c).max_window_layers, 2);
   EXPECT_EQ(c->layer_types, (std::vector<std::string>{"full_attention", "full_attention",
                                                       "sliding_attention", "sliding_attention"}));
   EXPECT_FALSE(c->IsSlidingLayer(1));
@@ -170,7 +171,8 @@ TEST(ModelConfig, SlidingWindowLayersFollowTransformersRule) {
   // Without use_sliding_window the window is dropped, as transformers does.
   auto off = ParseModelConfig(R"({"model_type": "qwen3", "sliding_window": 128})");
   ASSERT_TRUE(off.ok());
-  EXPECT_FALSE(off->sliding_window.has_value());
+  EXPECT_FALSE(off->SlidingWindow().has_value());
+  EXPECT_FALSE(models::qwen3::SlidingWindow(*off).sliding_window.has_value());
 }
 
 TEST(ModelConfig, MoeLayerRule) {
@@ -388,10 +390,26 @@ TEST(ModelConfig, LlamaConfigThroughItsFamily) {
   EXPECT_EQ(j["model_type"], "llama");
   EXPECT_EQ(j["mlp_bias"], false);
   EXPECT_FALSE(j.contains("use_sliding_window")) << "a Qwen3 field in a Llama config";
+  EXPECT_FALSE(c->SlidingWindow().has_value());
   auto again = ParseModelConfig(j.dump());
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(again->rope_scaling->high_freq_factor, 4.0);
   EXPECT_EQ(again->head_dim, 16);
+}
+
+// The sliding window is a Qwen3 field (models/qwen3.h), so a Llama config has none: a sliding
+// layer is refused, and Qwen3's window fields in a Llama config are not its own (kept as
+// unknown fields, not read).
+TEST(ModelConfig, LlamaHasNoSlidingWindow) {
+  EXPECT_ERROR_CONTAINS(ParseModelConfig(R"({"model_type": "llama", "num_hidden_layers": 2,
+      "layer_types": ["full_attention", "sliding_attention"]})"),
+                        "layer_types[1] is sliding_attention but no sliding_window is set");
+  auto c = ParseModelConfig(R"({"model_type": "llama", "num_hidden_layers": 2,
+      "use_sliding_window": true, "sliding_window": 16, "max_window_layers": 0})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->SlidingWindow().has_value());
+  EXPECT_FALSE(c->IsSlidingLayer(1));
+  EXPECT_EQ(nlohmann::json::parse(c->extra_json)["sliding_window"], 16);
 }
 
 }  // namespace

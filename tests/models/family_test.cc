@@ -7,8 +7,8 @@
 #include <map>
 #include <set>
 
-#include "models/qwen3/moe_config.h"
 #include "models/qwen3_reference.h"
+#include "tlaloc/models/qwen3.h"
 
 namespace tlaloc {
 namespace {
@@ -22,7 +22,7 @@ TEST(ModelFamily, KnownTypesAndLookups) {
   auto dense = models::FindFamily("qwen3");
   ASSERT_TRUE(dense.ok());
   EXPECT_EQ((*dense)->architecture, "Qwen3ForCausalLM");
-  io::ModelConfig moe = io::DefaultModelConfig(io::ModelArchitecture::kQwen3Moe);
+  io::ModelConfig moe = io::DefaultModelConfig(models::qwen3::kQwen3Moe);
   auto family = models::FamilyOf(moe);
   ASSERT_TRUE(family.ok());
   EXPECT_EQ((*family)->model_type, "qwen3_moe");
@@ -181,8 +181,7 @@ TEST(ModelFamily, ParameterCountFromSizesMatchesTheTensorList) {
     EXPECT_EQ(io::CountParameters(*config), sum) << json;
     EXPECT_EQ(models::ParameterCount(*config), sum) << json;
   }
-  EXPECT_EQ(io::CountParameters(io::DefaultModelConfig(io::ModelArchitecture::kQwen3)),
-            12'049'461'248);
+  EXPECT_EQ(io::CountParameters(io::DefaultModelConfig(models::qwen3::kQwen3)), 12'049'461'248);
 }
 
 }  // namespace

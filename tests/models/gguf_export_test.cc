@@ -8,11 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "io/io_test_util.h"
-#include "models/qwen3/moe_config.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/gguf.h"
 #include "tlaloc/io/model_config.h"
 #include "tlaloc/models/family.h"
+#include "tlaloc/models/qwen3.h"
 
 namespace tlaloc::models {
 namespace {
@@ -25,7 +25,6 @@ using io::GgufContents;
 using io::GgufTensorInfo;
 using io::GgufType;
 using io::GgufValue;
-using io::ModelArchitecture;
 using io::ModelConfig;
 using io::NamedTensor;
 using io::ParseGguf;
@@ -77,7 +76,7 @@ std::string SmallTokenizerJson() {
 }
 
 ModelConfig SmallConfig(bool tied) {
-  ModelConfig c = DefaultModelConfig(ModelArchitecture::kQwen3);
+  ModelConfig c = DefaultModelConfig(models::qwen3::kQwen3);
   c.vocab_size = 12;
   c.hidden_size = 8;
   c.intermediate_size = 16;
@@ -86,7 +85,7 @@ ModelConfig SmallConfig(bool tied) {
   c.num_key_value_heads = 1;
   c.head_dim = 8;
   c.max_position_embeddings = 128;
-  c.max_window_layers = 2;
+  models::qwen3::MutableSlidingWindow(c).max_window_layers = 2;
   c.layer_types.assign(2, "full_attention");
   c.tie_word_embeddings = tied;
   c.rope_theta = 12345;
@@ -196,7 +195,7 @@ TEST(GgufExport, Qwen3MetadataTokenizerAndTensors) {
 TEST(GgufExport, Qwen3MoeKeysAndStackedExperts) {
   TempDir dir;
   ModelConfig c = SmallConfig(false);
-  c.architecture = ModelArchitecture::kQwen3Moe;
+  c.architecture = models::qwen3::kQwen3Moe;
   models::qwen3::MoeConfig& moe_fields = models::qwen3::MutableMoe(c);
   moe_fields.num_experts = 3;
   moe_fields.num_experts_per_tok = 2;
@@ -331,7 +330,7 @@ TEST(GgufExport, BadInputNamesTheProblem) {
   EXPECT_ERROR_CONTAINS(ExportGguf(dir.path(), dir / "m.gguf"), "has id 12", "12 embedding rows");
 
   // What llama.cpp's qwen3moe graph cannot compute is refused by field name.
-  ModelConfig moe = DefaultModelConfig(ModelArchitecture::kQwen3Moe);  // norm_topk_prob false
+  ModelConfig moe = DefaultModelConfig(models::qwen3::kQwen3Moe);  // norm_topk_prob false
   ASSERT_TRUE(WriteModelConfig(dir / "config.json", moe).ok());
   EXPECT_ERROR_CONTAINS(ExportGguf(dir.path(), dir / "m.gguf"), "norm_topk_prob false",
                         "renormalises");

@@ -10,7 +10,6 @@
 #include <nlohmann/json.hpp>
 
 #include "io/io_test_util.h"
-#include "models/qwen3/moe_config.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/gguf.h"
 #include "tlaloc/io/model_config.h"
@@ -18,6 +17,7 @@
 #include "tlaloc/models/gguf_export.h"
 #include "tlaloc/models/init.h"
 #include "tlaloc/models/quantize.h"
+#include "tlaloc/models/qwen3.h"
 #include "tlaloc/tokenizer/tokenizer.h"
 
 namespace tlaloc::models {

@@ -10,12 +10,12 @@
 #include <filesystem>
 #include <map>
 
-#include "models/qwen3/moe_config.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/model_config.h"
 #include "tlaloc/models/family.h"
 #include "tlaloc/models/init.h"
 #include "tlaloc/models/load_weights.h"
+#include "tlaloc/models/qwen3.h"
 
 namespace tlaloc::models {
 namespace {

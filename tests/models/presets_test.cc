@@ -4,10 +4,10 @@
 
 #include <string>
 
-#include "models/qwen3/moe_config.h"
 #include "tlaloc/io/model_config.h"
 #include "tlaloc/models/family.h"
 #include "tlaloc/models/init.h"
+#include "tlaloc/models/qwen3.h"
 
 namespace tlaloc::models {
 namespace {
@@ -34,8 +34,8 @@ TEST(Presets, EveryPresetParsesChecksAndBuildsADecodeStep) {
 // The configs src/models/init.cc built in code before the presets became files.
 io::ModelConfig AsCode(const std::string& name) {
   const bool moe = name == "tiny-moe" || name == "qwen3-30b-a3b-2l";
-  io::ModelConfig c = io::DefaultModelConfig(moe ? io::ModelArchitecture::kQwen3Moe
-                                                 : io::ModelArchitecture::kQwen3);
+  io::ModelConfig c =
+      io::DefaultModelConfig(moe ? models::qwen3::kQwen3Moe : models::qwen3::kQwen3);
   c.vocab_size = 151936;
   c.bos_token_id = 151643;
   c.eos_token_ids = {151645};
@@ -54,7 +54,7 @@ io::ModelConfig AsCode(const std::string& name) {
     c.head_dim = 16;
     c.intermediate_size = 128;
     c.max_position_embeddings = 4096;
-    c.max_window_layers = 2;
+    models::qwen3::MutableSlidingWindow(c).max_window_layers = 2;
     c.tie_word_embeddings = false;
     c.dtype = ElementType::kF32;
     if (moe) {
@@ -77,7 +77,7 @@ io::ModelConfig AsCode(const std::string& name) {
     moe_fields.num_experts_per_tok = 8;
     moe_fields.norm_topk_prob = true;
     c.max_position_embeddings = 40960;
-    c.max_window_layers = 2;
+    models::qwen3::MutableSlidingWindow(c).max_window_layers = 2;
     c.tie_word_embeddings = false;
     c.dtype = ElementType::kBF16;
   } else {  // qwen3-0.6b
@@ -88,7 +88,7 @@ io::ModelConfig AsCode(const std::string& name) {
     c.head_dim = 128;
     c.intermediate_size = 3072;
     c.max_position_embeddings = 40960;
-    c.max_window_layers = 28;
+    models::qwen3::MutableSlidingWindow(c).max_window_layers = 28;
     c.tie_word_embeddings = true;
     c.dtype = ElementType::kBF16;
   }

@@ -11,7 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include "io/io_test_util.h"
-#include "models/qwen3/moe_config.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/gguf.h"
 #include "tlaloc/models/family.h"
@@ -19,6 +18,7 @@
 #include "tlaloc/models/init.h"
 #include "tlaloc/models/load_weights.h"
 #include "tlaloc/models/quantize.h"
+#include "tlaloc/models/qwen3.h"
 
 namespace tlaloc::models {
 namespace {

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "models/qwen3/moe_config.h"
 #include "tlaloc/io/model_config.h"
 #include "tlaloc/ir/literal.h"
 #include "tlaloc/models/family.h"
+#include "tlaloc/models/qwen3.h"
 
 namespace tlaloc::testing {
 
@@ -67,7 +67,7 @@ inline std::vector<Literal> StepArgs(const models::ModelProgram& program,
 }
 
 inline io::ModelConfig TinyConfig(bool tied, int64_t heads, int64_t kv_heads, int64_t head_dim) {
-  io::ModelConfig c = io::DefaultModelConfig(io::ModelArchitecture::kQwen3);
+  io::ModelConfig c = io::DefaultModelConfig(models::qwen3::kQwen3);
   c.vocab_size = 96;
   c.hidden_size = 32;
   c.intermediate_size = 40;
@@ -80,7 +80,7 @@ inline io::ModelConfig TinyConfig(bool tied, int64_t heads, int64_t kv_heads, in
   c.rms_norm_eps = 1e-6;
   c.tie_word_embeddings = tied;
   c.eos_token_ids = {1};
-  c.max_window_layers = c.num_hidden_layers;
+  models::qwen3::MutableSlidingWindow(c).max_window_layers = c.num_hidden_layers;
   c.layer_types.assign(c.num_hidden_layers, "full_attention");
   return c;
 }

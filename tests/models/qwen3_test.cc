@@ -1,11 +1,12 @@
 // The Qwen3 programs against a plain double-precision forward written in the test, on tiny
 // random models: prefill logits, KV-cached decode steps against full recomputation, padding
 // and batching, in-place cache updates, and the layer trace.
+#include "tlaloc/models/qwen3.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "models/qwen3/moe_config.h"
 #include "models/qwen3_reference.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/models/family.h"
@@ -194,7 +195,7 @@ TEST(Qwen3Program, DecodeUpdatesDonatedCacheInPlace) {
 
 TEST(Qwen3Program, MoeMatchesReference) {
   io::ModelConfig c = TinyConfig(false, 4, 2, 8);
-  c.architecture = io::ModelArchitecture::kQwen3Moe;
+  c.architecture = models::qwen3::kQwen3Moe;
   models::qwen3::MoeConfig& moe_fields = models::qwen3::MutableMoe(c);
   moe_fields.num_experts = 4;
   moe_fields.num_experts_per_tok = 2;
@@ -214,7 +215,7 @@ TEST(Qwen3Program, MoeMatchesReference) {
     moe_fields.mlp_only_layers = v.mlp_only;
     moe_fields.decoder_sparse_step = v.sparse_step;
     c.num_hidden_layers = v.layers;
-    c.max_window_layers = v.layers;
+    models::qwen3::MutableSlidingWindow(c).max_window_layers = v.layers;
     c.layer_types.assign(static_cast<size_t>(v.layers), "full_attention");
     RefModel m = RandomModel(c, 5);
     Runner run(m, 1, 8, 16);

@@ -16,6 +16,7 @@
 #include "testing/tiny_qwen3.h"
 #include "testing/tiny_qwen3_variants.h"
 #include "tlaloc/generate/generator.h"
+#include "tlaloc/models/qwen3.h"
 #include "tlaloc/pjrt/pjrt_backend.h"
 
 namespace tlaloc {
@@ -133,7 +134,7 @@ TEST_F(LaneQwen3, TopK4096AtAFullVocabularyDrawsTheSame) {
   io::ModelConfig c = testing::TinyQwen3Config({.vocab_size = 248320, .initializer_range = 0.2});
   c.num_hidden_layers = 1;
   c.layer_types.assign(1, "full_attention");
-  c.max_window_layers = 1;
+  models::qwen3::MutableSlidingWindow(c).max_window_layers = 1;
   Compare("top_k_4096_vocab_248320", c, 1, {1.0, 4096, 0.95});
 }
 

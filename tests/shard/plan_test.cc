@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include "models/qwen3/moe_config.h"
 #include "testing/tiny_qwen3.h"
 #include "tlaloc/io/model_config.h"
+#include "tlaloc/models/qwen3.h"
 
 namespace tlaloc::shard {
 namespace {
@@ -119,7 +119,7 @@ TEST(ShardingPlan, EachPlanShardsTheWeightsItSays) {
 // `model`; the router stays whole; E must divide.
 TEST(ShardingPlan, TensorParallelPlansSplitTheExpertsOnE) {
   io::ModelConfig c = TinyConfig();
-  c.architecture = io::ModelArchitecture::kQwen3Moe;
+  c.architecture = models::qwen3::kQwen3Moe;
   models::qwen3::MoeConfig& moe_fields = models::qwen3::MutableMoe(c);
   moe_fields.num_experts = 8;
   moe_fields.num_experts_per_tok = 2;

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "tlaloc/io/model_config.h"
+#include "tlaloc/models/qwen3.h"
 
 namespace tlaloc::testing {
 
@@ -19,7 +20,7 @@ struct TinyQwen3Shape {
 };
 
 inline io::ModelConfig TinyQwen3Config(const TinyQwen3Shape& shape = {}) {
-  io::ModelConfig c = io::DefaultModelConfig(io::ModelArchitecture::kQwen3);
+  io::ModelConfig c = io::DefaultModelConfig(models::qwen3::kQwen3);
   c.vocab_size = shape.vocab_size;
   c.hidden_size = 32;
   c.intermediate_size = 64;
@@ -28,7 +29,7 @@ inline io::ModelConfig TinyQwen3Config(const TinyQwen3Shape& shape = {}) {
   c.num_key_value_heads = shape.num_key_value_heads;
   c.head_dim = 8;
   c.max_position_embeddings = 64;
-  c.max_window_layers = 2;
+  models::qwen3::MutableSlidingWindow(c).max_window_layers = 2;
   if (shape.initializer_range) c.initializer_range = *shape.initializer_range;
   c.tie_word_embeddings = false;
   c.layer_types.assign(2, "full_attention");

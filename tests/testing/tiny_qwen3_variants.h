@@ -10,18 +10,18 @@
 #include <utility>
 #include <vector>
 
-#include "models/qwen3/moe_config.h"
 #include "tlaloc/io/model_config.h"
 #include "tlaloc/models/family.h"
 #include "tlaloc/models/init.h"
 #include "tlaloc/models/quantize.h"
+#include "tlaloc/models/qwen3.h"
 
 namespace tlaloc::testing {
 
 // `c` with sparse MLPs: 8 experts of width 16, top 2 renormalised, so 2 and 4 model devices
 // hold 4 and 2 experts each; `dense_layers` keep the SwiGLU MLP (mlp_only_layers).
 inline io::ModelConfig AsTinyMoe(io::ModelConfig c, std::vector<int64_t> dense_layers = {}) {
-  c.architecture = io::ModelArchitecture::kQwen3Moe;
+  c.architecture = models::qwen3::kQwen3Moe;
   models::qwen3::MoeConfig& moe_fields = models::qwen3::MutableMoe(c);
   moe_fields.num_experts = 8;
   moe_fields.num_experts_per_tok = 2;

@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <random>
 
-#include "models/qwen3/moe_config.h"
 #include "testing/oracle.h"
 #include "tlaloc/autodiff/autodiff.h"
 #include "tlaloc/interp/interpreter.h"
@@ -19,6 +18,7 @@
 #include "tlaloc/io/safetensors.h"
 #include "tlaloc/models/family.h"
 #include "tlaloc/models/init.h"
+#include "tlaloc/models/qwen3.h"
 #include "tlaloc/nn/moe.h"
 #include "tlaloc/train/trainer.h"
 
@@ -123,7 +123,7 @@ TEST(MoeGradients, EveryFormMatchesTorchLoopOverExperts) {
 
 // A 2-layer Qwen3-MoE, both layers sparse: 4 experts of width 16, top 2.
 io::ModelConfig TinyMoeConfig() {
-  io::ModelConfig c = io::DefaultModelConfig(io::ModelArchitecture::kQwen3Moe);
+  io::ModelConfig c = io::DefaultModelConfig(models::qwen3::kQwen3Moe);
   c.vocab_size = 64;
   c.hidden_size = 32;
   c.intermediate_size = 48;
@@ -137,7 +137,7 @@ io::ModelConfig TinyMoeConfig() {
   c.num_key_value_heads = 2;
   c.head_dim = 8;
   c.max_position_embeddings = 128;
-  c.max_window_layers = 2;
+  models::qwen3::MutableSlidingWindow(c).max_window_layers = 2;
   c.initializer_range = 0.1;
   c.tie_word_embeddings = false;
   c.rope_theta = 10000;

@@ -12,6 +12,7 @@
 
 #include "pjrt/pjrt_test_util.h"
 #include "tlaloc/models/init.h"
+#include "tlaloc/models/qwen3.h"
 #include "tlaloc/pjrt/pjrt_backend.h"
 #include "tlaloc/train/trainer.h"
 
@@ -32,7 +33,7 @@ TEST(TrainerPjrt, StepsMatchTheInterpreter) {
   ASSERT_TRUE(pjrt_backend.ok()) << pjrt_backend.status().ToString();
   auto interp = MakeInterpreterBackend();
 
-  io::ModelConfig c = io::DefaultModelConfig(io::ModelArchitecture::kQwen3);
+  io::ModelConfig c = io::DefaultModelConfig(models::qwen3::kQwen3);
   c.vocab_size = 40;
   c.hidden_size = 16;
   c.intermediate_size = 24;
@@ -40,7 +41,7 @@ TEST(TrainerPjrt, StepsMatchTheInterpreter) {
   c.num_attention_heads = 2;
   c.num_key_value_heads = 1;
   c.head_dim = 8;
-  c.max_window_layers = 1;
+  models::qwen3::MutableSlidingWindow(c).max_window_layers = 1;
   c.layer_types.assign(1, "full_attention");
   c.initializer_range = 0.2;
   std::vector<Literal> weights;

@@ -27,9 +27,9 @@
 #include <cstdio>
 #include <random>
 
-#include "models/qwen3/moe_config.h"
 #include "sharded_test_util.h"
 #include "tlaloc/models/init.h"
+#include "tlaloc/models/qwen3.h"
 #include "tlaloc/stablehlo/printer.h"
 
 namespace tlaloc::train {

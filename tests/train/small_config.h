@@ -3,6 +3,7 @@
 #pragma once
 
 #include "tlaloc/io/model_config.h"
+#include "tlaloc/models/qwen3.h"
 #include "tlaloc/train/finetune.h"
 
 namespace tlaloc::train::testing {
@@ -12,7 +13,7 @@ inline io::ModelConfig SmallConfig() {
   c.hidden_size = 32;
   c.intermediate_size = 64;
   c.num_hidden_layers = 1;
-  c.max_window_layers = 1;
+  models::qwen3::MutableSlidingWindow(c).max_window_layers = 1;
   c.num_attention_heads = 2;
   c.num_key_value_heads = 1;
   c.head_dim = 16;

@@ -17,6 +17,7 @@
 #include "tlaloc/io/safetensors.h"
 #include "tlaloc/models/family.h"
 #include "tlaloc/models/init.h"
+#include "tlaloc/models/qwen3.h"
 #include "tlaloc/train/trainer.h"
 
 namespace tlaloc::train {
@@ -25,7 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 
 io::ModelConfig ParityConfig() {
-  io::ModelConfig c = io::DefaultModelConfig(io::ModelArchitecture::kQwen3);
+  io::ModelConfig c = io::DefaultModelConfig(models::qwen3::kQwen3);
   c.vocab_size = 96;
   c.hidden_size = 32;
   c.intermediate_size = 48;
@@ -34,7 +35,7 @@ io::ModelConfig ParityConfig() {
   c.num_key_value_heads = 2;
   c.head_dim = 16;
   c.max_position_embeddings = 64;
-  c.max_window_layers = 2;
+  models::qwen3::MutableSlidingWindow(c).max_window_layers = 2;
   c.layer_types.assign(2, "full_attention");
   c.initializer_range = 0.15;
   c.rms_norm_eps = 1e-6;

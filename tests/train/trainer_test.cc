@@ -11,12 +11,13 @@
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/models/family.h"
 #include "tlaloc/models/init.h"
+#include "tlaloc/models/qwen3.h"
 
 namespace tlaloc::train {
 namespace {
 
 io::ModelConfig SmallConfig() {
-  io::ModelConfig c = io::DefaultModelConfig(io::ModelArchitecture::kQwen3);
+  io::ModelConfig c = io::DefaultModelConfig(models::qwen3::kQwen3);
   c.vocab_size = 64;
   c.hidden_size = 32;
   c.intermediate_size = 48;
@@ -25,7 +26,7 @@ io::ModelConfig SmallConfig() {
   c.num_key_value_heads = 2;
   c.head_dim = 8;
   c.max_position_embeddings = 128;
-  c.max_window_layers = 2;
+  models::qwen3::MutableSlidingWindow(c).max_window_layers = 2;
   c.initializer_range = 0.1;
   c.tie_word_embeddings = false;
   c.rope_theta = 10000;
@@ -109,7 +110,7 @@ TEST(Trainer, ChunkedLossAndBf16Compute) {
 TEST(Trainer, RematLayersKeepsLossAndGradientsWithLessMemory) {
   io::ModelConfig c = SmallConfig();
   c.num_hidden_layers = 4;
-  c.max_window_layers = 4;
+  models::qwen3::MutableSlidingWindow(c).max_window_layers = 4;
   c.layer_types.assign(4, "full_attention");
   const int64_t bsz = 2, t = 32;
   Batch batch = MakeBatch(bsz, t, c.vocab_size, 12);

@@ -22,12 +22,11 @@
 namespace tlaloc::io {
 
 // Which model a config is: its config.json "model_type" and "architectures" class. Any pair a
-// registered model family claims (no list of them here); kQwen3 and kQwen3Moe name the two
-// configs most code and tests build by hand.
+// registered model family claims; io names none of them (each family's public header does:
+// models/qwen3.h's kQwen3, models/llama.h's kLlama).
 struct ModelArchitecture {
   std::string model_type;  // "qwen3", "qwen3_moe", "llama", ...
   std::string class_name;  // "Qwen3ForCausalLM", ...
-  static const ModelArchitecture kQwen3, kQwen3Moe;
   bool operator==(const ModelArchitecture&) const = default;
 };
 
@@ -72,8 +71,11 @@ struct FeedForward {
   bool sparse() const { return experts > 0; }
 };
 
+// The fields decoder families share (their class defaults are the family's: DefaultModelConfig),
+// and the family's own fields in family_fields.
 struct ModelConfig {
-  ModelArchitecture architecture{"qwen3", "Qwen3ForCausalLM"};
+  // Empty until DefaultModelConfig or ParseModelConfig sets it.
+  ModelArchitecture architecture;
 
   int64_t vocab_size = 151936;
   int64_t hidden_size = 4096;
@@ -91,11 +93,8 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   std::optional<RopeScaling> rope_scaling;
   bool attention_bias = false;
-  bool use_sliding_window = false;
-  // transformers keeps the window only when use_sliding_window is set; so do we.
-  std::optional<int64_t> sliding_window;
-  int64_t max_window_layers = 28;
-  // "full_attention" / "sliding_attention" per layer, derived as transformers does when absent.
+  // "full_attention" / "sliding_attention" per layer; when config.json gives none, derived from
+  // the family's own fields by its ConfigFamily::layer_types (full everywhere without one).
   std::vector<std::string> layer_types;
   double attention_dropout = 0.0;
 
@@ -111,10 +110,10 @@ struct ModelConfig {
   // written back so a round trip keeps them.
   std::string extra_json = "{}";
 
-  // The family's own fields (Qwen3-MoE's experts, Llama's mlp_bias, ...): its ConfigFamily sets
-  // their defaults, parses, writes and checks them, and its typed accessor reads them
-  // (models/qwen3/moe_config.h, models/llama/llama_family.h). io names none of them; what the
-  // shared code needs of them it asks through FeedForwardOf.
+  // The family's own fields (Qwen3's sliding window, Qwen3-MoE's experts, Llama's mlp_bias,
+  // ...): its ConfigFamily sets their defaults, parses, writes and checks them, and its public
+  // header's typed accessors read them (models/qwen3.h, models/llama.h). io names none of them;
+  // what the shared code needs of them it asks through FeedForwardOf and SlidingWindow.
   std::any family_fields;
 
   // Whether the config's family has sparse MoE layers (its ConfigFamily::sparse_moe), a
@@ -126,7 +125,11 @@ struct ModelConfig {
   FeedForward FeedForwardOf(int64_t layer) const;
   // Whether decoder layer `layer` uses a sparse MoE block (FeedForwardOf(layer).sparse()).
   bool IsMoeLayer(int64_t layer) const;
+  // Whether layer_types[layer] is "sliding_attention".
   bool IsSlidingLayer(int64_t layer) const;
+  // The window (in positions) of the sliding layers, as the family's fields say
+  // (ConfigFamily::sliding_window); nullopt when it has none.
+  std::optional<int64_t> SlidingWindow() const;
 };
 
 // The class defaults of the config class of `architecture`'s family (transformers'
@@ -154,6 +157,11 @@ struct ConfigFamily {
   Status (*validate)(const ModelConfig& c) = nullptr;
   // Layer `layer`'s feed-forward block (ModelConfig::FeedForwardOf); null: dense everywhere.
   FeedForward (*feed_forward)(const ModelConfig& c, int64_t layer) = nullptr;
+  // layer_types when config.json gives none (transformers' rule for the class, from the
+  // family's fields); also how writing tells whether to write them. Null: full everywhere.
+  std::vector<std::string> (*layer_types)(const ModelConfig& c) = nullptr;
+  // The sliding layers' window (ModelConfig::SlidingWindow); null: none, so no layer slides.
+  std::optional<int64_t> (*sliding_window)(const ModelConfig& c) = nullptr;
 };
 // io's registry of them, filled by an explicit call at start-up: models::RegisterModelFamilies()
 // (models/family.h) registers every family's part (io sits below models, so it cannot name them

@@ -267,9 +267,10 @@ std::vector<int64_t> GgufRowOrder(const ModelConfig& c, const std::string& name)
 
 void Register(std::vector<ModelFamily>& registry) {
   ModelFamily f;
-  f.model_type = "llama";
-  f.architecture = "LlamaForCausalLM";
-  f.config.architecture = {"llama", "LlamaForCausalLM"};
+  // Views of the global kLlama's names (f's own copy moves with f).
+  f.model_type = kLlama.model_type;
+  f.architecture = kLlama.class_name;
+  f.config.architecture = kLlama;
   f.config.head_dim_from_heads = true;
   f.config.defaults = Defaults;
   f.config.parse = ParseFields;

@@ -4,20 +4,14 @@
 #include <vector>
 
 #include "tlaloc/models/family.h"
+#include "tlaloc/models/llama.h"
 
 namespace tlaloc::models::llama {
 
 using io::ModelConfig;
 using io::RopeScaling;
 
-// LlamaConfig's own fields, held in ModelConfig::family_fields.
-struct LlamaFields {
-  bool mlp_bias = false;  // biases on the MLP's projections
-};
-// The config's Llama fields; LlamaConfig's defaults when it holds none.
-const LlamaFields& Fields(const ModelConfig& c);
-// The same to change: first set to the defaults when the config holds none.
-LlamaFields& MutableFields(ModelConfig& c);
+// LlamaConfig's own fields (LlamaFields) and their accessors: tlaloc/models/llama.h.
 
 Status CheckSupported(const ModelConfig& c);
 std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c);

@@ -1,12 +1,13 @@
 // Qwen3's and Qwen3-MoE's share of config.json (io::ConfigFamily): their config classes'
-// defaults and their own fields, the sliding window and the experts (moe_config.h), with the
-// experts' checks and the feed-forward block each layer has.
+// defaults and their own fields, the sliding window and the experts (tlaloc/models/qwen3.h),
+// with their checks, the layer types the window implies and the feed-forward block each layer
+// has.
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "io/json_fields.h"
-#include "models/qwen3/moe_config.h"
 #include "models/qwen3/qwen3_family.h"
+#include "tlaloc/models/qwen3.h"
 
 namespace tlaloc::models::qwen3 {
 
@@ -16,16 +17,28 @@ bool MoeConfig::IsSparseLayer(int64_t layer) const {
   return num_experts > 0 && decoder_sparse_step > 0 && (layer + 1) % decoder_sparse_step == 0;
 }
 
-const MoeConfig& Moe(const io::ModelConfig& c) {
-  static const MoeConfig kDefaults;
-  const MoeConfig* m = std::any_cast<MoeConfig>(&c.family_fields);
-  return m ? *m : kDefaults;
+namespace {
+
+const Qwen3Fields& Fields(const io::ModelConfig& c) {
+  static const Qwen3Fields kDefaults;
+  const Qwen3Fields* f = std::any_cast<Qwen3Fields>(&c.family_fields);
+  return f ? *f : kDefaults;
 }
 
-MoeConfig& MutableMoe(io::ModelConfig& c) {
-  if (!std::any_cast<MoeConfig>(&c.family_fields)) c.family_fields = MoeConfig{};
-  return *std::any_cast<MoeConfig>(&c.family_fields);
+Qwen3Fields& MutableFields(io::ModelConfig& c) {
+  if (!std::any_cast<Qwen3Fields>(&c.family_fields)) c.family_fields = Qwen3Fields{};
+  return *std::any_cast<Qwen3Fields>(&c.family_fields);
 }
+
+}  // namespace
+
+const SlidingWindowConfig& SlidingWindow(const io::ModelConfig& c) { return Fields(c).window; }
+
+SlidingWindowConfig& MutableSlidingWindow(io::ModelConfig& c) { return MutableFields(c).window; }
+
+const MoeConfig& Moe(const io::ModelConfig& c) { return Fields(c).moe; }
+
+MoeConfig& MutableMoe(io::ModelConfig& c) { return MutableFields(c).moe; }
 
 namespace {
 
@@ -45,6 +58,9 @@ Status CheckExpertCount(const MoeConfig& m) {
   return OkStatus();
 }
 
+// transformers' Qwen3Config's defaults are io's shared ones; its own fields' are Qwen3Fields'.
+void Defaults(ModelConfig& c) { c.family_fields = Qwen3Fields{}; }
+
 // transformers' Qwen3MoeConfig's own defaults; it has no head_dim field (hidden / heads is used).
 void MoeDefaults(ModelConfig& c) {
   c.hidden_size = 2048;
@@ -53,17 +69,38 @@ void MoeDefaults(ModelConfig& c) {
   c.num_attention_heads = 32;
   c.num_key_value_heads = 4;
   c.head_dim = c.hidden_size / c.num_attention_heads;
-  c.family_fields = MoeConfig{};
+  c.family_fields = Qwen3Fields{};
 }
 
 Status ParseSlidingWindow(io::JsonFields& f, ModelConfig& c) {
-  TL_RETURN_IF_ERROR(f.Bool("use_sliding_window", &c.use_sliding_window));
+  SlidingWindowConfig& w = MutableSlidingWindow(c);
+  TL_RETURN_IF_ERROR(f.Bool("use_sliding_window", &w.use_sliding_window));
   std::optional<int64_t> window = 4096;
   TL_RETURN_IF_ERROR(f.OptionalInt("sliding_window", &window));
   // transformers keeps the window only when use_sliding_window is set; so do we.
-  c.sliding_window = c.use_sliding_window ? window : std::nullopt;
-  return f.Int("max_window_layers", &c.max_window_layers);
+  w.sliding_window = w.use_sliding_window ? window : std::nullopt;
+  return f.Int("max_window_layers", &w.max_window_layers);
 }
+
+Status ValidateSlidingWindow(const ModelConfig& c) {
+  const SlidingWindowConfig& w = SlidingWindow(c);
+  if (w.use_sliding_window && (!w.sliding_window || *w.sliding_window <= 0))
+    return InvalidArgument("use_sliding_window is set but sliding_window is not positive");
+  if (w.max_window_layers < 0) return InvalidArgument("max_window_layers must not be negative");
+  return OkStatus();
+}
+
+// transformers' rule when layer_types is absent: layers from max_window_layers on slide.
+std::vector<std::string> LayerTypes(const ModelConfig& c) {
+  const SlidingWindowConfig& w = SlidingWindow(c);
+  std::vector<std::string> out;
+  for (int64_t i = 0; i < std::max<int64_t>(c.num_hidden_layers, 0); ++i)
+    out.emplace_back(w.sliding_window && i >= w.max_window_layers ? "sliding_attention"
+                                                                  : "full_attention");
+  return out;
+}
+
+std::optional<int64_t> Window(const ModelConfig& c) { return SlidingWindow(c).sliding_window; }
 
 Status ParseMoe(io::JsonFields& f, ModelConfig& c) {
   TL_RETURN_IF_ERROR(ParseSlidingWindow(f, c));
@@ -89,6 +126,7 @@ Status ParseMoe(io::JsonFields& f, ModelConfig& c) {
 }
 
 Status ValidateMoe(const ModelConfig& c) {
+  TL_RETURN_IF_ERROR(ValidateSlidingWindow(c));
   const MoeConfig& m = Moe(c);
   TL_RETURN_IF_ERROR(CheckExpertCount(m));
   TL_RETURN_IF_ERROR(Positive("decoder_sparse_step", m.decoder_sparse_step));
@@ -119,9 +157,10 @@ io::FeedForward MoeFeedForward(const ModelConfig& c, int64_t layer) {
 }
 
 void WriteSlidingWindow(const ModelConfig& c, json& j) {
-  j["use_sliding_window"] = c.use_sliding_window;
-  j["sliding_window"] = c.sliding_window ? json(*c.sliding_window) : json();
-  j["max_window_layers"] = c.max_window_layers;
+  const SlidingWindowConfig& w = SlidingWindow(c);
+  j["use_sliding_window"] = w.use_sliding_window;
+  j["sliding_window"] = w.sliding_window ? json(*w.sliding_window) : json();
+  j["max_window_layers"] = w.max_window_layers;
 }
 
 void WriteMoe(const ModelConfig& c, json& j) {
@@ -139,17 +178,18 @@ void WriteMoe(const ModelConfig& c, json& j) {
 
 }  // namespace
 
-io::ConfigFamily ConfigFamilyOf(const io::ModelArchitecture& arch) {
-  const bool moe = arch == io::ModelArchitecture::kQwen3Moe;
+io::ConfigFamily ConfigFamilyOf(bool moe) {
   io::ConfigFamily f;
-  f.architecture = arch;
+  f.architecture = moe ? kQwen3Moe : kQwen3;
   f.head_dim_from_heads = moe;
   f.sparse_moe = moe;
-  f.defaults = moe ? MoeDefaults : nullptr;  // Qwen3Config's are the shared ones
+  f.defaults = moe ? MoeDefaults : Defaults;
   f.parse = moe ? ParseMoe : ParseSlidingWindow;
   f.write = moe ? WriteMoe : WriteSlidingWindow;
-  f.validate = moe ? ValidateMoe : nullptr;
+  f.validate = moe ? ValidateMoe : ValidateSlidingWindow;
   f.feed_forward = moe ? MoeFeedForward : nullptr;
+  f.layer_types = LayerTypes;
+  f.sliding_window = Window;
   return f;
 }
 

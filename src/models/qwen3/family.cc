@@ -1,8 +1,8 @@
 // Qwen3 and Qwen3-MoE as model families: what Tlaloc supports of their configs, their weights,
 // and their registry entries.
-#include "models/qwen3/moe_config.h"
 #include "models/qwen3/qwen3_family.h"
 #include "tlaloc/models/init.h"
+#include "tlaloc/models/qwen3.h"
 
 namespace tlaloc::models::qwen3 {
 
@@ -15,7 +15,7 @@ Status CheckSupported(const ModelConfig& c) {
                            "\": Tlaloc's Qwen3 expects silu (or its alias swish)");
   if (c.attention_bias)
     return InvalidArgument("config attention_bias true: Tlaloc's Qwen3 has no projection biases");
-  if (c.use_sliding_window)
+  if (SlidingWindow(c).use_sliding_window)
     return InvalidArgument(
         "config use_sliding_window true: sliding-window attention is not implemented");
   if (c.rope_scaling && c.rope_scaling->rope_type != "default")
@@ -69,10 +69,11 @@ StatusOr<TrainForward> BuildTrainForward(const ModelConfig& c, const WeightTenso
 void Register(std::vector<ModelFamily>& registry) {
   for (bool moe : {false, true}) {
     ModelFamily f;
-    f.model_type = moe ? "qwen3_moe" : "qwen3";
-    f.architecture = moe ? "Qwen3MoeForCausalLM" : "Qwen3ForCausalLM";
-    f.config =
-        ConfigFamilyOf(moe ? io::ModelArchitecture::kQwen3Moe : io::ModelArchitecture::kQwen3);
+    // Views of the global kQwen3 / kQwen3Moe's names (f's own copy moves with f).
+    const io::ModelArchitecture& arch = moe ? kQwen3Moe : kQwen3;
+    f.model_type = arch.model_type;
+    f.architecture = arch.class_name;
+    f.config = ConfigFamilyOf(moe);
     f.embedding_weight = "model.embed_tokens.weight";
     f.check_supported = CheckSupported;
     f.checkpoint_tensors = ExpectedTensors;

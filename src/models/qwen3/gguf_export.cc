@@ -34,7 +34,7 @@ StatusOr<GgufExportSummary> ExportGguf(const std::filesystem::path& dir,
                     "and tokenizer.json in a folder)");
   TL_ASSIGN_OR_RETURN(ModelConfig config, LoadConfig(dir));
   const bool moe = config.is_moe();
-  if (config.use_sliding_window)
+  if (SlidingWindow(config).use_sliding_window)
     return Unimplemented(where + ": sliding-window attention is not exported");
   decoder::GgufExportHooks hooks;
   hooks.arch = moe ? "qwen3moe" : "qwen3";

@@ -9,9 +9,9 @@
 #include <optional>
 
 #include "models/decoder/gguf_import_internal.h"
-#include "models/qwen3/moe_config.h"
 #include "models/qwen3/qwen3_family.h"
 #include "tlaloc/io/checkpoint.h"
+#include "tlaloc/models/qwen3.h"
 
 namespace tlaloc::models::qwen3 {
 

@@ -7,6 +7,7 @@
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/gguf.h"
 #include "tlaloc/models/family.h"
+#include "tlaloc/models/qwen3.h"
 
 namespace tlaloc::models::qwen3 {
 
@@ -46,8 +47,8 @@ StatusOr<std::vector<io::GgufTensorToWrite>> Qwen3MoeLayerTensors(const io::Chec
                                                                   int64_t layer,
                                                                   const std::string& where);
 
-// Qwen3's or Qwen3-MoE's share of config.json (config.cc).
-io::ConfigFamily ConfigFamilyOf(const io::ModelArchitecture& arch);
+// Qwen3's (or, `moe`, Qwen3-MoE's) share of config.json (config.cc).
+io::ConfigFamily ConfigFamilyOf(bool moe);
 
 // Adds the qwen3 and qwen3_moe entries.
 void Register(std::vector<ModelFamily>& registry);

@@ -1,9 +1,9 @@
 // The tensors a Qwen3 / Qwen3-MoE checkpoint holds, in transformers' names and PyTorch shapes
 // ([out, in] for projections).
-#include "models/qwen3/moe_config.h"
 #include "models/qwen3/qwen3_family.h"
 #include "tlaloc/ir/quant_format.h"
 #include "tlaloc/ir/type.h"
+#include "tlaloc/models/qwen3.h"
 
 namespace tlaloc::models::qwen3 {
 
