@@ -82,7 +82,9 @@ TLALOC_SMALL_M_TARGET void Tile(const uint16_t* const* rows, uint16_t* packed, c
   if constexpr (kDp) {
     for (; i < k64; i += 64) {
       __m512bh w0[R], w1[R];
-      uint16_t* p = packed + i * R;  // this pair of blocks' R x 64 words
+      // This pair of blocks' R x 64 words in the buffer (none when unpacking alone: `packed` is
+      // null then, and offsetting a null pointer is undefined).
+      uint16_t* p = kSrc == Source::kUnpack ? nullptr : packed + i * R;
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
         if constexpr (kSrc == Source::kBuffer) {
