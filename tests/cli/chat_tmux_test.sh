@@ -14,8 +14,10 @@ socket="$WORK/tmux.sock"
 tmx() { tmux -S "$socket" "$@"; }
 trap 'tmux -S "$WORK/tmux.sock" kill-server 2>/dev/null || true
   tmux -S "$WORK/tmux2.sock" kill-server 2>/dev/null || true; rm -rf "$WORK"' EXIT
-fail() { echo "FAIL: $*"; echo "--- pane:"; tmx capture-pane -p -t "$session" -S -200 || true; exit 1; }
-pane() { tmx capture-pane -p -t "$session" -S -200; }
+fail() { echo "FAIL: $*"; echo "--- pane:"; tmx capture-pane -p -J -t "$session" -S -200 || true; exit 1; }
+# -J joins lines the terminal wrapped: a long sampled reply once wrapped "[stopped]" at column 200
+# into "s" and "topped]", and the wait for it timed out.
+pane() { tmx capture-pane -p -J -t "$session" -S -200; }
 # wait_for COUNT PATTERN SECONDS: until the pane shows PATTERN at least COUNT times.
 wait_for() {
   local n=$1 pattern=$2 limit=$3 i
