@@ -5,9 +5,10 @@
 // every call). Every (row of A, weight row) product has exactly the arithmetic of the
 // matrix-vector kernel (reduction_matmul.cc's DotsAvx512: f32 FMAs into two accumulators in the
 // same lane order, then the same lane sum), so a sequence's logits do not depend on how many
-// others share its step. bf16 activations run two of those FMAs per lane as one VDPBF16PS where
-// the CPU has it (the same bits; matmul_small_m.cc says why), twice the products per instruction.
-// TLALOC_SMALL_M_MATMUL=0 turns the kernel off, =fma keeps it on FMAs only.
+// others share its step (on AVX-512 CPUs: elsewhere the kernel is off and such products go to
+// BLAS, whose sums are ordered otherwise). bf16 activations run two of those FMAs per lane as one
+// VDPBF16PS where the CPU has it (the same bits; matmul_small_m.cc says why), twice the products
+// per instruction. TLALOC_SMALL_M_MATMUL=0 turns the kernel off, =fma keeps it on FMAs only.
 #pragma once
 
 #include <cstdint>
