@@ -146,10 +146,12 @@ void PagedMatmul(const MatrixView& a, int64_t m, const PagedRows& rows, int64_t 
 bool MatmulUsesAvx512();
 
 // Products through oneDNN (reduction_matmul_dnnl.cc): bf16 x bf16 where the CPU has bf16
-// arithmetic, f32 x f32 where OpenBLAS loaded kernels older than the CPU. Returns false, having
+// arithmetic, f32 x f32 where OpenBLAS loaded kernels older than the CPU (or
+// TLALOC_F32_MATMUL=dnnl). Returns false, having
 // written nothing of use, when neither applies (or TLALOC_BF16_MATMUL=blas, or a oneDNN error);
 // the caller then takes the BLAS path.
 bool DnnlBf16Available();
+bool DnnlF32Available();
 bool DnnlMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t m, int64_t k,
                 int64_t n, float* c, EvalContext& ctx);
 

@@ -3,9 +3,11 @@
 #include "cpu/reduction_matmul.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "cpu/kernel_test_util.h"
+#include "tlaloc/cpu/blas_kernels.h"
 #include "tlaloc/support/cpu_features.h"
 
 namespace tlaloc {
@@ -140,6 +142,20 @@ TEST(MatmulKernelTest, OneDnnBf16PathIsUsedWhereTheCpuHasBf16Arithmetic) {
   const char* env = std::getenv("TLALOC_BF16_MATMUL");
   if (env && std::string(env) == "blas") GTEST_SKIP() << "TLALOC_BF16_MATMUL=blas turns it off";
   EXPECT_TRUE(cpu::DnnlBf16Available());
+}
+
+// TLALOC_F32_MATMUL picks the f32 products' library; unset, oneDNN only where OpenBLAS's kernels
+// are older than the CPU. tests/CMakeLists.txt runs this suite under both settings too.
+TEST(MatmulKernelTest, F32LibrarySwitchIsHonoured) {
+  const char* env = std::getenv("TLALOC_F32_MATMUL");
+  const std::string want = env ? env : "";
+  if (want == "dnnl") {
+    EXPECT_TRUE(cpu::DnnlF32Available());
+  } else if (want == "blas") {
+    EXPECT_FALSE(cpu::DnnlF32Available());
+  } else {
+    EXPECT_EQ(cpu::DnnlF32Available(), !cpu::OpenBlasCoreFitsCpu());
+  }
 }
 
 // f32 x f32 with the GEMM path (oneDNN when OpenBLAS loaded kernels older than this CPU,
