@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "dots_avx2.h"
 #include "matmul_small_m.h"
 #include "sum_lanes.h"
 #include "support/avx512_intrinsics.h"
@@ -31,6 +32,7 @@ inline float Widen(W w) {
 }
 
 const bool kAvx512 = HasAvx512Core();
+const bool kAvx2 = HasAvx2();
 
 // Runs fn(begin, end) over [0, total) in blocks of `block` items handed out one at a time: the
 // pool splits work into equal static parts, so a thread the OS slows down (other processes on
@@ -184,6 +186,12 @@ template <int S, typename W>
 void Dots(const float* const* x, const W* row, int64_t k, float* out) {
   if (kAvx512) {
     DotsAvx512<S, W>(x, row, k, out);
+  } else if (kAvx2 && S <= 2) {
+    DotsAvx2<S, W>(x, row, k, out);
+  } else if (kAvx2) {
+    // Four 256-bit accumulators per vector: more than two vectors would spill; the row is in L1
+    // for the later ones.
+    for (int s = 0; s < S; ++s) DotsAvx2<1, W>(x + s, row, k, out + s);
   } else {
     DotsPortable<S, W>(x, row, k, out);
   }
