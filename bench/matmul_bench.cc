@@ -435,14 +435,16 @@ BENCHMARK(BM_Int8Kernel)
 
 // Decode's int8 product against bf16's at the same shape, weights from memory: x [M, K] f32
 // times W [N, K] int8 (f16 scales per 32) through the in-order q8_0 kernel on packed weights
-// (cpu::Int8MatmulQ8_0Packed, what the default tlaloc.int8_linear program runs), against x bf16
+// (cpu::Int8MatmulQ8_0Packed, what the default tlaloc.int8_linear program runs; `int8` with its
+// default prefetch, `int8all` with Q8PackedPrefetch::kAll), against x bf16
 // times W bf16 through the kernels a bf16 decode step runs (ViewMatmul's matrix-vector kernel at
 // M = 1, SmallMMatmul above). Each call takes the next of enough copies of W to fill 256 MiB, so
 // W comes from memory, not from L3; the two are timed in alternating rounds so that other work
 // on the machine weighs on both alike, each figure the median over rounds. `*_GB/s` counts the
 // weight bytes read (int8: 1.0625 a weight with the scales; bf16: 2), `*_of_probe` is that over
-// the read bandwidth probed right after (best of five passes), and `int8_speedup` the median of
-// the rounds' bf16 time / int8 time (both at the probe's rate: 2 / 1.0625 = 1.88). Args: M, K, N.
+// the read bandwidth probed right after (best of five passes), `int8_speedup` the median of the
+// rounds' bf16 time / int8 time (both at the probe's rate: 2 / 1.0625 = 1.88), `int8all/int8`
+// the median of the rounds' int8 time / int8all time (above 1: kAll is faster). Args: M, K, N.
 void BM_Int8DecodeCold(benchmark::State& state) {
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   if (!tlaloc::cpu::Q8UsesVnni()) {
@@ -473,9 +475,12 @@ void BM_Int8DecodeCold(benchmark::State& state) {
   const tlaloc::cpu::MatrixView a{reinterpret_cast<const std::byte*>(xb.data()), ElementType::kBF16,
                                   0, k, 1};
   int64_t next_int8 = 0, next_bf16 = 0;
-  auto run_int8 = [&] {
-    tlaloc::cpu::Int8MatmulQ8_0Packed(x.data(), m, *packed[next_int8++ % int8_copies], c.data(),
-                                      ctx);
+  using Prefetch = tlaloc::cpu::Q8PackedPrefetch;
+  auto int8 = [&](Prefetch prefetch) {
+    return [&, prefetch] {
+      tlaloc::cpu::Int8MatmulQ8_0Packed(x.data(), m, *packed[next_int8++ % int8_copies], c.data(),
+                                        ctx, prefetch);
+    };
   };
   auto run_bf16 = [&] {
     const tlaloc::cpu::MatrixView b{
@@ -485,8 +490,8 @@ void BM_Int8DecodeCold(benchmark::State& state) {
       tlaloc::cpu::ViewMatmul(a, b, 1, m, k, n, c.data(), ctx);
   };
   constexpr int kRounds = 9;
-  // Seconds per call, per round: [0] int8, [1] bf16.
-  std::vector<double> secs[2];
+  // Seconds per call, per round: [0] int8, [1] bf16, [2] int8all.
+  std::vector<double> secs[3];
   auto time = [&](const auto& run, int64_t copies) {
     int64_t calls = 0;
     const double t0 = Now();
@@ -497,21 +502,26 @@ void BM_Int8DecodeCold(benchmark::State& state) {
   };
   for (auto _ : state)
     for (int round = 0; round < kRounds; ++round) {
-      secs[0].push_back(time(run_int8, int8_copies));
+      secs[0].push_back(time(int8(Prefetch::kAuto), int8_copies));
       secs[1].push_back(time(run_bf16, bf16_copies));
+      secs[2].push_back(time(int8(Prefetch::kAll), int8_copies));
     }
   const double probe =
       tlaloc::MeasureReadBandwidth(tlaloc::DefaultThreadPool(), int64_t{256} << 20);
-  const double bytes[2] = {int8_bytes, bf16_bytes};
-  const char* names[2] = {"int8", "bf16"};
-  for (int v = 0; v < 2; ++v) {
+  const double bytes[3] = {int8_bytes, bf16_bytes, int8_bytes};
+  const char* names[3] = {"int8", "bf16", "int8all"};
+  for (int v = 0; v < 3; ++v) {
     const double rate = bytes[v] / Median(secs[v]);
     state.counters[std::string(names[v]) + "_GB/s"] = rate / 1e9;
     state.counters[std::string(names[v]) + "_of_probe"] = rate / probe;
   }
-  std::vector<double> speedup;
-  for (int i = 0; i < kRounds; ++i) speedup.push_back(secs[1][i] / secs[0][i]);
+  std::vector<double> speedup, prefetch_gain;
+  for (int i = 0; i < kRounds; ++i) {
+    speedup.push_back(secs[1][i] / secs[0][i]);
+    prefetch_gain.push_back(secs[0][i] / secs[2][i]);
+  }
   state.counters["int8_speedup"] = Median(speedup);
+  state.counters["int8all/int8"] = Median(prefetch_gain);
   state.counters["probe_GB/s"] = probe / 1e9;
 }
 BENCHMARK(BM_Int8DecodeCold)
