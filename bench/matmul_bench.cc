@@ -44,6 +44,12 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
+}
+
 // ---- Machine peaks ----------------------------------------------------------------------------
 
 TLALOC_AVX512_CORE_TARGET double FmaLoop(int64_t iters) {
@@ -427,6 +433,105 @@ BENCHMARK(BM_Int8Kernel)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
+// Decode's int8 product against bf16's at the same shape, weights from memory: x [M, K] f32
+// times W [N, K] int8 (f16 scales per 32) through the in-order q8_0 kernel on packed weights
+// (cpu::Int8MatmulQ8_0Packed, what the default tlaloc.int8_linear program runs; `int8` with its
+// default prefetch, `int8all` with Q8PackedPrefetch::kAll), against x bf16
+// times W bf16 through the kernels a bf16 decode step runs (ViewMatmul's matrix-vector kernel at
+// M = 1, SmallMMatmul above). Each call takes the next of enough copies of W to fill 256 MiB, so
+// W comes from memory, not from L3; the two are timed in alternating rounds so that other work
+// on the machine weighs on both alike, each figure the median over rounds. `*_GB/s` counts the
+// weight bytes read (int8: 1.0625 a weight with the scales; bf16: 2), `*_of_probe` is that over
+// the read bandwidth probed right after (best of five passes), `int8_speedup` the median of the
+// rounds' bf16 time / int8 time (both at the probe's rate: 2 / 1.0625 = 1.88), `int8all/int8`
+// the median of the rounds' int8 time / int8all time (above 1: kAll is faster). Args: M, K, N.
+void BM_Int8DecodeCold(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  if (!tlaloc::cpu::Q8UsesVnni()) {
+    state.SkipWithError("no AVX512-VNNI here: nothing is packed");
+    return;
+  }
+  std::mt19937 rng(3);
+  std::vector<float> x(m * k);
+  for (float& v : x) v = static_cast<float>(rng() % 2001) / 1000.f - 1.f;
+  std::vector<int8_t> w(n * k);
+  for (int8_t& v : w) v = static_cast<int8_t>(rng() % 255 - 127);
+  std::vector<uint16_t> scales(n * k / 32, 0x2000);  // 2^-7
+  std::vector<float> c(m * n);
+  PoolContext ctx;
+  const double int8_bytes = n * k * (1.0 + 2.0 / 32), bf16_bytes = 2.0 * n * k;
+  constexpr double kFill = 256 << 20;
+  const int64_t int8_copies = std::max<int64_t>(1, static_cast<int64_t>(kFill / int8_bytes));
+  const int64_t bf16_copies = std::max<int64_t>(1, static_cast<int64_t>(kFill / bf16_bytes));
+  std::vector<std::shared_ptr<const tlaloc::cpu::Q8PackedWeights>> packed;
+  for (int64_t i = 0; i < int8_copies; ++i)
+    packed.push_back(tlaloc::cpu::PackQ8Weights(w.data(), scales.data(), n, k, ctx));
+  Literal xb = RandomLiteral(TensorType(ElementType::kBF16, {m, k}), 1);
+  std::vector<Literal> wb{RandomLiteral(TensorType(ElementType::kBF16, {n, k}), 2)};
+  for (int64_t i = 1; i < bf16_copies; ++i) {
+    wb.emplace_back(wb[0].type());
+    std::memcpy(wb.back().data(), wb[0].data(), static_cast<size_t>(bf16_bytes));
+  }
+  const tlaloc::cpu::MatrixView a{reinterpret_cast<const std::byte*>(xb.data()), ElementType::kBF16,
+                                  0, k, 1};
+  int64_t next_int8 = 0, next_bf16 = 0;
+  using Prefetch = tlaloc::cpu::Q8PackedPrefetch;
+  auto int8 = [&](Prefetch prefetch) {
+    return [&, prefetch] {
+      tlaloc::cpu::Int8MatmulQ8_0Packed(x.data(), m, *packed[next_int8++ % int8_copies], c.data(),
+                                        ctx, prefetch);
+    };
+  };
+  auto run_bf16 = [&] {
+    const tlaloc::cpu::MatrixView b{
+        reinterpret_cast<const std::byte*>(wb[next_bf16++ % bf16_copies].data()),
+        ElementType::kBF16, 0, 1, k};
+    if (m == 1 || !tlaloc::cpu::SmallMMatmul(a, b, 1, m, k, n, c.data(), ctx))
+      tlaloc::cpu::ViewMatmul(a, b, 1, m, k, n, c.data(), ctx);
+  };
+  constexpr int kRounds = 9;
+  // Seconds per call, per round: [0] int8, [1] bf16, [2] int8all.
+  std::vector<double> secs[3];
+  auto time = [&](const auto& run, int64_t copies) {
+    int64_t calls = 0;
+    const double t0 = Now();
+    double t = t0;
+    for (; calls < copies || t - t0 < 0.1; t = Now(), ++calls) run();
+    benchmark::DoNotOptimize(c.data());
+    return (t - t0) / calls;
+  };
+  for (auto _ : state)
+    for (int round = 0; round < kRounds; ++round) {
+      secs[0].push_back(time(int8(Prefetch::kAuto), int8_copies));
+      secs[1].push_back(time(run_bf16, bf16_copies));
+      secs[2].push_back(time(int8(Prefetch::kAll), int8_copies));
+    }
+  const double probe =
+      tlaloc::MeasureReadBandwidth(tlaloc::DefaultThreadPool(), int64_t{256} << 20);
+  const double bytes[3] = {int8_bytes, bf16_bytes, int8_bytes};
+  const char* names[3] = {"int8", "bf16", "int8all"};
+  for (int v = 0; v < 3; ++v) {
+    const double rate = bytes[v] / Median(secs[v]);
+    state.counters[std::string(names[v]) + "_GB/s"] = rate / 1e9;
+    state.counters[std::string(names[v]) + "_of_probe"] = rate / probe;
+  }
+  std::vector<double> speedup, prefetch_gain;
+  for (int i = 0; i < kRounds; ++i) {
+    speedup.push_back(secs[1][i] / secs[0][i]);
+    prefetch_gain.push_back(secs[0][i] / secs[2][i]);
+  }
+  state.counters["int8_speedup"] = Median(speedup);
+  state.counters["int8all/int8"] = Median(prefetch_gain);
+  state.counters["probe_GB/s"] = probe / 1e9;
+}
+BENCHMARK(BM_Int8DecodeCold)
+    ->ArgNames({"M", "K", "N"})
+    ->ArgsProduct({{1, 4}, {1024}, {3072, 2048, 1024}})
+    ->ArgsProduct({{1, 4}, {3072}, {1024}})
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
 // The one-time repacking of an int8 weight [N, K] for the in-order q8_0 kernel (what the first
 // product with a weight pays, then kept: cpu::CachedQ8Weights); args K, N.
 void BM_Int8Pack(benchmark::State& state) {
@@ -516,12 +621,6 @@ double CoreBf16Peak() {
     return kIters * 12 * 64.0 / (ThreadCpuNow() - t0);  // 16 lanes x 2 products x 2 operations
   }();
   return peak;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
 }
 
 void BM_SmallMKernel(benchmark::State& state) {

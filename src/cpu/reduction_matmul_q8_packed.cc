@@ -50,13 +50,17 @@ constexpr int64_t kPrefetchAhead = 16384;
 
 // Rows i0..i0+M-1 of the activations against T consecutive packed tiles from `tile` (rows
 // j0.. of c); T = 2 gives decode's single row two streams and twice the independent sums.
-template <int M, int T>
+// kAll: Q8PackedPrefetch::kAll, else kWeights.
+template <int M, int T, bool kAll>
 TLALOC_AVX512_VNNI_TARGET void TileRows(const QuantizedRows& xq, int64_t i0, const uint8_t* tile,
                                         int64_t tile_bytes, int64_t n, int64_t j0, float* c) {
   constexpr int V = 2 * T;  // vectors of sixteen output rows
   const int64_t blocks = xq.k / kBlock;
   // Few rows leave vpdpbusd's latency exposed: odd steps go to a second sum (int32: exact).
   constexpr bool kSplit = M <= 2;
+  // Decode streams the tiles once: the bytes a few blocks ahead are asked for (past a tile's end
+  // these are the next tile's, which the same thread reads soon).
+  constexpr bool kPrefetchWeights = kAll ? M <= 4 : kSplit;
   __m512 acc[M][V];
 #pragma GCC unroll 6
   for (int i = 0; i < M; ++i)
@@ -64,6 +68,15 @@ TLALOC_AVX512_VNNI_TARGET void TileRows(const QuantizedRows& xq, int64_t i0, con
     for (int v = 0; v < V; ++v) acc[i][v] = _mm512_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     __m512i sums[M][V], odd[M][V];
+    if constexpr (kAll && M <= 4) {
+      // A tile's scales lie after its weights, a second stream that the weights' prefetch
+      // reaches only in the tile's last 16 KiB: the next tiles' scales for this block now.
+#pragma GCC unroll 2
+      for (int t = 0; t < T; ++t)
+        _mm_prefetch(reinterpret_cast<const char*>(tile + (T + t) * tile_bytes +
+                                                   blocks * kBlockBytes + b * kTileCols * 2),
+                     _MM_HINT_T1);
+    }
 #pragma GCC unroll 6
     for (int i = 0; i < M; ++i)
 #pragma GCC unroll 4
@@ -77,9 +90,7 @@ TLALOC_AVX512_VNNI_TARGET void TileRows(const QuantizedRows& xq, int64_t i0, con
 #pragma GCC unroll 2
       for (int t = 0; t < T; ++t) {
         const uint8_t* p = tile + t * tile_bytes + b * kBlockBytes + g * 128;
-        if constexpr (kSplit) {
-          // Decode streams the tiles once: ask for the bytes a few blocks ahead (past a tile's
-          // end these are the next tile's, which the same thread reads soon).
+        if constexpr (kPrefetchWeights) {
           _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchAhead), _MM_HINT_T1);
           _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchAhead + 64), _MM_HINT_T1);
         }
@@ -130,24 +141,50 @@ TLALOC_AVX512_VNNI_TARGET void TileRows(const QuantizedRows& xq, int64_t i0, con
 }
 
 // All m rows of the activations against one tile.
+template <bool kAll>
 void TileRowRange(const QuantizedRows& xq, int64_t m, const uint8_t* tile, int64_t tile_bytes,
                   int64_t n, int64_t j0, float* c) {
   int64_t i = 0;
-  for (; i + kMaxRows <= m; i += kMaxRows) TileRows<kMaxRows, 1>(xq, i, tile, tile_bytes, n, j0, c);
+  for (; i + kMaxRows <= m; i += kMaxRows)
+    TileRows<kMaxRows, 1, kAll>(xq, i, tile, tile_bytes, n, j0, c);
   switch (m - i) {
     case 5:
-      return TileRows<5, 1>(xq, i, tile, tile_bytes, n, j0, c);
+      return TileRows<5, 1, kAll>(xq, i, tile, tile_bytes, n, j0, c);
     case 4:
-      return TileRows<4, 1>(xq, i, tile, tile_bytes, n, j0, c);
+      return TileRows<4, 1, kAll>(xq, i, tile, tile_bytes, n, j0, c);
     case 3:
-      return TileRows<3, 1>(xq, i, tile, tile_bytes, n, j0, c);
+      return TileRows<3, 1, kAll>(xq, i, tile, tile_bytes, n, j0, c);
     case 2:
-      return TileRows<2, 1>(xq, i, tile, tile_bytes, n, j0, c);
+      return TileRows<2, 1, kAll>(xq, i, tile, tile_bytes, n, j0, c);
     case 1:
-      return TileRows<1, 1>(xq, i, tile, tile_bytes, n, j0, c);
+      return TileRows<1, 1, kAll>(xq, i, tile, tile_bytes, n, j0, c);
     default:
       return;
   }
+}
+
+// The product over the pool: tiles handed out in contiguous shares (ParallelShares).
+template <bool kAll>
+void RunTiles(const float* x, int64_t m, const Q8PackedWeights& w, float* c, EvalContext& ctx) {
+  const QuantizedRows xq = q8_internal::QuantizeRows(x, m, w.k, ctx);
+  // About 64 KiB of weights per handout for decode; prefill's rows make each tile worth more.
+  const int64_t per =
+      std::max<int64_t>(1, (int64_t{1} << 16) / w.tile_bytes / std::min<int64_t>(m, 6));
+  ParallelShares(ctx, w.tiles, per, [&](int64_t begin, int64_t end) {
+    int64_t t = begin;
+    // One or two rows: two tiles at a time (the rows' sums for both in registers).
+    if (m <= 2)
+      for (; t + 2 <= end; t += 2) {
+        const uint8_t* tile = w.data.get() + t * w.tile_bytes;
+        if (m == 1)
+          TileRows<1, 2, kAll>(xq, 0, tile, w.tile_bytes, w.n, t * kTileCols, c);
+        else
+          TileRows<2, 2, kAll>(xq, 0, tile, w.tile_bytes, w.n, t * kTileCols, c);
+      }
+    for (; t < end; ++t)
+      TileRowRange<kAll>(xq, m, w.data.get() + t * w.tile_bytes, w.tile_bytes, w.n, t * kTileCols,
+                         c);
+  });
 }
 
 #endif  // __x86_64__
@@ -279,29 +316,13 @@ std::shared_ptr<const Q8PackedWeights> PackQ8Weights(const int8_t* w, const uint
 }
 
 void Int8MatmulQ8_0Packed(const float* x, int64_t m, const Q8PackedWeights& w, float* c,
-                          EvalContext& ctx) {
+                          EvalContext& ctx, Q8PackedPrefetch prefetch) {
 #if defined(__x86_64__)
   if (m <= 0 || w.n <= 0) return;
-  const QuantizedRows xq = q8_internal::QuantizeRows(x, m, w.k, ctx);
-  // About 64 KiB of weights per handout for decode; prefill's rows make each tile worth more.
-  const int64_t per =
-      std::max<int64_t>(1, (int64_t{1} << 16) / w.tile_bytes / std::min<int64_t>(m, 6));
-  ParallelShares(ctx, w.tiles, per, [&](int64_t begin, int64_t end) {
-    int64_t t = begin;
-    // One or two rows: two tiles at a time (the rows' sums for both in registers).
-    if (m <= 2)
-      for (; t + 2 <= end; t += 2) {
-        const uint8_t* tile = w.data.get() + t * w.tile_bytes;
-        if (m == 1)
-          TileRows<1, 2>(xq, 0, tile, w.tile_bytes, w.n, t * kTileCols, c);
-        else
-          TileRows<2, 2>(xq, 0, tile, w.tile_bytes, w.n, t * kTileCols, c);
-      }
-    for (; t < end; ++t)
-      TileRowRange(xq, m, w.data.get() + t * w.tile_bytes, w.tile_bytes, w.n, t * kTileCols, c);
-  });
+  if (prefetch == Q8PackedPrefetch::kAll) return RunTiles<true>(x, m, w, c, ctx);
+  RunTiles<false>(x, m, w, c, ctx);
 #else
-  (void)x, (void)m, (void)w, (void)c, (void)ctx;
+  (void)x, (void)m, (void)w, (void)c, (void)ctx, (void)prefetch;
 #endif
 }
 

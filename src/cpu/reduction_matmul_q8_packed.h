@@ -30,10 +30,18 @@ std::shared_ptr<const Q8PackedWeights> PackQ8Weights(const int8_t* w, const uint
                                                      int64_t n, int64_t k, EvalContext& ctx,
                                                      bool release_source = false);
 
+// What Int8MatmulQ8_0Packed's kernel asks the caches for ahead of its reads (the bits are the
+// same); benchmarks name one (matmul_bench BM_Int8DecodeCold compares them).
+enum class Q8PackedPrefetch {
+  kAuto,     // kWeights, until kAll is measured on a VNNI machine (docs/performance.md, issue 36)
+  kWeights,  // the weight bytes 16 KiB ahead, for one and two activation rows only
+  kAll,      // for up to four rows the weight bytes 16 KiB ahead, and the next tiles' scales
+};
+
 // c [m, n] = Int8MatmulQ8_0(x, m, w, scales, n, k, c, ctx, Q8Kernel::kInOrder), bit for bit, from
 // the packed form of (w, scales).
 void Int8MatmulQ8_0Packed(const float* x, int64_t m, const Q8PackedWeights& w, float* c,
-                          EvalContext& ctx);
+                          EvalContext& ctx, Q8PackedPrefetch prefetch = Q8PackedPrefetch::kAuto);
 
 // The packed form of the weight q s8 [n, k] with scale f16 [n, k / 32], made on first use and
 // then kept, keyed by the two buffers' addresses and the shape. An entry holds a reference to

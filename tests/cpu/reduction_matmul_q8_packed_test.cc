@@ -1,8 +1,8 @@
 // The in-order q8_0 product on repacked weights (cpu/reduction_matmul_q8_packed.h): bit for bit
 // Q8Kernel::kInOrder and the portable loop (both sum in the tlaloc.int8_linear decomposition's
-// order) over every tail of rows, columns and blocks, on one thread and on a pool; and the
-// per-buffer cache: a hit for the same buffers, a new packing for another buffer, and an entry
-// dropped once nobody else holds its buffers.
+// order) over every tail of rows, columns and blocks, with each prefetch choice, on one thread
+// and on a pool; and the per-buffer cache: a hit for the same buffers, a new packing for another
+// buffer, and an entry dropped once nobody else holds its buffers.
 #include "cpu/reduction_matmul_q8_packed.h"
 
 #include <gtest/gtest.h>
@@ -27,16 +27,22 @@ void ExpectPackedIsInOrder(int64_t m, int64_t n, int64_t k, EvalContext& ctx) {
   ASSERT_NE(packed, nullptr);
   EXPECT_EQ(packed->bytes(), (n + 31) / 32 * 32 * (k + k / 32 * 2))
       << "the packed copy should be the weights' size (rows padded to 32)";
-  std::vector<float> got(m * n, -1.f), in_order(m * n), portable(m * n);
-  cpu::Int8MatmulQ8_0Packed(c.x.data(), m, *packed, got.data(), ctx);
+  std::vector<float> in_order(m * n), portable(m * n);
   cpu::Int8MatmulQ8_0(c.x.data(), m, c.w.data(), c.ws.data(), n, k, in_order.data(), ctx,
                       cpu::Q8Kernel::kInOrder);
   cpu::Int8MatmulQ8_0(c.x.data(), m, c.w.data(), c.ws.data(), n, k, portable.data(), ctx,
                       cpu::Q8Kernel::kPortable);
-  EXPECT_EQ(std::memcmp(got.data(), in_order.data(), got.size() * sizeof(float)), 0)
-      << "packed vs kInOrder: m=" << m << " n=" << n << " k=" << k;
-  EXPECT_EQ(std::memcmp(got.data(), portable.data(), got.size() * sizeof(float)), 0)
-      << "packed vs portable: m=" << m << " n=" << n << " k=" << k;
+  EXPECT_EQ(std::memcmp(in_order.data(), portable.data(), in_order.size() * sizeof(float)), 0)
+      << "kInOrder vs portable: m=" << m << " n=" << n << " k=" << k;
+  // Each prefetch choice, named and by default: only what the caches are asked for differs.
+  for (auto prefetch : {cpu::Q8PackedPrefetch::kAuto, cpu::Q8PackedPrefetch::kWeights,
+                        cpu::Q8PackedPrefetch::kAll}) {
+    std::vector<float> got(m * n, -1.f);
+    cpu::Int8MatmulQ8_0Packed(c.x.data(), m, *packed, got.data(), ctx, prefetch);
+    EXPECT_EQ(std::memcmp(got.data(), in_order.data(), got.size() * sizeof(float)), 0)
+        << "packed (prefetch " << static_cast<int>(prefetch) << ") vs kInOrder: m=" << m
+        << " n=" << n << " k=" << k;
+  }
 }
 
 TEST(Q8Packed, BitForBitTheInOrderKernelsOverEveryTail) {
@@ -48,6 +54,9 @@ TEST(Q8Packed, BitForBitTheInOrderKernelsOverEveryTail) {
   PoolContext pool;
   ExpectPackedIsInOrder(1, 20000, 64, pool);
   ExpectPackedIsInOrder(2, 3000, 1024, pool);
+  // Decode's shapes with the rows that the prefetch choices treat apart (up to four).
+  ExpectPackedIsInOrder(3, 1000, 3072, pool);
+  ExpectPackedIsInOrder(4, 2050, 1024, pool);
   ExpectPackedIsInOrder(64, 300, 1024, pool);
 }
 
