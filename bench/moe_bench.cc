@@ -14,8 +14,13 @@
 //                         against the core's peak.
 //   BM_MoeFormBf16, BM_DenseMlpBf16  the same in bf16 (weights, activations; f32 accumulation),
 //                         the models' usual dtype.
+//   BM_MoeInt8/form/tokens  the ragged_dot block on int8 experts (s8, f16 scales per 32-block:
+//                         the tlaloc.ragged_int8_linear composite) in f32, form 0 = exact,
+//                         1 = q8_0 (TLALOC_INT8_REPACK=0: the experts read in place, not
+//                         packed).
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <memory>
 #include <random>
 #include <vector>
@@ -24,8 +29,10 @@
 #include "cpu/ragged_dot_grouped.h"
 #include "tlaloc/builder/tensor.h"
 #include "tlaloc/interp/interpreter.h"
+#include "tlaloc/nn/int8_linear.h"
 #include "tlaloc/nn/layers.h"
 #include "tlaloc/nn/moe.h"
+#include "tlaloc/support/half.h"
 
 namespace {
 
@@ -177,6 +184,65 @@ void BM_GroupedF32(benchmark::State& state) {
 }
 BENCHMARK(BM_GroupedBf16)->ArgName("rows")->Arg(1)->Arg(4)->Arg(8)->Arg(16)->Arg(32)->Arg(64);
 BENCHMARK(BM_GroupedF32)->ArgName("rows")->Arg(1)->Arg(4)->Arg(16)->Arg(32);
+
+// The experts as s8 stacks with f16 scales per 32-block (quantised from the f32 weights as
+// `tlaloc quantize` does: scale = amax / 127, values rounded), shared by every run.
+const std::vector<Literal>& MoeInt8Weights() {
+  static const std::vector<Literal> w = [] {
+    const std::vector<Literal>& f = MoeWeights(ElementType::kF32);
+    std::vector<Literal> out{f[0]};
+    std::vector<Literal> scales;
+    for (int i = 1; i <= 3; ++i) {
+      const auto& dims = f[i].dims();
+      Literal q(TensorType(ElementType::kS8, dims));
+      Literal s(TensorType(ElementType::kF16, {dims[0], dims[1], dims[2] / 32}));
+      const auto x = f[i].span<float>();
+      auto qs = q.span<int8_t>();
+      auto ss = s.span<uint16_t>();
+      for (size_t b = 0; b < ss.size(); ++b) {
+        float amax = 0;
+        for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[b * 32 + j]));
+        const float d = amax / 127;
+        ss[b] = tlaloc::FloatToHalfBits(d);
+        for (int j = 0; j < 32; ++j)
+          qs[b * 32 + j] = static_cast<int8_t>(d == 0 ? 0 : std::lround(x[b * 32 + j] / d));
+      }
+      out.push_back(std::move(q));
+      scales.push_back(std::move(s));
+    }
+    for (Literal& s : scales) out.push_back(std::move(s));
+    return out;
+  }();
+  return w;
+}
+
+void BM_MoeInt8(benchmark::State& state) {
+  const auto form =
+      state.range(0) == 0 ? tlaloc::nn::Int8Form::kExact : tlaloc::nn::Int8Form::kQ8_0;
+  const int64_t tokens = state.range(1);
+  state.SetLabel(std::string(tlaloc::nn::Int8FormName(form)) +
+                 " pairs=" + std::to_string(tokens * kTopK));
+  std::vector<Literal> args{Random({tokens, kHidden}, 6, 1.0f)};
+  for (const Literal& w : MoeInt8Weights()) args.push_back(w);
+  std::vector<TensorType> types;
+  for (const Literal& a : args) types.push_back(a.type());
+  tlaloc::nn::SetInt8Form(form);
+  TimeProgram(state, types, std::move(args), [&](const std::vector<Tensor>& a) {
+    tlaloc::nn::MoeWeights w{a[1], a[2], a[3], a[4]};
+    w.gate_scale = a[5];
+    w.up_scale = a[6];
+    w.down_scale = a[7];
+    return std::vector<Tensor>{
+        tlaloc::nn::SparseMoe(a[0], w, kTopK, true, tlaloc::nn::MoeForm::kRaggedDot)};
+  });
+  tlaloc::nn::SetInt8Form(std::nullopt);
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens),
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_MoeInt8)
+    ->ArgsProduct({{0, 1}, {1, 64, 512}})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_DenseMlp)
     ->ArgName("tokens")

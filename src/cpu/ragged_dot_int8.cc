@@ -13,6 +13,7 @@
 #include "ragged_dot_grouped.h"
 #include "reduction_matmul.h"
 #include "reduction_matmul_q8.h"
+#include "reduction_matmul_q8_packed.h"
 #include "support/avx512_intrinsics.h"
 #include "tlaloc/cpu/blas_kernels.h"
 #include "tlaloc/ir/quant_format.h"
@@ -135,13 +136,13 @@ void GroupedTiles(const float* x, const int8_t* w, const uint16_t* scales, int64
 }  // namespace
 
 Status RaggedDotInt8(const Literal& x, const Literal& w, const Literal& scales,
-                     const Literal& group_sizes, Literal& c, EvalContext& ctx) {
+                     const Literal& group_sizes, Literal& c, EvalContext& ctx,
+                     Int8Activations mode) {
   const int64_t m = x.dims()[0], k = x.dims()[1];
   const int64_t experts = w.dims()[0], n = w.dims()[1];
   const int64_t blocks = scales.dims()[2];
   float* out = c.span<float>().data();
   std::fill(out, out + m * n, 0.0f);  // rows in no group stay zero
-  TL_ASSIGN_OR_RETURN(Int8Activations mode, Int8ActivationsMode());
   const float* xs = x.span<float>().data();
   const int8_t* ws = w.span<int8_t>().data();
   const uint16_t* ss = scales.span<uint16_t>().data();
@@ -159,9 +160,18 @@ Status RaggedDotInt8(const Literal& x, const Literal& w, const Literal& scales,
     if (rows > 0) groups.push_back({g, begin, rows});
   }
   if (mode == Int8Activations::kQ8_0) {
-    // Groups the dense q8_0 kernel would run by its tiles (more than two rows) in one pass
-    // over the pool, the same products bit for bit; the rest (decode's) each by its row stream.
+    // Every group in one pass over the pool on the experts packed once (kept per buffer), each
+    // row quantised once: the in-order sums, as the composite's decomposition adds them.
     const bool one_pass = GroupedWanted();
+    std::vector<Q8RowGroup> all;
+    for (const Group& g : groups) all.push_back({g.expert, g.start, g.rows});
+    if (one_pass && n % 32 == 0)
+      if (auto packed = CachedQ8Weights(w, scales, ctx)) {
+        Int8MatmulQ8_0PackedGroups(xs, m, *packed, n, all, out, ctx);
+        return OkStatus();
+      }
+    // No packed copy (no AVX512-VNNI, TLALOC_INT8_REPACK=0): the tile kernel's groups in one
+    // pass, the rest (decode's) each by the in-order row kernel, all read in place.
     std::vector<Q8RowGroup> tiled;
     for (const Group& g : groups)
       if (one_pass && g.rows > kQ8RowStreamMaxRows) tiled.push_back({g.expert, g.start, g.rows});
@@ -169,7 +179,7 @@ Status RaggedDotInt8(const Literal& x, const Literal& w, const Literal& scales,
     for (const Group& g : groups)
       if (!one_pass || g.rows <= kQ8RowStreamMaxRows)
         Int8MatmulQ8_0(xs + g.start * k, g.rows, ws + g.expert * n * k, ss + g.expert * n * blocks,
-                       n, k, out + g.start * n, ctx);
+                       n, k, out + g.start * n, ctx, Q8Kernel::kInOrder);
     return OkStatus();
   }
   // Each group through the kernel chlo.ragged_dot would give it on the dequantised stack, so

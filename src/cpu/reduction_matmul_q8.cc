@@ -46,8 +46,6 @@ using q8_internal::QuantizeRows;
 
 namespace {
 
-std::atomic<int> override_mode{-1};
-
 bool DetectVnni() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
@@ -553,22 +551,6 @@ QuantizedRows q8_internal::QuantizeRows(const float* x, int64_t m, int64_t k, Ev
   else
     ctx.ParallelFor(m, std::max<int64_t>(1, 8192 / k), quantize);
   return rows;
-}
-
-StatusOr<Int8Activations> Int8ActivationsMode() {
-  const int forced = override_mode.load(std::memory_order_relaxed);
-  if (forced >= 0) return static_cast<Int8Activations>(forced);
-  const char* env = std::getenv("TLALOC_INT8_ACTIVATIONS");
-  if (env == nullptr || *env == '\0' || std::string_view(env) == "exact")
-    return Int8Activations::kExact;
-  if (std::string_view(env) == "q8_0") return Int8Activations::kQ8_0;
-  return InvalidArgument(std::string("TLALOC_INT8_ACTIVATIONS is '") + env +
-                         "'; expected 'exact' (the default: bit-exact int8 products) or 'q8_0' "
-                         "(activations rounded to int8 per 32-block, as llama.cpp's Q8_0)");
-}
-
-void OverrideInt8Activations(std::optional<Int8Activations> mode) {
-  override_mode.store(mode ? static_cast<int>(*mode) : -1, std::memory_order_relaxed);
 }
 
 void Int8MatmulQ8_0Groups(const float* x, int64_t m, const int8_t* w, const uint16_t* scales,

@@ -1,10 +1,10 @@
-// Products with int8 weights in the opt-in `q8_0` activation mode (reduction_matmul_q8.cc):
-// each row of activations is rounded to int8 per block of 32, with an f16 scale, exactly as
-// llama.cpp rounds activations for its Q8_0 x Q8_0 products; each block's product with a weight
-// block is an exact int32 sum (AVX512-VNNI `vpdpbusd` where the CPU has it), scaled by
-// dx * dw and accumulated in f32. This changes results beyond summation order (the activations
-// lose bits), so it runs only when asked: TLALOC_INT8_ACTIVATIONS=q8_0. The default, `exact`,
-// keeps cpu::Int8Matmul (reduction_matmul.h), bit for bit the printed program's f32 chain.
+// Products with int8 weights in the `q8_0` activation arithmetic (reduction_matmul_q8.cc): each
+// row of activations is rounded to int8 per block of 32, with an f16 scale, exactly as llama.cpp
+// rounds activations for its Q8_0 x Q8_0 products; each block's product with a weight block is
+// an exact int32 sum (AVX512-VNNI `vpdpbusd` where the CPU has it), scaled by dx * dw and
+// accumulated in f32. The interpreter runs it for the composites tlaloc.int8_linear and
+// tlaloc.ragged_int8_linear in mode "q8_0" (nn/int8_linear.h chooses the form; q8_0 is the
+// default); mode "exact" keeps cpu::Int8Matmul (reduction_matmul.h).
 #pragma once
 
 #include <cstdint>
@@ -16,14 +16,8 @@
 
 namespace tlaloc::cpu {
 
+// The two arithmetics of an int8 product (the composites' modes).
 enum class Int8Activations { kExact, kQ8_0 };
-
-// The mode int8 products run in: the override if one is set, otherwise the environment's
-// TLALOC_INT8_ACTIVATIONS, read at each call ("exact" or unset: kExact; "q8_0": kQ8_0; any other
-// value is an error naming the variable and the values it takes).
-StatusOr<Int8Activations> Int8ActivationsMode();
-// Tests and benchmarks: force a mode for this process; nullopt goes back to the environment.
-void OverrideInt8Activations(std::optional<Int8Activations> mode);
 
 // Rounds x [k] (k a multiple of 32) to int8 per block of 32 as ggml's x86 quantize_row_q8_0
 // does: amax = max |x| over the block, d = f16(amax / 127), q = round-half-even(x * (127 / amax))

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -140,14 +141,14 @@ TLALOC_AVX512_VNNI_TARGET void TileRows(const QuantizedRows& xq, int64_t i0, con
   }
 }
 
-// All m rows of the activations against one tile.
+// Rows [begin, end) of the activations (and of c) against one tile.
 template <bool kAll>
-void TileRowRange(const QuantizedRows& xq, int64_t m, const uint8_t* tile, int64_t tile_bytes,
-                  int64_t n, int64_t j0, float* c) {
-  int64_t i = 0;
-  for (; i + kMaxRows <= m; i += kMaxRows)
+void TileRowRange(const QuantizedRows& xq, int64_t begin, int64_t end, const uint8_t* tile,
+                  int64_t tile_bytes, int64_t n, int64_t j0, float* c) {
+  int64_t i = begin;
+  for (; i + kMaxRows <= end; i += kMaxRows)
     TileRows<kMaxRows, 1, kAll>(xq, i, tile, tile_bytes, n, j0, c);
-  switch (m - i) {
+  switch (end - i) {
     case 5:
       return TileRows<5, 1, kAll>(xq, i, tile, tile_bytes, n, j0, c);
     case 4:
@@ -182,8 +183,8 @@ void RunTiles(const float* x, int64_t m, const Q8PackedWeights& w, float* c, Eva
           TileRows<2, 2, kAll>(xq, 0, tile, w.tile_bytes, w.n, t * kTileCols, c);
       }
     for (; t < end; ++t)
-      TileRowRange<kAll>(xq, m, w.data.get() + t * w.tile_bytes, w.tile_bytes, w.n, t * kTileCols,
-                         c);
+      TileRowRange<kAll>(xq, 0, m, w.data.get() + t * w.tile_bytes, w.tile_bytes, w.n,
+                         t * kTileCols, c);
   });
 }
 
@@ -326,10 +327,67 @@ void Int8MatmulQ8_0Packed(const float* x, int64_t m, const Q8PackedWeights& w, f
 #endif
 }
 
+void Int8MatmulQ8_0PackedGroups(const float* x, int64_t m, const Q8PackedWeights& w, int64_t n,
+                                std::span<const Q8RowGroup> groups, float* c, EvalContext& ctx) {
+#if defined(__x86_64__)
+  if (m <= 0 || n <= 0 || groups.empty() || n % kTileCols != 0) return;
+  // Only the groups' rows are quantised, each once.
+  int64_t first = m, last = 0;
+  for (const Q8RowGroup& g : groups) {
+    first = std::min(first, g.start);
+    last = std::max(last, g.start + g.rows);
+  }
+  if (first >= last) return;
+  const QuantizedRows xq = q8_internal::QuantizeRows(x + first * w.k, last - first, w.k, ctx);
+  float* out = c + first * n;
+  // A task per (group, run of its expert's tiles): about 64 KiB of weights per task for a group
+  // of a row or two, fewer tiles where more rows make each tile worth more.
+  const int64_t tiles = n / kTileCols;
+  struct Task {
+    const Q8RowGroup* group;
+    int64_t tile, count;
+  };
+  std::vector<Task> tasks;
+  for (const Q8RowGroup& g : groups) {
+    if (g.rows <= 0) continue;
+    const int64_t per = std::max<int64_t>(
+        1, (int64_t{1} << 16) / w.tile_bytes / std::min<int64_t>(g.rows, kMaxRows));
+    for (int64_t t = 0; t < tiles; t += per) tasks.push_back({&g, t, std::min(per, tiles - t)});
+  }
+  std::atomic<int64_t> next{0};
+  const int64_t count = static_cast<int64_t>(tasks.size());
+  ctx.ParallelFor(count, 1, [&](int64_t, int64_t) {
+    for (int64_t i = next.fetch_add(1); i < count; i = next.fetch_add(1)) {
+      const Task& task = tasks[i];
+      const Q8RowGroup& g = *task.group;
+      const int64_t i0 = g.start - first;
+      const uint8_t* base = w.data.get() + (g.expert * tiles + task.tile) * w.tile_bytes;
+      int64_t t = 0;
+      // One or two rows: two tiles at a time, as Int8MatmulQ8_0Packed runs them.
+      if (g.rows <= 2)
+        for (; t + 2 <= task.count; t += 2) {
+          const uint8_t* tile = base + t * w.tile_bytes;
+          const int64_t j0 = (task.tile + t) * kTileCols;
+          if (g.rows == 1)
+            TileRows<1, 2>(xq, i0, tile, w.tile_bytes, n, j0, out);
+          else
+            TileRows<2, 2>(xq, i0, tile, w.tile_bytes, n, j0, out);
+        }
+      for (; t < task.count; ++t)
+        TileRowRange<false>(xq, i0, i0 + g.rows, base + t * w.tile_bytes, w.tile_bytes, n,
+                            (task.tile + t) * kTileCols, out);
+    }
+  });
+#else
+  (void)x, (void)m, (void)w, (void)n, (void)groups, (void)c, (void)ctx;
+#endif
+}
+
 std::shared_ptr<const Q8PackedWeights> CachedQ8Weights(const Literal& q, const Literal& scale,
                                                        EvalContext& ctx) {
-  if (!Q8UsesVnni() || !RepackEnabled() || q.dims().size() != 2) return nullptr;
-  const int64_t n = q.dims()[0], k = q.dims()[1];
+  if (!Q8UsesVnni() || !RepackEnabled() || q.dims().size() < 2) return nullptr;
+  // A stack [..., N, K] packs as one matrix of all its rows (ragged_dot_int8.cc's experts).
+  const int64_t k = q.dims().back(), n = q.num_elements() / std::max<int64_t>(k, 1);
   const auto key = std::make_tuple(static_cast<const void*>(q.data()),
                                    static_cast<const void*>(scale.data()), n, k);
   Cache& cache = TheCache();

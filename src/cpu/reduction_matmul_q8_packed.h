@@ -7,7 +7,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 
+#include "reduction_matmul_q8.h"
 #include "tlaloc/ir/literal.h"
 #include "tlaloc/ir/op_registry.h"
 
@@ -43,7 +45,16 @@ enum class Q8PackedPrefetch {
 void Int8MatmulQ8_0Packed(const float* x, int64_t m, const Q8PackedWeights& w, float* c,
                           EvalContext& ctx, Q8PackedPrefetch prefetch = Q8PackedPrefetch::kAuto);
 
-// The packed form of the weight q s8 [n, k] with scale f16 [n, k / 32], made on first use and
+// For each group (reduction_matmul_q8.h's Q8RowGroup): c's rows of the group = the group's rows
+// of x times expert `expert` of the packed stack `w` (PackQ8Weights of a stack [E, n, k] as one
+// matrix [E * n, k]; n a multiple of 32, so that no tile holds two experts' rows), bit for bit
+// Int8MatmulQ8_0Packed's (the in-order sums), in one pass over the pool with each row quantised
+// once. c [m, n]; its other rows are untouched.
+void Int8MatmulQ8_0PackedGroups(const float* x, int64_t m, const Q8PackedWeights& w, int64_t n,
+                                std::span<const Q8RowGroup> groups, float* c, EvalContext& ctx);
+
+// The packed form of the weight q s8 [n, k] (or a stack [..., n, k], packed as one matrix of all
+// its rows) with scale f16 [n, k / 32] (or [..., n, k / 32]), made on first use and
 // then kept, keyed by the two buffers' addresses and the shape. An entry holds a reference to
 // both buffers: the interpreter writes into a buffer in place only when it holds the only
 // reference, so a cached buffer never changes under its packing; and an entry whose buffers

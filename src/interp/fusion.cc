@@ -341,21 +341,17 @@ void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
       ReplaceChain(chain, operands, composite.get(), plan, slot_of);
       continue;
     }
-    const FusedKernel* kernel = &SoftmaxKernel();
-    if (MatchSoftmax(block, uses, i, chain, operands)) {
-      std::vector<int> masked_chain = chain;
-      std::vector<Value> masked_operands = operands;
-      if (auto masked = MatchMaskedSoftmax(block, uses, masked_chain, masked_operands);
-          masked && free(masked_chain)) {
-        plan.kernels.push_back(masked);
-        ReplaceChain(masked_chain, masked_operands, masked.get(), plan, slot_of);
-        continue;
-      }
-    } else if (!MatchInt8RaggedDot(block, uses, i, chain, operands, kernel)) {
+    if (!MatchSoftmax(block, uses, i, chain, operands)) continue;
+    std::vector<int> masked_chain = chain;
+    std::vector<Value> masked_operands = operands;
+    if (auto masked = MatchMaskedSoftmax(block, uses, masked_chain, masked_operands);
+        masked && free(masked_chain)) {
+      plan.kernels.push_back(masked);
+      ReplaceChain(masked_chain, masked_operands, masked.get(), plan, slot_of);
       continue;
     }
     if (!free(chain)) continue;
-    ReplaceChain(chain, operands, kernel, plan, slot_of);
+    ReplaceChain(chain, operands, &SoftmaxKernel(), plan, slot_of);
   }
   FuseElementwiseTrees(block, uses, plan, slot_of);  // fusion_train_elementwise.cc
   // Second: what the chains above left, so a broadcast inside one of them stays theirs.

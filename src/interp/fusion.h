@@ -54,16 +54,14 @@ int RowBroadcast(const Block& block, const BlockUses& uses, Value r, const Tenso
 void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
                 const std::function<int(const ValueImpl*)>& slot_of);
 
-// The int8 chain on a stack of matrices feeding chlo.ragged_dot (nn::SparseMoe's int8 experts)
-// starting at op `a` (the reshape of the s8 stack): on success `chain` holds its ops (the
-// ragged_dot last), `operands` the fused kernel's inputs (q, scale, x, group_sizes) and `kernel`
-// the kernel (fusion_int8.cc).
-bool MatchInt8RaggedDot(const Block& block, const BlockUses& uses, int a, std::vector<int>& chain,
-                        std::vector<Value>& operands, const FusedKernel*& kernel);
 // The composite tlaloc.int8_linear at op `a`: mode "exact" run as cpu::Int8Matmul, mode "q8_0"
 // as the in-order VNNI q8_0 kernel, each with its decomposition's bits (fusion_int8.cc).
 bool MatchInt8Composite(const Block& block, int a, std::vector<int>& chain,
                         std::vector<Value>& operands, const FusedKernel*& kernel);
+// The composite tlaloc.ragged_int8_linear at op `a` (nn::SparseMoe's int8 experts): run as
+// cpu::RaggedDotInt8 in its mode, with its decomposition's bits (fusion_int8.cc).
+bool MatchRaggedInt8Composite(const Block& block, int a, std::vector<int>& chain,
+                              std::vector<Value>& operands, const FusedKernel*& kernel);
 // The composite tlaloc.gguf_linear (q4_0, q4_k, q6_k) at op `a`, run as cpu::GgufMatmul with its
 // decomposition's bits (fusion_gguf.cc).
 bool MatchGgufComposite(const Block& block, int a, std::vector<int>& chain,

@@ -35,6 +35,7 @@ struct CompositeEntry {
 
 const CompositeEntry kComposites[] = {
     {"tlaloc.int8_linear", StaticKernel<MatchInt8Composite>},
+    {"tlaloc.ragged_int8_linear", StaticKernel<MatchRaggedInt8Composite>},
     {"tlaloc.gguf_linear", StaticKernel<MatchGgufComposite>},
     {"tlaloc.rms_norm",
      [](const Block& block, int a, std::vector<Value>&) {

@@ -11,13 +11,11 @@
 //   exists;
 // - mode "q8_0" runs as the VNNI q8_0 kernel that sums in the decomposition's order.
 //
-// The dequantising chain on a stack of matrices q s8 [G, N, K] (scales [G, N, K/32], broadcast
-// dims [0, 1, 2]) feeding chlo.ragged_dot's grouped rows (x f32 [M, K] contracting {1}, rhs
-// [G, N, K] contracting {2}, groups on {0}) is nn::SparseMoe's int8 expert product, emitted as
-// ops (no composite yet): it is recognised as a chain and runs as cpu::RaggedDotInt8 on (q,
-// scale, x, group_sizes), each group through Int8Matmul (or the q8_0 kernel where
-// TLALOC_INT8_ACTIVATIONS / --int8-form chose q8_0), so each used expert's s8 matrix is read in
-// place once and no [G, N, K] f32 stack exists.
+// The composite tlaloc.ragged_int8_linear {block = 32, mode} (nn/int8_linear.h) on (x f32
+// [M, K], q s8 [G, N, K], scale f16 [G, N, K / 32], group_sizes [G]), nn::SparseMoe's int8
+// expert product, runs as cpu::RaggedDotInt8 on the s8 stack in place (no [G, N, K] f32 stack):
+// mode "exact" with the bits of its decomposition's chlo.ragged_dot on the dequantised stack,
+// mode "q8_0" with the bits of its q8_0 decomposition (the VNNI kernel in the same order).
 #include <unordered_map>
 
 #include "cpu/ragged_dot_int8.h"
@@ -37,31 +35,15 @@ bool HasType(Value v, ElementType et) {
   return v.type().is_tensor() && v.tensor_type().element_type == et;
 }
 
-// chlo.ragged_dot's grouped rows on a stacked rhs [G, N, K]: lhs [M, K] contracting {1}, rhs
-// contracting {2}, groups on rhs dimension 0, rows of lhs ragged, no batch dimensions.
-bool IsGroupedRowsOnStack(const Operation& op) {
-  const Attribute* a = FindAttr(op.attrs(), "ragged_dot_dimension_numbers");
-  if (!a || a->kind() != Attribute::Kind::kStruct) return false;
-  // An empty list is left out of the attribute (as MLIR prints it); any other kind is no match.
-  auto field = [&](const char* name) {
-    const Attribute* f = FindAttr(a->as_dict(), name);
-    if (!f) return std::vector<int64_t>{};
-    return f->kind() == Attribute::Kind::kIntArray ? f->as_int_array() : std::vector<int64_t>{-1};
-  };
-  return field("lhs_batching_dimensions").empty() && field("rhs_batching_dimensions").empty() &&
-         field("lhs_contracting_dimensions") == std::vector<int64_t>{1} &&
-         field("rhs_contracting_dimensions") == std::vector<int64_t>{2} &&
-         field("lhs_ragged_dimensions") == std::vector<int64_t>{0} &&
-         field("rhs_group_dimensions") == std::vector<int64_t>{0};
-}
-
-const FusedKernel& Int8RaggedDotKernel() {
+template <cpu::Int8Activations kMode>
+const FusedKernel& RaggedInt8Kernel() {
   static const FusedKernel* kernel =
-      new FusedKernel{"fused.int8_ragged_dot",
+      new FusedKernel{kMode == cpu::Int8Activations::kExact ? "fused.ragged_int8_linear_exact"
+                                                            : "fused.ragged_int8_linear_q8_0",
                       [](std::span<const Literal> in, Literal& out, EvalContext& ctx) -> Status {
                         // The s8 stack first, as Int8LinearExactKernel's matrix (never aliased with
                         // the f32 result).
-                        return cpu::RaggedDotInt8(in[2], in[0], in[1], in[3], out, ctx);
+                        return cpu::RaggedDotInt8(in[2], in[0], in[1], in[3], out, ctx, kMode);
                       }};
   return *kernel;
 }
@@ -150,73 +132,34 @@ bool MatchInt8Composite(const Block& block, int a, std::vector<int>& chain,
   return true;
 }
 
-bool MatchInt8RaggedDot(const Block& block, const BlockUses& uses, int a, std::vector<int>& chain,
-                        std::vector<Value>& operands, const FusedKernel*& kernel) {
-  const auto& ops = block.operations();
-  auto index_of = [&](const Operation* op) -> int {
-    // The producers sit just before the multiply that this chain walks to; search back.
-    for (int i = static_cast<int>(ops.size()) - 1; i >= 0; --i)
-      if (ops[i].get() == op) return i;
-    return -1;
-  };
-  const Operation& r1 = *ops[a];
-  if (r1.name() != "stablehlo.reshape" || r1.num_operands() != 1) return false;
-  Value q = r1.operand(0);
-  // A stack of matrices [G, N, K] (nn::SparseMoe's experts).
-  if (!HasType(q, ElementType::kS8)) return false;
-  const std::vector<int64_t> qdims = q.tensor_type().dims;
-  const int64_t rank = static_cast<int64_t>(qdims.size());
-  if (rank != 3) return false;
-  const int64_t k = qdims.back();
-  if (k <= 0 || k % kBlock != 0) return false;
-  std::vector<int64_t> scale_dims = qdims, blocked = qdims, keep;
-  scale_dims.back() = k / kBlock;
-  blocked.back() = k / kBlock;
-  blocked.push_back(kBlock);
-  for (int64_t d = 0; d < rank; ++d) keep.push_back(d);
-  if (r1.result(0).tensor_type().dims != blocked) return false;
-  const int c1 = uses.OnlyUser(r1.result(0));
-  if (c1 < 0 || ops[c1]->name() != "stablehlo.convert" ||
-      !HasType(ops[c1]->result(0), ElementType::kF32))
+bool MatchRaggedInt8Composite(const Block& block, int a, std::vector<int>& chain,
+                              std::vector<Value>& operands, const FusedKernel*& kernel) {
+  const Operation& op = *block.operations()[a];
+  if (op.name() != "stablehlo.composite" ||
+      GetStringAttr(op.attrs(), "name") != "tlaloc.ragged_int8_linear" || op.num_operands() != 4 ||
+      op.num_results() != 1)
     return false;
-  const int mul = uses.OnlyUser(ops[c1]->result(0));
-  if (mul < 0 || ops[mul]->name() != "stablehlo.multiply") return false;
-  const Operation& mop = *ops[mul];
-  Value other = mop.operand(0) == ops[c1]->result(0) ? mop.operand(1) : mop.operand(0);
-  if (other == ops[c1]->result(0) || other.is_block_argument()) return false;
-  const Operation* bop = other.producer();
-  if (bop->name() != "stablehlo.broadcast_in_dim" || uses.OnlyUser(other) != mul ||
-      GetIntArrayAttr(bop->attrs(), "broadcast_dimensions") != keep ||
-      other.tensor_type().dims != blocked)
+  const Attribute* attributes = FindAttr(op.attrs(), "composite_attributes");
+  if (!attributes || attributes->kind() != Attribute::Kind::kDict) return false;
+  const AttrDict& d = attributes->as_dict();
+  const std::string mode = GetStringAttr(d, "mode");
+  if (GetIntAttr(d, "block", 0) != kBlock || (mode != "q8_0" && mode != "exact")) return false;
+  Value x = op.operand(0), q = op.operand(1), scale = op.operand(2), sizes = op.operand(3);
+  if (!HasType(x, ElementType::kF32) || !HasType(q, ElementType::kS8) ||
+      !HasType(scale, ElementType::kF16) || !HasType(op.result(0), ElementType::kF32) ||
+      !(HasType(sizes, ElementType::kS32) || HasType(sizes, ElementType::kS64)))
     return false;
-  Value s32 = bop->operand(0);
-  if (s32.is_block_argument() || !HasType(s32, ElementType::kF32) ||
-      uses.OnlyUser(s32) != index_of(bop))
+  const auto& qd = q.tensor_type().dims;
+  const auto& xd = x.tensor_type().dims;
+  if (qd.size() != 3 || qd[2] <= 0 || qd[2] % kBlock != 0 || xd.size() != 2 || xd[1] != qd[2] ||
+      scale.tensor_type().dims != std::vector<int64_t>{qd[0], qd[1], qd[2] / kBlock} ||
+      sizes.tensor_type().dims != std::vector<int64_t>{qd[0]} ||
+      op.result(0).tensor_type().dims != std::vector<int64_t>{xd[0], qd[1]})
     return false;
-  const Operation* sop = s32.producer();
-  if (sop->name() != "stablehlo.convert" || !HasType(sop->operand(0), ElementType::kF16) ||
-      sop->operand(0).tensor_type().dims != scale_dims)
-    return false;
-  const int r2 = uses.OnlyUser(mop.result(0));
-  if (r2 < 0 || ops[r2]->name() != "stablehlo.reshape" ||
-      ops[r2]->result(0).tensor_type().dims != qdims)
-    return false;
-  const int dot = uses.OnlyUser(ops[r2]->result(0));
-  if (dot < 0) return false;
-  const Operation& dop = *ops[dot];
-  Value x = dop.operand(0);
-  if (!(dop.num_operands() > 1 && dop.operand(1) == ops[r2]->result(0)) ||
-      !HasType(x, ElementType::kF32) || !HasType(dop.result(0), ElementType::kF32) ||
-      x.tensor_type().rank() < 1 || x.tensor_type().dims.back() != k)
-    return false;
-  if (dop.name() != "chlo.ragged_dot" || dop.num_operands() != 3 || x.tensor_type().rank() != 2 ||
-      !IsGroupedRowsOnStack(dop))
-    return false;
-  kernel = &Int8RaggedDotKernel();
-  const int bi = index_of(bop), si = index_of(sop);
-  if (bi < 0 || si < 0) return false;
-  chain = {a, c1, si, bi, mul, r2, dot};
-  operands = {q, sop->operand(0), x, dop.operand(2)};
+  chain = {a};
+  operands = {q, scale, x, sizes};
+  kernel = mode == "exact" ? &RaggedInt8Kernel<cpu::Int8Activations::kExact>()
+                           : &RaggedInt8Kernel<cpu::Int8Activations::kQ8_0>();
   return true;
 }
 

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "tlaloc/ir/typed_builder.h"
+#include "tlaloc/nn/int8_linear.h"
 
 namespace tlaloc::nn {
 
@@ -45,13 +46,23 @@ std::pair<Tensor, Tensor> SortByKey(const Tensor& keys, const Tensor& payload) {
 }
 
 // x [M, K] times each row's group matrix of w (stacked [G, out, in]), f32 accumulation,
-// rounded to x's type once (as Linear does). int8 experts (`scale` valid): f32 x times the
-// dequantised stack, the chain the interpreter runs on the s8 experts in place.
+// rounded to x's type once (as Linear does). int8 experts (`scale` valid): the composite
+// tlaloc.ragged_int8_linear on f32 x in the int8 form nn::Linear takes (CurrentInt8Form; the
+// exact form where the q8_0 one does not take the operands), run on the s8 experts in place.
 Tensor GroupedLinear(const Tensor& x, const Tensor& w, const Tensor& scale,
                      const Tensor& group_sizes) {
-  if (scale.valid())
-    return ToType(RaggedDot(ToF32(x), DequantizeInt8(w, scale), group_sizes, 2, ElementType::kF32),
-                  x.element_type());
+  if (scale.valid()) {
+    auto form = CurrentInt8Form();
+    if (!form.ok()) {
+      x.builder()->Fail(form.status());
+      return Tensor();
+    }
+    const Tensor xf = ToF32(x);
+    const Tensor y = *form == Int8Form::kQ8_0 && RaggedInt8Q8_0Takes(xf, w, scale, group_sizes)
+                         ? RaggedInt8LinearQ8_0(xf, w, scale, group_sizes)
+                         : RaggedInt8LinearExact(xf, w, scale, group_sizes);
+    return ToType(y, x.element_type());
+  }
   return ToType(RaggedDot(x, w, group_sizes, 2, ElementType::kF32), x.element_type());
 }
 

@@ -200,24 +200,5 @@ TEST(Q8Activations, GroupsInOnePassAreEachGroupsTileProduct) {
   EXPECT_FALSE(std::isnan(got[24 * n]));
 }
 
-TEST(Q8Activations, ModeComesFromTheEnvironmentOrTheOverride) {
-  cpu::OverrideInt8Activations(std::nullopt);
-  ::unsetenv("TLALOC_INT8_ACTIVATIONS");
-  EXPECT_EQ(*cpu::Int8ActivationsMode(), cpu::Int8Activations::kExact);
-  ::setenv("TLALOC_INT8_ACTIVATIONS", "q8_0", 1);
-  EXPECT_EQ(*cpu::Int8ActivationsMode(), cpu::Int8Activations::kQ8_0);
-  ::setenv("TLALOC_INT8_ACTIVATIONS", "exact", 1);
-  EXPECT_EQ(*cpu::Int8ActivationsMode(), cpu::Int8Activations::kExact);
-  ::setenv("TLALOC_INT8_ACTIVATIONS", "q4", 1);
-  auto bad = cpu::Int8ActivationsMode();
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().ToString().find("TLALOC_INT8_ACTIVATIONS"), std::string::npos);
-  EXPECT_NE(bad.status().ToString().find("q8_0"), std::string::npos);
-  cpu::OverrideInt8Activations(cpu::Int8Activations::kQ8_0);
-  EXPECT_EQ(*cpu::Int8ActivationsMode(), cpu::Int8Activations::kQ8_0);
-  cpu::OverrideInt8Activations(std::nullopt);
-  ::unsetenv("TLALOC_INT8_ACTIVATIONS");
-}
-
 }  // namespace
 }  // namespace tlaloc

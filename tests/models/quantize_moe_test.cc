@@ -2,7 +2,8 @@
 // with f16 block scales under transformers' per-expert names and keeps the router float; each
 // projection's experts (and then their scales) lie one after another in expert order, so loading
 // maps the stacked [E, out, in] s8 tensor and its [E, out, in / 32] scales as views of the file;
-// the step program multiplies by the dequantised stack in chlo.ragged_dot; GGUF export writes
+// the step program runs the experts' products as the composite tlaloc.ragged_int8_linear on the s8
+// stacks (exact form: chlo.ragged_dot on the dequantised stack); GGUF export writes
 // the experts as Q8_0 blocks, losslessly; a width that is not whole blocks is refused by name.
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/io_test_util.h"
+#include "testing/int8_form.h"
 #include "tlaloc/io/checkpoint.h"
 #include "tlaloc/io/gguf.h"
 #include "tlaloc/models/family.h"
@@ -19,6 +21,7 @@
 #include "tlaloc/models/load_weights.h"
 #include "tlaloc/models/quantize.h"
 #include "tlaloc/models/qwen3.h"
+#include "tlaloc/nn/int8_linear.h"
 
 namespace tlaloc::models {
 namespace {
@@ -126,29 +129,52 @@ TEST(Int8Moe, ExpertsQuantizedRouterFloatAndStacksLoadAsViews) {
         << specs[i].name;
 }
 
-TEST(Int8Moe, StepProgramRunsRaggedDotOnTheDequantisedExperts) {
+// The experts' products are the composite tlaloc.ragged_int8_linear on the s8 stacks, in the
+// int8 form chosen (q8_0 by default, as for nn::Linear), whose exact decomposition is
+// chlo.ragged_dot on the dequantised stack.
+TEST(Int8Moe, StepProgramRunsTheRaggedInt8CompositeInTheChosenForm) {
   io::ModelConfig c = SmallMoe();
   c.quantization = io::WeightQuantization{};
   StepShape shape;
   shape.kind = StepKind::kDecode;
   shape.batch = 1;
   shape.max_len = 16;
-  auto program = BuildStep(c, shape);
-  ASSERT_TRUE(program.ok()) << program.status().ToString();
-  const Function* fn = program->module->Find(program->entry);
-  ASSERT_NE(fn, nullptr);
-  int ragged_on_dequantised = 0, ragged = 0;
-  for (const auto& op : fn->body().front().operations()) {
-    if (op->name() != "chlo.ragged_dot") continue;
-    ++ragged;
-    const Value w = op->operand(1);
-    if (!w.is_block_argument() && w.producer()->name() == "stablehlo.reshape" &&
-        w.producer()->operand(0).producer()->name() == "stablehlo.multiply" &&
-        op->operand(0).tensor_type().element_type == ElementType::kF32)
-      ++ragged_on_dequantised;
+  for (nn::Int8Form form : {nn::Int8Form::kQ8_0, nn::Int8Form::kExact}) {
+    const testing::ScopedInt8Form scoped(form);
+    auto program = BuildStep(c, shape);
+    ASSERT_TRUE(program.ok()) << program.status().ToString();
+    const Function* fn = program->module->Find(program->entry);
+    ASSERT_NE(fn, nullptr);
+    int composites = 0, on_s8 = 0;
+    for (const auto& op : fn->body().front().operations()) {
+      if (op->name() != "stablehlo.composite" ||
+          GetStringAttr(op->attrs(), "name") != nn::kRaggedInt8LinearComposite)
+        continue;
+      ++composites;
+      const Attribute* a = FindAttr(op->attrs(), "composite_attributes");
+      ASSERT_NE(a, nullptr);
+      EXPECT_EQ(GetStringAttr(a->as_dict(), "mode"), nn::Int8FormName(form));
+      on_s8 += op->operand(0).tensor_type().element_type == ElementType::kF32 &&
+               op->operand(1).tensor_type().element_type == ElementType::kS8 &&
+               op->operand(2).tensor_type().element_type == ElementType::kF16;
+      // The exact form's decomposition is chlo.ragged_dot on the dequantised stack.
+      const Function* d = program->module->Find(GetStringAttr(op->attrs(), "decomposition"));
+      ASSERT_NE(d, nullptr);
+      if (form == nn::Int8Form::kExact) {
+        int ragged_on_dequantised = 0;
+        for (const auto& dop : d->body().front().operations()) {
+          if (dop->name() != "chlo.ragged_dot") continue;
+          const Value w = dop->operand(1);
+          ragged_on_dequantised +=
+              !w.is_block_argument() && w.producer()->name() == "stablehlo.reshape" &&
+              w.producer()->operand(0).producer()->name() == "stablehlo.multiply";
+        }
+        EXPECT_EQ(ragged_on_dequantised, 1);
+      }
+    }
+    EXPECT_EQ(composites, 2 * 3);  // gate, up and down per MoE layer
+    EXPECT_EQ(on_s8, composites);
   }
-  EXPECT_EQ(ragged, 2 * 3);  // gate, up and down per MoE layer
-  EXPECT_EQ(ragged_on_dequantised, ragged);
 }
 
 TEST(Int8Moe, GgufExportWritesTheExpertsAsQ8_0Losslessly) {

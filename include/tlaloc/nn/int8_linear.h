@@ -27,6 +27,9 @@ namespace tlaloc::nn {
 enum class Int8Form { kExact, kQ8_0 };
 
 inline constexpr const char* kInt8LinearComposite = "tlaloc.int8_linear";
+// The same two forms on a stack of matrices, each row times its group's (nn::SparseMoe's int8
+// experts): RaggedInt8LinearQ8_0 / RaggedInt8LinearExact below.
+inline constexpr const char* kRaggedInt8LinearComposite = "tlaloc.ragged_int8_linear";
 
 // "exact" or "q8_0"; anything else is an error naming `what` (a flag, a variable) and the values.
 StatusOr<Int8Form> ParseInt8Form(std::string_view text, std::string_view what);
@@ -37,8 +40,7 @@ std::string_view Int8FormName(Int8Form form);
 // mode it was), else kQ8_0.
 StatusOr<Int8Form> CurrentInt8Form();
 // Chooses the form for programs built from now on in this process (nullopt: back to the
-// environment / default), and the interpreter's matching mode for the int8 products that have
-// no composite yet (MoE experts' ragged products, cpu::OverrideInt8Activations). The CLI's
+// environment / default), for nn::Linear's and nn::SparseMoe's int8 products. The CLI's
 // --int8-form sets it.
 void SetInt8Form(std::optional<Int8Form> form);
 
@@ -52,5 +54,23 @@ Tensor Int8LinearQ8_0(const Tensor& x, const Tensor& q, const Tensor& scale);
 // shape; the decomposition's ops in place on a builder without a module, or for operands of
 // other shapes). Result f32 [..., N].
 Tensor Int8LinearExact(const Tensor& x, const Tensor& q, const Tensor& scale);
+
+// x f32 [M, K], its rows grouped consecutively by `group_sizes` (integer [G], as chlo.ragged_dot
+// groups them; rows past the last group are zero), each row times its group's matrix of the
+// stack q s8 [G, N, K] with f16 `scale` [G, N, K / 32], transposed: f32 [M, N]. The composite
+// `tlaloc.ragged_int8_linear` {block = 32, mode = "q8_0"}, whose decomposition gives each row
+// tlaloc.int8_linear's q8_0 arithmetic with its group's matrix (one chlo.ragged_dot per block of
+// exact integer sums). Fails (on x's builder) unless RaggedInt8Q8_0Takes.
+Tensor RaggedInt8LinearQ8_0(const Tensor& x, const Tensor& q, const Tensor& scale,
+                            const Tensor& group_sizes);
+// Whether RaggedInt8LinearQ8_0 takes these operands (and x's builder has a module).
+bool RaggedInt8Q8_0Takes(const Tensor& x, const Tensor& q, const Tensor& scale,
+                         const Tensor& group_sizes);
+
+// The same product in the exact form: `tlaloc.ragged_int8_linear` {block, mode = "exact"}, whose
+// decomposition is chlo.ragged_dot(x, DequantizeInt8(q, scale), group_sizes) in f32 (the ops in
+// place on a builder without a module, or for operands of other shapes).
+Tensor RaggedInt8LinearExact(const Tensor& x, const Tensor& q, const Tensor& scale,
+                             const Tensor& group_sizes);
 
 }  // namespace tlaloc::nn
