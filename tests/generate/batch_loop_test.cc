@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "models/qwen3_reference.h"
 
 namespace tlaloc {
@@ -102,14 +104,14 @@ TEST(BatchLoop, FinishReasonsHaveTheOpenAiNames) {
 }
 
 // Separate prompts prefill together while their padded rows fit prefill_rows: four prompts of 3
-// to 5 tokens pad to 8 (Engine::PromptBucket), so a budget of 16 rows takes two per step, and
+// to 5 tokens pad to 6 (Engine::PromptBucket), so a budget of 16 rows takes two per step, and
 // each request's greedy tokens are the ones it gets alone.
 TEST(BatchLoop, PromptsPrefillTogetherWithinTheRowBudget) {
   RefModel m = RandomModel(TinyConfig(false, 4, 2, 8), 9);
   auto engine = MakeEngine(m);
   ASSERT_TRUE(engine);
   EXPECT_EQ(engine->PromptBucket(3), 4);
-  EXPECT_EQ(engine->PromptBucket(5), 8);
+  EXPECT_EQ(engine->PromptBucket(5), 6);
   std::vector<std::vector<int32_t>> alone;
   for (int len : {3, 5, 4, 5}) {
     auto loop = MakeLoop(*engine);
@@ -132,12 +134,36 @@ TEST(BatchLoop, PromptsPrefillTogetherWithinTheRowBudget) {
     ASSERT_TRUE((*loop)->TryAdmit(group));
   }
   ASSERT_TRUE((*loop)->PrefillStep().ok());
-  ASSERT_TRUE((*loop)->has_prefill());  // two of four in: 2 x 8 rows fill the budget
+  ASSERT_TRUE((*loop)->has_prefill());  // two of four in: a third would make 3 x 6 rows
   ASSERT_TRUE((*loop)->PrefillStep().ok());
   EXPECT_FALSE((*loop)->has_prefill());
   EXPECT_EQ((*loop)->counters().prefill_steps, 2);
   while ((*loop)->running() > 0) ASSERT_TRUE((*loop)->DecodeStep().ok());
   for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i].tokens, alone[i]) << "request " << i;
+}
+
+// Prompt chunks pad to powers of two and 1.5 times them: past 4 tokens, to less than 1.5 times
+// their length (powers of two alone pad up to twice).
+TEST(BatchLoop, PromptBucketsPadByAtMostAThird) {
+  RefModel m = RandomModel(TinyConfig(false, 4, 2, 8), 9);
+  auto engine = MakeEngine(m);
+  ASSERT_TRUE(engine);
+  auto loop = MakeLoop(*engine);  // reserves 128 positions per slot
+  ASSERT_TRUE(loop);
+  int64_t last = 0;
+  for (int64_t len = 1; len <= 128; ++len) {
+    const int64_t t = engine->PromptBucket(len);
+    EXPECT_GE(t, std::max<int64_t>(len, 4)) << len;
+    if (len > 4) {
+      EXPECT_LT(2 * t, 3 * len) << len;
+    }
+    EXPECT_GE(t, last) << len;
+    last = t;
+  }
+  EXPECT_EQ(engine->PromptBucket(5), 6);
+  EXPECT_EQ(engine->PromptBucket(7), 8);
+  EXPECT_EQ(engine->PromptBucket(9), 12);
+  EXPECT_EQ(engine->PromptBucket(100), 128);
 }
 
 TEST(BatchLoop, ChoicesShareThePromptsWholeBlocksOnce) {
