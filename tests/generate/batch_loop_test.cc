@@ -166,6 +166,62 @@ TEST(BatchLoop, PromptBucketsPadByAtMostAThird) {
   EXPECT_EQ(engine->PromptBucket(100), 128);
 }
 
+// A burst of prompts that outgrows one prefill step: the decode step of a running sequence waits
+// for the next prefill step when the prompts left are one chunk from done, at most once in a row,
+// and never for a long prompt's earlier chunks; every request still gets its tokens alone.
+TEST(BatchLoop, DecodeWaitsForOneMorePrefillStepOfABurst) {
+  RefModel m = RandomModel(TinyConfig(false, 4, 2, 8), 9);
+  auto engine = MakeEngine(m);
+  ASSERT_TRUE(engine);
+  const int lens[] = {3, 4, 3, 4, 3, 4, 3, 40};
+  std::vector<std::vector<int32_t>> alone;
+  for (int len : lens) {
+    auto single = MakeLoop(*engine);
+    ASSERT_TRUE(single);
+    alone.push_back(RunGroup(*single, {Spec(len, 5, 0.0, 1)})[0].tokens);
+  }
+  BatchLoopOptions o;
+  o.max_batch = 8;
+  o.max_context = 128;
+  o.prefill_chunk = 16;
+  o.prefill_prompts = 0;
+  o.prefill_rows = 8;  // two 4-token prompts a step
+  auto loop = BatchLoop::Create(*engine, o);
+  ASSERT_TRUE(loop.ok()) << loop.status().ToString();
+  BatchLoop& l = **loop;
+  std::vector<Outcome> out(8);
+  auto admit = [&](int i) {
+    SequenceGroup group;
+    group.push_back(std::make_unique<Recorded>(Spec(lens[i], 5, 0.0, 1), out[i]));
+    ASSERT_TRUE(l.TryAdmit(group));
+  };
+  admit(0);
+  ASSERT_TRUE(l.PrefillStep().ok());
+  EXPECT_FALSE(l.DeferDecode());  // nothing waits
+  ASSERT_TRUE(l.DecodeStep().ok());
+  for (int i = 1; i <= 6; ++i) admit(i);  // six prompts: three prefill steps of two
+  EXPECT_EQ(l.prefill_left(), 4);
+  ASSERT_TRUE(l.PrefillStep().ok());
+  EXPECT_TRUE(l.DeferDecode());  // four wait, each one chunk from done
+  ASSERT_TRUE(l.PrefillStep().ok());
+  EXPECT_FALSE(l.DeferDecode());  // two still wait, but decode waited once already
+  ASSERT_TRUE(l.DecodeStep().ok());
+  ASSERT_TRUE(l.PrefillStep().ok());
+  EXPECT_FALSE(l.DeferDecode());  // all in
+  ASSERT_TRUE(l.DecodeStep().ok());
+  admit(7);  // 40 tokens in chunks of 16: its first two chunks do not hold decoding up
+  EXPECT_EQ(l.prefill_left(), 40);
+  ASSERT_TRUE(l.PrefillStep().ok());
+  EXPECT_FALSE(l.DeferDecode());
+  ASSERT_TRUE(l.DecodeStep().ok());
+  ASSERT_TRUE(l.PrefillStep().ok());
+  EXPECT_TRUE(l.DeferDecode());  // its last chunk is next
+  ASSERT_TRUE(l.PrefillStep().ok());
+  EXPECT_EQ(l.prefill_left(), 0);
+  while (l.running() > 0) ASSERT_TRUE(l.DecodeStep().ok());
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(out[i].tokens, alone[i]) << "request " << i;
+}
+
 TEST(BatchLoop, ChoicesShareThePromptsWholeBlocksOnce) {
   RefModel m = RandomModel(TinyConfig(false, 4, 2, 8), 5);
   auto engine = MakeEngine(m);
