@@ -144,7 +144,7 @@ TEST(BatchLoop, PromptsPrefillTogetherWithinTheRowBudget) {
 
 // Prompt chunks pad to powers of two and 1.5 times them: past 4 tokens, to less than 1.5 times
 // their length (powers of two alone pad up to twice).
-TEST(BatchLoop, PromptBucketsPadByAtMostAThird) {
+TEST(BatchLoop, PromptBucketsPadToLessThanOneAndAHalfTimes) {
   RefModel m = RandomModel(TinyConfig(false, 4, 2, 8), 9);
   auto engine = MakeEngine(m);
   ASSERT_TRUE(engine);
