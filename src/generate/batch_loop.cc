@@ -111,6 +111,20 @@ bool BatchLoop::has_decode() const {
   return false;
 }
 
+int64_t BatchLoop::prefill_left() const {
+  int64_t left = 0;
+  for (const auto& s : slots_)
+    if (s && !s->prompt_in() && !s->parent_) left = std::max(left, s->prompt_len() - s->fed_);
+  return left;
+}
+
+bool BatchLoop::DeferDecode() {
+  const int64_t left = prefill_left();
+  const int64_t chunk = options_.prefill_chunk > 0 ? options_.prefill_chunk : left;
+  decode_deferred_ = !decode_deferred_ && left > 0 && left <= chunk && has_decode();
+  return decode_deferred_;
+}
+
 int64_t BatchLoop::tokens_in_use() const {
   int64_t tokens = 0;
   for (const auto& s : slots_)

@@ -333,28 +333,32 @@ void Scheduler::Loop() {
   }
 }
 
+void Scheduler::Admit() {
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    Active& first = static_cast<Active&>(*it->front());
+    if (first.request().stream->cancelled()) {
+      FinishQueued(first.request(), generate::FinishReason::kCancelled);
+      it = queue_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  // Queued requests take free slots in arrival order, each once the pool's unpromised blocks
+  // cover its budget (the first in line waits for blocks rather than being overtaken, so no
+  // request starves).
+  while (!queue_.empty() && loop_->TryAdmit(queue_.front())) {
+    queue_.pop_front();
+    ++stats_.running;
+  }
+  stats_.waiting = static_cast<int64_t>(queue_.size());
+}
+
 bool Scheduler::Step() {
   // Requests whose client went away leave now, before any compute is spent on them.
   loop_->RetireCancelled();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto it = queue_.begin(); it != queue_.end();) {
-      Active& first = static_cast<Active&>(*it->front());
-      if (first.request().stream->cancelled()) {
-        FinishQueued(first.request(), generate::FinishReason::kCancelled);
-        it = queue_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    // Admission at the step boundary: queued requests take free slots in arrival order, each
-    // once the pool's unpromised blocks cover its budget (the first in line waits for blocks
-    // rather than being overtaken, so no request starves).
-    while (!queue_.empty() && loop_->TryAdmit(queue_.front())) {
-      queue_.pop_front();
-      ++stats_.running;
-    }
-    stats_.waiting = static_cast<int64_t>(queue_.size());
+    Admit();
   }
   // One prefill step: the waiting prompts' next chunks, first arrived first (BatchLoop).
   const bool prefill = loop_->has_prefill();
@@ -365,7 +369,16 @@ bool Scheduler::Step() {
       return true;
     }
   }
-  const bool decode = loop_->has_decode();
+  if (prefill) {
+    // Requests that arrived during the prefill step (the rest of a burst whose first request
+    // started it) are admitted now, so that they count as waiting prompts below.
+    std::lock_guard<std::mutex> lock(mu_);
+    Admit();
+  }
+  // A burst of requests that outgrows one prefill step gets its first tokens before the running
+  // sequences' next decode step (BatchLoop::DeferDecode).
+  const bool defer = prefill && loop_->DeferDecode();
+  const bool decode = !defer && loop_->has_decode();
   if (decode) {
     Status s = loop_->DecodeStep();
     if (!s.ok()) loop_->FailAll(s);

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "models/qwen3_reference.h"
 
 namespace tlaloc {
@@ -102,14 +104,14 @@ TEST(BatchLoop, FinishReasonsHaveTheOpenAiNames) {
 }
 
 // Separate prompts prefill together while their padded rows fit prefill_rows: four prompts of 3
-// to 5 tokens pad to 8 (Engine::PromptBucket), so a budget of 16 rows takes two per step, and
+// to 5 tokens pad to 6 (Engine::PromptBucket), so a budget of 16 rows takes two per step, and
 // each request's greedy tokens are the ones it gets alone.
 TEST(BatchLoop, PromptsPrefillTogetherWithinTheRowBudget) {
   RefModel m = RandomModel(TinyConfig(false, 4, 2, 8), 9);
   auto engine = MakeEngine(m);
   ASSERT_TRUE(engine);
   EXPECT_EQ(engine->PromptBucket(3), 4);
-  EXPECT_EQ(engine->PromptBucket(5), 8);
+  EXPECT_EQ(engine->PromptBucket(5), 6);
   std::vector<std::vector<int32_t>> alone;
   for (int len : {3, 5, 4, 5}) {
     auto loop = MakeLoop(*engine);
@@ -132,12 +134,92 @@ TEST(BatchLoop, PromptsPrefillTogetherWithinTheRowBudget) {
     ASSERT_TRUE((*loop)->TryAdmit(group));
   }
   ASSERT_TRUE((*loop)->PrefillStep().ok());
-  ASSERT_TRUE((*loop)->has_prefill());  // two of four in: 2 x 8 rows fill the budget
+  ASSERT_TRUE((*loop)->has_prefill());  // two of four in: a third would make 3 x 6 rows
   ASSERT_TRUE((*loop)->PrefillStep().ok());
   EXPECT_FALSE((*loop)->has_prefill());
   EXPECT_EQ((*loop)->counters().prefill_steps, 2);
   while ((*loop)->running() > 0) ASSERT_TRUE((*loop)->DecodeStep().ok());
   for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i].tokens, alone[i]) << "request " << i;
+}
+
+// Prompt chunks pad to powers of two and 1.5 times them: past 4 tokens, to less than 1.5 times
+// their length (powers of two alone pad up to twice).
+TEST(BatchLoop, PromptBucketsPadToLessThanOneAndAHalfTimes) {
+  RefModel m = RandomModel(TinyConfig(false, 4, 2, 8), 9);
+  auto engine = MakeEngine(m);
+  ASSERT_TRUE(engine);
+  auto loop = MakeLoop(*engine);  // reserves 128 positions per slot
+  ASSERT_TRUE(loop);
+  int64_t last = 0;
+  for (int64_t len = 1; len <= 128; ++len) {
+    const int64_t t = engine->PromptBucket(len);
+    EXPECT_GE(t, std::max<int64_t>(len, 4)) << len;
+    if (len > 4) {
+      EXPECT_LT(2 * t, 3 * len) << len;
+    }
+    EXPECT_GE(t, last) << len;
+    last = t;
+  }
+  EXPECT_EQ(engine->PromptBucket(5), 6);
+  EXPECT_EQ(engine->PromptBucket(7), 8);
+  EXPECT_EQ(engine->PromptBucket(9), 12);
+  EXPECT_EQ(engine->PromptBucket(100), 128);
+}
+
+// A burst of prompts that outgrows one prefill step: the decode step of a running sequence waits
+// for the next prefill step when the prompts left are one chunk from done, at most once in a row,
+// and never for a long prompt's earlier chunks; every request still gets its tokens alone.
+TEST(BatchLoop, DecodeWaitsForOneMorePrefillStepOfABurst) {
+  RefModel m = RandomModel(TinyConfig(false, 4, 2, 8), 9);
+  auto engine = MakeEngine(m);
+  ASSERT_TRUE(engine);
+  const int lens[] = {3, 4, 3, 4, 3, 4, 3, 40};
+  std::vector<std::vector<int32_t>> alone;
+  for (int len : lens) {
+    auto single = MakeLoop(*engine);
+    ASSERT_TRUE(single);
+    alone.push_back(RunGroup(*single, {Spec(len, 5, 0.0, 1)})[0].tokens);
+  }
+  BatchLoopOptions o;
+  o.max_batch = 8;
+  o.max_context = 128;
+  o.prefill_chunk = 16;
+  o.prefill_prompts = 0;
+  o.prefill_rows = 8;  // two 4-token prompts a step
+  auto loop = BatchLoop::Create(*engine, o);
+  ASSERT_TRUE(loop.ok()) << loop.status().ToString();
+  BatchLoop& l = **loop;
+  std::vector<Outcome> out(8);
+  auto admit = [&](int i) {
+    SequenceGroup group;
+    group.push_back(std::make_unique<Recorded>(Spec(lens[i], 5, 0.0, 1), out[i]));
+    ASSERT_TRUE(l.TryAdmit(group));
+  };
+  admit(0);
+  ASSERT_TRUE(l.PrefillStep().ok());
+  EXPECT_FALSE(l.DeferDecode());  // nothing waits
+  ASSERT_TRUE(l.DecodeStep().ok());
+  for (int i = 1; i <= 6; ++i) admit(i);  // six prompts: three prefill steps of two
+  EXPECT_EQ(l.prefill_left(), 4);
+  ASSERT_TRUE(l.PrefillStep().ok());
+  EXPECT_TRUE(l.DeferDecode());  // four wait, each one chunk from done
+  ASSERT_TRUE(l.PrefillStep().ok());
+  EXPECT_FALSE(l.DeferDecode());  // two still wait, but decode waited once already
+  ASSERT_TRUE(l.DecodeStep().ok());
+  ASSERT_TRUE(l.PrefillStep().ok());
+  EXPECT_FALSE(l.DeferDecode());  // all in
+  ASSERT_TRUE(l.DecodeStep().ok());
+  admit(7);  // 40 tokens in chunks of 16: its first two chunks do not hold decoding up
+  EXPECT_EQ(l.prefill_left(), 40);
+  ASSERT_TRUE(l.PrefillStep().ok());
+  EXPECT_FALSE(l.DeferDecode());
+  ASSERT_TRUE(l.DecodeStep().ok());
+  ASSERT_TRUE(l.PrefillStep().ok());
+  EXPECT_TRUE(l.DeferDecode());  // its last chunk is next
+  ASSERT_TRUE(l.PrefillStep().ok());
+  EXPECT_EQ(l.prefill_left(), 0);
+  while (l.running() > 0) ASSERT_TRUE(l.DecodeStep().ok());
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(out[i].tokens, alone[i]) << "request " << i;
 }
 
 TEST(BatchLoop, ChoicesShareThePromptsWholeBlocksOnce) {

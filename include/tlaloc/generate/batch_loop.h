@@ -71,6 +71,14 @@ class BatchLoop {
   // Whether a prompt has tokens not yet in the cache, and whether a sequence is decoding.
   bool has_prefill() const;
   bool has_decode() const;
+  // The most prompt tokens a prompt not all in has still to feed (0: none waits).
+  int64_t prefill_left() const;
+  // Whether the decode step due after the prefill step just run waits for the next prefill step
+  // (a serving loop asks once per prefill step): yes when prompts are still waiting, each one
+  // chunk from done, sequences are decoding, and the last prefill step did not already defer
+  // one. A burst that outgrows one prefill step then gets its first tokens without a decode step
+  // in between, and running sequences wait at most one prefill step more for a token.
+  bool DeferDecode();
   // One prefill step: the next chunk of the prompt admitted first among those not all in (or of
   // every such prompt, prefill_prompts 0); a prompt's last chunk draws its first token.
   Status PrefillStep();
@@ -98,6 +106,7 @@ class BatchLoop {
   BatchLoopOptions options_;
   std::vector<std::unique_ptr<Sequence>> slots_;  // null: free
   int64_t running_ = 0, reserved_blocks_ = 0, admitted_ = 0, decode_steps_seen_ = 0;
+  bool decode_deferred_ = false;  // the last DeferDecode said yes
   BatchLoopCounters counters_;
 };
 

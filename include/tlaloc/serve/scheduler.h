@@ -153,8 +153,12 @@ class Scheduler {
   class Active;
   Scheduler(generate::TextGenerator& text, SchedulerOptions options);
   void Loop();
-  // One iteration: admit, one prefill chunk, one decode step. False when there is nothing to do.
+  // One iteration: admit, one prefill step, admit again (requests that arrived during it), one
+  // decode step (unless BatchLoop::DeferDecode). False when there is nothing to do.
   bool Step();
+  // Drops cancelled queued requests and admits queued ones while slots and blocks allow (mu_
+  // held; between steps).
+  void Admit();
   // A choice ended (called by its Active, its blocks already back): the request's stream and the
   // stats hear of it; the request ends with its last choice.
   void ChoiceFinished(Active& a, generate::FinishReason reason, Status error);
