@@ -369,9 +369,9 @@ void Int8MatmulQ8_0PackedGroups(const float* x, int64_t m, const Q8PackedWeights
           const uint8_t* tile = base + t * w.tile_bytes;
           const int64_t j0 = (task.tile + t) * kTileCols;
           if (g.rows == 1)
-            TileRows<1, 2>(xq, i0, tile, w.tile_bytes, n, j0, out);
+            TileRows<1, 2, false>(xq, i0, tile, w.tile_bytes, n, j0, out);
           else
-            TileRows<2, 2>(xq, i0, tile, w.tile_bytes, n, j0, out);
+            TileRows<2, 2, false>(xq, i0, tile, w.tile_bytes, n, j0, out);
         }
       for (; t < task.count; ++t)
         TileRowRange<false>(xq, i0, i0 + g.rows, base + t * w.tile_bytes, w.tile_bytes, n,
