@@ -100,20 +100,18 @@ TLALOC_AVX512_CORE_TARGET void Int8RowsAvx512(const float* const* x, const int8_
     for (int v = 0; v < S; ++v) out[r + v * out_s] = SumLanes(acc0[r][v], acc1[r][v]);
 }
 
-// The portable loop: the f32 kernel's DotsPortable on the dequantised row.
+// Without AVX-512: the f32 kernel (DotF32: AVX2's lanes, or the portable loop) on the row
+// dequantised into a per-thread buffer, so the product has the unfused chain's bits there too.
 void Int8RowPortable(const float* const* x, int s_count, const int8_t* row, const uint16_t* scales,
                      int64_t k, float* out, int64_t out_s) {
-  for (int s = 0; s < s_count; ++s) {
-    float acc = 0;
-    for (int64_t b = 0; b < k / kBlock; ++b) {
-      const float d = HalfBitsToFloat(scales[b]);
-      for (int64_t i = b * kBlock; i < (b + 1) * kBlock; ++i) {
-        const float w = static_cast<float>(row[i]) * d;
-        acc += x[s][i] * w;
-      }
-    }
-    out[s * out_s] = acc;
+  thread_local std::vector<float> dense;
+  dense.resize(static_cast<size_t>(k));
+  for (int64_t b = 0; b < k / kBlock; ++b) {
+    const float d = HalfBitsToFloat(scales[b]);
+    for (int64_t i = b * kBlock; i < (b + 1) * kBlock; ++i)
+      dense[i] = static_cast<float>(row[i]) * d;
   }
+  for (int s = 0; s < s_count; ++s) out[s * out_s] = DotF32(x[s], dense.data(), k);
 }
 
 template <int S>
