@@ -12,6 +12,7 @@
 #include <random>
 #include <tuple>
 
+#include "nn/q8_0_reference.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/nn/layers.h"
 #include "tlaloc/support/half.h"
@@ -76,39 +77,17 @@ bool SameBits(const Literal& a, const Literal& b) {
                      a.num_elements() * sizeof(float)) == 0;
 }
 
-// llama.cpp's arithmetic written out: ggml's x86 quantize_row_q8_0 (d = f16(amax / 127),
-// q = round-half-even(x * (127 / amax))), exact block sums, each scaled block sum rounded and
-// added in block order.
+// llama.cpp's arithmetic written out (q8_0_reference.h) for every row of x and of w.
 std::vector<float> Reference(const Inputs& in) {
   const int64_t k = in.q.dims()[1], n = in.q.dims()[0], m = in.x.num_elements() / k;
-  const int64_t blocks = k / 32;
   auto x = in.x.span<float>();
   auto w = in.q.span<int8_t>();
   auto sc = in.scale.span<uint16_t>();
   std::vector<float> out(m * n);
   for (int64_t i = 0; i < m; ++i) {
-    std::vector<int8_t> q(k);
-    std::vector<float> d(blocks);
-    for (int64_t b = 0; b < blocks; ++b) {
-      float amax = 0;
-      for (int e = 0; e < 32; ++e) amax = std::max(amax, std::fabs(x[i * k + b * 32 + e]));
-      d[b] = HalfBitsToFloat(FloatToHalfBits(amax / 127.0f));
-      const float id = amax != 0 ? 127.0f / amax : 0.0f;
-      for (int e = 0; e < 32; ++e) {
-        volatile float p = x[i * k + b * 32 + e] * id;
-        q[b * 32 + e] = static_cast<int8_t>(std::nearbyint(p));
-      }
-    }
-    for (int64_t j = 0; j < n; ++j) {
-      float acc = 0;
-      for (int64_t b = 0; b < blocks; ++b) {
-        int32_t s = 0;
-        for (int e = 0; e < 32; ++e) s += int32_t{q[b * 32 + e]} * w[j * k + b * 32 + e];
-        volatile float p = static_cast<float>(s) * (d[b] * HalfBitsToFloat(sc[j * blocks + b]));
-        acc += p;
-      }
-      out[i * n + j] = acc;
-    }
+    const q8test::Q8Row row = q8test::QuantizeRow(&x[i * k], k);
+    for (int64_t j = 0; j < n; ++j)
+      out[i * n + j] = q8test::Dot(row, &w[j * k], &sc[j * k / 32], k);
   }
   return out;
 }

@@ -16,6 +16,7 @@
 
 #include "cpu/reduction_matmul_q8.h"
 #include "cpu/reduction_matmul_q8_packed.h"
+#include "nn/q8_0_reference.h"
 #include "tlaloc/builder/tensor.h"
 #include "tlaloc/cpu/blas_kernels.h"
 #include "tlaloc/interp/interpreter.h"
@@ -106,11 +107,10 @@ std::vector<int64_t> GroupOfRows(const Inputs& in) {
   return group_of;
 }
 
-// llama.cpp's Q8_0 arithmetic per row with its group's matrix, written out: d = f16(amax / 127),
-// q = round-half-even(x * (127 / amax)), exact block sums, each scaled block sum rounded and
-// added in block order; rows in no group zero.
+// llama.cpp's Q8_0 arithmetic (q8_0_reference.h) per row with its group's matrix; rows in no
+// group zero.
 std::vector<float> Q8Reference(const Inputs& in) {
-  const int64_t m = in.x.dims()[0], k = in.x.dims()[1], n = in.q.dims()[1], blocks = k / 32;
+  const int64_t m = in.x.dims()[0], k = in.x.dims()[1], n = in.q.dims()[1];
   auto x = in.x.span<float>();
   auto w = in.q.span<int8_t>();
   auto sc = in.scales.span<uint16_t>();
@@ -118,30 +118,10 @@ std::vector<float> Q8Reference(const Inputs& in) {
   std::vector<float> out(static_cast<size_t>(m * n), 0.0f);
   for (int64_t i = 0; i < m; ++i) {
     if (group_of[i] < 0) continue;
-    std::vector<int8_t> q(k);
-    std::vector<float> d(blocks);
-    for (int64_t b = 0; b < blocks; ++b) {
-      float amax = 0;
-      for (int e = 0; e < 32; ++e) amax = std::max(amax, std::fabs(x[i * k + b * 32 + e]));
-      d[b] = HalfBitsToFloat(FloatToHalfBits(amax / 127.0f));
-      const float id = amax != 0 ? 127.0f / amax : 0.0f;
-      for (int e = 0; e < 32; ++e) {
-        volatile float p = x[i * k + b * 32 + e] * id;
-        q[b * 32 + e] = static_cast<int8_t>(std::nearbyint(p));
-      }
-    }
+    const q8test::Q8Row row = q8test::QuantizeRow(&x[i * k], k);
     const int64_t base = group_of[i] * n;
-    for (int64_t j = 0; j < n; ++j) {
-      float acc = 0;
-      for (int64_t b = 0; b < blocks; ++b) {
-        int32_t s = 0;
-        for (int e = 0; e < 32; ++e) s += int32_t{q[b * 32 + e]} * w[(base + j) * k + b * 32 + e];
-        volatile float p =
-            static_cast<float>(s) * (d[b] * HalfBitsToFloat(sc[(base + j) * blocks + b]));
-        acc += p;
-      }
-      out[i * n + j] = acc;
-    }
+    for (int64_t j = 0; j < n; ++j)
+      out[i * n + j] = q8test::Dot(row, &w[(base + j) * k], &sc[(base + j) * (k / 32)], k);
   }
   return out;
 }
