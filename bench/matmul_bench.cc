@@ -382,6 +382,21 @@ class PoolContext : public tlaloc::EvalContext {
   }
 };
 
+// An int8 product's operands: activations in [-1, 1], weights in [-127, 127] with 2^-7 scales,
+// the result [m, n].
+struct Int8Operands {
+  Int8Operands(int64_t m, int64_t k, int64_t n)
+      : x(m * k), w(n * k), scales(n * k / 32, 0x2000), c(m * n) {
+    std::mt19937 rng(3);
+    for (float& v : x) v = static_cast<float>(rng() % 2001) / 1000.f - 1.f;
+    for (int8_t& v : w) v = static_cast<int8_t>(rng() % 255 - 127);
+  }
+  std::vector<float> x;
+  std::vector<int8_t> w;
+  std::vector<uint16_t> scales;
+  std::vector<float> c;
+};
+
 void BM_Int8Kernel(benchmark::State& state) {
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   const int kernel = static_cast<int>(state.range(3));
@@ -389,13 +404,10 @@ void BM_Int8Kernel(benchmark::State& state) {
     state.SkipWithError("no AVX512-VNNI here: the q8_0 kernels would run the portable loop");
     return;
   }
-  std::mt19937 rng(3);
-  std::vector<float> x(m * k);
-  for (float& v : x) v = static_cast<float>(rng() % 2001) / 1000.f - 1.f;
-  std::vector<int8_t> w(n * k);
-  for (int8_t& v : w) v = static_cast<int8_t>(rng() % 255 - 127);
-  std::vector<uint16_t> scales(n * k / 32, 0x2000);  // 2^-7
-  std::vector<float> c(m * n);
+  Int8Operands ops(m, k, n);
+  auto &x = ops.x, &c = ops.c;
+  auto& w = ops.w;
+  auto& scales = ops.scales;
   PoolContext ctx;
   const tlaloc::cpu::Q8Kernel kernels[] = {
       tlaloc::cpu::Q8Kernel::kAuto, tlaloc::cpu::Q8Kernel::kRowStream,
@@ -451,13 +463,10 @@ void BM_Int8DecodeCold(benchmark::State& state) {
     state.SkipWithError("no AVX512-VNNI here: nothing is packed");
     return;
   }
-  std::mt19937 rng(3);
-  std::vector<float> x(m * k);
-  for (float& v : x) v = static_cast<float>(rng() % 2001) / 1000.f - 1.f;
-  std::vector<int8_t> w(n * k);
-  for (int8_t& v : w) v = static_cast<int8_t>(rng() % 255 - 127);
-  std::vector<uint16_t> scales(n * k / 32, 0x2000);  // 2^-7
-  std::vector<float> c(m * n);
+  Int8Operands ops(m, k, n);
+  auto &x = ops.x, &c = ops.c;
+  auto& w = ops.w;
+  auto& scales = ops.scales;
   PoolContext ctx;
   const double int8_bytes = n * k * (1.0 + 2.0 / 32), bf16_bytes = 2.0 * n * k;
   constexpr double kFill = 256 << 20;
