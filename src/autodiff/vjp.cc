@@ -238,6 +238,8 @@ class Differentiator {
     const std::string name = GetStringAttr(op.attrs(), "name");
     if (name == kLinearCrossEntropyComposite && op.num_results() == 4 && op.num_operands() == 3)
       return BackwardLinearCrossEntropy(op, results, cts);
+    if (name == kMaskedSoftmaxComposite && op.num_results() == 1 && op.num_operands() == 2)
+      return BackwardMaskedSoftmax(op, operands, results, cts);
     const std::string symbol = GetStringAttr(op.attrs(), "decomposition");
     if (b_.module() == nullptr)
       return Unimplemented("autodiff: stablehlo.composite \"" + name + "\" in @" + f_.name() +
@@ -255,6 +257,33 @@ class Differentiator {
     for (size_t j = 0; j < sub.wrt.size(); ++j)
       TL_RETURN_IF_ERROR(Accumulate(op.operand(sub.wrt[j]), g.gradients[j],
                                     "the decomposition of composite \"" + name + "\""));
+    for (Value r : op.results()) cotangents_.erase(r.impl());
+    return OkStatus();
+  }
+
+  // tlaloc.masked_softmax (builder::MaskedSoftmax) from its result y alone, as softmax's gradient
+  // is usually written: dx = y * (dy - sum(dy * y)) over the last axis where the mask keeps x,
+  // and 0 where it puts the fill (the select's gradient). Recomputing the decomposition instead
+  // would make the interpreter's backward run the softmax again, and XLA (which inlines the
+  // composite and merges the two copies) keep the forward's intermediates: the memory plan would
+  // under-predict it. y is live until the backward anyway (attention's P.V reads it).
+  Status BackwardMaskedSoftmax(const Operation& op, const std::vector<Value>& operands,
+                               const std::vector<Value>& results, const std::vector<Value>& cts) {
+    if (varied_.count(op.operand(0).impl()) && IsFloatTensor(op.operand(0).type())) {
+      const Attribute* attributes = FindAttr(op.attrs(), "composite_attributes");
+      if (!attributes || attributes->kind() != Attribute::Kind::kDict)
+        return InvalidArgument("autodiff: tlaloc.masked_softmax in @" + f_.name() +
+                               " has no composite_attributes");
+      const std::vector<int64_t> dims =
+          GetIntArrayAttr(attributes->as_dict(), "broadcast_dimensions");
+      const Tensor y(results[0], &b_), dy(cts[0], &b_);
+      const int64_t last = y.rank() - 1;
+      const Tensor keep = BroadcastInDim(Tensor(operands[1], &b_), y.dims(), dims);
+      const Tensor dx = Where(keep, y * (dy - Sum(dy * y, {last}, true)), FullLike(y, 0.0));
+      TL_RETURN_IF_ERROR(b_.status());
+      TL_RETURN_IF_ERROR(
+          Accumulate(op.operand(0), dx.value(), "the gradient rule of tlaloc.masked_softmax"));
+    }
     for (Value r : op.results()) cotangents_.erase(r.impl());
     return OkStatus();
   }

@@ -17,6 +17,32 @@ Tensor Softmax(const Tensor& x, int64_t axis) {
   return e / Sum(e, {axis}, true);
 }
 
+Tensor MaskedSoftmax(const Tensor& x, const Tensor& mask,
+                     const std::vector<int64_t>& broadcast_dimensions, double fill) {
+  if (!x.valid() || !mask.valid()) return Tensor();
+  // One decomposition per types, broadcast and f32 fill (the fill enters as an f32 constant, so
+  // its f32 bits name it): every attention layer of a model shares it.
+  const float fill32 = static_cast<float>(fill);
+  uint32_t fill_bits = 0;
+  std::memcpy(&fill_bits, &fill32, sizeof fill_bits);
+  char fill_hex[9];
+  std::snprintf(fill_hex, sizeof fill_hex, "%08x", fill_bits);
+  std::string function =
+      "tlaloc_masked_softmax_" + CompositeTypeName(x.type()) + "_" + CompositeTypeName(mask.type());
+  for (int64_t d : broadcast_dimensions) function += "_" + std::to_string(d);
+  function += std::string("_fill") + fill_hex;
+  AttrDict attributes;
+  attributes["broadcast_dimensions"] = Attribute::IntArray(broadcast_dimensions);
+  attributes["fill"] = Attribute::Float(fill, ElementType::kF64);
+  auto out =
+      EmitComposite(kMaskedSoftmaxComposite, {x, mask}, std::move(attributes), function,
+                    [broadcast_dimensions, fill](const std::vector<Tensor>& a) {
+                      Tensor m = BroadcastInDim(a[1], a[0].dims(), broadcast_dimensions);
+                      return std::vector<Tensor>{Softmax(Where(m, a[0], FullLike(a[0], fill)), -1)};
+                    });
+  return out.size() == 1 ? out[0] : Tensor();
+}
+
 Tensor LogSoftmax(const Tensor& x, int64_t axis) {
   if (!x.valid()) return Tensor();
   Tensor shifted = x - ReduceMax(x, {axis}, true);

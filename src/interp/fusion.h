@@ -6,10 +6,8 @@
 //   m = reduce(x, max) ; bm = broadcast(reshape?(m)) ; d = x - bm ; e = exp(d)
 //   s = reduce(e, add) ; bs = broadcast(reshape?(s)) ; p = e / bs
 // with every intermediate used only inside the chain: one pass per row instead of seven
-// passes over the whole tensor and five full-size temporaries (attention's [heads, T, S]
-// scores). When x = select(broadcast_in_dim(mask), scores, broadcast(fill)) and only the
-// softmax reads it (attention's masked scores), the select and both broadcasts join the chain
-// (fused.masked_softmax): each row is masked into the result, then softmaxed in place.
+// passes over the whole tensor and five full-size temporaries (MoE's router, sampling, and a
+// tlaloc.masked_softmax decomposition that runs: attention's own is the composite's kernel).
 //
 // named composites (builder/composite.h, nn/int8_linear.h, nn/paged_attention.h) as one kernel
 // each, by name from one table (fusion_composite.cc): tlaloc.int8_linear (fusion_int8.cc),
@@ -17,7 +15,9 @@
 // (fusion_silu.cc), tlaloc.linear_cross_entropy (fusion_xent.cc: the LM head's loss with its
 // gradients), tlaloc.paged_dot (fusion_paged.cc: decode attention's products over the paged KV
 // pool, the pages read in place through the block table), tlaloc.argmax (fusion_argmax.cc: one
-// pass per row). No chain is recognised for these: the builder, nn and train emit the composite.
+// pass per row), tlaloc.masked_softmax (fusion_masked_softmax.cc: attention's probabilities,
+// each row masked into the result, then softmaxed in place). No chain is recognised for these: the
+// builder, nn and train emit the composite.
 //
 // int8 expert products, as nn::SparseMoe emits them for int8 weights (fusion_int8.cc):
 //   chlo.ragged_dot(x f32, reshape(convert(reshape(q s8)) * broadcast_in_dim(convert(scale))))
@@ -102,6 +102,10 @@ std::shared_ptr<const FusedKernel> SiluMulCompositeKernel(const Operation& op);
 // tlaloc.argmax over the last axis of f32 x with s32 indices (fusion_argmax.cc), or nullptr for
 // types and axes it does not take.
 std::shared_ptr<const FusedKernel> ArgmaxCompositeKernel(const Operation& op);
+
+// tlaloc.masked_softmax {broadcast_dimensions, fill} on (f32 x, pred mask) over the last axis
+// (fusion_masked_softmax.cc), or nullptr for types and shapes it does not take.
+std::shared_ptr<const FusedKernel> MaskedSoftmaxCompositeKernel(const Operation& op);
 
 // Makes the op plans of `chain` run `kernel` on `operands` at the chain's last op (fusion.cc).
 void ReplaceChain(const std::vector<int>& chain, const std::vector<Value>& operands,

@@ -61,6 +61,10 @@ const CompositeEntry kComposites[] = {
      [](const Block& block, int a, std::vector<Value>&) {
        return ArgmaxCompositeKernel(*block.operations()[a]);
      }},
+    {"tlaloc.masked_softmax",
+     [](const Block& block, int a, std::vector<Value>&) {
+       return MaskedSoftmaxCompositeKernel(*block.operations()[a]);
+     }},
 };
 
 }  // namespace

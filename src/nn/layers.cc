@@ -204,7 +204,7 @@ Tensor AttentionOps(const Tensor& q, const Tensor& k, const Tensor& v, const Ten
   OpBuilder* b = q.builder();
   const bool paged = table.valid();
   int64_t bsz = q.dim(0), t = q.dim(1), hq = q.dim(2), d = q.dim(3);
-  int64_t hkv = k.dim(1), s = paged ? table.dim(1) * k.dim(2) : k.dim(2);
+  int64_t hkv = k.dim(1);
   if (hkv <= 0 || hq % hkv != 0) {
     b->Fail(InvalidArgument("GroupedAttention: " + std::to_string(hq) +
                             " query heads are not a multiple of " + std::to_string(hkv) +
@@ -227,10 +227,9 @@ Tensor AttentionOps(const Tensor& q, const Tensor& k, const Tensor& v, const Ten
                         /*same_as_lhs=*/false) *
              scale;
   }
-  Tensor m = BroadcastInDim(mask, {bsz, hkv, groups, t, s}, {0, 3, 4});
-  // A large finite negative rather than -inf: a fully masked (padding) row stays finite.
-  Tensor masked = Where(m, scores, FullLike(scores, -1e30));
-  Tensor probs = Softmax(masked, -1);
+  // mask [B, T, S] over scores [B, Hkv, G, T, S]; a large finite negative fill rather than
+  // -inf: a fully masked (padding) row stays finite.
+  Tensor probs = MaskedSoftmax(scores, mask, {0, 3, 4}, -1e30);
   Tensor out;
   if (IsLowPrecision(v.element_type())) {
     // As transformers and llama.cpp do: the probabilities are rounded to the cache's type and

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The memory budget (runtime/memory_budget.h) under `ulimit -v` 3 GB: a fine-tune whose
-# train_step cannot fit (batch 64 x 512 tokens of finetune-demo's model, ~3.5 GiB predicted) and
+# train_step cannot fit (batch 128 x 512 tokens of finetune-demo's model, ~4.7 GiB predicted) and
 # a generation whose KV cache cannot (8M positions, 4 GiB) are refused before the first step,
 # exit 1, naming the predicted and the available bytes, with no loss_log.jsonl row written;
 # the same runs made small enough fit and run.
@@ -8,7 +8,7 @@
 # Tlaloc's PJRT plugin with a device limit (TLALOC_PLUGIN_MEMORY_BYTES) refuses a train step over
 # it from PJRT_Device_MemoryStats; a 3.5M-position generation near the limit either is refused
 # before running or runs (never fails after passing the check); with the check off, running out
-# inside the interpreter (the batch 64 x 512 fine-tune) is a ResourceExhausted naming the op and
+# inside the interpreter (the batch 128 x 512 fine-tune) is a ResourceExhausted naming the op and
 # the bytes, not an abort.
 # Usage: memory_budget_test.sh TLALOC PLUGIN
 set -uo pipefail
@@ -35,11 +35,11 @@ run() {
   rc=$?
 }
 
-run big finetune --model "$base" --data "$data" --out "$work/big" --steps 1 --batch 64 --seq-len 512
+run big finetune --model "$base" --data "$data" --out "$work/big" --steps 1 --batch 128 --seq-len 512
 if [ "$rc" -ne 1 ]; then
-  fail "finetune batch 64 x 512 under ulimit -v $limit exited $rc, expected 1: $(cat "$work/big.err")"
+  fail "finetune batch 128 x 512 under ulimit -v $limit exited $rc, expected 1: $(cat "$work/big.err")"
 else
-  grep -q "train_step (batch 64 x seq_len 512) program needs about" "$work/big.err" ||
+  grep -q "train_step (batch 128 x seq_len 512) program needs about" "$work/big.err" ||
     fail "no predicted peak in: $(cat "$work/big.err")"
   grep -q "is available" "$work/big.err" || fail "no available bytes in: $(cat "$work/big.err")"
   grep -q "smaller batch" "$work/big.err" || fail "no way to fit in: $(cat "$work/big.err")"
@@ -73,13 +73,13 @@ fi
 run gen_small generate -m "$work/long" -p ab -n 4 --temp 0
 [ "$rc" -eq 0 ] || fail "generate -n 4 under ulimit -v $limit exited $rc: $(cat "$work/gen_small.err")"
 
-# Two devices, data parallel: each holds the whole state and half the batch (32 x 512).
-run dp finetune --model "$base" --data "$data" --out "$work/dp" --steps 1 --batch 64 --seq-len 512 \
+# Two devices, data parallel: each holds the whole state and half the batch (64 x 512).
+run dp finetune --model "$base" --data "$data" --out "$work/dp" --steps 1 --batch 128 --seq-len 512 \
   --mesh data=2 --plan dp
 if [ "$rc" -ne 1 ]; then
-  fail "finetune --mesh data=2 --plan dp batch 64 x 512 exited $rc, expected 1: $(cat "$work/dp.err")"
+  fail "finetune --mesh data=2 --plan dp batch 128 x 512 exited $rc, expected 1: $(cat "$work/dp.err")"
 else
-  grep -q "train_step on device 0 (plan dp over mesh data=2, batch 64 x seq_len 512, 32 row(s)" \
+  grep -q "train_step on device 0 (plan dp over mesh data=2, batch 128 x seq_len 512, 64 row(s)" \
     "$work/dp.err" || fail "no device program in: $(cat "$work/dp.err")"
   grep -q "needs about .* at its peak.* is available" "$work/dp.err" ||
     fail "no predicted and available bytes in: $(cat "$work/dp.err")"
@@ -142,9 +142,9 @@ echo "ok: 3.5M positions near the limit: $refused refused before running, $ran r
 [ "$refused" -ge 1 ] && [ "$ran" -ge 1 ] || fail "the sweep did not straddle the limit ($refused refused, $ran ran)"
 
 # The check off: running out inside the interpreter names the op and the bytes. The batch
-# 64 x 512 fine-tune refused above needs 3.5 GiB of temporaries; let it run out at the limit.
+# 128 x 512 fine-tune refused above needs 4.5 GiB of temporaries; let it run out at the limit.
 export TLALOC_MEMORY_CHECK=0
-run oom finetune --model "$base" --data "$data" --out "$work/oom" --steps 1 --batch 64 --seq-len 512
+run oom finetune --model "$base" --data "$data" --out "$work/oom" --steps 1 --batch 128 --seq-len 512
 if [ "$rc" -ne 1 ]; then
   fail "finetune with the check off under ulimit -v $limit exited $rc, expected 1: $(tail -c 400 "$work/oom.err")"
 else

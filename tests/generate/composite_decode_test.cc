@@ -1,6 +1,7 @@
 // A paged decode step's fused operations are named composites (issue 37, item 3): each layer's
-// keys and values products over the pool are tlaloc.paged_dot and the greedy pick is
-// tlaloc.argmax, with no gather -> reshape -> dot_general chain left in the step's own function.
+// keys and values products over the pool are tlaloc.paged_dot, its probabilities
+// tlaloc.masked_softmax, and the greedy pick is tlaloc.argmax, with no gather -> reshape ->
+// dot_general chain left in the step's own function.
 // Generation on the interpreter with its kernels (fusion on) and with every composite's
 // decomposition (fusion off) gives the same ids and bit for bit the same logits, in f32 and bf16.
 #include <gtest/gtest.h>
@@ -64,6 +65,7 @@ TEST(CompositeDecode, PagedDecodeStepHoldsTheComposites) {
   ASSERT_NE(fn, nullptr);
   EXPECT_EQ(CountComposites(*fn, "tlaloc.paged_dot"), 2 * c.num_hidden_layers);
   EXPECT_GE(CountComposites(*fn, "tlaloc.argmax"), 1);
+  EXPECT_EQ(CountComposites(*fn, "tlaloc.masked_softmax"), c.num_hidden_layers);
   EXPECT_EQ(GatherDotChains(*fn), 0);
   // Each product's decomposition is the chain: private, a gather and a dot_general.
   int decompositions = 0;

@@ -1,6 +1,7 @@
-// Fused chains (src/interp/fusion.h): the softmax chain builder::Softmax emits (masked too) and
-// broadcasts read in place each run as one kernel, with bit for bit the results of the ops one by
-// one, special values included. (The int8 product is the composite tlaloc.int8_linear now:
+// Fused chains (src/interp/fusion.h): the softmax chain builder::Softmax emits and broadcasts
+// read in place each run as one kernel, and attention's masked softmax is the composite
+// tlaloc.masked_softmax run as its kernel, with bit for bit the results of the ops one by one,
+// special values included. (The int8 product is the composite tlaloc.int8_linear now:
 // tests/nn/int8_linear_test.cc.)
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include <random>
 #include <tuple>
 
+#include "tlaloc/builder/composite.h"
 #include "tlaloc/builder/tensor.h"
 #include "tlaloc/interp/interpreter.h"
 #include "tlaloc/support/half.h"
@@ -83,13 +85,26 @@ TEST(FusionTest, ChainWhoseIntermediateIsUsedElsewhereIsNotFused) {
 
 // Attention's masked softmax (nn::GroupedAttention): softmax over the last axis of
 // select(broadcast_in_dim(mask [B, T, S]), scores [B, H, G, T, S], broadcast(-1e30)), one kernel
-// with the ops' bits: a fully masked row, a masked-out NaN and an unmasked one included.
-SoftmaxRun RunMaskedSoftmax(const Literal& scores, const Literal& mask, bool fuse) {
+// with the ops' bits: a fully masked row, a masked-out NaN and an unmasked one included. With
+// `composite` it is builder::MaskedSoftmax (the composite); otherwise the same ops written out
+// in the program, as attention emitted them before the composite.
+SoftmaxRun RunMaskedSoftmax(const Literal& scores, const Literal& mask, bool fuse, bool composite) {
   auto module = std::make_shared<Module>("t");
   FunctionBuilder fb(module.get(), "main");
   Tensor x = fb.AddArg(scores.type()), m = fb.AddArg(mask.type());
-  Tensor bm = BroadcastInDim(m, scores.dims(), {0, 3, 4});
-  EXPECT_TRUE(fb.Return({Softmax(Where(bm, x * 0.25, FullLike(x, -1e30)), -1)}).ok());
+  Tensor probs;
+  if (composite) {
+    probs = MaskedSoftmax(x * 0.25, m, {0, 3, 4}, -1e30);
+  } else {
+    Tensor bm = BroadcastInDim(m, scores.dims(), {0, 3, 4});
+    probs = Softmax(Where(bm, x * 0.25, FullLike(x, -1e30)), -1);
+  }
+  EXPECT_TRUE(fb.Return({probs}).ok());
+  int composites = 0;
+  for (const auto& op : fb.function()->entry().operations())
+    composites += op->name() == "stablehlo.composite" &&
+                  GetStringAttr(op->attrs(), "name") == kMaskedSoftmaxComposite;
+  EXPECT_EQ(composites, composite ? 1 : 0);
   InterpreterOptions options;
   options.fuse = fuse;
   auto exe = Executable::Prepare(module, "main", options);
@@ -130,12 +145,19 @@ TEST(FusionTest, MaskedSoftmaxFusedIsBitIdenticalToTheOpsOneByOne) {
     Literal mask(TensorType(ElementType::kPred, {b, t, s}));
     std::memcpy(mask.data(), mv.data(), mv.size());
     const Literal x = Literal::FromVector<float>({b, h, g, t, s}, xv);
-    SoftmaxRun fused = RunMaskedSoftmax(x, mask, true), plain = RunMaskedSoftmax(x, mask, false);
-    ASSERT_EQ(fused.out.byte_size(), plain.out.byte_size());
-    EXPECT_EQ(std::memcmp(fused.out.data(), plain.out.data(), plain.out.byte_size()), 0)
-        << "t " << t << " s " << s;
+    // The composite's kernel, its decomposition op by op, and the ops attention wrote out
+    // before the composite (op by op and through the plain softmax's fused chain).
+    SoftmaxRun fused = RunMaskedSoftmax(x, mask, true, true),
+               decomposed = RunMaskedSoftmax(x, mask, false, true),
+               inline_ops = RunMaskedSoftmax(x, mask, false, false),
+               inline_fused = RunMaskedSoftmax(x, mask, true, false);
+    for (const SoftmaxRun* other : {&decomposed, &inline_ops, &inline_fused}) {
+      ASSERT_EQ(fused.out.byte_size(), other->out.byte_size());
+      EXPECT_EQ(std::memcmp(fused.out.data(), other->out.data(), other->out.byte_size()), 0)
+          << "t " << t << " s " << s;
+    }
     // The softmax's seven ops, the select and the two broadcasts ran as one.
-    EXPECT_LE(fused.ops, plain.ops - 9) << "t " << t << ": not fused";
+    EXPECT_LE(fused.ops, inline_ops.ops - 9) << "t " << t << ": not fused";
   }
 }
 

@@ -20,8 +20,18 @@ inline constexpr std::string_view kSiluAndMulComposite = "tlaloc.silu_and_mul";
 inline constexpr std::string_view kRotaryComposite = "tlaloc.rotary";
 // builder::Argmax over a non-empty axis {axis}: the first index of the maximum (NaN the largest).
 inline constexpr std::string_view kArgmaxComposite = "tlaloc.argmax";
+// builder::MaskedSoftmax {broadcast_dimensions, fill}: softmax over the last axis of x with the
+// elements the (broadcast) pred mask leaves out set to fill: attention's probabilities.
+inline constexpr std::string_view kMaskedSoftmaxComposite = "tlaloc.masked_softmax";
 // The LM head's cross-entropy (train/loss.h), whose gradient rule lives in autodiff.
 inline constexpr std::string_view kLinearCrossEntropyComposite = "tlaloc.linear_cross_entropy";
+
+// Softmax over the last axis of Where(BroadcastInDim(mask, x's dims, broadcast_dimensions), x,
+// fill): attention's masked scores (fill a large finite negative, so a fully masked row stays
+// finite). The composite tlaloc.masked_softmax {broadcast_dimensions, fill}, whose
+// decomposition is those ops (builder::Softmax's).
+Tensor MaskedSoftmax(const Tensor& x, const Tensor& mask,
+                     const std::vector<int64_t>& broadcast_dimensions, double fill);
 
 // Emits stablehlo.composite `name` on `operands` with `attributes` (version 1). Its
 // decomposition is the private function `function` of the builder's module, built by `body` on
