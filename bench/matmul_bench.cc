@@ -359,7 +359,9 @@ BENCHMARK(BM_LinearInt8)
 // rounded per 32-block), 2 q8_0 in block order on w in place (Q8Kernel::kInOrder: row kernel up
 // to two rows, tiles packed per call above), 3 q8_0 as Int8MatmulQ8_0 chooses, 4 q8_0 in block
 // order on w repacked once before the timing (Int8MatmulQ8_0Packed: what the tlaloc.int8_linear
-// composite runs; same bits as 2). GB/s counts the
+// composite runs; same bits as 2), 5 q8_0 by the portable loop (Q8Kernel::kPortable). Without
+// AVX512-VNNI, 1 to 3 run the AVX2 kernel where the CPU has AVX2 (all three the same bits as 5).
+// GB/s counts the
 // weight bytes (1.0625 per weight) and `of_peak_bw` is their rate over this run's read probe.
 class PoolContext : public tlaloc::EvalContext {
  public:
@@ -400,8 +402,14 @@ struct Int8Operands {
 void BM_Int8Kernel(benchmark::State& state) {
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   const int kernel = static_cast<int>(state.range(3));
-  if (kernel != 0 && !tlaloc::cpu::Q8UsesVnni()) {
-    state.SkipWithError("no AVX512-VNNI here: the q8_0 kernels would run the portable loop");
+  if (kernel == 4 && !tlaloc::cpu::Q8UsesVnni()) {
+    state.SkipWithError("no AVX512-VNNI here: no packed q8_0 weights");
+    return;
+  }
+  if ((kernel == 1 || kernel == 2 || kernel == 3) && !tlaloc::cpu::Q8UsesVnni() &&
+      !tlaloc::HasAvx2()) {
+    state.SkipWithError(
+        "neither AVX512-VNNI nor AVX2 here: the q8_0 kernels run the portable loop");
     return;
   }
   Int8Operands ops(m, k, n);
@@ -410,8 +418,9 @@ void BM_Int8Kernel(benchmark::State& state) {
   auto& scales = ops.scales;
   PoolContext ctx;
   const tlaloc::cpu::Q8Kernel kernels[] = {
-      tlaloc::cpu::Q8Kernel::kAuto, tlaloc::cpu::Q8Kernel::kRowStream,
-      tlaloc::cpu::Q8Kernel::kInOrder, tlaloc::cpu::Q8Kernel::kAuto};
+      tlaloc::cpu::Q8Kernel::kAuto,    tlaloc::cpu::Q8Kernel::kRowStream,
+      tlaloc::cpu::Q8Kernel::kInOrder, tlaloc::cpu::Q8Kernel::kAuto,
+      tlaloc::cpu::Q8Kernel::kAuto,    tlaloc::cpu::Q8Kernel::kPortable};
   std::shared_ptr<const tlaloc::cpu::Q8PackedWeights> packed;
   if (kernel == 4) packed = tlaloc::cpu::PackQ8Weights(w.data(), scales.data(), n, k, ctx);
   double total = 0;
@@ -442,6 +451,11 @@ BENCHMARK(BM_Int8Kernel)
     ->ArgsProduct({{2, 4}, {1024}, {3072}, {1, 2, 4}})
     ->ArgsProduct({{8, 64, 512}, {1024}, {3072}, {0, 1, 2, 4}})
     ->ArgsProduct({{8, 64}, {1024}, {151936}, {0, 1, 2, 4}})
+    ->Args({1, 1024, 3072, 5})
+    ->Args({1, 3072, 1024, 5})
+    ->Args({512, 1024, 3072, 5})
+    ->Args({512, 3072, 1024, 5})
+    ->Args({512, 3072, 1024, 2})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
