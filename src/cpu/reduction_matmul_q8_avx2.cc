@@ -25,7 +25,7 @@
 #include "tlaloc/support/cpu_features.h"
 #include "tlaloc/support/half.h"
 
-#define TLALOC_Q8_AVX2_TARGET __attribute__((target("avx2,fma")))
+#define TLALOC_Q8_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
 
 namespace tlaloc::cpu::q8_internal {
 
@@ -85,6 +85,40 @@ TLALOC_Q8_AVX2_TARGET void Rows8(const int16_t* const* x, const float* const* dx
   for (int s = 0; s < S; ++s) _mm256_storeu_ps(out + s * kRowGroup, acc[s]);
 }
 
+// dw [blocks][8] (f32) from the eight rows' f16 scales: F16C converts eight blocks of a row at
+// once (exactly, as HalfBitsToFloat does; the software conversion per scale cost as much as
+// the kernel at decode), and an 8 x 8 transpose puts the rows side by side.
+TLALOC_Q8_AVX2_TARGET void WidenScales8(const uint16_t* const* scales, int64_t blocks, float* dw) {
+  int64_t b0 = 0;
+  for (; b0 + 8 <= blocks; b0 += 8) {
+    __m256 r[8], t[8], u[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j)
+      r[j] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales[j] + b0)));
+#pragma GCC unroll 4
+    for (int j = 0; j < 8; j += 2) {
+      t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
+      t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
+    }
+#pragma GCC unroll 2
+    for (int q = 0; q < 8; q += 4) {
+      u[q] = _mm256_shuffle_ps(t[q], t[q + 2], 0x44);
+      u[q + 1] = _mm256_shuffle_ps(t[q], t[q + 2], 0xEE);
+      u[q + 2] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0x44);
+      u[q + 3] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0xEE);
+    }
+    // u[p] (p < 4): block b0 + p of rows 0-3 in its low half, block b0 + p + 4 in its high
+    // half; u[p + 4] the same for rows 4-7.
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+      _mm256_storeu_ps(dw + (b0 + p) * kRowGroup, _mm256_permute2f128_ps(u[p], u[p + 4], 0x20));
+      _mm256_storeu_ps(dw + (b0 + p + 4) * kRowGroup, _mm256_permute2f128_ps(u[p], u[p + 4], 0x31));
+    }
+  }
+  for (; b0 < blocks; ++b0)
+    for (int j = 0; j < kRowGroup; ++j) dw[b0 * kRowGroup + j] = _cvtsh_ss(scales[j][b0]);
+}
+
 // xq's rows widened to int16 [rows][k].
 TLALOC_Q8_AVX2_TARGET std::vector<int16_t> Widen(const QuantizedRows& xq, int64_t rows) {
   std::vector<int16_t> x(rows * xq.k);
@@ -98,7 +132,10 @@ TLALOC_Q8_AVX2_TARGET std::vector<int16_t> Widen(const QuantizedRows& xq, int64_
 
 }  // namespace
 
-bool Q8UsesAvx2() { return HasAvx2(); }
+bool Q8UsesAvx2() {
+  static const bool avx2 = HasAvx2() && __builtin_cpu_supports("f16c");
+  return avx2;
+}
 
 TLALOC_Q8_AVX2_TARGET int32_t QuantizeBlockAvx2(const float* x, int8_t* q, float* dx,
                                                 uint16_t* d_bits) {
@@ -158,12 +195,13 @@ void Avx2Groups(const QuantizedRows& xq, const int8_t* w, const uint16_t* scales
       const uint16_t* expert_scales = scales + g.expert * n * blocks;
       // Rows past n repeat the last row (read, never stored).
       const int8_t* row[kRowGroup];
+      const uint16_t* row_scales[kRowGroup];
       for (int r = 0; r < kRowGroup; ++r) {
         const int64_t j = j0 + std::min<int64_t>(r, live - 1);
         row[r] = expert + j * k;
-        for (int64_t b = 0; b < blocks; ++b)
-          dw[b * kRowGroup + r] = HalfBitsToFloat(expert_scales[j * blocks + b]);
+        row_scales[r] = expert_scales + j * blocks;
       }
+      WidenScales8(row_scales, blocks, dw.data());
       // Decode streams the weights once: ask for the next row group's bytes ahead of use.
       const int64_t prefetch = g.rows <= kMaxVectors && j0 + 2 * kRowGroup <= n ? kRowGroup * k : 0;
       for (int64_t i0 = g.start; i0 < g.start + g.rows; i0 += kMaxVectors) {

@@ -14,7 +14,7 @@
 namespace tlaloc::cpu::q8_internal {
 
 #if defined(__x86_64__)
-// Whether the AVX2 kernels below may run (AVX2 and FMA present).
+// Whether the AVX2 kernels below may run (AVX2, FMA and F16C present).
 bool Q8UsesAvx2();
 
 // One block of 32 as QuantizeBlockPortable rounds it (the same q, dx and d bits); returns sum(q).
