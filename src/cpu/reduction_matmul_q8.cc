@@ -1,4 +1,5 @@
-// The q8_0 activation mode of int8 products (reduction_matmul_q8.h). Layout of the VNNI path:
+// The q8_0 activation mode of int8 products (reduction_matmul_q8.h). Without VNNI, AVX2 CPUs
+// run reduction_matmul_q8_avx2.cc instead of the portable loop. Layout of the VNNI path:
 //
 // - Activations: each row rounded to int8 per 32-block (QuantizeRowQ8_0), its scale dx kept as
 //   the f32 value of its f16, and per block the correction -128 * sum(q_x).
