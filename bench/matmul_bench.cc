@@ -359,7 +359,9 @@ BENCHMARK(BM_LinearInt8)
 // rounded per 32-block), 2 q8_0 in block order on w in place (Q8Kernel::kInOrder: row kernel up
 // to two rows, tiles packed per call above), 3 q8_0 as Int8MatmulQ8_0 chooses, 4 q8_0 in block
 // order on w repacked once before the timing (Int8MatmulQ8_0Packed: what the tlaloc.int8_linear
-// composite runs; same bits as 2). GB/s counts the
+// composite runs; same bits as 2), 5 q8_0 by the portable loop (Q8Kernel::kPortable). Without
+// AVX512-VNNI, 1 to 3 run the AVX2 kernel where the CPU has AVX2 (all three the same bits as 5).
+// GB/s counts the
 // weight bytes (1.0625 per weight) and `of_peak_bw` is their rate over this run's read probe.
 class PoolContext : public tlaloc::EvalContext {
  public:
@@ -400,8 +402,14 @@ struct Int8Operands {
 void BM_Int8Kernel(benchmark::State& state) {
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   const int kernel = static_cast<int>(state.range(3));
-  if (kernel != 0 && !tlaloc::cpu::Q8UsesVnni()) {
-    state.SkipWithError("no AVX512-VNNI here: the q8_0 kernels would run the portable loop");
+  if (kernel == 4 && !tlaloc::cpu::Q8UsesVnni()) {
+    state.SkipWithError("no AVX512-VNNI here: no packed q8_0 weights");
+    return;
+  }
+  if ((kernel == 1 || kernel == 2 || kernel == 3) && !tlaloc::cpu::Q8UsesVnni() &&
+      !tlaloc::HasAvx2()) {
+    state.SkipWithError(
+        "neither AVX512-VNNI nor AVX2 here: the q8_0 kernels run the portable loop");
     return;
   }
   Int8Operands ops(m, k, n);
@@ -410,8 +418,9 @@ void BM_Int8Kernel(benchmark::State& state) {
   auto& scales = ops.scales;
   PoolContext ctx;
   const tlaloc::cpu::Q8Kernel kernels[] = {
-      tlaloc::cpu::Q8Kernel::kAuto, tlaloc::cpu::Q8Kernel::kRowStream,
-      tlaloc::cpu::Q8Kernel::kInOrder, tlaloc::cpu::Q8Kernel::kAuto};
+      tlaloc::cpu::Q8Kernel::kAuto,    tlaloc::cpu::Q8Kernel::kRowStream,
+      tlaloc::cpu::Q8Kernel::kInOrder, tlaloc::cpu::Q8Kernel::kAuto,
+      tlaloc::cpu::Q8Kernel::kAuto,    tlaloc::cpu::Q8Kernel::kPortable};
   std::shared_ptr<const tlaloc::cpu::Q8PackedWeights> packed;
   if (kernel == 4) packed = tlaloc::cpu::PackQ8Weights(w.data(), scales.data(), n, k, ctx);
   double total = 0;
@@ -442,6 +451,11 @@ BENCHMARK(BM_Int8Kernel)
     ->ArgsProduct({{2, 4}, {1024}, {3072}, {1, 2, 4}})
     ->ArgsProduct({{8, 64, 512}, {1024}, {3072}, {0, 1, 2, 4}})
     ->ArgsProduct({{8, 64}, {1024}, {151936}, {0, 1, 2, 4}})
+    ->Args({1, 1024, 3072, 5})
+    ->Args({1, 3072, 1024, 5})
+    ->Args({512, 1024, 3072, 5})
+    ->Args({512, 3072, 1024, 5})
+    ->Args({512, 3072, 1024, 2})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
@@ -456,11 +470,15 @@ BENCHMARK(BM_Int8Kernel)
 // weight bytes read (int8: 1.0625 a weight with the scales; bf16: 2), `*_of_probe` is that over
 // the read bandwidth probed right after (best of five passes), `int8_speedup` the median of the
 // rounds' bf16 time / int8 time (both at the probe's rate: 2 / 1.0625 = 1.88), `int8all/int8`
-// the median of the rounds' int8 time / int8all time (above 1: kAll is faster). Args: M, K, N.
+// the median of the rounds' int8 time / int8all time (above 1: kAll is faster). Without
+// AVX512-VNNI (nothing packed) `int8` is the AVX2 kernel (Q8Kernel::kInOrder) on copies of W read
+// in place, and there is no int8all. Args: M, K, N.
 void BM_Int8DecodeCold(benchmark::State& state) {
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
-  if (!tlaloc::cpu::Q8UsesVnni()) {
-    state.SkipWithError("no AVX512-VNNI here: nothing is packed");
+  // Without VNNI (an AVX2 CPU): copies of w read in place by the AVX2 kernel, no int8all.
+  const bool vnni = tlaloc::cpu::Q8UsesVnni();
+  if (!vnni && !tlaloc::HasAvx2()) {
+    state.SkipWithError("neither AVX512-VNNI nor AVX2 here: the q8_0 kernel is the portable loop");
     return;
   }
   Int8Operands ops(m, k, n);
@@ -473,8 +491,12 @@ void BM_Int8DecodeCold(benchmark::State& state) {
   const int64_t int8_copies = std::max<int64_t>(1, static_cast<int64_t>(kFill / int8_bytes));
   const int64_t bf16_copies = std::max<int64_t>(1, static_cast<int64_t>(kFill / bf16_bytes));
   std::vector<std::shared_ptr<const tlaloc::cpu::Q8PackedWeights>> packed;
+  std::vector<Int8Operands> in_place;
   for (int64_t i = 0; i < int8_copies; ++i)
-    packed.push_back(tlaloc::cpu::PackQ8Weights(w.data(), scales.data(), n, k, ctx));
+    if (vnni)
+      packed.push_back(tlaloc::cpu::PackQ8Weights(w.data(), scales.data(), n, k, ctx));
+    else
+      in_place.push_back(ops);
   Literal xb = RandomLiteral(TensorType(ElementType::kBF16, {m, k}), 1);
   std::vector<Literal> wb{RandomLiteral(TensorType(ElementType::kBF16, {n, k}), 2)};
   for (int64_t i = 1; i < bf16_copies; ++i) {
@@ -487,6 +509,12 @@ void BM_Int8DecodeCold(benchmark::State& state) {
   using Prefetch = tlaloc::cpu::Q8PackedPrefetch;
   auto int8 = [&](Prefetch prefetch) {
     return [&, prefetch] {
+      if (!vnni) {
+        const Int8Operands& copy = in_place[next_int8++ % int8_copies];
+        tlaloc::cpu::Int8MatmulQ8_0(x.data(), m, copy.w.data(), copy.scales.data(), n, k, c.data(),
+                                    ctx, tlaloc::cpu::Q8Kernel::kInOrder);
+        return;
+      }
       tlaloc::cpu::Int8MatmulQ8_0Packed(x.data(), m, *packed[next_int8++ % int8_copies], c.data(),
                                         ctx, prefetch);
     };
@@ -513,13 +541,13 @@ void BM_Int8DecodeCold(benchmark::State& state) {
     for (int round = 0; round < kRounds; ++round) {
       secs[0].push_back(time(int8(Prefetch::kAuto), int8_copies));
       secs[1].push_back(time(run_bf16, bf16_copies));
-      secs[2].push_back(time(int8(Prefetch::kAll), int8_copies));
+      if (vnni) secs[2].push_back(time(int8(Prefetch::kAll), int8_copies));
     }
   const double probe =
       tlaloc::MeasureReadBandwidth(tlaloc::DefaultThreadPool(), int64_t{256} << 20);
   const double bytes[3] = {int8_bytes, bf16_bytes, int8_bytes};
   const char* names[3] = {"int8", "bf16", "int8all"};
-  for (int v = 0; v < 3; ++v) {
+  for (int v = 0; v < (vnni ? 3 : 2); ++v) {
     const double rate = bytes[v] / Median(secs[v]);
     state.counters[std::string(names[v]) + "_GB/s"] = rate / 1e9;
     state.counters[std::string(names[v]) + "_of_probe"] = rate / probe;
@@ -527,10 +555,10 @@ void BM_Int8DecodeCold(benchmark::State& state) {
   std::vector<double> speedup, prefetch_gain;
   for (int i = 0; i < kRounds; ++i) {
     speedup.push_back(secs[1][i] / secs[0][i]);
-    prefetch_gain.push_back(secs[0][i] / secs[2][i]);
+    if (vnni) prefetch_gain.push_back(secs[0][i] / secs[2][i]);
   }
   state.counters["int8_speedup"] = Median(speedup);
-  state.counters["int8all/int8"] = Median(prefetch_gain);
+  if (vnni) state.counters["int8all/int8"] = Median(prefetch_gain);
   state.counters["probe_GB/s"] = probe / 1e9;
 }
 BENCHMARK(BM_Int8DecodeCold)
@@ -545,8 +573,10 @@ BENCHMARK(BM_Int8DecodeCold)
 // product with a weight pays, then kept: cpu::CachedQ8Weights); args K, N.
 void BM_Int8Pack(benchmark::State& state) {
   const int64_t k = state.range(0), n = state.range(1);
-  if (!tlaloc::cpu::Q8UsesVnni()) {
-    state.SkipWithError("no AVX512-VNNI here: nothing is packed");
+  // Without VNNI (an AVX2 CPU): copies of w read in place by the AVX2 kernel, no int8all.
+  const bool vnni = tlaloc::cpu::Q8UsesVnni();
+  if (!vnni && !tlaloc::HasAvx2()) {
+    state.SkipWithError("neither AVX512-VNNI nor AVX2 here: the q8_0 kernel is the portable loop");
     return;
   }
   std::vector<int8_t> w(n * k, 3);

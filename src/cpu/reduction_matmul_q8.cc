@@ -1,4 +1,5 @@
-// The q8_0 activation mode of int8 products (reduction_matmul_q8.h). Layout of the VNNI path:
+// The q8_0 activation mode of int8 products (reduction_matmul_q8.h). Without VNNI, AVX2 CPUs
+// run reduction_matmul_q8_avx2.cc instead of the portable loop. Layout of the VNNI path:
 //
 // - Activations: each row rounded to int8 per 32-block (QuantizeRowQ8_0), its scale dx kept as
 //   the f32 value of its f16, and per block the correction -128 * sum(q_x).
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "reduction_matmul.h"
+#include "reduction_matmul_q8_avx2.h"
 #include "reduction_matmul_q8_internal.h"
 #include "support/avx512_intrinsics.h"
 #include "tlaloc/support/cpu_features.h"
@@ -55,8 +57,9 @@ bool DetectVnni() {
 #endif
 }
 
-// One block: q and the f32 value of its f16 scale; returns sum(q).
-int32_t QuantizeBlockPortable(const float* x, int8_t* q, float* dx, uint16_t* d_bits) {
+}  // namespace
+
+int32_t q8_internal::QuantizeBlockPortable(const float* x, int8_t* q, float* dx, uint16_t* d_bits) {
   float amax = 0;
   for (int i = 0; i < kBlock; ++i) amax = std::max(amax, std::fabs(x[i]));
   const uint16_t bits = FloatToHalfBits(amax / 127.f);
@@ -71,6 +74,8 @@ int32_t QuantizeBlockPortable(const float* x, int8_t* q, float* dx, uint16_t* d_
   if (d_bits) *d_bits = bits;
   return sum;
 }
+
+namespace {
 
 #if defined(__x86_64__)
 TLALOC_AVX512_CORE_TARGET int32_t QuantizeBlockAvx512(const float* x, int8_t* q, float* dx,
@@ -93,8 +98,9 @@ TLALOC_AVX512_CORE_TARGET int32_t QuantizeBlockAvx512(const float* x, int8_t* q,
 int32_t QuantizeBlock(const float* x, int8_t* q, float* dx, uint16_t* d_bits) {
 #if defined(__x86_64__)
   if (HasAvx512Core()) return QuantizeBlockAvx512(x, q, dx, d_bits);
+  if (q8_internal::Q8UsesAvx2()) return q8_internal::QuantizeBlockAvx2(x, q, dx, d_bits);
 #endif
-  return QuantizeBlockPortable(x, q, dx, d_bits);
+  return q8_internal::QuantizeBlockPortable(x, q, dx, d_bits);
 }
 
 // The scalar loop: exact block sums, scaled and added in block order (the decomposition's
@@ -558,7 +564,7 @@ void Int8MatmulQ8_0Groups(const float* x, int64_t m, const int8_t* w, const uint
                           EvalContext& ctx) {
   if (m <= 0 || n <= 0 || groups.empty()) return;
 #if defined(__x86_64__)
-  if (Q8UsesVnni()) {
+  if (Q8UsesVnni() || q8_internal::Q8UsesAvx2()) {
     // Only the groups' rows are quantised (each row on its own, as a group's own call would).
     int64_t first = m, last = 0;
     for (const Q8RowGroup& g : groups) {
@@ -569,7 +575,9 @@ void Int8MatmulQ8_0Groups(const float* x, int64_t m, const int8_t* w, const uint
     const QuantizedRows xq = QuantizeRows(x + first * k, last - first, k, ctx);
     std::vector<Q8RowGroup> shifted(groups.begin(), groups.end());
     for (Q8RowGroup& g : shifted) g.start -= first;
-    return TilesOfGroups(xq, w, scales, n, k, shifted, c + first * n, ctx);
+    if (Q8UsesVnni()) return TilesOfGroups(xq, w, scales, n, k, shifted, c + first * n, ctx);
+    // Without VNNI, kTiles is the AVX2 kernel (the portable loop's bits).
+    return q8_internal::Avx2Groups(xq, w, scales, n, k, shifted, c + first * n, ctx);
   }
 #endif
   const int64_t blocks = k / kBlock;
@@ -592,6 +600,14 @@ void Int8MatmulQ8_0(const float* x, int64_t m, const int8_t* w, const uint16_t* 
                     int64_t k, float* c, EvalContext& ctx, Q8Kernel kernel) {
   if (m <= 0 || n <= 0) return;
   const QuantizedRows xq = QuantizeRows(x, m, k, ctx);
+#if defined(__x86_64__)
+  // Without VNNI every kernel but the named portable loop is the AVX2 one: its bits are the
+  // portable loop's, so kInOrder keeps the decomposition's bits.
+  if (!Q8UsesVnni() && kernel != Q8Kernel::kPortable && q8_internal::Q8UsesAvx2()) {
+    const Q8RowGroup all{0, 0, m};
+    return q8_internal::Avx2Groups(xq, w, scales, n, k, {&all, 1}, c, ctx);
+  }
+#endif
   // Measured (bench/matmul_bench BM_Int8Kernel): the row stream wins at one and two rows, the
   // tiles from four (the row stream takes three or four vectors one weight row at a time).
   if (kernel == Q8Kernel::kAuto)

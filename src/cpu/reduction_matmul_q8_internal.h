@@ -26,6 +26,11 @@ struct QuantizedRows {
   const int32_t* Correction(int64_t r) const { return correction.data() + r * padded_blocks; }
 };
 
+// One block of 32 rounded as QuantizeRowQ8_0 rounds it, in scalar code: q, the f32 value of its
+// f16 scale (dx, if not null) and its bits (d_bits, if not null); returns sum(q). The vector
+// forms give the same bits (tests/cpu/reduction_matmul_q8_avx2_test.cc).
+int32_t QuantizeBlockPortable(const float* x, int8_t* q, float* dx, uint16_t* d_bits);
+
 // x [m, k] rounded per 32-block as QuantizeRowQ8_0 does (over the pool when it is large).
 QuantizedRows QuantizeRows(const float* x, int64_t m, int64_t k, EvalContext& ctx);
 

@@ -24,7 +24,8 @@ struct Q8PackedWeights {
   int64_t bytes() const { return tiles * tile_bytes; }
 };
 
-// The packed form of (w, scales), or nullptr where the CPU has no AVX512-VNNI (Q8UsesVnni()).
+// The packed form of (w, scales), or nullptr where the CPU has no AVX512-VNNI (Q8UsesVnni();
+// callers then run Int8MatmulQ8_0's kInOrder in place, the AVX2 kernel on AVX2 CPUs).
 // k must be a positive multiple of 32. release_source: w's pages are handed back to the kernel
 // as they are packed (madvise MADV_PAGEOUT, a hint that keeps the contents: a file mapping's
 // pages are read back, anonymous ones swapped in, if w is touched again).

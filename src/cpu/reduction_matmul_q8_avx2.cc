@@ -1,0 +1,225 @@
+// The q8_0 kernels on AVX2 + FMA CPUs (reduction_matmul_q8_avx2.h). Layout:
+//
+// - Block sums: the activations are widened to int16 once per call; a weight block's 32 bytes
+//   are widened as they are loaded (vpmovsxbw) and vpmaddwd multiplies and pairs them into
+//   int32, exactly, for every s8 value -128 included (|w * x| <= 128 * 127, a pair < 2^15). (The
+//   vpmaddubsw sign trick would need one operand without -128; the weights may hold it.)
+// - Eight weight rows at a time: each row leaves eight int32 partial sums per activation row;
+//   a tree of horizontal adds reduces the eight rows' vectors to one vector of their eight
+//   block sums, so that the f32 work (convert, times dx * dw, add) runs on eight outputs at once
+//   and each output lane receives its blocks' terms in block order, as the portable loop adds
+//   them (the product rounded, then added: no FMA).
+// - Up to four activation rows share each widened weight block; the weight rows are read in
+//   place (decode streams them, with a prefetch a row group ahead; prefill rereads the group's
+//   8 rows from cache for every four activation rows).
+#include "reduction_matmul_q8_avx2.h"
+
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "reduction_matmul.h"
+#include "tlaloc/support/cpu_features.h"
+#include "tlaloc/support/half.h"
+
+#define TLALOC_Q8_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
+
+namespace tlaloc::cpu::q8_internal {
+
+namespace {
+
+constexpr int kRowGroup = 8;  // weight rows per kernel call (one ymm of f32 outputs)
+
+// S activation rows (x: widened q, dx: scales) against the eight weight rows w (dw: their f32
+// scales, [blocks][8]); out [S][8].
+template <int S>
+TLALOC_Q8_AVX2_TARGET void Rows8(const int16_t* const* x, const float* const* dx,
+                                 const int8_t* const* w, const float* dw, int64_t blocks,
+                                 int64_t prefetch_ahead, float* out) {
+  __m256 acc[S];
+#pragma GCC unroll 4
+  for (int s = 0; s < S; ++s) acc[s] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t e = b * kBlock;
+    __m256i h[S][4];
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+      __m256i v[2][S];
+#pragma GCC unroll 2
+      for (int half = 0; half < 2; ++half) {
+        const int8_t* row = w[2 * p + half] + e;
+        if (prefetch_ahead)
+          _mm_prefetch(reinterpret_cast<const char*>(row + prefetch_ahead), _MM_HINT_T0);
+        const __m256i lo =
+            _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row)));
+        const __m256i hi =
+            _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 16)));
+#pragma GCC unroll 4
+        for (int s = 0; s < S; ++s)
+          v[half][s] = _mm256_add_epi32(
+              _mm256_madd_epi16(lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[s] + e))),
+              _mm256_madd_epi16(
+                  hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[s] + e + 16))));
+      }
+#pragma GCC unroll 4
+      for (int s = 0; s < S; ++s) h[s][p] = _mm256_hadd_epi32(v[0][s], v[1][s]);
+    }
+    const __m256 dwb = _mm256_loadu_ps(dw + b * kRowGroup);
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s) {
+      // h01: rows 0-3's sums of elements 0-3 of each 8-lane partial, then of 4-7; h23: rows 4-7.
+      const __m256i h01 = _mm256_hadd_epi32(h[s][0], h[s][1]);
+      const __m256i h23 = _mm256_hadd_epi32(h[s][2], h[s][3]);
+      const __m256i sums = _mm256_add_epi32(_mm256_permute2x128_si256(h01, h23, 0x20),
+                                            _mm256_permute2x128_si256(h01, h23, 0x31));
+      __m256 p =
+          _mm256_mul_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(_mm256_set1_ps(dx[s][b]), dwb));
+      __asm__("" : "+x"(p));  // rounded before the add: no contraction into an FMA
+      acc[s] = _mm256_add_ps(acc[s], p);
+    }
+  }
+#pragma GCC unroll 4
+  for (int s = 0; s < S; ++s) _mm256_storeu_ps(out + s * kRowGroup, acc[s]);
+}
+
+// dw [blocks][8] (f32) from the eight rows' f16 scales: F16C converts eight blocks of a row at
+// once (exactly, as HalfBitsToFloat does; the software conversion per scale cost as much as
+// the kernel at decode), and an 8 x 8 transpose puts the rows side by side.
+TLALOC_Q8_AVX2_TARGET void WidenScales8(const uint16_t* const* scales, int64_t blocks, float* dw) {
+  int64_t b0 = 0;
+  for (; b0 + 8 <= blocks; b0 += 8) {
+    __m256 r[8], t[8], u[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j)
+      r[j] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales[j] + b0)));
+#pragma GCC unroll 4
+    for (int j = 0; j < 8; j += 2) {
+      t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
+      t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
+    }
+#pragma GCC unroll 2
+    for (int q = 0; q < 8; q += 4) {
+      u[q] = _mm256_shuffle_ps(t[q], t[q + 2], 0x44);
+      u[q + 1] = _mm256_shuffle_ps(t[q], t[q + 2], 0xEE);
+      u[q + 2] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0x44);
+      u[q + 3] = _mm256_shuffle_ps(t[q + 1], t[q + 3], 0xEE);
+    }
+    // u[p] (p < 4): block b0 + p of rows 0-3 in its low half, block b0 + p + 4 in its high
+    // half; u[p + 4] the same for rows 4-7.
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+      _mm256_storeu_ps(dw + (b0 + p) * kRowGroup, _mm256_permute2f128_ps(u[p], u[p + 4], 0x20));
+      _mm256_storeu_ps(dw + (b0 + p + 4) * kRowGroup, _mm256_permute2f128_ps(u[p], u[p + 4], 0x31));
+    }
+  }
+  for (; b0 < blocks; ++b0)
+    for (int j = 0; j < kRowGroup; ++j) dw[b0 * kRowGroup + j] = _cvtsh_ss(scales[j][b0]);
+}
+
+// xq's rows widened to int16 [rows][k].
+TLALOC_Q8_AVX2_TARGET std::vector<int16_t> Widen(const QuantizedRows& xq, int64_t rows) {
+  std::vector<int16_t> x(rows * xq.k);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < xq.k; i += 16)
+      _mm256_storeu_si256(
+          reinterpret_cast<__m256i*>(x.data() + r * xq.k + i),
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xq.Q(r) + i))));
+  return x;
+}
+
+}  // namespace
+
+bool Q8UsesAvx2() {
+  static const bool avx2 = HasAvx2() && __builtin_cpu_supports("f16c");
+  return avx2;
+}
+
+TLALOC_Q8_AVX2_TARGET int32_t QuantizeBlockAvx2(const float* x, int8_t* q, float* dx,
+                                                uint16_t* d_bits) {
+  __m256 v[4];
+  for (int j = 0; j < 4; ++j) v[j] = _mm256_loadu_ps(x + 8 * j);
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256 m8 =
+      _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+                    _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  const float amax = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+  const uint16_t bits = FloatToHalfBits(amax / 127.f);
+  const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.f / amax : 0.0f);
+  const __m256 lo = _mm256_set1_ps(-127.f), hi = _mm256_set1_ps(127.f);
+  __m256i i[4];
+  for (int j = 0; j < 4; ++j) {
+    __m256 t = _mm256_mul_ps(v[j], id);
+    // As the portable loop: NaN (0 times an infinite 127 / amax) to 0, then clamped; cvtps_epi32
+    // rounds half to even (MXCSR's default), as std::nearbyint does.
+    t = _mm256_and_ps(t, _mm256_cmp_ps(t, t, _CMP_ORD_Q));
+    i[j] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(t, lo), hi));
+  }
+  // packs interleave 128-bit lanes: the bytes come out as four-byte groups in the order
+  // [0a 1a 2a 3a 0b 1b 2b 3b] (a, b: the low and high halves of i[0..3]).
+  const __m256i bytes =
+      _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]), _mm256_packs_epi32(i[2], i[3]));
+  _mm256_storeu_si256(
+      reinterpret_cast<__m256i*>(q),
+      _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  const __m256i s8 = _mm256_add_epi32(_mm256_add_epi32(i[0], i[1]), _mm256_add_epi32(i[2], i[3]));
+  __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+  if (dx) *dx = HalfBitsToFloat(bits);
+  if (d_bits) *d_bits = bits;
+  return _mm_cvtsi128_si32(s4);
+}
+
+void Avx2Groups(const QuantizedRows& xq, const int8_t* w, const uint16_t* scales, int64_t n,
+                int64_t k, std::span<const Q8RowGroup> groups, float* c, EvalContext& ctx) {
+  int64_t rows = 0;
+  for (const Q8RowGroup& g : groups) rows = std::max(rows, g.start + g.rows);
+  const std::vector<int16_t> x16 = Widen(xq, rows);
+  const int64_t blocks = k / kBlock;
+  const int64_t row_groups = (n + kRowGroup - 1) / kRowGroup;
+  const int64_t tasks = static_cast<int64_t>(groups.size()) * row_groups;
+  // About 64 KiB of weights per handed-out run of tasks (bench/matmul_bench BM_Int8Kernel).
+  const int64_t run = std::max<int64_t>(1, (int64_t{1} << 16) / (kRowGroup * k));
+  ParallelShares(ctx, tasks, run, [&](int64_t begin, int64_t end) {
+    std::vector<float> dw(blocks * kRowGroup);
+    for (int64_t t = begin; t < end; ++t) {
+      const Q8RowGroup& g = groups[t / row_groups];
+      const int64_t j0 = t % row_groups * kRowGroup;
+      const int64_t live = std::min<int64_t>(kRowGroup, n - j0);
+      const int8_t* expert = w + g.expert * n * k;
+      const uint16_t* expert_scales = scales + g.expert * n * blocks;
+      // Rows past n repeat the last row (read, never stored).
+      const int8_t* row[kRowGroup];
+      const uint16_t* row_scales[kRowGroup];
+      for (int r = 0; r < kRowGroup; ++r) {
+        const int64_t j = j0 + std::min<int64_t>(r, live - 1);
+        row[r] = expert + j * k;
+        row_scales[r] = expert_scales + j * blocks;
+      }
+      WidenScales8(row_scales, blocks, dw.data());
+      // Decode streams the weights once: ask for the next row group's bytes ahead of use.
+      const int64_t prefetch = g.rows <= kMaxVectors && j0 + 2 * kRowGroup <= n ? kRowGroup * k : 0;
+      for (int64_t i0 = g.start; i0 < g.start + g.rows; i0 += kMaxVectors) {
+        const int s_count = static_cast<int>(std::min<int64_t>(kMaxVectors, g.start + g.rows - i0));
+        const int16_t* xs[kMaxVectors];
+        const float* dxs[kMaxVectors];
+        for (int s = 0; s < s_count; ++s) xs[s] = x16.data() + (i0 + s) * k, dxs[s] = xq.Dx(i0 + s);
+        float out[kMaxVectors * kRowGroup];
+        WithVectorCount(s_count, [&](auto s) {
+          Rows8<decltype(s)::value>(xs, dxs, row, dw.data(), blocks, prefetch, out);
+        });
+        for (int s = 0; s < s_count; ++s)
+          std::copy(out + s * kRowGroup, out + s * kRowGroup + live, c + (i0 + s) * n + j0);
+      }
+    }
+  });
+}
+
+}  // namespace tlaloc::cpu::q8_internal
+
+#endif  // __x86_64__
