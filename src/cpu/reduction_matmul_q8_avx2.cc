@@ -133,7 +133,7 @@ TLALOC_Q8_AVX2_TARGET std::vector<int16_t> Widen(const QuantizedRows& xq, int64_
 }  // namespace
 
 bool Q8UsesAvx2() {
-  static const bool avx2 = HasAvx2() && __builtin_cpu_supports("f16c");
+  static const bool avx2 = HasAvx2() && HasF16c();
   return avx2;
 }
 

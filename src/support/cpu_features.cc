@@ -30,6 +30,11 @@ CpuFeatures DetectCpuFeatures() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
   f.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  {
+    // From CPUID itself: clang 14's __builtin_cpu_supports knows no "f16c".
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (__get_cpuid(1, &a, &b, &c, &d)) f.f16c = (c >> 29) & 1;  // ECX bit 29
+  }
   f.avx512_core = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                   __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   if (f.avx512_core) {

@@ -13,6 +13,7 @@ namespace tlaloc {
 
 struct CpuFeatures {
   bool avx2 = false;         // AVX2 and FMA
+  bool f16c = false;         // F16C (f16 <-> f32 conversions; every AVX2 CPU known has it)
   bool avx512_core = false;  // AVX-512 F, BW, VL and DQ (Skylake-SP and later)
   bool avx512_bf16 = false;  // avx512_core and AVX512_BF16
   bool amx = false;          // avx512_core and AMX tiles with bf16, enabled by the OS
@@ -27,6 +28,7 @@ CpuFeatures ApplyCpuOverride(CpuFeatures hardware, const char* vector_math);
 const CpuFeatures& KernelCpuFeatures();
 
 inline bool HasAvx2() { return KernelCpuFeatures().avx2; }
+inline bool HasF16c() { return KernelCpuFeatures().f16c; }
 inline bool HasAvx512Core() { return KernelCpuFeatures().avx512_core; }
 inline bool HasAvx512Bf16() { return KernelCpuFeatures().avx512_bf16; }
 inline bool HasAmx() { return KernelCpuFeatures().amx; }
