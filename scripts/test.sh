@@ -39,7 +39,7 @@ step_done "build and tests"
 # The sanitized clang tree: the fuzz targets and every layer's test binary. The CLI tests
 # (label cli) stay in the plain tree, except the short ones also labelled cli_asan: the others
 # are whole fine-tunes and generations of the binary, minutes each at -O0 with ASan.
-asan_layers=(support ir ops interp builder stablehlo runtime io tokenizer autodiff pjrt plugin
+asan_layers=(support ir cpu ops interp builder stablehlo runtime io tokenizer autodiff pjrt plugin
   nn models generate shard train kernels serve)
 if [ "${TLALOC_SKIP_SANITIZE:-0}" != "1" ] || [ "${TLALOC_SKIP_FUZZ:-0}" != "1" ]; then
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug \
