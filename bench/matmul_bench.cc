@@ -604,7 +604,9 @@ BENCHMARK(BM_Int8Pack)
 // rounds' ratios), `*_of_peak` its share of the bf16 dot peak probed on T pinned threads
 // (support/machine_probe.h). M = 1 is the matrix-vector kernel (ViewMatmul), for reference.
 // cold = 1 cycles through copies of W filling 256 MiB, so W comes from memory as in a decode
-// step, not from L3 (the LM head always does). Args: M, K, N, threads, cold.
+// step, not from L3 (the LM head always does). On AVX2 CPUs (no AVX-512) `pair` is the AVX2
+// tiles of 2 weight rows x 1 vector, `group` and `packed` both those of 1 row x 3 vectors, and
+// `*_of_peak` is against the AVX2 FMA peak. Args: M, K, N, threads, cold.
 class OwnPoolContext : public PoolContext {
  public:
   explicit OwnPoolContext(int threads) : pool_(threads) {}
@@ -733,6 +735,7 @@ BENCHMARK(BM_SmallMKernel)
     ->ArgsProduct({{1, 4, 8, 16}, {3072}, {1024}, {1, 2}, {0, 1}})
     ->ArgsProduct({{1, 4, 8, 16}, {2048}, {1024}, {1, 2}, {0, 1}})
     ->ArgsProduct({{1, 4, 8, 16}, {1024}, {151936}, {1, 2}, {1}})
+    ->ArgsProduct({{64}, {1024, 3072}, {1024, 3072}, {1, 2}, {1}})
     ->Iterations(1)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);

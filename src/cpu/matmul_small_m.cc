@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "matmul_small_m_avx2.h"
 #include "sum_lanes.h"
 #include "support/avx512_intrinsics.h"
 #include "tlaloc/support/cpu_features.h"
@@ -19,8 +20,10 @@ namespace {
 // comparing the two.
 const bool kEnabled = [] {
   const char* env = std::getenv("TLALOC_SMALL_M_MATMUL");
-  return HasAvx512Core() && !(env && std::strcmp(env, "0") == 0);
+  return (HasAvx512Core() || HasAvx2()) && !(env && std::strcmp(env, "0") == 0);
 }();
+// Without AVX-512 the kernel is matmul_small_m_avx2.cc's.
+const bool kAvx512 = HasAvx512Core();
 // TLALOC_SMALL_M_MATMUL=fma keeps bf16 activations on the FMAs too.
 const bool kBf16Dots = [] {
   const char* env = std::getenv("TLALOC_SMALL_M_MATMUL");
@@ -290,7 +293,7 @@ bool SmallMMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64
       b.type != ElementType::kBF16 || (a.type != ElementType::kF32 && a.type != ElementType::kBF16))
     return false;
   // bf16 activations are exact as VDPBF16PS's operands; f32 ones take the FMAs all along.
-  const bool dp = kBf16Dots && a.type == ElementType::kBF16;
+  const bool dp = kAvx512 && kBf16Dots && a.type == ElementType::kBF16;
   Operands o;
   o.k = k;
   o.k32 = k / 32 * 32;
@@ -341,6 +344,12 @@ bool SmallMMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64
   o.x = vecs.data();
   o.xb = vecs_bf16.data();
   const auto* weights = reinterpret_cast<const uint16_t*>(b.data);
+  if (!kAvx512) {
+    SmallMAvx2(weights, b, batch, m, k, n, o.x, o.x_step, c, ctx,
+               tiles == SmallMTiles::kPerPair ? SmallMAvx2Tiles::kTwoRowsOneVector
+                                              : SmallMAvx2Tiles::kOneRowThreeVectors);
+    return true;
+  }
   if (tiles == SmallMTiles::kDefault) tiles = kDefaultTiles;
   // f32 activations run the FMAs, which have no unpacking to save.
   if (!dp) tiles = SmallMTiles::kPerPair;

@@ -5,10 +5,12 @@
 // every call). Every (row of A, weight row) product has exactly the arithmetic of the
 // matrix-vector kernel (reduction_matmul.cc's DotsAvx512: f32 FMAs into two accumulators in the
 // same lane order, then the same lane sum), so a sequence's logits do not depend on how many
-// others share its step (on AVX-512 CPUs: elsewhere the kernel is off and such products go to
-// BLAS, whose sums are ordered otherwise). bf16 activations run two of those FMAs per lane as one
-// VDPBF16PS where the CPU has it (the same bits; matmul_small_m.cc says why), twice the products
-// per instruction. TLALOC_SMALL_M_MATMUL=0 turns the kernel off, =fma keeps it on FMAs only.
+// others share its step. On AVX2 + FMA CPUs without AVX-512 it runs matmul_small_m_avx2.h's tiles
+// with the same bits (DotsAvx2's halves of those accumulators); on CPUs with neither the kernel
+// is off and such products go to BLAS, whose sums are ordered otherwise. bf16 activations run two
+// of those FMAs per lane as one VDPBF16PS where the CPU has it (the same bits; matmul_small_m.cc
+// says why), twice the products per instruction. TLALOC_SMALL_M_MATMUL=0 turns the kernel off,
+// =fma keeps it on FMAs only.
 #pragma once
 
 #include <cstdint>
@@ -33,8 +35,9 @@ enum class SmallMTiles {
 };
 
 // C[b] = A[b] (m x k) * B[b] (k x n) as ViewMatmul defines it, for 2 <= m <= kSmallMMaxRows, B
-// bf16 with its columns contiguous over k (b.row_stride == 1), on AVX-512 CPUs. Returns false,
-// writing nothing, when the product is not one of these.
+// bf16 with its columns contiguous over k (b.row_stride == 1), on AVX-512 or AVX2 + FMA CPUs.
+// Returns false, writing nothing, when the product is not one of these. On AVX2 CPUs `tiles`
+// picks SmallMAvx2Tiles: kPerPair 2 weight rows x 1 vector, the others 1 row x 3 vectors.
 bool SmallMMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64_t m, int64_t k,
                   int64_t n, float* c, EvalContext& ctx, SmallMTiles tiles = SmallMTiles::kDefault);
 

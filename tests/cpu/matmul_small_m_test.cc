@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cpu/kernel_test_util.h"
+#include "cpu/matmul_small_m_avx2.h"
 #include "tlaloc/support/cpu_features.h"
 
 namespace tlaloc {
@@ -20,8 +21,10 @@ using cputest::RandomBf16;
 using cputest::SerialContext;
 
 TEST(SmallMMatmulTest, EveryPairIsTheMatrixVectorKernelsDotBitForBit) {
-  // Without AVX-512 the products of several rows go to BLAS, whose sums are ordered otherwise.
-  if (!HasAvx512Core()) GTEST_SKIP() << "no AVX-512 here: the small-M kernel does not run";
+  // Without AVX-512 or AVX2 + FMA the products of several rows go to BLAS, whose sums are ordered
+  // otherwise.
+  if (!HasAvx512Core() && !HasAvx2())
+    GTEST_SKIP() << "neither AVX-512 nor AVX2 + FMA here: the small-M kernel does not run";
   const int64_t n = 11;  // two four-row tiles and three single rows
   for (int64_t k : {1056, 1000, 40})
     for (int64_t m : {1, 2, 3, 5, 16, 33, 64, 65}) {
@@ -38,7 +41,8 @@ TEST(SmallMMatmulTest, EveryPairIsTheMatrixVectorKernelsDotBitForBit) {
 // f32 activations, A stored transposed ([k, m], contracted over its first dimension) and a batch
 // of three: the same bits per pair as a row alone.
 TEST(SmallMMatmulTest, F32TransposedBatchedActivationsGiveTheSameBits) {
-  if (!HasAvx512Core()) GTEST_SKIP() << "no AVX-512 here: the small-M kernel does not run";
+  if (!HasAvx512Core() && !HasAvx2())
+    GTEST_SKIP() << "neither AVX-512 nor AVX2 + FMA here: the small-M kernel does not run";
   const int64_t batch = 3, m = 6, k = 96, n = 9;
   std::vector<float> a = rdtest::RandomFloats(batch * k * m, 21, 2.0f);
   std::vector<bf16> w = RandomBf16(batch * n * k, 22);
@@ -57,14 +61,16 @@ TEST(SmallMMatmulTest, F32TransposedBatchedActivationsGiveTheSameBits) {
   }
 }
 
-// Each way of tiling the bf16 products (the packed one unpacks a tile's weight rows once into a
+// Each way of tiling the bf16 products (on AVX2 CPUs kPerPair is 2 weight rows x 1 vector, the
+// others 1 row x 3 vectors; on AVX-512 ones the packed one unpacks a tile's weight rows once into a
 // buffer that the later vectors' tiles read, for k <= 1024) gives every pair the matrix-vector
 // kernel's bits: m of one tile or several (and a last tile of fewer vectors), k with a pair of
 // 32-blocks unfinished (1001: one 32-block through the FMAs, then an odd tail of 9) or an odd tail
 // past the buffer's limit (1091), k under one pair of blocks (40), rows past the last whole
 // tile, blocks of rows split over two threads, and two batches.
 TEST(SmallMMatmulTest, EveryTilingGivesTheMatrixVectorKernelsBits) {
-  if (!HasAvx512Core()) GTEST_SKIP() << "no AVX-512 here: the small-M kernel does not run";
+  if (!HasAvx512Core() && !HasAvx2())
+    GTEST_SKIP() << "neither AVX-512 nor AVX2 + FMA here: the small-M kernel does not run";
   const int64_t batch = 2, n = 70;  // tiles of 3 and 4 rows leave rows over; blocks of ~30 rows
   using Tiles = cpu::SmallMTiles;
   for (Tiles tiles : {Tiles::kPerPair, Tiles::kPerGroup, Tiles::kPacked})
@@ -88,6 +94,56 @@ TEST(SmallMMatmulTest, EveryTilingGivesTheMatrixVectorKernelsBits) {
           ExpectPairsAreDotBF16(
               std::vector<float>(serial.begin() + bi * m * n, serial.begin() + (bi + 1) * m * n), m,
               k, n, [&](int64_t s, int64_t i) { return x[(bi * m + s) * k + i].f(); },
+              w.data() + bi * n * k, what + " batch " + std::to_string(bi));
+      }
+}
+
+// The AVX2 path called directly (so that an AVX-512 CPU runs it too, against its own
+// matrix-vector kernel): f32 vectors permuted as SmallMMatmul permutes them, both tile shapes,
+// every pair DotBF16's bits. m from 2 to 64 (tiles of 3 vectors with 1 or 2 over), an odd n (a
+// weight row past the last 2-row tile; with the pool, blocks of rows split over threads), k of
+// whole 32-blocks (1056), with a tail of 8 (1000) or 16 + 3 (1011), and under one block (7, 40);
+// two batches.
+TEST(SmallMMatmulTest, Avx2PathGivesEveryPairDotBF16sBits) {
+  if (!HasAvx2()) GTEST_SKIP() << "no AVX2 + FMA here: the AVX2 path cannot run";
+  constexpr int kLo[16] = {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};
+  const int64_t batch = 2, n = 71;
+  using Tiles = cpu::SmallMAvx2Tiles;
+  for (Tiles tiles : {Tiles::kOneRowThreeVectors, Tiles::kTwoRowsOneVector})
+    for (int64_t k : {int64_t{1056}, int64_t{1000}, int64_t{1011}, int64_t{40}, int64_t{7}})
+      for (int64_t m : {2, 3, 4, 5, 16, 33, 64}) {
+        const std::vector<float> x =
+            rdtest::RandomFloats(batch * m * k, static_cast<uint32_t>(7 * m + k), 2.0f);
+        const std::vector<bf16> w = RandomBf16(batch * n * k, static_cast<uint32_t>(k + 1));
+        const int64_t x_step = (k + 15) / 16 * 16, k32 = k / 32 * 32;
+        std::vector<float> permuted(batch * m * x_step, 0.f);
+        for (int64_t v = 0; v < batch * m; ++v) {
+          const float* src = x.data() + v * k;
+          float* dst = permuted.data() + v * x_step;
+          for (int64_t i = 0; i < k32; i += 32)
+            for (int l = 0; l < 16; ++l) {
+              dst[i + l] = src[i + kLo[l]];
+              dst[i + 16 + l] = src[i + kLo[l] + 4];
+            }
+          std::copy(src + k32, src + k, dst + k32);
+        }
+        const cpu::MatrixView b{reinterpret_cast<const std::byte*>(w.data()), ElementType::kBF16,
+                                n * k, 1, k};
+        std::vector<float> serial(batch * m * n, -1.f), pooled(batch * m * n, -2.f);
+        SerialContext serial_ctx;
+        PoolContext pool_ctx;
+        const auto* weights = reinterpret_cast<const uint16_t*>(w.data());
+        cpu::SmallMAvx2(weights, b, batch, m, k, n, permuted.data(), x_step, serial.data(),
+                        serial_ctx, tiles);
+        cpu::SmallMAvx2(weights, b, batch, m, k, n, permuted.data(), x_step, pooled.data(),
+                        pool_ctx, tiles);
+        const std::string what = "tiles " + std::to_string(static_cast<int>(tiles)) +
+                                 " k=" + std::to_string(k) + " m=" + std::to_string(m);
+        EXPECT_EQ(serial, pooled) << what << ": two threads changed the bits";
+        for (int64_t bi = 0; bi < batch; ++bi)
+          ExpectPairsAreDotBF16(
+              std::vector<float>(serial.begin() + bi * m * n, serial.begin() + (bi + 1) * m * n), m,
+              k, n, [&](int64_t s, int64_t i) { return x[(bi * m + s) * k + i]; },
               w.data() + bi * n * k, what + " batch " + std::to_string(bi));
       }
 }
