@@ -3,7 +3,9 @@
 // here, every lane receives the same fused multiply-adds in the same order, and the lanes are
 // folded as SumLanes folds them. So a product gives the same result on an AVX2 CPU as on an
 // AVX-512 one, and both read the weights at memory speed (the portable loop's one serial sum
-// held bf16 decode to a few percent of the bandwidth).
+// held bf16 decode to a few percent of the bandwidth). Also the column kernel of vectors times
+// rows stored with their columns contiguous (decode attention's probabilities times V), with the
+// AVX-512 column kernel's bits.
 #pragma once
 
 #include <algorithm>
@@ -98,6 +100,64 @@ TLALOC_AVX2_TARGET void DotsAvx2(const float* const* x, const W* row, int64_t k,
     }
   }
   for (int s = 0; s < S; ++s) out[s] = SumLanesAvx2(acc0[s], acc1[s]);
+}
+
+// 8 consecutive elements of a row (f32, or bf16 bits) as f32, in natural order.
+template <typename W>
+TLALOC_AVX2_TARGET inline __m256 LoadRow8(const W* p) {
+  if constexpr (std::is_same_v<W, uint16_t>) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
+  } else {
+    return _mm256_loadu_ps(p);
+  }
+}
+
+// The columns per call of ColumnsAvx2At (four 256-bit accumulators per vector).
+inline constexpr int64_t kAvx2Columns = 32;
+
+// c[s * n + j] = sum over p of vecs[s * k + p] * row_at(p)[j] for S vectors and nb <= 32 columns,
+// each output accumulated from 0 with one FMA per position in position order: the bits of the
+// AVX-512 column kernel (reduction_matmul.cc's ColumnsAvx512At) and of its portable loop, whose
+// std::fma is a library call per element on a CPU target without FMA.
+template <int S, typename RowAt>
+TLALOC_AVX2_TARGET void ColumnsAvx2At(const RowAt& row_at, const float* vecs, int64_t k, int64_t nb,
+                                      float* c, int64_t n) {
+  using W = std::remove_cv_t<std::remove_pointer_t<decltype(row_at(int64_t{0}))>>;
+  __m256 acc[S][4];
+  for (int s = 0; s < S; ++s)
+    for (int v = 0; v < 4; ++v) acc[s][v] = _mm256_setzero_ps();
+  const int full = static_cast<int>(nb / 8), tail = static_cast<int>(nb % 8);
+  for (int64_t p = 0; p < k; ++p) {
+    const W* row = row_at(p);
+    __m256 w[4];
+    if (nb == kAvx2Columns) {
+#pragma GCC unroll 4
+      for (int v = 0; v < 4; ++v) w[v] = LoadRow8(row + 8 * v);
+    } else {
+      for (int v = 0; v < 4; ++v) w[v] = _mm256_setzero_ps();
+      for (int v = 0; v < full; ++v) w[v] = LoadRow8(row + 8 * v);
+      if (tail > 0) {
+        W padded[8] = {};
+        std::memcpy(padded, row + 8 * full, static_cast<size_t>(tail) * sizeof(W));
+        w[full] = LoadRow8(padded);
+      }
+    }
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s) {
+      const __m256 xs = _mm256_set1_ps(vecs[s * k + p]);
+#pragma GCC unroll 4
+      for (int v = 0; v < 4; ++v) acc[s][v] = _mm256_fmadd_ps(xs, w[v], acc[s][v]);
+    }
+  }
+  for (int s = 0; s < S; ++s) {
+    for (int v = 0; v < full; ++v) _mm256_storeu_ps(c + s * n + 8 * v, acc[s][v]);
+    if (tail > 0) {
+      alignas(32) float last[8];
+      _mm256_store_ps(last, acc[s][full]);
+      std::memcpy(c + s * n + 8 * full, last, static_cast<size_t>(tail) * sizeof(float));
+    }
+  }
 }
 
 }  // namespace tlaloc::cpu

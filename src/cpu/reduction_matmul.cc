@@ -242,8 +242,8 @@ void RowsTimesVectors(const W* rows, int64_t row_step, int64_t batch_step, int64
   });
 }
 
-// out[0, n) += scale * row[0, n), row f32 or bf16 (the portable path; AVX-512 CPUs use
-// ColumnsAvx512, which keeps the same order of FMAs).
+// out[0, n) += scale * row[0, n), row f32 or bf16 (the portable path; AVX-512 and AVX2 CPUs
+// use ColumnsAvx512 and ColumnsAvx2At, which keep the same order of FMAs).
 template <typename W>
 void Axpy(float scale, const W* row, float* out, int64_t n) {
   for (int64_t j = 0; j < n; ++j) out[j] = std::fma(scale, Widen(row[j]), out[j]);
@@ -290,21 +290,40 @@ TLALOC_AVX512_CORE_TARGET void ColumnsAvx512(const W* rows, int64_t row_step, co
                      n);
 }
 
+// ColumnsAvx2At for any number of vectors, two per pass (two vectors' accumulators and the
+// row's four vectors fill the 16 registers): each output's arithmetic is unchanged.
+template <typename RowAt>
+void ColumnsAvx2Any(const RowAt& row_at, const float* vecs, int s_count, int64_t k, int64_t nb,
+                    float* c, int64_t n) {
+  for (int s0 = 0; s0 < s_count; s0 += 2) {
+    if (s_count - s0 >= 2) {
+      ColumnsAvx2At<2>(row_at, vecs + s0 * k, k, nb, c + s0 * n, n);
+    } else {
+      ColumnsAvx2At<1>(row_at, vecs + s0 * k, k, nb, c + s0 * n, n);
+    }
+  }
+}
+
 template <typename W>
 void VectorsTimesRows(const W* rows, int64_t row_step, int64_t batch_step, const float* vecs,
                       int s_count, int64_t batch, int64_t k, int64_t n, float* c,
                       EvalContext& ctx) {
-  if (kAvx512) {
-    // Blocks of 64 columns whose results stay in registers (attention's probabilities times V
-    // in decode: no load and store of the output per cached position).
-    const int64_t blocks = (n + 63) / 64;
+  if (kAvx512 || kAvx2) {
+    // Blocks of 64 columns (32 on AVX2) whose results stay in registers (attention's
+    // probabilities times V in decode: no load and store of the output per cached position).
+    const int64_t width = kAvx512 ? 64 : kAvx2Columns, blocks = (n + width - 1) / width;
     ParallelBlocks(ctx, batch * blocks, 1, [&](int64_t begin, int64_t end) {
       for (int64_t task = begin; task < end; ++task) {
-        const int64_t bi = task / blocks, j0 = task % blocks * 64;
-        const int64_t nb = std::min<int64_t>(64, n - j0);
+        const int64_t bi = task / blocks, j0 = task % blocks * width;
+        const int64_t nb = std::min<int64_t>(width, n - j0);
         const W* b = rows + bi * batch_step + j0;
         const float* v = vecs + bi * s_count * k;
         float* out = c + bi * s_count * n + j0;
+        if (!kAvx512) {
+          ColumnsAvx2Any([b, row_step](int64_t p) { return b + p * row_step; }, v, s_count, k, nb,
+                         out, n);
+          continue;
+        }
         switch (s_count) {
           case 1:
             ColumnsAvx512<1>(b, row_step, v, k, nb, out, n);
@@ -533,17 +552,18 @@ void PagedVectorsTimesRows(const std::vector<float>& vecs, int s_count, const Pa
     for (int64_t m = 0; m < pr.blocks; ++m)
       bases[m] = PagedRow<W>(pr, bi / pr.heads, bi % pr.heads, m * pr.page);
   };
-  if (kAvx512) {
-    const int64_t blocks = (n + 63) / 64;
+  if (kAvx512 || kAvx2) {
+    const int64_t width = kAvx512 ? 64 : kAvx2Columns, blocks = (n + width - 1) / width;
     ParallelBlocks(ctx, batch * blocks, 1, [&](int64_t begin, int64_t end) {
       std::vector<const W*> bases;
       for (int64_t task = begin; task < end; ++task) {
-        const int64_t bi = task / blocks, j0 = task % blocks * 64;
-        const int64_t nb = std::min<int64_t>(64, n - j0);
+        const int64_t bi = task / blocks, j0 = task % blocks * width;
+        const int64_t nb = std::min<int64_t>(width, n - j0);
         pages_of(bi, bases);
         const float* v = vecs.data() + bi * s_count * k;
         float* out = c + bi * s_count * n + j0;
         auto run = [&](const auto& row_at) {
+          if (!kAvx512) return ColumnsAvx2Any(row_at, v, s_count, k, nb, out, n);
           switch (s_count) {
             case 1:
               return ColumnsAvx512At<1>(row_at, v, k, nb, out, n);

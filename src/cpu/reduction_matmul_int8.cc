@@ -22,6 +22,7 @@ namespace {
 constexpr int64_t kBlock = kQ8_0BlockElements;  // the q8_0 block (ir/quant_format.h)
 
 const bool kAvx512 = HasAvx512Core();
+const bool kAvx2 = HasAvx2();
 
 // The f32 kernel's lane order (reduction_matmul.cc): elements {0-3, 8-11, 16-19, 24-27} of a
 // 32-element step in `lo`, the others in `hi`.
@@ -102,14 +103,36 @@ TLALOC_AVX512_CORE_TARGET void Int8RowsAvx512(const float* const* x, const int8_
 
 // Without AVX-512: the f32 kernel (DotF32: AVX2's lanes, or the portable loop) on the row
 // dequantised into a per-thread buffer, so the product has the unfused chain's bits there too.
+#if defined(__x86_64__)
+// The dequantisation below on AVX2: each element times its block's scale, rounded once, the
+// same products (the scalar loop held an exact int8 decode step to 1.4 GB/s on a Zen 3).
+__attribute__((target("avx2"))) void DequantiseRowAvx2(const int8_t* row, const uint16_t* scales,
+                                                       int64_t k, float* dense) {
+  for (int64_t b = 0; b < k / kBlock; ++b) {
+    const __m256 d = _mm256_set1_ps(HalfBitsToFloat(scales[b]));
+    for (int64_t i = b * kBlock; i < (b + 1) * kBlock; i += 8) {
+      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + i));
+      _mm256_storeu_ps(dense + i, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d));
+    }
+  }
+}
+#endif
+
 void Int8RowPortable(const float* const* x, int s_count, const int8_t* row, const uint16_t* scales,
                      int64_t k, float* out, int64_t out_s) {
   thread_local std::vector<float> dense;
   dense.resize(static_cast<size_t>(k));
-  for (int64_t b = 0; b < k / kBlock; ++b) {
-    const float d = HalfBitsToFloat(scales[b]);
-    for (int64_t i = b * kBlock; i < (b + 1) * kBlock; ++i)
-      dense[i] = static_cast<float>(row[i]) * d;
+#if defined(__x86_64__)
+  if (kAvx2) {
+    DequantiseRowAvx2(row, scales, k, dense.data());
+  } else
+#endif
+  {
+    for (int64_t b = 0; b < k / kBlock; ++b) {
+      const float d = HalfBitsToFloat(scales[b]);
+      for (int64_t i = b * kBlock; i < (b + 1) * kBlock; ++i)
+        dense[i] = static_cast<float>(row[i]) * d;
+    }
   }
   for (int s = 0; s < s_count; ++s) out[s * out_s] = DotF32(x[s], dense.data(), k);
 }

@@ -97,5 +97,53 @@ TEST(DotKernels, Avx2KernelIsTheLaneModelBitForBit) {
   }
 }
 
+// The column kernel (attention's probabilities times V): each output is the FMAs over the
+// positions in order from 0, as the portable loop and the AVX-512 kernel do, for 1 and 2
+// vectors, bf16 and f32 rows with a row step, and widths with a tail.
+TEST(DotKernels, Avx2ColumnKernelIsOneFmaPerPositionInOrder) {
+  if (!HasAvx2()) GTEST_SKIP() << "no AVX2 and FMA here: the AVX2 kernel cannot run";
+  for (int64_t nb : {32, 31, 17, 8, 3}) {
+    for (int64_t k : {1, 7, 64, 513}) {
+      const int64_t step = 40;  // row p at p * step: wider than the block, as a cache row is
+      std::vector<bf16> rows = RandomBf16(k * step, static_cast<uint32_t>(nb * 1000 + k));
+      std::vector<uint16_t> bits;
+      std::vector<float> widened;
+      for (bf16 b : rows) {
+        bits.push_back(b.bits);
+        widened.push_back(b.f());
+      }
+      const std::vector<float> vecs =
+          rdtest::RandomFloats(2 * k, static_cast<uint32_t>(nb * 7 + k), 1.0f);
+      const int64_t n = 48;  // the output's row stride
+      std::vector<float> want(2 * n, -1.0f), from_bf16(2 * n, -1.0f), from_f32(2 * n, -1.0f),
+          one(2 * n, -1.0f);
+      for (int s = 0; s < 2; ++s)
+        for (int64_t j = 0; j < nb; ++j) {
+          float acc = 0;
+          for (int64_t p = 0; p < k; ++p)
+            acc = std::fma(vecs[s * k + p], widened[p * step + j], acc);
+          want[s * n + j] = acc;
+        }
+      const uint16_t* b = bits.data();
+      const float* f = widened.data();
+      cpu::ColumnsAvx2At<2>([b](int64_t p) { return b + p * step; }, vecs.data(), k, nb,
+                            from_bf16.data(), n);
+      cpu::ColumnsAvx2At<2>([f](int64_t p) { return f + p * step; }, vecs.data(), k, nb,
+                            from_f32.data(), n);
+      cpu::ColumnsAvx2At<1>([b](int64_t p) { return b + p * step; }, vecs.data() + k, k, nb,
+                            one.data() + n, n);
+      for (int64_t i = 0; i < 2 * n; ++i) {
+        const std::string at =
+            "nb=" + std::to_string(nb) + " k=" + std::to_string(k) + " output " + std::to_string(i);
+        EXPECT_EQ(std::bit_cast<uint32_t>(from_bf16[i]), std::bit_cast<uint32_t>(want[i])) << at;
+        EXPECT_EQ(std::bit_cast<uint32_t>(from_f32[i]), std::bit_cast<uint32_t>(want[i])) << at;
+        if (i >= n) {
+          EXPECT_EQ(std::bit_cast<uint32_t>(one[i]), std::bit_cast<uint32_t>(want[i])) << at;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tlaloc
