@@ -283,13 +283,6 @@ TLALOC_AVX512_CORE_TARGET void ColumnsAvx512At(const RowAt& row_at, const float*
     for (int v = 0; v < 4; ++v) _mm512_mask_storeu_ps(c + s * n + 16 * v, mask[v], acc[s][v]);
 }
 
-template <int S, typename W>
-TLALOC_AVX512_CORE_TARGET void ColumnsAvx512(const W* rows, int64_t row_step, const float* vecs,
-                                             int64_t k, int64_t nb, float* c, int64_t n) {
-  ColumnsAvx512At<S>([rows, row_step](int64_t p) { return rows + p * row_step; }, vecs, k, nb, c,
-                     n);
-}
-
 // ColumnsAvx2At for any number of vectors, two per pass (two vectors' accumulators and the
 // row's four vectors fill the 16 registers): each output's arithmetic is unchanged.
 template <typename RowAt>
@@ -301,6 +294,24 @@ void ColumnsAvx2Any(const RowAt& row_at, const float* vecs, int s_count, int64_t
     } else {
       ColumnsAvx2At<1>(row_at, vecs + s0 * k, k, nb, c + s0 * n, n);
     }
+  }
+}
+
+// The column kernel this CPU runs (AVX-512 or AVX2; never called on others) for s_count <= 4
+// vectors times `nb` columns whose row p is at row_at(p): one FMA per position, in order.
+template <typename RowAt>
+void ColumnsAt(const RowAt& row_at, const float* vecs, int s_count, int64_t k, int64_t nb, float* c,
+               int64_t n) {
+  if (!kAvx512) return ColumnsAvx2Any(row_at, vecs, s_count, k, nb, c, n);
+  switch (s_count) {
+    case 1:
+      return ColumnsAvx512At<1>(row_at, vecs, k, nb, c, n);
+    case 2:
+      return ColumnsAvx512At<2>(row_at, vecs, k, nb, c, n);
+    case 3:
+      return ColumnsAvx512At<3>(row_at, vecs, k, nb, c, n);
+    default:
+      return ColumnsAvx512At<4>(row_at, vecs, k, nb, c, n);
   }
 }
 
@@ -319,25 +330,7 @@ void VectorsTimesRows(const W* rows, int64_t row_step, int64_t batch_step, const
         const W* b = rows + bi * batch_step + j0;
         const float* v = vecs + bi * s_count * k;
         float* out = c + bi * s_count * n + j0;
-        if (!kAvx512) {
-          ColumnsAvx2Any([b, row_step](int64_t p) { return b + p * row_step; }, v, s_count, k, nb,
-                         out, n);
-          continue;
-        }
-        switch (s_count) {
-          case 1:
-            ColumnsAvx512<1>(b, row_step, v, k, nb, out, n);
-            break;
-          case 2:
-            ColumnsAvx512<2>(b, row_step, v, k, nb, out, n);
-            break;
-          case 3:
-            ColumnsAvx512<3>(b, row_step, v, k, nb, out, n);
-            break;
-          default:
-            ColumnsAvx512<4>(b, row_step, v, k, nb, out, n);
-            break;
-        }
+        ColumnsAt([b, row_step](int64_t p) { return b + p * row_step; }, v, s_count, k, nb, out, n);
       }
     });
     return;
@@ -562,19 +555,7 @@ void PagedVectorsTimesRows(const std::vector<float>& vecs, int s_count, const Pa
         pages_of(bi, bases);
         const float* v = vecs.data() + bi * s_count * k;
         float* out = c + bi * s_count * n + j0;
-        auto run = [&](const auto& row_at) {
-          if (!kAvx512) return ColumnsAvx2Any(row_at, v, s_count, k, nb, out, n);
-          switch (s_count) {
-            case 1:
-              return ColumnsAvx512At<1>(row_at, v, k, nb, out, n);
-            case 2:
-              return ColumnsAvx512At<2>(row_at, v, k, nb, out, n);
-            case 3:
-              return ColumnsAvx512At<3>(row_at, v, k, nb, out, n);
-            default:
-              return ColumnsAvx512At<4>(row_at, v, k, nb, out, n);
-          }
-        };
+        auto run = [&](const auto& row_at) { ColumnsAt(row_at, v, s_count, k, nb, out, n); };
         const int64_t page = pr.page, row_len = pr.row_len;
         const W* const* pages = bases.data();
         if ((page & (page - 1)) == 0) {  // a power of two (the engine's 16): no division per row

@@ -118,22 +118,23 @@ __attribute__((target("avx2"))) void DequantiseRowAvx2(const int8_t* row, const 
 }
 #endif
 
+// One row of k (a multiple of kBlock) dequantised: each element times its block's scale.
+void DequantiseRow(const int8_t* row, const uint16_t* scales, int64_t k, float* dense) {
+#if defined(__x86_64__)
+  if (kAvx2) return DequantiseRowAvx2(row, scales, k, dense);
+#endif
+  for (int64_t b = 0; b < k / kBlock; ++b) {
+    const float d = HalfBitsToFloat(scales[b]);
+    for (int64_t i = b * kBlock; i < (b + 1) * kBlock; ++i)
+      dense[i] = static_cast<float>(row[i]) * d;
+  }
+}
+
 void Int8RowPortable(const float* const* x, int s_count, const int8_t* row, const uint16_t* scales,
                      int64_t k, float* out, int64_t out_s) {
   thread_local std::vector<float> dense;
   dense.resize(static_cast<size_t>(k));
-#if defined(__x86_64__)
-  if (kAvx2) {
-    DequantiseRowAvx2(row, scales, k, dense.data());
-  } else
-#endif
-  {
-    for (int64_t b = 0; b < k / kBlock; ++b) {
-      const float d = HalfBitsToFloat(scales[b]);
-      for (int64_t i = b * kBlock; i < (b + 1) * kBlock; ++i)
-        dense[i] = static_cast<float>(row[i]) * d;
-    }
-  }
+  DequantiseRow(row, scales, k, dense.data());
   for (int s = 0; s < s_count; ++s) out[s * out_s] = DotF32(x[s], dense.data(), k);
 }
 
@@ -168,11 +169,7 @@ void Int8Matmul(const float* x, int64_t m, const int8_t* w, const uint16_t* scal
     const int64_t blocks_per_row = k / kBlock;
     auto dequantise = [&](int64_t j0, int64_t nb, float* out) {
       for (int64_t r = 0; r < nb; ++r)
-        for (int64_t b = 0; b < blocks_per_row; ++b) {
-          const float d = HalfBitsToFloat(scales[(j0 + r) * blocks_per_row + b]);
-          for (int64_t i = b * kBlock; i < (b + 1) * kBlock; ++i)
-            out[r * k + i] = static_cast<float>(w[(j0 + r) * k + i]) * d;
-        }
+        DequantiseRow(w + (j0 + r) * k, scales + (j0 + r) * blocks_per_row, k, out + r * k);
     };
     if (BlasMatmulTransposedBlocks(x, m, k, n, dequantise, c, ctx)) return;
     // Otherwise the whole matrix dequantised, then ViewMatmul (one temporary), 64-byte aligned

@@ -20,6 +20,25 @@ using cputest::PoolContext;
 using cputest::RandomBf16;
 using cputest::SerialContext;
 
+// `run(out, ctx)` on one thread and on the pool: the same bits both ways, and each batch's pairs
+// DotBF16's (x_at(bi, s, i): element i of vector s of batch bi, as f32).
+template <typename Run, typename XAt>
+void ExpectSerialAndPooledPairsAreDotBF16(const Run& run, int64_t batch, int64_t m, int64_t k,
+                                          int64_t n, const XAt& x_at, const bf16* w,
+                                          const std::string& what) {
+  std::vector<float> serial(batch * m * n, -1.f), pooled(batch * m * n, -2.f);
+  SerialContext serial_ctx;
+  PoolContext pool_ctx;
+  run(serial.data(), serial_ctx);
+  run(pooled.data(), pool_ctx);
+  EXPECT_EQ(serial, pooled) << what << ": two threads changed the bits";
+  for (int64_t bi = 0; bi < batch; ++bi)
+    ExpectPairsAreDotBF16(
+        std::vector<float>(serial.begin() + bi * m * n, serial.begin() + (bi + 1) * m * n), m, k, n,
+        [&](int64_t s, int64_t i) { return x_at(bi, s, i); }, w + bi * n * k,
+        what + " batch " + std::to_string(bi));
+}
+
 TEST(SmallMMatmulTest, EveryPairIsTheMatrixVectorKernelsDotBitForBit) {
   // Without AVX-512 or AVX2 + FMA the products of several rows go to BLAS, whose sums are ordered
   // otherwise.
@@ -82,19 +101,15 @@ TEST(SmallMMatmulTest, EveryTilingGivesTheMatrixVectorKernelsBits) {
                                 m * k, k, 1};
         const cpu::MatrixView b{reinterpret_cast<const std::byte*>(w.data()), ElementType::kBF16,
                                 n * k, 1, k};
-        std::vector<float> serial(batch * m * n, -1.f), pooled(batch * m * n, -2.f);
-        SerialContext serial_ctx;
-        PoolContext pool_ctx;
-        ASSERT_TRUE(cpu::SmallMMatmul(a, b, batch, m, k, n, serial.data(), serial_ctx, tiles));
-        ASSERT_TRUE(cpu::SmallMMatmul(a, b, batch, m, k, n, pooled.data(), pool_ctx, tiles));
         const std::string what = "tiles " + std::to_string(static_cast<int>(tiles)) +
                                  " k=" + std::to_string(k) + " m=" + std::to_string(m);
-        EXPECT_EQ(serial, pooled) << what << ": two threads changed the bits";
-        for (int64_t bi = 0; bi < batch; ++bi)
-          ExpectPairsAreDotBF16(
-              std::vector<float>(serial.begin() + bi * m * n, serial.begin() + (bi + 1) * m * n), m,
-              k, n, [&](int64_t s, int64_t i) { return x[(bi * m + s) * k + i].f(); },
-              w.data() + bi * n * k, what + " batch " + std::to_string(bi));
+        ExpectSerialAndPooledPairsAreDotBF16(
+            [&](float* out, EvalContext& ctx) {
+              ASSERT_TRUE(cpu::SmallMMatmul(a, b, batch, m, k, n, out, ctx, tiles)) << what;
+            },
+            batch, m, k, n,
+            [&](int64_t bi, int64_t s, int64_t i) { return x[(bi * m + s) * k + i].f(); }, w.data(),
+            what);
       }
 }
 
@@ -129,22 +144,15 @@ TEST(SmallMMatmulTest, Avx2PathGivesEveryPairDotBF16sBits) {
         }
         const cpu::MatrixView b{reinterpret_cast<const std::byte*>(w.data()), ElementType::kBF16,
                                 n * k, 1, k};
-        std::vector<float> serial(batch * m * n, -1.f), pooled(batch * m * n, -2.f);
-        SerialContext serial_ctx;
-        PoolContext pool_ctx;
         const auto* weights = reinterpret_cast<const uint16_t*>(w.data());
-        cpu::SmallMAvx2(weights, b, batch, m, k, n, permuted.data(), x_step, serial.data(),
-                        serial_ctx, tiles);
-        cpu::SmallMAvx2(weights, b, batch, m, k, n, permuted.data(), x_step, pooled.data(),
-                        pool_ctx, tiles);
-        const std::string what = "tiles " + std::to_string(static_cast<int>(tiles)) +
-                                 " k=" + std::to_string(k) + " m=" + std::to_string(m);
-        EXPECT_EQ(serial, pooled) << what << ": two threads changed the bits";
-        for (int64_t bi = 0; bi < batch; ++bi)
-          ExpectPairsAreDotBF16(
-              std::vector<float>(serial.begin() + bi * m * n, serial.begin() + (bi + 1) * m * n), m,
-              k, n, [&](int64_t s, int64_t i) { return x[(bi * m + s) * k + i]; },
-              w.data() + bi * n * k, what + " batch " + std::to_string(bi));
+        ExpectSerialAndPooledPairsAreDotBF16(
+            [&](float* out, EvalContext& ctx) {
+              cpu::SmallMAvx2(weights, b, batch, m, k, n, permuted.data(), x_step, out, ctx, tiles);
+            },
+            batch, m, k, n,
+            [&](int64_t bi, int64_t s, int64_t i) { return x[(bi * m + s) * k + i]; }, w.data(),
+            "tiles " + std::to_string(static_cast<int>(tiles)) + " k=" + std::to_string(k) +
+                " m=" + std::to_string(m));
       }
 }
 
