@@ -160,7 +160,7 @@ ExactRun RunExact(const Literal& x, const Literal& q, const Literal& scales, boo
 TEST_F(Int8LinearTest, ExactKernelHasTheDecompositionsBits) {
   std::mt19937 rng(5);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::uniform_int_distribution<int> qdist(-127, 127);
+  std::uniform_int_distribution<int> qdist(-128, 127);  // every int8
   for (const auto& [rows, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 37, 96},
                                    {2, 64, 1024},
                                    {3, 9, 32},
