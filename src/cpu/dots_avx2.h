@@ -55,6 +55,24 @@ TLALOC_AVX2_TARGET inline float SumLanesAvx2(Avx2Acc a, Avx2Acc b) {
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
 }
 
+// One 32-element step at i of S vectors against a row's 32 widened elements (w0: the first 16's
+// lo and hi halves, w1: the last 16's): of 32 elements, AVX-512's low vector is (first 16's lo,
+// last 16's lo), its high one the two hi halves.
+template <int S>
+TLALOC_AVX2_TARGET inline void FmaStep32(const float* const* x, int64_t i, __m256 w0l, __m256 w1l,
+                                         __m256 w0h, __m256 w1h, Avx2Acc* acc0, Avx2Acc* acc1) {
+#pragma GCC unroll 4
+  for (int s = 0; s < S; ++s) {
+    __m256 x0l, x1l, x0h, x1h;
+    PermuteHalf(x[s] + i, x0l, x1l);
+    PermuteHalf(x[s] + i + 16, x0h, x1h);
+    acc0[s].lo = _mm256_fmadd_ps(x0l, w0l, acc0[s].lo);
+    acc0[s].hi = _mm256_fmadd_ps(x0h, w0h, acc0[s].hi);
+    acc1[s].lo = _mm256_fmadd_ps(x1l, w1l, acc1[s].lo);
+    acc1[s].hi = _mm256_fmadd_ps(x1h, w1h, acc1[s].hi);
+  }
+}
+
 // out[s] = x[s] . row over k, for S vectors, with DotsAvx512<S, W>'s bits. S is kept small by the
 // caller's dispatch (four 256-bit accumulators per vector).
 template <int S, typename W>
@@ -63,21 +81,10 @@ TLALOC_AVX2_TARGET void DotsAvx2(const float* const* x, const W* row, int64_t k,
   for (int s = 0; s < S; ++s) acc0[s] = acc1[s] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   int64_t i = 0;
   for (; i + 32 <= k; i += 32) {
-    // Of 32 elements, AVX-512's low vector is (first 16's lo, last 16's lo), its high one the
-    // two hi halves.
     __m256 w0l, w1l, w0h, w1h;
     LoadRowHalf(row + i, w0l, w1l);
     LoadRowHalf(row + i + 16, w0h, w1h);
-#pragma GCC unroll 4
-    for (int s = 0; s < S; ++s) {
-      __m256 x0l, x1l, x0h, x1h;
-      PermuteHalf(x[s] + i, x0l, x1l);
-      PermuteHalf(x[s] + i + 16, x0h, x1h);
-      acc0[s].lo = _mm256_fmadd_ps(x0l, w0l, acc0[s].lo);
-      acc0[s].hi = _mm256_fmadd_ps(x0h, w0h, acc0[s].hi);
-      acc1[s].lo = _mm256_fmadd_ps(x1l, w1l, acc1[s].lo);
-      acc1[s].hi = _mm256_fmadd_ps(x1h, w1h, acc1[s].hi);
-    }
+    FmaStep32<S>(x, i, w0l, w1l, w0h, w1h, acc0, acc1);
   }
   // The tail in steps of 16 in natural lane order into the first accumulator, lanes past k
   // multiplying zeros (as the AVX-512 kernel's zero-masked loads do).

@@ -156,16 +156,7 @@ TLALOC_AVX2_TARGET void Int8DotsAvx2(const float* const* x, const int8_t* row,
     __m256 w0l, w1l, w0h, w1h;
     LoadInt8Half(row + i, scale16, w0l, w1l);
     LoadInt8Half(row + i + 16, scale16, w0h, w1h);
-#pragma GCC unroll 2
-    for (int s = 0; s < S; ++s) {
-      __m256 x0l, x1l, x0h, x1h;
-      PermuteHalf(x[s] + i, x0l, x1l);
-      PermuteHalf(x[s] + i + 16, x0h, x1h);
-      acc0[s].lo = _mm256_fmadd_ps(x0l, w0l, acc0[s].lo);
-      acc0[s].hi = _mm256_fmadd_ps(x0h, w0h, acc0[s].hi);
-      acc1[s].lo = _mm256_fmadd_ps(x1l, w1l, acc1[s].lo);
-      acc1[s].hi = _mm256_fmadd_ps(x1h, w1h, acc1[s].hi);
-    }
+    FmaStep32<S>(x, i, w0l, w1l, w0h, w1h, acc0, acc1);
   }
   for (int s = 0; s < S; ++s) out[s] = SumLanesAvx2(acc0[s], acc1[s]);
 }
