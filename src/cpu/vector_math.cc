@@ -1,11 +1,15 @@
-// Bulk f32 exp, logistic and rsqrt (see vector_math.h): AVX-512 kernels selected at run time,
-// the portable scalar loops of ops/bulk_math.h otherwise.
+// Bulk f32 exp, logistic and rsqrt (see vector_math.h): AVX-512 kernels here and AVX2 + FMA
+// ones in vector_math_avx2.cc, selected at run time, the portable scalar loops of
+// ops/bulk_math.h otherwise.
 #include "vector_math.h"
 
+#include <cstdlib>
 #include <limits>
+#include <string_view>
 
 #include "tlaloc/support/cpu_features.h"
 #include "tlaloc/support/half.h"
+#include "vector_math_avx2.h"
 
 #if defined(__x86_64__)
 #include "support/avx512_intrinsics.h"
@@ -27,14 +31,6 @@ namespace {
 #if defined(__x86_64__)
 
 #define TLALOC_VMATH_TARGET TLALOC_AVX512_CORE_TARGET
-
-// A vector result y stands for the double the scalar function returns only up to a relative
-// error: below 1e-14 for the vector code (polynomial, Newton steps), below 2 ulp (2.2e-16) for
-// glibc's exp and for sqrt-then-divide. When y * (1 - kSlack) and y * (1 + kSlack) round to the
-// same float, every double in between does too (rounding is monotonic), the scalar result
-// included. About 1 element in 30,000 is that close to a rounding boundary and is recomputed by
-// the scalar function.
-constexpr double kSlack = 0x1p-40;
 
 // c_n r^n + ... + c_0 by Horner's rule, coefficients from the highest power down (spelled out
 // so the compiler keeps every coefficient in a register instead of looping over an array).
@@ -170,49 +166,88 @@ TLALOC_VMATH_TARGET void F32ToBf16Vector(const float* in, uint16_t* out, int64_t
   }
 }
 
+// Runs the kernel of the vector path KernelPath() picked; false on the scalar path.
+template <typename In, typename Out>
+bool RunVectorPath(void (*avx512)(const In*, Out*, int64_t),
+                   void (*avx2_kernel)(const In*, Out*, int64_t), const In* in, Out* out,
+                   int64_t n) {
+  switch (KernelPath()) {
+    case VectorPath::kAvx512:
+      avx512(in, out, n);
+      return true;
+    case VectorPath::kAvx2:
+      avx2_kernel(in, out, n);
+      return true;
+    case VectorPath::kScalar:
+      break;
+  }
+  return false;
+}
+
 #endif  // __x86_64__
+
+// Which kernels run, decided once: TLALOC_VECTOR_MATH=0 clears only the AVX-512 features in
+// KernelCpuFeatures() (the AVX2 matrix kernels stay on), so the AVX2 path reads it here.
+VectorPath DetectPath() {
+  const char* setting = std::getenv("TLALOC_VECTOR_MATH");
+  if (setting != nullptr && std::string_view(setting) == "0") return VectorPath::kScalar;
+  if (HasAvx512Core()) return VectorPath::kAvx512;
+  if (HasAvx2()) return VectorPath::kAvx2;
+  return VectorPath::kScalar;
+}
 
 }  // namespace
 
-bool HasVectorKernels() {
-#if defined(__x86_64__)
-  return HasAvx512Core();
-#else
-  return false;
-#endif
+VectorPath KernelPath() {
+  static const VectorPath path = DetectPath();
+  return path;
 }
+
+const char* KernelPathName() {
+  switch (KernelPath()) {
+    case VectorPath::kAvx512:
+      return "AVX-512";
+    case VectorPath::kAvx2:
+      return "AVX2+FMA";
+    case VectorPath::kScalar:
+      break;
+  }
+  return "scalar";
+}
+
+bool HasVectorKernels() { return KernelPath() != VectorPath::kScalar; }
 
 void ExpF32(const float* in, float* out, int64_t n) {
 #if defined(__x86_64__)
-  if (HasVectorKernels()) return VectorLoop<ExpOp>(in, out, n);
+  if (RunVectorPath(VectorLoop<ExpOp>, avx2::ExpF32, in, out, n)) return;
 #endif
   ExpF32Scalar(in, out, n);
 }
 
 void LogisticF32(const float* in, float* out, int64_t n) {
 #if defined(__x86_64__)
-  if (HasVectorKernels()) return VectorLoop<LogisticOp>(in, out, n);
+  if (RunVectorPath(VectorLoop<LogisticOp>, avx2::LogisticF32, in, out, n)) return;
 #endif
   LogisticF32Scalar(in, out, n);
 }
 
 void RsqrtF32(const float* in, float* out, int64_t n) {
 #if defined(__x86_64__)
-  if (HasVectorKernels()) return VectorLoop<RsqrtOp>(in, out, n);
+  if (RunVectorPath(VectorLoop<RsqrtOp>, avx2::RsqrtF32, in, out, n)) return;
 #endif
   RsqrtF32Scalar(in, out, n);
 }
 
 void Bf16ToF32(const uint16_t* in, float* out, int64_t n) {
 #if defined(__x86_64__)
-  if (HasVectorKernels()) return Bf16ToF32Vector(in, out, n);
+  if (RunVectorPath(Bf16ToF32Vector, avx2::Bf16ToF32, in, out, n)) return;
 #endif
   Bf16ToF32Scalar(in, out, n);
 }
 
 void F32ToBf16(const float* in, uint16_t* out, int64_t n) {
 #if defined(__x86_64__)
-  if (HasVectorKernels()) return F32ToBf16Vector(in, out, n);
+  if (RunVectorPath(F32ToBf16Vector, avx2::F32ToBf16, in, out, n)) return;
 #endif
   F32ToBf16Scalar(in, out, n);
 }

@@ -3,10 +3,11 @@
 // defined once, by the double-precision function of ops/bulk_math.h: an f32 element x gives
 // static_cast<float>(F(static_cast<double>(x))), the "compute in double, round once" rule of the
 // elementwise ops. The bulk kernels return exactly those bits for every f32 input (checked over
-// all 2^32 inputs): on CPUs with AVX-512 they evaluate F in double in vector registers and fall
-// back to the scalar function for the rare element whose double result lies too close to a
-// float rounding boundary to be sure of the rounding; elsewhere they loop over the scalar
-// function. cpu::RegisterKernels installs them as the elementwise ops' bulk loops.
+// all 2^32 inputs): on CPUs with AVX-512, or else AVX2 + FMA (vector_math_avx2.cc), they
+// evaluate F in double in vector registers and fall back to the scalar function for the rare
+// element whose double result lies too close to a float rounding boundary to be sure of the
+// rounding; elsewhere they loop over the scalar function. cpu::RegisterKernels installs them as
+// the elementwise ops' bulk loops.
 #pragma once
 
 #include <cstdint>
@@ -24,8 +25,14 @@ void RsqrtF32(const float* in, float* out, int64_t n);
 void Bf16ToF32(const uint16_t* in, float* out, int64_t n);
 void F32ToBf16(const float* in, uint16_t* out, int64_t n);
 
-// Whether the vectorised kernels run: HasAvx512Core() (tlaloc/support/cpu_features.h), false
-// when the environment sets TLALOC_VECTOR_MATH=0 (scalar loops, for speed comparisons).
+// Which kernels run: AVX-512 where HasAvx512Core(), else AVX2 + FMA where HasAvx2()
+// (tlaloc/support/cpu_features.h), else the scalar loops; always the scalar loops when the
+// environment sets TLALOC_VECTOR_MATH=0 (for speed comparisons). Decided once per process.
+enum class VectorPath { kScalar, kAvx2, kAvx512 };
+VectorPath KernelPath();
+const char* KernelPathName();  // "AVX-512", "AVX2+FMA" or "scalar"
+
+// Whether a vectorised path runs (KernelPath() is not kScalar).
 bool HasVectorKernels();
 
 }  // namespace tlaloc::cpu::vmath

@@ -14,6 +14,7 @@
 
 #include "cpu/vector_math.h"
 #include "fusion.h"
+#include "tlaloc/support/cpu_features.h"
 #include "tlaloc/support/half.h"
 
 namespace tlaloc::interp {
@@ -125,7 +126,7 @@ TLALOC_XENT_AVX512 void ScaleAvx512(const float* e, float scale, float* out, int
 
 void ExpInPlace(float* x, int64_t n, float& max, float& sum) {
 #if defined(__x86_64__)
-  if (cpu::vmath::HasVectorKernels()) return ExpInPlaceAvx512(x, n, max, sum);
+  if (HasAvx512Core()) return ExpInPlaceAvx512(x, n, max, sum);
 #endif
   float lanes[kLanes];
   float m = x[0];
@@ -151,7 +152,7 @@ void ExpInPlace(float* x, int64_t n, float& max, float& sum) {
 // out = e * scale.
 void Scale(const float* e, float scale, float* out, int64_t n) {
 #if defined(__x86_64__)
-  if (cpu::vmath::HasVectorKernels()) return ScaleAvx512(e, scale, out, n);
+  if (HasAvx512Core()) return ScaleAvx512(e, scale, out, n);
 #endif
   for (int64_t k = 0; k < n; ++k) out[k] = e[k] * scale;
 }

@@ -1,4 +1,5 @@
-// The bulk f32 exp / logistic / rsqrt kernels (src/cpu/vector_math.h) against the scalar
+// The bulk f32 exp / logistic / rsqrt kernels (src/cpu/vector_math.h; AVX-512 or AVX2 + FMA,
+// whichever the CPU has, and the AVX2 ones directly on AVX-512 CPUs) against the scalar
 // definition, bit for bit: sampled inputs with every special value and the edges where results
 // overflow, turn subnormal, vanish or reach 1, directly and through the interpreter's ops.
 #include "cpu/vector_math.h"
@@ -8,7 +9,9 @@
 #include <cstring>
 #include <random>
 
+#include "cpu/vector_math_avx2.h"
 #include "ops/elementwise_test_util.h"
+#include "tlaloc/support/cpu_features.h"
 
 namespace tlaloc::ewtest {
 namespace {
@@ -27,6 +30,27 @@ const KernelCase kKernelCases[] = {
      ops::vmath::LogisticF32Scalar},
     {"stablehlo.rsqrt", ops::vmath::Rsqrt, cpu::vmath::RsqrtF32, ops::vmath::RsqrtF32Scalar},
 };
+
+// A set of vectorised kernels: the dispatched ones (AVX-512 or AVX2, whichever KernelPath()
+// picked) and, on AVX-512 CPUs, the AVX2 ones called directly, so both are checked there.
+struct KernelSet {
+  std::string name;
+  F32Kernel exp, logistic, rsqrt;
+  ops::vmath::Bf16ToF32Kernel bf16_to_f32;
+  ops::vmath::F32ToBf16Kernel f32_to_bf16;
+};
+
+std::vector<KernelSet> VectorPathsOfThisCpu() {
+  std::vector<KernelSet> paths;
+  if (cpu::vmath::HasVectorKernels())
+    paths.push_back({cpu::vmath::KernelPathName(), cpu::vmath::ExpF32, cpu::vmath::LogisticF32,
+                     cpu::vmath::RsqrtF32, cpu::vmath::Bf16ToF32, cpu::vmath::F32ToBf16});
+  if (cpu::vmath::KernelPath() == cpu::vmath::VectorPath::kAvx512 && HasAvx2())
+    paths.push_back({"AVX2+FMA (direct)", cpu::vmath::avx2::ExpF32, cpu::vmath::avx2::LogisticF32,
+                     cpu::vmath::avx2::RsqrtF32, cpu::vmath::avx2::Bf16ToF32,
+                     cpu::vmath::avx2::F32ToBf16});
+  return paths;
+}
 
 float FromBits(uint32_t u) { return std::bit_cast<float>(u); }
 uint32_t Bits(float f) { return std::bit_cast<uint32_t>(f); }
@@ -102,24 +126,39 @@ std::string Mismatches(const std::vector<float>& xs, const std::vector<float>& g
 }
 
 TEST(VectorMath, KernelsMatchScalarDefinitionOnSampledInputs) {
-  if (!cpu::vmath::HasVectorKernels())
-    GTEST_SKIP() << "vector kernels off: no AVX-512 F/BW/VL/DQ, or TLALOC_VECTOR_MATH=0";
+  const std::vector<KernelSet> paths = VectorPathsOfThisCpu();
+  if (paths.empty())
+    GTEST_SKIP() << "vector kernels off: no AVX2 + FMA nor AVX-512, or TLALOC_VECTOR_MATH=0";
   const std::vector<float> xs = SampledInputs();
   const int64_t n = static_cast<int64_t>(xs.size());
-  for (const KernelCase& c : kKernelCases) {
-    std::vector<float> want(n), got(n);
-    c.scalar_kernel(xs.data(), want.data(), n);
-    c.kernel(xs.data(), got.data(), n);
-    EXPECT_EQ(Mismatches(xs, got, want), "") << c.op;
-    // In place, from an unaligned start with a ragged tail (masked loads and stores).
-    std::vector<float> inout = xs;
-    c.kernel(inout.data() + 1, inout.data() + 1, n - 4);
-    EXPECT_EQ(Bits(inout[0]), Bits(xs[0])) << c.op << ": wrote before its range";
-    for (int64_t i = n - 3; i < n; ++i)
-      EXPECT_EQ(Bits(inout[i]), Bits(xs[i])) << c.op << ": wrote past its range";
-    std::vector<float> expected = xs;
-    std::copy(want.begin() + 1, want.end() - 3, expected.begin() + 1);
-    EXPECT_EQ(Mismatches(xs, inout, expected), "") << c.op << " in place";
+  for (const KernelSet& path : paths) {
+    std::printf("vector math path: %s\n", path.name.c_str());
+    const F32Kernel kernels[] = {path.exp, path.logistic, path.rsqrt};
+    for (int k = 0; k < 3; ++k) {
+      const KernelCase& c = kKernelCases[k];
+      const std::string what = path.name + " " + c.op;
+      std::vector<float> want(n), got(n);
+      c.scalar_kernel(xs.data(), want.data(), n);
+      kernels[k](xs.data(), got.data(), n);
+      EXPECT_EQ(Mismatches(xs, got, want), "") << what;
+      // In place, from an unaligned start with a ragged tail (masked loads and stores).
+      std::vector<float> inout = xs;
+      kernels[k](inout.data() + 1, inout.data() + 1, n - 4);
+      EXPECT_EQ(Bits(inout[0]), Bits(xs[0])) << what << ": wrote before its range";
+      for (int64_t i = n - 3; i < n; ++i)
+        EXPECT_EQ(Bits(inout[i]), Bits(xs[i])) << what << ": wrote past its range";
+      std::vector<float> expected = xs;
+      std::copy(want.begin() + 1, want.end() - 3, expected.begin() + 1);
+      EXPECT_EQ(Mismatches(xs, inout, expected), "") << what << " in place";
+      // Every length up to two vectors' worth, so each ragged end is taken.
+      for (int64_t len = 0; len <= 17; ++len) {
+        std::vector<float> short_out(len + 1, -7.0f);
+        kernels[k](xs.data() + 5, short_out.data(), len);
+        for (int64_t i = 0; i < len; ++i)
+          ASSERT_EQ(Bits(short_out[i]), Bits(want[5 + i])) << what << " length " << len;
+        ASSERT_EQ(short_out[len], -7.0f) << what << " length " << len << ": wrote past its end";
+      }
+    }
   }
 }
 
@@ -197,31 +236,52 @@ TEST(VectorMath, OpsMatchTheDefinitionInEveryFloatType) {
 // lower halves that decide its rounding (zero, below, at and above the tie, all ones), NaN
 // payloads and subnormals included; from an unaligned start with a ragged tail.
 TEST(VectorMath, Bf16ConversionsMatchTheScalarOnes) {
+  std::vector<KernelSet> paths = VectorPathsOfThisCpu();
+  if (paths.empty())  // the scalar loops, which the dispatch then picks
+    paths.push_back({cpu::vmath::KernelPathName(), nullptr, nullptr, nullptr, cpu::vmath::Bf16ToF32,
+                     cpu::vmath::F32ToBf16});
   std::vector<uint16_t> halves(1 << 16);
   for (uint32_t i = 0; i < (1u << 16); ++i) halves[i] = static_cast<uint16_t>(i);
-  std::vector<float> widened(halves.size() + 1, -1.0f);
-  cpu::vmath::Bf16ToF32(halves.data() + 1, widened.data() + 1, (1 << 16) - 4);
-  EXPECT_EQ(widened[0], -1.0f);
-  for (size_t i = 1; i + 3 < halves.size(); ++i)
-    ASSERT_EQ(Bits(widened[i]), Bits(Bf16BitsToFloat(halves[i]))) << "bf16 0x" << std::hex << i;
-  for (size_t i = halves.size() - 3; i < widened.size(); ++i)
-    ASSERT_EQ(widened[i], -1.0f) << "wrote past its range";
-
   std::vector<float> xs;
   for (uint32_t high = 0; high < (1u << 16); ++high)
     for (uint32_t low : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu})
       xs.push_back(FromBits(high << 16 | low));
   const int64_t n = static_cast<int64_t>(xs.size());
-  std::vector<uint16_t> rounded(n + 3, 0xabcd);
-  cpu::vmath::F32ToBf16(xs.data() + 1, rounded.data() + 1, n - 2);
-  EXPECT_EQ(rounded[0], 0xabcd) << "wrote before its range";
-  EXPECT_EQ(rounded[n - 1], 0xabcd) << "wrote past its range";
-  int mismatches = 0;
-  for (int64_t i = 1; i < n - 1; ++i)
-    if (rounded[i] != FloatToBf16Bits(xs[i]) && ++mismatches <= 5)
-      ADD_FAILURE() << "f32 0x" << std::hex << Bits(xs[i]) << ": got 0x" << rounded[i]
-                    << ", want 0x" << FloatToBf16Bits(xs[i]);
-  EXPECT_EQ(mismatches, 0);
+  for (const KernelSet& path : paths) {
+    std::printf("bf16 conversion path: %s\n", path.name.c_str());
+    std::vector<float> widened(halves.size() + 1, -1.0f);
+    path.bf16_to_f32(halves.data() + 1, widened.data() + 1, (1 << 16) - 4);
+    EXPECT_EQ(widened[0], -1.0f) << path.name;
+    for (size_t i = 1; i + 3 < halves.size(); ++i)
+      ASSERT_EQ(Bits(widened[i]), Bits(Bf16BitsToFloat(halves[i])))
+          << path.name << ": bf16 0x" << std::hex << i;
+    for (size_t i = halves.size() - 3; i < widened.size(); ++i)
+      ASSERT_EQ(widened[i], -1.0f) << path.name << ": wrote past its range";
+
+    std::vector<uint16_t> rounded(n + 3, 0xabcd);
+    path.f32_to_bf16(xs.data() + 1, rounded.data() + 1, n - 2);
+    EXPECT_EQ(rounded[0], 0xabcd) << path.name << ": wrote before its range";
+    EXPECT_EQ(rounded[n - 1], 0xabcd) << path.name << ": wrote past its range";
+    int mismatches = 0;
+    for (int64_t i = 1; i < n - 1; ++i)
+      if (rounded[i] != FloatToBf16Bits(xs[i]) && ++mismatches <= 5)
+        ADD_FAILURE() << path.name << ": f32 0x" << std::hex << Bits(xs[i]) << ": got 0x"
+                      << rounded[i] << ", want 0x" << FloatToBf16Bits(xs[i]);
+    EXPECT_EQ(mismatches, 0) << path.name;
+    // Every length up to two vectors' worth of each: the ragged ends.
+    for (int64_t len = 0; len <= 33; ++len) {
+      std::vector<float> wide(len + 1, -1.0f);
+      std::vector<uint16_t> narrow(len + 1, 0xabcd);
+      path.bf16_to_f32(halves.data() + 3, wide.data(), len);
+      path.f32_to_bf16(xs.data() + 3, narrow.data(), len);
+      for (int64_t i = 0; i < len; ++i) {
+        ASSERT_EQ(Bits(wide[i]), Bits(Bf16BitsToFloat(halves[3 + i]))) << path.name << " " << len;
+        ASSERT_EQ(narrow[i], FloatToBf16Bits(xs[3 + i])) << path.name << " " << len;
+      }
+      ASSERT_EQ(wide[len], -1.0f) << path.name << " length " << len << ": wrote past its end";
+      ASSERT_EQ(narrow[len], 0xabcd) << path.name << " length " << len << ": wrote past its end";
+    }
+  }
 }
 
 // convert between f32 and bf16, and binary ops on bf16 (widened, computed in f32 and rounded in

@@ -4,9 +4,9 @@
 // and one switch hold everywhere.
 //
 // TLALOC_VECTOR_MATH=0 in the environment (read at the first query) turns every AVX-512 path
-// off: the queries below then answer as on a CPU without AVX-512, which is how to compare
-// speed or rule the vector kernels out. Elementwise ops and fused softmax keep their bits;
-// matrix products may round differently (the portable loops add in another order).
+// off (the queries below answer as on a CPU without AVX-512) and src/cpu/vector_math.h's AVX2
+// kernels, to compare speed or rule the vector kernels out. Elementwise ops and fused softmax
+// keep their bits; matrix products may round differently (the portable loops' order).
 #pragma once
 
 namespace tlaloc {
