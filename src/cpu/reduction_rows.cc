@@ -53,11 +53,42 @@ TLALOC_AVX512_CORE_TARGET float ExtremumAvx512(const float* x, int64_t n, float 
   return kMax ? _mm512_reduce_max_ps(m) : _mm512_reduce_min_ps(m);
 }
 
+// ExtremumAvx512 on 256-bit registers (the tail folded in one by one, in any order as well).
+template <bool kMax>
+__attribute__((target("avx2"))) float ExtremumAvx2(const float* x, int64_t n, float init,
+                                                   bool& ok) {
+  __m256 m = _mm256_set1_ps(init), nan = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 v = _mm256_loadu_ps(x + j);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    m = kMax ? _mm256_max_ps(m, v) : _mm256_min_ps(m, v);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  float r = init;
+  bool any_nan = _mm256_movemask_ps(nan) != 0 || std::isnan(init);
+  for (float lane : lanes) r = kMax ? std::max(r, lane) : std::min(r, lane);
+  for (; j < n; ++j) {
+    any_nan = any_nan || std::isnan(x[j]);
+    r = kMax ? std::max(r, x[j]) : std::min(r, x[j]);
+  }
+  ok = !any_nan;
+  return r;
+}
+
+const bool kAvx2 = HasAvx2();
+
+// The vector forms only where their order of comparisons cannot matter: no NaN, and a result
+// that is not a zero (whose sign the order would pick); otherwise the sequential rule.
 float Extremum(BinaryKind kind, const float* x, int64_t n, float init) {
-  if (kAvx512) {
+  if (kAvx512 || kAvx2) {
     bool ok = false;
-    const float r = kind == BinaryKind::kMax ? ExtremumAvx512<true>(x, n, init, ok)
-                                             : ExtremumAvx512<false>(x, n, init, ok);
+    const bool max = kind == BinaryKind::kMax;
+    const float r =
+        kAvx512
+            ? (max ? ExtremumAvx512<true>(x, n, init, ok) : ExtremumAvx512<false>(x, n, init, ok))
+            : (max ? ExtremumAvx2<true>(x, n, init, ok) : ExtremumAvx2<false>(x, n, init, ok));
     if (ok && r != 0.0f) return r;
   }
   return FoldSequential(kind, x, n, init);

@@ -252,4 +252,25 @@ void F32ToBf16(const float* in, uint16_t* out, int64_t n) {
   F32ToBf16Scalar(in, out, n);
 }
 
+// Exact operations: the AVX2 loops serve AVX-512 CPUs too (the row steps are memory-bound).
+void SubtractScalarF32(const float* in, float b, float* out, int64_t n) {
+  if (HasVectorKernels()) return avx2::SubtractScalarF32(in, b, out, n);
+  for (int64_t j = 0; j < n; ++j) out[j] = in[j] - b;
+}
+
+void DivideByScalarF32(const float* in, float b, float* out, int64_t n) {
+  if (HasVectorKernels()) return avx2::DivideByScalarF32(in, b, out, n);
+  for (int64_t j = 0; j < n; ++j) out[j] = in[j] / b;
+}
+
+int64_t SelectRowF32(const float* in, const uint8_t* mask, float fill, float* out, int64_t n) {
+  if (HasVectorKernels()) return avx2::SelectRowF32(in, mask, fill, out, n);
+  int64_t seen = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    out[j] = mask[j] ? in[j] : fill;
+    if (mask[j]) seen = j + 1;
+  }
+  return seen;
+}
+
 }  // namespace tlaloc::cpu::vmath

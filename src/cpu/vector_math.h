@@ -25,6 +25,15 @@ void RsqrtF32(const float* in, float* out, int64_t n);
 void Bf16ToF32(const uint16_t* in, float* out, int64_t n);
 void F32ToBf16(const float* in, uint16_t* out, int64_t n);
 
+// Softmax's row steps, one IEEE operation per element (so every path gives the same bits; `out`
+// may be `in`): out[j] = in[j] - b, and out[j] = in[j] / b.
+void SubtractScalarF32(const float* in, float b, float* out, int64_t n);
+void DivideByScalarF32(const float* in, float b, float* out, int64_t n);
+
+// out[j] = mask[j] != 0 ? in[j] : fill (`out` may be `in`); returns one past the last j whose
+// mask is set, 0 when none is.
+int64_t SelectRowF32(const float* in, const uint8_t* mask, float fill, float* out, int64_t n);
+
 // Which kernels run: AVX-512 where HasAvx512Core(), else AVX2 + FMA where HasAvx2()
 // (tlaloc/support/cpu_features.h), else the scalar loops; always the scalar loops when the
 // environment sets TLALOC_VECTOR_MATH=0 (for speed comparisons). Decided once per process.

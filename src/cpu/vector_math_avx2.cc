@@ -182,6 +182,45 @@ TLALOC_VMATH_AVX2_TARGET void F32ToBf16(const float* in, uint16_t* out, int64_t 
   for (; i < n; ++i) out[i] = FloatToBf16Bits(in[i]);
 }
 
+// Eight lanes at a time, the rest one by one: the same operation on every element either way.
+template <bool kDivide>
+TLALOC_VMATH_AVX2_TARGET inline void RowByScalar(const float* in, float b, float* out, int64_t n) {
+  const __m256 vb = _mm256_set1_ps(b);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(in + i);
+    _mm256_storeu_ps(out + i, kDivide ? _mm256_div_ps(x, vb) : _mm256_sub_ps(x, vb));
+  }
+  for (; i < n; ++i) out[i] = kDivide ? in[i] / b : in[i] - b;
+}
+
+TLALOC_VMATH_AVX2_TARGET void SubtractScalarF32(const float* in, float b, float* out, int64_t n) {
+  RowByScalar<false>(in, b, out, n);
+}
+
+TLALOC_VMATH_AVX2_TARGET void DivideByScalarF32(const float* in, float b, float* out, int64_t n) {
+  RowByScalar<true>(in, b, out, n);
+}
+
+TLALOC_VMATH_AVX2_TARGET int64_t SelectRowF32(const float* in, const uint8_t* mask, float fill,
+                                              float* out, int64_t n) {
+  const __m256 vfill = _mm256_set1_ps(fill);
+  int64_t seen = 0, i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(mask + i));
+    const __m256 unset = _mm256_castsi256_ps(
+        _mm256_cmpeq_epi32(_mm256_cvtepu8_epi32(bytes), _mm256_setzero_si256()));
+    _mm256_storeu_ps(out + i, _mm256_blendv_ps(_mm256_loadu_ps(in + i), vfill, unset));
+    const unsigned set = ~static_cast<unsigned>(_mm256_movemask_ps(unset)) & 0xffu;
+    if (set != 0) seen = i + 32 - __builtin_clz(set);
+  }
+  for (; i < n; ++i) {
+    out[i] = mask[i] ? in[i] : fill;
+    if (mask[i]) seen = i + 1;
+  }
+  return seen;
+}
+
 #else  // no x86: never called (HasAvx2() is false), defined so that the library links.
 
 void ExpF32(const float* in, float* out, int64_t n) { ops::vmath::ExpF32Scalar(in, out, n); }
@@ -195,6 +234,9 @@ void Bf16ToF32(const uint16_t* in, float* out, int64_t n) {
 void F32ToBf16(const float* in, uint16_t* out, int64_t n) {
   ops::vmath::F32ToBf16Scalar(in, out, n);
 }
+void SubtractScalarF32(const float*, float, float*, int64_t) {}
+void DivideByScalarF32(const float*, float, float*, int64_t) {}
+int64_t SelectRowF32(const float*, const uint8_t*, float, float*, int64_t) { return 0; }
 
 #endif  // __x86_64__
 

@@ -23,6 +23,9 @@ void LogisticF32(const float* in, float* out, int64_t n);
 void RsqrtF32(const float* in, float* out, int64_t n);
 void Bf16ToF32(const uint16_t* in, float* out, int64_t n);
 void F32ToBf16(const float* in, uint16_t* out, int64_t n);
+void SubtractScalarF32(const float* in, float b, float* out, int64_t n);
+void DivideByScalarF32(const float* in, float b, float* out, int64_t n);
+int64_t SelectRowF32(const float* in, const uint8_t* mask, float fill, float* out, int64_t n);
 
 }  // namespace avx2
 }  // namespace tlaloc::cpu::vmath

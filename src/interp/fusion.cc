@@ -32,13 +32,11 @@ template <int R>
 void SoftmaxRows(const float* x, float* out, int64_t n, float max_init, float sum_init) {
   float m[R], s[R];
   for (int r = 0; r < R; ++r) m[r] = RowMax(x + r * n, n, max_init), s[r] = sum_init;
-  for (int r = 0; r < R; ++r)
-    for (int64_t j = 0; j < n; ++j) out[r * n + j] = x[r * n + j] - m[r];
+  for (int r = 0; r < R; ++r) cpu::vmath::SubtractScalarF32(x + r * n, m[r], out + r * n, n);
   cpu::vmath::ExpF32(out, out, R * n);
   for (int64_t j = 0; j < n; ++j)
     for (int r = 0; r < R; ++r) s[r] = s[r] + out[r * n + j];
-  for (int r = 0; r < R; ++r)
-    for (int64_t j = 0; j < n; ++j) out[r * n + j] = out[r * n + j] / s[r];
+  for (int r = 0; r < R; ++r) cpu::vmath::DivideByScalarF32(out + r * n, s[r], out + r * n, n);
 }
 
 const FusedKernel& SoftmaxKernel() {

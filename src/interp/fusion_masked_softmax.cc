@@ -53,7 +53,7 @@ void MaskedSoftmaxRows(float* x, int64_t n, const int64_t* seen, float fill) {
   }
   for (int r = 0; r < R; ++r) {
     float* row = x + r * n;
-    for (int64_t j = 0; j < live[r]; ++j) row[j] = row[j] - m[r];
+    cpu::vmath::SubtractScalarF32(row, m[r], row, live[r]);
     cpu::vmath::ExpF32(row, row, live[r]);
   }
   for (int64_t j = 0; j < common; ++j)
@@ -64,7 +64,7 @@ void MaskedSoftmaxRows(float* x, int64_t n, const int64_t* seen, float fill) {
   }
   for (int r = 0; r < R; ++r) {
     float* row = x + r * n;
-    for (int64_t j = 0; j < live[r]; ++j) row[j] = row[j] / s[r];
+    cpu::vmath::DivideByScalarF32(row, s[r], row, live[r]);
     std::fill(row + live[r], row + n, 0.0f / s[r]);  // +0, or NaN where the sum is
   }
 }
@@ -124,13 +124,7 @@ std::shared_ptr<const FusedKernel> MaskedSoftmaxCompositeKernel(const Operation&
         auto mask_row = [&](int64_t r) {
           const float* xr = px + r * n;
           const uint8_t* mr = mask + mask_rows[r];
-          float* o = po + r * n;
-          int64_t seen = 0;
-          for (int64_t j = 0; j < n; ++j) {
-            o[j] = mr[j] ? xr[j] : fill;
-            if (mr[j]) seen = j + 1;
-          }
-          return seen;
+          return cpu::vmath::SelectRowF32(xr, mr, fill, po + r * n, n);
         };
         ctx.ParallelFor(rows, std::max<int64_t>(1, 16384 / n), [&](int64_t begin, int64_t end) {
           int64_t r = begin;
