@@ -303,7 +303,7 @@ void Avx2Groups(const QuantizedRows& xq, const int8_t* w, const uint16_t* scales
   // About 64 KiB of weights per handed-out run of tasks (bench/matmul_bench BM_Int8Kernel).
   const int64_t run = std::max<int64_t>(1, (int64_t{1} << 16) / (kRowGroup * k));
   ParallelShares(ctx, tasks, run, [&](int64_t begin, int64_t end) {
-    std::vector<float> dw(kPanelGroups * blocks * kRowGroup);
+    std::vector<float> dw;
     std::vector<int8_t> packed;
     for (int64_t t = begin; t < end;) {
       const Q8RowGroup& g = groups[t / row_groups];
@@ -314,6 +314,7 @@ void Avx2Groups(const QuantizedRows& xq, const int8_t* w, const uint16_t* scales
       const int64_t panel =
           tiles ? std::min({kPanelGroups, end - t, row_groups - t % row_groups}) : 1;
       int64_t live[kPanelGroups] = {};
+      dw.resize(std::max<size_t>(dw.size(), panel * blocks * kRowGroup));
       for (int64_t p = 0; p < panel; ++p) {
         const int64_t j0 = (t + p) % row_groups * kRowGroup;
         live[p] = std::min<int64_t>(kRowGroup, n - j0);
