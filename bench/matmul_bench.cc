@@ -458,6 +458,20 @@ BENCHMARK(BM_Int8Kernel)
     ->Args({512, 3072, 1024, 2})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+// Prefill's and decode's shapes again with the CPU time of the whole process (the pool's threads
+// included): on a loaded machine it moves less than the wall time when comparing kernels.
+BENCHMARK(BM_Int8Kernel)
+    ->Name("BM_Int8KernelProcessCpu")
+    ->ArgNames({"M", "K", "N", "kernel"})
+    ->Args({512, 1024, 3072, 2})
+    ->Args({512, 3072, 1024, 2})
+    ->Args({64, 1024, 3072, 2})
+    ->Args({8, 1024, 3072, 2})
+    ->Args({5, 1024, 3072, 2})
+    ->Args({4, 1024, 3072, 2})
+    ->Args({1, 1024, 3072, 2})
+    ->MeasureProcessCPUTime()
+    ->Unit(benchmark::kMillisecond);
 
 // Decode's int8 product against bf16's at the same shape, weights from memory: x [M, K] f32
 // times W [N, K] int8 (f16 scales per 32) through the in-order q8_0 kernel on packed weights

@@ -1,17 +1,26 @@
-// The q8_0 kernels on AVX2 + FMA CPUs (reduction_matmul_q8_avx2.h). Layout:
+// The q8_0 kernels on AVX2 + FMA CPUs (reduction_matmul_q8_avx2.h). Both give each output its
+// blocks' exact int32 sums times f32(dx * dw), rounded, then added in block order (the portable
+// loop's bits). Layout:
 //
-// - Block sums: the activations are widened to int16 once per call; a weight block's 32 bytes
-//   are widened as they are loaded (vpmovsxbw) and vpmaddwd multiplies and pairs them into
-//   int32, exactly, for every s8 value -128 included (|w * x| <= 128 * 127, a pair < 2^15). (The
-//   vpmaddubsw sign trick would need one operand without -128; the weights may hold it.)
-// - Eight weight rows at a time: each row leaves eight int32 partial sums per activation row;
-//   a tree of horizontal adds reduces the eight rows' vectors to one vector of their eight
-//   block sums, so that the f32 work (convert, times dx * dw, add) runs on eight outputs at once
-//   and each output lane receives its blocks' terms in block order, as the portable loop adds
-//   them (the product rounded, then added: no FMA).
+// - Tiles (prefill, from kTileMinRows activation rows): eight weight rows are packed so that one
+//   32-byte vector holds four consecutive bytes of each (PackRows8); one activation row's four
+//   bytes broadcast against it give the eight rows' partial sums in eight int32 lanes, so a
+//   block's eight steps add up lane-wise, without horizontal adds. The products use the sign
+//   trick: vpmaddubsw takes |w| as its unsigned side (128 for -128) and sign(x, w) = x * sgn(w)
+//   as its signed side (32 products an instruction), vpmaddwd by ones widens the pairs to int32.
+//   That is exact for every weight, -128 included, as long as no activation is -128 (-x would
+//   wrap; the quantisers here clamp to [-127, 127], and a call with a -128 anywhere takes Rows8).
+//   The activations stay int8 (no widened copy).
+// - Rows8 (decode's few rows, and the fallback): the activations are widened to int16 once per
+//   call; a weight block's 32 bytes are widened as they are loaded (vpmovsxbw) and vpmaddwd
+//   multiplies and pairs them into int32, exactly, for every s8 value on both sides. Each of
+//   eight weight rows leaves eight int32 partial sums per activation row; a tree of horizontal
+//   adds reduces the eight rows' vectors to one vector of their eight block sums, so that the f32
+//   work (convert, times dx * dw, add) runs on eight outputs at once and each output lane
+//   receives its blocks' terms in block order, as the portable loop adds them (the product
+//   rounded, then added: no FMA).
 // - Up to four activation rows share each widened weight block; the weight rows are read in
-//   place (decode streams them, with a prefetch a row group ahead; prefill rereads the group's
-//   8 rows from cache for every four activation rows).
+//   place (decode streams them, with a prefetch a row group ahead).
 #include "reduction_matmul_q8_avx2.h"
 
 #if defined(__x86_64__)
@@ -19,6 +28,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "reduction_matmul.h"
@@ -82,6 +92,82 @@ TLALOC_Q8_AVX2_TARGET void Rows8(const int16_t* const* x, const float* const* dx
     }
   }
 #pragma GCC unroll 4
+  for (int s = 0; s < S; ++s) _mm256_storeu_ps(out + s * kRowGroup, acc[s]);
+}
+
+// The eight rows' bytes, rearranged for Tile8: for block b and four-byte group g, the 32 bytes at
+// packed + (b * 8 + g) * 32 are bytes 4g..4g+3 of block b of rows 0..7 (an 8 x 8 transpose of
+// int32 lanes per block).
+TLALOC_Q8_AVX2_TARGET void PackRows8(const int8_t* const* w, int64_t blocks, int8_t* packed) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m256i r[8], t[8], u[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j)
+      r[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[j] + b * kBlock));
+#pragma GCC unroll 4
+    for (int j = 0; j < 8; j += 2) {
+      t[j] = _mm256_unpacklo_epi32(r[j], r[j + 1]);
+      t[j + 1] = _mm256_unpackhi_epi32(r[j], r[j + 1]);
+    }
+    // u[q] (q < 4): group q of rows 0-3 in its low half, group q + 4 in its high half; u[q + 4]
+    // the same for rows 4-7.
+#pragma GCC unroll 2
+    for (int h = 0; h < 8; h += 4) {
+      u[h] = _mm256_unpacklo_epi64(t[h], t[h + 2]);
+      u[h + 1] = _mm256_unpackhi_epi64(t[h], t[h + 2]);
+      u[h + 2] = _mm256_unpacklo_epi64(t[h + 1], t[h + 3]);
+      u[h + 3] = _mm256_unpackhi_epi64(t[h + 1], t[h + 3]);
+    }
+    __m256i* out = reinterpret_cast<__m256i*>(packed + b * kBlock * kRowGroup);
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      _mm256_storeu_si256(out + q, _mm256_permute2x128_si256(u[q], u[q + 4], 0x20));
+      _mm256_storeu_si256(out + q + 4, _mm256_permute2x128_si256(u[q], u[q + 4], 0x31));
+    }
+  }
+}
+
+// S activation rows (x: their int8 q, dx: scales) against eight packed weight rows (PackRows8;
+// dw: their f32 scales [blocks][8]); out [S][8]. Lane j of every vector is weight row j, so a
+// block's sum needs no horizontal adds: vpmaddubsw multiplies |w| (unsigned, 128 for -128) by
+// sign(x, w) = x * sgn(w) and adds pairs to int16, vpmaddwd by ones adds those to int32 (four
+// bytes per lane), eight such steps give the block. Exact when no x is -128 (then -x would wrap):
+// |w| * |x| <= 128 * 127, a pair <= 32512, inside int16.
+template <int S>
+TLALOC_Q8_AVX2_TARGET void Tile8(const int8_t* const* x, const float* const* dx,
+                                 const int8_t* packed, const float* dw, int64_t blocks,
+                                 float* out) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[S];
+#pragma GCC unroll 8
+  for (int s = 0; s < S; ++s) acc[s] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m256i sums[S];
+#pragma GCC unroll 8
+    for (int s = 0; s < S; ++s) sums[s] = _mm256_setzero_si256();
+    const __m256i* wb = reinterpret_cast<const __m256i*>(packed + b * kBlock * kRowGroup);
+#pragma GCC unroll 2
+    for (int g = 0; g < 8; ++g) {
+      const __m256i w = _mm256_loadu_si256(wb + g);
+      const __m256i u = _mm256_abs_epi8(w);
+#pragma GCC unroll 8
+      for (int s = 0; s < S; ++s) {
+        int32_t four;
+        std::memcpy(&four, x[s] + b * kBlock + 4 * g, sizeof four);
+        const __m256i t = _mm256_sign_epi8(_mm256_set1_epi32(four), w);
+        sums[s] = _mm256_add_epi32(sums[s], _mm256_madd_epi16(_mm256_maddubs_epi16(u, t), ones));
+      }
+    }
+    const __m256 dwb = _mm256_loadu_ps(dw + b * kRowGroup);
+#pragma GCC unroll 8
+    for (int s = 0; s < S; ++s) {
+      __m256 p =
+          _mm256_mul_ps(_mm256_cvtepi32_ps(sums[s]), _mm256_mul_ps(_mm256_set1_ps(dx[s][b]), dwb));
+      __asm__("" : "+x"(p));  // rounded before the add: no contraction into an FMA
+      acc[s] = _mm256_add_ps(acc[s], p);
+    }
+  }
+#pragma GCC unroll 8
   for (int s = 0; s < S; ++s) _mm256_storeu_ps(out + s * kRowGroup, acc[s]);
 }
 
@@ -175,47 +261,114 @@ TLALOC_Q8_AVX2_TARGET int32_t QuantizeBlockAvx2(const float* x, int8_t* q, float
   return _mm_cvtsi128_si32(s4);
 }
 
+namespace {
+
+// Whether no q of xq's first `rows` rows is -128 (Tile8's condition). QuantizeBlockAvx2 and the
+// portable quantiser clamp to [-127, 127]; the AVX-512 one saturates, so an infinite 127 / amax
+// may give -128 there.
+TLALOC_Q8_AVX2_TARGET bool NoMinimumActivation(const QuantizedRows& xq, int64_t rows) {
+  const __m256i minimum = _mm256_set1_epi8(-128);
+  __m256i seen = _mm256_setzero_si256();
+  for (int64_t i = 0; i < rows * xq.padded_k; i += 32)  // padded_k: a multiple of 64
+    seen = _mm256_or_si256(
+        seen, _mm256_cmpeq_epi8(
+                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq.q.data() + i)), minimum));
+  return _mm256_testz_si256(seen, seen);
+}
+
+// Prefill's shape: Tile8 on kTileRows activation rows at a time against a panel of up to
+// kPanelGroups packed row groups, so that the activation rows stay in L1 while the panel (32
+// rows: 32 KiB at k = 1024) comes from L2 (six rows a tile, or one row group a panel, measured
+// no faster). Below kTileMinRows rows, packing the weights costs more than it saves
+// (BM_Int8KernelProcessCpu: at 5 rows the tiles took 1.1x Rows8's CPU time, at 8 rows 0.9x, at
+// 64 and 512 rows 0.65x).
+constexpr int kTileRows = kMaxVectors;  // WithVectorCount's range
+constexpr int64_t kPanelGroups = 4;
+constexpr int64_t kTileMinRows = 8;
+
+}  // namespace
+
 void Avx2Groups(const QuantizedRows& xq, const int8_t* w, const uint16_t* scales, int64_t n,
                 int64_t k, std::span<const Q8RowGroup> groups, float* c, EvalContext& ctx) {
   int64_t rows = 0;
   for (const Q8RowGroup& g : groups) rows = std::max(rows, g.start + g.rows);
-  const std::vector<int16_t> x16 = Widen(xq, rows);
+  const bool tiles_exact = NoMinimumActivation(xq, rows);
+  // Decode's few rows take Rows8 on int16 activations; the tiles read the int8 ones.
+  bool any_rows8 = !tiles_exact;
+  for (const Q8RowGroup& g : groups) any_rows8 |= g.rows < kTileMinRows;
+  const std::vector<int16_t> x16 = any_rows8 ? Widen(xq, rows) : std::vector<int16_t>();
   const int64_t blocks = k / kBlock;
   const int64_t row_groups = (n + kRowGroup - 1) / kRowGroup;
   const int64_t tasks = static_cast<int64_t>(groups.size()) * row_groups;
   // About 64 KiB of weights per handed-out run of tasks (bench/matmul_bench BM_Int8Kernel).
   const int64_t run = std::max<int64_t>(1, (int64_t{1} << 16) / (kRowGroup * k));
   ParallelShares(ctx, tasks, run, [&](int64_t begin, int64_t end) {
-    std::vector<float> dw(blocks * kRowGroup);
-    for (int64_t t = begin; t < end; ++t) {
+    std::vector<float> dw;
+    std::vector<int8_t> packed;
+    for (int64_t t = begin; t < end;) {
       const Q8RowGroup& g = groups[t / row_groups];
-      const int64_t j0 = t % row_groups * kRowGroup;
-      const int64_t live = std::min<int64_t>(kRowGroup, n - j0);
       const int8_t* expert = w + g.expert * n * k;
       const uint16_t* expert_scales = scales + g.expert * n * blocks;
-      // Rows past n repeat the last row (read, never stored).
-      const int8_t* row[kRowGroup];
-      const uint16_t* row_scales[kRowGroup];
-      for (int r = 0; r < kRowGroup; ++r) {
-        const int64_t j = j0 + std::min<int64_t>(r, live - 1);
-        row[r] = expert + j * k;
-        row_scales[r] = expert_scales + j * blocks;
+      // This panel: tasks t .. t + panel - 1, all of group g.
+      const bool tiles = tiles_exact && g.rows >= kTileMinRows;
+      const int64_t panel =
+          tiles ? std::min({kPanelGroups, end - t, row_groups - t % row_groups}) : 1;
+      int64_t live[kPanelGroups] = {};
+      dw.resize(std::max<size_t>(dw.size(), panel * blocks * kRowGroup));
+      for (int64_t p = 0; p < panel; ++p) {
+        const int64_t j0 = (t + p) % row_groups * kRowGroup;
+        live[p] = std::min<int64_t>(kRowGroup, n - j0);
+        // Rows past n repeat the last row (read, never stored).
+        const int8_t* row[kRowGroup];
+        const uint16_t* row_scales[kRowGroup];
+        for (int r = 0; r < kRowGroup; ++r) {
+          const int64_t j = j0 + std::min<int64_t>(r, live[p] - 1);
+          row[r] = expert + j * k;
+          row_scales[r] = expert_scales + j * blocks;
+        }
+        WidenScales8(row_scales, blocks, dw.data() + p * blocks * kRowGroup);
+        if (tiles) {
+          packed.resize(panel * k * kRowGroup);
+          PackRows8(row, blocks, packed.data() + p * k * kRowGroup);
+          continue;
+        }
+        // Decode streams the weights once: ask for the next row group's bytes ahead of use.
+        const int64_t prefetch =
+            g.rows <= kMaxVectors && j0 + 2 * kRowGroup <= n ? kRowGroup * k : 0;
+        for (int64_t i0 = g.start; i0 < g.start + g.rows; i0 += kMaxVectors) {
+          const int s_count =
+              static_cast<int>(std::min<int64_t>(kMaxVectors, g.start + g.rows - i0));
+          const int16_t* xs[kMaxVectors];
+          const float* dxs[kMaxVectors];
+          for (int s = 0; s < s_count; ++s)
+            xs[s] = x16.data() + (i0 + s) * k, dxs[s] = xq.Dx(i0 + s);
+          float out[kMaxVectors * kRowGroup];
+          WithVectorCount(s_count, [&](auto s) {
+            Rows8<decltype(s)::value>(xs, dxs, row, dw.data(), blocks, prefetch, out);
+          });
+          for (int s = 0; s < s_count; ++s)
+            std::copy(out + s * kRowGroup, out + s * kRowGroup + live[p], c + (i0 + s) * n + j0);
+        }
       }
-      WidenScales8(row_scales, blocks, dw.data());
-      // Decode streams the weights once: ask for the next row group's bytes ahead of use.
-      const int64_t prefetch = g.rows <= kMaxVectors && j0 + 2 * kRowGroup <= n ? kRowGroup * k : 0;
-      for (int64_t i0 = g.start; i0 < g.start + g.rows; i0 += kMaxVectors) {
-        const int s_count = static_cast<int>(std::min<int64_t>(kMaxVectors, g.start + g.rows - i0));
-        const int16_t* xs[kMaxVectors];
-        const float* dxs[kMaxVectors];
-        for (int s = 0; s < s_count; ++s) xs[s] = x16.data() + (i0 + s) * k, dxs[s] = xq.Dx(i0 + s);
-        float out[kMaxVectors * kRowGroup];
-        WithVectorCount(s_count, [&](auto s) {
-          Rows8<decltype(s)::value>(xs, dxs, row, dw.data(), blocks, prefetch, out);
-        });
-        for (int s = 0; s < s_count; ++s)
-          std::copy(out + s * kRowGroup, out + s * kRowGroup + live, c + (i0 + s) * n + j0);
+      if (tiles) {
+        for (int64_t i0 = g.start; i0 < g.start + g.rows; i0 += kTileRows) {
+          const int s_count = static_cast<int>(std::min<int64_t>(kTileRows, g.start + g.rows - i0));
+          const int8_t* xs[kTileRows];
+          const float* dxs[kTileRows];
+          for (int s = 0; s < s_count; ++s) xs[s] = xq.Q(i0 + s), dxs[s] = xq.Dx(i0 + s);
+          for (int64_t p = 0; p < panel; ++p) {
+            float out[kTileRows * kRowGroup];
+            WithVectorCount(s_count, [&](auto s) {
+              Tile8<decltype(s)::value>(xs, dxs, packed.data() + p * k * kRowGroup,
+                                        dw.data() + p * blocks * kRowGroup, blocks, out);
+            });
+            const int64_t j0 = (t + p) % row_groups * kRowGroup;
+            for (int s = 0; s < s_count; ++s)
+              std::copy(out + s * kRowGroup, out + s * kRowGroup + live[p], c + (i0 + s) * n + j0);
+          }
+        }
       }
+      t += panel;
     }
   });
 }

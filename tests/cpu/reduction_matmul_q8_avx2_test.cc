@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "cpu/kernel_test_util.h"
@@ -143,6 +145,84 @@ TEST(Q8Avx2, ProductGivesThePortableBitsOverManyShapes) {
             got, want,
             "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k));
       }
+}
+
+// The portable loop's arithmetic on already quantised activations (which may hold q = -128,
+// which no quantiser here gives): each block's int32 sum times (dx * dw), rounded, then added.
+std::vector<float> PortableOnQuantized(const cpu::q8_internal::QuantizedRows& xq, int64_t m,
+                                       const Operands& o, int64_t n, int64_t k) {
+  std::vector<float> c(m * n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = 0;
+      for (int64_t b = 0; b < k / 32; ++b) {
+        int32_t sum = 0;
+        for (int64_t e = b * 32; e < (b + 1) * 32; ++e)
+          sum += int32_t{xq.Q(i)[e]} * int32_t{o.w[j * k + e]};
+        volatile float p =  // rounded before the add
+            static_cast<float>(sum) * (xq.Dx(i)[b] * HalfBitsToFloat(o.ws[j * (k / 32) + b]));
+        acc += p;
+      }
+      c[i * n + j] = acc;
+    }
+  return c;
+}
+
+// The tiles (from eight activation rows) multiply |w| by sign(x, w) in int16 pairs: exact for
+// weights of -128 against activations of +-127, the largest pair sums (2 * 128 * 127 = 32512,
+// next to int16's limit). Weight rows of -128 only, of -128 and 127 alternating, and random,
+// against activation blocks quantised to +-127 throughout.
+TEST(Q8Avx2, TilesAreExactForMinimumWeightsAgainstExtremeActivations) {
+  SKIP_WITHOUT_AVX2();
+  PoolContext pool;
+  for (int64_t m : {8, 9, 13, 64})
+    for (int64_t n : {8, 17, 40})
+      for (int64_t k : {32, 96, 1024}) {
+        Operands o = MakeOperands(m, n, k, static_cast<uint32_t>(m * 5 + n * 3 + k));
+        for (int64_t i = 0; i < m * k; ++i) {
+          const int64_t block = i / 32;
+          if (block % 3 == 0) o.x[i] = (i % 2 ? -1.f : 1.f);  // q = +-127 (amax 1)
+          if (block % 3 == 1) o.x[i] = (i % 5 < 2 ? -3.f : 3.f);
+        }
+        for (int64_t j = 0; j < n; ++j)
+          for (int64_t e = 0; e < k; ++e) {
+            int8_t& v = o.w[j * k + e];
+            if (j % 3 == 0) v = -128;
+            if (j % 3 == 1) v = (e % 2) ? 127 : -128;
+          }
+        SerialContext serial;
+        const cpu::q8_internal::QuantizedRows xq =
+            cpu::q8_internal::QuantizeRows(o.x.data(), m, k, serial);
+        int extremes = 0;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t e = 0; e < k; ++e) extremes += std::abs(xq.Q(i)[e]) == 127;
+        ASSERT_GT(extremes, m * k / 2) << "the activations should be mostly +-127";
+        const cpu::Q8RowGroup all{0, 0, m};
+        std::vector<float> got(m * n, std::nanf(""));
+        cpu::q8_internal::Avx2Groups(xq, o.w.data(), o.ws.data(), n, k, {&all, 1}, got.data(),
+                                     pool);
+        const std::string what =
+            "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k);
+        ExpectSameBits(got, Portable(o, m, n, k), what);
+        ExpectSameBits(got, PortableOnQuantized(xq, m, o, n, k), what + " (on q)");
+      }
+}
+
+// An activation of -128 (the AVX-512 quantiser's saturation could give one on a CPU without
+// VNNI) would break the tiles' sign trick against negative weights: such a call takes the
+// int16 path, with the exact sums still.
+TEST(Q8Avx2, MinimumActivationsKeepTheExactSums) {
+  SKIP_WITHOUT_AVX2();
+  PoolContext pool;
+  const int64_t m = 16, n = 24, k = 256;
+  const Operands o = MakeOperands(m, n, k, 5);
+  cpu::q8_internal::QuantizedRows xq = cpu::q8_internal::QuantizeRows(o.x.data(), m, k, pool);
+  for (int64_t i = 0; i < m; i += 3)
+    for (int64_t e = 0; e < k; e += 7) xq.q[i * xq.padded_k + e] = -128;
+  const cpu::Q8RowGroup all{0, 0, m};
+  std::vector<float> got(m * n, std::nanf(""));
+  cpu::q8_internal::Avx2Groups(xq, o.w.data(), o.ws.data(), n, k, {&all, 1}, got.data(), pool);
+  ExpectSameBits(got, PortableOnQuantized(xq, m, o, n, k), "q = -128 present");
 }
 
 // Without VNNI, every mode but kPortable runs the AVX2 kernel: all give the portable bits (with
