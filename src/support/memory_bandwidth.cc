@@ -39,11 +39,29 @@ TLALOC_AVX512_CORE_TARGET double SumAvx512(const float* p, int64_t b, int64_t e)
   for (float v : out) s += v;
   return s;
 }
+
+// The same on AVX2: eight 256-bit chains over four cache lines per step. (The portable loop's
+// accumulators live in memory under -O2, a store-to-load round trip per 16 bytes: it read
+// about 20 GB/s on a 2-core Zen 3 where llama.cpp's decode read 22.6.)
+__attribute__((target("avx2"))) double SumAvx2(const float* p, int64_t b, int64_t e) {
+  __m256 acc[8];
+  for (auto& a : acc) a = _mm256_setzero_ps();
+  for (int64_t i = b; i + 64 <= e; i += 64)
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) acc[j] = _mm256_add_ps(acc[j], _mm256_loadu_ps(p + i + 8 * j));
+  for (int j = 1; j < 8; ++j) acc[0] = _mm256_add_ps(acc[0], acc[j]);
+  float out[8];
+  _mm256_storeu_ps(out, acc[0]);
+  double s = 0;
+  for (float v : out) s += v;
+  return s;
+}
 #endif
 
 double Sum(const float* p, int64_t b, int64_t e) {
 #if defined(__x86_64__)
   if (HasAvx512Core()) return SumAvx512(p, b, e);
+  if (HasAvx2()) return SumAvx2(p, b, e);
 #endif
   return SumPortable(p, b, e);
 }
