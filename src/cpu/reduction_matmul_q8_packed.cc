@@ -27,6 +27,7 @@
 #include "reduction_matmul_q8_internal.h"
 #include "support/avx512_intrinsics.h"
 #include "tlaloc/support/half.h"
+#include "tlaloc/support/huge_pages.h"
 
 #if defined(__x86_64__)
 #define TLALOC_AVX512_VNNI_TARGET \
@@ -215,12 +216,7 @@ void ReleasePages(const void* p, int64_t bytes) {
 uint8_t* AllocatePacked(int64_t bytes) {
   constexpr int64_t kHuge = int64_t{2} << 20;
   if (bytes < 32 * kHuge) return static_cast<uint8_t*>(std::aligned_alloc(64, bytes));
-  const int64_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kHuge, rounded));
-#if defined(MADV_HUGEPAGE)
-  if (p) (void)madvise(p, rounded, MADV_HUGEPAGE);  // a hint: refused, nothing changes
-#endif
-  return p;
+  return reinterpret_cast<uint8_t*>(AllocateOnHugePages(static_cast<size_t>(bytes)));
 }
 
 bool RepackEnabled() {

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -16,6 +17,7 @@
 
 #include "io/io_util.h"
 #include "io/safetensors_layout.h"
+#include "tlaloc/support/huge_pages.h"
 #include "tlaloc/support/memory_info.h"
 
 namespace tlaloc::io {
@@ -119,6 +121,80 @@ uint64_t Checkpoint::PrefaultViews(std::span<const Literal> values) const {
     if (shard->Prefault(v->data(), static_cast<size_t>(v->byte_size())))
       done += static_cast<uint64_t>(v->byte_size());
   return done;
+}
+
+Checkpoint::HugePagePlacement Checkpoint::PlaceOnHugePages(std::span<Literal> values) const {
+  HugePagePlacement result;
+  const char* mode = std::getenv("TLALOC_HUGE_PAGES");
+  for (const char* env : {static_cast<const char*>(std::getenv("TLALOC_PREFAULT")), mode})
+    if (env && std::string_view(env) == "0") return result;
+  if (!HugePagesOffered()) return result;
+  const bool copy_all = mode && std::string_view(mode) == "copy";
+  constexpr uint64_t kHuge = uint64_t{2} << 20;
+  // Whether the kernel maps all the whole 2 MiB pages inside v's bytes 2 MiB at a time (nullopt
+  // where it cannot say).
+  auto mapped_huge = [&](const Literal& v) -> std::optional<bool> {
+    const auto begin = reinterpret_cast<uint64_t>(v.data());
+    const uint64_t first = (begin + kHuge - 1) / kHuge * kHuge;
+    const uint64_t last = (begin + static_cast<uint64_t>(v.byte_size())) / kHuge * kHuge;
+    if (last <= first) return false;
+    const std::optional<uint64_t> huge =
+        HugeMappedBytes(reinterpret_cast<const void*>(first), static_cast<size_t>(last - first));
+    if (!huge) return std::nullopt;
+    return *huge >= last - first;
+  };
+  auto shard_of = [&](const Literal& v) -> const SafetensorsFile* {
+    for (const auto& shard : shards_) {
+      const std::span<const std::byte> image = shard->bytes();
+      if (v.data() >= image.data() && v.data() + v.byte_size() <= image.data() + image.size())
+        return shard.get();
+    }
+    return nullptr;
+  };
+  std::vector<Literal*> to_copy;
+  for (Literal& v : values) {
+    if (!v.valid() || v.byte_size() == 0) continue;
+    const SafetensorsFile* shard = shard_of(v);
+    const size_t size = static_cast<size_t>(v.byte_size());
+    if (size < kHuge) {  // a norm's weights: mapped now, as PrefaultViews would
+      if (shard) shard->Prefault(v.data(), size);
+      continue;
+    }
+    if (shard && !copy_all) {
+      shard->Prefault(v.data(), size);
+      if (mapped_huge(v).value_or(false)) {
+        result.mapped_bytes += size;
+        continue;
+      }
+    }
+    to_copy.push_back(&v);
+  }
+  // Each copy at a 64-byte boundary, as Literal's own storage is aligned.
+  constexpr uint64_t kAlign = 64;
+  uint64_t total = 0;
+  for (const Literal* v : to_copy)
+    total += (static_cast<uint64_t>(v->byte_size()) + kAlign - 1) / kAlign * kAlign;
+  const std::optional<uint64_t> available = AvailableMemoryBytes();
+  if (available && total > *available) return result;
+  result.placed = true;
+  if (total == 0) return result;
+  std::byte* block = AllocateOnHugePages(static_cast<size_t>(total));
+  if (block == nullptr) return HugePagePlacement{};
+  const std::shared_ptr<void> owner(block, [](void* p) { std::free(p); });
+  uint64_t offset = 0;
+  for (Literal* v : to_copy) {
+    const size_t size = static_cast<size_t>(v->byte_size());
+    // A view is mapped first in one call (a page fault per 4 KiB slows the copy), and its pages
+    // leave the resident set once copied.
+    const SafetensorsFile* shard = shard_of(*v);
+    if (shard) shard->Prefault(v->data(), size);
+    std::memcpy(block + offset, v->data(), size);
+    if (shard) shard->ReleasePages(v->data(), size);
+    *v = Literal::View(v->type(), block + offset, owner);
+    offset += (size + kAlign - 1) / kAlign * kAlign;
+  }
+  result.copied_bytes = total;
+  return result;
 }
 
 uint64_t Checkpoint::total_bytes() const {

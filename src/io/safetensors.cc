@@ -307,6 +307,11 @@ StatusOr<std::shared_ptr<const SafetensorsFile>> SafetensorsFile::Open(
       return ErrnoStatus(err, src + ": cannot map");
     }
     mapping->addr = addr;
+#if defined(MADV_HUGEPAGE)
+    // Pages read in through this mapping come in 2 MiB folios where the file system has them,
+    // and are then mapped 2 MiB at a time (see include/tlaloc/support/huge_pages.h).
+    (void)madvise(addr, mapping->size, MADV_HUGEPAGE);
+#endif
   }
   ::close(fd);  // the mapping holds its own reference to the file
 
@@ -345,14 +350,17 @@ Literal SafetensorsFile::Load(const SafetensorsTensorInfo& info) const {
 }
 
 void SafetensorsFile::ReleasePages(const SafetensorsTensorInfo& info) const {
-  if (!mapped_) return;
+  ReleasePages(data_ + header_.data_offset() + info.data_begin, info.byte_size());
+}
+
+bool SafetensorsFile::ReleasePages(const std::byte* begin, size_t size) const {
+  if (!mapped_ || size == 0 || begin < data_ || begin + size > data_ + size_) return false;
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t begin =
-      reinterpret_cast<uintptr_t>(data_ + header_.data_offset() + info.data_begin);
   // Whole pages only: a page shared with a neighbouring tensor stays.
-  const uintptr_t first = (begin + page - 1) / page * page;
-  const uintptr_t last = (begin + info.byte_size()) / page * page;
+  const uintptr_t first = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
+  const uintptr_t last = (reinterpret_cast<uintptr_t>(begin) + size) / page * page;
   if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  return true;
 }
 
 bool SafetensorsFile::Prefault(const std::byte* begin, size_t size) const {

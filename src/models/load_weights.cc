@@ -80,11 +80,26 @@ StatusOr<std::vector<Literal>> LoadWeights(const io::ModelConfig& config,
     }
     out.push_back(std::move(stacked));
   }
-  // Weights read whole are mapped now rather than page by page in the first prefill.
+  // Weights read whole go onto 2 MiB pages (decode streams them every token; see
+  // Checkpoint::PlaceOnHugePages), or, where that is not done, are mapped now rather than page by
+  // page in the first prefill. Not for an int8 checkpoint: its matrices are repacked for the q8_0
+  // kernels, which give back the pages of the originals (MADV_PAGEOUT keeps file pages out of the
+  // resident set, not anonymous ones). Moved out of `out` while copied, so that a converted
+  // weight's storage goes as its copy is made.
+  std::vector<size_t> read_whole_at;
   std::vector<Literal> read_whole;
-  for (size_t i = 0; i < out.size(); ++i)
-    if (!specs[i].read_by_rows) read_whole.push_back(out[i]);
-  checkpoint.PrefaultViews(read_whole);
+  bool quantized = false;
+  for (size_t i = 0; i < out.size(); ++i) {
+    quantized = quantized || specs[i].fixed_type.has_value();
+    if (!specs[i].read_by_rows) {
+      read_whole_at.push_back(i);
+      read_whole.push_back(std::move(out[i]));
+    }
+  }
+  if (quantized || !checkpoint.PlaceOnHugePages(read_whole).placed)
+    checkpoint.PrefaultViews(read_whole);
+  for (size_t j = 0; j < read_whole_at.size(); ++j)
+    out[read_whole_at[j]] = std::move(read_whole[j]);
   return out;
 }
 
