@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -123,26 +124,19 @@ uint64_t Checkpoint::PrefaultViews(std::span<const Literal> values) const {
   return done;
 }
 
-Checkpoint::HugePagePlacement Checkpoint::PlaceOnHugePages(std::span<Literal> values) const {
-  HugePagePlacement result;
-  const char* mode = std::getenv("TLALOC_HUGE_PAGES");
-  for (const char* env : {static_cast<const char*>(std::getenv("TLALOC_PREFAULT")), mode})
-    if (env && std::string_view(env) == "0") return result;
-  if (!HugePagesOffered()) return result;
-  const bool copy_all = mode && std::string_view(mode) == "copy";
-  constexpr uint64_t kHuge = uint64_t{2} << 20;
-  // Whether the kernel maps all the whole 2 MiB pages inside v's bytes 2 MiB at a time (nullopt
-  // where it cannot say).
-  auto mapped_huge = [&](const Literal& v) -> std::optional<bool> {
-    const auto begin = reinterpret_cast<uint64_t>(v.data());
-    const uint64_t first = (begin + kHuge - 1) / kHuge * kHuge;
-    const uint64_t last = (begin + static_cast<uint64_t>(v.byte_size())) / kHuge * kHuge;
-    if (last <= first) return false;
-    const std::optional<uint64_t> huge =
-        HugeMappedBytes(reinterpret_cast<const void*>(first), static_cast<size_t>(last - first));
-    if (!huge) return std::nullopt;
-    return *huge >= last - first;
-  };
+uint64_t Checkpoint::CopyOntoHugePages(std::span<Literal> values) const {
+  for (const char* env : {"TLALOC_PREFAULT", "TLALOC_HUGE_PAGES"})
+    if (const char* value = std::getenv(env); value && std::string_view(value) == "0") return 0;
+  if (!HugePagesOffered()) return 0;
+  constexpr uint64_t kAlign = 64;  // each copy at a 64-byte boundary, as Literal's storage is
+  uint64_t total = 0;
+  for (const Literal& v : values)
+    if (v.valid()) total += (static_cast<uint64_t>(v.byte_size()) + kAlign - 1) / kAlign * kAlign;
+  const std::optional<uint64_t> available = AvailableMemoryBytes();
+  if (total == 0 || (available && total > *available)) return 0;
+  std::byte* block = AllocateOnHugePages(static_cast<size_t>(total));
+  if (block == nullptr) return 0;
+  const std::shared_ptr<void> owner(block, [](void* p) { std::free(p); });
   auto shard_of = [&](const Literal& v) -> const SafetensorsFile* {
     for (const auto& shard : shards_) {
       const std::span<const std::byte> image = shard->bytes();
@@ -151,50 +145,32 @@ Checkpoint::HugePagePlacement Checkpoint::PlaceOnHugePages(std::span<Literal> va
     }
     return nullptr;
   };
-  std::vector<Literal*> to_copy;
-  for (Literal& v : values) {
-    if (!v.valid() || v.byte_size() == 0) continue;
-    const SafetensorsFile* shard = shard_of(v);
-    const size_t size = static_cast<size_t>(v.byte_size());
-    if (size < kHuge) {  // a norm's weights: mapped now, as PrefaultViews would
-      if (shard) shard->Prefault(v.data(), size);
-      continue;
-    }
-    if (shard && !copy_all) {
-      shard->Prefault(v.data(), size);
-      if (mapped_huge(v).value_or(false)) {
-        result.mapped_bytes += size;
-        continue;
-      }
-    }
-    to_copy.push_back(&v);
-  }
-  // Each copy at a 64-byte boundary, as Literal's own storage is aligned.
-  constexpr uint64_t kAlign = 64;
-  uint64_t total = 0;
-  for (const Literal* v : to_copy)
-    total += (static_cast<uint64_t>(v->byte_size()) + kAlign - 1) / kAlign * kAlign;
-  const std::optional<uint64_t> available = AvailableMemoryBytes();
-  if (available && total > *available) return result;
-  result.placed = true;
-  if (total == 0) return result;
-  std::byte* block = AllocateOnHugePages(static_cast<size_t>(total));
-  if (block == nullptr) return HugePagePlacement{};
-  const std::shared_ptr<void> owner(block, [](void* p) { std::free(p); });
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   uint64_t offset = 0;
-  for (Literal* v : to_copy) {
-    const size_t size = static_cast<size_t>(v->byte_size());
-    // A view is mapped first in one call (a page fault per 4 KiB slows the copy), and its pages
-    // leave the resident set once copied.
-    const SafetensorsFile* shard = shard_of(*v);
-    if (shard) shard->Prefault(v->data(), size);
-    std::memcpy(block + offset, v->data(), size);
-    if (shard) shard->ReleasePages(v->data(), size);
-    *v = Literal::View(v->type(), block + offset, owner);
+  // One value at a time, so that only the view being copied is resident twice.
+  for (Literal& v : values) {
+    if (!v.valid()) continue;
+    const size_t size = static_cast<size_t>(v.byte_size());
+    const SafetensorsFile* shard = shard_of(v);
+    // A view is mapped in one call first (a page fault per 4 KiB would slow the copy).
+    if (shard) shard->Prefault(v.data(), size);
+    if (size > 0) std::memcpy(block + offset, v.data(), size);
+    if (shard) {
+      // Its pages leave the resident set, with those it shares with its neighbours: a norm's few
+      // hundred bytes hold no whole page, and reading them mapped their 2 MiB folio whole (84 MB
+      // of Qwen3-0.6B's file pages stayed resident so). Safe at load: nothing has written into
+      // the mapping, so a page read again is the file's.
+      const std::span<const std::byte> image = shard->bytes();
+      const auto at = reinterpret_cast<uintptr_t>(v.data());
+      const auto from = std::max(at / page * page, reinterpret_cast<uintptr_t>(image.data()));
+      const auto to = std::min((at + size + page - 1) / page * page,
+                               reinterpret_cast<uintptr_t>(image.data() + image.size()));
+      shard->ReleasePages(reinterpret_cast<const std::byte*>(from), to - from);
+    }
+    v = Literal::View(v.type(), block + offset, owner);
     offset += (size + kAlign - 1) / kAlign * kAlign;
   }
-  result.copied_bytes = total;
-  return result;
+  return total;
 }
 
 uint64_t Checkpoint::total_bytes() const {

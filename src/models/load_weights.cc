@@ -81,7 +81,7 @@ StatusOr<std::vector<Literal>> LoadWeights(const io::ModelConfig& config,
     out.push_back(std::move(stacked));
   }
   // Weights read whole go onto 2 MiB pages (decode streams them every token; see
-  // Checkpoint::PlaceOnHugePages), or, where that is not done, are mapped now rather than page by
+  // Checkpoint::CopyOntoHugePages), or, where that is not done, are mapped now rather than page by
   // page in the first prefill. Not for an int8 checkpoint: its matrices are repacked for the q8_0
   // kernels, which give back the pages of the originals (MADV_PAGEOUT keeps file pages out of the
   // resident set, not anonymous ones). Moved out of `out` while copied, so that a converted
@@ -96,7 +96,7 @@ StatusOr<std::vector<Literal>> LoadWeights(const io::ModelConfig& config,
       read_whole.push_back(std::move(out[i]));
     }
   }
-  if (quantized || !checkpoint.PlaceOnHugePages(read_whole).placed)
+  if (quantized || checkpoint.CopyOntoHugePages(read_whole) == 0)
     checkpoint.PrefaultViews(read_whole);
   for (size_t j = 0; j < read_whole_at.size(); ++j)
     out[read_whole_at[j]] = std::move(read_whole[j]);

@@ -50,25 +50,17 @@ class Checkpoint {
   // exceed the memory available (AvailableMemoryBytes), where prefaulting would only evict
   // pages read earlier. Returns the bytes prefaulted.
   uint64_t PrefaultViews(std::span<const Literal> values) const;
-  // Puts each of `values` of 2 MiB or more on 2 MiB pages: decode streams every weight read
-  // whole once per token, and on 4 KiB pages the page walks cost it (the LM head read at
-  // 19.6 GB/s there and 29 GB/s on 2 MiB pages, on a 2-core Zen 3). A view of a shard that the
-  // kernel already maps 2 MiB at a time (a file read cold into 2 MiB page-cache folios, where
-  // the file system has them) stays a view; every other value (a view of small folios, as a
-  // file just written has, or a converted weight) is copied into one block on huge pages
-  // (AllocateOnHugePages), replaced by a view of its copy, and the pages of a view it came from
-  // leave the resident set (one copy resident, plus one tensor). Where the kernel cannot say how
-  // a view is mapped (PAGEMAP_SCAN, before Linux 6.7), views are copied. Values under 2 MiB are
-  // prefaulted (PrefaultViews). TLALOC_HUGE_PAGES=copy copies every value; with
-  // TLALOC_HUGE_PAGES=0 or TLALOC_PREFAULT=0, when the kernel offers no huge pages, or when the
-  // copies would exceed the memory available, nothing is done (placed: false) and callers
-  // PrefaultViews instead.
-  struct HugePagePlacement {
-    bool placed = false;
-    uint64_t mapped_bytes = 0;  // views the kernel already maps on 2 MiB pages
-    uint64_t copied_bytes = 0;  // values copied onto 2 MiB pages
-  };
-  HugePagePlacement PlaceOnHugePages(std::span<Literal> values) const;
+  // Copies `values` into one block on 2 MiB pages (AllocateOnHugePages), one after another,
+  // replacing each by a view of its copy; the mapped pages of each value that viewed a shard
+  // leave the resident set as it is copied (one copy resident, plus one tensor). Decode streams
+  // every weight read whole once per token, and on 4 KiB pages the page walks cost it: the LM
+  // head read at 19.6 GB/s there and 29 GB/s on 2 MiB pages, on a 2-core Zen 3. (A file read
+  // cold may be mapped 2 MiB at a time already, where its file system keeps 2 MiB page-cache
+  // folios; one just written is not, and views of it stay on 4 KiB pages.) Returns the bytes
+  // copied: 0, changing nothing, with TLALOC_HUGE_PAGES=0 or TLALOC_PREFAULT=0, when the kernel
+  // offers no huge pages, when the bytes exceed the memory available, or when the block cannot
+  // be allocated; callers then PrefaultViews instead.
+  uint64_t CopyOntoHugePages(std::span<Literal> values) const;
 
   const std::vector<std::shared_ptr<const SafetensorsFile>>& shards() const { return shards_; }
   bool sharded() const { return index_path_.has_value(); }

@@ -5,8 +5,6 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
-#include <optional>
 
 namespace tlaloc {
 
@@ -18,10 +16,5 @@ bool HugePagesOffered();
 // (madvise MADV_HUGEPAGE: a hint; where refused, the memory is ordinary). Free with std::free;
 // nullptr for 0 bytes or when the allocation fails.
 std::byte* AllocateOnHugePages(size_t bytes);
-
-// How many bytes of [begin, begin + size) this process maps with 2 MiB page-table entries
-// (anonymous huge pages, or a file's 2 MiB page-cache folios); nullopt where the kernel cannot
-// say (the PAGEMAP_SCAN query of /proc/self/pagemap, Linux 6.7).
-std::optional<uint64_t> HugeMappedBytes(const void* begin, size_t size);
 
 }  // namespace tlaloc
