@@ -42,7 +42,12 @@ StatusOr<std::vector<Literal>> LoadWeights(const io::ModelConfig& config,
       return InvalidArgument("checkpoint tensor \"" + name + "\" has dtype " +
                              std::string(MlirName(info->dtype)) + ", expected a float type");
     TL_ASSIGN_OR_RETURN(Literal value, checkpoint.Get(name));
-    return ConvertElementType(value, dtype);
+    if (value.element_type() == dtype) return value;
+    // Converted: the file pages it was read from leave the resident set (a bf16 checkpoint run
+    // in f32 kept all 1.19 GB of Qwen3-0.6B's mapped beside its f32 copy).
+    Literal converted = ConvertElementType(value, dtype);
+    checkpoint.ReleasePages(name);
+    return converted;
   };
   std::vector<Literal> out;
   const std::vector<WeightSpec> specs = WeightSpecs(config);

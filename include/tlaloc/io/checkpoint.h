@@ -50,9 +50,10 @@ class Checkpoint {
   // exceed the memory available (AvailableMemoryBytes), where prefaulting would only evict
   // pages read earlier. Returns the bytes prefaulted.
   uint64_t PrefaultViews(std::span<const Literal> values) const;
-  // Copies `values` into one block on 2 MiB pages (AllocateOnHugePages), one after another,
-  // replacing each by a view of its copy; the mapped pages of each value that viewed a shard
-  // leave the resident set as it is copied (one copy resident, plus one tensor). Decode streams
+  // Copies those of `values` that view a shard into one block on 2 MiB pages
+  // (AllocateOnHugePages), one after another, replacing each by a view of its copy; the mapped
+  // pages each came from leave the resident set as it is copied (one copy resident, plus one
+  // tensor). Values in memory of their own (converted weights) stay where they are. Decode streams
   // every weight read whole once per token, and on 4 KiB pages the page walks cost it: the LM
   // head read at 19.6 GB/s there and 29 GB/s on 2 MiB pages, on a 2-core Zen 3. (A file read
   // cold may be mapped 2 MiB at a time already, where its file system keeps 2 MiB page-cache
