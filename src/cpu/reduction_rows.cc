@@ -5,15 +5,16 @@
 // place and the result is bit for bit the general path's:
 //  - add (and multiply): each row still folds sequentially from the init, in index order, but
 //    eight rows fold at once, so their add latencies overlap instead of one chain per row;
-//  - max and min: with AVX-512, 16 lanes compare in any order, which gives the sequential
-//    result whenever the row holds no NaN and the result is not a zero (the order of a NaN's
-//    payload and of -0 against +0 are the only things order decides); otherwise, and without
-//    AVX-512, the sequential fold.
+//  - max and min: with AVX-512 (16 lanes) or AVX2 (8), the lanes compare in any order, which
+//    gives the sequential result whenever the row holds no NaN and the result is not a zero (the
+//    order of a NaN's payload and of -0 against +0 are the only things order decides);
+//    otherwise, and on vector math's scalar path (vmath::KernelPath), the sequential fold.
 #include "cpu/reduction_rows.h"
 
 #include <algorithm>
 #include <cmath>
 
+#include "cpu/vector_math.h"
 #include "support/avx512_intrinsics.h"
 #include "tlaloc/support/cpu_features.h"
 
@@ -23,8 +24,6 @@ using ops::ApplyBinary;
 using ops::BinaryKind;
 
 namespace {
-
-const bool kAvx512 = HasAvx512Core();
 
 float FoldSequential(BinaryKind kind, const float* x, int64_t n, float init) {
   float acc = init;
@@ -77,16 +76,17 @@ __attribute__((target("avx2"))) float ExtremumAvx2(const float* x, int64_t n, fl
   return r;
 }
 
-const bool kAvx2 = HasAvx2();
-
 // The vector forms only where their order of comparisons cannot matter: no NaN, and a result
 // that is not a zero (whose sign the order would pick); otherwise the sequential rule.
+// The vector path is vector math's (vmath::KernelPath), so TLALOC_VECTOR_MATH=0 turns softmax's
+// row maximum scalar with its other row steps.
 float Extremum(BinaryKind kind, const float* x, int64_t n, float init) {
-  if (kAvx512 || kAvx2) {
+  const vmath::VectorPath path = vmath::KernelPath();
+  if (path != vmath::VectorPath::kScalar) {
     bool ok = false;
     const bool max = kind == BinaryKind::kMax;
     const float r =
-        kAvx512
+        path == vmath::VectorPath::kAvx512
             ? (max ? ExtremumAvx512<true>(x, n, init, ok) : ExtremumAvx512<false>(x, n, init, ok))
             : (max ? ExtremumAvx2<true>(x, n, init, ok) : ExtremumAvx2<false>(x, n, init, ok));
     if (ok && r != 0.0f) return r;
