@@ -109,6 +109,45 @@ TLALOC_AVX2_TARGET void DotsAvx2(const float* const* x, const W* row, int64_t k,
   for (int s = 0; s < S; ++s) out[s] = SumLanesAvx2(acc0[s], acc1[s]);
 }
 
+// x[0, k) (k a multiple of 32) in the order FmaStep32 reads it: per 32-element step the four
+// halves PermuteHalf makes of its two 16s, one after another. A kernel that runs many rows
+// against the same vectors (decode attention's keys: 576 rows of 128 per head at a 512-token
+// context) permutes them once here instead of once per row.
+TLALOC_AVX2_TARGET inline void PermuteForSteps32(const float* x, int64_t k, float* xp) {
+  for (int64_t i = 0; i + 32 <= k; i += 32) {
+    __m256 x0l, x1l, x0h, x1h;
+    PermuteHalf(x + i, x0l, x1l);
+    PermuteHalf(x + i + 16, x0h, x1h);
+    _mm256_storeu_ps(xp + i, x0l);
+    _mm256_storeu_ps(xp + i + 8, x1l);
+    _mm256_storeu_ps(xp + i + 16, x0h);
+    _mm256_storeu_ps(xp + i + 24, x1h);
+  }
+}
+
+// DotsAvx2<S, W>(x, row, k, out)'s bits for k a multiple of 32, from the vectors as
+// PermuteForSteps32 left them (xp).
+template <int S, typename W>
+TLALOC_AVX2_TARGET void DotsAvx2Permuted(const float* const* xp, const W* row, int64_t k,
+                                         float* out) {
+  Avx2Acc acc0[S], acc1[S];
+  for (int s = 0; s < S; ++s) acc0[s] = acc1[s] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t i = 0; i + 32 <= k; i += 32) {
+    __m256 w0l, w1l, w0h, w1h;
+    LoadRowHalf(row + i, w0l, w1l);
+    LoadRowHalf(row + i + 16, w0h, w1h);
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s) {
+      const float* x = xp[s] + i;
+      acc0[s].lo = _mm256_fmadd_ps(_mm256_loadu_ps(x), w0l, acc0[s].lo);
+      acc0[s].hi = _mm256_fmadd_ps(_mm256_loadu_ps(x + 16), w0h, acc0[s].hi);
+      acc1[s].lo = _mm256_fmadd_ps(_mm256_loadu_ps(x + 8), w1l, acc1[s].lo);
+      acc1[s].hi = _mm256_fmadd_ps(_mm256_loadu_ps(x + 24), w1h, acc1[s].hi);
+    }
+  }
+  for (int s = 0; s < S; ++s) out[s] = SumLanesAvx2(acc0[s], acc1[s]);
+}
+
 // 8 consecutive elements of a row (f32, or bf16 bits) as f32, in natural order.
 template <typename W>
 TLALOC_AVX2_TARGET inline __m256 LoadRow8(const W* p) {
