@@ -174,8 +174,14 @@ TLALOC_AVX2_TARGET void ColumnsAvx2At(const RowAt& row_at, const float* vecs, in
   for (int s = 0; s < S; ++s)
     for (int v = 0; v < 4; ++v) acc[s][v] = _mm256_setzero_ps();
   const int full = static_cast<int>(nb / 8), tail = static_cast<int>(nb % 8);
+  // The row 16 positions on is asked for ahead of use: decode attention's values read 64 bytes
+  // of each cached row, rows 256 bytes apart and pages scattered, which the hardware prefetcher
+  // does not follow (108 -> 72 us a layer at a 576-slot cache, qwen3-0.6b bf16 on Zen 3).
+  constexpr int64_t kAhead = 16;
   for (int64_t p = 0; p < k; ++p) {
     const W* row = row_at(p);
+    if (p + kAhead < k)
+      _mm_prefetch(reinterpret_cast<const char*>(row_at(p + kAhead)), _MM_HINT_T0);
     __m256 w[4];
     if (nb == kAvx2Columns) {
 #pragma GCC unroll 4
