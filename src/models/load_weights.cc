@@ -89,8 +89,7 @@ StatusOr<std::vector<Literal>> LoadWeights(const io::ModelConfig& config,
   // Checkpoint::CopyOntoHugePages), or, where that is not done, are mapped now rather than page by
   // page in the first prefill. Not for an int8 checkpoint: its matrices are repacked for the q8_0
   // kernels, which give back the pages of the originals (MADV_PAGEOUT keeps file pages out of the
-  // resident set, not anonymous ones). Moved out of `out` while copied, so that a converted
-  // weight's storage goes as its copy is made.
+  // resident set, not anonymous ones).
   std::vector<size_t> read_whole_at;
   std::vector<Literal> read_whole;
   bool quantized = false;
