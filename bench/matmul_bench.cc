@@ -402,8 +402,8 @@ struct Int8Operands {
 void BM_Int8Kernel(benchmark::State& state) {
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   const int kernel = static_cast<int>(state.range(3));
-  if (kernel == 4 && !tlaloc::cpu::Q8UsesVnni()) {
-    state.SkipWithError("no AVX512-VNNI here: no packed q8_0 weights");
+  if (kernel == 4 && !tlaloc::cpu::Q8UsesVnni() && !tlaloc::HasAvx2()) {
+    state.SkipWithError("neither AVX512-VNNI nor AVX2 here: no packed q8_0 weights");
     return;
   }
   if ((kernel == 1 || kernel == 2 || kernel == 3) && !tlaloc::cpu::Q8UsesVnni() &&
@@ -476,20 +476,19 @@ BENCHMARK(BM_Int8Kernel)
 // Decode's int8 product against bf16's at the same shape, weights from memory: x [M, K] f32
 // times W [N, K] int8 (f16 scales per 32) through the in-order q8_0 kernel on packed weights
 // (cpu::Int8MatmulQ8_0Packed, what the default tlaloc.int8_linear program runs; `int8` with its
-// default prefetch, `int8all` with Q8PackedPrefetch::kAll), against x bf16
+// default prefetch, `int8all` with Q8PackedPrefetch::kAll on AVX512-VNNI), `int8inplace` the
+// same product read in place (Q8Kernel::kInOrder, what TLALOC_INT8_REPACK=0 runs), against x bf16
 // times W bf16 through the kernels a bf16 decode step runs (ViewMatmul's matrix-vector kernel at
 // M = 1, SmallMMatmul above). Each call takes the next of enough copies of W to fill 256 MiB, so
-// W comes from memory, not from L3; the two are timed in alternating rounds so that other work
-// on the machine weighs on both alike, each figure the median over rounds. `*_GB/s` counts the
-// weight bytes read (int8: 1.0625 a weight with the scales; bf16: 2), `*_of_probe` is that over
-// the read bandwidth probed right after (best of five passes), `int8_speedup` the median of the
-// rounds' bf16 time / int8 time (both at the probe's rate: 2 / 1.0625 = 1.88), `int8all/int8`
-// the median of the rounds' int8 time / int8all time (above 1: kAll is faster). Without
-// AVX512-VNNI (nothing packed) `int8` is the AVX2 kernel (Q8Kernel::kInOrder) on copies of W read
-// in place, and there is no int8all. Args: M, K, N.
+// W comes from memory, not from L3; the variants are timed in alternating rounds so that other
+// work on the machine weighs on all alike, each figure the median over rounds. `*_GB/s` counts
+// the weight bytes read (int8: 1.0625 a weight with the scales; bf16: 2), `*_of_probe` is that
+// over the read bandwidth probed right after (best of five passes), `int8_speedup` the median of
+// the rounds' bf16 time / int8 time (both at the probe's rate: 2 / 1.0625 = 1.88),
+// `int8all/int8` the median of the rounds' int8 time / int8all time (above 1: kAll is faster).
+// Args: M, K, N.
 void BM_Int8DecodeCold(benchmark::State& state) {
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
-  // Without VNNI (an AVX2 CPU): copies of w read in place by the AVX2 kernel, no int8all.
   const bool vnni = tlaloc::cpu::Q8UsesVnni();
   if (!vnni && !tlaloc::HasAvx2()) {
     state.SkipWithError("neither AVX512-VNNI nor AVX2 here: the q8_0 kernel is the portable loop");
@@ -506,11 +505,14 @@ void BM_Int8DecodeCold(benchmark::State& state) {
   const int64_t bf16_copies = std::max<int64_t>(1, static_cast<int64_t>(kFill / bf16_bytes));
   std::vector<std::shared_ptr<const tlaloc::cpu::Q8PackedWeights>> packed;
   std::vector<Int8Operands> in_place;
-  for (int64_t i = 0; i < int8_copies; ++i)
-    if (vnni)
-      packed.push_back(tlaloc::cpu::PackQ8Weights(w.data(), scales.data(), n, k, ctx));
-    else
-      in_place.push_back(ops);
+  for (int64_t i = 0; i < int8_copies; ++i) {
+    packed.push_back(tlaloc::cpu::PackQ8Weights(w.data(), scales.data(), n, k, ctx));
+    in_place.push_back(ops);
+  }
+  if (packed[0] == nullptr) {
+    state.SkipWithError("PackQ8Weights gave no packed copy on this CPU");
+    return;
+  }
   Literal xb = RandomLiteral(TensorType(ElementType::kBF16, {m, k}), 1);
   std::vector<Literal> wb{RandomLiteral(TensorType(ElementType::kBF16, {n, k}), 2)};
   for (int64_t i = 1; i < bf16_copies; ++i) {
@@ -523,15 +525,14 @@ void BM_Int8DecodeCold(benchmark::State& state) {
   using Prefetch = tlaloc::cpu::Q8PackedPrefetch;
   auto int8 = [&](Prefetch prefetch) {
     return [&, prefetch] {
-      if (!vnni) {
-        const Int8Operands& copy = in_place[next_int8++ % int8_copies];
-        tlaloc::cpu::Int8MatmulQ8_0(x.data(), m, copy.w.data(), copy.scales.data(), n, k, c.data(),
-                                    ctx, tlaloc::cpu::Q8Kernel::kInOrder);
-        return;
-      }
       tlaloc::cpu::Int8MatmulQ8_0Packed(x.data(), m, *packed[next_int8++ % int8_copies], c.data(),
                                         ctx, prefetch);
     };
+  };
+  auto run_in_place = [&] {
+    const Int8Operands& copy = in_place[next_int8++ % int8_copies];
+    tlaloc::cpu::Int8MatmulQ8_0(x.data(), m, copy.w.data(), copy.scales.data(), n, k, c.data(), ctx,
+                                tlaloc::cpu::Q8Kernel::kInOrder);
   };
   auto run_bf16 = [&] {
     const tlaloc::cpu::MatrixView b{
@@ -541,8 +542,8 @@ void BM_Int8DecodeCold(benchmark::State& state) {
       tlaloc::cpu::ViewMatmul(a, b, 1, m, k, n, c.data(), ctx);
   };
   constexpr int kRounds = 9;
-  // Seconds per call, per round: [0] int8, [1] bf16, [2] int8all.
-  std::vector<double> secs[3];
+  // Seconds per call, per round: [0] int8, [1] bf16, [2] int8inplace, [3] int8all.
+  std::vector<double> secs[4];
   auto time = [&](const auto& run, int64_t copies) {
     int64_t calls = 0;
     const double t0 = Now();
@@ -555,13 +556,14 @@ void BM_Int8DecodeCold(benchmark::State& state) {
     for (int round = 0; round < kRounds; ++round) {
       secs[0].push_back(time(int8(Prefetch::kAuto), int8_copies));
       secs[1].push_back(time(run_bf16, bf16_copies));
-      if (vnni) secs[2].push_back(time(int8(Prefetch::kAll), int8_copies));
+      secs[2].push_back(time(run_in_place, int8_copies));
+      if (vnni) secs[3].push_back(time(int8(Prefetch::kAll), int8_copies));
     }
   const double probe =
       tlaloc::MeasureReadBandwidth(tlaloc::DefaultThreadPool(), int64_t{256} << 20);
-  const double bytes[3] = {int8_bytes, bf16_bytes, int8_bytes};
-  const char* names[3] = {"int8", "bf16", "int8all"};
-  for (int v = 0; v < (vnni ? 3 : 2); ++v) {
+  const double bytes[4] = {int8_bytes, bf16_bytes, int8_bytes, int8_bytes};
+  const char* names[4] = {"int8", "bf16", "int8inplace", "int8all"};
+  for (int v = 0; v < (vnni ? 4 : 3); ++v) {
     const double rate = bytes[v] / Median(secs[v]);
     state.counters[std::string(names[v]) + "_GB/s"] = rate / 1e9;
     state.counters[std::string(names[v]) + "_of_probe"] = rate / probe;
@@ -569,7 +571,7 @@ void BM_Int8DecodeCold(benchmark::State& state) {
   std::vector<double> speedup, prefetch_gain;
   for (int i = 0; i < kRounds; ++i) {
     speedup.push_back(secs[1][i] / secs[0][i]);
-    if (vnni) prefetch_gain.push_back(secs[0][i] / secs[2][i]);
+    if (vnni) prefetch_gain.push_back(secs[0][i] / secs[3][i]);
   }
   state.counters["int8_speedup"] = Median(speedup);
   if (vnni) state.counters["int8all/int8"] = Median(prefetch_gain);
@@ -587,10 +589,8 @@ BENCHMARK(BM_Int8DecodeCold)
 // product with a weight pays, then kept: cpu::CachedQ8Weights); args K, N.
 void BM_Int8Pack(benchmark::State& state) {
   const int64_t k = state.range(0), n = state.range(1);
-  // Without VNNI (an AVX2 CPU): copies of w read in place by the AVX2 kernel, no int8all.
-  const bool vnni = tlaloc::cpu::Q8UsesVnni();
-  if (!vnni && !tlaloc::HasAvx2()) {
-    state.SkipWithError("neither AVX512-VNNI nor AVX2 here: the q8_0 kernel is the portable loop");
+  if (!tlaloc::cpu::Q8UsesVnni() && !tlaloc::HasAvx2()) {
+    state.SkipWithError("neither AVX512-VNNI nor AVX2 here: nothing is packed");
     return;
   }
   std::vector<int8_t> w(n * k, 3);

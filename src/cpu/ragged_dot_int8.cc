@@ -170,8 +170,8 @@ Status RaggedDotInt8(const Literal& x, const Literal& w, const Literal& scales,
         Int8MatmulQ8_0PackedGroups(xs, m, *packed, n, all, out, ctx);
         return OkStatus();
       }
-    // No packed copy (no AVX512-VNNI, TLALOC_INT8_REPACK=0): the tile kernel's groups in one
-    // pass, the rest (decode's) each by the in-order row kernel, all read in place.
+    // No packed copy (no layout for this CPU, TLALOC_INT8_REPACK=0): the tile kernel's groups in
+    // one pass, the rest (decode's) each by the in-order row kernel, all read in place.
     std::vector<Q8RowGroup> tiled;
     for (const Group& g : groups)
       if (one_pass && g.rows > kQ8RowStreamMaxRows) tiled.push_back({g.expert, g.start, g.rows});

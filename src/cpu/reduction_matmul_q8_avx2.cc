@@ -127,15 +127,33 @@ TLALOC_Q8_AVX2_TARGET void PackRows8(const int8_t* const* w, int64_t blocks, int
   }
 }
 
-// S activation rows (x: their int8 q, dx: scales) against eight packed weight rows (PackRows8;
-// dw: their f32 scales [blocks][8]); out [S][8]. Lane j of every vector is weight row j, so a
-// block's sum needs no horizontal adds: vpmaddubsw multiplies |w| (unsigned, 128 for -128) by
-// sign(x, w) = x * sgn(w) and adds pairs to int16, vpmaddwd by ones adds those to int32 (four
-// bytes per lane), eight such steps give the block. Exact when no x is -128 (then -x would wrap):
-// |w| * |x| <= 128 * 127, a pair <= 32512, inside int16.
+// The packed tile's layout (reduction_matmul_q8_avx2.h): chunks of four blocks, each block's 256
+// bytes in PackRows8's order, then the chunk's f16 scales. 1088 bytes: a multiple of 64, so
+// every chunk starts on a cache line.
+static_assert(kRowGroup == kAvx2TileRows);
+constexpr int64_t kChunkBlocks = 4;
+constexpr int64_t kChunkWeightBytes = kChunkBlocks * kBlock * kRowGroup;
+constexpr int64_t kChunkBytes = kChunkWeightBytes + kChunkBlocks * kRowGroup * 2;
+
+// Where block b of a packed tile lies: its 256 weight bytes, and its eight rows' f16 scales.
+inline const uint8_t* BlockWeights(const uint8_t* tile, int64_t b) {
+  return tile + b / kChunkBlocks * kChunkBytes + b % kChunkBlocks * (kBlock * kRowGroup);
+}
+inline const uint8_t* BlockScales(const uint8_t* tile, int64_t b) {
+  return tile + b / kChunkBlocks * kChunkBytes + kChunkWeightBytes +
+         b % kChunkBlocks * kRowGroup * 2;
+}
+
+// S activation rows (x: their int8 q, dx: scales) against one packed tile (its `blocks` blocks);
+// out [S][8]. Lane j of every vector is weight row j, so a block's sum needs no horizontal adds:
+// vpmaddubsw multiplies |w| (unsigned, 128 for -128) by sign(x, w) = x * sgn(w) and adds pairs to
+// int16, vpmaddwd by ones adds those to int32 (four bytes per lane), eight such steps give the
+// block. Exact when no x is -128 (then -x would wrap): |w| * |x| <= 128 * 127, a pair <= 32512,
+// inside int16. prefetch_ahead (bytes, 0 for none): decode streams the tiles once, and asks for
+// the bytes that far on (past the tile's end, the next tile's, which the same thread reads next).
 template <int S>
 TLALOC_Q8_AVX2_TARGET void Tile8(const int8_t* const* x, const float* const* dx,
-                                 const int8_t* packed, const float* dw, int64_t blocks,
+                                 const uint8_t* tile, int64_t blocks, int64_t prefetch_ahead,
                                  float* out) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[S];
@@ -145,10 +163,18 @@ TLALOC_Q8_AVX2_TARGET void Tile8(const int8_t* const* x, const float* const* dx,
     __m256i sums[S];
 #pragma GCC unroll 8
     for (int s = 0; s < S; ++s) sums[s] = _mm256_setzero_si256();
-    const __m256i* wb = reinterpret_cast<const __m256i*>(packed + b * kBlock * kRowGroup);
+    const uint8_t* wb = BlockWeights(tile, b);
+    if (prefetch_ahead) {
+#pragma GCC unroll 4
+      for (int line = 0; line < 4; ++line)
+        _mm_prefetch(reinterpret_cast<const char*>(wb + prefetch_ahead + 64 * line), _MM_HINT_T0);
+      if (b % kChunkBlocks == 0)
+        _mm_prefetch(reinterpret_cast<const char*>(BlockScales(tile, b) + prefetch_ahead),
+                     _MM_HINT_T0);
+    }
 #pragma GCC unroll 2
     for (int g = 0; g < 8; ++g) {
-      const __m256i w = _mm256_loadu_si256(wb + g);
+      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb + 32 * g));
       const __m256i u = _mm256_abs_epi8(w);
 #pragma GCC unroll 8
       for (int s = 0; s < S; ++s) {
@@ -158,7 +184,8 @@ TLALOC_Q8_AVX2_TARGET void Tile8(const int8_t* const* x, const float* const* dx,
         sums[s] = _mm256_add_epi32(sums[s], _mm256_madd_epi16(_mm256_maddubs_epi16(u, t), ones));
       }
     }
-    const __m256 dwb = _mm256_loadu_ps(dw + b * kRowGroup);
+    const __m256 dwb =
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(BlockScales(tile, b))));
 #pragma GCC unroll 8
     for (int s = 0; s < S; ++s) {
       __m256 p =
@@ -168,6 +195,55 @@ TLALOC_Q8_AVX2_TARGET void Tile8(const int8_t* const* x, const float* const* dx,
     }
   }
 #pragma GCC unroll 8
+  for (int s = 0; s < S; ++s) _mm256_storeu_ps(out + s * kRowGroup, acc[s]);
+}
+
+// S activation rows (x: widened q, dx: scales) against one packed tile (its `blocks` blocks);
+// out [S][8]. Each 32-byte weight vector (four bytes of each of eight rows) is widened to int16
+// in two halves, rows 0-3 and 4-7, and vpmaddwd against the row's four activations (repeated
+// per 64 bits) leaves two int32 pair sums per weight row: exact for every s8 on both sides (no
+// -128 exception, unlike the sign trick). A block's eight steps add up lane-wise; one hadd and
+// a permute put the eight rows' block sums in row order, and the f32 work is Rows8's.
+template <int S>
+TLALOC_Q8_AVX2_TARGET void PackedRows8(const int16_t* const* x, const float* const* dx,
+                                       const uint8_t* tile, int64_t blocks, float* out) {
+  // hadd leaves rows 0 1 4 5 | 2 3 6 7.
+  const __m256i row_order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+  __m256 acc[S];
+#pragma GCC unroll 4
+  for (int s = 0; s < S; ++s) acc[s] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* wb = BlockWeights(tile, b);
+    __m256i lo[S], hi[S];
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s) lo[s] = hi[s] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int g = 0; g < 8; ++g) {
+      const __m256i w03 =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + 32 * g)));
+      const __m256i w47 =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + 32 * g + 16)));
+#pragma GCC unroll 4
+      for (int s = 0; s < S; ++s) {
+        int64_t four;
+        std::memcpy(&four, x[s] + b * kBlock + 4 * g, sizeof four);
+        const __m256i xv = _mm256_set1_epi64x(four);
+        lo[s] = _mm256_add_epi32(lo[s], _mm256_madd_epi16(w03, xv));
+        hi[s] = _mm256_add_epi32(hi[s], _mm256_madd_epi16(w47, xv));
+      }
+    }
+    const __m256 dwb =
+        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(BlockScales(tile, b))));
+#pragma GCC unroll 4
+    for (int s = 0; s < S; ++s) {
+      const __m256i sums = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(lo[s], hi[s]), row_order);
+      __m256 p =
+          _mm256_mul_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(_mm256_set1_ps(dx[s][b]), dwb));
+      __asm__("" : "+x"(p));  // rounded before the add: no contraction into an FMA
+      acc[s] = _mm256_add_ps(acc[s], p);
+    }
+  }
+#pragma GCC unroll 4
   for (int s = 0; s < S; ++s) _mm256_storeu_ps(out + s * kRowGroup, acc[s]);
 }
 
@@ -285,6 +361,43 @@ TLALOC_Q8_AVX2_TARGET bool NoMinimumActivation(const QuantizedRows& xq, int64_t 
 constexpr int kTileRows = kMaxVectors;  // WithVectorCount's range
 constexpr int64_t kPanelGroups = 4;
 constexpr int64_t kTileMinRows = 8;
+// How far on decode's tile stream asks for bytes (Tile8's prefetch_ahead): matmul_bench
+// BM_Int8DecodeCold.
+constexpr int64_t kPrefetchAhead = 16384;
+
+// The rows of group g against `panel` consecutive packed tiles (c's columns j0, j0 + 8, ...):
+// Tile8 on the int8 activations where `exact` (no -128 among them), else PackedRows8 on the
+// widened ones (x16).
+void RunPanel(const QuantizedRows& xq, const std::vector<int16_t>& x16, bool exact,
+              const Q8RowGroup& g, const uint8_t* tiles, int64_t panel, int64_t tile_bytes,
+              int64_t n, int64_t k, int64_t j0, int64_t prefetch_ahead, float* c) {
+  const int64_t blocks = k / kBlock;
+  for (int64_t i0 = g.start; i0 < g.start + g.rows; i0 += kTileRows) {
+    const int s_count = static_cast<int>(std::min<int64_t>(kTileRows, g.start + g.rows - i0));
+    const int8_t* x8[kTileRows];
+    const int16_t* xw[kTileRows];
+    const float* dxs[kTileRows];
+    for (int s = 0; s < s_count; ++s) {
+      x8[s] = xq.Q(i0 + s);
+      xw[s] = exact ? nullptr : x16.data() + (i0 + s) * k;
+      dxs[s] = xq.Dx(i0 + s);
+    }
+    for (int64_t p = 0; p < panel; ++p) {
+      float out[kTileRows * kRowGroup];
+      const uint8_t* tile = tiles + p * tile_bytes;
+      WithVectorCount(s_count, [&](auto s) {
+        constexpr int S = decltype(s)::value;
+        if (exact)
+          Tile8<S>(x8, dxs, tile, blocks, prefetch_ahead, out);
+        else
+          PackedRows8<S>(xw, dxs, tile, blocks, out);
+      });
+      const int64_t column = j0 + p * kRowGroup, live = std::min<int64_t>(kRowGroup, n - column);
+      for (int s = 0; s < s_count; ++s)
+        std::copy(out + s * kRowGroup, out + s * kRowGroup + live, c + (i0 + s) * n + column);
+    }
+  }
+}
 
 }  // namespace
 
@@ -297,77 +410,108 @@ void Avx2Groups(const QuantizedRows& xq, const int8_t* w, const uint16_t* scales
   bool any_rows8 = !tiles_exact;
   for (const Q8RowGroup& g : groups) any_rows8 |= g.rows < kTileMinRows;
   const std::vector<int16_t> x16 = any_rows8 ? Widen(xq, rows) : std::vector<int16_t>();
-  const int64_t blocks = k / kBlock;
+  const int64_t blocks = k / kBlock, tile_bytes = Avx2TileBytes(k);
   const int64_t row_groups = (n + kRowGroup - 1) / kRowGroup;
   const int64_t tasks = static_cast<int64_t>(groups.size()) * row_groups;
   // About 64 KiB of weights per handed-out run of tasks (bench/matmul_bench BM_Int8Kernel).
   const int64_t run = std::max<int64_t>(1, (int64_t{1} << 16) / (kRowGroup * k));
   ParallelShares(ctx, tasks, run, [&](int64_t begin, int64_t end) {
     std::vector<float> dw;
-    std::vector<int8_t> packed;
+    std::vector<uint8_t> packed;
     for (int64_t t = begin; t < end;) {
       const Q8RowGroup& g = groups[t / row_groups];
       const int8_t* expert = w + g.expert * n * k;
       const uint16_t* expert_scales = scales + g.expert * n * blocks;
-      // This panel: tasks t .. t + panel - 1, all of group g.
-      const bool tiles = tiles_exact && g.rows >= kTileMinRows;
-      const int64_t panel =
-          tiles ? std::min({kPanelGroups, end - t, row_groups - t % row_groups}) : 1;
-      int64_t live[kPanelGroups] = {};
-      dw.resize(std::max<size_t>(dw.size(), panel * blocks * kRowGroup));
-      for (int64_t p = 0; p < panel; ++p) {
-        const int64_t j0 = (t + p) % row_groups * kRowGroup;
-        live[p] = std::min<int64_t>(kRowGroup, n - j0);
-        // Rows past n repeat the last row (read, never stored).
-        const int8_t* row[kRowGroup];
-        const uint16_t* row_scales[kRowGroup];
-        for (int r = 0; r < kRowGroup; ++r) {
-          const int64_t j = j0 + std::min<int64_t>(r, live[p] - 1);
-          row[r] = expert + j * k;
-          row_scales[r] = expert_scales + j * blocks;
-        }
-        WidenScales8(row_scales, blocks, dw.data() + p * blocks * kRowGroup);
-        if (tiles) {
-          packed.resize(panel * k * kRowGroup);
-          PackRows8(row, blocks, packed.data() + p * k * kRowGroup);
-          continue;
-        }
-        // Decode streams the weights once: ask for the next row group's bytes ahead of use.
-        const int64_t prefetch =
-            g.rows <= kMaxVectors && j0 + 2 * kRowGroup <= n ? kRowGroup * k : 0;
-        for (int64_t i0 = g.start; i0 < g.start + g.rows; i0 += kMaxVectors) {
-          const int s_count =
-              static_cast<int>(std::min<int64_t>(kMaxVectors, g.start + g.rows - i0));
-          const int16_t* xs[kMaxVectors];
-          const float* dxs[kMaxVectors];
-          for (int s = 0; s < s_count; ++s)
-            xs[s] = x16.data() + (i0 + s) * k, dxs[s] = xq.Dx(i0 + s);
-          float out[kMaxVectors * kRowGroup];
-          WithVectorCount(s_count, [&](auto s) {
-            Rows8<decltype(s)::value>(xs, dxs, row, dw.data(), blocks, prefetch, out);
-          });
-          for (int s = 0; s < s_count; ++s)
-            std::copy(out + s * kRowGroup, out + s * kRowGroup + live[p], c + (i0 + s) * n + j0);
-        }
+      const int64_t j0 = t % row_groups * kRowGroup;
+      if (tiles_exact && g.rows >= kTileMinRows) {
+        // Prefill: a panel of row groups (all of group g) packed, then Tile8 on it.
+        const int64_t panel = std::min({kPanelGroups, end - t, row_groups - t % row_groups});
+        packed.resize(panel * tile_bytes);
+        for (int64_t p = 0; p < panel; ++p)
+          Avx2PackTile(expert, expert_scales, n, k, j0 + p * kRowGroup,
+                       packed.data() + p * tile_bytes);
+        RunPanel(xq, x16, true, g, packed.data(), panel, tile_bytes, n, k, j0, 0, c);
+        t += panel;
+        continue;
       }
-      if (tiles) {
-        for (int64_t i0 = g.start; i0 < g.start + g.rows; i0 += kTileRows) {
-          const int s_count = static_cast<int>(std::min<int64_t>(kTileRows, g.start + g.rows - i0));
-          const int8_t* xs[kTileRows];
-          const float* dxs[kTileRows];
-          for (int s = 0; s < s_count; ++s) xs[s] = xq.Q(i0 + s), dxs[s] = xq.Dx(i0 + s);
-          for (int64_t p = 0; p < panel; ++p) {
-            float out[kTileRows * kRowGroup];
-            WithVectorCount(s_count, [&](auto s) {
-              Tile8<decltype(s)::value>(xs, dxs, packed.data() + p * k * kRowGroup,
-                                        dw.data() + p * blocks * kRowGroup, blocks, out);
-            });
-            const int64_t j0 = (t + p) % row_groups * kRowGroup;
-            for (int s = 0; s < s_count; ++s)
-              std::copy(out + s * kRowGroup, out + s * kRowGroup + live[p], c + (i0 + s) * n + j0);
-          }
-        }
+      // Decode: Rows8 on one row group read in place. Rows past n repeat the last row (read,
+      // never stored).
+      const int64_t live = std::min<int64_t>(kRowGroup, n - j0);
+      const int8_t* row[kRowGroup];
+      const uint16_t* row_scales[kRowGroup];
+      for (int r = 0; r < kRowGroup; ++r) {
+        const int64_t j = j0 + std::min<int64_t>(r, live - 1);
+        row[r] = expert + j * k;
+        row_scales[r] = expert_scales + j * blocks;
       }
+      dw.resize(blocks * kRowGroup);
+      WidenScales8(row_scales, blocks, dw.data());
+      // Decode streams the weights once: ask for the next row group's bytes ahead of use.
+      const int64_t prefetch = g.rows <= kMaxVectors && j0 + 2 * kRowGroup <= n ? kRowGroup * k : 0;
+      for (int64_t i0 = g.start; i0 < g.start + g.rows; i0 += kMaxVectors) {
+        const int s_count = static_cast<int>(std::min<int64_t>(kMaxVectors, g.start + g.rows - i0));
+        const int16_t* xs[kMaxVectors];
+        const float* dxs[kMaxVectors];
+        for (int s = 0; s < s_count; ++s) xs[s] = x16.data() + (i0 + s) * k, dxs[s] = xq.Dx(i0 + s);
+        float out[kMaxVectors * kRowGroup];
+        WithVectorCount(s_count, [&](auto s) {
+          Rows8<decltype(s)::value>(xs, dxs, row, dw.data(), blocks, prefetch, out);
+        });
+        for (int s = 0; s < s_count; ++s)
+          std::copy(out + s * kRowGroup, out + s * kRowGroup + live, c + (i0 + s) * n + j0);
+      }
+      ++t;
+    }
+  });
+}
+
+int64_t Avx2TileBytes(int64_t k) {
+  return (k / kBlock + kChunkBlocks - 1) / kChunkBlocks * kChunkBytes;
+}
+
+void Avx2PackTile(const int8_t* w, const uint16_t* scales, int64_t n, int64_t k, int64_t j0,
+                  uint8_t* tile) {
+  const int64_t blocks = k / kBlock;
+  const int8_t* row[kRowGroup];
+  const uint16_t* row_scales[kRowGroup];
+  for (int r = 0; r < kRowGroup; ++r) {
+    const int64_t j = std::min<int64_t>(j0 + r, n - 1);
+    row[r] = w + j * k;
+    row_scales[r] = scales + j * blocks;
+  }
+  for (int64_t b0 = 0; b0 < blocks; b0 += kChunkBlocks) {
+    uint8_t* chunk = tile + b0 / kChunkBlocks * kChunkBytes;
+    const int64_t count = std::min(kChunkBlocks, blocks - b0);
+    if (count < kChunkBlocks) std::memset(chunk, 0, kChunkBytes);  // the tail blocks: zeros
+    const int8_t* from[kRowGroup];
+    for (int r = 0; r < kRowGroup; ++r) from[r] = row[r] + b0 * kBlock;
+    PackRows8(from, count, reinterpret_cast<int8_t*>(chunk));
+    uint16_t* s = reinterpret_cast<uint16_t*>(chunk + kChunkWeightBytes);
+    for (int64_t b = 0; b < count; ++b)
+      for (int r = 0; r < kRowGroup; ++r) s[b * kRowGroup + r] = row_scales[r][b0 + b];
+  }
+}
+
+void Avx2PackedGroups(const QuantizedRows& xq, const uint8_t* tiles, int64_t n, int64_t k,
+                      std::span<const Q8RowGroup> groups, float* c, EvalContext& ctx) {
+  int64_t rows = 0;
+  for (const Q8RowGroup& g : groups) rows = std::max(rows, g.start + g.rows);
+  const bool exact = NoMinimumActivation(xq, rows);
+  const std::vector<int16_t> x16 = exact ? std::vector<int16_t>() : Widen(xq, rows);
+  const int64_t tile_bytes = Avx2TileBytes(k);
+  const int64_t expert_tiles = (n + kRowGroup - 1) / kRowGroup;
+  const int64_t tasks = static_cast<int64_t>(groups.size()) * expert_tiles;
+  // About 64 KiB of weights per handed-out run of tasks (as Avx2Groups).
+  const int64_t run = std::max<int64_t>(1, (int64_t{1} << 16) / tile_bytes);
+  ParallelShares(ctx, tasks, run, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end;) {
+      const Q8RowGroup& g = groups[t / expert_tiles];
+      const int64_t first = t % expert_tiles;
+      // A panel of tiles of one group: prefill's rows stay in L1 while the panel comes from L2.
+      const int64_t panel = std::min({kPanelGroups, end - t, expert_tiles - first});
+      const int64_t prefetch = g.rows <= kMaxVectors ? kPrefetchAhead : 0;
+      RunPanel(xq, x16, exact, g, tiles + (g.expert * expert_tiles + first) * tile_bytes, panel,
+               tile_bytes, n, k, first * kRowGroup, prefetch, c);
       t += panel;
     }
   });

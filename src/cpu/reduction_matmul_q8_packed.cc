@@ -24,6 +24,7 @@
 
 #include "reduction_matmul.h"
 #include "reduction_matmul_q8.h"
+#include "reduction_matmul_q8_avx2.h"
 #include "reduction_matmul_q8_internal.h"
 #include "support/avx512_intrinsics.h"
 #include "tlaloc/support/half.h"
@@ -272,35 +273,58 @@ Cache& TheCache() {
 
 }  // namespace
 
+bool Q8PackingAvailable() {
+#if defined(__x86_64__)
+  return Q8UsesVnni() || q8_internal::Q8UsesAvx2();
+#else
+  return false;
+#endif
+}
+
 std::shared_ptr<const Q8PackedWeights> PackQ8Weights(const int8_t* w, const uint16_t* scales,
                                                      int64_t n, int64_t k, EvalContext& ctx,
                                                      bool release_source) {
 #if defined(__x86_64__)
-  if (!Q8UsesVnni() || n <= 0 || k <= 0 || k % kBlock != 0) return nullptr;
+  const bool vnni = Q8UsesVnni();
+  if (!Q8PackingAvailable() || n <= 0 || k <= 0 || k % kBlock != 0) return nullptr;
   auto packed = std::make_shared<Q8PackedWeights>();
   const int64_t blocks = k / kBlock;
+  packed->layout = vnni ? Q8Layout::kVnni32 : Q8Layout::kAvx2Rows8;
   packed->n = n;
   packed->k = k;
-  packed->tiles = (n + kTileCols - 1) / kTileCols;
-  packed->tile_bytes = blocks * (kBlockBytes + kTileCols * 2);  // 1088 per block: a multiple of 64
+  packed->tile_rows = vnni ? kTileCols : q8_internal::kAvx2TileRows;
+  packed->tiles = (n + packed->tile_rows - 1) / packed->tile_rows;
+  // VNNI: 1088 bytes per block, a multiple of 64.
+  packed->tile_bytes =
+      vnni ? blocks * (kBlockBytes + kTileCols * 2) : q8_internal::Avx2TileBytes(k);
   packed->data = std::shared_ptr<uint8_t>(AllocatePacked(packed->bytes()), Aligned{});
   uint8_t* base = packed->data.get();
   if (base == nullptr) return nullptr;  // out of memory: the caller reads the weights in place
+  const int64_t rows = packed->tile_rows;
+  // Whole pages' worth of rows between releases, so that a large weight (the LM head) is never
+  // resident twice whole.
+  const int64_t release_every = 256 / rows;
   ctx.ParallelFor(packed->tiles, 8, [&](int64_t begin, int64_t end) {
     int64_t released = begin;
     for (int64_t t = begin; t < end; ++t) {
       uint8_t* tile = base + t * packed->tile_bytes;
-      q8_internal::PackTileBytes(w, n, k, t * kTileCols, tile);
-      uint16_t* s = reinterpret_cast<uint16_t*>(tile + blocks * kBlockBytes);
-      for (int64_t b = 0; b < blocks; ++b)
-        for (int64_t r = 0; r < kTileCols; ++r) {
-          const int64_t row = t * kTileCols + r;
-          s[b * kTileCols + r] = row < n ? scales[row * blocks + b] : 0;
+      if (vnni) {
+        q8_internal::PackTileBytes(w, n, k, t * kTileCols, tile);
+        uint16_t* s = reinterpret_cast<uint16_t*>(tile + blocks * kBlockBytes);
+        for (int64_t b = 0; b < blocks; ++b)
+          for (int64_t r = 0; r < kTileCols; ++r) {
+            const int64_t row = t * kTileCols + r;
+            s[b * kTileCols + r] = row < n ? scales[row * blocks + b] : 0;
+          }
+      } else {
+        q8_internal::Avx2PackTile(w, scales, n, k, t * rows, tile);
+      }
+      if (release_source && (t + 1 - released == release_every || t + 1 == end)) {
+        const int64_t first = released * rows, last = std::min(n, (t + 1) * rows);
+        if (last > first) {
+          ReleasePages(w + first * k, (last - first) * k);
+          ReleasePages(scales + first * blocks, (last - first) * blocks * 2);
         }
-      // Every eight tiles, so that a large weight (the LM head) is never resident twice whole.
-      if (release_source && (t + 1 - released == 8 || t + 1 == end)) {
-        const int64_t first = released * kTileCols, last = std::min(n, (t + 1) * kTileCols);
-        if (last > first) ReleasePages(w + first * k, (last - first) * k);
         released = t + 1;
       }
     }
@@ -316,6 +340,11 @@ void Int8MatmulQ8_0Packed(const float* x, int64_t m, const Q8PackedWeights& w, f
                           EvalContext& ctx, Q8PackedPrefetch prefetch) {
 #if defined(__x86_64__)
   if (m <= 0 || w.n <= 0) return;
+  if (w.layout == Q8Layout::kAvx2Rows8) {
+    const QuantizedRows xq = q8_internal::QuantizeRows(x, m, w.k, ctx);
+    const Q8RowGroup all{0, 0, m};
+    return q8_internal::Avx2PackedGroups(xq, w.data.get(), w.n, w.k, {&all, 1}, c, ctx);
+  }
   if (prefetch == Q8PackedPrefetch::kAll) return RunTiles<true>(x, m, w, c, ctx);
   RunTiles<false>(x, m, w, c, ctx);
 #else
@@ -336,6 +365,11 @@ void Int8MatmulQ8_0PackedGroups(const float* x, int64_t m, const Q8PackedWeights
   if (first >= last) return;
   const QuantizedRows xq = q8_internal::QuantizeRows(x + first * w.k, last - first, w.k, ctx);
   float* out = c + first * n;
+  if (w.layout == Q8Layout::kAvx2Rows8) {
+    std::vector<Q8RowGroup> shifted(groups.begin(), groups.end());
+    for (Q8RowGroup& g : shifted) g.start -= first;
+    return q8_internal::Avx2PackedGroups(xq, w.data.get(), n, w.k, shifted, out, ctx);
+  }
   // A task per (group, run of its expert's tiles): about 64 KiB of weights per task for a group
   // of a row or two, fewer tiles where more rows make each tile worth more.
   const int64_t tiles = n / kTileCols;
@@ -381,7 +415,7 @@ void Int8MatmulQ8_0PackedGroups(const float* x, int64_t m, const Q8PackedWeights
 
 std::shared_ptr<const Q8PackedWeights> CachedQ8Weights(const Literal& q, const Literal& scale,
                                                        EvalContext& ctx) {
-  if (!Q8UsesVnni() || !RepackEnabled() || q.dims().size() < 2) return nullptr;
+  if (!Q8PackingAvailable() || !RepackEnabled() || q.dims().size() < 2) return nullptr;
   // A stack [..., N, K] packs as one matrix of all its rows (ragged_dot_int8.cc's experts).
   const int64_t k = q.dims().back(), n = q.num_elements() / std::max<int64_t>(k, 1);
   const auto key = std::make_tuple(static_cast<const void*>(q.data()),

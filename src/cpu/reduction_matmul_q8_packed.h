@@ -15,26 +15,41 @@
 
 namespace tlaloc::cpu {
 
-// w [n, k] s8 with f16 scales [n, k / 32], in tiles of 32 rows: for each tile, block after block,
-// 1024 bytes of weights (PackTileBytes' layout: four bytes of each of 32 rows per 128 bytes, plus
-// 128), then the tile's f16 scales [blocks][32].
+// How a packed copy lies, by the CPU's kernel.
+enum class Q8Layout {
+  // AVX512-VNNI: tiles of 32 rows; for each tile, block after block, 1024 bytes of weights
+  // (PackTileBytes' layout: four bytes of each of 32 rows per 128 bytes, plus 128), then the
+  // tile's f16 scales [blocks][32].
+  kVnni32,
+  // AVX2: tiles of 8 rows in chunks of four blocks with their scales
+  // (reduction_matmul_q8_avx2.h's Avx2PackTile).
+  kAvx2Rows8,
+};
+
+// w [n, k] s8 with f16 scales [n, k / 32], in tiles of tile_rows rows (Q8Layout).
 struct Q8PackedWeights {
-  int64_t n = 0, k = 0, tiles = 0, tile_bytes = 0;
+  Q8Layout layout = Q8Layout::kVnni32;
+  int64_t n = 0, k = 0, tile_rows = 32, tiles = 0, tile_bytes = 0;
   std::shared_ptr<uint8_t> data;  // 64-byte aligned, tiles * tile_bytes
   int64_t bytes() const { return tiles * tile_bytes; }
 };
 
-// The packed form of (w, scales), or nullptr where the CPU has no AVX512-VNNI (Q8UsesVnni();
-// callers then run Int8MatmulQ8_0's kInOrder in place, the AVX2 kernel on AVX2 CPUs).
-// k must be a positive multiple of 32. release_source: w's pages are handed back to the kernel
-// as they are packed (madvise MADV_PAGEOUT, a hint that keeps the contents: a file mapping's
+// Whether this CPU has a packed layout (AVX512-VNNI, or AVX2 with F16C and FMA).
+bool Q8PackingAvailable();
+
+// The packed form of (w, scales): kVnni32 where the CPU has AVX512-VNNI (Q8UsesVnni()),
+// kAvx2Rows8 where it has AVX2, F16C and FMA, else nullptr (callers then run Int8MatmulQ8_0's
+// kInOrder in place).
+// k must be a positive multiple of 32. release_source: w's and scales' pages are handed back to the
+// kernel as they are packed (madvise MADV_PAGEOUT, a hint that keeps the contents: a file mapping's
 // pages are read back, anonymous ones swapped in, if w is touched again).
 std::shared_ptr<const Q8PackedWeights> PackQ8Weights(const int8_t* w, const uint16_t* scales,
                                                      int64_t n, int64_t k, EvalContext& ctx,
                                                      bool release_source = false);
 
-// What Int8MatmulQ8_0Packed's kernel asks the caches for ahead of its reads (the bits are the
-// same); benchmarks name one (matmul_bench BM_Int8DecodeCold compares them).
+// What Int8MatmulQ8_0Packed's VNNI kernel asks the caches for ahead of its reads (the bits are
+// the same; the AVX2 kernel reads each tile's one stream and ignores it); benchmarks name one
+// (matmul_bench BM_Int8DecodeCold compares them).
 enum class Q8PackedPrefetch {
   kAuto,     // kWeights, until kAll is measured on a VNNI machine (docs/performance.md, issue 36)
   kWeights,  // the weight bytes 16 KiB ahead, for one and two activation rows only
@@ -48,7 +63,8 @@ void Int8MatmulQ8_0Packed(const float* x, int64_t m, const Q8PackedWeights& w, f
 
 // For each group (reduction_matmul_q8.h's Q8RowGroup): c's rows of the group = the group's rows
 // of x times expert `expert` of the packed stack `w` (PackQ8Weights of a stack [E, n, k] as one
-// matrix [E * n, k]; n a multiple of 32, so that no tile holds two experts' rows), bit for bit
+// matrix [E * n, k]; n a multiple of 32, so that no tile of either layout holds two experts'
+// rows), bit for bit
 // Int8MatmulQ8_0Packed's (the in-order sums), in one pass over the pool with each row quantised
 // once. c [m, n]; its other rows are untouched.
 void Int8MatmulQ8_0PackedGroups(const float* x, int64_t m, const Q8PackedWeights& w, int64_t n,
@@ -60,8 +76,8 @@ void Int8MatmulQ8_0PackedGroups(const float* x, int64_t m, const Q8PackedWeights
 // both buffers: the interpreter writes into a buffer in place only when it holds the only
 // reference, so a cached buffer never changes under its packing; and an entry whose buffers
 // nobody else holds any more is dropped (with its buffers) at the next miss or every 256th hit.
-// nullptr where the CPU has no AVX512-VNNI or TLALOC_INT8_REPACK=0 (then callers run the
-// in-place in-order kernel: no copy, about half the speed). Memory: the packed copy is the
+// nullptr where PackQ8Weights gives none or TLALOC_INT8_REPACK=0 (then callers run the
+// in-place in-order kernel: no copy, slower at decode). Memory: the packed copy is the
 // weights' size; q's pages (of a weight of 1 MiB or more) are handed back to the kernel as they
 // are packed (PackQ8Weights' release_source), so a memory-mapped checkpoint's int8 weights are
 // not resident twice; TLALOC_INT8_REPACK=keep leaves them resident.

@@ -280,6 +280,38 @@ TEST(Q8Avx2, GroupsGiveEachGroupsPortableBits) {
   }
 }
 
+// The packed layout (Avx2PackTile, Avx2PackedGroups): each tile packed by hand from the stack,
+// then every group's rows through the sign-trick tiles, and again with -128 among the
+// activations (the widening kernel's case), each with the portable bits on the same quantised
+// rows. k = 288: nine blocks, so the last chunk of four holds one block and three of zeros.
+TEST(Q8Avx2, PackedTilesGiveThePortableBitsWithAndWithoutMinimumActivations) {
+  SKIP_WITHOUT_AVX2();
+  const int64_t n = 24, k = 288, experts = 3, m = 14;
+  const std::vector<cpu::Q8RowGroup> groups = {{1, 0, 1}, {0, 1, 4}, {2, 5, 9}};
+  const Operands o = MakeOperands(m, experts * n, k, 23);
+  namespace q8 = cpu::q8_internal;
+  const int64_t tile_bytes = q8::Avx2TileBytes(k);
+  ASSERT_EQ(tile_bytes, 3 * 1088);
+  std::vector<uint8_t> packed(experts * n / q8::kAvx2TileRows * tile_bytes, 0xAB);
+  for (int64_t t = 0; t < experts * n / q8::kAvx2TileRows; ++t)
+    q8::Avx2PackTile(o.w.data(), o.ws.data(), experts * n, k, t * q8::kAvx2TileRows,
+                     packed.data() + t * tile_bytes);
+  PoolContext pool;
+  for (bool minimum : {false, true}) {
+    q8::QuantizedRows xq = q8::QuantizeRows(o.x.data(), m, k, pool);
+    if (minimum)
+      for (int64_t i = 0; i < m; i += 2) xq.q[i * xq.padded_k + 3 * i] = -128;
+    const std::vector<float> want = PortableOnQuantized(xq, m, o, experts * n, k);
+    std::vector<float> got(m * n, std::nanf(""));
+    q8::Avx2PackedGroups(xq, packed.data(), n, k, groups, got.data(), pool);
+    for (const auto& g : groups)
+      for (int64_t i = g.start; i < g.start + g.rows; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          ASSERT_EQ(std::memcmp(&got[i * n + j], &want[i * experts * n + g.expert * n + j], 4), 0)
+              << (minimum ? "with" : "without") << " -128: row " << i << " column " << j;
+  }
+}
+
 #else
 
 TEST(Q8Avx2, NeedsX86) { GTEST_SKIP() << "the AVX2 q8_0 kernels are x86-64 only"; }

@@ -25,8 +25,13 @@ void ExpectPackedIsInOrder(int64_t m, int64_t n, int64_t k, EvalContext& ctx) {
   const Case c = cputest::MakeQ8Case(m, n, k, static_cast<uint32_t>(m * 131 + n * 7 + k));
   auto packed = cpu::PackQ8Weights(c.w.data(), c.ws.data(), n, k, ctx);
   ASSERT_NE(packed, nullptr);
-  EXPECT_EQ(packed->bytes(), (n + 31) / 32 * 32 * (k + k / 32 * 2))
-      << "the packed copy should be the weights' size (rows padded to 32)";
+  if (packed->layout == cpu::Q8Layout::kVnni32) {
+    EXPECT_EQ(packed->bytes(), (n + 31) / 32 * 32 * (k + k / 32 * 2))
+        << "the packed copy should be the weights' size (rows padded to 32)";
+  } else {
+    EXPECT_EQ(packed->bytes(), (n + 7) / 8 * 8 * ((k / 32 + 3) / 4 * 4) * 34)
+        << "the packed copy should be the weights' size (rows padded to 8, blocks to 4)";
+  }
   std::vector<float> in_order(m * n), portable(m * n);
   cpu::Int8MatmulQ8_0(c.x.data(), m, c.w.data(), c.ws.data(), n, k, in_order.data(), ctx,
                       cpu::Q8Kernel::kInOrder);
@@ -45,8 +50,10 @@ void ExpectPackedIsInOrder(int64_t m, int64_t n, int64_t k, EvalContext& ctx) {
   }
 }
 
+bool Packs() { return cpu::Q8PackingAvailable(); }
+
 TEST(Q8Packed, BitForBitTheInOrderKernelsOverEveryTail) {
-  if (!cpu::Q8UsesVnni()) GTEST_SKIP() << "no AVX512-VNNI here: nothing is packed (nullptr)";
+  if (!Packs()) GTEST_SKIP() << "neither AVX512-VNNI nor AVX2 here: nothing is packed (nullptr)";
   SerialContext serial;
   for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 13})
     for (int64_t n : {1, 15, 16, 17, 31, 32, 33, 70})
@@ -60,15 +67,25 @@ TEST(Q8Packed, BitForBitTheInOrderKernelsOverEveryTail) {
   ExpectPackedIsInOrder(64, 300, 1024, pool);
 }
 
-TEST(Q8Packed, NothingToPackWithoutVnni) {
-  if (cpu::Q8UsesVnni()) GTEST_SKIP() << "this CPU has AVX512-VNNI: checked above";
+TEST(Q8Packed, LayoutFollowsTheCpu) {
   SerialContext ctx;
   const Case c = cputest::MakeQ8Case(1, 4, 32, 1);
-  EXPECT_EQ(cpu::PackQ8Weights(c.w.data(), c.ws.data(), 4, 32, ctx), nullptr);
+  auto packed = cpu::PackQ8Weights(c.w.data(), c.ws.data(), 4, 32, ctx);
+  if (cpu::Q8UsesVnni()) {
+    ASSERT_NE(packed, nullptr);
+    EXPECT_EQ(packed->layout, cpu::Q8Layout::kVnni32);
+    EXPECT_EQ(packed->tile_rows, 32);
+  } else if (Packs()) {
+    ASSERT_NE(packed, nullptr);
+    EXPECT_EQ(packed->layout, cpu::Q8Layout::kAvx2Rows8);
+    EXPECT_EQ(packed->tile_rows, 8);
+  } else {
+    EXPECT_EQ(packed, nullptr) << "no kernel here reads a packed copy";
+  }
 }
 
 TEST(Q8Packed, CacheKeepsOnePackingPerBufferAndDropsFreedOnes) {
-  if (!cpu::Q8UsesVnni()) GTEST_SKIP() << "no AVX512-VNNI here: nothing is cached";
+  if (!Packs()) GTEST_SKIP() << "neither AVX512-VNNI nor AVX2 here: nothing is cached";
   SerialContext ctx;
   cpu::ClearQ8Cache();
   const int64_t n = 40, k = 64;

@@ -196,10 +196,10 @@ TEST(RaggedInt8Linear, Q8_0HasItsDecompositionsAndThePlainArithmeticsBits) {
     const Inputs in = RandomInputs(c.rows, c.n, c.k, c.sizes, seed++);
     auto module = BuildModule(in, Program::kQ8_0);
     // Twice: the second call finds the experts packed (cpu::CachedQ8Weights), where the CPU
-    // has AVX512-VNNI and the experts are whole 32-row tiles.
+    // has a packed layout (AVX512-VNNI or AVX2) and the experts are whole 32-row tiles.
     const int64_t packs = cpu::GetQ8CacheStats().packs;
     const Result fused = Execute(module, in, true), again = Execute(module, in, true);
-    if (cpu::Q8UsesVnni() && c.n % 32 == 0) {
+    if (cpu::Q8PackingAvailable() && c.n % 32 == 0) {
       EXPECT_EQ(cpu::GetQ8CacheStats().packs, packs + 1) << what << ": the stack was not packed";
     }
     const Result decomposed = Execute(module, in, false);
