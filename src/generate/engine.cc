@@ -7,6 +7,7 @@
 
 #include "generate/tensor_parallel.h"
 #include "tlaloc/generate/memory_check.h"
+#include "tlaloc/nn/int8_linear.h"
 #include "tlaloc/shard/lowering.h"
 #include "tlaloc/shard/plan.h"
 
@@ -110,7 +111,24 @@ StatusOr<std::unique_ptr<Engine>> Engine::Create(io::ModelConfig config,
                                                 buffer.status().message());
     e->weights_[0].push_back(std::move(*buffer));
   }
+  e->PrepareInt8Weights(specs);
   return e;
+}
+
+void Engine::PrepareInt8Weights(const std::vector<models::WeightSpec>& specs) {
+  // Only the q8_0 form multiplies through the backend's int8 kernels; the exact form
+  // dequantises, and a copy laid out for those kernels would only take memory.
+  auto form = nn::CurrentInt8Form();
+  if (!form.ok() || *form != nn::Int8Form::kQ8_0) return;
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < specs.size(); ++i) index[specs[i].name] = i;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    // A table read a row per token is never multiplied whole.
+    if (specs[i].fixed_type != ElementType::kS8 || specs[i].read_by_rows) continue;
+    auto scale = index.find(models::Int8ScaleName(specs[i].name));
+    if (scale == index.end()) continue;
+    backend_->PrepareInt8Weight(*weights_[0][i], *weights_[0][scale->second]);
+  }
 }
 
 Status Engine::UploadTensorParallel(std::vector<Literal> weights) {

@@ -23,7 +23,10 @@
 #include "cpu/reduction_matmul_q8.h"
 #include "cpu/reduction_matmul_q8_packed.h"
 #include "fusion.h"
+#include "tlaloc/interp/interpreter.h"
 #include "tlaloc/ir/quant_format.h"
+#include "tlaloc/ir/serial_eval_context.h"
+#include "tlaloc/support/thread_pool.h"
 
 namespace tlaloc::interp {
 
@@ -70,8 +73,8 @@ const FusedKernel& Int8LinearExactKernel() {
   return *kernel;
 }
 
-// The q8_0 form: its decomposition's bits, from the VNNI kernel that sums in the decomposition's
-// order on the weights repacked once (cpu::CachedQ8Weights), or in place
+// The q8_0 form: its decomposition's bits, from the kernel (AVX512-VNNI or AVX2) that sums in the
+// decomposition's order on the weights repacked once (cpu::CachedQ8Weights), or in place
 // (cpu::Q8Kernel::kInOrder) where there is no repacked copy.
 const FusedKernel& Int8LinearQ8Kernel() {
   static const FusedKernel* kernel =
@@ -164,3 +167,29 @@ bool MatchRaggedInt8Composite(const Block& block, int a, std::vector<int>& chain
 }
 
 }  // namespace tlaloc::interp
+
+namespace tlaloc {
+
+namespace {
+
+// The default pool's threads for a kernel called outside a program's run.
+class PoolContext : public SerialEvalContext {
+ public:
+  void ParallelFor(int64_t n, int64_t grain,
+                   const std::function<void(int64_t, int64_t)>& body) override {
+    DefaultThreadPool().ParallelFor(n, grain, body);
+  }
+};
+
+}  // namespace
+
+void PrepareQ8Weight(const Literal& q, const Literal& scale) {
+  if (q.element_type() != ElementType::kS8 || scale.element_type() != ElementType::kF16 ||
+      q.dims().size() < 2 || q.dims().back() % kQ8_0BlockElements != 0 ||
+      scale.num_elements() * kQ8_0BlockElements != q.num_elements())
+    return;
+  PoolContext ctx;
+  (void)cpu::CachedQ8Weights(q, scale, ctx);
+}
+
+}  // namespace tlaloc

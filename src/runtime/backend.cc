@@ -180,6 +180,12 @@ class InterpreterBackend : public Backend {
     return std::unique_ptr<DeviceBuffer>(new InterpBuffer(std::move(literal), device));
   }
 
+  void PrepareInt8Weight(const DeviceBuffer& q, const DeviceBuffer& scale) override {
+    if (q.is_deleted() || scale.is_deleted()) return;
+    PrepareQ8Weight(const_cast<InterpBuffer&>(static_cast<const InterpBuffer&>(q)).literal(),
+                    const_cast<InterpBuffer&>(static_cast<const InterpBuffer&>(scale)).literal());
+  }
+
   StatusOr<Literal> ToHost(const DeviceBuffer& buffer) override {
     if (buffer.is_deleted()) return FailedPrecondition("buffer was donated or deleted");
     return const_cast<InterpBuffer&>(static_cast<const InterpBuffer&>(buffer)).literal().Clone();

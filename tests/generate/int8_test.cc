@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "cpu/reduction_matmul_q8_packed.h"
 #include "testing/int8_form.h"
 #include "tlaloc/generate/generator.h"
 #include "tlaloc/io/checkpoint.h"
@@ -190,6 +191,36 @@ TEST(Int8Generate, Q8_0FormIsTheDefaultCloseAndExactIsSelectable) {
     EXPECT_EQ(MaxDiff(RunSteps(*again), want), 0.0) << "the exact form, selected, is exact again";
   }
   std::printf("[int8] q8_0 form vs exact: %.3g (logits up to %.3g)\n", diff, scale);
+  fs::remove_all(d.root);
+}
+
+// In the q8_0 form the interpreter lays every int8 matrix out for this CPU's kernel when the
+// checkpoint loads (Engine::PrepareInt8Weights), so a first request packs nothing more; the
+// exact form, which dequantises, packs nothing at load.
+TEST(Int8Generate, Q8_0MatricesArePackedAtLoadNotInTheFirstRequest) {
+  if (!cpu::Q8PackingAvailable())
+    GTEST_SKIP() << "no packed q8_0 layout on this CPU (neither AVX512-VNNI nor AVX2)";
+  const Dirs d = MakeFolders(false);
+  cpu::ClearQ8Cache();
+  auto packs = [] { return cpu::GetQ8CacheStats().packs; };
+  {
+    const tlaloc::testing::ScopedInt8Form exact(nn::Int8Form::kExact);
+    const int64_t before = packs();
+    auto g = Load(d.int8, ElementType::kF32, true);
+    ASSERT_TRUE(g);
+    EXPECT_EQ(packs(), before) << "the exact form should pack nothing at load";
+  }
+  const int64_t before = packs();
+  auto g = Load(d.int8, ElementType::kF32, true);
+  ASSERT_TRUE(g);
+  int64_t matrices = 0;
+  for (const auto& spec : g->engine().family().weight_specs(g->config()))
+    matrices += spec.fixed_type == ElementType::kS8 && !spec.read_by_rows;
+  EXPECT_GT(matrices, 0);
+  EXPECT_EQ(packs() - before, matrices) << "each int8 matrix should be packed at load";
+  RunSteps(*g);
+  EXPECT_EQ(packs() - before, matrices) << "the first request should find them packed";
+  cpu::ClearQ8Cache();
   fs::remove_all(d.root);
 }
 

@@ -192,6 +192,9 @@ class Engine {
   bool HasCache() const { return !caches_[home_device_].empty(); }
   // Splits the weights over the mesh and uploads each device's part.
   Status UploadTensorParallel(std::vector<Literal> weights);
+  // Tells the backend which uploaded weights are int8 matrices with their scales
+  // (Backend::PrepareInt8Weight), so that it lays them out at load, not in the first request.
+  void PrepareInt8Weights(const std::vector<models::WeightSpec>& specs);
 
   // Declared first so that it outlives every buffer and program below.
   std::shared_ptr<Backend> backend_;

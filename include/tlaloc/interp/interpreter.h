@@ -65,6 +65,12 @@ class Executable {
   std::unique_ptr<Plan> plan_;
 };
 
+// Makes now, on the default thread pool, what the q8_0 product kernel would make at its first
+// call with the int8 matrix q [..., n, k] (s8) and its f16 block scales: the copy of the weights
+// laid out for this CPU's kernel, kept per buffer (cpu::CachedQ8Weights). Does nothing where
+// the CPU has no such layout, TLALOC_INT8_REPACK=0, or the types are not s8 and f16.
+void PrepareQ8Weight(const Literal& q, const Literal& scale);
+
 // The buffers an op's evaluation receives for its results: zero-filled, or uninitialised when
 // its OpDef says it writes every element (OpTraits::writes_all_results). Non-tensor results
 // (tokens) get a zeroed i1 scalar.

@@ -82,6 +82,13 @@ class Backend {
     return ToDevice(literal, device);
   }
   virtual StatusOr<Literal> ToHost(const DeviceBuffer& buffer) = 0;
+  // A hint that programs will multiply by the int8 matrix q with its f16 block scales in the
+  // q8_0 form (tlaloc.int8_linear, or an expert stack's ragged product): a backend that lays such
+  // weights out for its kernels (the interpreter's repacked copy) may do it now, at load, rather
+  // than inside the first request. Nothing changes but when that work is done.
+  virtual void PrepareInt8Weight(const DeviceBuffer& q, const DeviceBuffer& scale) {
+    (void)q, (void)scale;
+  }
   virtual StatusOr<std::vector<std::unique_ptr<DeviceBuffer>>> Execute(
       CompiledProgram& program, const std::vector<ExecuteArg>& args) = 0;
   // Compiled memory statistics where the backend knows them.
