@@ -10,10 +10,9 @@
 // the order it lies in memory.
 #include "reduction_matmul_q8_packed.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -29,6 +28,7 @@
 #include "support/avx512_intrinsics.h"
 #include "tlaloc/support/half.h"
 #include "tlaloc/support/huge_pages.h"
+#include "tlaloc/support/page_release.h"
 
 #if defined(__x86_64__)
 #define TLALOC_AVX512_VNNI_TARGET \
@@ -196,21 +196,29 @@ struct Aligned {
   void operator()(uint8_t* p) const { std::free(p); }
 };
 
-// Hands the pages wholly inside [p, p + bytes) back to the kernel, where it can take them: a
-// weight that is now read only through its packed copy need not stay resident twice. Contents
-// are kept (file pages are read back, anonymous ones swapped in, on the next touch), so this is
-// only a hint; older kernels without MADV_PAGEOUT refuse it, which changes nothing.
-void ReleasePages(const void* p, int64_t bytes) {
-#if defined(MADV_PAGEOUT)
-  const uintptr_t page = 4096;
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) / page * page;
-  if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);
-#else
-  (void)p;
-  (void)bytes;
-#endif
-}
+// Releases a range's pages behind a reader that goes through it in order
+// (ReleasePagesKeepingContents): each call from the page where the last one stopped, so that a
+// page two calls share is released once both have passed it (releasing each call's whole pages
+// alone would keep every such page: a quarter to a half of the scales' pages).
+class PagesBehind {
+ public:
+  explicit PagesBehind(const void* start) : next_(reinterpret_cast<uintptr_t>(start)) {}
+  void ReleaseUpTo(const void* end) {
+    const auto to = reinterpret_cast<uintptr_t>(end);
+    if (to <= next_) return;
+    // The page holding next_ is wholly behind the reader now, unless next_ is the share's start
+    // (the page's head may be another share's, still unread).
+    const uintptr_t from = first_ ? next_ : next_ / kPage * kPage;
+    ReleasePagesKeepingContents(reinterpret_cast<const void*>(from), to - from);
+    next_ = to;
+    first_ = false;
+  }
+
+ private:
+  static constexpr uintptr_t kPage = 4096;
+  uintptr_t next_;
+  bool first_ = true;
+};
 
 // 64-byte aligned; a large copy (the LM head's) on 2 MiB pages where the kernel gives them, as
 // decode streams it whole every step (rounding up to 2 MiB costs under 3% at this size).
@@ -301,10 +309,11 @@ std::shared_ptr<const Q8PackedWeights> PackQ8Weights(const int8_t* w, const uint
   uint8_t* base = packed->data.get();
   if (base == nullptr) return nullptr;  // out of memory: the caller reads the weights in place
   const int64_t rows = packed->tile_rows;
-  // Whole pages' worth of rows between releases, so that a large weight (the LM head) is never
-  // resident twice whole.
+  // Rows between releases, so that a large weight (the LM head) is never resident twice whole.
   const int64_t release_every = 256 / rows;
   ctx.ParallelFor(packed->tiles, 8, [&](int64_t begin, int64_t end) {
+    // This share's bytes of w and of the scales, released behind the packing as it goes.
+    PagesBehind weights(w + begin * rows * k), block_scales(scales + begin * rows * blocks);
     int64_t released = begin;
     for (int64_t t = begin; t < end; ++t) {
       uint8_t* tile = base + t * packed->tile_bytes;
@@ -320,11 +329,9 @@ std::shared_ptr<const Q8PackedWeights> PackQ8Weights(const int8_t* w, const uint
         q8_internal::Avx2PackTile(w, scales, n, k, t * rows, tile);
       }
       if (release_source && (t + 1 - released == release_every || t + 1 == end)) {
-        const int64_t first = released * rows, last = std::min(n, (t + 1) * rows);
-        if (last > first) {
-          ReleasePages(w + first * k, (last - first) * k);
-          ReleasePages(scales + first * blocks, (last - first) * blocks * 2);
-        }
+        const int64_t last = std::min(n, (t + 1) * rows);
+        weights.ReleaseUpTo(w + last * k);
+        block_scales.ReleaseUpTo(scales + last * blocks);
         released = t + 1;
       }
     }

@@ -40,9 +40,9 @@ bool Q8PackingAvailable();
 // The packed form of (w, scales): kVnni32 where the CPU has AVX512-VNNI (Q8UsesVnni()),
 // kAvx2Rows8 where it has AVX2, F16C and FMA, else nullptr (callers then run Int8MatmulQ8_0's
 // kInOrder in place).
-// k must be a positive multiple of 32. release_source: w's and scales' pages are handed back to the
-// kernel as they are packed (madvise MADV_PAGEOUT, a hint that keeps the contents: a file mapping's
-// pages are read back, anonymous ones swapped in, if w is touched again).
+// k must be a positive multiple of 32. release_source: w's and scales' pages are handed back to
+// the kernel as they are packed (ReleasePagesKeepingContents: a checkpoint's clean file pages
+// are unmapped and stay in the page cache; other memory is paged out, contents kept).
 std::shared_ptr<const Q8PackedWeights> PackQ8Weights(const int8_t* w, const uint16_t* scales,
                                                      int64_t n, int64_t k, EvalContext& ctx,
                                                      bool release_source = false);
