@@ -98,23 +98,38 @@ void Checkpoint::ReleasePages(std::string_view name) const {
   if (it != entries_.end()) it->second.file->ReleasePages(*it->second.info);
 }
 
+namespace {
+
+// TLALOC_PREFAULT=0: load neither prefaults views nor copies them (PrefaultViews,
+// CopyOntoHugePages).
+bool PrefaultOff() {
+  const char* env = std::getenv("TLALOC_PREFAULT");
+  return env && std::string_view(env) == "0";
+}
+
+}  // namespace
+
+const SafetensorsFile* Checkpoint::ShardViewedBy(const Literal& value) const {
+  if (!value.valid() || value.byte_size() == 0) return nullptr;
+  // A view's bytes lie inside its shard's image.
+  for (const auto& shard : shards_) {
+    const std::span<const std::byte> image = shard->bytes();
+    if (value.data() >= image.data() &&
+        value.data() + value.byte_size() <= image.data() + image.size())
+      return shard.get();
+  }
+  return nullptr;
+}
+
 uint64_t Checkpoint::PrefaultViews(std::span<const Literal> values) const {
-  if (const char* env = std::getenv("TLALOC_PREFAULT"); env && std::string_view(env) == "0")
-    return 0;
-  // Which values view a shard: their bytes lie inside its image.
+  if (PrefaultOff()) return 0;
   std::vector<std::pair<const SafetensorsFile*, const Literal*>> views;
   uint64_t total = 0;
-  for (const Literal& v : values) {
-    if (!v.valid() || v.byte_size() == 0) continue;
-    for (const auto& shard : shards_) {
-      const std::span<const std::byte> image = shard->bytes();
-      if (v.data() >= image.data() && v.data() + v.byte_size() <= image.data() + image.size()) {
-        views.emplace_back(shard.get(), &v);
-        total += static_cast<uint64_t>(v.byte_size());
-        break;
-      }
+  for (const Literal& v : values)
+    if (const SafetensorsFile* shard = ShardViewedBy(v)) {
+      views.emplace_back(shard, &v);
+      total += static_cast<uint64_t>(v.byte_size());
     }
-  }
   const std::optional<uint64_t> available = AvailableMemoryBytes();
   if (total == 0 || (available && total > *available)) return 0;
   uint64_t done = 0;
@@ -125,48 +140,37 @@ uint64_t Checkpoint::PrefaultViews(std::span<const Literal> values) const {
 }
 
 uint64_t Checkpoint::CopyOntoHugePages(std::span<Literal> values) const {
-  for (const char* env : {"TLALOC_PREFAULT", "TLALOC_HUGE_PAGES"})
-    if (const char* value = std::getenv(env); value && std::string_view(value) == "0") return 0;
+  if (PrefaultOff()) return 0;
+  if (const char* env = std::getenv("TLALOC_HUGE_PAGES"); env && std::string_view(env) == "0")
+    return 0;
   if (!HugePagesOffered()) return 0;
   constexpr uint64_t kAlign = 64;  // each copy at a 64-byte boundary, as Literal's storage is
-  auto shard_of = [&](const Literal& v) -> const SafetensorsFile* {
-    if (!v.valid()) return nullptr;
-    for (const auto& shard : shards_) {
-      const std::span<const std::byte> image = shard->bytes();
-      if (v.data() >= image.data() && v.data() + v.byte_size() <= image.data() + image.size())
-        return shard.get();
-    }
-    return nullptr;
-  };
+  // The views, each with its shard (a converted weight views none: in memory of its own).
+  std::vector<std::pair<const SafetensorsFile*, Literal*>> views;
   uint64_t total = 0;
-  for (const Literal& v : values)
-    if (shard_of(v)) total += (static_cast<uint64_t>(v.byte_size()) + kAlign - 1) / kAlign * kAlign;
+  for (Literal& v : values)
+    if (const SafetensorsFile* shard = ShardViewedBy(v)) {
+      views.emplace_back(shard, &v);
+      total += (static_cast<uint64_t>(v.byte_size()) + kAlign - 1) / kAlign * kAlign;
+    }
   const std::optional<uint64_t> available = AvailableMemoryBytes();
   if (total == 0 || (available && total > *available)) return 0;
   std::byte* block = AllocateOnHugePages(static_cast<size_t>(total));
   if (block == nullptr) return 0;
   const std::shared_ptr<void> owner(block, [](void* p) { std::free(p); });
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   uint64_t offset = 0;
   // One value at a time, so that only the view being copied is resident twice.
-  for (Literal& v : values) {
-    const SafetensorsFile* shard = shard_of(v);
-    if (shard == nullptr) continue;  // a converted weight: in memory of its own already
-    const size_t size = static_cast<size_t>(v.byte_size());
+  for (auto& [shard, v] : views) {
+    const size_t size = static_cast<size_t>(v->byte_size());
     // Mapped in one call first (a page fault per 4 KiB would slow the copy).
-    shard->Prefault(v.data(), size);
-    if (size > 0) std::memcpy(block + offset, v.data(), size);
+    shard->Prefault(v->data(), size);
+    std::memcpy(block + offset, v->data(), size);
     // Its pages leave the resident set, with those it shares with its neighbours: a norm's few
     // hundred bytes hold no whole page, and reading them mapped their 2 MiB folio whole (84 MB
     // of Qwen3-0.6B's file pages stayed resident so). Safe at load: nothing has written into
     // the mapping, so a page read again is the file's.
-    const std::span<const std::byte> image = shard->bytes();
-    const auto at = reinterpret_cast<uintptr_t>(v.data());
-    const auto from = std::max(at / page * page, reinterpret_cast<uintptr_t>(image.data()));
-    const auto to = std::min((at + size + page - 1) / page * page,
-                             reinterpret_cast<uintptr_t>(image.data() + image.size()));
-    shard->ReleasePages(reinterpret_cast<const std::byte*>(from), to - from);
-    v = Literal::View(v.type(), block + offset, owner);
+    shard->ReleasePages(v->data(), size, SafetensorsFile::PageSpan::kWithPartialPages);
+    *v = Literal::View(v->type(), block + offset, owner);
     offset += (size + kAlign - 1) / kAlign * kAlign;
   }
   return total;

@@ -353,12 +353,18 @@ void SafetensorsFile::ReleasePages(const SafetensorsTensorInfo& info) const {
   ReleasePages(data_ + header_.data_offset() + info.data_begin, info.byte_size());
 }
 
-bool SafetensorsFile::ReleasePages(const std::byte* begin, size_t size) const {
+bool SafetensorsFile::ReleasePages(const std::byte* begin, size_t size, PageSpan span) const {
   if (!mapped_ || size == 0 || begin < data_ || begin + size > data_ + size_) return false;
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  // Whole pages only: a page shared with a neighbouring tensor stays.
-  const uintptr_t first = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
-  const uintptr_t last = (reinterpret_cast<uintptr_t>(begin) + size) / page * page;
+  const auto at = reinterpret_cast<uintptr_t>(begin);
+  // Whole pages only unless asked: a page shared with a neighbouring tensor stays. Widened, the
+  // range stays inside the mapping (which starts on a page; its end may not be one).
+  uintptr_t first = (at + page - 1) / page * page, last = (at + size) / page * page;
+  if (span == PageSpan::kWithPartialPages) {
+    first = std::max(at / page * page, reinterpret_cast<uintptr_t>(data_));
+    last =
+        std::min((at + size + page - 1) / page * page, reinterpret_cast<uintptr_t>(data_ + size_));
+  }
   if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
   return true;
 }

@@ -78,6 +78,8 @@ class Checkpoint {
     const SafetensorsTensorInfo* info;
   };
   Status AddShard(std::shared_ptr<const SafetensorsFile> shard);
+  // The shard whose mapped image `value` views, or null (a copy, an empty value).
+  const SafetensorsFile* ShardViewedBy(const Literal& value) const;
 
   std::vector<std::shared_ptr<const SafetensorsFile>> shards_;
   std::map<std::string, Entry, std::less<>> entries_;

@@ -99,9 +99,13 @@ class SafetensorsFile {
   // and the pages it came from are not both resident. Not for a tensor written in place
   // (its copy-on-write pages would be dropped); a no-op for an in-memory image.
   void ReleasePages(const SafetensorsTensorInfo& info) const;
+  // Which pages ReleasePages takes: those wholly inside the range, or also the partial pages at
+  // its ends (shared with neighbouring tensors, which a later read maps again from the file).
+  enum class PageSpan { kWholePagesOnly, kWithPartialPages };
   // The same for the bytes [begin, begin + size) of the image; false, doing nothing, when the
   // range is not inside this file's mapping.
-  bool ReleasePages(const std::byte* begin, size_t size) const;
+  bool ReleasePages(const std::byte* begin, size_t size,
+                    PageSpan span = PageSpan::kWholePagesOnly) const;
   // Maps the file's pages under [begin, begin + size) into this process now, so that the first
   // product to read them does not stop at a page fault every 4 KiB (madvise
   // MADV_POPULATE_READ; on kernels before 5.14, MADV_WILLNEED's read-ahead). False, doing
