@@ -1,26 +1,29 @@
-// The q8_0 kernels on AVX2 + FMA CPUs (reduction_matmul_q8_avx2.h). Both give each output its
+// The q8_0 kernels on AVX2 + FMA CPUs (reduction_matmul_q8_avx2.h). Each gives each output its
 // blocks' exact int32 sums times f32(dx * dw), rounded, then added in block order (the portable
 // loop's bits). Layout:
 //
-// - Tiles (prefill, from kTileMinRows activation rows): eight weight rows are packed so that one
-//   32-byte vector holds four consecutive bytes of each (PackRows8); one activation row's four
-//   bytes broadcast against it give the eight rows' partial sums in eight int32 lanes, so a
-//   block's eight steps add up lane-wise, without horizontal adds. The products use the sign
-//   trick: vpmaddubsw takes |w| as its unsigned side (128 for -128) and sign(x, w) = x * sgn(w)
-//   as its signed side (32 products an instruction), vpmaddwd by ones widens the pairs to int32.
-//   That is exact for every weight, -128 included, as long as no activation is -128 (-x would
-//   wrap; the quantisers here clamp to [-127, 127], and a call with a -128 anywhere takes Rows8).
-//   The activations stay int8 (no widened copy).
-// - Rows8 (decode's few rows, and the fallback): the activations are widened to int16 once per
-//   call; a weight block's 32 bytes are widened as they are loaded (vpmovsxbw) and vpmaddwd
-//   multiplies and pairs them into int32, exactly, for every s8 value on both sides. Each of
-//   eight weight rows leaves eight int32 partial sums per activation row; a tree of horizontal
-//   adds reduces the eight rows' vectors to one vector of their eight block sums, so that the f32
-//   work (convert, times dx * dw, add) runs on eight outputs at once and each output lane
-//   receives its blocks' terms in block order, as the portable loop adds them (the product
-//   rounded, then added: no FMA).
-// - Up to four activation rows share each widened weight block; the weight rows are read in
-//   place (decode streams them, with a prefetch a row group ahead).
+// - Tiles (Tile8): eight weight rows packed so that one 32-byte vector holds four consecutive
+//   bytes of each (PackRows8), in chunks of four blocks with the rows' f16 scales after them
+//   (Avx2PackTile). One activation row's four bytes broadcast against a vector give the eight
+//   rows' partial sums in eight int32 lanes, so a block's eight steps add up lane-wise, without
+//   horizontal adds. The products use the sign trick: vpmaddubsw takes |w| as its unsigned side
+//   (128 for -128) and sign(x, w) = x * sgn(w) as its signed side (32 products an instruction),
+//   vpmaddwd by ones widens the pairs to int32. That is exact for every weight, -128 included,
+//   as long as no activation is -128 (-x would wrap; the quantisers here clamp to [-127, 127],
+//   and a call with a -128 anywhere takes a widening kernel). The packed copy kept per weight
+//   (Avx2PackedGroups: decode and prefill, one stream per thread) or, with no copy, panels
+//   packed per call from kTileMinRows activation rows (Avx2Groups' prefill).
+// - PackedRows8: the tiles' fallback for a -128 activation. Each weight vector is widened to
+//   int16 in halves and vpmaddwd pairs it with the widened activations, exact for every s8.
+// - Rows8 (decode's few rows read in place, and the in-place fallback): the activations are
+//   widened to int16 once per call; a weight block's 32 bytes are widened as they are loaded
+//   (vpmovsxbw) and vpmaddwd multiplies and pairs them into int32. Each of eight weight rows
+//   leaves eight int32 partial sums per activation row; a tree of horizontal adds reduces the
+//   eight rows' vectors to one vector of their eight block sums, so that the f32 work (convert,
+//   times dx * dw, add) runs on eight outputs at once and each output lane receives its blocks'
+//   terms in block order, as the portable loop adds them (the product rounded, then added: no
+//   FMA). Up to four activation rows share each widened weight block; the weight rows are read
+//   in place (with a prefetch a row group ahead).
 #include "reduction_matmul_q8_avx2.h"
 
 #if defined(__x86_64__)
@@ -42,6 +45,14 @@ namespace tlaloc::cpu::q8_internal {
 namespace {
 
 constexpr int kRowGroup = 8;  // weight rows per kernel call (one ymm of f32 outputs)
+
+// acc + f32(sums) * (dx * dw): a block's eight sums scaled, each product rounded before the add
+// (the empty asm keeps the compiler from contracting into an FMA), as the portable loop adds it.
+TLALOC_Q8_AVX2_TARGET inline __m256 AddScaledBlock(__m256 acc, __m256i sums, float dx, __m256 dw) {
+  __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(_mm256_set1_ps(dx), dw));
+  __asm__("" : "+x"(p));
+  return _mm256_add_ps(acc, p);
+}
 
 // S activation rows (x: widened q, dx: scales) against the eight weight rows w (dw: their f32
 // scales, [blocks][8]); out [S][8].
@@ -85,10 +96,7 @@ TLALOC_Q8_AVX2_TARGET void Rows8(const int16_t* const* x, const float* const* dx
       const __m256i h23 = _mm256_hadd_epi32(h[s][2], h[s][3]);
       const __m256i sums = _mm256_add_epi32(_mm256_permute2x128_si256(h01, h23, 0x20),
                                             _mm256_permute2x128_si256(h01, h23, 0x31));
-      __m256 p =
-          _mm256_mul_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(_mm256_set1_ps(dx[s][b]), dwb));
-      __asm__("" : "+x"(p));  // rounded before the add: no contraction into an FMA
-      acc[s] = _mm256_add_ps(acc[s], p);
+      acc[s] = AddScaledBlock(acc[s], sums, dx[s][b], dwb);
     }
   }
 #pragma GCC unroll 4
@@ -188,10 +196,7 @@ TLALOC_Q8_AVX2_TARGET void Tile8(const int8_t* const* x, const float* const* dx,
         _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(BlockScales(tile, b))));
 #pragma GCC unroll 8
     for (int s = 0; s < S; ++s) {
-      __m256 p =
-          _mm256_mul_ps(_mm256_cvtepi32_ps(sums[s]), _mm256_mul_ps(_mm256_set1_ps(dx[s][b]), dwb));
-      __asm__("" : "+x"(p));  // rounded before the add: no contraction into an FMA
-      acc[s] = _mm256_add_ps(acc[s], p);
+      acc[s] = AddScaledBlock(acc[s], sums[s], dx[s][b], dwb);
     }
   }
 #pragma GCC unroll 8
@@ -237,10 +242,7 @@ TLALOC_Q8_AVX2_TARGET void PackedRows8(const int16_t* const* x, const float* con
 #pragma GCC unroll 4
     for (int s = 0; s < S; ++s) {
       const __m256i sums = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(lo[s], hi[s]), row_order);
-      __m256 p =
-          _mm256_mul_ps(_mm256_cvtepi32_ps(sums), _mm256_mul_ps(_mm256_set1_ps(dx[s][b]), dwb));
-      __asm__("" : "+x"(p));  // rounded before the add: no contraction into an FMA
-      acc[s] = _mm256_add_ps(acc[s], p);
+      acc[s] = AddScaledBlock(acc[s], sums, dx[s][b], dwb);
     }
   }
 #pragma GCC unroll 4
