@@ -173,6 +173,13 @@ config_seed("qwen3_moe.json", {
     "num_attention_heads": 2, "num_key_value_heads": 1, "num_experts": 4, "num_experts_per_tok": 2,
     "decoder_sparse_step": 2, "mlp_only_layers": [0], "norm_topk_prob": True, "dtype": "float32",
     "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}})
+# Llama: no q/k norms (the parameter count once took them anyway).
+config_seed("llama_tiny.json", {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 24,
+    "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 8, "hidden_act": "silu", "max_position_embeddings": 128,
+    "rms_norm_eps": 1e-6, "rope_theta": 500000.0, "tie_word_embeddings": True, "mlp_bias": False,
+    "attention_bias": False, "torch_dtype": "bfloat16", "bos_token_id": 1, "eos_token_id": [2, 3]})
 config_seed("sliding_rope_parameters.json", {
     "model_type": "qwen3", "vocab_size": 10, "hidden_size": 4, "intermediate_size": 8,
     "num_hidden_layers": 3, "num_attention_heads": 1, "num_key_value_heads": 1, "head_dim": 4,

@@ -240,6 +240,11 @@ bool ModelConfig::is_moe() const {
   return family != nullptr && family->sparse_moe;
 }
 
+bool ModelConfig::has_qk_norm() const {
+  const ConfigFamily* family = FamilyOfConfig(*this);
+  return family == nullptr || family->qk_norm;
+}
+
 FeedForward ModelConfig::FeedForwardOf(int64_t layer) const {
   const ConfigFamily* family = FamilyOfConfig(*this);
   return family && family->feed_forward ? family->feed_forward(*this, layer) : FeedForward{};

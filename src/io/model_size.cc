@@ -23,10 +23,11 @@ std::optional<int64_t> CountParameters(const ModelConfig& c) {
   };
   const int64_t h = c.hidden_size, q = mul(c.num_attention_heads, c.head_dim),
                 kv = mul(c.num_key_value_heads, c.head_dim);
-  // Norms, attention projections (and biases), q/k norms: the same in every layer.
+  // Norms, attention projections (and biases), q/k norms where the family has them: the same in
+  // every layer.
   int64_t attention = add(add(mul(2, h), mul(2, mul(q, h))), mul(2, mul(kv, h)));
   if (c.attention_bias) attention = add(attention, add(add(q, mul(2, kv)), h));
-  attention = add(attention, mul(2, c.head_dim));
+  if (c.has_qk_norm()) attention = add(attention, mul(2, c.head_dim));
   const int64_t dense = mul(3, mul(c.intermediate_size, h));
   const int64_t embedding = mul(c.vocab_size, h);
   int64_t total = add(embedding, h);

@@ -169,7 +169,14 @@ TEST(ModelFamily, ParameterCountFromSizesMatchesTheTensorList) {
            R"({"architectures":["Qwen3MoeForCausalLM"],"vocab_size":32,"hidden_size":8,
               "intermediate_size":16,"moe_intermediate_size":4,"num_hidden_layers":3,
               "num_attention_heads":2,"num_key_value_heads":1,"num_experts":4,
-              "num_experts_per_tok":2,"decoder_sparse_step":2,"mlp_only_layers":[0]})"}) {
+              "num_experts_per_tok":2,"decoder_sparse_step":2,"mlp_only_layers":[0]})",
+           // Llama has no q/k norms (model_config_fuzz found the count taking them anyway).
+           R"({"model_type":"llama","vocab_size":24,"hidden_size":16,"intermediate_size":32,
+              "num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
+              "head_dim":8,"tie_word_embeddings":true})",
+           R"({"architectures":["LlamaForCausalLM"],"vocab_size":10,"hidden_size":8,
+              "intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":2,
+              "num_key_value_heads":1,"attention_bias":true})"}) {
     auto config = io::ParseModelConfig(json);
     ASSERT_TRUE(config.ok()) << config.status().ToString();
     int64_t sum = 0;

@@ -119,6 +119,9 @@ struct ModelConfig {
   // Whether the config's family has sparse MoE layers (its ConfigFamily::sparse_moe), a
   // capability rather than one model_type.
   bool is_moe() const;
+  // Whether its attention normalises queries and keys per head (ConfigFamily::qk_norm; true
+  // where no family claims the config, as Qwen3).
+  bool has_qk_norm() const;
   int64_t num_key_value_groups() const { return num_attention_heads / num_key_value_heads; }
   // Decoder layer `layer`'s feed-forward block, as the family's fields say
   // (ConfigFamily::feed_forward; dense when the family has no hook).
@@ -147,6 +150,9 @@ struct ConfigFamily {
   bool head_dim_from_heads = false;
   // Its models have sparse MoE layers (ModelConfig::is_moe).
   bool sparse_moe = false;
+  // Its attention has RMS norms over each head's queries and keys (q_norm, k_norm: 2 * head_dim
+  // parameters a layer; ModelConfig::has_qk_norm).
+  bool qk_norm = false;
   // The config class's own defaults over the shared ones (and its family_fields' defaults).
   void (*defaults)(ModelConfig& c) = nullptr;
   // Reads the family's own fields (after the shared sizes, before the layer types are derived).

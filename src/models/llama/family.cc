@@ -199,6 +199,12 @@ std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c) {
     add(l + "self_attn.k_proj.weight", {kv, h});
     add(l + "self_attn.v_proj.weight", {kv, h});
     add(l + "self_attn.o_proj.weight", {h, q});
+    if (c.attention_bias) {  // what such a checkpoint holds (CheckSupported refuses to run it)
+      add(l + "self_attn.q_proj.bias", {q});
+      add(l + "self_attn.k_proj.bias", {kv});
+      add(l + "self_attn.v_proj.bias", {kv});
+      add(l + "self_attn.o_proj.bias", {h});
+    }
     add(l + "mlp.gate_proj.weight", {m, h});
     add(l + "mlp.up_proj.weight", {m, h});
     add(l + "mlp.down_proj.weight", {h, m});

@@ -183,6 +183,7 @@ io::ConfigFamily ConfigFamilyOf(bool moe) {
   f.architecture = moe ? kQwen3Moe : kQwen3;
   f.head_dim_from_heads = moe;
   f.sparse_moe = moe;
+  f.qk_norm = true;
   f.defaults = moe ? MoeDefaults : Defaults;
   f.parse = moe ? ParseMoe : ParseSlidingWindow;
   f.write = moe ? WriteMoe : WriteSlidingWindow;
