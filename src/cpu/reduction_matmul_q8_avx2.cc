@@ -471,6 +471,31 @@ int64_t Avx2TileBytes(int64_t k) {
   return (k / kBlock + kChunkBlocks - 1) / kChunkBlocks * kChunkBytes;
 }
 
+namespace {
+
+// A chunk's scales: blocks b0..b0+3 of the eight rows, stored block by block (s[b][row]), an
+// 8 x 4 transpose of 16-bit values (the per-value copy cost about as much as PackRows8 where
+// the in-place prefill packs its panels per call).
+TLALOC_Q8_AVX2_TARGET void PackScales8x4(const uint16_t* const* row_scales, int64_t b0,
+                                         uint16_t* s) {
+  __m128i r[kRowGroup];
+  for (int j = 0; j < kRowGroup; ++j)
+    r[j] = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row_scales[j] + b0));
+  // Pairs of rows interleaved, then quads: lo[q] holds blocks 0-1, hi[q] blocks 2-3 of rows
+  // 4q..4q+3.
+  const __m128i p01 = _mm_unpacklo_epi16(r[0], r[1]), p23 = _mm_unpacklo_epi16(r[2], r[3]);
+  const __m128i p45 = _mm_unpacklo_epi16(r[4], r[5]), p67 = _mm_unpacklo_epi16(r[6], r[7]);
+  const __m128i lo0 = _mm_unpacklo_epi32(p01, p23), hi0 = _mm_unpackhi_epi32(p01, p23);
+  const __m128i lo1 = _mm_unpacklo_epi32(p45, p67), hi1 = _mm_unpackhi_epi32(p45, p67);
+  auto* out = reinterpret_cast<__m128i*>(s);
+  _mm_storeu_si128(out + 0, _mm_unpacklo_epi64(lo0, lo1));
+  _mm_storeu_si128(out + 1, _mm_unpackhi_epi64(lo0, lo1));
+  _mm_storeu_si128(out + 2, _mm_unpacklo_epi64(hi0, hi1));
+  _mm_storeu_si128(out + 3, _mm_unpackhi_epi64(hi0, hi1));
+}
+
+}  // namespace
+
 void Avx2PackTile(const int8_t* w, const uint16_t* scales, int64_t n, int64_t k, int64_t j0,
                   uint8_t* tile) {
   const int64_t blocks = k / kBlock;
@@ -489,8 +514,12 @@ void Avx2PackTile(const int8_t* w, const uint16_t* scales, int64_t n, int64_t k,
     for (int r = 0; r < kRowGroup; ++r) from[r] = row[r] + b0 * kBlock;
     PackRows8(from, count, reinterpret_cast<int8_t*>(chunk));
     uint16_t* s = reinterpret_cast<uint16_t*>(chunk + kChunkWeightBytes);
-    for (int64_t b = 0; b < count; ++b)
-      for (int r = 0; r < kRowGroup; ++r) s[b * kRowGroup + r] = row_scales[r][b0 + b];
+    if (count == kChunkBlocks) {
+      PackScales8x4(row_scales, b0, s);
+    } else {
+      for (int64_t b = 0; b < count; ++b)
+        for (int r = 0; r < kRowGroup; ++r) s[b * kRowGroup + r] = row_scales[r][b0 + b];
+    }
   }
 }
 

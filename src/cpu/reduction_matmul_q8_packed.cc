@@ -202,23 +202,38 @@ struct Aligned {
 // alone would keep every such page: a quarter to a half of the scales' pages).
 class PagesBehind {
  public:
-  explicit PagesBehind(const void* start) : next_(reinterpret_cast<uintptr_t>(start)) {}
+  explicit PagesBehind(const void* start)
+      : start_(reinterpret_cast<uintptr_t>(start)), next_(start_) {}
   void ReleaseUpTo(const void* end) {
     const auto to = reinterpret_cast<uintptr_t>(end);
     if (to <= next_) return;
-    // The page holding next_ is wholly behind the reader now, unless next_ is the share's start
-    // (the page's head may be another share's, still unread).
-    const uintptr_t from = first_ ? next_ : next_ / kPage * kPage;
+    // The page holding next_ is wholly behind the reader now, unless it also holds the share's
+    // start (its head may be another share's, still unread): from there, only whole pages.
+    const uintptr_t from = std::max(next_ / PageSize() * PageSize(), start_);
     ReleasePagesKeepingContents(reinterpret_cast<const void*>(from), to - from);
     next_ = to;
-    first_ = false;
   }
 
  private:
-  static constexpr uintptr_t kPage = 4096;
+  const uintptr_t start_;
   uintptr_t next_;
-  bool first_ = true;
 };
+
+#if defined(__x86_64__)
+// A VNNI tile of the packed copy: rows j0..j0+31's bytes as PackTileBytes lays them out, then
+// their f16 scales [block][32 rows] (rows past n: scale 0), as Avx2PackTile does for AVX2's.
+void PackVnniTile(const int8_t* w, const uint16_t* scales, int64_t n, int64_t k, int64_t j0,
+                  uint8_t* tile) {
+  const int64_t blocks = k / kBlock;
+  q8_internal::PackTileBytes(w, n, k, j0, tile);
+  uint16_t* s = reinterpret_cast<uint16_t*>(tile + blocks * kBlockBytes);
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int64_t r = 0; r < kTileCols; ++r) {
+      const int64_t row = j0 + r;
+      s[b * kTileCols + r] = row < n ? scales[row * blocks + b] : 0;
+    }
+}
+#endif
 
 // 64-byte aligned; a large copy (the LM head's) on 2 MiB pages where the kernel gives them, as
 // decode streams it whole every step (rounding up to 2 MiB costs under 3% at this size).
@@ -317,17 +332,10 @@ std::shared_ptr<const Q8PackedWeights> PackQ8Weights(const int8_t* w, const uint
     int64_t released = begin;
     for (int64_t t = begin; t < end; ++t) {
       uint8_t* tile = base + t * packed->tile_bytes;
-      if (vnni) {
-        q8_internal::PackTileBytes(w, n, k, t * kTileCols, tile);
-        uint16_t* s = reinterpret_cast<uint16_t*>(tile + blocks * kBlockBytes);
-        for (int64_t b = 0; b < blocks; ++b)
-          for (int64_t r = 0; r < kTileCols; ++r) {
-            const int64_t row = t * kTileCols + r;
-            s[b * kTileCols + r] = row < n ? scales[row * blocks + b] : 0;
-          }
-      } else {
+      if (vnni)
+        PackVnniTile(w, scales, n, k, t * kTileCols, tile);
+      else
         q8_internal::Avx2PackTile(w, scales, n, k, t * rows, tile);
-      }
       if (release_source && (t + 1 - released == release_every || t + 1 == end)) {
         const int64_t last = std::min(n, (t + 1) * rows);
         weights.ReleaseUpTo(w + last * k);

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "io/io_util.h"
+#include "tlaloc/support/page_release.h"
 
 namespace tlaloc::io {
 
@@ -355,17 +356,16 @@ void SafetensorsFile::ReleasePages(const SafetensorsTensorInfo& info) const {
 
 bool SafetensorsFile::ReleasePages(const std::byte* begin, size_t size, PageSpan span) const {
   if (!mapped_ || size == 0 || begin < data_ || begin + size > data_ + size_) return false;
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const auto at = reinterpret_cast<uintptr_t>(begin);
   // Whole pages only unless asked: a page shared with a neighbouring tensor stays. Widened, the
   // range stays inside the mapping (which starts on a page; its end may not be one).
-  uintptr_t first = (at + page - 1) / page * page, last = (at + size) / page * page;
+  PageBounds pages = PagesInside(begin, size);
   if (span == PageSpan::kWithPartialPages) {
-    first = std::max(at / page * page, reinterpret_cast<uintptr_t>(data_));
-    last =
-        std::min((at + size + page - 1) / page * page, reinterpret_cast<uintptr_t>(data_ + size_));
+    pages = PagesTouching(begin, size);
+    pages.begin = std::max(pages.begin, reinterpret_cast<uintptr_t>(data_));
+    pages.end = std::min(pages.end, reinterpret_cast<uintptr_t>(data_ + size_));
   }
-  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  if (pages.bytes() > 0)
+    madvise(reinterpret_cast<void*>(pages.begin), pages.bytes(), MADV_DONTNEED);
   return true;
 }
 
@@ -375,8 +375,7 @@ bool SafetensorsFile::Prefault(const std::byte* begin, size_t size) const {
 #ifndef MADV_POPULATE_READ
   constexpr int MADV_POPULATE_READ = 22;
 #endif
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t first = reinterpret_cast<uintptr_t>(begin) / page * page;
+  const uintptr_t first = PagesTouching(begin, size).begin;
   const size_t length = reinterpret_cast<uintptr_t>(begin) + size - first;
   void* at = reinterpret_cast<void*>(first);
   // EINVAL: an older kernel without the advice; read ahead at least, so faults are minor.

@@ -42,20 +42,34 @@ bool OnlyFilePages(uintptr_t begin, uintptr_t end, uintptr_t page) {
 
 }  // namespace
 
+uintptr_t PageSize() {
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+PageBounds PagesInside(const void* p, size_t bytes) {
+  const uintptr_t page = PageSize(), at = reinterpret_cast<uintptr_t>(p);
+  return {(at + page - 1) / page * page, (at + bytes) / page * page};
+}
+
+PageBounds PagesTouching(const void* p, size_t bytes) {
+  const uintptr_t page = PageSize(), at = reinterpret_cast<uintptr_t>(p);
+  return {at / page * page, (at + bytes + page - 1) / page * page};
+}
+
 PageRelease ReleasePagesKeepingContents(const void* p, size_t bytes) {
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) / page * page;
-  if (end <= begin) return PageRelease::kNone;
-  void* at = reinterpret_cast<void*>(begin);
+  const PageBounds pages = PagesInside(p, bytes);
+  if (pages.bytes() == 0) return PageRelease::kNone;
+  void* at = reinterpret_cast<void*>(pages.begin);
   // Shared anonymous pages also set bit 61, and MADV_DONTNEED keeps their contents too (the
   // shared object holds them).
-  if (OnlyFilePages(begin, end, page))
-    return madvise(at, end - begin, MADV_DONTNEED) == 0 ? PageRelease::kUnmapped
-                                                        : PageRelease::kNone;
+  if (OnlyFilePages(pages.begin, pages.end, PageSize()))
+    return madvise(at, pages.bytes(), MADV_DONTNEED) == 0 ? PageRelease::kUnmapped
+                                                          : PageRelease::kNone;
 #if defined(MADV_PAGEOUT)
   // A hint: older kernels without MADV_PAGEOUT refuse it, which changes nothing.
-  return madvise(at, end - begin, MADV_PAGEOUT) == 0 ? PageRelease::kPagedOut : PageRelease::kNone;
+  return madvise(at, pages.bytes(), MADV_PAGEOUT) == 0 ? PageRelease::kPagedOut
+                                                       : PageRelease::kNone;
 #else
   return PageRelease::kNone;
 #endif

@@ -26,6 +26,27 @@ std::vector<char> Pattern(size_t n) {
   return v;
 }
 
+TEST(PageRelease, BoundsRoundInwardForInsideAndOutwardForTouching) {
+  const uintptr_t page = PageSize();
+  ASSERT_GT(page, 0u);
+  ASSERT_EQ(page & (page - 1), 0u) << "page size " << page << " is not a power of two";
+  const auto at = [](uintptr_t a) { return reinterpret_cast<const void*>(a); };
+  const uintptr_t base = 1000 * page;
+  // Starting one byte into a page and ending one byte into the third after it.
+  PageBounds inside = PagesInside(at(base + 1), 3 * page);
+  EXPECT_EQ(inside.begin, base + page);
+  EXPECT_EQ(inside.end, base + 3 * page);
+  EXPECT_EQ(inside.bytes(), 2 * page);
+  PageBounds touching = PagesTouching(at(base + 1), 3 * page);
+  EXPECT_EQ(touching.begin, base);
+  EXPECT_EQ(touching.end, base + 4 * page);
+  // Aligned ranges are their own pages either way; a range within one page holds no whole page.
+  EXPECT_EQ(PagesInside(at(base), 2 * page).bytes(), 2 * page);
+  EXPECT_EQ(PagesTouching(at(base), 2 * page).bytes(), 2 * page);
+  EXPECT_EQ(PagesInside(at(base + 10), 20).bytes(), 0u);
+  EXPECT_EQ(PagesTouching(at(base + 10), 20).bytes(), page);
+}
+
 TEST(PageRelease, CleanFilePagesAreUnmappedWrittenOnesPagedOutContentsKept) {
   const std::filesystem::path path = std::filesystem::temp_directory_path() /
                                      ("tlaloc_page_release_" + std::to_string(::getpid()));

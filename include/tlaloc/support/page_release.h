@@ -3,8 +3,22 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace tlaloc {
+
+// A page-aligned address range [begin, end); empty when end <= begin.
+struct PageBounds {
+  uintptr_t begin = 0, end = 0;
+  size_t bytes() const { return end > begin ? end - begin : 0; }
+};
+
+// The system's page size (sysconf, read once).
+uintptr_t PageSize();
+// The pages wholly inside [p, p + bytes): what can be released without touching a neighbour.
+PageBounds PagesInside(const void* p, size_t bytes);
+// Every page [p, p + bytes) touches, partial ones at its ends included.
+PageBounds PagesTouching(const void* p, size_t bytes);
 
 // How ReleasePagesKeepingContents gave the pages back.
 enum class PageRelease {
