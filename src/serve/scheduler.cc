@@ -351,6 +351,9 @@ void Scheduler::Admit() {
     ++stats_.running;
   }
   stats_.waiting = static_cast<int64_t>(queue_.size());
+  // An admitted request's blocks are promised now: the stats say so with its running count.
+  stats_.peak_running = std::max(stats_.peak_running, stats_.running);
+  CopyKvUse();
 }
 
 bool Scheduler::Step() {
@@ -387,8 +390,7 @@ bool Scheduler::Step() {
   CopyCounters();
   stats_.kv_slots_in_use = loop_->running();
   stats_.kv_tokens_in_use = loop_->tokens_in_use();
-  stats_.kv_blocks_in_use = engine_.blocks_in_use();
-  stats_.kv_blocks_reserved = loop_->reserved_blocks();
+  CopyKvUse();
   return prefill || decode;
 }
 
@@ -397,6 +399,14 @@ void Scheduler::CopyCounters() {
   stats_.prefill_chunks = c.prefill_steps;
   stats_.decode_steps = c.decode_steps;
   stats_.decode_rows = c.decode_rows;
+}
+
+void Scheduler::CopyKvUse() {
+  stats_.kv_blocks_in_use = engine_.blocks_in_use();
+  stats_.kv_blocks_reserved = loop_->reserved_blocks();
+  stats_.peak_kv_blocks_in_use = std::max(stats_.peak_kv_blocks_in_use, stats_.kv_blocks_in_use);
+  stats_.peak_kv_blocks_reserved =
+      std::max(stats_.peak_kv_blocks_reserved, stats_.kv_blocks_reserved);
 }
 
 void Scheduler::CountFinished(Request& r, generate::FinishReason reason) {
@@ -434,8 +444,7 @@ void Scheduler::ChoiceFinished(Active& a, generate::FinishReason reason, Status 
   {
     // The blocks are already back (BatchLoop), so the stats the client reads next agree.
     std::lock_guard<std::mutex> lock(mu_);
-    stats_.kv_blocks_in_use = engine_.blocks_in_use();
-    stats_.kv_blocks_reserved = loop_->reserved_blocks();
+    CopyKvUse();
     CopyCounters();
     if (last) {
       CountFinished(r, r.worst);

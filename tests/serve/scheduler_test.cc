@@ -227,20 +227,18 @@ TEST(Scheduler, RequestsWaitForKvBlocks) {
   EXPECT_EQ((*sched)->Stats().kv_blocks_total, 4);
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (int i = 0; i < 3; ++i) streams.push_back(Submit(*text, **sched, Greedy("hello there", 30)));
-  int64_t most_running = 0, most_reserved = 0, most_in_use = 0;
   std::vector<std::vector<StreamEvent>> events(streams.size());
   for (bool any = true; any;) {
     any = false;
     for (size_t i = 0; i < streams.size(); ++i) any |= streams[i]->Wait(events[i], 5);
-    auto st = (*sched)->Stats();
-    most_running = std::max(most_running, st.running);
-    most_reserved = std::max(most_reserved, st.kv_blocks_reserved);
-    most_in_use = std::max(most_in_use, st.kv_blocks_in_use);
   }
-  EXPECT_EQ(most_running, 1);
-  EXPECT_EQ(most_reserved, 3);
-  EXPECT_GE(most_in_use, 1);
-  EXPECT_LE(most_in_use, 3);
+  // The scheduler's own high-water marks: polling the current figures between waits missed
+  // every step of a run when this thread was descheduled (a loaded 2-core CI machine).
+  const serve::SchedulerStats peaks = (*sched)->Stats();
+  EXPECT_EQ(peaks.peak_running, 1);
+  EXPECT_EQ(peaks.peak_kv_blocks_reserved, 3);
+  EXPECT_GE(peaks.peak_kv_blocks_in_use, 1);
+  EXPECT_LE(peaks.peak_kv_blocks_in_use, 3);
   for (size_t i = 0; i < streams.size(); ++i) {
     std::vector<int32_t> tokens;
     for (const auto& e : events[i])

@@ -116,6 +116,9 @@ struct SchedulerStats {
   // Blocks of kv_block_size positions: held by sequences, promised to running requests' budgets,
   // and in the pool; the bytes one block takes over every layer's keys and values.
   int64_t kv_blocks_in_use = 0, kv_blocks_reserved = 0, kv_blocks_total = 0;
+  // High-water marks of running, kv_blocks_in_use and kv_blocks_reserved since Start: what a
+  // reader polling the figures above between steps may miss.
+  int64_t peak_running = 0, peak_kv_blocks_in_use = 0, peak_kv_blocks_reserved = 0;
   int64_t kv_block_size = 0, kv_block_bytes = 0;
   int64_t requests_finished = 0, requests_stop = 0, requests_length = 0;
   int64_t requests_cancelled = 0, requests_error = 0, requests_rejected = 0;
@@ -167,6 +170,8 @@ class Scheduler {
   void CountFinished(Request& r, generate::FinishReason reason);  // mu_ held
   // The loop's step counters into stats_ (mu_ held), before a client can hear of the step.
   void CopyCounters();
+  // The KV blocks in use and promised into stats_, with the high-water marks (mu_ held).
+  void CopyKvUse();
 
   generate::TextGenerator& text_;
   generate::Engine& engine_;
