@@ -61,6 +61,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends \
     "${missing[@]}" >/dev/null
+  # CI's disk holds the venv and three build trees (docs/RELIABILITY.md, "Disk"): the downloaded
+  # packages are not needed once installed there. A developer's apt cache is left alone.
+  if [ "${CI:-}" = "true" ]; then $sudo_cmd apt-get clean; fi
 fi
 
 # The Qwen3 tokenizer (11 MB, Apache-2.0) is too large to track: it comes from shared/data/qwen3/
@@ -106,7 +109,14 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want_stamp" ]; then
     /usr/bin/python3 -m venv "$venv" >"$log" 2>&1 || pip_failed "the venv" "$log"
   fi
   echo "setup: installing the PyPI oracles into $venv (a few minutes the first time)" >&2
-  "$venv/bin/pip" install --disable-pip-version-check --no-input -r "$lock" >"$log" 2>&1 ||
+  # Under CI the wheels are not kept in pip's cache after they are installed: torch's CUDA
+  # dependencies alone are some 4 GB of downloads that would sit beside their installed copy
+  # (a CI run once ran out of disk). A developer's cache spares a re-download when the lock
+  # changes.
+  pip_cache=()
+  if [ "${CI:-}" = "true" ]; then pip_cache=(--no-cache-dir); fi
+  "$venv/bin/pip" install --disable-pip-version-check --no-input "${pip_cache[@]}" -r "$lock" \
+    >"$log" 2>&1 ||
     pip_failed "scripts/python/requirements.lock" "$log"
   echo "setup: building llama.cpp ($llama_pin, CMAKE_ARGS=$llama_cmake_args) for this CPU" >&2
   CMAKE_ARGS="$llama_cmake_args" "$venv/bin/pip" install --disable-pip-version-check \

@@ -25,9 +25,12 @@ jobs="$(nproc)"
 export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
 step_start=$SECONDS
 timing=()
-step_done() {  # step_done NAME: records and prints the time since the previous step ended
-  timing+=("$1: $((SECONDS - step_start)) s")
-  echo "test.sh: $1 took $((SECONDS - step_start)) s"
+step_done() {  # step_done NAME: records the time since the previous step ended, and the disk left
+  # The free space is printed because a CI run once ran out of disk in step 2's links.
+  local free
+  free="$(df -h --output=avail "$root" | tail -n 1 | tr -d ' ')"
+  timing+=("$1: $((SECONDS - step_start)) s, $free free after it")
+  echo "test.sh: $1 took $((SECONDS - step_start)) s ($free of disk free)"
   step_start=$SECONDS
 }
 
