@@ -45,6 +45,8 @@ grep -q '^tlaloc_kv_slots_total 8$' "$WORK/metrics.txt" || fail "/metrics has no
 # The default pool: 8 requests of 512 positions in blocks of 16, none in use yet.
 grep -q '^tlaloc_kv_blocks_total 256$' "$WORK/metrics.txt" || fail "/metrics: KV blocks total"
 grep -q '^tlaloc_kv_blocks_in_use 0$' "$WORK/metrics.txt" || fail "/metrics: KV blocks in use"
+grep -q '^tlaloc_requests_running_peak 0$' "$WORK/metrics.txt" ||
+  fail "/metrics: a running peak before any request"
 grep -q '^# TYPE tlaloc_request_duration_seconds histogram$' "$WORK/metrics.txt" || fail "no histogram"
 echo "ok: /health, /v1/models, /metrics"
 
@@ -236,6 +238,10 @@ kill "$cut_pid" 2>/dev/null || true
 wait "$cut_pid" 2>/dev/null || true
 wait_until "a disconnected non-streaming client to free its slot" \
   metric_is tlaloc_requests_running 0
+# The high-water marks keep what the gauges no longer show: one request ran, and held blocks.
+[ "$(metric tlaloc_requests_running_peak)" -ge 1 ] || fail "/metrics: no running peak"
+[ "$(metric tlaloc_kv_blocks_in_use_peak)" -ge 1 ] || fail "/metrics: no KV block peak"
+[ "$(metric tlaloc_kv_blocks_reserved_peak)" -ge 1 ] || fail "/metrics: no reserved-block peak"
 echo "ok: a disconnected non-streaming client frees its slot"
 
 # Overload: one running, one queued, the rest refused with 429.
