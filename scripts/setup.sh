@@ -61,7 +61,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends \
     "${missing[@]}" >/dev/null
-  # CI's disk holds the venv and three build trees (docs/RELIABILITY.md, "Disk"): the downloaded
+  # CI's disk holds the venv and three build trees (docs/RELIABILITY.md, "CI disk"): the downloaded
   # packages are not needed once installed there. A developer's apt cache is left alone.
   if [ "${CI:-}" = "true" ]; then $sudo_cmd apt-get clean; fi
 fi
@@ -109,10 +109,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want_stamp" ]; then
     /usr/bin/python3 -m venv "$venv" >"$log" 2>&1 || pip_failed "the venv" "$log"
   fi
   echo "setup: installing the PyPI oracles into $venv (a few minutes the first time)" >&2
-  # Under CI the wheels are not kept in pip's cache after they are installed: torch's CUDA
-  # dependencies alone are some 4 GB of downloads that would sit beside their installed copy
-  # (a CI run once ran out of disk). A developer's cache spares a re-download when the lock
-  # changes.
+  # Under CI the wheels are not kept in pip's cache after they are installed: torch, its CUDA
+  # libraries and triton (5.2 GB installed) would sit there a second time as downloads (a CI run
+  # once ran out of disk). A developer's cache spares a re-download when the lock changes.
   pip_cache=()
   if [ "${CI:-}" = "true" ]; then pip_cache=(--no-cache-dir); fi
   "$venv/bin/pip" install --disable-pip-version-check --no-input "${pip_cache[@]}" -r "$lock" \
