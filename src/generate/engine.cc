@@ -122,12 +122,17 @@ void Engine::PrepareInt8Weights(const std::vector<models::WeightSpec>& specs) {
   if (!form.ok() || *form != nn::Int8Form::kQ8_0) return;
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < specs.size(); ++i) index[specs[i].name] = i;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    // A table read a row per token is never multiplied whole.
-    if (specs[i].fixed_type != ElementType::kS8 || specs[i].read_by_rows) continue;
-    auto scale = index.find(models::Int8ScaleName(specs[i].name));
-    if (scale == index.end()) continue;
-    backend_->PrepareInt8Weight(*weights_[0][i], *weights_[0][scale->second]);
+  // Each device holds its own parts under tensor parallelism (a part keeps whole 32-column
+  // blocks, so it is laid out as a matrix of its own); a device of another process holds none.
+  for (const auto& held : weights_) {
+    if (held.size() != specs.size()) continue;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      // A table read a row per token is never multiplied whole.
+      if (specs[i].fixed_type != ElementType::kS8 || specs[i].read_by_rows) continue;
+      auto scale = index.find(models::Int8ScaleName(specs[i].name));
+      if (scale == index.end()) continue;
+      backend_->PrepareInt8Weight(*held[i], *held[scale->second]);
+    }
   }
 }
 
@@ -166,6 +171,7 @@ Status Engine::UploadTensorParallel(std::vector<Literal> weights) {
     }
     weights[i] = Literal();  // the whole tensor is no longer needed
   }
+  PrepareInt8Weights(device_specs);
   return OkStatus();
 }
 

@@ -8,6 +8,8 @@
 #include <map>
 #include <set>
 
+#include "cpu/reduction_matmul_q8_packed.h"
+#include "testing/int8_form.h"
 #include "testing/tiny_qwen3.h"
 #include "testing/tiny_qwen3_variants.h"
 #include "tlaloc/generate/engine.h"
@@ -93,6 +95,31 @@ TEST(TensorParallelInt8Engine, IdsEqualOneDeviceOnTwoDevices) {
     seen.insert(want->begin(), want->end());
   }
   EXPECT_GE(seen.size(), 4u);
+}
+
+TEST(TensorParallelInt8Engine, EachDevicesPartsArePackedAtLoad) {
+  if (!cpu::Q8PackingAvailable())
+    GTEST_SKIP() << "no packed q8_0 layout on this CPU (neither AVX512-VNNI nor AVX2)";
+  const tlaloc::testing::ScopedInt8Form q8(nn::Int8Form::kQ8_0);
+  const io::ModelConfig c = Int8Config();
+  int64_t matrices = 0;
+  for (const auto& spec : models::WeightSpecs(c))
+    matrices += spec.fixed_type == ElementType::kS8 && !spec.read_by_rows;
+  ASSERT_GT(matrices, 0);
+  auto mesh = Mesh::Parse("model=2");
+  ASSERT_TRUE(mesh.ok());
+  cpu::ClearQ8Cache();
+  const int64_t before = cpu::GetQ8CacheStats().packs;
+  auto tp =
+      Engine::Create(c, Int8Weights(c), ElementType::kF32, MakeInterpreterBackend({}, 2), *mesh);
+  ASSERT_TRUE(tp.ok()) << tp.status().ToString();
+  EXPECT_EQ(cpu::GetQ8CacheStats().packs - before, 2 * matrices)
+      << "each device's part of each int8 matrix should be packed at load";
+  auto ids = Greedy(**tp, Prompt(9), 4);
+  ASSERT_TRUE(ids.ok()) << ids.status().ToString();
+  EXPECT_EQ(cpu::GetQ8CacheStats().packs - before, 2 * matrices)
+      << "the first request should find every part packed";
+  cpu::ClearQ8Cache();
 }
 
 TEST(TensorParallelInt8Engine, BlocksThatWouldStraddleDevicesAreRefusedByName) {
