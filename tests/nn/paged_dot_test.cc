@@ -6,6 +6,7 @@
 // a decode step's run the decomposition. The program holds the composites, not the chain.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <tuple>
@@ -122,6 +123,51 @@ TEST(PagedDot, MoreVectorsThanADecodeStepRunTheDecomposition) {
     EXPECT_EQ(std::memcmp(fused.outs[i].data(), plain.outs[i].data(), plain.outs[i].byte_size()), 0)
         << "output " << i;
   EXPECT_EQ(fused.ops, plain.ops) << "a kernel ran for " << g * t << " vectors";
+}
+
+// The values kernel's arithmetic: each output is one FMA per cached position, in position order
+// from 0, as the portable Axpy does, whatever column blocks the CPU's kernel takes (AVX-512:
+// 128 columns for up to two vectors, 64 for more; AVX2: 32) and whatever it prefetches.
+TEST(PagedDot, ValuesAreOneFmaPerPositionInOrder) {
+  std::mt19937 rng(5);
+  for (ElementType et : {ElementType::kBF16, ElementType::kF32}) {
+    // (heads, G, T, D): two vectors of 128 (one block on AVX-512), four of 128, two of 80.
+    for (const auto& [h, g, t, d] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{3, 2, 1, 128},
+                                     {2, 2, 2, 128},
+                                     {2, 1, 2, 80}}) {
+      const int64_t b = 2, pages = 9, m = 5, page = 16, s = m * page;
+      const Literal q = Random({b, h, g, t, d}, et, rng);
+      const Literal probs = Random({b, h, g, t, s}, et, rng);
+      const Literal k_pool = Random({pages, h, page, d}, et, rng);
+      const Literal v_pool = Random({pages, h, page, d}, et, rng);
+      std::vector<int32_t> tv(static_cast<size_t>(b * m));
+      for (size_t i = 0; i < tv.size(); ++i) tv[i] = static_cast<int32_t>((i * 4 + 1) % pages);
+      const Literal table = Literal::FromVector<int32_t>({b, m}, tv);
+      PagedRun fused = RunPaged(q, probs, k_pool, v_pool, table, true);
+      ASSERT_EQ(fused.outs.size(), 2u);
+      auto value = [&](const Literal& l, int64_t i) {
+        return et == ElementType::kF32 ? l.span<float>()[i]
+                                       : Bf16BitsToFloat(l.span<uint16_t>()[i]);
+      };
+      const auto out = fused.outs[1].span<float>();
+      int64_t mismatches = 0;
+      for (int64_t bi = 0; bi < b; ++bi)
+        for (int64_t hi = 0; hi < h; ++hi)
+          for (int64_t v = 0; v < g * t; ++v)
+            for (int64_t j = 0; j < d; ++j) {
+              float acc = 0.0f;
+              for (int64_t p = 0; p < s; ++p) {
+                const int64_t id = tv[bi * m + p / page];
+                const float w = value(v_pool, ((id * h + hi) * page + p % page) * d + j);
+                acc = std::fma(value(probs, ((bi * h + hi) * g * t + v) * s + p), w, acc);
+              }
+              const float got = out[((bi * h + hi) * g * t + v) * d + j];
+              mismatches += std::memcmp(&acc, &got, sizeof acc) != 0;
+            }
+      EXPECT_EQ(mismatches, 0) << MlirName(et) << " heads " << h << " vectors " << g * t << " D "
+                               << d;
+    }
+  }
 }
 
 TEST(PagedDot, RefusesMismatchedShapes) {
