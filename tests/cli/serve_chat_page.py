@@ -74,17 +74,34 @@ def main():
             meta = reply.find_element(By.CSS_SELECTOR, ".meta").text
             user = driver.find_elements(By.CSS_SELECTOR, ".msg.user")[-1].text
             sent = [json.loads(b) for b in driver.execute_script("return window.sentBodies;")]
-            # Stop: a long reply, aborted once its first piece shows.
+            # Stop: a long reply, aborted once its first piece shows. The page clicks Stop itself,
+            # from a DOM observer, the moment that piece lands: WebDriver polls every half second,
+            # and the tiny model writes its 450 tokens in about that time on a fast CPU, so a
+            # click from here found the reply done and the button gone.
             stop_button = driver.find_element(By.ID, "stop")
             stop_hidden_before = not stop_button.is_displayed()
-            driver.execute_script("document.getElementById('max').value = '450';")
+            driver.execute_script(
+                "document.getElementById('max').value = '450';"
+                "window.stopShown = null;"
+                "const before = document.querySelectorAll('.msg.assistant').length;"
+                "const stop = document.getElementById('stop');"
+                "const watch = new MutationObserver(() => {"
+                "  const replies = document.querySelectorAll('.msg.assistant');"
+                "  const span = replies.length > before ?"
+                "      replies[replies.length - 1].querySelector('span') : null;"
+                "  if (!span || span.textContent === '') return;"
+                "  watch.disconnect();"
+                "  window.stopShown = stop.offsetWidth > 0 && stop.offsetHeight > 0;"
+                "  stop.click();"
+                "});"
+                "watch.observe(document.body,"
+                "              {childList: true, subtree: true, characterData: true});")
             box.send_keys(LONG_TURN)
             box.send_keys(Keys.ENTER)
             WebDriverWait(driver, 30).until(
-                lambda d: d.find_elements(By.CSS_SELECTOR, ".msg.assistant")[-1]
-                .find_element(By.TAG_NAME, "span").text != "",
+                lambda d: d.execute_script("return window.stopShown;") is not None,
                 "the long reply never started")
-            stop_button.click()
+            stop_shown = driver.execute_script("return window.stopShown;")
             WebDriverWait(driver, 30).until(
                 lambda d: d.find_elements(By.CSS_SELECTOR, ".msg.assistant")[-1]
                 .get_attribute("data-done"),
@@ -114,6 +131,7 @@ def main():
         "the failed turn stayed in the history: " + json.dumps(sent[1]["messages"]))
     print("ok: a failed turn is dropped from the history the page sends")
     assert stop_hidden_before, "the Stop button shows while nothing streams"
+    assert stop_shown, "the Stop button did not show while the reply streamed"
     assert stopped_done == "stopped", (
         f"Stop did not stop the reply (data-done {stopped_done!r}, {stopped_meta!r}); a reply "
         "that finished first would say '1'")
