@@ -61,6 +61,21 @@ Literal Random(const std::vector<int64_t>& dims, ElementType et, std::mt19937& r
   return testing::RandomNormalLiteral(dims, et, rng, 1.0f);
 }
 
+// Random queries q [B, H, G, T, D], probabilities [B, H, G, T, S] and key and value pools
+// [pages, H, page, D] of one type.
+struct PagedInputs {
+  Literal q, probs, k_pool, v_pool;
+};
+PagedInputs RandomInputs(int64_t b, int64_t h, int64_t g, int64_t t, int64_t s, int64_t pages,
+                         int64_t page, int64_t d, ElementType et, std::mt19937& rng) {
+  PagedInputs in;
+  in.q = Random({b, h, g, t, d}, et, rng);
+  in.probs = Random({b, h, g, t, s}, et, rng);
+  in.k_pool = Random({pages, h, page, d}, et, rng);
+  in.v_pool = Random({pages, h, page, d}, et, rng);
+  return in;
+}
+
 TEST(PagedDot, KernelGivesTheDecompositionsBits) {
   std::mt19937 rng(7);
   for (ElementType et : {ElementType::kBF16, ElementType::kF32}) {
@@ -71,18 +86,14 @@ TEST(PagedDot, KernelGivesTheDecompositionsBits) {
           {2, 2, 1, 1, 9, 4, 16, 64},
           {1, 3, 2, 2, 5, 3, 12, 40},  // 4 vectors; a page size that is not a power of two
           {3, 1, 3, 1, 6, 2, 8, 17}}) {
-      const int64_t s = m * page;
-      const Literal q = Random({b, h, g, t, d}, et, rng);
-      const Literal probs = Random({b, h, g, t, s}, et, rng);
-      const Literal k_pool = Random({pages, h, page, d}, et, rng);
-      const Literal v_pool = Random({pages, h, page, d}, et, rng);
+      const PagedInputs in = RandomInputs(b, h, g, t, m * page, pages, page, d, et, rng);
       std::vector<int32_t> tv(static_cast<size_t>(b * m));
       for (size_t i = 0; i < tv.size(); ++i) tv[i] = static_cast<int32_t>((i * 7 + 3) % pages);
       tv[0] = static_cast<int32_t>(pages + 5);  // past the pool: gather clamps to the last page
       if (tv.size() > 1) tv[1] = -2;            // before it: the first page
       const Literal table = Literal::FromVector<int32_t>({b, m}, tv);
-      PagedRun fused = RunPaged(q, probs, k_pool, v_pool, table, true);
-      PagedRun plain = RunPaged(q, probs, k_pool, v_pool, table, false);
+      PagedRun fused = RunPaged(in.q, in.probs, in.k_pool, in.v_pool, table, true);
+      PagedRun plain = RunPaged(in.q, in.probs, in.k_pool, in.v_pool, table, false);
       ASSERT_EQ(fused.outs.size(), 2u);
       ASSERT_EQ(plain.outs.size(), 2u);
       for (size_t i = 0; i < 2; ++i) {
@@ -110,13 +121,10 @@ namespace {
 TEST(PagedDot, MoreVectorsThanADecodeStepRunTheDecomposition) {
   std::mt19937 rng(11);
   const int64_t b = 1, h = 2, g = 2, t = 5, pages = 6, m = 3, page = 4, d = 16, s = m * page;
-  const Literal q = Random({b, h, g, t, d}, ElementType::kBF16, rng);
-  const Literal probs = Random({b, h, g, t, s}, ElementType::kBF16, rng);
-  const Literal k_pool = Random({pages, h, page, d}, ElementType::kBF16, rng);
-  const Literal v_pool = Random({pages, h, page, d}, ElementType::kBF16, rng);
+  const PagedInputs in = RandomInputs(b, h, g, t, s, pages, page, d, ElementType::kBF16, rng);
   const Literal table = Literal::FromVector<int32_t>({b, m}, {4, 0, 2});
-  PagedRun fused = RunPaged(q, probs, k_pool, v_pool, table, true);
-  PagedRun plain = RunPaged(q, probs, k_pool, v_pool, table, false);
+  PagedRun fused = RunPaged(in.q, in.probs, in.k_pool, in.v_pool, table, true);
+  PagedRun plain = RunPaged(in.q, in.probs, in.k_pool, in.v_pool, table, false);
   ASSERT_EQ(fused.outs.size(), 2u);
   ASSERT_EQ(plain.outs.size(), 2u);
   for (size_t i = 0; i < 2; ++i)
@@ -136,14 +144,11 @@ TEST(PagedDot, ValuesAreOneFmaPerPositionInOrder) {
                                      {2, 2, 2, 128},
                                      {2, 1, 2, 80}}) {
       const int64_t b = 2, pages = 9, m = 5, page = 16, s = m * page;
-      const Literal q = Random({b, h, g, t, d}, et, rng);
-      const Literal probs = Random({b, h, g, t, s}, et, rng);
-      const Literal k_pool = Random({pages, h, page, d}, et, rng);
-      const Literal v_pool = Random({pages, h, page, d}, et, rng);
+      const PagedInputs in = RandomInputs(b, h, g, t, s, pages, page, d, et, rng);
       std::vector<int32_t> tv(static_cast<size_t>(b * m));
       for (size_t i = 0; i < tv.size(); ++i) tv[i] = static_cast<int32_t>((i * 4 + 1) % pages);
       const Literal table = Literal::FromVector<int32_t>({b, m}, tv);
-      PagedRun fused = RunPaged(q, probs, k_pool, v_pool, table, true);
+      PagedRun fused = RunPaged(in.q, in.probs, in.k_pool, in.v_pool, table, true);
       ASSERT_EQ(fused.outs.size(), 2u);
       auto value = [&](const Literal& l, int64_t i) {
         return et == ElementType::kF32 ? l.span<float>()[i]
@@ -158,8 +163,8 @@ TEST(PagedDot, ValuesAreOneFmaPerPositionInOrder) {
               float acc = 0.0f;
               for (int64_t p = 0; p < s; ++p) {
                 const int64_t id = tv[bi * m + p / page];
-                const float w = value(v_pool, ((id * h + hi) * page + p % page) * d + j);
-                acc = std::fma(value(probs, ((bi * h + hi) * g * t + v) * s + p), w, acc);
+                const float w = value(in.v_pool, ((id * h + hi) * page + p % page) * d + j);
+                acc = std::fma(value(in.probs, ((bi * h + hi) * g * t + v) * s + p), w, acc);
               }
               const float got = out[((bi * h + hi) * g * t + v) * d + j];
               mismatches += std::memcmp(&acc, &got, sizeof acc) != 0;
