@@ -17,10 +17,11 @@
 # times (which one goes first alternates too), each under /usr/bin/time -v for peak RSS, and
 # prints medians and Tlaloc/llama.cpp ratios for prefill and decode speed, peak RSS and load
 # time.
-# llama.cpp is timed as its llama-bench times (warm-up first; the prompt as one batch; decode one
-# token at a time after it) and runs with its defaults (f16 KV cache, flash attention "auto" as
-# llama.cpp resolves it): that is the main row. A second line per decode figure runs it with the KV cache in
-# the model's dtype, as Tlaloc's is (bf16 for int8). Decode is measured after the full prompt
+# Both engines are timed as llama-bench times: an untimed warm-up request first (for Tlaloc
+# `tlaloc bench`'s default; its first request's prefill rate is printed too), the prompt as one
+# batch, decode one token at a time after it. llama.cpp runs with its defaults (f16 KV cache,
+# flash attention "auto" as llama.cpp resolves it): that is the main row. A second line per
+# decode figure runs it with the KV cache in the model's dtype, as Tlaloc's is (bf16 for int8). Decode is measured after the full prompt
 # and after a short one (--short-prompt, 4 tokens). Each dtype ends with the rate at which each
 # engine reads the weights while decoding, as a share of the machine's read bandwidth measured
 # by `tlaloc probe` just before each timed run (the median of the runs' shares; the probes'
@@ -299,6 +300,12 @@ for dt in tags.split():
                  f"Tlaloc {peak_share(t)}; llama.cpp {peak_share(l)}")
         if tq:
             text += f"; {q8} {peak_share(tq)}"
+    # Both engines are timed after one untimed warm-up request; Tlaloc's warm-up is timed too.
+    first = [j["first_prefill_tokens_per_s"] for j in t if j.get("first_prefill_tokens_per_s")]
+    if first:
+        text += (f"\n  prefill {prompt}, Tlaloc's first (warm-up) request: "
+                 f"{statistics.median(first):.1f} tok/s (timed: "
+                 f"{statistics.median(j['prefill_tokens_per_s'] for j in t):.1f})")
     shares.append(text)
 
 print(f"\nmedians of {runs} runs, {threads} threads, results in {results}\n")

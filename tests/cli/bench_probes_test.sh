@@ -3,7 +3,8 @@
 # probed peak and read bandwidth: the FLOPs per prompt follow the counting rule from config.json
 # (recomputed here), each share is its rate over the probed median, each median lies inside its
 # printed spread, the tiny preset on MoE too, and --no-probes (or its old name --no-bandwidth)
-# leaves the machine figures out; `tlaloc probe` gives them alone. No speed is asserted: these are the instrument's checks.
+# leaves the machine figures out, the warm-up request is reported apart (--no-warmup: none);
+# `tlaloc probe` gives them alone. No speed is asserted: these are the instrument's checks.
 # Usage: bench_probes_test.sh TLALOC SOURCE_DIR
 set -euo pipefail
 tlaloc=$1
@@ -61,6 +62,20 @@ for flag in --no-probes --no-bandwidth; do
     fail "$flag still probed"
 done
 echo "ok: text lines name the shares and spreads; --no-probes and --no-bandwidth skip the probes"
+# Timed after an untimed warm-up request by default (as llama-bench times), whose prefill is
+# reported as the first request's; --no-warmup times the first request itself.
+python3 - "$WORK/n.json" <<'PY' || fail "the warm-up's figures"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["warmup"] is True and j["first_prefill_tokens_per_s"] > 0, j
+assert j["prefill_tokens"] == 8 and j["decode_tokens"] == 1, j
+PY
+grep -Eq '^warm-up +8-token prompt in [0-9.]+ s' "$WORK/t.out" || { cat "$WORK/t.out"; fail "no warm-up line"; }
+"$tlaloc" bench -m "$MODEL" --prompt-tokens 8 --new-tokens 2 -t 2 --json --no-probes --no-warmup \
+  >"$WORK/c.json" || fail "--no-warmup"
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['warmup'] is False and 'first_prefill_tokens_per_s' not in j and j['prefill_tokens'] == 8, j" "$WORK/c.json" ||
+  fail "--no-warmup still warmed up"
+echo "ok: a warm-up request first, reported apart; --no-warmup times the first request"
 # `tlaloc probe`: the same figures alone, for scripts timing a peer (finetune_vs_torch.sh).
 "$tlaloc" probe -t 2 --json >"$WORK/p.json" || fail "probe"
 python3 - "$WORK/p.json" <<'PY' || fail "probe's figures"
