@@ -189,6 +189,14 @@ void FuseChains(const Block& block, const BlockUses& uses, BlockPlan& plan,
     std::vector<int> chain;
     std::vector<Value> operands;
     const int i = static_cast<int>(a);
+    if (auto to_bf16 = MatchMaskedSoftmaxToBf16(block, uses, i, chain, operands);
+        to_bf16 && free(chain)) {
+      plan.kernels.push_back(to_bf16);
+      ReplaceChain(chain, operands, to_bf16.get(), plan, slot_of);
+      continue;
+    }
+    chain.clear();
+    operands.clear();
     if (auto composite = CompositeKernel(block, i, chain, operands); composite) {
       plan.kernels.push_back(composite);
       ReplaceChain(chain, operands, composite.get(), plan, slot_of);

@@ -16,8 +16,9 @@
 // gradients), tlaloc.paged_dot (fusion_paged.cc: decode attention's products over the paged KV
 // pool, the pages read in place through the block table), tlaloc.argmax (fusion_argmax.cc: one
 // pass per row), tlaloc.masked_softmax (fusion_masked_softmax.cc: attention's probabilities,
-// each row masked into the result, then softmaxed in place). No chain is recognised for these: the
-// builder, nn and train emit the composite.
+// each row masked into the result, then softmaxed in place; with the convert to bf16 that
+// follows it over a bf16 cache, the one chain matched after a composite). Otherwise no chain
+// is recognised for these: the builder, nn and train emit the composite.
 //
 // int8 expert products, as nn::SparseMoe emits them for int8 weights (fusion_int8.cc):
 //   chlo.ragged_dot(x f32, reshape(convert(reshape(q s8)) * broadcast_in_dim(convert(scale))))
@@ -104,8 +105,16 @@ std::shared_ptr<const FusedKernel> SiluMulCompositeKernel(const Operation& op);
 std::shared_ptr<const FusedKernel> ArgmaxCompositeKernel(const Operation& op);
 
 // tlaloc.masked_softmax {broadcast_dimensions, fill} on (f32 x, pred mask) over the last axis
-// (fusion_masked_softmax.cc), or nullptr for types and shapes it does not take.
-std::shared_ptr<const FusedKernel> MaskedSoftmaxCompositeKernel(const Operation& op);
+// (fusion_masked_softmax.cc), its result f32 or, with `out_type` bf16, rounded to bf16 as a
+// convert would; nullptr for types and shapes it does not take.
+std::shared_ptr<const FusedKernel> MaskedSoftmaxCompositeKernel(
+    const Operation& op, ElementType out_type = ElementType::kF32);
+// The composite tlaloc.masked_softmax at op `a` whose only use is a convert to bf16: on success
+// `chain` is (a, the convert), `operands` the composite's, and the kernel writes bf16.
+std::shared_ptr<const FusedKernel> MatchMaskedSoftmaxToBf16(const Block& block,
+                                                            const BlockUses& uses, int a,
+                                                            std::vector<int>& chain,
+                                                            std::vector<Value>& operands);
 
 // Makes the op plans of `chain` run `kernel` on `operands` at the chain's last op (fusion.cc).
 void ReplaceChain(const std::vector<int>& chain, const std::vector<Value>& operands,

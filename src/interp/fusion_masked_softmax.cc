@@ -10,7 +10,10 @@
 // the ops' arithmetic: the [B, Hkv, G, T, S] fill and mask broadcasts and the select's full-size
 // result (about 16 MB each per layer of a 512-token prefill) are never written, and each row's
 // masked tail (the causal half of a prefill) skips its exponentials where they are exactly +0.
-// Other types and shapes run the decomposition.
+// When the probabilities' only use converts them to bf16 (attention over a bf16 cache), the
+// kernel takes the convert too: each row is rounded from a few rows of scratch into the bf16
+// result, with the convert's kernel, so the f32 probabilities (16 MB a layer of a 512-token
+// prefill) are never written nor read back. Other types and shapes run the decomposition.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -71,12 +74,14 @@ void MaskedSoftmaxRows(float* x, int64_t n, const int64_t* seen, float fill) {
 
 }  // namespace
 
-std::shared_ptr<const FusedKernel> MaskedSoftmaxCompositeKernel(const Operation& op) {
+std::shared_ptr<const FusedKernel> MaskedSoftmaxCompositeKernel(const Operation& op,
+                                                                ElementType out_type) {
   if (op.num_operands() != 2 || op.num_results() != 1) return nullptr;
   Value x = op.operand(0), mask = op.operand(1);
   if (!IsTensorOf(x, ElementType::kF32) || !IsTensorOf(mask, ElementType::kPred) ||
       !(op.result(0).type() == x.type()))
     return nullptr;
+  if (out_type != ElementType::kF32 && out_type != ElementType::kBF16) return nullptr;
   const TensorType& xt = x.tensor_type();
   const int64_t rank = xt.rank();
   if (rank < 1 || xt.dims.back() <= 0) return nullptr;
@@ -111,37 +116,71 @@ std::shared_ptr<const FusedKernel> MaskedSoftmaxCompositeKernel(const Operation&
     }
     mask_rows[r] = offset;
   }
+  const bool to_bf16 = out_type == ElementType::kBF16;
   return std::make_shared<const FusedKernel>(FusedKernel{
-      "fused.masked_softmax",
-      [mask_rows = std::move(mask_rows), fill, n](std::span<const Literal> in, Literal& out,
-                                                  EvalContext& ctx) -> Status {
+      to_bf16 ? "fused.masked_softmax_bf16" : "fused.masked_softmax",
+      [mask_rows = std::move(mask_rows), fill, n, to_bf16](std::span<const Literal> in,
+                                                            Literal& out,
+                                                            EvalContext& ctx) -> Status {
         const int64_t rows = static_cast<int64_t>(mask_rows.size());
         const auto* mask = reinterpret_cast<const uint8_t*>(in[1].data());
         const float* px = in[0].span<float>().data();
-        float* po = out.span<float>().data();
-        // Row r masked into the result (po may be px: each element is read, then written);
-        // returns one past its last unmasked element.
-        auto mask_row = [&](int64_t r) {
-          const float* xr = px + r * n;
-          const uint8_t* mr = mask + mask_rows[r];
-          return cpu::vmath::SelectRowF32(xr, mr, fill, po + r * n, n);
-        };
         // Rows of about 4,096 elements a chunk: a decode step's 16 rows split over the pool
         // once the cache holds 512 or more slots (30 -> 16 us a layer at 576 on 2 Zen 3 cores).
         ctx.ParallelFor(rows, std::max<int64_t>(1, 4096 / n), [&](int64_t begin, int64_t end) {
+          // f32 rows go straight into the result; rows for a bf16 result into eight rows of
+          // scratch first, then rounded into it (the convert's own kernel).
+          std::vector<float> scratch(to_bf16 ? static_cast<size_t>(8 * n) : 0);
+          auto rows_at = [&](int64_t r) {
+            return to_bf16 ? scratch.data() : out.span<float>().data() + r * n;
+          };
+          auto finish = [&](int64_t r, int count) {
+            if (to_bf16)
+              cpu::vmath::F32ToBf16(scratch.data(), reinterpret_cast<uint16_t*>(out.data()) + r * n,
+                                    count * n);
+          };
+          // Row r masked into `dst` (which may be px's row: each element is read, then
+          // written); returns one past its last unmasked element.
+          auto mask_row = [&](int64_t r, float* dst) {
+            return cpu::vmath::SelectRowF32(px + r * n, mask + mask_rows[r], fill, dst, n);
+          };
           int64_t r = begin;
           int64_t seen[8];
           for (; r + 8 <= end; r += 8) {
-            for (int q = 0; q < 8; ++q) seen[q] = mask_row(r + q);
-            MaskedSoftmaxRows<8>(po + r * n, n, seen, fill);
+            float* dst = rows_at(r);
+            for (int q = 0; q < 8; ++q) seen[q] = mask_row(r + q, dst + q * n);
+            MaskedSoftmaxRows<8>(dst, n, seen, fill);
+            finish(r, 8);
           }
           for (; r < end; ++r) {
-            seen[0] = mask_row(r);
-            MaskedSoftmaxRows<1>(po + r * n, n, seen, fill);
+            float* dst = rows_at(r);
+            seen[0] = mask_row(r, dst);
+            MaskedSoftmaxRows<1>(dst, n, seen, fill);
+            finish(r, 1);
           }
         });
         return OkStatus();
       }});
+}
+
+std::shared_ptr<const FusedKernel> MatchMaskedSoftmaxToBf16(const Block& block,
+                                                            const BlockUses& uses, int a,
+                                                            std::vector<int>& chain,
+                                                            std::vector<Value>& operands) {
+  const auto& ops = block.operations();
+  const Operation& op = *ops[a];
+  if (op.name() != "stablehlo.composite" || op.num_results() != 1 ||
+      GetStringAttr(op.attrs(), "name") != "tlaloc.masked_softmax")
+    return nullptr;
+  const int c = uses.OnlyUser(op.result(0));
+  if (c < 0 || ops[c]->name() != "stablehlo.convert" || ops[c]->num_results() != 1 ||
+      !IsTensorOf(ops[c]->result(0), ElementType::kBF16))
+    return nullptr;
+  auto kernel = MaskedSoftmaxCompositeKernel(op, ElementType::kBF16);
+  if (!kernel) return nullptr;
+  chain = {a, c};
+  operands.assign(op.operands().begin(), op.operands().end());
+  return kernel;
 }
 
 }  // namespace tlaloc::interp

@@ -88,7 +88,8 @@ TEST(FusionTest, ChainWhoseIntermediateIsUsedElsewhereIsNotFused) {
 // with the ops' bits: a fully masked row, a masked-out NaN and an unmasked one included. With
 // `composite` it is builder::MaskedSoftmax (the composite); otherwise the same ops written out
 // in the program, as attention emitted them before the composite.
-SoftmaxRun RunMaskedSoftmax(const Literal& scores, const Literal& mask, bool fuse, bool composite) {
+SoftmaxRun RunMaskedSoftmax(const Literal& scores, const Literal& mask, bool fuse, bool composite,
+                            bool to_bf16 = false) {
   auto module = std::make_shared<Module>("t");
   FunctionBuilder fb(module.get(), "main");
   Tensor x = fb.AddArg(scores.type()), m = fb.AddArg(mask.type());
@@ -99,6 +100,8 @@ SoftmaxRun RunMaskedSoftmax(const Literal& scores, const Literal& mask, bool fus
     Tensor bm = BroadcastInDim(m, scores.dims(), {0, 3, 4});
     probs = Softmax(Where(bm, x * 0.25, FullLike(x, -1e30)), -1);
   }
+  // Attention over a bf16 cache rounds the probabilities to bf16 (their only use).
+  if (to_bf16) probs = Convert(probs, ElementType::kBF16);
   EXPECT_TRUE(fb.Return({probs}).ok());
   int composites = 0;
   for (const auto& op : fb.function()->entry().operations())
@@ -159,6 +162,17 @@ TEST(FusionTest, MaskedSoftmaxFusedIsBitIdenticalToTheOpsOneByOne) {
     }
     // The softmax's seven ops, the select and the two broadcasts ran as one.
     EXPECT_LE(fused.ops, inline_ops.ops - 9) << "t " << t << ": not fused";
+    // Rounded to bf16 after it: the kernel takes the convert (no more ops than without it) and
+    // gives the convert's bits, NaN rows and rounding ties included.
+    SoftmaxRun fused_bf16 = RunMaskedSoftmax(x, mask, true, true, true),
+               decomposed_bf16 = RunMaskedSoftmax(x, mask, false, true, true);
+    ASSERT_EQ(fused_bf16.out.element_type(), ElementType::kBF16);
+    ASSERT_EQ(fused_bf16.out.byte_size(), decomposed_bf16.out.byte_size());
+    EXPECT_EQ(std::memcmp(fused_bf16.out.data(), decomposed_bf16.out.data(),
+                          decomposed_bf16.out.byte_size()),
+              0)
+        << "t " << t << " s " << s;
+    EXPECT_EQ(fused_bf16.ops, fused.ops) << "t " << t << ": the convert ran apart";
   }
 }
 
