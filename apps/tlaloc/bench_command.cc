@@ -202,7 +202,8 @@ int RunBench(const BenchArgs& a) {
     j["load_s"] = load_s;
     j["compile_s"] = tm.compile_seconds + first.compile_seconds;
     j["warmup"] = a.warmup;
-    if (a.warmup) j["first_prefill_tokens_per_s"] = rate(first.prefill_tokens, first.prefill_seconds);
+    if (a.warmup)
+      j["first_prefill_tokens_per_s"] = rate(first.prefill_tokens, first.prefill_seconds);
     j["prefill_tokens"] = tm.prefill_tokens;
     j["prefill_s"] = tm.prefill_seconds;
     j["prefill_tokens_per_s"] = prefill_rate;

@@ -119,9 +119,8 @@ std::shared_ptr<const FusedKernel> MaskedSoftmaxCompositeKernel(const Operation&
   const bool to_bf16 = out_type == ElementType::kBF16;
   return std::make_shared<const FusedKernel>(FusedKernel{
       to_bf16 ? "fused.masked_softmax_bf16" : "fused.masked_softmax",
-      [mask_rows = std::move(mask_rows), fill, n, to_bf16](std::span<const Literal> in,
-                                                            Literal& out,
-                                                            EvalContext& ctx) -> Status {
+      [mask_rows = std::move(mask_rows), fill, n, to_bf16](
+          std::span<const Literal> in, Literal& out, EvalContext& ctx) -> Status {
         const int64_t rows = static_cast<int64_t>(mask_rows.size());
         const auto* mask = reinterpret_cast<const uint8_t*>(in[1].data());
         const float* px = in[0].span<float>().data();

@@ -52,17 +52,34 @@ TEST(MatmulKernelTest, Bf16RowDotsMatchExactProductsWithAndWithoutTail) {
   }
 }
 
-// One or two vectors times 7 weight rows: rows 0-3 go through the four-row kernel, 4-6 through
-// the one-row kernel; each result must be bit-identical to DotBF16 of that row and vector, so a
-// row's value never depends on its position or on how many vectors share the pass.
+// One or two vectors times weight rows: with two, rows 0-3 go through the four-row kernel, 4-6
+// through the one-row kernel; with one (on AVX-512), every row through the streaming kernel,
+// over several blocks and threads with 300 rows, its prefetch stopping near the matrix's end.
+// Each result must be bit-identical to DotBF16 of that row and vector, tail or none, so a row's
+// value never depends on its position, its kernel or on how many vectors share the pass.
 TEST(MatmulKernelTest, Bf16FourRowKernelAgreesBitwiseWithOneRowKernel) {
-  const int64_t k = 1056, n = 7;
-  for (int64_t m : {1, 2}) {
-    std::vector<bf16> x = RandomBf16(m * k, 5), w = RandomBf16(n * k, 6);
-    cputest::ExpectPairsAreDotBF16(
-        cputest::Bf16RowsTimesRowsT(x, w, m, k, n), m, k, n,
-        [&](int64_t s, int64_t i) { return x[s * k + i].f(); }, w.data(), "m=" + std::to_string(m));
-  }
+  for (int64_t k : {1056, 1000})
+    for (int64_t n : {7, 300})
+      for (int64_t m : {1, 2}) {
+        std::vector<bf16> x = RandomBf16(m * k, 5), w = RandomBf16(n * k, 6);
+        cputest::ExpectPairsAreDotBF16(
+            cputest::Bf16RowsTimesRowsT(x, w, m, k, n), m, k, n,
+            [&](int64_t s, int64_t i) { return x[s * k + i].f(); }, w.data(),
+            "m=" + std::to_string(m) + " k=" + std::to_string(k) + " n=" + std::to_string(n));
+        // The same values as f32 rows (the f32 kernels sum in the bf16 kernels' lane order).
+        std::vector<float> xf, wf;
+        for (bf16 v : x) xf.push_back(v.f());
+        for (bf16 v : w) wf.push_back(v.f());
+        auto out =
+            RunOp("stablehlo.dot_general",
+                  {Literal::FromVector<float>({m, k}, xf), Literal::FromVector<float>({n, k}, wf)},
+                  DotAttrs({}, {}, {1}, {1}),
+                  std::vector<Type>{Type(TensorType(ElementType::kF32, {m, n}))});
+        ASSERT_TRUE(out.ok()) << out.status().ToString();
+        cputest::ExpectPairsAreDotBF16(
+            Values<float>((*out)[0]), m, k, n, [&](int64_t s, int64_t i) { return xf[s * k + i]; },
+            w.data(), "f32 m=" + std::to_string(m) + " k=" + std::to_string(k));
+      }
 }
 
 // A few vectors times B stored [k, n] with n contiguous (decode attention's probabilities times
