@@ -51,7 +51,7 @@ std::shared_ptr<const Q8PackedWeights> PackQ8Weights(const int8_t* w, const uint
 // the same; the AVX2 kernel reads each tile's one stream and ignores it); benchmarks name one
 // (matmul_bench BM_Int8DecodeCold compares them).
 enum class Q8PackedPrefetch {
-  kAuto,     // kWeights, until kAll is measured on a VNNI machine (docs/performance.md, issue 36)
+  kAuto,     // kAll (measured on Zen 5: docs/performance.md, stop 36)
   kWeights,  // the weight bytes 16 KiB ahead, for one and two activation rows only
   kAll,      // for up to four rows the weight bytes 16 KiB ahead, and the next tiles' scales
 };
