@@ -29,12 +29,15 @@ const bool kBf16Dots = [] {
   const char* env = std::getenv("TLALOC_SMALL_M_MATMUL");
   return HasAvx512Bf16() && !(env && std::strcmp(env, "fma") == 0);
 }();
-// TLALOC_SMALL_M_TILES=pair, =group or =packed picks SmallMTiles::kDefault's tiles.
+// TLALOC_SMALL_M_TILES=pair, =group, =packed or =stream picks SmallMTiles::kDefault's tiles
+// (kDefault when unset: RunTiles' choice by the number of vectors).
 const SmallMTiles kDefaultTiles = [] {
   const char* env = std::getenv("TLALOC_SMALL_M_TILES");
   if (env && std::strcmp(env, "pair") == 0) return SmallMTiles::kPerPair;
   if (env && std::strcmp(env, "group") == 0) return SmallMTiles::kPerGroup;
-  return SmallMTiles::kPacked;
+  if (env && std::strcmp(env, "packed") == 0) return SmallMTiles::kPacked;
+  if (env && std::strcmp(env, "stream") == 0) return SmallMTiles::kStream;
+  return SmallMTiles::kDefault;
 }();
 
 // The lane order of reduction_matmul.cc's LoadRowPair: widening 32 bf16 weights by interleaving
@@ -211,6 +214,11 @@ void Rows(const uint16_t* const* rows, const Operands& o, int m, float* out, int
 // slices of 1024, all the vectors over one slice before the next).
 constexpr int64_t kMaxPackedK = 1024;
 
+// The most vectors read against one row at a time (RunTiles' stream), and how far on (in
+// elements: 16 KiB of bf16) it prefetches.
+constexpr int kStreamMaxRows = 4;
+constexpr int64_t kStreamAhead = 8192;
+
 // All m vectors (bf16) against R rows, S at a time. With `packed` (R x k64 words) and more than
 // 2 x S vectors, the first tile unpacks the rows into it as it goes and the others read them from
 // there; otherwise each tile unpacks the rows again. At 8 vectors (one tile reading the buffer)
@@ -241,9 +249,10 @@ uint16_t* PackBuffer(int64_t words) {
 
 // The product over all rows of B, tiles of R rows split across the threads: S vectors per tile
 // over a buffer of unpacked rows (PackedRows), or S = 0: kVectors per tile, unpacking (Rows).
+// With `stream` (VDPBF16PS and contiguous rows), rows are read one at a time instead.
 template <int R, int S, bool kPack = true>
 void RunTiles(const uint16_t* weights, const MatrixView& b, int64_t batch, int64_t m, int64_t n,
-              bool dp, const Operands& o, float* c, EvalContext& ctx) {
+              bool dp, const Operands& o, float* c, EvalContext& ctx, bool stream = false) {
   const int64_t k = o.k, row_step = b.col_stride, total = batch * n;
   // Blocks of rows streaming about 64 KiB each (the matrix-vector kernel's), whole tiles.
   const int64_t block =
@@ -253,6 +262,7 @@ void RunTiles(const uint16_t* weights, const MatrixView& b, int64_t batch, int64
   const int64_t ahead_rows =
       std::max<int64_t>(R, ((int64_t{16} << 10) + row_bytes - 1) / row_bytes);
   const int mi = static_cast<int>(m);
+  stream = stream && dp && row_step == k;
   ParallelShares(ctx, total, block, [&](int64_t begin, int64_t end) {
     uint16_t* packed = S > 0 && kPack && o.k64 <= kMaxPackedK ? PackBuffer(R * o.k64) : nullptr;
     for (int64_t t = begin; t < end;) {
@@ -262,6 +272,15 @@ void RunTiles(const uint16_t* weights, const MatrixView& b, int64_t batch, int64
       ob.x += bi * m * o.x_step;
       ob.xb += bi * m * o.xb_step;
       float* out = c + bi * m * n + r;
+      if (stream) {
+        const uint16_t* one[1] = {base + r * row_step};
+        const int64_t ahead = (r + 1) * k + kStreamAhead <= n * k ? kStreamAhead : 0;
+        for (int s0 = 0; s0 < mi; s0 += kStreamMaxRows)  // more vectors: the row from L1
+          TileOf<1, kStreamMaxRows, true, Source::kUnpack>(
+              std::min(kStreamMaxRows, mi - s0), one, nullptr, ob, s0, out, n, s0 == 0 ? ahead : 0);
+        ++t;
+        continue;
+      }
       if (t + R <= end && r + R <= n) {
         const uint16_t* rows[R];
         for (int j = 0; j < R; ++j) rows[j] = base + (r + j) * row_step;
@@ -351,9 +370,21 @@ bool SmallMMatmul(const MatrixView& a, const MatrixView& b, int64_t batch, int64
     return true;
   }
   if (tiles == SmallMTiles::kDefault) tiles = kDefaultTiles;
+  // Up to kStreamMaxRows vectors: one row after another, all the vectors in one tile, prefetching
+  // 16 KiB on in the stream (as the matrix-vector kernel reads one vector's rows), one stream per
+  // thread instead of three. Batched decode of 4 sequences on Zen 5: 69-80 -> 81-87 tokens/s;
+  // at 8 the same, at 16 slower (each row's tile does the arithmetic of all 16 vectors in four
+  // passes that three-row tiles share), so the packed tiles above 4.
+  if (tiles == SmallMTiles::kDefault)
+    tiles = m <= kStreamMaxRows ? SmallMTiles::kStream : SmallMTiles::kPacked;
+  // Streaming needs contiguous rows (rows of other layouts take the packed tiles).
+  if (tiles == SmallMTiles::kStream && b.col_stride != k) tiles = SmallMTiles::kPacked;
   // f32 activations run the FMAs, which have no unpacking to save.
   if (!dp) tiles = SmallMTiles::kPerPair;
   switch (tiles) {
+    case SmallMTiles::kStream:
+      RunTiles<kGroupRows, kGroupVectors, false>(weights, b, batch, m, n, dp, o, c, ctx, true);
+      break;
     case SmallMTiles::kPacked:
       RunTiles<kGroupRows, kGroupVectors, true>(weights, b, batch, m, n, dp, o, c, ctx);
       break;

@@ -25,13 +25,18 @@ inline constexpr int64_t kSmallMMaxRows = 64;
 // How the tiles of bf16 activations get each weight row into VDPBF16PS's operand order (all
 // give the same bits; matmul_bench's BM_SmallMKernel compares their speeds).
 enum class SmallMTiles {
-  kDefault,   // TLALOC_SMALL_M_TILES's choice (pair, group or packed), else kPacked
+  // TLALOC_SMALL_M_TILES's choice (pair, group, packed or stream), else kStream for up to 4
+  // vectors with rows contiguous, kPacked otherwise
+  kDefault,
   kPerPair,   // 4 rows x 2 vectors, each tile unpacking its rows again (the first kernel)
   kPerGroup,  // 3 rows x 4 vectors, each tile unpacking its rows again
   // 3 rows x 4 vectors; for k <= 1024 and more than 8 vectors the first tile also stores its
   // rows unpacked into an L1 buffer that the other vectors' tiles read (unpacked once per row,
   // not once per 4 vectors).
   kPacked,
+  // rows one after another (one stream per thread, prefetched 16 KiB on), each against all the
+  // vectors, 4 at a time; for rows stored contiguously (else kPacked)
+  kStream,
 };
 
 // C[b] = A[b] (m x k) * B[b] (k x n) as ViewMatmul defines it, for 2 <= m <= kSmallMMaxRows, B

@@ -82,7 +82,8 @@ TEST(SmallMMatmulTest, F32TransposedBatchedActivationsGiveTheSameBits) {
 
 // Each way of tiling the bf16 products (on AVX2 CPUs kPerPair is 2 weight rows x 1 vector, the
 // others 1 row x 3 vectors; on AVX-512 ones the packed one unpacks a tile's weight rows once into a
-// buffer that the later vectors' tiles read, for k <= 1024) gives every pair the matrix-vector
+// buffer that the later vectors' tiles read, for k <= 1024, and the stream one reads one row at a
+// time against 4 vectors a tile; kDefault picks by m) gives every pair the matrix-vector
 // kernel's bits: m of one tile or several (and a last tile of fewer vectors), k with a pair of
 // 32-blocks unfinished (1001: one 32-block through the FMAs, then an odd tail of 9) or an odd tail
 // past the buffer's limit (1091), k under one pair of blocks (40), rows past the last whole
@@ -92,9 +93,10 @@ TEST(SmallMMatmulTest, EveryTilingGivesTheMatrixVectorKernelsBits) {
     GTEST_SKIP() << "neither AVX-512 nor AVX2 + FMA here: the small-M kernel does not run";
   const int64_t batch = 2, n = 70;  // tiles of 3 and 4 rows leave rows over; blocks of ~30 rows
   using Tiles = cpu::SmallMTiles;
-  for (Tiles tiles : {Tiles::kPerPair, Tiles::kPerGroup, Tiles::kPacked})
+  for (Tiles tiles :
+       {Tiles::kPerPair, Tiles::kPerGroup, Tiles::kPacked, Tiles::kStream, Tiles::kDefault})
     for (int64_t k : {int64_t{1091}, int64_t{1024}, int64_t{1001}, int64_t{40}})
-      for (int64_t m : {2, 3, 8, 13, 16}) {
+      for (int64_t m : {2, 3, 4, 8, 13, 16}) {
         std::vector<bf16> x = RandomBf16(batch * m * k, static_cast<uint32_t>(3 * m + k));
         std::vector<bf16> w = RandomBf16(batch * n * k, static_cast<uint32_t>(k));
         const cpu::MatrixView a{reinterpret_cast<const std::byte*>(x.data()), ElementType::kBF16,
