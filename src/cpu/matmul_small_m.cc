@@ -30,7 +30,7 @@ const bool kBf16Dots = [] {
   return HasAvx512Bf16() && !(env && std::strcmp(env, "fma") == 0);
 }();
 // TLALOC_SMALL_M_TILES=pair, =group, =packed or =stream picks SmallMTiles::kDefault's tiles
-// (kDefault when unset: RunTiles' choice by the number of vectors).
+// (kDefault when unset: SmallMMatmul's choice by the number of vectors).
 const SmallMTiles kDefaultTiles = [] {
   const char* env = std::getenv("TLALOC_SMALL_M_TILES");
   if (env && std::strcmp(env, "pair") == 0) return SmallMTiles::kPerPair;
