@@ -214,10 +214,10 @@ void Rows(const uint16_t* const* rows, const Operands& o, int m, float* out, int
 // slices of 1024, all the vectors over one slice before the next).
 constexpr int64_t kMaxPackedK = 1024;
 
-// The most vectors read against one row at a time (RunTiles' stream), and how far on (in
-// elements: 16 KiB of bf16) it prefetches.
+// The most vectors read against one row at a time (RunTiles' stream), and how far on it
+// prefetches, in elements.
 constexpr int kStreamMaxRows = 4;
-constexpr int64_t kStreamAhead = 8192;
+constexpr int64_t kStreamAhead = kRowPrefetchBytes / 2;
 
 // All m vectors (bf16) against R rows, S at a time. With `packed` (R x k64 words) and more than
 // 2 x S vectors, the first tile unpacks the rows into it as it goes and the others read them from
@@ -249,7 +249,8 @@ uint16_t* PackBuffer(int64_t words) {
 
 // The product over all rows of B, tiles of R rows split across the threads: S vectors per tile
 // over a buffer of unpacked rows (PackedRows), or S = 0: kVectors per tile, unpacking (Rows).
-// With `stream` (VDPBF16PS and contiguous rows), rows are read one at a time instead.
+// With `stream` (SmallMMatmul's kStream: VDPBF16PS, contiguous rows), rows are read one at a
+// time instead.
 template <int R, int S, bool kPack = true>
 void RunTiles(const uint16_t* weights, const MatrixView& b, int64_t batch, int64_t m, int64_t n,
               bool dp, const Operands& o, float* c, EvalContext& ctx, bool stream = false) {
@@ -259,10 +260,8 @@ void RunTiles(const uint16_t* weights, const MatrixView& b, int64_t batch, int64
       std::max<int64_t>(R, (int64_t{1} << 16) / std::max<int64_t>(k * 2, 1) / R * R);
   // The rows about 16 KiB on are prefetched into L2 (the matrix-vector kernel's distance).
   const int64_t row_bytes = std::max<int64_t>(1, k * 2);
-  const int64_t ahead_rows =
-      std::max<int64_t>(R, ((int64_t{16} << 10) + row_bytes - 1) / row_bytes);
+  const int64_t ahead_rows = std::max<int64_t>(R, (kRowPrefetchBytes + row_bytes - 1) / row_bytes);
   const int mi = static_cast<int>(m);
-  stream = stream && dp && row_step == k;
   ParallelShares(ctx, total, block, [&](int64_t begin, int64_t end) {
     uint16_t* packed = S > 0 && kPack && o.k64 <= kMaxPackedK ? PackBuffer(R * o.k64) : nullptr;
     for (int64_t t = begin; t < end;) {

@@ -102,14 +102,20 @@ TLALOC_AVX512_CORE_TARGET inline void LoadVectorPair(const float* x, __m512& lo,
 // Two accumulators per vector over 32-element steps keep two FMA chains in flight per vector;
 // the kernel is bound by reading the row, not by arithmetic. The loops over vectors and rows are
 // unrolled so the accumulators live in registers: GCC -O2 otherwise keeps the arrays in memory
-// and every FMA waits on a store-to-load round trip.
+// and every FMA waits on a store-to-load round trip. With `ahead`, the line that many bytes past
+// each step is prefetched into L2 (rows read one after another: one stream per thread).
 template <int S, typename W>
 TLALOC_AVX512_CORE_TARGET void DotsAvx512(const float* const* x, const W* row, int64_t k,
-                                          float* out) {
+                                          float* out, int64_t ahead = 0) {
   __m512 acc0[S], acc1[S];
   for (int s = 0; s < S; ++s) acc0[s] = acc1[s] = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 32 <= k; i += 32) {
+    if (ahead) {
+      const char* p = reinterpret_cast<const char*>(row + i) + ahead;
+      _mm_prefetch(p, _MM_HINT_T1);
+      if constexpr (sizeof(W) == 4) _mm_prefetch(p + 64, _MM_HINT_T1);
+    }
     __m512 w0, w1;
     LoadRowPair(row + i, w0, w1);
 #pragma GCC unroll 4
@@ -182,46 +188,6 @@ TLALOC_AVX512_CORE_TARGET void Dot4RowsAvx512(const float* const* x, const W* co
     for (int v = 0; v < S; ++v) out[r + v * out_s] = SumLanes(acc0[r][v], acc1[r][v]);
 }
 
-// One vector against one row with DotsAvx512<1>'s arithmetic, the vector already in
-// LoadVectorPair's lane order (`xp`, PermuteVector: 32 floats per step; `x` as it is for the
-// tail), and the line `ahead` bytes past each step prefetched into L2 (0: none). Rows read one
-// after another this way are one stream per thread, which the memory system serves faster than
-// Dot4RowsAvx512's four: decode on Zen 5, weights on 2 MiB pages, read 13-20% (bf16) and 27-41%
-// (f32) more tokens/s (docs/performance.md, stop 36).
-template <typename W>
-TLALOC_AVX512_CORE_TARGET float DotStreamAvx512(const float* xp, const float* x, const W* row,
-                                                int64_t k, int64_t ahead) {
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 32 <= k; i += 32) {
-    if (ahead) {
-      const char* p = reinterpret_cast<const char*>(row + i) + ahead;
-      _mm_prefetch(p, _MM_HINT_T1);
-      if constexpr (sizeof(W) == 4) _mm_prefetch(p + 64, _MM_HINT_T1);
-    }
-    __m512 w0, w1;
-    LoadRowPair(row + i, w0, w1);
-    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(xp + i), w0, acc0);
-    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(xp + i + 16), w1, acc1);
-  }
-  for (; i < k; i += 16) {
-    const int64_t rem = std::min<int64_t>(16, k - i);
-    const __mmask16 m = static_cast<__mmask16>((1u << rem) - 1u);
-    acc0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + i), LoadRowMasked(row + i, m), acc0);
-  }
-  return SumLanes(acc0, acc1);
-}
-
-// x's whole 32-element steps in LoadVectorPair's order (the tail is not written).
-TLALOC_AVX512_CORE_TARGET void PermuteVector(const float* x, int64_t k, float* xp) {
-  for (int64_t i = 0; i + 32 <= k; i += 32) {
-    __m512 lo, hi;
-    LoadVectorPair(x + i, lo, hi);
-    _mm512_storeu_ps(xp + i, lo);
-    _mm512_storeu_ps(xp + i + 16, hi);
-  }
-}
-
 template <int S, typename W>
 void Dots(const float* const* x, const W* row, int64_t k, float* out) {
   if (kAvx512) {
@@ -248,31 +214,26 @@ void RowsTimesVectors(const W* rows, int64_t row_step, int64_t batch_step, int64
   // Blocks of rows that stream about 64-256 KiB each, a multiple of the four-row kernel.
   const int64_t block = std::max<int64_t>(4, (int64_t{1} << 16) / std::max<int64_t>(k, 1) / 4 * 4);
   const int64_t row_bytes = std::max<int64_t>(1, k * static_cast<int64_t>(sizeof(W)));
-  const int64_t ahead_rows =
-      std::max<int64_t>(4, ((int64_t{16} << 10) + row_bytes - 1) / row_bytes);
+  const int64_t ahead_rows = std::max<int64_t>(4, (kRowPrefetchBytes + row_bytes - 1) / row_bytes);
   // One vector against contiguous rows of 256 or more (decode's weight products): one row after
-  // another, prefetching 16 KiB on in the stream (0, 4 and 32 KiB measured slower on Zen 5)
-  // while that stays inside this batch's matrix. Shorter rows (attention's keys) keep the
-  // four-row kernel, which pays each row's setup once per four.
-  if (kAvx512 && s_count == 1 && row_step == k && k >= 256) {
-    constexpr int64_t kStreamAhead = int64_t{16} << 10;
-    std::vector<float> permuted(static_cast<size_t>(batch * k));
-    for (int64_t bi = 0; bi < batch; ++bi)
-      PermuteVector(vecs + bi * k, k, permuted.data() + bi * k);
-    const int64_t matrix_bytes = num_rows * row_bytes;
-    ParallelShares(ctx, total, block, [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) {
-        const int64_t bi = t / num_rows, r = t % num_rows;
-        const int64_t ahead = (r + 1) * row_bytes + kStreamAhead <= matrix_bytes ? kStreamAhead : 0;
-        out[bi * out_batch + r * out_r] = DotStreamAvx512(permuted.data() + bi * k, vecs + bi * k,
-                                                          rows + bi * batch_step + r * k, k, ahead);
-      }
-    });
-    return;
-  }
+  // another, prefetching kRowPrefetchBytes on in the stream while that stays inside this batch's
+  // matrix: one stream per thread, which the memory system serves faster than the four-row
+  // kernel's four (decode on Zen 5, weights on 2 MiB pages: bf16 13-20%, f32 27-41% more
+  // tokens/s; docs/performance.md, stop 36). Shorter rows (attention's keys) keep the four-row
+  // kernel, which pays each row's setup once per four.
+  const bool stream = kAvx512 && s_count == 1 && row_step == k && k >= 256;
+  const int64_t matrix_bytes = num_rows * row_bytes;
   ParallelShares(ctx, total, block, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const int64_t bi = t / num_rows, r = t % num_rows;
+      if (stream) {
+        const float* x[1] = {vecs + bi * k};
+        const int64_t ahead =
+            (r + 1) * row_bytes + kRowPrefetchBytes <= matrix_bytes ? kRowPrefetchBytes : 0;
+        DotsAvx512<1>(x, rows + bi * batch_step + r * k, k, out + bi * out_batch + r * out_r,
+                      ahead);
+        continue;
+      }
       if (kAvx512 && s_count <= 2 && t + 4 <= end && r + 4 <= num_rows) {
         const W* four[4];
         for (int j = 0; j < 4; ++j) four[j] = rows + bi * batch_step + (r + j) * row_step;
@@ -580,7 +541,7 @@ void PagedRowsTimesVectors(const std::vector<float>& vecs, int s_count, const Pa
       std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, pr.page * k));
   // Tasks in pool order: a page's heads are contiguous, so consecutive tasks stream through it;
   // the rows about 16 KiB on are prefetched (RowsTimesVectors' distance).
-  const int64_t ahead = std::max<int64_t>(4, ((int64_t{16} << 10) + k * sizeof(W) - 1) /
+  const int64_t ahead = std::max<int64_t>(4, (kRowPrefetchBytes + k * sizeof(W) - 1) /
                                                  std::max<int64_t>(1, k * sizeof(W))) *
                         k;
   // On AVX2 the vectors are permuted once per task rather than once per row (DotsAvx2Permuted,

@@ -130,9 +130,8 @@ std::shared_ptr<const FusedKernel> MaskedSoftmaxCompositeKernel(const Operation&
           // f32 rows go straight into the result; rows for a bf16 result into eight rows of
           // scratch first, then rounded into it (the convert's own kernel).
           std::vector<float> scratch(to_bf16 ? static_cast<size_t>(8 * n) : 0);
-          auto rows_at = [&](int64_t r) {
-            return to_bf16 ? scratch.data() : out.span<float>().data() + r * n;
-          };
+          float* po = to_bf16 ? nullptr : out.span<float>().data();
+          auto rows_at = [&](int64_t r) { return to_bf16 ? scratch.data() : po + r * n; };
           auto finish = [&](int64_t r, int count) {
             if (to_bf16)
               cpu::vmath::F32ToBf16(scratch.data(), reinterpret_cast<uint16_t*>(out.data()) + r * n,
