@@ -21,7 +21,9 @@
 # `tlaloc bench`'s default; its first request's prefill rate is printed too), the prompt as one
 # batch, decode one token at a time after it. llama.cpp runs with its defaults (f16 KV cache,
 # flash attention "auto" as llama.cpp resolves it): that is the main row. A second line per
-# decode figure runs it with the KV cache in the model's dtype, as Tlaloc's is (bf16 for int8). Decode is measured after the full prompt
+# decode figure runs it with the KV cache in the model's dtype, as Tlaloc's is (bf16 for int8);
+# the f32 model runs in Tlaloc a second time with a bf16 KV cache (--kv-dtype bf16, the "Tlaloc
+# bf16 KV" lines), llama.cpp's default f16 cache's match. Decode is measured after the full prompt
 # and after a short one (--short-prompt, 4 tokens). Each dtype ends with the rate at which each
 # engine reads the weights while decoding, as a share of the machine's read bandwidth measured
 # by `tlaloc probe` just before each timed run (the median of the runs' shares; the probes'
@@ -150,6 +152,12 @@ for dt in $DTYPES; do
           --model "$model" --prompt-tokens "$2" --new-tokens "$NEW" --threads "$THREADS" \
           --seed "$r" --json --no-probes
       fi
+      if [[ "$dt" == f32 ]]; then
+        echo "== run $r/$RUNS $tag ${2}-token prompt: tlaloc, --kv-dtype bf16" >&2
+        measure "$RESULTS/tlalockv-$1$tag-$r.json" "$TLALOC" bench --kv-dtype bf16 \
+          --model "$model" "${dtype_flag[@]}" --prompt-tokens "$2" --new-tokens "$NEW" \
+          --threads "$THREADS" --seed "$r" --json --no-probes
+      fi
     }
     # llama.cpp with its default KV cache and attention, then with the KV cache in $kv.
     run_llama() {
@@ -200,7 +208,8 @@ results, tags, threads, prompt, gen, runs, short = sys.argv[1:]
 
 def load(engine, dt):
     """Result files are ENGINE-DTYPE-RUN.json, ENGINE being tlaloc, tlalocq8 (int8 with q8_0
-    activations), llama (default KV) or llamakv (KV in the model's dtype), with "short-" before
+    activations), tlalockv (f32 with a bf16 KV cache), llama (default KV) or llamakv (KV in the
+    model's dtype), with "short-" before
     DTYPE for the short-prompt runs."""
     out = []
     for f in sorted(os.listdir(results)):
@@ -229,6 +238,7 @@ for dt in tags.split():
     t, l, lkv = load("tlaloc", dt), load("llama", dt), load("llamakv", dt)
     ts, ls, lkvs = load("tlaloc", f"short-{dt}"), load("llama", f"short-{dt}"), load("llamakv", f"short-{dt}")
     tq, tqs = load("tlalocq8", dt), load("tlalocq8", f"short-{dt}")
+    tk, tks = load("tlalockv", dt), load("tlalockv", f"short-{dt}")
     if not t or not l:
         continue
 
@@ -247,7 +257,12 @@ for dt in tags.split():
     metric(f"prefill {prompt} tok/s, {q8}", "prefill_tokens_per_s", 1, True, tq, l)
     metric(f"decode {gen} tok/s after {prompt}, {q8} (llama.cpp {kv_name(l)})", dec, 1, True, tq, l)
     metric(f"decode {gen} tok/s after {short}, {q8} (llama.cpp {kv_name(ls)})", dec, 1, True, tqs, ls)
+    bkv = "Tlaloc bf16 KV"
+    metric(f"prefill {prompt} tok/s, {bkv}", "prefill_tokens_per_s", 1, True, tk, l)
+    metric(f"decode {gen} tok/s after {prompt}, {bkv} (llama.cpp {kv_name(l)})", dec, 1, True, tk, l)
+    metric(f"decode {gen} tok/s after {short}, {bkv} (llama.cpp {kv_name(ls)})", dec, 1, True, tks, ls)
     metric("peak RSS MiB", "time_peak_rss_bytes", 1 / 1048576, False, t, l)
+    metric(f"peak RSS MiB, {bkv}", "time_peak_rss_bytes", 1 / 1048576, False, tk, l)
     metric("load s", "load_s", 1, False, t, l)
     f = os.path.join(results, f"bandwidth-{dt}.json")
     if not os.path.exists(f):
@@ -259,7 +274,7 @@ for dt in tags.split():
     # Both engines read the same weights per token (the GGUF holds the same tensors).
     gb, peak = bw["weight_bytes_per_token"] / 1e9, bw["machine_read_bytes_per_s"] / 1e9
     # The probes taken just before each timed run of this dtype (measure()).
-    probes = [j["probe_read_bytes_per_s"] / 1e9 for js in (t, l, lkv, ts, ls, lkvs, tq, tqs)
+    probes = [j["probe_read_bytes_per_s"] / 1e9 for js in (t, l, lkv, ts, ls, lkvs, tq, tqs, tk, tks)
               for j in js if j.get("probe_read_bytes_per_s")]
 
     def share(js):
@@ -283,6 +298,8 @@ for dt in tags.split():
             f"with {kv_name(lkvs)} {share(lkvs)}")
     if tq:
         text += f"\n  {q8}: decode after {prompt} {share(tq)}, after {short} {share(tqs)}"
+    if tk:
+        text += f"\n  {bkv}: decode after {prompt} {share(tk)}, after {short} {share(tks)}"
     # Prefill's multiply-adds per token (the same model for both engines) against the peak of
     # the units Tlaloc's products use, probed in the same run (tlaloc bench).
     peak_flops = bw.get("machine_peak_flops_per_s")

@@ -1,11 +1,10 @@
-// `tlaloc bench -m MODEL [--dtype f32|bf16] [--prompt-tokens N] [--new-tokens M]
-//  [-t THREADS] [--target T] [--json] [--no-bandwidth] [--no-warmup]`: load time, prefill and
-// decode speed (after an untimed warm-up request, as llama-bench times; the first request's
-// prefill is reported beside them),
-// peak resident memory, decode's share of the memory bandwidth and prefill's of the multiply-add
-// peak (both probed in the same run, support/machine_probe.h) for a checkpoint, with a
-// random prompt of N tokens and M greedy new tokens (no end token, so every run decodes exactly
-// M tokens).
+// `tlaloc bench -m MODEL [--dtype f32|bf16] [--kv-dtype f32|bf16] [--prompt-tokens N]
+//  [--new-tokens M] [-t THREADS] [--target T] [--json] [--no-bandwidth] [--no-warmup]`: load
+// time, prefill and decode speed (after an untimed warm-up request, as llama-bench times; the
+// first request's prefill is reported beside them), peak resident memory, decode's share of the
+// memory bandwidth and prefill's of the multiply-add peak (both probed in the same run,
+// support/machine_probe.h) for a checkpoint, with a random prompt of N tokens and M greedy new
+// tokens (no end token, so every run decodes exactly M tokens).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -35,7 +34,7 @@ namespace tlaloc::cli {
 namespace {
 
 struct BenchArgs {
-  std::string model, dtype, target;
+  std::string model, dtype, kv_dtype, target;
   int64_t prompt_tokens = 512, new_tokens = 128;
   std::optional<int> threads;
   uint64_t seed = 0;
@@ -118,6 +117,8 @@ int RunBench(const BenchArgs& a) {
   if (a.new_tokens < 1) return fail("--new-tokens must be at least 1", kExitUsage);
   auto dtype = ParseDtypeFlag(a.dtype);
   if (!dtype.ok()) return usage(dtype.status());
+  auto kv_dtype = ParseKvDtypeFlag(a.kv_dtype);
+  if (!kv_dtype.ok()) return usage(kv_dtype.status());
   auto model = ResolveModelFlag(a.model);
   if (!model.ok()) return usage(model.status());
   if (Status s = ApplyThreads(a.threads); !s.ok()) return usage(s);
@@ -130,6 +131,7 @@ int RunBench(const BenchArgs& a) {
   const std::string backend_name = (*backend)->name();
   auto gen = generate::Generator::Load(model->string(), *dtype, std::move(*backend));
   if (!gen.ok()) return fail(gen.status().message());
+  if (Status s = ApplyKvDtype(*kv_dtype, (*gen)->engine()); !s.ok()) return usage(s);
   const double load_s = Seconds() - t0;
   const auto& cfg = (*gen)->config();
   if (a.prompt_tokens + a.new_tokens > cfg.max_position_embeddings)
@@ -196,6 +198,7 @@ int RunBench(const BenchArgs& a) {
     nlohmann::json j;
     j["model"] = a.model;
     j["dtype"] = dt;
+    j["kv_dtype"] = MlirName((*gen)->engine().kv_dtype());
     j["target"] = backend_name;
     j["threads"] = threads;
     j["blas_core"] = BlasCoreName();
@@ -228,8 +231,9 @@ int RunBench(const BenchArgs& a) {
     }
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("model        %s (%s, %d threads, OpenBLAS %s)\n", a.model.c_str(), dt.c_str(),
-                threads, BlasCoreName().c_str());
+    std::printf("model        %s (%s, KV cache %s, %d threads, OpenBLAS %s)\n", a.model.c_str(),
+                dt.c_str(), std::string(MlirName((*gen)->engine().kv_dtype())).c_str(), threads,
+                BlasCoreName().c_str());
     std::printf("load         %.3f s (compile %.3f s)\n", load_s,
                 tm.compile_seconds + first.compile_seconds);
     if (a.warmup)
@@ -266,6 +270,7 @@ void RegisterBenchCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "Measure load, prefill and decode speed of a model");
   AddModelOption(cmd, &args->model);
   cmd->add_option("--dtype", args->dtype, "f32 or bf16 (default: as stored)");
+  AddKvDtypeOption(cmd, &args->kv_dtype);
   cmd->add_option("--prompt-tokens", args->prompt_tokens, "random prompt length");
   cmd->add_option("--new-tokens", args->new_tokens, "greedy tokens to decode");
   AddThreadsOption(cmd, &args->threads);

@@ -29,7 +29,7 @@ std::atomic<bool> g_interrupted{false};
 void OnInterrupt(int) { g_interrupted.store(true); }
 
 struct ChatArgs {
-  std::string model, dtype, target;
+  std::string model, dtype, kv_dtype, target;
   RequestFlags request;
   std::optional<int> threads;
 };
@@ -70,12 +70,16 @@ int RunChat(const ChatArgs& a) {
   if (!choice.ok()) return fail(choice.status().message(), kExitUsage);
   auto dtype = ParseDtypeFlag(a.dtype);
   if (!dtype.ok()) return fail(dtype.status().message(), kExitUsage);
+  auto kv_dtype = ParseKvDtypeFlag(a.kv_dtype);
+  if (!kv_dtype.ok()) return fail(kv_dtype.status().message(), kExitUsage);
   auto backend = MakeBackend(*choice);
   if (!backend.ok())
     return fail("target " + choice->ToString() + ": " + backend.status().message());
   std::fprintf(stderr, "tlaloc chat: loading %s\n", a.model.c_str());
   auto gen = generate::TextGenerator::Load(*model, *dtype, std::move(*backend));
   if (!gen.ok()) return fail(gen.status().message());
+  if (Status s = ApplyKvDtype(*kv_dtype, (*gen)->generator().engine()); !s.ok())
+    return fail(s.message(), kExitUsage);
 
   struct sigaction sa {};
   sa.sa_handler = OnInterrupt;
@@ -164,6 +168,7 @@ void RegisterChatCommand(CLI::App& app) {
                     "else up to the end token or the context)",
                     "sampling seed of the first reply (default: random, printed)");
   cmd->add_option("--dtype", args->dtype, "f32 or bf16 (default: as stored)");
+  AddKvDtypeOption(cmd, &args->kv_dtype);
   AddTargetOption(cmd, &args->target);
   cmd->callback([args] { SetExitCode(RunChat(*args)); });
 }

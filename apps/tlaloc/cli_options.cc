@@ -44,7 +44,8 @@ StatusOr<BackendChoice> BackendChoiceFromFlag(const std::string& target) {
 }
 
 StatusOr<std::optional<ElementType>> ParseDtypeFlag(const std::string& text,
-                                                    const std::vector<ElementType>& allowed) {
+                                                    const std::vector<ElementType>& allowed,
+                                                    const std::string& flag) {
   if (text.empty()) return std::optional<ElementType>();
   struct Spelling {
     const char* short_name;
@@ -62,7 +63,25 @@ StatusOr<std::optional<ElementType>> ParseDtypeFlag(const std::string& text,
     if (text == s.short_name || text == s.long_name) return std::optional<ElementType>(s.type);
     expected += std::string(expected.empty() ? "" : ", ") + s.short_name;
   }
-  return InvalidArgument("--dtype \"" + text + "\": expected one of " + expected);
+  return InvalidArgument(flag + " \"" + text + "\": expected one of " + expected);
+}
+
+void AddKvDtypeOption(CLI::App* cmd, std::string* kv_dtype) {
+  cmd->add_option("--kv-dtype", *kv_dtype,
+                  "KV cache type: the model's (default), or bf16 for an f32 model (half the "
+                  "cache's memory and of what each decode step reads; queries, keys and values "
+                  "rounded to bf16 in attention, as llama.cpp's default f16 cache rounds them)");
+}
+
+StatusOr<std::optional<ElementType>> ParseKvDtypeFlag(const std::string& text) {
+  return ParseDtypeFlag(text, {ElementType::kF32, ElementType::kBF16}, "--kv-dtype");
+}
+
+Status ApplyKvDtype(std::optional<ElementType> kv_dtype, generate::Engine& engine) {
+  if (!kv_dtype) return OkStatus();
+  Status status = engine.SetKvDtype(*kv_dtype);
+  if (!status.ok()) return status.WithContext("--kv-dtype");
+  return OkStatus();
 }
 
 CLI::Option* AddModelOption(CLI::App* cmd, std::string* model) {

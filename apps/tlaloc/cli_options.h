@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tlaloc/generate/engine.h"
 #include "tlaloc/ir/element_type.h"
 #include "tlaloc/runtime/target.h"
 #include "tlaloc/support/status.h"
@@ -22,10 +23,19 @@ void AddTargetOption(CLI::App* cmd, std::string* target);
 StatusOr<BackendChoice> BackendChoiceFromFlag(const std::string& target);
 
 // "f32"/"float32", "f16"/"float16" (when allowed), "bf16"/"bfloat16"; empty gives nullopt. The
-// error names --dtype, the value and the accepted spellings.
-StatusOr<std::optional<ElementType>> ParseDtypeFlag(const std::string& text,
-                                                    const std::vector<ElementType>& allowed = {
-                                                        ElementType::kF32, ElementType::kBF16});
+// error names `flag`, the value and the accepted spellings.
+StatusOr<std::optional<ElementType>> ParseDtypeFlag(
+    const std::string& text,
+    const std::vector<ElementType>& allowed = {ElementType::kF32, ElementType::kBF16},
+    const std::string& flag = "--dtype");
+
+// Adds --kv-dtype: the KV cache's type. Parse it with ParseKvDtypeFlag before loading and apply
+// it to the loaded engine with ApplyKvDtype.
+void AddKvDtypeOption(CLI::App* cmd, std::string* kv_dtype);
+StatusOr<std::optional<ElementType>> ParseKvDtypeFlag(const std::string& text);
+// Sets the engine's KV cache type (nothing when unset); the error names --kv-dtype and the
+// model's type (an f32 model may keep bf16, others only their own type).
+Status ApplyKvDtype(std::optional<ElementType> kv_dtype, generate::Engine& engine);
 
 // Adds -m,--model (required; call ->required(false) on the result where another flag can stand
 // in for it) and --offline (no download). Resolve the value with ResolveModelFlag before loading.

@@ -31,7 +31,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct GenerateArgs {
-  std::string model, prompt, chat, dtype, target;
+  std::string model, prompt, chat, dtype, kv_dtype, target;
   std::string kernels, kernels_lock;
   bool trust_kernels = false, raw = false;
   RequestFlags request;
@@ -147,6 +147,8 @@ int RunGenerate(const GenerateArgs& a) {
   if (!choice.ok()) return fail(choice.status().message(), kExitUsage);
   auto dtype = ParseDtypeFlag(a.dtype);
   if (!dtype.ok()) return fail(dtype.status().message(), kExitUsage);
+  auto kv_dtype = ParseKvDtypeFlag(a.kv_dtype);
+  if (!kv_dtype.ok()) return fail(kv_dtype.status().message(), kExitUsage);
   if (Status t = ApplyThreads(a.threads); !t.ok()) return fail(t.message(), kExitUsage);
   auto resolved = ResolveModelFlag(a.model);
   if (!resolved.ok())
@@ -171,7 +173,7 @@ int RunGenerate(const GenerateArgs& a) {
         *world, a.mesh, *choice,
         {{"model config", Digest(ReadText(dir / "config.json"))},
          {"mesh", a.mesh},
-         {"dtype", a.dtype},
+         {"dtype", a.dtype + "/" + a.kv_dtype},
          {"prompt", Digest(a.prompt + "\x1f" + a.chat + "\x1f" + a.request.system)},
          {"max new tokens", std::to_string(a.request.max_new_tokens.value_or(-1))},
          {"seed", std::to_string(a.request.seed.value_or(0))},
@@ -196,6 +198,8 @@ int RunGenerate(const GenerateArgs& a) {
     const bool usage = mesh && gen.status().code() == StatusCode::kInvalidArgument;
     return fail(gen.status().message(), usage ? kExitUsage : kExitFailure);
   }
+  if (Status s = ApplyKvDtype(*kv_dtype, (*gen)->generator().engine()); !s.ok())
+    return fail(s.message(), kExitUsage);
   size_t kernel_calls = 0;
   if (kernel_setup.kernelizer) {
     (*gen)->generator().set_program_transform(
@@ -348,6 +352,7 @@ void RegisterGenerateCommand(CLI::App& app) {
                   "replies to the prompt, decoded together sharing its KV cache (OpenAI's n); "
                   "choice i samples with seed + i (default: 1)");
   cmd->add_option("--dtype", args->dtype, "f32 or bf16 (default: as stored)");
+  AddKvDtypeOption(cmd, &args->kv_dtype);
   AddTargetOption(cmd, &args->target);
   cmd->add_flag("--json", args->json,
                 "print one JSON object (text, reasoning_content, ids, finish_reason, seed, "

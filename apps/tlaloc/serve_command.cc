@@ -26,7 +26,7 @@ namespace {
 std::atomic<int> g_signal{0};
 
 struct ServeArgs {
-  std::string model, host = "127.0.0.1", target, dtype, api_key, name;
+  std::string model, host = "127.0.0.1", target, dtype, kv_dtype, api_key, name;
   std::string mesh;               // model=N: tensor parallel (generate/engine.h)
   std::vector<std::string> cors;  // origins browsers may call the API from
   int port = 8080;
@@ -74,6 +74,8 @@ int RunServe(const ServeArgs& a) {
   if (!choice.ok()) return fail(choice.status().message(), kExitUsage);
   auto dtype = ParseDtypeFlag(a.dtype);
   if (!dtype.ok()) return fail(dtype.status().message(), kExitUsage);
+  auto kv_dtype = ParseKvDtypeFlag(a.kv_dtype);
+  if (!kv_dtype.ok()) return fail(kv_dtype.status().message(), kExitUsage);
   if (Status t = ApplyThreads(a.threads); !t.ok()) return fail(t.message(), kExitUsage);
   auto dir = ResolveModelFlag(a.model);
   if (!dir.ok()) return fail(dir.status().message(), ExitCodeForFlagError(dir.status()));
@@ -93,6 +95,8 @@ int RunServe(const ServeArgs& a) {
     const bool usage = mesh && text.status().code() == StatusCode::kInvalidArgument;
     return fail(text.status().message(), usage ? kExitUsage : kExitFailure);
   }
+  if (Status s = ApplyKvDtype(*kv_dtype, (*text)->generator().engine()); !s.ok())
+    return fail(s.message(), kExitUsage);
 
   serve::SchedulerOptions so;
   so.max_batch = a.max_batch;
@@ -167,6 +171,7 @@ void RegisterServeCommand(CLI::App& app) {
   cmd->add_option("--port", args->port, "port to listen on (0: any free port, printed)");
   AddTargetOption(cmd, &args->target);
   cmd->add_option("--dtype", args->dtype, "f32 or bf16 (default: as stored)");
+  AddKvDtypeOption(cmd, &args->kv_dtype);
   cmd->add_option("--mesh", args->mesh,
                   "model=N: the weights and KV cache split over N devices of the target "
                   "(tensor parallel; docs/SHARDING.md)");

@@ -230,6 +230,21 @@ Status Engine::Reserve(int64_t num_slots, int64_t max_len, int64_t num_blocks) {
   return OkStatus();
 }
 
+Status Engine::SetKvDtype(ElementType type) {
+  if (type == kv_dtype()) return OkStatus();
+  if (type != dtype_ && !(dtype_ == ElementType::kF32 && type == ElementType::kBF16))
+    return InvalidArgument("KV cache type " + std::string(MlirName(type)) + " with " +
+                           std::string(MlirName(dtype_)) +
+                           " activations: expected the activations' type, or bf16 for f32");
+  DropCache();
+  programs_.clear();
+  if (type == dtype_)
+    kv_dtype_.reset();
+  else
+    kv_dtype_ = type;
+  return OkStatus();
+}
+
 void Engine::DropCache() {
   for (auto& device : caches_) device.clear();
   num_slots_ = max_len_ = num_blocks_ = 0;
@@ -320,7 +335,7 @@ StatusOr<bool> Engine::AddPenalties(const std::vector<int64_t>& slots,
 
 int64_t Engine::block_bytes() const {
   return 2 * config_.num_hidden_layers * device_config_.num_key_value_heads * kKvBlockSize *
-         config_.head_dim * ElementSize(dtype_);
+         config_.head_dim * ElementSize(kv_dtype());
 }
 
 Status Engine::Grow(const std::vector<std::pair<int64_t, int64_t>>& needs) {
@@ -437,6 +452,7 @@ models::StepShape Engine::StepShapeFor(models::StepKind kind, int64_t batch, int
   shape.num_blocks = num_blocks_;
   shape.table_blocks = table_blocks;
   shape.dtype = dtype_;
+  shape.kv_dtype = kv_dtype_;
   shape.sample_vocab = sample_vocab_;
   shape.max_candidates = max_candidates_;
   shape.penalties = penalties;

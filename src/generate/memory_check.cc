@@ -35,7 +35,8 @@ Status CheckCacheFits(Backend& backend, const TensorType& cache_type, int64_t bu
       std::to_string(shape.slots()) + " slot(s) x " + std::to_string(shape.max_len) + " positions)";
   request.hint = "a shorter context (--ctx-size) or fewer new tokens (-n), fewer slots";
   if (shape.paged()) request.hint += " or KV blocks (--kv-blocks)";
-  if (shape.dtype == ElementType::kF32) request.hint += ", bf16 (--dtype bf16)";
+  if (shape.cache_dtype() == ElementType::kF32)
+    request.hint += ", a bf16 cache (--kv-dtype bf16, or --dtype bf16)";
   request.hint += ", or more devices";
   return CheckAllocationBudget(backend, buffers * cache_type.byte_size(), request);
 }

@@ -126,9 +126,10 @@ StatusOr<ModelProgram> BuildStep(const io::ModelConfig& config, const StepShape&
 
 TensorType KvCacheType(const io::ModelConfig& c, const StepShape& shape) {
   if (shape.paged())
-    return TensorType(shape.dtype,
+    return TensorType(shape.cache_dtype(),
                       {shape.num_blocks, c.num_key_value_heads, shape.page_size, c.head_dim});
-  return TensorType(shape.dtype, {shape.slots(), c.num_key_value_heads, shape.max_len, c.head_dim});
+  return TensorType(shape.cache_dtype(),
+                    {shape.slots(), c.num_key_value_heads, shape.max_len, c.head_dim});
 }
 
 }  // namespace tlaloc::models

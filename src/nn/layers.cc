@@ -217,12 +217,17 @@ Tensor AttentionOps(const Tensor& q, const Tensor& k, const Tensor& v, const Ten
   // products are exact in f32, so this equals widening both first, without converting the
   // whole cache every step.
   Tensor qg = Transpose(Reshape(q, {bsz, t, hkv, groups, d}), {0, 2, 3, 1, 4});
+  // An f32 query against a bf16 or f16 cache (an f32 model keeping a low-precision cache) is
+  // rounded to the cache's type, as llama.cpp rounds its query to an f16 cache's: the product is
+  // then the exact low-precision one the cache's own type runs, reading the cache in place.
+  if (qg.element_type() == ElementType::kF32 && IsLowPrecision(k.element_type()))
+    qg = Convert(qg, k.element_type());
   Tensor scores;
   if (paged) {
     scores = PagedDot(qg, k, table, PagedProduct::kKeys) * scale;
   } else {
-    Tensor kk = k.element_type() == q.element_type() ? k : ToF32(k);
-    if (kk.element_type() != q.element_type()) qg = ToF32(qg);
+    Tensor kk = k.element_type() == qg.element_type() ? k : ToF32(k);
+    if (kk.element_type() != qg.element_type()) qg = ToF32(qg);
     scores = DotGeneral(qg, kk, {0, 1}, {0, 1}, {4}, {3}, ElementType::kF32,
                         /*same_as_lhs=*/false) *
              scale;
@@ -265,9 +270,11 @@ Tensor PagedGroupedAttention(const Tensor& q, const Tensor& k_pool, const Tensor
   if (!q.builder() || !q.valid() || !k_pool.valid() || !v_pool.valid() || !block_table.valid() ||
       !mask.valid())
     return Tensor();
-  // The paged products take pools of q's type; f32 values are Einsum's f32 operand as they are.
-  const ElementType et = q.element_type();
-  if (k_pool.element_type() != et || v_pool.element_type() != et ||
+  // The paged products take pools of q's type (or low-precision pools under an f32 query, which
+  // AttentionOps rounds to them); f32 values are Einsum's f32 operand as they are.
+  const ElementType et = q.element_type(), pool_type = k_pool.element_type();
+  const bool low_pools_under_f32 = et == ElementType::kF32 && IsLowPrecision(pool_type);
+  if (v_pool.element_type() != pool_type || (pool_type != et && !low_pools_under_f32) ||
       !(IsLowPrecision(et) || et == ElementType::kF32))
     return GroupedAttention(q, GatherPages(k_pool, block_table), GatherPages(v_pool, block_table),
                             mask, scale, trace, path);

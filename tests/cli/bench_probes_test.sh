@@ -3,7 +3,8 @@
 # probed peak and read bandwidth: the FLOPs per prompt follow the counting rule from config.json
 # (recomputed here), each share is its rate over the probed median, each median lies inside its
 # printed spread, the tiny preset on MoE too, and --no-probes (or its old name --no-bandwidth)
-# leaves the machine figures out, the warm-up request is reported apart (--no-warmup: none);
+# leaves the machine figures out, the warm-up request is reported apart (--no-warmup: none),
+# --kv-dtype bf16 runs an f32 model with a bf16 cache (others refused);
 # `tlaloc probe` gives them alone. No speed is asserted: these are the instrument's checks.
 # Usage: bench_probes_test.sh TLALOC SOURCE_DIR
 set -euo pipefail
@@ -76,6 +77,23 @@ grep -Eq '^warm-up +8-token prompt in [0-9.]+ s' "$WORK/t.out" || { cat "$WORK/t
 python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['warmup'] is False and 'first_prefill_tokens_per_s' not in j and j['prefill_tokens'] == 8, j" "$WORK/c.json" ||
   fail "--no-warmup still warmed up"
 echo "ok: a warm-up request first, reported apart; --no-warmup times the first request"
+# --kv-dtype: an f32 model keeps a bf16 cache (named in the JSON); a bf16 model cannot widen
+# its cache, and an unknown type is a usage error naming the flag.
+"$tlaloc" bench -m "$MODEL" --dtype f32 --kv-dtype bf16 --prompt-tokens 8 --new-tokens 2 -t 2 \
+  --json --no-probes >"$WORK/k.json" || fail "--kv-dtype bf16"
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['dtype'] == 'f32' and j['kv_dtype'] == 'bf16' and j['decode_tokens'] == 1, j" "$WORK/k.json" ||
+  fail "--kv-dtype bf16 not reported"
+for bad in "--dtype bf16 --kv-dtype f32" "--kv-dtype f8"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$tlaloc" bench -m "$MODEL" $bad --prompt-tokens 8 --new-tokens 2 -t 2 --no-probes \
+    >/dev/null 2>"$WORK/k.err"
+  rc=$?
+  set -e
+  [ "$rc" -eq 2 ] && grep -q -- "--kv-dtype" "$WORK/k.err" ||
+    { cat "$WORK/k.err"; fail "bench $bad exited $rc, expected 2 naming --kv-dtype"; }
+done
+echo "ok: --kv-dtype bf16 for f32, refused for bf16 and unknown types"
 # `tlaloc probe`: the same figures alone, for scripts timing a peer (finetune_vs_torch.sh).
 "$tlaloc" probe -t 2 --json >"$WORK/p.json" || fail "probe"
 python3 - "$WORK/p.json" <<'PY' || fail "probe's figures"

@@ -1,9 +1,13 @@
 // The engine on tiny random models: requests with different sampling settings and lengths
 // batched in one step give the tokens they give alone, sampling settings compile nothing new,
-// a sequence started in another slot leaves running ones untouched, and bad slots are refused.
+// a sequence started in another slot leaves running ones untouched, bad slots are refused, and an
+// f32 model's bf16 KV cache rounds attention's operands as the reference does.
 #include "tlaloc/generate/engine.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <span>
 
 #include "generate/engine_fixture.h"
 #include "models/qwen3_reference.h"
@@ -159,6 +163,53 @@ TEST(Engine, RefusesBadSlotsAndMissingCache) {
   // Past the trained length is allowed (a -c larger than max_position_embeddings); none is not.
   EXPECT_TRUE(e.Reserve(1, m.config.max_position_embeddings + 1).ok());
   EXPECT_FALSE(e.Reserve(1, 0).ok());
+}
+
+// Largest |engine - reference| over one row of logits.
+double MaxDiff(std::span<const float> engine, const std::vector<double>& ref) {
+  double m = 0;
+  for (size_t i = 0; i < ref.size(); ++i) m = std::max(m, std::abs(engine[i] - ref[i]));
+  return m;
+}
+
+TEST(Engine, F32ModelWithBf16CacheRoundsAttentionToBf16) {
+  RefModel m = RandomModel(TinyConfig(false, 4, 2, 8), 55);
+  auto f32_cache = MakeEngine(m, 1);
+  auto created = Engine::Create(m.config, m.literals, ElementType::kF32);
+  ASSERT_TRUE(f32_cache && created.ok());
+  Engine& e = **created;
+  ASSERT_TRUE(e.SetKvDtype(ElementType::kBF16).ok());
+  EXPECT_EQ(e.kv_dtype(), ElementType::kBF16);
+  ASSERT_TRUE(e.Reserve(1, kMaxLen).ok());
+  ASSERT_FALSE(e.caches().empty());
+  EXPECT_EQ(e.caches()[0]->type().element_type, ElementType::kBF16);
+  EXPECT_EQ(2 * e.cache_bytes(0), f32_cache->cache_bytes(0));
+  // Prefill and three decode steps: each step's logits are the reference's with attention
+  // rounded to bf16, and farther from the unrounded reference (the rounding happened).
+  std::vector<int32_t> seq{3, 14, 15, 92, 65, 35};
+  auto step = e.Prefill(std::vector<PrefillRow>{{0, seq, {}}});
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(step.ok()) << step.status().ToString();
+    auto logits = step->logits.span<float>();
+    const double rounded = MaxDiff(logits, testing::RefForward(m, seq, true).back());
+    const double exact = MaxDiff(logits, testing::RefForward(m, seq).back());
+    EXPECT_LT(rounded, 1e-4) << "step " << i;
+    EXPECT_GT(exact, 10 * rounded) << "step " << i;
+    seq.push_back(step->tokens[0]);
+    if (i < 3)
+      step = e.Decode(std::vector<DecodeRow>{
+          {0, seq.back(), static_cast<int32_t>(seq.size() - 1), {}, static_cast<uint32_t>(i)}});
+  }
+  // Only an f32 model narrows its cache; the change back drops the cache.
+  ASSERT_TRUE(e.SetKvDtype(ElementType::kF32).ok());
+  EXPECT_TRUE(e.caches().empty());
+  std::vector<Literal> bf16;
+  for (const auto& w : m.literals) bf16.push_back(ConvertElementType(w, ElementType::kBF16));
+  auto bf16_engine = Engine::Create(m.config, bf16, ElementType::kBF16);
+  ASSERT_TRUE(bf16_engine.ok());
+  Status refused = (*bf16_engine)->SetKvDtype(ElementType::kF32);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("bf16 for f32"), std::string::npos) << refused.message();
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "tlaloc/ir/literal.h"
 #include "tlaloc/models/family.h"
 #include "tlaloc/models/qwen3.h"
+#include "tlaloc/support/half.h"
 
 namespace tlaloc::testing {
 
@@ -148,8 +149,14 @@ inline std::vector<double> RefSwiGlu(const std::map<std::string, std::vector<dou
 }
 
 // Logits [T][V] for every position of one sequence (full causal recomputation).
+// `bf16_attention`: attention as an f32 model with a bf16 KV cache computes it: queries, keys,
+// values and the softmax's probabilities rounded to bf16 before their products.
 inline std::vector<std::vector<double>> RefForward(const RefModel& m,
-                                                   const std::vector<int32_t>& tokens) {
+                                                   const std::vector<int32_t>& tokens,
+                                                   bool bf16_attention = false) {
+  auto round = [&](double x) {
+    return bf16_attention ? static_cast<double>(bf16(static_cast<float>(x)).f()) : x;
+  };
   const auto& c = m.config;
   const auto& w = m.w;
   const int64_t T = tokens.size(), H = c.hidden_size, D = c.head_dim;
@@ -177,6 +184,8 @@ inline std::vector<std::vector<double>> RefForward(const RefModel& m,
         RefRotary(seg.data(), D, t, c.rope_theta);
         std::copy(seg.begin(), seg.end(), k[t].begin() + hh * D);
       }
+      for (auto* row : {&q[t], &k[t], &v[t]})
+        for (double& e : *row) e = round(e);
     }
     for (int64_t t = 0; t < T; ++t) {
       std::vector<double> attn(Hq * D, 0.0);
@@ -193,7 +202,8 @@ inline std::vector<std::vector<double>> RefForward(const RefModel& m,
         double sum = 0;
         for (auto& e : s) sum += (e = std::exp(e - mx));
         for (int64_t j = 0; j <= t; ++j)
-          for (int64_t dd = 0; dd < D; ++dd) attn[hh * D + dd] += s[j] / sum * v[j][kvh * D + dd];
+          for (int64_t dd = 0; dd < D; ++dd)
+            attn[hh * D + dd] += round(s[j] / sum) * v[j][kvh * D + dd];
       }
       auto o = RefLinear(w.at(p + "self_attn.o_proj.weight"), attn, H);
       for (int64_t i = 0; i < H; ++i) x[t][i] += o[i];

@@ -95,6 +95,12 @@ class Engine {
   const models::ModelFamily& family() const { return *family_; }
   ElementType dtype() const { return dtype_; }
   Backend& backend() const { return *backend_; }
+  // The KV cache's type: dtype() unless set. An f32 engine may keep a bf16 cache (half the bytes
+  // held and read per decode step; keys, values and queries rounded to bf16 in attention, as
+  // llama.cpp's default f16 cache rounds them). A change drops the cache and its sequences and
+  // the compiled programs; another type is refused (InvalidArgument naming both).
+  ElementType kv_dtype() const { return kv_dtype_.value_or(dtype_); }
+  Status SetKvDtype(ElementType type);
 
   // Sizes the KV cache for `num_slots` sequences of up to `max_len` positions sharing a pool of
   // `num_blocks` blocks (0: enough for every slot at max_len). An unchanged size keeps the cache
@@ -205,6 +211,7 @@ class Engine {
   int home_device_ = 0;
   const models::ModelFamily* family_ = nullptr;
   ElementType dtype_ = ElementType::kF32;
+  std::optional<ElementType> kv_dtype_;  // unset: dtype_
   // [device][weight] and [device][cache]; empty for devices another process holds.
   std::vector<std::vector<std::unique_ptr<DeviceBuffer>>> weights_;
   std::vector<std::vector<std::unique_ptr<DeviceBuffer>>> caches_;

@@ -86,6 +86,10 @@ struct StepShape {
   int64_t num_slots = 0;   // KV-cache rows (0: the batch)
   int64_t max_len = 0;     // positions each slot holds
   ElementType dtype = ElementType::kF32;
+  // The KV cache's type (unset: dtype). An f32 program may keep a bf16 cache, as llama.cpp keeps
+  // an f16 one: half the cache's bytes to hold and to read at every decode step; keys and values
+  // are rounded as they are written and queries are rounded to it for the QK product.
+  std::optional<ElementType> kv_dtype;
   // Ids at or past this are never sampled (0: every row of the LM head). Qwen3's embedding has
   // rows past its tokenizer's ids (151,936 vs 151,669): no text exists for them.
   int64_t sample_vocab = 0;
@@ -104,6 +108,7 @@ struct StepShape {
   int64_t table_blocks = 0;
 
   int64_t slots() const { return num_slots > 0 ? num_slots : batch; }
+  ElementType cache_dtype() const { return kv_dtype.value_or(dtype); }
   bool paged() const { return page_size > 0; }
   // Tokens per row: the prompt chunk for prefill, one for decode.
   int64_t tokens_per_row() const { return kind == StepKind::kPrefill ? prompt_len : 1; }
@@ -256,7 +261,8 @@ int64_t ParameterCount(const io::ModelConfig& config);
 StatusOr<ModelProgram> BuildStep(const io::ModelConfig& config, const StepShape& shape,
                                  nn::LayerTrace* trace = nullptr,
                                  const ParallelHooks* parallel = nullptr);
-// The type of each KV cache argument: [slots, kv_heads, max_len, head_dim] in shape.dtype, or
+// The type of each KV cache argument: [slots, kv_heads, max_len, head_dim] in
+// shape.cache_dtype(), or
 // paged: [num_blocks, kv_heads, page_size, head_dim].
 TensorType KvCacheType(const io::ModelConfig& config, const StepShape& shape);
 

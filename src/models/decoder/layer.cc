@@ -160,16 +160,23 @@ Tensor DecoderLayer(const ModelConfig& c, const WeightTensors& w, int64_t layer,
   Tensor keys = Transpose(k, {0, 2, 1, 3});  // [B, Hkv, T, D]
   Tensor values = Transpose(v, {0, 2, 1, 3});
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  // What the cache stores: the keys and values rounded to its type where it is narrower than the
+  // activations (an f32 model's bf16 cache). A slot-form prefill attends over its own f32 chunk.
+  Tensor stored_keys = keys, stored_values = values;
+  if (cache && ctx.mode != Mode::kTrain && cache->k.element_type() != keys.element_type()) {
+    stored_keys = Convert(keys, cache->k.element_type());
+    stored_values = Convert(values, cache->v.element_type());
+  }
   Tensor attn;
   if (ctx.page_size > 0) {
     // The pools read through the block table (nn::PagedGroupedAttention's tlaloc.paged_dot
     // products: no gathered copy of the cache where the interpreter runs their kernel).
-    WritePages(ctx, keys, values, *cache);
+    WritePages(ctx, stored_keys, stored_values, *cache);
     attn = nn::PagedGroupedAttention(q, cache->k, cache->v, ctx.block_table, ctx.mask, scale, trace,
                                      a + "attn");
   } else {
     if (ctx.mode != Mode::kTrain) {
-      WriteCache(ctx, keys, values, *cache);
+      WriteCache(ctx, stored_keys, stored_values, *cache);
       if (ctx.mode == Mode::kDecode) {
         keys = cache->k;
         values = cache->v;
