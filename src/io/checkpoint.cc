@@ -20,6 +20,7 @@
 #include "io/safetensors_layout.h"
 #include "tlaloc/support/huge_pages.h"
 #include "tlaloc/support/memory_info.h"
+#include "tlaloc/support/thread_pool.h"
 
 namespace tlaloc::io {
 
@@ -145,6 +146,7 @@ uint64_t Checkpoint::CopyOntoHugePages(std::span<Literal> values) const {
     return 0;
   if (!HugePagesOffered()) return 0;
   constexpr uint64_t kAlign = 64;  // each copy at a 64-byte boundary, as Literal's storage is
+  constexpr int64_t kPiece = int64_t{2} << 20;
   // The views, each with its shard (a converted weight views none: in memory of its own).
   std::vector<std::pair<const SafetensorsFile*, Literal*>> views;
   uint64_t total = 0;
@@ -162,9 +164,16 @@ uint64_t Checkpoint::CopyOntoHugePages(std::span<Literal> values) const {
   // One value at a time, so that only the view being copied is resident twice.
   for (auto& [shard, v] : views) {
     const size_t size = static_cast<size_t>(v->byte_size());
-    // Mapped in one call first (a page fault per 4 KiB would slow the copy).
-    shard->Prefault(v->data(), size);
-    std::memcpy(block + offset, v->data(), size);
+    // In 2 MiB pieces over the pool's threads: each huge page of the block is faulted in (and
+    // zeroed, or compacted for) by the thread that copies into it, so the faults run side by side
+    // as the copies do. Each source piece is mapped in one call first (a page fault per 4 KiB
+    // would slow the copy).
+    const std::byte* from = v->data();
+    std::byte* to = block + offset;
+    DefaultThreadPool().ParallelFor(static_cast<int64_t>(size), kPiece, [&](int64_t b, int64_t e) {
+      shard->Prefault(from + b, static_cast<size_t>(e - b));
+      std::memcpy(to + b, from + b, static_cast<size_t>(e - b));
+    });
     // Its pages leave the resident set, with those it shares with its neighbours: a norm's few
     // hundred bytes hold no whole page, and reading them mapped their 2 MiB folio whole (84 MB
     // of Qwen3-0.6B's file pages stayed resident so). Safe at load: nothing has written into
