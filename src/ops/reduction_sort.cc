@@ -1,6 +1,8 @@
 // Sorting: stablehlo.sort (variadic, comparator region; always stable, which also satisfies
 // is_stable = false) and chlo.top_k (largest k along the last dimension, ties by index).
 #include <algorithm>
+#include <functional>
+#include <limits>
 #include <map>
 
 #include "op_areas.h"
@@ -123,8 +125,28 @@ StatusOr<std::vector<Type>> InferTopK(const InferInput& in) {
   return std::vector<Type>{TensorType(t.element_type, dims), TensorType(ElementType::kS32, dims)};
 }
 
+// The largest k of a float row in top_k's order, by one u64 per element: its total-order key
+// (TotalOrderKey, shifted to unsigned) above the complement of its index, so that the larger key
+// comes first and, among equal values, the lower index. The keys are distinct, so selecting the
+// k largest (nth_element, linear) and sorting those k gives exactly the order the comparator
+// below gives, at a fraction of partial_sort's cost: sampling's [B, 151936] -> k = 4,096 took
+// 2.6 ms a row through the comparator. `keys` is scratch.
+template <typename T>
+void TopKFloatRow(const T* v, int64_t len, int64_t k, std::vector<uint64_t>& keys,
+                  int32_t* out_idx) {
+  keys.resize(len);
+  for (int64_t i = 0; i < len; ++i) {
+    const auto key = static_cast<uint32_t>(TotalOrderKey(v[i]) + (int64_t{1} << 31));
+    keys[i] = (uint64_t{key} << 32) | (0xffffffffu - static_cast<uint32_t>(i));
+  }
+  if (k < len) std::nth_element(keys.begin(), keys.begin() + k, keys.end(), std::greater<>());
+  std::sort(keys.begin(), keys.begin() + k, std::greater<>());
+  for (int64_t i = 0; i < k; ++i)
+    out_idx[i] = static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(keys[i]));
+}
+
 Status EvalTopK(const Operation& op, std::span<const Literal> operands,
-                std::vector<Literal>& results, EvalContext&) {
+                std::vector<Literal>& results, EvalContext& ctx) {
   const Literal& x = operands[0];
   int64_t len = x.dims().back();
   int64_t k = GetIntAttr(op.attrs(), "k", 0);
@@ -134,25 +156,40 @@ Status EvalTopK(const Operation& op, std::span<const Literal> operands,
   CompareSpec gt{CompareDir::kGT,
                  IsFloat(x.element_type()) ? CompareKind::kTotalOrder : CompareKind::kDefault,
                  false};
-  std::vector<int64_t> idx(len);
+  const ElementType et = x.element_type();
+  // f32, bf16 and f16 keys fit 32 bits; indices of rows up to 2^31 fit the rest.
+  const bool by_keys = (et == ElementType::kF32 || et == ElementType::kBF16 ||
+                        et == ElementType::kF16) &&
+                       len <= std::numeric_limits<int32_t>::max();
   auto out_idx = results[1].span<int32_t>();
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t i = 0; i < len; ++i) idx[i] = i;
-    DispatchElementType(x.element_type(), [&]<typename T>() {
-      const T* v = x.span<T>().data() + r * len;
-      // Only the first k are needed: a partial sort (O(len log k)) instead of sorting the row.
-      // The total order plus the index tie-break is a strict order, as partial_sort requires,
-      // and gives the stable sort's first k.
-      std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int64_t a, int64_t b) {
-        if (ApplyCompare<T>(gt, v[a], v[b])) return true;
-        return !ApplyCompare<T>(gt, v[b], v[a]) && a < b;
+  // Rows are independent: each thread sorts its own (one row of 151,936 is enough work to share).
+  ctx.ParallelFor(rows, 1, [&](int64_t first, int64_t last) {
+    std::vector<int64_t> idx;
+    std::vector<uint64_t> keys;
+    for (int64_t r = first; r < last; ++r) {
+      int32_t* row_idx = out_idx.data() + r * k;
+      DispatchElementType(et, [&]<typename T>() {
+        const T* v = x.span<T>().data() + r * len;
+        if constexpr (kIsHalfLike<T> || std::is_same_v<T, float>) {
+          if (by_keys) {
+            TopKFloatRow(v, len, k, keys, row_idx);
+            return;
+          }
+        }
+        // Only the first k are needed: a partial sort (O(len log k)) instead of sorting the
+        // row. The total order plus the index tie-break is a strict order, as partial_sort
+        // requires, and gives the stable sort's first k.
+        idx.resize(len);
+        for (int64_t i = 0; i < len; ++i) idx[i] = i;
+        std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int64_t a, int64_t b) {
+          if (ApplyCompare<T>(gt, v[a], v[b])) return true;
+          return !ApplyCompare<T>(gt, v[b], v[a]) && a < b;
+        });
+        for (int64_t i = 0; i < k; ++i) row_idx[i] = static_cast<int32_t>(idx[i]);
       });
-    });
-    for (int64_t i = 0; i < k; ++i) {
-      CopyElement(x, r * len + idx[i], results[0], r * k + i);
-      out_idx[r * k + i] = static_cast<int32_t>(idx[i]);
+      for (int64_t i = 0; i < k; ++i) CopyElement(x, r * len + row_idx[i], results[0], r * k + i);
     }
-  }
+  });
   return OkStatus();
 }
 

@@ -1,6 +1,7 @@
 // Tests of stablehlo.sort and chlo.top_k.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "reduction_test_util.h"
@@ -135,6 +136,52 @@ TEST(TopKTest, UnsignedAndFloatNaN) {
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   EXPECT_TRUE(std::isnan(Values<float>((*f)[0])[0]));
   EXPECT_EQ(Values<int32_t>((*f)[1])[0], 1);
+}
+
+// Float rows (f32 and bf16) with repeated values, signed zeros, infinities and NaNs of both
+// signs: every k gives the stable descending order in the total order (-NaN < -inf < ... < -0 <
+// +0 < ... < +inf < +NaN), ties by the lower index, computed here from the bit patterns.
+TEST(TopKTest, FloatRowsFollowTheTotalOrderAtEveryK) {
+  const int64_t rows = 3, len = 1000;
+  std::vector<float> x = rdtest::RandomFloats(rows * len, 77);
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t i = 0; i < rows * len; i += 7) x[i] = x[i / 7 % 50];  // repeats
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = x.data() + r * len;
+    row[3] = 0.0f, row[900] = -0.0f, row[5] = inf, row[6] = -inf, row[700] = -inf;
+    row[8] = nan, row[9] = -nan, row[999] = nan;
+  }
+  for (ElementType et : {ElementType::kF32, ElementType::kBF16}) {
+    const Literal in = ConvertElementType(Literal::FromVector<float>({rows, len}, x), et);
+    const Literal wide = ConvertElementType(in, ElementType::kF32);  // the values compared
+    const auto v = wide.span<float>();
+    auto key = [&](int64_t i) {  // sign-magnitude bits, as a signed order
+      uint32_t u;
+      std::memcpy(&u, &v[i], 4);
+      const int64_t mag = u & 0x7fffffffu;
+      return (u >> 31) ? -mag - 1 : mag;
+    };
+    for (int64_t k : {int64_t{0}, int64_t{1}, int64_t{37}, len}) {
+      auto out = RunOp("chlo.top_k", {in}, {{"k", Attribute::Int(k)}});
+      ASSERT_TRUE(out.ok()) << out.status().ToString();
+      const auto got_idx = Values<int32_t>((*out)[1]);
+      const Literal got_values = ConvertElementType((*out)[0], ElementType::kF32);
+      ASSERT_EQ(static_cast<int64_t>(got_idx.size()), rows * k);
+      for (int64_t r = 0; r < rows; ++r) {
+        std::vector<int64_t> order(len);
+        for (int64_t i = 0; i < len; ++i) order[i] = r * len + i;
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int64_t a, int64_t b) { return key(a) > key(b); });
+        for (int64_t i = 0; i < k; ++i) {
+          ASSERT_EQ(got_idx[r * k + i], order[i] - r * len)
+              << MlirName(et) << " k " << k << " row " << r << " place " << i;
+          const float want = v[order[i]], have = got_values.span<float>()[r * k + i];
+          EXPECT_EQ(std::memcmp(&want, &have, 4), 0) << "value at place " << i;
+        }
+      }
+    }
+  }
 }
 
 TEST(TopKTest, KLargerThanDimensionIsAnError) {
