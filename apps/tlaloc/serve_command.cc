@@ -141,12 +141,13 @@ int RunServe(const ServeArgs& a) {
   const serve::SchedulerOptions& used = (*scheduler)->options();
   std::fprintf(stderr,
                "tlaloc serve: listening on http://%s:%d (model %s, %s on %s, %lld slots x %lld "
-               "positions, %lld KV blocks of %lld (%.1f MiB), queue %lld)\n",
+               "positions, %lld %s KV blocks of %lld (%.1f MiB), queue %lld)\n",
                UrlHost(a.host).c_str(), *port, opts.model_name.c_str(),
                std::string(MlirName((*text)->generator().dtype())).c_str(),
                (*text)->generator().backend().name().c_str(),
                static_cast<long long>(used.max_batch), static_cast<long long>(used.max_context),
                static_cast<long long>(used.kv_blocks),
+               std::string(MlirName((*text)->generator().engine().kv_dtype())).c_str(),
                static_cast<long long>(generate::kKvBlockSize),
                static_cast<double>(used.kv_blocks) *
                    static_cast<double>((*text)->generator().engine().block_bytes()) / (1 << 20),

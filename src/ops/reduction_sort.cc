@@ -158,9 +158,9 @@ Status EvalTopK(const Operation& op, std::span<const Literal> operands,
                  false};
   const ElementType et = x.element_type();
   // f32, bf16 and f16 keys fit 32 bits; indices of rows up to 2^31 fit the rest.
-  const bool by_keys = (et == ElementType::kF32 || et == ElementType::kBF16 ||
-                        et == ElementType::kF16) &&
-                       len <= std::numeric_limits<int32_t>::max();
+  const bool by_keys =
+      (et == ElementType::kF32 || et == ElementType::kBF16 || et == ElementType::kF16) &&
+      len <= std::numeric_limits<int32_t>::max();
   auto out_idx = results[1].span<int32_t>();
   // Rows are independent: each thread sorts its own (one row of 151,936 is enough work to share).
   ctx.ParallelFor(rows, 1, [&](int64_t first, int64_t last) {

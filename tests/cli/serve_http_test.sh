@@ -182,7 +182,7 @@ if [ -r /proc/net/if_inet6 ] && grep -q '^0\{31\}1 ' /proc/net/if_inet6; then
   [ -n "$port" ] || { cat "$WORK/v6.log"; fail "--host ::1: no 'listening on http://[::1]:PORT'"; }
   [ "$(curl -sg --max-time 10 "http://[::1]:$port/health")" = '{"status":"ok"}' ] ||
     fail "--host ::1: the printed URL does not answer"
-  kv() { grep -o '[0-9]* KV blocks of [0-9]* ([0-9.]* MiB)' "$1" | head -1; }
+  kv() { grep -o '[0-9]* [a-z0-9]* KV blocks of [0-9]* ([0-9.]* MiB)' "$1" | head -1; }
   documented=$(kv "$SOURCE_DIR/docs/SERVING.md")
   [ -n "$documented" ] && [ "$(kv "$WORK/v6.log")" = "$documented" ] ||
     fail "docs/SERVING.md says '$documented', the same flags print '$(kv "$WORK/v6.log")'"
