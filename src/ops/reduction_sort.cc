@@ -128,19 +128,35 @@ StatusOr<std::vector<Type>> InferTopK(const InferInput& in) {
 // The largest k of a float row in top_k's order, by one u64 per element: its total-order key
 // (TotalOrderKey, shifted to unsigned) above the complement of its index, so that the larger key
 // comes first and, among equal values, the lower index. The keys are distinct, so selecting the
-// k largest (nth_element, linear) and sorting those k gives exactly the order the comparator
-// below gives, at a fraction of partial_sort's cost: sampling's [B, 151936] -> k = 4,096 took
-// 2.6 ms a row through the comparator. `keys` is scratch.
+// k largest and sorting those k gives exactly the order the comparator below gives. The
+// selection first counts the keys' top 16 bits (a value's sign, exponent and 7 mantissa bits):
+// the buckets above the one holding the k-th largest are in whole, and only the keys of that
+// bucket and above are kept for nth_element. Sampling's [B, 151936] -> k = 4,096 took 2.6 ms a
+// row through the comparator with partial_sort, 1.2 ms with nth_element over every key.
+// `keys` and `counts` are scratch.
 template <typename T>
 void TopKFloatRow(const T* v, int64_t len, int64_t k, std::vector<uint64_t>& keys,
-                  int32_t* out_idx) {
-  keys.resize(len);
-  for (int64_t i = 0; i < len; ++i) {
-    const auto key = static_cast<uint32_t>(TotalOrderKey(v[i]) + (int64_t{1} << 31));
-    keys[i] = (uint64_t{key} << 32) | (0xffffffffu - static_cast<uint32_t>(i));
-  }
-  if (k < len) std::nth_element(keys.begin(), keys.begin() + k, keys.end(), std::greater<>());
-  std::sort(keys.begin(), keys.begin() + k, std::greater<>());
+                  std::vector<uint32_t>& counts, int32_t* out_idx) {
+  constexpr int kBucketBits = 16;
+  auto key_of = [&](int64_t i) {
+    return static_cast<uint32_t>(TotalOrderKey(v[i]) + (int64_t{1} << 31));
+  };
+  counts.assign(size_t{1} << kBucketBits, 0);
+  for (int64_t i = 0; i < len; ++i) ++counts[key_of(i) >> (32 - kBucketBits)];
+  // The bucket holding the k-th largest key: every key in a bucket above it is in the top k.
+  uint32_t bucket = static_cast<uint32_t>(counts.size());
+  uint64_t above = 0;
+  while (bucket > 1 && above + counts[bucket - 1] < static_cast<uint64_t>(k))
+    above += counts[--bucket];
+  const uint32_t lowest = (bucket - 1) << (32 - kBucketBits);
+  keys.clear();
+  for (int64_t i = 0; i < len; ++i)
+    if (const uint32_t key = key_of(i); key >= lowest)
+      keys.push_back((uint64_t{key} << 32) | (0xffffffffu - static_cast<uint32_t>(i)));
+  const auto end = keys.begin() + k;
+  if (k < static_cast<int64_t>(keys.size()))
+    std::nth_element(keys.begin(), end, keys.end(), std::greater<>());
+  std::sort(keys.begin(), end, std::greater<>());
   for (int64_t i = 0; i < k; ++i)
     out_idx[i] = static_cast<int32_t>(0xffffffffu - static_cast<uint32_t>(keys[i]));
 }
@@ -166,13 +182,14 @@ Status EvalTopK(const Operation& op, std::span<const Literal> operands,
   ctx.ParallelFor(rows, 1, [&](int64_t first, int64_t last) {
     std::vector<int64_t> idx;
     std::vector<uint64_t> keys;
+    std::vector<uint32_t> counts;
     for (int64_t r = first; r < last; ++r) {
       int32_t* row_idx = out_idx.data() + r * k;
       DispatchElementType(et, [&]<typename T>() {
         const T* v = x.span<T>().data() + r * len;
         if constexpr (kIsHalfLike<T> || std::is_same_v<T, float>) {
           if (by_keys) {
-            TopKFloatRow(v, len, k, keys, row_idx);
+            TopKFloatRow(v, len, k, keys, counts, row_idx);
             return;
           }
         }
