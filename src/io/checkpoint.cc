@@ -170,8 +170,9 @@ uint64_t Checkpoint::CopyOntoHugePages(std::span<Literal> values) const {
     // would slow the copy).
     const std::byte* from = v->data();
     std::byte* to = block + offset;
+    const SafetensorsFile* file = shard;  // clang 14 captures no structured binding
     DefaultThreadPool().ParallelFor(static_cast<int64_t>(size), kPiece, [&](int64_t b, int64_t e) {
-      shard->Prefault(from + b, static_cast<size_t>(e - b));
+      file->Prefault(from + b, static_cast<size_t>(e - b));
       std::memcpy(to + b, from + b, static_cast<size_t>(e - b));
     });
     // Its pages leave the resident set, with those it shares with its neighbours: a norm's few
