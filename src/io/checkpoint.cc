@@ -164,10 +164,10 @@ uint64_t Checkpoint::CopyOntoHugePages(std::span<Literal> values) const {
   // One value at a time, so that only the view being copied is resident twice.
   for (auto& [shard, v] : views) {
     const size_t size = static_cast<size_t>(v->byte_size());
-    // In 2 MiB pieces over the pool's threads: each huge page of the block is faulted in (and
-    // zeroed, or compacted for) by the thread that copies into it, so the faults run side by side
-    // as the copies do. Each source piece is mapped in one call first (a page fault per 4 KiB
-    // would slow the copy).
+    // Split between the pool's threads (one part each, at least 2 MiB): each huge page of the
+    // block is faulted in (and zeroed, or compacted for) by the thread that copies into it, so
+    // the faults run side by side as the copies do. Each source part is mapped in one call first
+    // (a page fault per 4 KiB would slow the copy).
     const std::byte* from = v->data();
     std::byte* to = block + offset;
     const SafetensorsFile* file = shard;  // clang 14 captures no structured binding

@@ -60,9 +60,9 @@ class Checkpoint {
   // folios; one just written is not, and views of it stay on 4 KiB pages.) Returns the bytes
   // copied: 0, changing nothing, with TLALOC_HUGE_PAGES=0 or TLALOC_PREFAULT=0, when the kernel
   // offers no huge pages, when the bytes exceed the memory available, or when the block cannot
-  // be allocated; callers then PrefaultViews instead. The copy runs in 2 MiB pieces on the
-  // process-wide thread pool (DefaultThreadPool: size it first), whose threads fault the huge
-  // pages in side by side: a 1.5 GB bf16 load took 0.6-3.8 s on one thread, 0.2-0.35 s on two.
+  // be allocated; callers then PrefaultViews instead. Each tensor's copy is split between the
+  // process-wide pool's threads (DefaultThreadPool: size it first), which fault the huge pages
+  // in side by side: a 1.5 GB bf16 load took 0.6-3.8 s on one thread, 0.2-0.35 s on two.
   uint64_t CopyOntoHugePages(std::span<Literal> values) const;
 
   const std::vector<std::shared_ptr<const SafetensorsFile>>& shards() const { return shards_; }

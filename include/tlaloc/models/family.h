@@ -261,9 +261,8 @@ int64_t ParameterCount(const io::ModelConfig& config);
 StatusOr<ModelProgram> BuildStep(const io::ModelConfig& config, const StepShape& shape,
                                  nn::LayerTrace* trace = nullptr,
                                  const ParallelHooks* parallel = nullptr);
-// The type of each KV cache argument: [slots, kv_heads, max_len, head_dim] in
-// shape.cache_dtype(), or
-// paged: [num_blocks, kv_heads, page_size, head_dim].
+// The type of each KV cache argument, in shape.cache_dtype(): [slots, kv_heads, max_len,
+// head_dim], or paged: [num_blocks, kv_heads, page_size, head_dim].
 TensorType KvCacheType(const io::ModelConfig& config, const StepShape& shape);
 
 }  // namespace tlaloc::models
