@@ -232,10 +232,7 @@ Status Engine::Reserve(int64_t num_slots, int64_t max_len, int64_t num_blocks) {
 
 Status Engine::SetKvDtype(ElementType type) {
   if (type == kv_dtype()) return OkStatus();
-  if (type != dtype_ && !(dtype_ == ElementType::kF32 && type == ElementType::kBF16))
-    return InvalidArgument("KV cache type " + std::string(MlirName(type)) + " with " +
-                           std::string(MlirName(dtype_)) +
-                           " activations: expected the activations' type, or bf16 for f32");
+  TL_RETURN_IF_ERROR(models::CheckKvCacheType(dtype_, type));
   DropCache();
   programs_.clear();
   if (type == dtype_)

@@ -132,4 +132,12 @@ TensorType KvCacheType(const io::ModelConfig& c, const StepShape& shape) {
                     {shape.slots(), c.num_key_value_heads, shape.max_len, c.head_dim});
 }
 
+Status CheckKvCacheType(ElementType dtype, ElementType kv_dtype) {
+  if (kv_dtype == dtype || (dtype == ElementType::kF32 && kv_dtype == ElementType::kBF16))
+    return OkStatus();
+  return InvalidArgument("KV cache type " + std::string(MlirName(kv_dtype)) + " with " +
+                         std::string(MlirName(dtype)) +
+                         " activations: expected the activations' type, or bf16 for f32");
+}
+
 }  // namespace tlaloc::models

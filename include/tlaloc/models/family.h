@@ -264,5 +264,8 @@ StatusOr<ModelProgram> BuildStep(const io::ModelConfig& config, const StepShape&
 // The type of each KV cache argument, in shape.cache_dtype(): [slots, kv_heads, max_len,
 // head_dim], or paged: [num_blocks, kv_heads, page_size, head_dim].
 TensorType KvCacheType(const io::ModelConfig& config, const StepShape& shape);
+// Whether activations of `dtype` may keep a KV cache of `kv_dtype`: their own type, or bf16 under
+// f32 (InvalidArgument naming both otherwise).
+Status CheckKvCacheType(ElementType dtype, ElementType kv_dtype);
 
 }  // namespace tlaloc::models

@@ -63,11 +63,8 @@ Status CheckShape(const std::string& name, const StepShape& shape) {
       shape.dtype != ElementType::kF16)
     return InvalidArgument(name + " program dtype " + std::string(MlirName(shape.dtype)) +
                            ": expected f32, bf16 or f16");
-  if (shape.cache_dtype() != shape.dtype &&
-      !(shape.dtype == ElementType::kF32 && shape.cache_dtype() == ElementType::kBF16))
-    return InvalidArgument(name + " KV cache type " + std::string(MlirName(shape.cache_dtype())) +
-                           " with " + std::string(MlirName(shape.dtype)) +
-                           " activations: expected the activations' type, or bf16 for f32");
+  if (Status kv = CheckKvCacheType(shape.dtype, shape.cache_dtype()); !kv.ok())
+    return kv.WithContext(name);
   // No bound at max_position_embeddings: the rotary tables are computed from the positions, so a
   // context past the trained length runs (generate -c warns that quality may drop there).
   return OkStatus();
