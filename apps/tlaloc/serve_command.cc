@@ -31,6 +31,7 @@ struct ServeArgs {
   std::vector<std::string> cors;  // origins browsers may call the API from
   int port = 8080;
   int64_t max_batch = 4, max_context = 0, max_queue = 64, prefill_chunk = 256, kv_blocks = 0;
+  double burst_wait_ms = 2;
   std::optional<int> threads;
   PenaltyFlags penalties;  // defaults for requests that do not set these fields
 };
@@ -65,6 +66,9 @@ int RunServe(const ServeArgs& a) {
     return fail("--max-queue " + std::to_string(a.max_queue) + ": expected >= 0", kExitUsage);
   if (a.prefill_chunk < 16)
     return fail("--prefill-chunk " + std::to_string(a.prefill_chunk) + ": expected >= 16 tokens",
+                kExitUsage);
+  if (!(a.burst_wait_ms >= 0 && a.burst_wait_ms <= 1000))
+    return fail("--burst-wait-ms " + std::to_string(a.burst_wait_ms) + ": expected 0..1000",
                 kExitUsage);
   if (a.kv_blocks < 0)
     return fail("--kv-blocks " + std::to_string(a.kv_blocks) +
@@ -104,6 +108,7 @@ int RunServe(const ServeArgs& a) {
   so.max_queue = a.max_queue;
   so.prefill_chunk = a.prefill_chunk;
   so.kv_blocks = a.kv_blocks;
+  so.burst_wait_us = static_cast<int64_t>(a.burst_wait_ms * 1000);
   auto scheduler = serve::Scheduler::Start(**text, so);
   if (!scheduler.ok()) return fail(scheduler.status().message(), kExitUsage);
 
@@ -183,6 +188,9 @@ void RegisterServeCommand(CLI::App& app) {
                   "requests waiting for a slot before new ones get HTTP 429");
   cmd->add_option("--prefill-chunk", args->prefill_chunk,
                   "prompt tokens prefilled in one step (running requests wait at most one)");
+  cmd->add_option("--burst-wait-ms", args->burst_wait_ms,
+                  "an idle server waits until no request has arrived for this long (at most 4x "
+                  "it) before prefilling, so that a burst prefills together (0: at once)");
   cmd->add_option("--kv-blocks", args->kv_blocks,
                   "KV cache blocks of 16 positions shared by all requests (0: --max-batch x "
                   "--max-context); requests wait for blocks");

@@ -198,6 +198,9 @@ StatusOr<std::unique_ptr<Scheduler>> Scheduler::Start(generate::TextGenerator& t
                            " (the model's max_position_embeddings)");
   if (options.max_queue < 0)
     return InvalidArgument("max queue " + std::to_string(options.max_queue) + ": expected >= 0");
+  if (options.burst_wait_us < 0 || options.burst_wait_us > 1'000'000)
+    return InvalidArgument("burst wait " + std::to_string(options.burst_wait_us) +
+                           " us: expected 0 to 1,000,000");
   if (options.prefill_chunk < 1)
     return InvalidArgument("prefill chunk " + std::to_string(options.prefill_chunk) +
                            ": expected >= 1 token");
@@ -328,8 +331,28 @@ void Scheduler::Loop() {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return stop_.load() || !queue_.empty() || stats_.running > 0; });
       if (stop_.load() && queue_.empty() && stats_.running == 0) return;
+      if (stats_.running == 0) AwaitBurst(lock);
     }
     Step();
+  }
+}
+
+void Scheduler::AwaitBurst(std::unique_lock<std::mutex>& lock) {
+  // Clients of a burst (a batch job's workers, a benchmark's) send within a millisecond or two of
+  // each other; prefilling the first on its own would hold the rest up for a whole step (about
+  // 35 ms for Qwen3-0.6B on two cores) and leave one chunk more. 16 requests at once
+  // (bench/serve_bench.py, qwen3-0.6b bf16, 2 threads, Zen 5, three alternated rounds): 3
+  // prefill chunks -> 2, time to first token p50 260-357 -> 153-224 ms, p90 429-529 -> 271-356
+  // ms, 171-192 -> 175-196 tokens/s; one request at a time: p50 38-40 -> 38-42 ms.
+  const auto quiet = std::chrono::microseconds(options_.burst_wait_us);
+  if (quiet.count() <= 0) return;
+  const auto deadline = std::chrono::steady_clock::now() + 4 * quiet;
+  size_t seen = queue_.size();
+  while (!stop_.load() && seen < static_cast<size_t>(options_.max_batch) &&
+         std::chrono::steady_clock::now() < deadline) {
+    cv_.wait_for(lock, quiet);
+    if (queue_.size() <= seen) return;  // quiet for a whole wait (or the queue was taken)
+    seen = queue_.size();
   }
 }
 

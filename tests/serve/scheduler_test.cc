@@ -260,6 +260,33 @@ TEST(Scheduler, RequestsWaitForKvBlocks) {
       << refused.status().ToString();
 }
 
+TEST(Scheduler, BurstAtAnIdleServerPrefillsTogether) {
+  auto text = MakeText();
+  SchedulerOptions o = Options(4);
+  o.burst_wait_us = 200'000;  // long enough that the gaps below never close the wait
+  auto sched = Scheduler::Start(*text, o);
+  ASSERT_TRUE(sched.ok()) << sched.status().ToString();
+  // Three short prompts (one prefill step's rows hold them all) 20 ms apart, each gap far longer
+  // than the tiny model's prefill: without the wait the first would prefill alone at once.
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const char* prompt : {"a", "xyz", "ok"}) {
+    if (!streams.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    streams.push_back(Submit(*text, **sched, Greedy(prompt, 4)));
+    ASSERT_TRUE(streams.back());
+  }
+  for (auto& s : streams) {
+    const Done d = Collect(*s);
+    EXPECT_TRUE(d.finish_reason == "stop" || d.finish_reason == "length") << d.error;
+  }
+  EXPECT_EQ((*sched)->Stats().prefill_chunks, 1);
+
+  o.burst_wait_us = -1;
+  auto refused = Scheduler::Start(*text, o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("burst wait -1"), std::string::npos)
+      << refused.status().message();
+}
+
 TEST(Scheduler, FullQueueIsRefused) {
   auto text = MakeText();
   auto sched = Scheduler::Start(*text, Options(1, 256, 1));

@@ -36,6 +36,10 @@ struct SchedulerOptions {
   // KV blocks of generate::kKvBlockSize positions shared by every request (0: enough for
   // max_batch requests of max_context).
   int64_t kv_blocks = 0;
+  // An idle server, given a request, waits until none has arrived for this long (at most four
+  // times it in all, or until max_batch are waiting) before prefilling, so that a burst of
+  // requests prefills together rather than its first alone; 0 starts at once.
+  int64_t burst_wait_us = 2000;
 };
 
 // One alternative at a token position: id, its text and its log-probability.
@@ -159,6 +163,9 @@ class Scheduler {
   // One iteration: admit, one prefill step, admit again (requests that arrived during it), one
   // decode step (unless BatchLoop::DeferDecode). False when there is nothing to do.
   bool Step();
+  // With nothing running and a request queued: waits, `lock` (on mu_) released meanwhile, while
+  // more requests keep arriving (SchedulerOptions::burst_wait_us).
+  void AwaitBurst(std::unique_lock<std::mutex>& lock);
   // Drops cancelled queued requests and admits queued ones while slots and blocks allow (mu_
   // held; between steps).
   void Admit();
