@@ -455,7 +455,7 @@ int64_t JsonMatcher::FrameCost(const JsonFrame& f) const {
           const int64_t other = node.additional < 0 ? kFar
                                                     : 2 + nodes[node.additional].min_len +
                                                           RequiredCost(node, f.seen, false) + 1;
-          if (f.flags & kFreeKey) return tail + 1 + other;
+          if (f.flags & kFreeKey) return tail + other;
           int64_t best = kFar;
           bool exact = false;
           for (int32_t i = f.lo; i < f.hi; ++i) {
@@ -465,8 +465,9 @@ int64_t JsonMatcher::FrameCost(const JsonFrame& f) const {
             best = std::min(best, left + 3 + nodes[node.values[i]].min_len +
                                       RequiredCost(node, f.seen | uint64_t{1} << i, false));
           }
-          // Another key closes now, or (when the text so far names a property) one byte later.
-          return tail + std::min(best, (exact ? 2 : 1) + other);
+          // Another key (`other` counts its closing quote) closes now, or, when the text so far
+          // names a property, one byte later.
+          return tail + std::min(best, (exact ? 1 : 0) + other);
         }
       }
       return kFar;

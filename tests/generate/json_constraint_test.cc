@@ -82,6 +82,28 @@ TEST(JsonGrammar, ConstAnyOfRefsAndAdditionalSchemas) {
   EXPECT_FALSE(extra.Matches(R"({"a\u0062":1})"));  // other keys take no escapes
 }
 
+// BytesToClose is the length of the shortest completion: inside a key of an object whose other
+// keys are allowed it counts closing that key now (the json_schema_fuzz regression: one byte too
+// many there, so no byte after a comma brought the close nearer).
+TEST(JsonGrammar, BytesToCloseCountsTheShortestCompletionInsideKeys) {
+  JsonMatcher m(Schema(R"({"properties":{"next":{"type":"object"}}})"));
+  auto close_after = [&](const std::string& text) {
+    generate::JsonState s = m.Start(), next;
+    for (char c : text) {
+      m.Advance(s, static_cast<uint8_t>(c), next);
+      EXPECT_FALSE(next.dead()) << text;
+      std::swap(s, next);
+    }
+    return m.BytesToClose(s);
+  };
+  EXPECT_EQ(close_after(R"({"a":1,)"), 5);           // "":0}
+  EXPECT_EQ(close_after(R"({"a":1,")"), 4);          // ":0}
+  EXPECT_EQ(close_after(R"({"a":1,"ne)"), 4);        // a prefix of "next" closes as another key
+  EXPECT_EQ(close_after(R"({"a":1,"next)"), 5);      // ":{}} as "next", or x":0} as another
+  EXPECT_EQ(close_after(R"({"a":1,"nz)"), 4);        // a free key
+  EXPECT_EQ(close_after(R"({"next":{},"next)"), 5);  // "next" is taken: one byte more
+}
+
 TEST(JsonGrammar, UnsupportedKeywordsAreRefusedByName) {
   for (auto [schema, word] : std::vector<std::pair<const char*, const char*>>{
            {R"({"type":"string","pattern":"a+"})", "'pattern'"},
