@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cpu/matmul_small_m.h"
+#include "cpu/ragged_dot_grouped.h"
 #include "cpu/reduction_matmul.h"
 #include "cpu/reduction_matmul_q8.h"
 #include "cpu/reduction_matmul_q8_packed.h"
@@ -620,7 +621,9 @@ BENCHMARK(BM_Int8Pack)
 // cold = 1 cycles through copies of W filling 256 MiB, so W comes from memory as in a decode
 // step, not from L3 (the LM head always does). On AVX2 CPUs (no AVX-512) `pair` is the AVX2
 // tiles of 2 weight rows x 1 vector, `group` and `packed` both those of 1 row x 3 vectors, and
-// `*_of_peak` is against the AVX2 FMA peak. Args: M, K, N, threads, cold.
+// `*_of_peak` is against the AVX2 FMA peak. `experts` and `onednn` time two kernels whose sums
+// differ from the matrix-vector kernel's (so a batched decode step cannot take them as they are):
+// the MoE experts' 4 x 6 tiles and oneDNN. Args: M, K, N, threads, cold.
 class OwnPoolContext : public PoolContext {
  public:
   explicit OwnPoolContext(int threads) : pool_(threads) {}
@@ -694,19 +697,41 @@ void BM_SmallMKernel(benchmark::State& state) {
   OwnPoolContext ctx(threads);
   tlaloc::cpu::MatrixView a{reinterpret_cast<const std::byte*>(x.data()), ElementType::kBF16, 0, k,
                             1};
-  // The variants by name; M = 1 has only the matrix-vector kernel.
+  // The variants by name; M = 1 has only the matrix-vector kernel. Two kernels with other sums
+  // (other bits) for comparison: "experts", the MoE expert products' 4 x 6 tiles (one
+  // accumulator per result, cpu/ragged_dot_grouped.h) over blocks of 96 weight rows, and
+  // "onednn", the products of more than kSmallMMaxRows rows; each only where this CPU runs it.
   using Tiles = tlaloc::cpu::SmallMTiles;
+  constexpr auto kExperts = static_cast<Tiles>(100), kOneDnn = static_cast<Tiles>(101);
   std::vector<std::pair<const char*, Tiles>> variants = {
       {"pair", Tiles::kPerPair}, {"group", Tiles::kPerGroup}, {"packed", Tiles::kPacked}};
   if (m == 1) variants.resize(1);
   int64_t next = 0;
+  // False where the variant does not run here.
   auto run = [&](Tiles tiles) {
     const Literal& wc = w[next++ % copies];
     tlaloc::cpu::MatrixView b{reinterpret_cast<const std::byte*>(wc.data()), ElementType::kBF16, 0,
                               1, k};
+    if (tiles == kOneDnn) return tlaloc::cpu::DnnlMatmul(a, b, 1, m, k, n, c.data(), ctx);
+    if (tiles == kExperts) {
+      constexpr int64_t kColumns = 96;
+      std::atomic<bool> ran{true};
+      tlaloc::cpu::ForEachTask(ctx, (n + kColumns - 1) / kColumns, [&](int64_t t) {
+        const int64_t j0 = t * kColumns;
+        ran = tlaloc::cpu::Bf16RowsTimesRowsT(reinterpret_cast<const uint16_t*>(x.data()), k, m,
+                                              reinterpret_cast<const uint16_t*>(wc.data()) + j0 * k,
+                                              k, std::min(kColumns, n - j0), k, c.data() + j0, n) &&
+              ran;
+      });
+      return ran.load();
+    }
     if (m == 1 || !tlaloc::cpu::SmallMMatmul(a, b, 1, m, k, n, c.data(), ctx, tiles))
       tlaloc::cpu::ViewMatmul(a, b, 1, m, k, n, c.data(), ctx);
+    return true;
   };
+  if (m > 1)
+    for (auto other : {std::pair{"experts", kExperts}, std::pair{"onednn", kOneDnn}})
+      if (run(other.second)) variants.push_back(other);
   constexpr int kRounds = 7;
   const double flops = 2.0 * m * k * n;
   // Per variant, per round: the wall-clock rate, and with one thread the CPU-time rate.
@@ -749,7 +774,7 @@ BENCHMARK(BM_SmallMKernel)
     ->ArgsProduct({{1, 4, 8, 16}, {3072}, {1024}, {1, 2}, {0, 1}})
     ->ArgsProduct({{1, 4, 8, 16}, {2048}, {1024}, {1, 2}, {0, 1}})
     ->ArgsProduct({{1, 4, 8, 16}, {1024}, {151936}, {1, 2}, {1}})
-    ->ArgsProduct({{64}, {1024, 3072}, {1024, 3072}, {1, 2}, {1}})
+    ->ArgsProduct({{32, 64}, {1024, 3072}, {1024, 3072}, {1, 2}, {1}})
     ->Iterations(1)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
