@@ -140,6 +140,22 @@ uint64_t Checkpoint::PrefaultViews(std::span<const Literal> values) const {
   return done;
 }
 
+uint64_t Checkpoint::ReadAheadViews(std::span<const Literal> values) const {
+  if (PrefaultOff()) return 0;
+  uint64_t total = 0;
+  for (const Literal& v : values)
+    if (ShardViewedBy(v)) total += static_cast<uint64_t>(v.byte_size());
+  // More than the memory available would only evict pages read earlier.
+  const std::optional<uint64_t> available = AvailableMemoryBytes();
+  if (total == 0 || (available && total > *available)) return 0;
+  uint64_t asked = 0;
+  for (const Literal& v : values)
+    if (const SafetensorsFile* shard = ShardViewedBy(v))
+      if (shard->ReadAhead(v.data(), static_cast<size_t>(v.byte_size())))
+        asked += static_cast<uint64_t>(v.byte_size());
+  return asked;
+}
+
 uint64_t Checkpoint::CopyOntoHugePages(std::span<Literal> values) const {
   if (PrefaultOff()) return 0;
   if (const char* env = std::getenv("TLALOC_HUGE_PAGES"); env && std::string_view(env) == "0")

@@ -98,6 +98,12 @@ StatusOr<std::vector<Literal>> LoadWeights(const io::ModelConfig& config,
     if (!specs[i].read_by_rows) {
       read_whole_at.push_back(i);
       read_whole.push_back(std::move(out[i]));
+    } else {
+      // Weights read by rows stay file-mapped (mapping a 622 MB embedding table would count it
+      // all in the resident set for the few rows a prompt reads); their pages are read into the
+      // page cache in the background, first, so that the reads overlap the copy below and the
+      // first prompt does not wait on the disk row by row.
+      checkpoint.ReadAheadViews(std::span<const Literal>(&out[i], 1));
     }
   }
   if (quantized || checkpoint.CopyOntoHugePages(read_whole) == 0)

@@ -111,6 +111,11 @@ class SafetensorsFile {
   // MADV_POPULATE_READ; on kernels before 5.14, MADV_WILLNEED's read-ahead). False, doing
   // nothing, when the range is not inside this file's mapping (an in-memory image, a copy).
   bool Prefault(const std::byte* begin, size_t size) const;
+  // Asks the kernel to read the file's pages under [begin, begin + size) into the page cache in
+  // the background (madvise MADV_WILLNEED), without mapping them into this process (its resident
+  // set does not grow). False when the range is not inside this file's mapping (doing nothing)
+  // or the kernel refused.
+  bool ReadAhead(const std::byte* begin, size_t size) const;
   // `parts` (tensors of this file) as one tensor of `type`, viewing the image in place, when
   // they lie one after another in this order, hold type's dtype and fill exactly its bytes, and
   // the first is aligned; otherwise nullopt. Stacked experts written one after another
