@@ -262,6 +262,7 @@ for dt in tags.split():
     metric(f"decode {gen} tok/s after {prompt}, {bkv} (llama.cpp {kv_name(l)})", dec, 1, True, tk, l)
     metric(f"decode {gen} tok/s after {short}, {bkv} (llama.cpp {kv_name(ls)})", dec, 1, True, tks, ls)
     metric("peak RSS MiB", "time_peak_rss_bytes", 1 / 1048576, False, t, l)
+    metric(f"peak RSS MiB, {q8}", "time_peak_rss_bytes", 1 / 1048576, False, tq, l)
     metric(f"peak RSS MiB, {bkv}", "time_peak_rss_bytes", 1 / 1048576, False, tk, l)
     metric("load s", "load_s", 1, False, t, l)
     f = os.path.join(results, f"bandwidth-{dt}.json")
