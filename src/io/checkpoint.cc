@@ -122,12 +122,19 @@ const SafetensorsFile* Checkpoint::ShardViewedBy(const Literal& value) const {
   return nullptr;
 }
 
-uint64_t Checkpoint::PrefaultViews(std::span<const Literal> values) const {
+namespace {
+
+// `advise` (SafetensorsFile::Prefault or ReadAhead) on each of `values` that views a shard
+// (`shard_of`), unless TLALOC_PREFAULT=0 or their bytes exceed the memory available (where it
+// would only evict pages read earlier). Returns the bytes advised.
+template <typename ShardOf>
+uint64_t AdviseViews(std::span<const Literal> values, const ShardOf& shard_of,
+                     bool (SafetensorsFile::*advise)(const std::byte*, size_t) const) {
   if (PrefaultOff()) return 0;
   std::vector<std::pair<const SafetensorsFile*, const Literal*>> views;
   uint64_t total = 0;
   for (const Literal& v : values)
-    if (const SafetensorsFile* shard = ShardViewedBy(v)) {
+    if (const SafetensorsFile* shard = shard_of(v)) {
       views.emplace_back(shard, &v);
       total += static_cast<uint64_t>(v.byte_size());
     }
@@ -135,25 +142,21 @@ uint64_t Checkpoint::PrefaultViews(std::span<const Literal> values) const {
   if (total == 0 || (available && total > *available)) return 0;
   uint64_t done = 0;
   for (const auto& [shard, v] : views)
-    if (shard->Prefault(v->data(), static_cast<size_t>(v->byte_size())))
+    if ((shard->*advise)(v->data(), static_cast<size_t>(v->byte_size())))
       done += static_cast<uint64_t>(v->byte_size());
   return done;
 }
 
+}  // namespace
+
+uint64_t Checkpoint::PrefaultViews(std::span<const Literal> values) const {
+  return AdviseViews(
+      values, [this](const Literal& v) { return ShardViewedBy(v); }, &SafetensorsFile::Prefault);
+}
+
 uint64_t Checkpoint::ReadAheadViews(std::span<const Literal> values) const {
-  if (PrefaultOff()) return 0;
-  uint64_t total = 0;
-  for (const Literal& v : values)
-    if (ShardViewedBy(v)) total += static_cast<uint64_t>(v.byte_size());
-  // More than the memory available would only evict pages read earlier.
-  const std::optional<uint64_t> available = AvailableMemoryBytes();
-  if (total == 0 || (available && total > *available)) return 0;
-  uint64_t asked = 0;
-  for (const Literal& v : values)
-    if (const SafetensorsFile* shard = ShardViewedBy(v))
-      if (shard->ReadAhead(v.data(), static_cast<size_t>(v.byte_size())))
-        asked += static_cast<uint64_t>(v.byte_size());
-  return asked;
+  return AdviseViews(
+      values, [this](const Literal& v) { return ShardViewedBy(v); }, &SafetensorsFile::ReadAhead);
 }
 
 uint64_t Checkpoint::CopyOntoHugePages(std::span<Literal> values) const {

@@ -355,7 +355,7 @@ void SafetensorsFile::ReleasePages(const SafetensorsTensorInfo& info) const {
 }
 
 bool SafetensorsFile::ReleasePages(const std::byte* begin, size_t size, PageSpan span) const {
-  if (!mapped_ || size == 0 || begin < data_ || begin + size > data_ + size_) return false;
+  if (!MapsRange(begin, size)) return false;
   // Whole pages only unless asked: a page shared with a neighbouring tensor stays. Widened, the
   // range stays inside the mapping (which starts on a page; its end may not be one).
   PageBounds pages = PagesInside(begin, size);
@@ -369,8 +369,12 @@ bool SafetensorsFile::ReleasePages(const std::byte* begin, size_t size, PageSpan
   return true;
 }
 
+bool SafetensorsFile::MapsRange(const std::byte* begin, size_t size) const {
+  return mapped_ && size > 0 && begin >= data_ && begin + size <= data_ + size_;
+}
+
 bool SafetensorsFile::Prefault(const std::byte* begin, size_t size) const {
-  if (!mapped_ || size == 0 || begin < data_ || begin + size > data_ + size_) return false;
+  if (!MapsRange(begin, size)) return false;
     // Not in Debian 12's glibc headers yet; the kernel's value since 5.14.
 #ifndef MADV_POPULATE_READ
   constexpr int MADV_POPULATE_READ = 22;
@@ -385,7 +389,7 @@ bool SafetensorsFile::Prefault(const std::byte* begin, size_t size) const {
 }
 
 bool SafetensorsFile::ReadAhead(const std::byte* begin, size_t size) const {
-  if (!mapped_ || size == 0 || begin < data_ || begin + size > data_ + size_) return false;
+  if (!MapsRange(begin, size)) return false;
   const uintptr_t first = PagesTouching(begin, size).begin;
   const uintptr_t end = reinterpret_cast<uintptr_t>(begin) + size;
   // One call per 128 KiB: the kernel reads ahead at most the device's read-ahead window per

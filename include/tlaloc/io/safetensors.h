@@ -125,6 +125,8 @@ class SafetensorsFile {
 
  private:
   SafetensorsFile() = default;
+  // Whether [begin, begin + size) is non-empty and inside this file's mapping (not a buffer).
+  bool MapsRange(const std::byte* begin, size_t size) const;
   std::string source_;
   std::shared_ptr<void> owner_;  // keeps the mapping (or buffer) alive
   std::byte* data_ = nullptr;
